@@ -1,0 +1,166 @@
+#include "app.h"
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "tune/storages/in_memory.h"
+#include "tune/text.h"
+
+namespace tune::app {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kAlreadyExists:
+      return kExitUsage;
+    case StatusCode::kCancelled:
+      return kExitInterrupted;
+    default:
+      return kExitFailure;
+  }
+}
+
+int Fail(const Status& status) {
+  spdlog::error("{}", status.message());
+  return ExitCodeFor(status);
+}
+
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
+  if (url == "memory" || url == ":memory:") {
+    return std::shared_ptr<Storage>(NewInMemoryStorage());
+  }
+  const std::vector<std::string> schemes = {"memory"};
+  auto colon = url.find(':');
+  std::string scheme = colon == std::string::npos ? url : url.substr(0, colon);
+  if (scheme == "sqlite" || scheme == "postgresql") {
+    return InvalidArgumentError(fmt::format(
+        "storage '{}': the {} backend is not available in this build yet; use --storage memory",
+        url, scheme));
+  }
+  return InvalidArgumentError(fmt::format("unknown storage '{}'{}; valid: {}", url,
+                                          DidYouMean(scheme, schemes), JoinNames(schemes)));
+}
+
+Result<Format> ParseFormat(const std::string& name) {
+  if (name == "table") return Format::kTable;
+  if (name == "json") return Format::kJson;
+  if (name == "csv") return Format::kCsv;
+  return InvalidArgumentError(fmt::format("unknown format '{}'{}; valid: table, json, csv", name,
+                                          DidYouMean(name, {"table", "json", "csv"})));
+}
+
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
+  if (rows.empty()) return "";
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::ostringstream out;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    for (size_t i = 0; i < rows[k].size(); ++i) {
+      out << (i ? "  " : "") << rows[k][i];
+      if (i + 1 < rows[k].size()) out << std::string(width[i] - rows[k][i].size(), ' ');
+    }
+    out << "\n";
+    if (k == 0) {
+      for (size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+std::string RenderCsv(const std::vector<std::vector<std::string>>& rows) {
+  std::ostringstream out;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      const std::string& f = r[i];
+      if (i) out << ",";
+      if (f.find_first_of(",\"\n") != std::string::npos) {
+        std::string q;
+        for (char c : f) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        out << '"' << q << '"';
+      } else {
+        out << f;
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+namespace {
+Json NumberJson(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+}  // namespace
+
+Json TrialToJson(const FrozenTrial& t) {
+  Json j;
+  j["number"] = t.number;
+  j["state"] = TrialStateName(t.state);
+  Json values = Json::array();
+  for (double v : t.values) values.push_back(NumberJson(v));
+  j["values"] = values;
+  j["value"] = t.values.size() == 1 ? NumberJson(t.values[0]) : Json(nullptr);
+  j["params"] = t.ExternalParams();
+  Json iv = Json::object();
+  for (const auto& [step, v] : t.intermediate_values) iv[std::to_string(step)] = NumberJson(v);
+  j["intermediate_values"] = iv;
+  j["user_attrs"] = t.user_attrs;
+  j["system_attrs"] = t.system_attrs;
+  j["datetime_start"] = t.datetime_start ? Json(FormatDatetime(*t.datetime_start)) : Json(nullptr);
+  j["datetime_complete"] =
+      t.datetime_complete ? Json(FormatDatetime(*t.datetime_complete)) : Json(nullptr);
+  auto d = t.duration_seconds();
+  j["duration"] = d ? Json(*d) : Json(nullptr);
+  return j;
+}
+
+std::string ValueText(const FrozenTrial& t) {
+  std::string out;
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    if (i) out += ",";
+    out += fmt::format("{:.6g}", t.values[i]);
+  }
+  return out;
+}
+
+std::string ParamsText(const FrozenTrial& t) {
+  std::string out;
+  const Json params = t.ExternalParams();
+  for (const auto& [name, v] : params.items()) {
+    if (!out.empty()) out += " ";
+    out += name + "=" + (v.is_number_float() ? fmt::format("{:.4g}", v.get<double>())
+                                              : (v.is_string() ? v.get<std::string>() : v.dump()));
+  }
+  return out;
+}
+
+void PrintBestTrial(const FrozenTrial& best, Format format) {
+  if (format == Format::kJson) {
+    std::cout << TrialToJson(best).dump(2) << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"key", "value"}};
+  rows.push_back({"number", std::to_string(best.number)});
+  rows.push_back({"value", ValueText(best)});
+  const Json params = best.ExternalParams();
+  for (const auto& [name, v] : params.items()) {
+    rows.push_back({"params_" + name, v.is_string() ? v.get<std::string>() : v.dump()});
+  }
+  auto d = best.duration_seconds();
+  rows.push_back({"duration", d ? fmt::format("{:.3f}s", *d) : ""});
+  std::cout << (format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+}
+
+}  // namespace tune::app

@@ -1,0 +1,63 @@
+// Shared pieces of the tune command-line app: exit codes, storage URLs, output formats.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/status.h"
+#include "tune/storages/storage.h"
+#include "tune/trial.h"
+
+namespace tune::app {
+
+enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130 };
+
+// Usage/config errors (bad input) exit 2; everything else 1.
+int ExitCodeFor(const Status& status);
+// Logs the error and returns its exit code.
+int Fail(const Status& status);
+
+// "memory" for now; sqlite:/// and postgresql:// arrive with the persistent storages.
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url);
+
+enum class Format { kTable, kJson, kCsv };
+Result<Format> ParseFormat(const std::string& name);
+
+// Renders rows as an aligned table or CSV (first row = header).
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
+std::string RenderCsv(const std::vector<std::vector<std::string>>& rows);
+
+// A trial as JSON (number, state, values, params, attributes, times).
+Json TrialToJson(const FrozenTrial& t);
+// Short text of a value / of params for tables and logs.
+std::string ValueText(const FrozenTrial& t);
+std::string ParamsText(const FrozenTrial& t);
+
+struct RunArgs {
+  std::string study;
+  std::optional<std::string> config;
+  std::optional<int64_t> n_trials;
+  std::optional<double> timeout;
+  std::optional<std::string> storage;
+  std::optional<std::string> sampler;
+  std::optional<int64_t> seed;
+  std::string format = "table";
+};
+int RunStudy(const RunArgs& args);
+
+struct ShowArgs {
+  std::string storage = "memory";
+  std::string study;
+  std::string format = "table";
+  std::vector<std::string> states;
+};
+int ListStudies(const ShowArgs& args);
+int ListTrials(const ShowArgs& args);
+int ShowBestTrial(const ShowArgs& args);
+
+// Prints the best trial of `trials` to stdout in `format`.
+void PrintBestTrial(const FrozenTrial& best, Format format);
+
+}  // namespace tune::app

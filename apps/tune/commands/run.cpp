@@ -1,0 +1,170 @@
+// `tune --study NAME ...`: runs (or resumes) a study from its config.
+#include <csignal>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app.h"
+#include "tune/config.h"
+#include "tune/interrupt.h"
+#include "tune/optimize.h"
+#include "tune/study.h"
+#include "tune/text.h"
+
+namespace tune::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+extern "C" void OnSignal(int sig) {
+  RequestInterrupt();
+  // A second Ctrl-C ends the process at once.
+  std::signal(sig, SIG_DFL);
+}
+
+std::string Clock(double seconds) {
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+Result<StudyConfig> LoadConfig(const RunArgs& args) {
+  fs::path path = args.config ? fs::path(*args.config) : fs::path("configs") / (args.study + ".json");
+  auto config = LoadStudyConfig(path);
+  if (!config.ok() && config.status().code() == StatusCode::kNotFound && !args.config) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("configs", ec)) {
+      if (e.path().extension() == ".json" && e.path().stem() != "models") {
+        names.push_back(e.path().stem().string());
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return NotFoundError(fmt::format("{} (pass --config FILE{}{})", config.status().message(),
+                                     names.empty() ? "" : "; configs here: " + JoinNames(names),
+                                     DidYouMean(args.study, names)));
+  }
+  return config;
+}
+
+}  // namespace
+
+int RunStudy(const RunArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto loaded = LoadConfig(args);
+  if (!loaded.ok()) return Fail(loaded.status());
+  StudyConfig config = std::move(loaded).value();
+
+  // Command-line values override the config's.
+  if (args.n_trials) config.n_trials = *args.n_trials;
+  if (args.timeout) config.timeout_seconds = *args.timeout;
+  if (args.storage) config.storage = *args.storage;
+  if (args.sampler) config.sampler.name = *args.sampler;
+  if (args.seed) config.sampler.seed = static_cast<uint64_t>(*args.seed);
+
+  auto sampler = MakeSampler(config.sampler);
+  if (!sampler.ok()) return Fail(sampler.status().WithContext("--sampler"));
+  auto pruner = MakePruner(config.pruner);
+  if (!pruner.ok()) return Fail(pruner.status());
+  auto objective = MakeObjective(config);
+  if (!objective.ok()) return Fail(objective.status());
+  auto storage = OpenStorage(config.storage);
+  if (!storage.ok()) return Fail(storage.status());
+  auto study = Study::CreateOrLoad(*storage, args.study, config.directions,
+                                   std::move(sampler).value(), std::move(pruner).value(),
+                                   config.sampler.seed);
+  if (!study.ok()) return Fail(study.status());
+  Study& s = **study;
+
+  auto existing = s.storage().CountTrials(s.study_id());
+  if (!existing.ok()) return Fail(existing.status());
+  if (*existing == 0) {
+    for (const Json& params : config.enqueue_trials) {
+      auto t = s.EnqueueTrial(params);
+      if (!t.ok()) return Fail(t.status());
+    }
+  } else {
+    spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), *existing);
+  }
+  spdlog::info("Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
+               "trials{}",
+               s.name(), StudyDirectionName(s.direction()), s.storage().url(),
+               s.sampler().name(), s.pruner().name(), (*objective)->name(),
+               config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
+               config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
+  if (!config.n_trials && !config.timeout_seconds) {
+    spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  const auto start = std::chrono::steady_clock::now();
+  int64_t n_pruned = 0, n_failed = 0, n_run = 0;
+  std::optional<FrozenTrial> best;
+  OptimizeOptions opts;
+  opts.n_trials = config.n_trials;
+  opts.timeout_seconds = config.timeout_seconds;
+  if (auto prev = s.BestTrial(); prev.ok()) best = *prev;
+  auto finished_before = s.storage().CountTrials(
+      s.study_id(), {TrialState::kComplete, TrialState::kPruned, TrialState::kFail});
+  int64_t done = finished_before.ok() ? *finished_before : 0;
+  opts.on_trial_finished = [&](const FrozenTrial& t, const TrialOutcome& outcome) {
+    ++n_run;
+    ++done;
+    n_pruned += t.state == TrialState::kPruned;
+    n_failed += t.state == TrialState::kFail;
+    auto d = t.duration_seconds();
+    std::string dur = d ? fmt::format("{:.2f}s", *d) : "-";
+    if (t.state == TrialState::kComplete) {
+      spdlog::info("Trial {} COMPLETE value={} duration={} params: {}", t.number, ValueText(t), dur,
+                   ParamsText(t));
+      if (t.values.size() == 1 &&
+          (!best || IsBetter(s.direction(), t.value(), best->value()))) {
+        best = t;
+      }
+    } else {
+      spdlog::log(t.state == TrialState::kFail ? spdlog::level::warn : spdlog::level::info,
+                  "Trial {} {} ({}) duration={} params: {}", t.number, TrialStateName(t.state),
+                  outcome.reason, dur, ParamsText(t));
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string eta = "?";
+    if (config.n_trials) {
+      double left = static_cast<double>(std::max<int64_t>(0, *config.n_trials - done));
+      eta = Clock(elapsed / static_cast<double>(n_run) * left);
+    }
+    if (config.timeout_seconds) {
+      eta = eta == "?" ? Clock(std::max(0.0, *config.timeout_seconds - elapsed))
+                       : eta;
+    }
+    spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
+                 "| ETA {}",
+                 done, config.n_trials ? std::to_string(*config.n_trials) : "-", n_pruned, n_failed,
+                 best ? fmt::format("{} (trial {})", ValueText(*best), best->number) : "-",
+                 Clock(elapsed), eta);
+  };
+  auto result = Optimize(s, config.space, **objective, opts);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (!result.ok()) return Fail(result.status());
+
+  auto best_trial = s.BestTrial();
+  if (best_trial.ok()) {
+    spdlog::info("Best trial: {} value={} params: {}", best_trial->number, ValueText(*best_trial),
+                 ParamsText(*best_trial));
+    PrintBestTrial(*best_trial, *format);
+  } else {
+    spdlog::warn("{}", best_trial.status().message());
+  }
+  if (result->interrupted) {
+    spdlog::warn("Interrupted: {} trials finished this run; the study is consistent", result->trials_run);
+    return kExitInterrupted;
+  }
+  return kExitOk;
+}
+
+}  // namespace tune::app

@@ -1,0 +1,113 @@
+// `tune studies`, `tune trials`, `tune best-trial`: read-only views of a storage.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "app.h"
+#include "tune/study.h"
+
+namespace tune::app {
+
+int ListStudies(const ShowArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto storage = OpenStorage(args.storage);
+  if (!storage.ok()) return Fail(storage.status());
+  auto studies = (*storage)->GetAllStudies();
+  if (!studies.ok()) return Fail(studies.status());
+  if (*format == Format::kJson) {
+    Json out = Json::array();
+    for (const StudyInfo& s : *studies) {
+      Json dirs = Json::array();
+      for (auto d : s.directions) dirs.push_back(StudyDirectionName(d));
+      out.push_back({{"name", s.name},
+                     {"directions", dirs},
+                     {"n_trials", s.n_trials},
+                     {"user_attrs", s.user_attrs},
+                     {"datetime_start", s.datetime_start ? Json(FormatDatetime(*s.datetime_start))
+                                                         : Json(nullptr)}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"name", "direction", "n_trials", "datetime_start"}};
+  for (const StudyInfo& s : *studies) {
+    std::string dirs;
+    for (auto d : s.directions) dirs += (dirs.empty() ? "" : ",") + std::string(StudyDirectionName(d));
+    rows.push_back({s.name, dirs, std::to_string(s.n_trials),
+                    s.datetime_start ? FormatDatetime(*s.datetime_start) : ""});
+  }
+  std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+  return kExitOk;
+}
+
+int ListTrials(const ShowArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  std::vector<TrialState> states;
+  for (const auto& name : args.states) {
+    auto s = ParseTrialState(name);
+    if (!s.ok()) return Fail(s.status().WithContext("--state"));
+    states.push_back(*s);
+  }
+  auto storage = OpenStorage(args.storage);
+  if (!storage.ok()) return Fail(storage.status());
+  auto id = (*storage)->GetStudyId(args.study);
+  if (!id.ok()) return Fail(id.status());
+  auto trials = (*storage)->GetAllTrials(*id, states);
+  if (!trials.ok()) return Fail(trials.status());
+  if (*format == Format::kJson) {
+    Json out = Json::array();
+    for (const auto& t : *trials) out.push_back(TrialToJson(t));
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> param_names;
+  for (const auto& t : *trials) {
+    for (const auto& [name, v] : t.params) {
+      if (std::find(param_names.begin(), param_names.end(), name) == param_names.end()) {
+        param_names.push_back(name);
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"number", "state", "value", "duration"};
+  for (const auto& n : param_names) header.push_back("params_" + n);
+  rows.push_back(header);
+  for (const auto& t : *trials) {
+    auto d = t.duration_seconds();
+    std::vector<std::string> row = {std::to_string(t.number), TrialStateName(t.state), ValueText(t),
+                                    d ? fmt::format("{:.3f}", *d) : ""};
+    Json params = t.ExternalParams();
+    for (const auto& n : param_names) {
+      row.push_back(!params.contains(n) ? ""
+                    : params[n].is_string() ? params[n].get<std::string>()
+                                            : params[n].dump());
+    }
+    rows.push_back(row);
+  }
+  std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+  return kExitOk;
+}
+
+int ShowBestTrial(const ShowArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto storage = OpenStorage(args.storage);
+  if (!storage.ok()) return Fail(storage.status());
+  auto id = (*storage)->GetStudyId(args.study);
+  if (!id.ok()) return Fail(id.status());
+  auto info = (*storage)->GetStudy(*id);
+  if (!info.ok()) return Fail(info.status());
+  auto trials = (*storage)->GetAllTrials(*id, {TrialState::kComplete});
+  if (!trials.ok()) return Fail(trials.status());
+  if (info->directions.size() != 1) {
+    return Fail(InvalidArgumentError("best-trial needs a single-objective study"));
+  }
+  auto best = FindBestTrial(*trials, info->directions[0]);
+  if (!best) return Fail(FailedPreconditionError(fmt::format("study '{}' has no COMPLETE trial", args.study)));
+  PrintBestTrial(*best, *format);
+  return kExitOk;
+}
+
+}  // namespace tune::app

@@ -1,0 +1,112 @@
+// tune: hyperparameter studies with an in-process GPU memory guard.
+//
+//   tune --study NAME [--config FILE] [--n-trials N] [--timeout S] [--storage URL]
+//        [--sampler NAME] [--seed N] [--log-level L] [--format table|json|csv]
+//   tune studies    [--storage URL] [--format ...]
+//   tune trials     --study NAME [--storage URL] [--state S]... [--format ...]
+//   tune best-trial --study NAME [--storage URL] [--format ...]
+//
+// Exit codes: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "app.h"
+#include "tune/text.h"
+
+namespace {
+
+int SetLogLevel(const std::string& level) {
+  const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
+  auto lvl = spdlog::level::from_str(level);
+  if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
+    std::cerr << "tune: unknown --log-level '" << level << "'"
+              << tune::DidYouMean(level, levels) << "; valid: " << tune::JoinNames(levels) << "\n";
+    return tune::app::kExitUsage;
+  }
+  spdlog::set_level(lvl);
+  return tune::app::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("tune");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
+
+  CLI::App app{"tune: hyperparameter studies with an in-process GPU memory guard.\n"
+               "Runs the study NAME from configs/NAME.json (or --config), or manages stored "
+               "studies with a subcommand.",
+               "tune"};
+  app.set_version_flag("--version", "tune 0.1.0");
+  app.require_subcommand(0, 1);
+  app.fallthrough(false);
+
+  tune::app::RunArgs run;
+  std::string log_level = "info";
+  app.add_option("--study", run.study, "Study name (and configs/NAME.json by default)");
+  app.add_option("--config", run.config, "Study config file (default: configs/NAME.json)");
+  app.add_option("--n-trials", run.n_trials,
+                 "Stop when the study holds N finished trials (resumes count earlier runs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", run.timeout, "Stop starting trials after S seconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--storage", run.storage, "Storage URL (memory)");
+  app.add_option("--sampler", run.sampler, "Sampler name (random)");
+  app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--format", run.format, "Output of the best trial: table, json or csv");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
+
+  tune::app::ShowArgs studies_args, trials_args, best_args;
+  auto* studies = app.add_subcommand("studies", "List the studies in a storage");
+  studies->add_option("--storage", studies_args.storage, "Storage URL")->required();
+  studies->add_option("--format", studies_args.format, "table, json or csv");
+
+  auto* trials = app.add_subcommand("trials", "List the trials of a study");
+  trials->add_option("--study", trials_args.study, "Study name")->required();
+  trials->add_option("--storage", trials_args.storage, "Storage URL")->required();
+  trials->add_option("--state", trials_args.states,
+                     "Only trials in this state (RUNNING, COMPLETE, PRUNED, FAIL, WAITING)");
+  trials->add_option("--format", trials_args.format, "table, json or csv");
+
+  auto* best = app.add_subcommand("best-trial", "Show the best trial of a study");
+  best->add_option("--study", best_args.study, "Study name")->required();
+  best->add_option("--storage", best_args.storage, "Storage URL")->required();
+  best->add_option("--format", best_args.format, "table, json or csv");
+
+  for (auto* sub : {studies, trials, best}) {
+    sub->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tune: " << e.what() << "\nRun 'tune --help' for usage.\n";
+    return tune::app::kExitUsage;
+  }
+  if (int rc = SetLogLevel(log_level); rc != 0) return rc;
+
+  try {
+    if (studies->parsed()) return tune::app::ListStudies(studies_args);
+    if (trials->parsed()) return tune::app::ListTrials(trials_args);
+    if (best->parsed()) return tune::app::ShowBestTrial(best_args);
+    if (run.study.empty()) {
+      std::cerr << "tune: --study NAME is required to run a study\nRun 'tune --help' for usage.\n";
+      return tune::app::kExitUsage;
+    }
+    return tune::app::RunStudy(run);
+  } catch (const std::exception& e) {
+    spdlog::critical("internal error: {}", e.what());
+    return tune::app::kExitFailure;
+  }
+}

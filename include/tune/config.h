@@ -1,0 +1,77 @@
+// Study configuration: one JSON file per study (configs/NAME.json). docs/config.md documents
+// every key. Parsing is strict: an unknown key, a wrong type, an empty choice list, low > high,
+// log with low <= 0, a step that does not divide the range, a condition on an unknown parameter
+// or an unknown model is an InvalidArgument naming the file, the JSON path and the closest valid
+// key or value. Command-line flags override the file's values (apps/tune).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/model_catalog.h"
+#include "tune/objectives/command.h"
+#include "tune/objectives/functions.h"
+#include "tune/objectives/objective.h"
+#include "tune/pruners/pruner.h"
+#include "tune/samplers/sampler.h"
+#include "tune/search_space.h"
+#include "tune/status.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+// "sampler": {"name": "random", "seed": 0}.
+struct SamplerConfig {
+  std::string name = "random";
+  std::optional<uint64_t> seed;  // unset: nondeterministic
+};
+
+// "pruner": {"name": "nop"}.
+struct PrunerConfig {
+  std::string name = "nop";
+};
+
+// "objective": {"type": "function", ...} or {"type": "command", ...}.
+struct ObjectiveConfig {
+  std::string type = "function";
+  FunctionOptions function;
+  CommandOptions command;
+};
+
+struct StudyConfig {
+  std::string source;  // the file it came from (for messages)
+  std::vector<StudyDirection> directions = {StudyDirection::kMinimize};
+  std::optional<int64_t> n_trials;        // target number of finished trials
+  std::optional<double> timeout_seconds;  // stop starting trials after this long
+  std::string storage = "memory";
+  SamplerConfig sampler;
+  PrunerConfig pruner;
+  ConditionalSpace space;
+  ObjectiveConfig objective;
+  std::vector<Json> enqueue_trials;  // params objects, enqueued when the study is created
+};
+
+// Parses a config document. Relative paths inside (model_catalog, cwd, work_dir) are resolved
+// against `base_dir`.
+Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
+                                     const std::filesystem::path& base_dir);
+// Reads and parses a file (NotFound if it does not exist, InvalidArgument for bad JSON with the
+// line and column).
+Result<StudyConfig> LoadStudyConfig(const std::filesystem::path& path);
+
+// Parses a space ("search_space" + "conditional") on its own, for tests and tools.
+Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,
+                                          ModelCatalog catalog, const std::string& source);
+
+// Factories, one explicit table per family; unknown names list the valid ones.
+std::vector<std::string> SamplerNames();
+std::vector<std::string> PrunerNames();
+Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config);
+Result<std::unique_ptr<Pruner>> MakePruner(const PrunerConfig& config);
+Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config);
+
+}  // namespace tune

@@ -1,0 +1,71 @@
+// The model catalog: architecture facts about the models a study may choose from.
+//
+// The built-in catalog is configs/models.json, compiled into the binary. A study config may add
+// models or override entries ("models": {...}) or merge another catalog file ("model_catalog").
+// Keys follow Hugging Face config.json names (num_hidden_layers, hidden_size, ...), so users can
+// copy them from a checkpoint's config.json.
+//
+// `heavy`: stated per model, or derived as num_parameters >= heavy_threshold_parameters
+// (default 200,000,000: bert-large, roberta-large, deberta-v3-large and xlm-roberta-base are
+// heavy; the base models are not). `num_parameters`: stated, or derived from the architecture
+// with the BERT / DeBERTa-v2 encoder formula (EncoderParameterCount).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/status.h"
+
+namespace tune {
+
+inline constexpr int64_t kDefaultHeavyThresholdParameters = 200'000'000;
+
+struct ModelSpec {
+  std::string name;
+  std::string model_type;  // "bert", "roberta", "xlm-roberta", "deberta-v2"
+  int64_t num_hidden_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  int64_t type_vocab_size = 0;
+  int64_t position_buckets = 0;  // DeBERTa-v2/v3 relative positions (0: absolute positions)
+  int64_t num_parameters = 0;
+  bool heavy = false;
+  Json extra = Json::object();  // any other keys, usable in conditions
+
+  // All attributes as JSON (what conditions such as "model.heavy" read).
+  Json Attributes() const;
+};
+
+// Parameters of the encoder (embeddings, layers, pooler) for BERT-like and DeBERTa-v2 models.
+int64_t EncoderParameterCount(const ModelSpec& m);
+
+class ModelCatalog {
+ public:
+  // The catalog compiled in from configs/models.json.
+  static Result<ModelCatalog> Builtin();
+  // Parses a catalog document ({"heavy_threshold_parameters": N, "models": {...}}); `source`
+  // names the file in errors.
+  static Result<ModelCatalog> Parse(const Json& doc, const std::string& source);
+
+  // Adds or replaces models from a {"name": {...}} object. `where` is "file: /json/path" for
+  // errors. Entries that override an existing model start from its values.
+  Status Merge(const Json& models, const std::string& where);
+
+  // NotFound with the closest known name.
+  Result<const ModelSpec*> Find(const std::string& name) const;
+  bool Contains(const std::string& name) const { return models_.count(name) > 0; }
+  std::vector<std::string> names() const;
+  int64_t heavy_threshold() const { return heavy_threshold_; }
+
+ private:
+  std::map<std::string, ModelSpec> models_;
+  int64_t heavy_threshold_ = kDefaultHeavyThresholdParameters;
+};
+
+}  // namespace tune

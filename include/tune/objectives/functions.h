@@ -1,0 +1,47 @@
+// Built-in test functions ("objective": {"type": "function", "name": ...}) for tests, demos and
+// sampler benchmarks. All are minimised.
+//
+//  sphere      sum x_i^2 over x0..x{dims-1} in [-5, 5]; minimum 0 at the origin.
+//  rosenbrock  sum 100 (x_{i+1} - x_i^2)^2 + (1 - x_i)^2, x_i in [-5, 10]; minimum 0 at 1.
+//  branin      x1 in [-5, 10], x2 in [0, 15]; minimum 0.397887.
+//  hartmann6   x0..x5 in [0, 1]; minimum -3.32237.
+//  mixed       a validation error surface over the user reports' transformer space: model
+//              (categorical of catalog names), batch_size, grad_accum, max_length, lr (log),
+//              weight_decay (+ optional warmup_ratio, dropout, classifier_layers). Minimum about
+//              0.11. With oom_threshold set, configs whose memory proxy
+//              batch_size * max_length * (layers * hidden) / (12 * 768) exceeds it "run out of
+//              memory": the trial is PRUNED with oom attributes, like a real OOM.
+// With n_steps > 0 every function reports a learning curve at steps 0..n_steps-1 that ends at
+// the final value, so pruners have something to judge.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/model_catalog.h"
+#include "tune/objectives/objective.h"
+
+namespace tune {
+
+struct FunctionOptions {
+  std::string name = "sphere";
+  int64_t dims = 2;        // sphere, rosenbrock
+  int64_t n_steps = 0;     // > 0: report a learning curve
+  std::optional<double> oom_threshold;  // mixed: memory proxy above which a trial "OOMs"
+};
+
+std::vector<std::string> FunctionNames();
+// The function's own search space, in config form ({"x0": {"type": "float", ...}, ...}).
+Json FunctionDefaultSpace(const FunctionOptions& options);
+// The function's value at `params`; ResourceExhausted for the mixed function's OOM region.
+Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatalog& catalog,
+                                const Json& params);
+// The mixed function's memory proxy for `params` (see above).
+double MixedMemoryProxy(const ModelCatalog& catalog, const Json& params);
+
+std::unique_ptr<Objective> NewFunctionObjective(FunctionOptions options, ModelCatalog catalog);
+
+}  // namespace tune

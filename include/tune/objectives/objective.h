@@ -1,0 +1,32 @@
+// Objective: evaluates one trial. Kinds: "function" (built-in test functions, functions.h) and
+// "command" (a user's program per trial, command.h); the LibTorch trainer joins later.
+//
+// Run() receives the live trial (to report intermediate values, ask the pruner and set
+// attributes) and its sampled params. It returns the trial's outcome; pruning and failure are
+// outcomes, not errors. A non-OK Status means tune itself could not run the objective (for
+// example the program cannot be started): the trial is failed and the study stops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tune/status.h"
+#include "tune/study.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+struct TrialOutcome {
+  TrialState state = TrialState::kComplete;  // kComplete, kPruned or kFail
+  std::vector<double> values;                // kComplete: one per objective
+  std::string reason;                        // kPruned / kFail: why (also in user attrs)
+};
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual std::string name() const = 0;
+  virtual Result<TrialOutcome> Run(Trial& trial, const Json& params) = 0;
+};
+
+}  // namespace tune

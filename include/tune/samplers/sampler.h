@@ -1,0 +1,46 @@
+// Sampler: proposes parameter values from the trial history. Optuna's BaseSampler, minus the
+// study: a sampler receives data (history, search space, RNG), never the study or its storage.
+//
+// Per trial the study calls InferRelativeSearchSpace + SampleRelative once (joint sampling), then
+// SampleIndependent for each suggested parameter not covered by the relative sample. Values are
+// in internal representation (distributions.h). The RNG is owned by the study (seeded per trial),
+// so samplers are reproducible and need no lock for it; a sampler may keep caches of its own and
+// must then be safe to call from one thread at a time (the study serialises calls).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+
+#include "tune/distributions.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+using Rng = std::mt19937_64;
+// A search space: parameter name -> distribution.
+using SearchSpace = std::map<std::string, Distribution>;
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+
+  // The name used in configs ("random", "tpe").
+  virtual std::string name() const = 0;
+
+  // The space to sample jointly for the next trial; empty = none (the default).
+  virtual SearchSpace InferRelativeSearchSpace(const TrialHistory& history);
+
+  // Joint sample of `space` for `trial` (internal representation).
+  virtual std::map<std::string, double> SampleRelative(const TrialHistory& history,
+                                                       const FrozenTrial& trial,
+                                                       const SearchSpace& space, Rng& rng);
+
+  // One value of `name` drawn from `distribution` (internal representation).
+  virtual double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
+                                   const std::string& name, const Distribution& distribution,
+                                   Rng& rng) = 0;
+};
+
+}  // namespace tune

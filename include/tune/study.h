@@ -1,0 +1,141 @@
+// Study and Trial: Optuna's ask/tell interface over a Storage.
+//
+// A Study binds a storage, a sampler and a pruner to one named study. Ask() starts a trial (a
+// WAITING, enqueued trial first, else a new one), Tell() finishes it. A Trial is the live handle
+// of one running trial: Suggest() draws a parameter (define-by-run, as Optuna's suggest_*),
+// Report() stores an intermediate value, ShouldPrune() asks the pruner.
+//
+// Thread safety: a Study may be used from several threads (the storage is thread-safe; sampler
+// calls are serialised by the study). A Trial belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/pruners/pruner.h"
+#include "tune/samplers/sampler.h"
+#include "tune/status.h"
+#include "tune/storages/storage.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+class Study;
+
+class Trial {
+ public:
+  int64_t number() const { return number_; }
+  int64_t trial_id() const { return trial_id_; }
+  const std::string& study_name() const;
+
+  // Optuna's Trial._suggest: returns the external value of `name`. In order: a value this trial
+  // already has; an enqueued (fixed) value; the only value of a single() distribution; the
+  // relative sample; else the sampler's independent sample. The value is stored at once.
+  Result<Json> Suggest(const std::string& name, const Distribution& distribution);
+  Result<double> SuggestFloat(const std::string& name, double low, double high, bool log = false,
+                              std::optional<double> step = std::nullopt);
+  Result<int64_t> SuggestInt(const std::string& name, int64_t low, int64_t high, bool log = false,
+                             int64_t step = 1);
+  Result<Json> SuggestCategorical(const std::string& name, std::vector<Json> choices);
+
+  // Optuna's trial.report(value, step). A step reported twice keeps the first value (Optuna
+  // warns and ignores the repeat).
+  Status Report(double value, int64_t step);
+  // Asks the study's pruner, given the latest report.
+  Result<bool> ShouldPrune();
+
+  Status SetUserAttr(const std::string& key, const Json& value);
+  Status SetSystemAttr(const std::string& key, const Json& value);
+
+  // The params suggested so far (external representation).
+  const Json& params() const { return params_; }
+  // The trial as stored now.
+  Result<FrozenTrial> Snapshot() const;
+
+ private:
+  friend class Study;
+  Trial(Study* study, FrozenTrial frozen, std::shared_ptr<const TrialHistory> history,
+        uint64_t rng_seed);
+
+  Study* study_;
+  int64_t trial_id_;
+  int64_t number_;
+  FrozenTrial frozen_;  // params as stored so far; used as the sampler's view of the trial
+  std::shared_ptr<const TrialHistory> history_;
+  Rng rng_;
+  Json params_ = Json::object();
+  Json fixed_params_ = Json::object();
+  SearchSpace relative_space_;
+  std::map<std::string, double> relative_params_;
+  bool relative_done_ = false;
+  std::map<int64_t, double> reported_;
+};
+
+class Study {
+ public:
+  // Creates the study, or loads it if it exists (Optuna: load_if_exists=True). Loading checks
+  // that the stored directions equal `directions`. `seed`: reproducible sampling (per trial, the
+  // RNG is seeded from the seed and the trial number); unset: nondeterministic.
+  static Result<std::unique_ptr<Study>> CreateOrLoad(std::shared_ptr<Storage> storage,
+                                                     const std::string& name,
+                                                     std::vector<StudyDirection> directions,
+                                                     std::unique_ptr<Sampler> sampler,
+                                                     std::unique_ptr<Pruner> pruner,
+                                                     std::optional<uint64_t> seed = std::nullopt);
+  // Loads an existing study (NotFound suggests existing names).
+  static Result<std::unique_ptr<Study>> Load(std::shared_ptr<Storage> storage,
+                                             const std::string& name,
+                                             std::unique_ptr<Sampler> sampler,
+                                             std::unique_ptr<Pruner> pruner,
+                                             std::optional<uint64_t> seed = std::nullopt);
+
+  const std::string& name() const { return name_; }
+  int64_t study_id() const { return study_id_; }
+  const std::vector<StudyDirection>& directions() const { return directions_; }
+  StudyDirection direction() const { return directions_.at(0); }
+  Storage& storage() { return *storage_; }
+  Sampler& sampler() { return *sampler_; }
+  Pruner& pruner() { return *pruner_; }
+
+  // Starts a trial: claims the oldest WAITING trial if any, else creates a RUNNING one.
+  Result<std::unique_ptr<Trial>> Ask();
+  // Finishes a trial (Optuna's study.tell). COMPLETE requires one finite-or-infinite value per
+  // objective (a NaN value turns the trial into FAIL, as Optuna does). PRUNED stores the last
+  // intermediate value, if any. FAIL stores no value.
+  Result<FrozenTrial> Tell(Trial& trial, TrialState state, std::vector<double> values = {});
+
+  // Optuna's enqueue_trial: a WAITING trial whose params are fixed to `params` (a JSON object).
+  Result<FrozenTrial> EnqueueTrial(const Json& params, const Json& user_attrs = Json::object());
+
+  Result<std::vector<FrozenTrial>> Trials(const std::vector<TrialState>& states = {});
+  // The COMPLETE trial with the best value (single objective). NotFound if none is complete.
+  Result<FrozenTrial> BestTrial();
+  // A snapshot of all trials for samplers and pruners.
+  Result<std::shared_ptr<const TrialHistory>> History();
+
+ private:
+  friend class Trial;
+  Study(std::shared_ptr<Storage> storage, std::string name, int64_t study_id,
+        std::vector<StudyDirection> directions, std::unique_ptr<Sampler> sampler,
+        std::unique_ptr<Pruner> pruner, std::optional<uint64_t> seed);
+
+  std::shared_ptr<Storage> storage_;
+  std::string name_;
+  int64_t study_id_;
+  std::vector<StudyDirection> directions_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Pruner> pruner_;
+  std::optional<uint64_t> seed_;
+  std::mutex sampler_mu_;  // serialises sampler and pruner calls
+};
+
+// The best COMPLETE trial among `trials` (single objective), or nullopt.
+std::optional<FrozenTrial> FindBestTrial(const std::vector<FrozenTrial>& trials,
+                                         StudyDirection direction);
+
+}  // namespace tune

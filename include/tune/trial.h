@@ -1,0 +1,86 @@
+// Trial records shared by the study, samplers, pruners and storages.
+//
+// FrozenTrial is Optuna's FrozenTrial: a plain value describing one trial as stored. Params are
+// kept in internal representation next to their distributions (see distributions.h). Trials in a
+// finished state (COMPLETE, PRUNED, FAIL) never change again. Plain data: not synchronised.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/status.h"
+
+namespace tune {
+
+// Optuna's TrialState, in Optuna's order (RUNNING=0 ... WAITING=4).
+enum class TrialState { kRunning = 0, kComplete = 1, kPruned = 2, kFail = 3, kWaiting = 4 };
+
+// "RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING" (the names Optuna stores).
+const char* TrialStateName(TrialState s);
+Result<TrialState> ParseTrialState(std::string_view name);
+inline bool IsFinished(TrialState s) {
+  return s == TrialState::kComplete || s == TrialState::kPruned || s == TrialState::kFail;
+}
+
+// Optuna's StudyDirection.
+enum class StudyDirection { kNotSet = 0, kMinimize = 1, kMaximize = 2 };
+const char* StudyDirectionName(StudyDirection d);  // "MINIMIZE", ...
+// Accepts "minimize"/"maximize" in any case.
+Result<StudyDirection> ParseStudyDirection(std::string_view name);
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+struct FrozenTrial {
+  int64_t trial_id = -1;  // storage-wide id
+  int64_t number = -1;    // 0-based, contiguous within the study
+  TrialState state = TrialState::kRunning;
+  std::vector<double> values;  // one per objective; set when COMPLETE (PRUNED: last report)
+  std::optional<TimePoint> datetime_start;
+  std::optional<TimePoint> datetime_complete;
+  std::map<std::string, double> params;  // internal representation
+  std::map<std::string, Distribution> distributions;
+  std::map<int64_t, double> intermediate_values;  // step -> value
+  Json user_attrs = Json::object();
+  Json system_attrs = Json::object();
+
+  // The single objective value. REQUIRES: values.size() == 1.
+  double value() const { return values.at(0); }
+  // External representation of one parameter. REQUIRES: params has `name`.
+  Json param(const std::string& name) const;
+  // All params, external representation, as a JSON object.
+  Json ExternalParams() const;
+  std::optional<int64_t> last_step() const {
+    if (intermediate_values.empty()) return std::nullopt;
+    return intermediate_values.rbegin()->first;
+  }
+  // Wall-clock seconds between start and completion (or nullopt).
+  std::optional<double> duration_seconds() const;
+};
+
+// A read-only snapshot of a study's trials handed to samplers and pruners (they never see the
+// study or its storage).
+struct TrialHistory {
+  std::string study_name;
+  std::vector<StudyDirection> directions;
+  std::vector<FrozenTrial> trials;  // ordered by number
+
+  StudyDirection direction() const { return directions.at(0); }
+};
+
+// True if `a` is better than `b` under `direction` (single objective).
+inline bool IsBetter(StudyDirection direction, double a, double b) {
+  return direction == StudyDirection::kMaximize ? a > b : a < b;
+}
+
+// Formats a time point as Optuna stores it: "YYYY-MM-DD HH:MM:SS.ffffff" (local time).
+std::string FormatDatetime(TimePoint t);
+Result<TimePoint> ParseDatetime(std::string_view text);
+
+}  // namespace tune

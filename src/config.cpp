@@ -1,0 +1,599 @@
+#include "tune/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "json_reader.h"
+#include "tune/samplers/random.h"
+#include "tune/text.h"
+
+namespace tune {
+
+using internal::JsonReader;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {
+    "description", "direction",     "directions",   "n_trials",  "timeout",
+    "storage",     "sampler",       "pruner",       "models",    "model_catalog",
+    "search_space", "conditional",  "objective",    "enqueue_trials"};
+const std::vector<std::string> kParamTypes = {"float", "int", "categorical", "model"};
+const std::vector<std::string> kConditionOps = {"==", "!=", "in", "not_in", "<", "<=", ">", ">="};
+
+std::string RangeHint(double low, double high, double step) {
+  double n = std::floor((high - low) / step);
+  return fmt::format("use high = {} or {}", PyFloatRepr(low + n * step),
+                     PyFloatRepr(low + (n + 1) * step));
+}
+
+Result<ParamSpec> ParseParam(const JsonReader& r, const std::string& name,
+                             const ModelCatalog& catalog) {
+  ParamSpec spec;
+  spec.name = name;
+  if (r.json().is_array()) {  // shorthand: "batch_size": [8, 16, 32]
+    if (r.json().empty()) return r.Error("choices must not be empty");
+    auto d = MakeCategoricalDistribution(r.json().get<std::vector<Json>>());
+    if (!d.ok()) return r.Error(d.status().message());
+    spec.distribution = *d;
+    return spec;
+  }
+  TUNE_RETURN_IF_ERROR(r.ExpectObject());
+  TUNE_ASSIGN_OR_RETURN(std::string type, r.RequiredString("type"));
+  if (type == "float" || type == "int") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({"type", "low", "high", "log", "step"}));
+    if (!r.Has("low")) return r.Error("missing required key 'low'");
+    if (!r.Has("high")) return r.Error("missing required key 'high'");
+    TUNE_ASSIGN_OR_RETURN(bool log, r.Bool("log", false));
+    if (type == "float") {
+      TUNE_ASSIGN_OR_RETURN(std::optional<double> low, r.OptNumber("low"));
+      TUNE_ASSIGN_OR_RETURN(std::optional<double> high, r.OptNumber("high"));
+      TUNE_ASSIGN_OR_RETURN(std::optional<double> step, r.OptNumber("step"));
+      if (*low > *high) {
+        return r.Error(fmt::format("low ({}) must be <= high ({})", PyFloatRepr(*low),
+                                   PyFloatRepr(*high)));
+      }
+      if (log && *low <= 0) {
+        return r.ChildError("low", fmt::format("log=true needs low > 0, got low={}",
+                                               PyFloatRepr(*low)));
+      }
+      if (log && step) return r.ChildError("step", "step cannot be combined with log=true");
+      if (step && *step <= 0) return r.ChildError("step", "step must be > 0");
+      if (step && !StepDividesRange(*low, *high, *step)) {
+        return r.ChildError("step", fmt::format("step {} does not divide the range [{}, {}] ({})",
+                                                PyFloatRepr(*step), PyFloatRepr(*low),
+                                                PyFloatRepr(*high), RangeHint(*low, *high, *step)));
+      }
+      auto d = MakeFloatDistribution(*low, *high, log, step);
+      if (!d.ok()) return r.Error(d.status().message());
+      spec.distribution = *d;
+    } else {
+      TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> low, r.OptInt("low"));
+      TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> high, r.OptInt("high"));
+      TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> step, r.OptInt("step"));
+      if (!low) return r.ChildError("low", "expected an integer, got null");
+      if (!high) return r.ChildError("high", "expected an integer, got null");
+      if (*low > *high) {
+        return r.Error(fmt::format("low ({}) must be <= high ({})", *low, *high));
+      }
+      if (log && *low <= 0) {
+        return r.ChildError("low", fmt::format("log=true needs low >= 1, got low={}", *low));
+      }
+      if (log && step && *step != 1) return r.ChildError("step", "log=true needs step = 1");
+      if (step && *step <= 0) return r.ChildError("step", "step must be > 0");
+      if (step && (*high - *low) % *step != 0) {
+        int64_t n = (*high - *low) / *step;
+        return r.ChildError("step",
+                            fmt::format("step {} does not divide the range [{}, {}] (use high = "
+                                        "{} or {})",
+                                        *step, *low, *high, *low + n * *step,
+                                        *low + (n + 1) * *step));
+      }
+      auto d = MakeIntDistribution(*low, *high, log, step.value_or(1));
+      if (!d.ok()) return r.Error(d.status().message());
+      spec.distribution = *d;
+    }
+    return spec;
+  }
+  if (type == "categorical" || type == "model") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({"type", "choices"}));
+    std::vector<Json> choices;
+    if (!r.Has("choices")) {
+      if (type == "categorical") return r.Error("missing required key 'choices'");
+      for (const auto& n : catalog.names()) choices.push_back(n);
+    } else {
+      const Json& c = r.json().at("choices");
+      if (!c.is_array()) {
+        return r.ChildError("choices", "expected an array, got " + JsonReader::Describe(c));
+      }
+      if (c.empty()) return r.ChildError("choices", "choices must not be empty");
+      choices = c.get<std::vector<Json>>();
+    }
+    for (size_t i = 0; i < choices.size(); ++i) {
+      const Json& c = choices[i];
+      if (type == "model") {
+        if (!c.is_string()) {
+          return r.ChildError(fmt::format("choices/{}", i),
+                              "a model choice must be a catalog name, got " + JsonReader::Describe(c));
+        }
+        auto m = catalog.Find(c.get<std::string>());
+        if (!m.ok()) return r.ChildError(fmt::format("choices/{}", i), m.status().message());
+      }
+      for (size_t k = 0; k < i; ++k) {
+        if (choices[k] == c && choices[k].is_boolean() == c.is_boolean()) {
+          return r.ChildError(fmt::format("choices/{}", i), "duplicate choice " + c.dump());
+        }
+      }
+    }
+    auto d = MakeCategoricalDistribution(choices);
+    if (!d.ok()) return r.ChildError("choices", d.status().message());
+    spec.distribution = *d;
+    spec.is_model = type == "model";
+    return spec;
+  }
+  return r.ChildError("type", fmt::format("unknown parameter type '{}'{}; valid types: {}", type,
+                                          DidYouMean(type, kParamTypes), JoinNames(kParamTypes)));
+}
+
+struct SpaceParser {
+  const ModelCatalog& catalog;
+  std::string source;
+  std::vector<ParamSpec> declared;  // in sampling order
+
+  std::vector<std::string> DeclaredNames() const {
+    std::vector<std::string> names;
+    for (const auto& p : declared) names.push_back(p.name);
+    return names;
+  }
+
+  const ParamSpec* FindDeclared(const std::string& name) const {
+    for (const auto& p : declared) {
+      if (p.name == name) return &p;
+    }
+    return nullptr;
+  }
+
+  Result<Condition> ParseCondition(const JsonReader& when, const std::string& key) {
+    Condition c;
+    c.key = key;
+    if (const ParamSpec* p = FindDeclared(key)) {
+      c.param = p->name;
+    } else {
+      auto dot = key.rfind('.');
+      const ParamSpec* model = dot == std::string::npos ? nullptr : FindDeclared(key.substr(0, dot));
+      if (model && model->is_model) {
+        c.param = model->name;
+        c.attribute = key.substr(dot + 1);
+        std::vector<std::string> attrs;
+        const Json base_attrs = ModelSpec().Attributes();
+        for (const auto& [k, v] : base_attrs.items()) attrs.push_back(k);
+        bool known = false;
+        for (const auto& n : catalog.names()) {
+          Json a = catalog.Find(n).value()->Attributes();
+          known = known || a.contains(c.attribute);
+          for (const auto& [k, v] : a.items()) {
+            if (std::find(attrs.begin(), attrs.end(), k) == attrs.end()) attrs.push_back(k);
+          }
+        }
+        if (!known) {
+          return when.ChildError(key, fmt::format("unknown model attribute '{}'{}; catalog "
+                                                  "attributes: {}",
+                                                  c.attribute, DidYouMean(c.attribute, attrs),
+                                                  JoinNames(attrs)));
+        }
+      } else if (model) {
+        return when.ChildError(key, fmt::format("'{}' is not a parameter of type \"model\", so "
+                                                "'{}' is not a catalog attribute",
+                                                model->name, key));
+      } else {
+        std::vector<std::string> names = DeclaredNames();
+        for (const auto& p : declared) {
+          if (p.is_model) names.push_back(p.name + ".heavy");
+        }
+        return when.ChildError(
+            key, fmt::format("condition on unknown parameter '{}'{}; a condition may read "
+                             "parameters declared before it: {}",
+                             key, DidYouMean(key, names),
+                             names.empty() ? "(none yet)" : JoinNames(names)));
+      }
+    }
+    const Json& v = when.json().at(key);
+    if (v.is_object()) {
+      if (v.size() != 1) {
+        return when.ChildError(key, "an operator object has exactly one operator, e.g. "
+                                    "{\">=\": 1}");
+      }
+      const std::string op = v.begin().key();
+      c.operand = v.begin().value();
+      static const std::map<std::string, Condition::Op> kOps = {
+          {"==", Condition::Op::kEq}, {"!=", Condition::Op::kNe},
+          {"in", Condition::Op::kIn}, {"not_in", Condition::Op::kNotIn},
+          {"<", Condition::Op::kLt},  {"<=", Condition::Op::kLe},
+          {">", Condition::Op::kGt},  {">=", Condition::Op::kGe}};
+      auto it = kOps.find(op);
+      if (it == kOps.end()) {
+        return when.ChildError(key, fmt::format("unknown operator '{}'{}; valid: {}", op,
+                                                DidYouMean(op, kConditionOps),
+                                                JoinNames(kConditionOps)));
+      }
+      c.op = it->second;
+      if ((c.op == Condition::Op::kIn || c.op == Condition::Op::kNotIn) != c.operand.is_array()) {
+        return when.ChildError(key + "/" + op, c.operand.is_array()
+                                                   ? "a list needs 'in' or 'not_in'"
+                                                   : "'in' and 'not_in' need a list");
+      }
+    } else if (v.is_array()) {
+      c.op = Condition::Op::kIn;
+      c.operand = v;
+    } else {
+      c.op = Condition::Op::kEq;
+      c.operand = v;
+    }
+    // A condition on a categorical parameter must be able to hold.
+    if (c.attribute.empty() && (c.op == Condition::Op::kEq || c.op == Condition::Op::kIn)) {
+      const ParamSpec* p = FindDeclared(c.param);
+      if (const auto* cat = std::get_if<CategoricalDistribution>(&p->distribution)) {
+        std::vector<Json> wanted =
+            c.op == Condition::Op::kEq ? std::vector<Json>{c.operand} : c.operand.get<std::vector<Json>>();
+        for (const Json& w : wanted) {
+          if (!ToInternal(p->distribution, w).ok()) {
+            std::vector<std::string> names;
+            for (const auto& ch : cat->choices) names.push_back(ch.is_string() ? ch.get<std::string>() : ch.dump());
+            return when.ChildError(key, fmt::format("{} is not a choice of '{}'{}; choices: {}",
+                                                    w.dump(), c.param,
+                                                    w.is_string() ? DidYouMean(w.get<std::string>(), names) : "",
+                                                    JoinNames(names)));
+          }
+        }
+      }
+    }
+    return c;
+  }
+
+  Status ParseBlock(const JsonReader* space, const JsonReader* conditional, SpaceBlock& block) {
+    if (space) {
+      TUNE_RETURN_IF_ERROR(space->ExpectObject());
+      for (const auto& [name, value] : space->json().items()) {
+        if (name.empty()) return space->Error("a parameter name must not be empty");
+        TUNE_ASSIGN_OR_RETURN(ParamSpec p, ParseParam(space->Child(name), name, catalog));
+        if (const ParamSpec* prev = FindDeclared(name)) {
+          if (prev->distribution.index() != p.distribution.index() || prev->is_model != p.is_model) {
+            return space->ChildError(
+                name, fmt::format("'{}' was declared before as a {}; a parameter keeps its type "
+                                  "across conditional blocks",
+                                  name, DistributionClassName(prev->distribution)));
+          }
+        }
+        declared.push_back(p);
+        block.params.push_back(std::move(p));
+      }
+    }
+    if (conditional) {
+      if (!conditional->json().is_array()) {
+        return conditional->Error("expected an array of {\"when\": ..., \"search_space\": ...} "
+                                  "blocks, got " + JsonReader::Describe(conditional->json()));
+      }
+      for (size_t i = 0; i < conditional->json().size(); ++i) {
+        JsonReader b = conditional->Index(i);
+        TUNE_RETURN_IF_ERROR(b.CheckKeys({"when", "search_space", "conditional"}));
+        if (!b.Has("when")) return b.Error("missing required key 'when'");
+        SpaceBlock child;
+        JsonReader when = b.Child("when");
+        TUNE_RETURN_IF_ERROR(when.ExpectObject());
+        if (when.json().empty()) return when.Error("'when' needs at least one condition");
+        for (const auto& [key, v] : when.json().items()) {
+          TUNE_ASSIGN_OR_RETURN(Condition c, ParseCondition(when, key));
+          child.when.push_back(std::move(c));
+        }
+        std::optional<JsonReader> s, nested;
+        if (b.Has("search_space")) s.emplace(b.Child("search_space"));
+        if (b.Has("conditional")) nested.emplace(b.Child("conditional"));
+        TUNE_RETURN_IF_ERROR(ParseBlock(s ? &*s : nullptr, nested ? &*nested : nullptr, child));
+        block.children.push_back(std::move(child));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+Result<std::vector<std::string>> ReadStringArray(const JsonReader& r, const std::string& key) {
+  std::vector<std::string> out;
+  if (!r.Has(key)) return out;
+  const Json& a = r.json().at(key);
+  if (!a.is_array()) return r.ChildError(key, "expected an array of strings, got " + JsonReader::Describe(a));
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) {
+      return r.ChildError(fmt::format("{}/{}", key, i), "expected a string, got " + JsonReader::Describe(a[i]));
+    }
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
+Status CheckTemplate(const JsonReader& r, const std::string& key, const std::string& text,
+                     const std::vector<std::string>& valid) {
+  auto names = TemplateNames(text);
+  if (!names.ok()) return r.ChildError(key, names.status().message());
+  for (const auto& n : *names) {
+    if (std::find(valid.begin(), valid.end(), n) == valid.end()) {
+      return r.ChildError(key, fmt::format("unknown placeholder '{{{}}}'{}; valid: {}", n,
+                                           DidYouMean(n, valid), JoinNames(valid)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseObjective(const JsonReader& r, const std::vector<std::string>& param_names,
+                      const fs::path& base_dir, ObjectiveConfig& out) {
+  TUNE_RETURN_IF_ERROR(r.ExpectObject());
+  TUNE_ASSIGN_OR_RETURN(out.type, r.String("type", "function"));
+  if (out.type == "function") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({"type", "name", "dims", "n_steps", "oom_threshold"}));
+    TUNE_ASSIGN_OR_RETURN(out.function.name, r.String("name", "sphere"));
+    auto names = FunctionNames();
+    if (std::find(names.begin(), names.end(), out.function.name) == names.end()) {
+      return r.ChildError("name", fmt::format("unknown function '{}'{}; valid: {}",
+                                              out.function.name,
+                                              DidYouMean(out.function.name, names),
+                                              JoinNames(names)));
+    }
+    TUNE_ASSIGN_OR_RETURN(auto dims, r.OptInt("dims"));
+    if (dims) {
+      if (*dims < 1 || *dims > 1000) return r.ChildError("dims", "must be in 1..1000");
+      out.function.dims = *dims;
+    }
+    TUNE_ASSIGN_OR_RETURN(auto n_steps, r.OptInt("n_steps"));
+    if (n_steps) {
+      if (*n_steps < 0) return r.ChildError("n_steps", "must be >= 0");
+      out.function.n_steps = *n_steps;
+    }
+    TUNE_ASSIGN_OR_RETURN(out.function.oom_threshold, r.OptNumber("oom_threshold"));
+    return Status::Ok();
+  }
+  if (out.type == "command") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({"type", "argv", "env", "cwd", "timeout", "work_dir",
+                                      "oom_patterns", "stderr_tail_bytes"}));
+    if (!r.Has("argv")) return r.Error("missing required key 'argv' (the program and its arguments)");
+    TUNE_ASSIGN_OR_RETURN(out.command.argv, ReadStringArray(r, "argv"));
+    if (out.command.argv.empty() || out.command.argv[0].empty()) {
+      return r.ChildError("argv", "argv needs at least the program name");
+    }
+    std::vector<std::string> valid = param_names;
+    for (const auto& s : CommandSpecialNames()) valid.push_back(s);
+    for (size_t i = 0; i < out.command.argv.size(); ++i) {
+      TUNE_RETURN_IF_ERROR(CheckTemplate(r, fmt::format("argv/{}", i), out.command.argv[i], valid));
+    }
+    if (r.Has("env")) {
+      JsonReader env = r.Child("env");
+      TUNE_RETURN_IF_ERROR(env.ExpectObject());
+      for (const auto& [k, v] : env.json().items()) {
+        if (!v.is_string()) return env.ChildError(k, "expected a string, got " + JsonReader::Describe(v));
+        TUNE_RETURN_IF_ERROR(CheckTemplate(env, k, v.get<std::string>(), valid));
+        out.command.env[k] = v.get<std::string>();
+      }
+    }
+    TUNE_ASSIGN_OR_RETURN(auto cwd, r.OptString("cwd"));
+    if (cwd) out.command.cwd = (base_dir / *cwd).lexically_normal().string();
+    TUNE_ASSIGN_OR_RETURN(auto work_dir, r.OptString("work_dir"));
+    if (work_dir) out.command.work_dir = (base_dir / *work_dir).lexically_normal().string();
+    TUNE_ASSIGN_OR_RETURN(out.command.timeout_seconds, r.OptNumber("timeout"));
+    if (out.command.timeout_seconds && *out.command.timeout_seconds <= 0) {
+      return r.ChildError("timeout", "must be > 0 seconds");
+    }
+    TUNE_ASSIGN_OR_RETURN(out.command.oom_patterns, ReadStringArray(r, "oom_patterns"));
+    TUNE_ASSIGN_OR_RETURN(auto tail, r.OptInt("stderr_tail_bytes"));
+    if (tail) {
+      if (*tail < 0) return r.ChildError("stderr_tail_bytes", "must be >= 0");
+      out.command.stderr_tail_bytes = static_cast<size_t>(*tail);
+    }
+    return Status::Ok();
+  }
+  const std::vector<std::string> types = {"function", "command"};
+  return r.ChildError("type", fmt::format("unknown objective type '{}'{}; valid: {}", out.type,
+                                          DidYouMean(out.type, types), JoinNames(types)));
+}
+
+}  // namespace
+
+Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,
+                                          ModelCatalog catalog, const std::string& source) {
+  SpaceParser parser{catalog, source, {}};
+  SpaceBlock root;
+  std::optional<JsonReader> s, c;
+  if (!search_space.is_null()) s.emplace(search_space, source, "/search_space");
+  if (!conditional.is_null()) c.emplace(conditional, source, "/conditional");
+  TUNE_RETURN_IF_ERROR(parser.ParseBlock(s ? &*s : nullptr, c ? &*c : nullptr, root));
+  return ConditionalSpace(std::move(root), std::move(catalog));
+}
+
+Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
+                                     const fs::path& base_dir) {
+  JsonReader r(doc, source);
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(kTopKeys));
+  StudyConfig config;
+  config.source = source;
+
+  if (r.Has("direction") && r.Has("directions")) {
+    return r.Error("give either 'direction' or 'directions', not both");
+  }
+  if (r.Has("direction")) {
+    TUNE_ASSIGN_OR_RETURN(std::string d, r.RequiredString("direction"));
+    auto dir = ParseStudyDirection(d);
+    if (!dir.ok() || *dir == StudyDirection::kNotSet) {
+      return r.ChildError("direction", fmt::format("unknown direction '{}'{}; valid: minimize, "
+                                                   "maximize",
+                                                   d, DidYouMean(d, {"minimize", "maximize"})));
+    }
+    config.directions = {*dir};
+  }
+  if (r.Has("directions")) {
+    TUNE_ASSIGN_OR_RETURN(auto ds, ReadStringArray(r, "directions"));
+    if (ds.empty()) return r.ChildError("directions", "needs at least one direction");
+    config.directions.clear();
+    for (size_t i = 0; i < ds.size(); ++i) {
+      auto dir = ParseStudyDirection(ds[i]);
+      if (!dir.ok() || *dir == StudyDirection::kNotSet) {
+        return r.ChildError(fmt::format("directions/{}", i),
+                            fmt::format("unknown direction '{}'; valid: minimize, maximize", ds[i]));
+      }
+      config.directions.push_back(*dir);
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(config.n_trials, r.OptInt("n_trials"));
+  if (config.n_trials && *config.n_trials < 0) return r.ChildError("n_trials", "must be >= 0");
+  TUNE_ASSIGN_OR_RETURN(config.timeout_seconds, r.OptNumber("timeout"));
+  if (config.timeout_seconds && *config.timeout_seconds <= 0) {
+    return r.ChildError("timeout", "must be > 0 seconds");
+  }
+  TUNE_ASSIGN_OR_RETURN(config.storage, r.String("storage", "memory"));
+
+  if (r.Has("sampler")) {
+    JsonReader s = r.Child("sampler");
+    TUNE_RETURN_IF_ERROR(s.CheckKeys({"name", "seed"}));
+    TUNE_ASSIGN_OR_RETURN(config.sampler.name, s.String("name", "random"));
+    auto names = SamplerNames();
+    if (std::find(names.begin(), names.end(), config.sampler.name) == names.end()) {
+      return s.ChildError("name", fmt::format("unknown sampler '{}'{}; valid: {}",
+                                              config.sampler.name,
+                                              DidYouMean(config.sampler.name, names),
+                                              JoinNames(names)));
+    }
+    TUNE_ASSIGN_OR_RETURN(auto seed, s.OptInt("seed"));
+    if (seed) {
+      if (*seed < 0) return s.ChildError("seed", "must be >= 0");
+      config.sampler.seed = static_cast<uint64_t>(*seed);
+    }
+  }
+  if (r.Has("pruner")) {
+    JsonReader p = r.Child("pruner");
+    TUNE_RETURN_IF_ERROR(p.CheckKeys({"name"}));
+    TUNE_ASSIGN_OR_RETURN(config.pruner.name, p.String("name", "nop"));
+    auto names = PrunerNames();
+    if (std::find(names.begin(), names.end(), config.pruner.name) == names.end()) {
+      return p.ChildError("name", fmt::format("unknown pruner '{}'{}; valid: {}",
+                                              config.pruner.name,
+                                              DidYouMean(config.pruner.name, names),
+                                              JoinNames(names)));
+    }
+  }
+
+  // The model catalog: built in, + a catalog file, + inline models.
+  TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
+  TUNE_ASSIGN_OR_RETURN(auto catalog_file, r.OptString("model_catalog"));
+  if (catalog_file) {
+    fs::path path = base_dir / *catalog_file;
+    std::ifstream in(path);
+    if (!in) {
+      return r.ChildError("model_catalog", fmt::format("cannot read '{}'", path.string()));
+    }
+    Json cat = Json::parse(in, nullptr, false);
+    if (cat.is_discarded()) {
+      return r.ChildError("model_catalog", fmt::format("'{}' is not valid JSON", path.string()));
+    }
+    JsonReader cr(cat, path.string());
+    TUNE_RETURN_IF_ERROR(cr.CheckKeys({"heavy_threshold_parameters", "models"}));
+    if (cat.contains("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string() + ": /models"));
+  }
+  if (r.Has("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], source + ": /models"));
+
+  // The objective (before the space: a function objective brings its own default space).
+  Json objective_json = doc.contains("objective") ? doc["objective"] : Json::object();
+  Json space_json = doc.contains("search_space") ? doc["search_space"] : Json();
+  if (space_json.is_null() && objective_json.is_object() &&
+      objective_json.value("type", "function") == "function") {
+    FunctionOptions fo;
+    fo.name = objective_json.value("name", "sphere");
+    if (objective_json.contains("dims") && objective_json["dims"].is_number_integer()) {
+      fo.dims = objective_json["dims"].get<int64_t>();
+    }
+    space_json = FunctionDefaultSpace(fo);
+  }
+  Json conditional_json = doc.contains("conditional") ? doc["conditional"] : Json();
+  if (space_json.is_null() && conditional_json.is_null()) {
+    return r.Error("missing 'search_space': declare the parameters to tune");
+  }
+  TUNE_ASSIGN_OR_RETURN(config.space,
+                        ParseSearchSpace(space_json, conditional_json, catalog, source));
+  if (config.space.ParamNames().empty()) return r.Error("the search space has no parameters");
+
+  JsonReader obj(objective_json, source, "/objective");
+  if (!doc.contains("objective")) return r.Error("missing 'objective' (\"function\" or \"command\")");
+  TUNE_RETURN_IF_ERROR(ParseObjective(obj, config.space.ParamNames(), base_dir, config.objective));
+
+  if (r.Has("enqueue_trials")) {
+    JsonReader e = r.Child("enqueue_trials");
+    if (!e.json().is_array()) return e.Error("expected an array of parameter objects");
+    auto names = config.space.ParamNames();
+    for (size_t i = 0; i < e.json().size(); ++i) {
+      JsonReader t = e.Index(i);
+      TUNE_RETURN_IF_ERROR(t.ExpectObject());
+      for (const auto& [k, v] : t.json().items()) {
+        if (std::find(names.begin(), names.end(), k) == names.end()) {
+          return t.ChildError(k, fmt::format("unknown parameter '{}'{}", k, DidYouMean(k, names)));
+        }
+      }
+      config.enqueue_trials.push_back(t.json());
+    }
+  }
+  return config;
+}
+
+Result<StudyConfig> LoadStudyConfig(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return NotFoundError(fmt::format("config file '{}' not found", path.string()));
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("cannot read config file '{}'", path.string()));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  Json doc;
+  try {
+    doc = Json::parse(buf.str());
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based; turn it into line:column.
+    std::string text = buf.str();
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    auto pos = what.find("syntax error");
+    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", path.string(), line, col,
+                                            pos == std::string::npos ? what : what.substr(pos)));
+  }
+  return ParseStudyConfig(doc, path.string(), path.parent_path());
+}
+
+std::vector<std::string> SamplerNames() { return {"random"}; }
+std::vector<std::string> PrunerNames() { return {"nop"}; }
+
+Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config) {
+  if (config.name == "random") return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
+  return InvalidArgumentError(fmt::format("unknown sampler '{}'{}; valid: {}", config.name,
+                                          DidYouMean(config.name, SamplerNames()),
+                                          JoinNames(SamplerNames())));
+}
+
+Result<std::unique_ptr<Pruner>> MakePruner(const PrunerConfig& config) {
+  if (config.name == "nop") return std::unique_ptr<Pruner>(std::make_unique<NopPruner>());
+  return InvalidArgumentError(fmt::format("unknown pruner '{}'{}; valid: {}", config.name,
+                                          DidYouMean(config.name, PrunerNames()),
+                                          JoinNames(PrunerNames())));
+}
+
+Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config) {
+  if (config.objective.type == "function") {
+    return NewFunctionObjective(config.objective.function, config.space.catalog());
+  }
+  if (config.objective.type == "command") return NewCommandObjective(config.objective.command);
+  return InvalidArgumentError("unknown objective type '" + config.objective.type + "'");
+}
+
+}  // namespace tune

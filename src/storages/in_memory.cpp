@@ -1,0 +1,249 @@
+#include "tune/storages/in_memory.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "tune/text.h"
+
+namespace tune {
+
+Status TrialFinishedError(int64_t number) {
+  return FailedPreconditionError(
+      fmt::format("Trial#{} has already finished and can not be updated.", number));
+}
+
+namespace {
+
+bool StateMatches(TrialState s, const std::vector<TrialState>& states) {
+  return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
+}
+
+class InMemoryStorage : public Storage {
+ public:
+  std::string url() const override { return "memory"; }
+
+  Result<int64_t> CreateStudy(const std::string& name,
+                              const std::vector<StudyDirection>& directions) override {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : studies_) {
+      if (s.info.name == name) {
+        return AlreadyExistsError(fmt::format("a study named '{}' already exists", name));
+      }
+    }
+    int64_t id = next_study_id_++;
+    StudyRecord& s = studies_[id];
+    s.info.study_id = id;
+    s.info.name = name;
+    s.info.directions = directions;
+    return id;
+  }
+
+  Status DeleteStudy(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    auto it = studies_.find(study_id);
+    if (it == studies_.end()) return NotFoundError(fmt::format("no study with id {}", study_id));
+    for (int64_t tid : it->second.trial_ids) trials_.erase(tid);
+    studies_.erase(it);
+    return Status::Ok();
+  }
+
+  Result<int64_t> GetStudyId(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> names;
+    for (const auto& [id, s] : studies_) {
+      if (s.info.name == name) return id;
+      names.push_back(s.info.name);
+    }
+    return NotFoundError(fmt::format("study '{}' not found{}{}", name, DidYouMean(name, names),
+                                     names.empty() ? " (the storage has no studies)"
+                                                   : "; existing studies: " + JoinNames(names)));
+  }
+
+  Result<std::vector<StudyInfo>> GetAllStudies() override {
+    std::lock_guard lock(mu_);
+    std::vector<StudyInfo> out;
+    for (const auto& [id, s] : studies_) out.push_back(InfoLocked(s));
+    return out;
+  }
+
+  Result<StudyInfo> GetStudy(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    return InfoLocked(*s);
+  }
+
+  Status SetStudyUserAttr(int64_t study_id, const std::string& key, const Json& value) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    s->info.user_attrs[key] = value;
+    return Status::Ok();
+  }
+
+  Status SetStudySystemAttr(int64_t study_id, const std::string& key,
+                            const Json& value) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    s->info.system_attrs[key] = value;
+    return Status::Ok();
+  }
+
+  Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    FrozenTrial t;
+    if (templ) {
+      t = *templ;
+    } else {
+      t.state = TrialState::kRunning;
+    }
+    t.trial_id = next_trial_id_++;
+    t.number = static_cast<int64_t>(s->trial_ids.size());
+    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = Clock::now();
+    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
+    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = Clock::now();
+    s->trial_ids.push_back(t.trial_id);
+    trials_[t.trial_id] = Entry{study_id, t};
+    return t;
+  }
+
+  Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    for (int64_t tid : s->trial_ids) {
+      FrozenTrial& t = trials_.at(tid).trial;
+      if (t.state == TrialState::kWaiting) {
+        t.state = TrialState::kRunning;
+        t.datetime_start = Clock::now();
+        return std::optional<FrozenTrial>(t);
+      }
+    }
+    return std::optional<FrozenTrial>();
+  }
+
+  Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
+                       const Distribution& distribution) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    t->params[name] = internal_value;
+    t->distributions[name] = distribution;
+    return Status::Ok();
+  }
+
+  Status SetTrialIntermediateValue(int64_t trial_id, int64_t step, double value) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    t->intermediate_values[step] = value;
+    return Status::Ok();
+  }
+
+  Status SetTrialUserAttr(int64_t trial_id, const std::string& key, const Json& value) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    t->user_attrs[key] = value;
+    return Status::Ok();
+  }
+
+  Status SetTrialSystemAttr(int64_t trial_id, const std::string& key,
+                            const Json& value) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    t->system_attrs[key] = value;
+    return Status::Ok();
+  }
+
+  Result<bool> SetTrialStateValues(int64_t trial_id, TrialState state,
+                                   const std::vector<double>& values) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    if (state == TrialState::kRunning) {
+      if (t->state != TrialState::kWaiting) return false;
+      t->datetime_start = Clock::now();
+    }
+    t->state = state;
+    if (!values.empty()) t->values = values;
+    if (IsFinished(state)) t->datetime_complete = Clock::now();
+    return true;
+  }
+
+  Result<FrozenTrial> GetTrial(int64_t trial_id) override {
+    std::lock_guard lock(mu_);
+    auto it = trials_.find(trial_id);
+    if (it == trials_.end()) return NotFoundError(fmt::format("no trial with id {}", trial_id));
+    return it->second.trial;
+  }
+
+  Result<std::vector<FrozenTrial>> GetAllTrials(int64_t study_id,
+                                                const std::vector<TrialState>& states) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    std::vector<FrozenTrial> out;
+    out.reserve(s->trial_ids.size());
+    for (int64_t tid : s->trial_ids) {
+      const FrozenTrial& t = trials_.at(tid).trial;
+      if (StateMatches(t.state, states)) out.push_back(t);
+    }
+    return out;
+  }
+
+  Result<int64_t> CountTrials(int64_t study_id, const std::vector<TrialState>& states) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    int64_t n = 0;
+    for (int64_t tid : s->trial_ids) n += StateMatches(trials_.at(tid).trial.state, states);
+    return n;
+  }
+
+ private:
+  struct StudyRecord {
+    StudyInfo info;
+    std::vector<int64_t> trial_ids;
+  };
+  struct Entry {
+    int64_t study_id;
+    FrozenTrial trial;
+  };
+
+  // REQUIRES: mu_ is held.
+  Result<StudyRecord*> FindStudyLocked(int64_t study_id) {
+    auto it = studies_.find(study_id);
+    if (it == studies_.end()) return NotFoundError(fmt::format("no study with id {}", study_id));
+    return &it->second;
+  }
+
+  // REQUIRES: mu_ is held.
+  Result<FrozenTrial*> FindUpdatableLocked(int64_t trial_id) {
+    auto it = trials_.find(trial_id);
+    if (it == trials_.end()) return NotFoundError(fmt::format("no trial with id {}", trial_id));
+    FrozenTrial& t = it->second.trial;
+    if (IsFinished(t.state)) return TrialFinishedError(t.number);
+    return &t;
+  }
+
+  // REQUIRES: mu_ is held.
+  StudyInfo InfoLocked(const StudyRecord& s) const {
+    StudyInfo info = s.info;
+    info.n_trials = static_cast<int64_t>(s.trial_ids.size());
+    for (int64_t tid : s.trial_ids) {
+      const auto& start = trials_.at(tid).trial.datetime_start;
+      if (start && (!info.datetime_start || *start < *info.datetime_start)) {
+        info.datetime_start = start;
+      }
+    }
+    return info;
+  }
+
+  std::mutex mu_;
+  std::map<int64_t, StudyRecord> studies_;
+  std::map<int64_t, Entry> trials_;
+  int64_t next_study_id_ = 1;
+  int64_t next_trial_id_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Storage> NewInMemoryStorage() { return std::make_unique<InMemoryStorage>(); }
+
+}  // namespace tune

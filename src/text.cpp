@@ -1,0 +1,59 @@
+#include "tune/text.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace tune {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                                          std::tolower(static_cast<unsigned char>(b[j - 1]))
+                                      ? 0
+                                      : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::optional<std::string> ClosestMatch(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string& c : candidates) {
+    size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  if (best || word.size() < 3) return best;
+  for (const std::string& c : candidates) {
+    if (c.find(word) != std::string::npos || (c.size() >= 3 && word.find(c) != std::string::npos)) {
+      return c;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  auto m = ClosestMatch(word, candidates);
+  return m ? " (did you mean '" + *m + "'?)" : "";
+}
+
+std::string JoinNames(const std::vector<std::string>& names, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += sep;
+    out += names[i];
+  }
+  return out;
+}
+
+}  // namespace tune
