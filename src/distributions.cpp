@@ -1,5 +1,7 @@
 #include "tune/distributions.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -25,6 +27,81 @@ bool ChoiceEqual(const Json& a, const Json& b) {
   }
   if (a.is_boolean() != b.is_boolean()) return false;
   return a == b;
+}
+
+// Exact decimal arithmetic on the shortest repr of doubles, as Optuna does with
+// decimal.Decimal(str(x)). A value is mantissa * 10^exponent.
+struct Dec {
+  __int128 m = 0;
+  int e = 0;
+};
+
+std::optional<Dec> ParseDec(double v) {
+  std::string s = fmt::format("{}", v);  // shortest round-trip digits, like Python's str()
+  Dec d;
+  bool neg = false;
+  size_t i = 0;
+  if (s[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  int frac_digits = 0;
+  bool in_frac = false;
+  int digits = 0;
+  for (; i < s.size() && s[i] != 'e'; ++i) {
+    if (s[i] == '.') {
+      in_frac = true;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return std::nullopt;
+    d.m = d.m * 10 + (s[i] - '0');
+    if (++digits > 30) return std::nullopt;
+    frac_digits += in_frac;
+  }
+  int exp = 0;
+  if (i < s.size()) exp = std::atoi(s.c_str() + i + 1);
+  d.e = exp - frac_digits;
+  if (neg) d.m = -d.m;
+  return d;
+}
+
+// Rescales to exponent `e` (<= d.e); nullopt on overflow.
+std::optional<__int128> Scale(const Dec& d, int e) {
+  __int128 m = d.m;
+  for (int k = d.e; k > e; --k) {
+    if (m > static_cast<__int128>(1e36) || m < -static_cast<__int128>(1e36)) return std::nullopt;
+    m *= 10;
+  }
+  return m;
+}
+
+double DecToDouble(__int128 m, int e) {
+  bool neg = m < 0;
+  if (neg) m = -m;
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+    m /= 10;
+  } while (m > 0);
+  std::string text = (neg ? "-" : "") + digits + "e" + std::to_string(e);
+  return std::strtod(text.c_str(), nullptr);
+}
+
+// Optuna's _adjust_discrete_uniform_high: nullopt if step divides high - low, else the new high.
+std::optional<double> AdjustedHigh(double low, double high, double step) {
+  auto l = ParseDec(low), h = ParseDec(high), q = ParseDec(step);
+  if (l && h && q) {
+    int e = std::min({l->e, h->e, q->e});
+    auto lm = Scale(*l, e), hm = Scale(*h, e), qm = Scale(*q, e);
+    if (lm && hm && qm && *qm > 0) {
+      __int128 r = *hm - *lm;
+      if (r % *qm == 0) return std::nullopt;
+      return DecToDouble((r / *qm) * *qm + *lm, e);
+    }
+  }
+  double r = (high - low) / step;  // out of range for exact arithmetic: best effort
+  if (std::fabs(r - std::round(r)) <= 1e-9 * std::max(1.0, std::fabs(r))) return std::nullopt;
+  return Round15(low + std::floor(r) * step);
 }
 
 }  // namespace
@@ -72,9 +149,7 @@ std::string PyJsonDumps(const Json& v) {
 }
 
 bool StepDividesRange(double low, double high, double step) {
-  double r = (high - low) / step;
-  double n = std::round(r);
-  return std::fabs(r - n) <= 1e-9 * std::max(1.0, std::fabs(r));
+  return !AdjustedHigh(low, high, step).has_value();
 }
 
 Result<FloatDistribution> MakeFloatDistribution(double low, double high, bool log,
@@ -99,8 +174,8 @@ Result<FloatDistribution> MakeFloatDistribution(double low, double high, bool lo
         fmt::format("FloatDistribution: `step > 0` must hold, but got step={}", *step));
   }
   FloatDistribution d{low, high, log, step};
-  if (step && !StepDividesRange(low, high, *step)) {
-    double adjusted = Round15(low + std::floor((high - low) / *step) * *step);
+  if (auto adjusted_high = step ? AdjustedHigh(low, high, *step) : std::nullopt) {
+    double adjusted = *adjusted_high;
     spdlog::warn("The range [{}, {}] is not divisible by step={}; it is replaced by [{}, {}]",
                  low, high, *step, low, adjusted);
     d.high = adjusted;

@@ -22,15 +22,34 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+namespace {
+std::string SortedLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
 std::optional<std::string> ClosestMatch(std::string_view word,
                                         const std::vector<std::string>& candidates) {
+  // A candidate the word is a prefix of ("bert-base" -> "bert-base-uncased") wins first.
+  if (word.size() >= 3) {
+    for (const std::string& c : candidates) {
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) return c;
+    }
+  }
   std::optional<std::string> best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  bool best_anagram = false;
+  const std::string letters = SortedLower(word);
   for (const std::string& c : candidates) {
     size_t d = EditDistance(word, c);
-    if (d < best_d) {
+    bool anagram = SortedLower(c) == letters;  // a transposition ("lgo" -> "log")
+    if (d < best_d || (d == best_d && anagram && !best_anagram)) {
       best_d = d;
       best = c;
+      best_anagram = anagram;
     }
   }
   if (best || word.size() < 3) return best;

@@ -1,0 +1,178 @@
+#include "tune/config.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
+
+namespace tune {
+namespace {
+
+Json Base() {
+  return Json::parse(R"({
+    "direction": "maximize",
+    "search_space": {
+      "model": {"type": "model", "choices": ["bert-base-uncased", "roberta-large"]},
+      "lr": {"type": "float", "low": 1e-6, "high": 1e-3, "log": true}
+    },
+    "conditional": [
+      {"when": {"model.heavy": true}, "search_space": {"batch_size": [8, 12, 16]}}
+    ],
+    "objective": {"type": "function", "name": "mixed"}
+  })");
+}
+
+// Parses `doc` and expects an InvalidArgument whose message contains every piece of `parts`.
+void ExpectError(const Json& doc, std::vector<std::string> parts) {
+  auto r = ParseStudyConfig(doc, "study.json", ".");
+  ASSERT_FALSE(r.ok()) << "expected an error containing " << parts[0];
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  for (const auto& p : parts) {
+    EXPECT_NE(r.status().message().find(p), std::string::npos)
+        << "missing '" << p << "' in: " << r.status().message();
+  }
+}
+
+TEST(Config, ParsesTheDemoConfig) {
+  auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/demo.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->n_trials, 60);
+  EXPECT_EQ(c->sampler.seed, 42u);
+  EXPECT_EQ(c->objective.function.name, "mixed");
+  EXPECT_EQ(c->space.root().children.size(), 2u);
+  const ParamSpec* model = c->space.FindParam("model");
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(model->is_model);
+}
+
+TEST(Config, ValidConfigDefaults) {
+  auto c = ParseStudyConfig(Base(), "study.json", ".");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->directions, std::vector<StudyDirection>{StudyDirection::kMaximize});
+  EXPECT_EQ(c->sampler.name, "random");
+  EXPECT_EQ(c->pruner.name, "nop");
+  EXPECT_EQ(c->storage, "memory");
+  EXPECT_FALSE(c->n_trials.has_value());
+}
+
+TEST(Config, UnknownKeyNamesPathAndClosestKey) {
+  Json d = Base();
+  d["n_trails"] = 10;
+  ExpectError(d, {"study.json", "/n_trails", "did you mean 'n_trials'"});
+  d = Base();
+  d["search_space"]["lr"]["lgo"] = true;
+  ExpectError(d, {"study.json: /search_space/lr/lgo", "did you mean 'log'"});
+  d = Base();
+  d["sampler"] = {{"name", "randm"}};
+  ExpectError(d, {"/sampler/name", "did you mean 'random'"});
+  d = Base();
+  d["search_space"]["lr"]["type"] = "flaot";
+  ExpectError(d, {"/search_space/lr/type", "did you mean 'float'"});
+}
+
+TEST(Config, WrongType) {
+  Json d = Base();
+  d["search_space"]["lr"]["low"] = "small";
+  ExpectError(d, {"/search_space/lr/low", "expected a number", "string"});
+  d = Base();
+  d["n_trials"] = 2.5;
+  ExpectError(d, {"/n_trials", "expected an integer"});
+}
+
+TEST(Config, EmptyChoices) {
+  Json d = Base();
+  d["search_space"]["bs"] = {{"type", "categorical"}, {"choices", Json::array()}};
+  ExpectError(d, {"/search_space/bs/choices", "must not be empty"});
+  d = Base();
+  d["search_space"]["bs"] = Json::array();
+  ExpectError(d, {"/search_space/bs", "must not be empty"});
+}
+
+TEST(Config, LowAboveHigh) {
+  Json d = Base();
+  d["search_space"]["wd"] = {{"type", "float"}, {"low", 0.5}, {"high", 0.1}};
+  ExpectError(d, {"/search_space/wd", "low (0.5) must be <= high (0.1)"});
+}
+
+TEST(Config, LogWithNonPositiveLow) {
+  Json d = Base();
+  d["search_space"]["lr"]["low"] = 0.0;
+  ExpectError(d, {"/search_space/lr/low", "log=true needs low > 0"});
+  d = Base();
+  d["search_space"]["n"] = {{"type", "int"}, {"low", 0}, {"high", 8}, {"log", true}};
+  ExpectError(d, {"/search_space/n/low", "low >= 1"});
+}
+
+TEST(Config, StepNotDividingTheRange) {
+  Json d = Base();
+  d["search_space"]["max_length"] = {{"type", "int"}, {"low", 128}, {"high", 500}, {"step", 32}};
+  ExpectError(d, {"/search_space/max_length/step", "does not divide", "480 or 512"});
+  d = Base();
+  d["search_space"]["f"] = {{"type", "float"}, {"low", 0}, {"high", 1}, {"step", 0.3}};
+  ExpectError(d, {"/search_space/f/step", "does not divide"});
+}
+
+TEST(Config, ConditionOnUnknownParameter) {
+  Json d = Base();
+  d["conditional"][0]["when"] = {{"modle.heavy", true}};
+  ExpectError(d, {"/conditional/0/when/modle.heavy", "unknown parameter", "did you mean 'model.heavy'"});
+  d = Base();
+  d["conditional"][0]["when"] = {{"model.heavvy", true}};
+  ExpectError(d, {"unknown model attribute 'heavvy'", "did you mean 'heavy'"});
+  // A parameter declared only later cannot be read.
+  d = Base();
+  d["conditional"].push_back({{"when", {{"batch_size", 8}}}, {"search_space", {{"z", {1, 2}}}}});
+  d["conditional"].insert(d["conditional"].begin(),
+                          Json{{"when", {{"batch_size", 8}}}, {"search_space", {{"y", {1, 2}}}}});
+  ExpectError(d, {"/conditional/0/when/batch_size", "unknown parameter"});
+  d = Base();
+  d["conditional"][0]["when"] = {{"lr", {{"~", 1}}}};
+  ExpectError(d, {"unknown operator '~'"});
+}
+
+TEST(Config, UnknownModel) {
+  Json d = Base();
+  d["search_space"]["model"]["choices"][1] = "roberta-larg";
+  ExpectError(d, {"/search_space/model/choices/1", "unknown model 'roberta-larg'",
+                  "did you mean 'roberta-large'"});
+}
+
+TEST(Config, ObjectiveErrors) {
+  Json d = Base();
+  d["objective"] = {{"type", "comand"}};
+  ExpectError(d, {"/objective/type", "did you mean 'command'"});
+  d = Base();
+  d["objective"] = {{"type", "command"}, {"argv", {"train", "--lr={lrr}"}}};
+  ExpectError(d, {"/objective/argv/1", "unknown placeholder '{lrr}'", "did you mean 'lr'"});
+  d = Base();
+  d["objective"] = {{"type", "command"}, {"argv", {"train", "--x={lr"}}};
+  ExpectError(d, {"/objective/argv/1", "unbalanced"});
+  d = Base();
+  d["objective"] = {{"type", "function"}, {"name", "brannin"}};
+  ExpectError(d, {"/objective/name", "did you mean 'branin'"});
+}
+
+TEST(Config, UserModelsInTheConfig) {
+  Json d = Base();
+  d["models"] = {{"my-bert", {{"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 2},
+                              {"intermediate_size", 128}, {"vocab_size", 1000},
+                              {"max_position_embeddings", 128}, {"heavy", true}}}};
+  d["search_space"]["model"]["choices"].push_back("my-bert");
+  auto c = ParseStudyConfig(d, "study.json", ".");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE((*c->space.catalog().Find("my-bert"))->heavy);
+}
+
+TEST(Config, FileErrors) {
+  EXPECT_EQ(LoadStudyConfig("/nonexistent/x.json").status().code(), StatusCode::kNotFound);
+  testing::TempDir dir;
+  auto path = dir.path() / "bad.json";
+  std::ofstream(path) << "{\n  \"direction\": \"minimize\",\n  oops\n}\n";
+  auto r = LoadStudyConfig(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad.json:3:"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace tune
