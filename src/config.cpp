@@ -376,9 +376,12 @@ Status ParseObjective(const JsonReader& r, const std::vector<std::string>& param
       }
     }
     TUNE_ASSIGN_OR_RETURN(auto cwd, r.OptString("cwd"));
-    if (cwd) out.command.cwd = (base_dir / *cwd).lexically_normal().string();
+    if (cwd) out.command.cwd = fs::absolute(base_dir / *cwd).lexically_normal().string();
     TUNE_ASSIGN_OR_RETURN(auto work_dir, r.OptString("work_dir"));
-    if (work_dir) out.command.work_dir = (base_dir / *work_dir).lexically_normal().string();
+    if (work_dir) {
+      // Absolute, so that trial paths stay valid for a program started in another `cwd`.
+      out.command.work_dir = fs::absolute(base_dir / *work_dir).lexically_normal().string();
+    }
     TUNE_ASSIGN_OR_RETURN(out.command.timeout_seconds, r.OptNumber("timeout"));
     if (out.command.timeout_seconds && *out.command.timeout_seconds <= 0) {
       return r.ChildError("timeout", "must be > 0 seconds");
@@ -504,6 +507,9 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
   Json space_json = doc.contains("search_space") ? doc["search_space"] : Json();
   if (space_json.is_null() && objective_json.is_object() &&
       objective_json.value("type", "function") == "function") {
+    // Validate the function first: its errors beat "the search space has no parameters".
+    TUNE_RETURN_IF_ERROR(ParseObjective(JsonReader(objective_json, source, "/objective"), {},
+                                        base_dir, config.objective));
     FunctionOptions fo;
     fo.name = objective_json.value("name", "sphere");
     if (objective_json.contains("dims") && objective_json["dims"].is_number_integer()) {

@@ -42,8 +42,14 @@ Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Obj
       (void)study.Tell(*trial, TrialState::kFail);
       return st.WithContext("trial " + std::to_string(trial->number()));
     }
-    TUNE_ASSIGN_OR_RETURN(FrozenTrial frozen,
-                          study.Tell(*trial, outcome->state, outcome->values));
+    Result<FrozenTrial> told = study.Tell(*trial, outcome->state, outcome->values);
+    if (!told.ok()) {
+      // For example the wrong number of values: fail the trial rather than leave it RUNNING.
+      (void)trial->SetUserAttr("fail_reason", told.status().message());
+      (void)study.Tell(*trial, TrialState::kFail);
+      return told.status().WithContext("trial " + std::to_string(trial->number()));
+    }
+    const FrozenTrial& frozen = *told;
     ++result.trials_run;
     if (options.on_trial_finished) options.on_trial_finished(frozen, *outcome);
   }

@@ -106,3 +106,28 @@ TEST(Optimize, TimeoutAndInterrupt) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST(Optimize, WrongNumberOfValuesFailsTheTrialAndStops) {
+  StudyConfig c = Config(R"({"directions": ["minimize", "maximize"],
+                             "objective": {"type": "function", "name": "sphere"}})");
+  std::shared_ptr<Storage> storage = NewInMemoryStorage();
+  auto study = Study::CreateOrLoad(storage, "mo", c.directions, std::make_unique<RandomSampler>(),
+                                   std::make_unique<NopPruner>(), 1)
+                   .value();
+  auto objective = MakeObjective(c).value();
+  OptimizeOptions o;
+  o.n_trials = 5;
+  auto r = Optimize(*study, c.space, *objective, o);
+  ASSERT_FALSE(r.ok());
+  auto trials = *study->Trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].state, TrialState::kFail);  // not left RUNNING
+  EXPECT_NE(trials[0].user_attrs["fail_reason"].get<std::string>().find("objective"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune

@@ -185,7 +185,10 @@ class CommandObjective : public Objective {
     }
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
-      if (std::strncmp(*e, "TUNE_", 5) != 0) env.emplace_back(*e);
+      // Inherited TUNE_* variables and those the config overrides are not passed twice.
+      std::string_view kv(*e);
+      std::string name(kv.substr(0, kv.find('=')));
+      if (name.rfind("TUNE_", 0) != 0 && !options_.env.count(name)) env.emplace_back(kv);
     }
     for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + ValueText(v));
     env.push_back("TUNE_TRIAL_NUMBER=" + values["trial.number"]);
