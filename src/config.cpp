@@ -498,6 +498,11 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
     }
     JsonReader cr(cat, path.string());
     TUNE_RETURN_IF_ERROR(cr.CheckKeys({"heavy_threshold_parameters", "models"}));
+    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> threshold, cr.OptInt("heavy_threshold_parameters"));
+    if (threshold) {
+      if (*threshold <= 0) return cr.ChildError("heavy_threshold_parameters", "must be > 0");
+      catalog.SetHeavyThreshold(*threshold);
+    }
     if (cat.contains("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string() + ": /models"));
   }
   if (r.Has("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], source + ": /models"));

@@ -115,10 +115,19 @@ Status ModelCatalog::Merge(const Json& models, const std::string& where) {
     std::optional<bool> heavy_stated;
     TUNE_RETURN_IF_ERROR(ReadModel(r.Child(name), m, heavy_stated));
     if (!r.json().at(name).contains("num_parameters")) m.num_parameters = EncoderParameterCount(m);
-    m.heavy = heavy_stated ? *heavy_stated : m.num_parameters >= heavy_threshold_;
+    if (heavy_stated) heavy_stated_[name] = *heavy_stated;
+    auto stated = heavy_stated_.find(name);
+    m.heavy = stated != heavy_stated_.end() ? stated->second : m.num_parameters >= heavy_threshold_;
     models_[name] = std::move(m);
   }
   return Status::Ok();
+}
+
+void ModelCatalog::SetHeavyThreshold(int64_t threshold) {
+  heavy_threshold_ = threshold;
+  for (auto& [name, m] : models_) {
+    if (!heavy_stated_.count(name)) m.heavy = m.num_parameters >= heavy_threshold_;
+  }
 }
 
 Result<ModelCatalog> ModelCatalog::Parse(const Json& doc, const std::string& source) {

@@ -176,3 +176,23 @@ TEST(Config, FileErrors) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST(Config, CatalogFileThresholdRederivesHeavy) {
+  testing::TempDir dir;
+  std::ofstream(dir.path() / "catalog.json")
+      << R"({"heavy_threshold_parameters": 100000000,
+             "models": {"roberta-large": {"heavy": false}}})";
+  Json d = Base();
+  d["model_catalog"] = "catalog.json";
+  auto c = ParseStudyConfig(d, "study.json", dir.path());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE((*c->space.catalog().Find("bert-base-uncased"))->heavy);   // 109M >= 100M
+  EXPECT_FALSE((*c->space.catalog().Find("roberta-large"))->heavy);      // stated
+  EXPECT_FALSE((*c->space.catalog().Find("prajjwal1/bert-tiny"))->heavy);
+}
+
+}  // namespace
+}  // namespace tune

@@ -60,11 +60,14 @@ class ModelCatalog {
   // NotFound with the closest known name.
   Result<const ModelSpec*> Find(const std::string& name) const;
   bool Contains(const std::string& name) const { return models_.count(name) > 0; }
+  // Changes the threshold and re-derives `heavy` for every model that does not state it.
+  void SetHeavyThreshold(int64_t threshold);
   std::vector<std::string> names() const;
   int64_t heavy_threshold() const { return heavy_threshold_; }
 
  private:
   std::map<std::string, ModelSpec> models_;
+  std::map<std::string, bool> heavy_stated_;  // models whose `heavy` is given, not derived
   int64_t heavy_threshold_ = kDefaultHeavyThresholdParameters;
 };
 
