@@ -123,7 +123,7 @@ Result<ParamSpec> ParseParam(const JsonReader& r, const std::string& name,
         if (!m.ok()) return r.ChildError(fmt::format("choices/{}", i), m.status().message());
       }
       for (size_t k = 0; k < i; ++k) {
-        if (choices[k] == c && choices[k].is_boolean() == c.is_boolean()) {
+        if (ScalarEqual(choices[k], c)) {
           return r.ChildError(fmt::format("choices/{}", i), "duplicate choice " + c.dump());
         }
       }
@@ -190,8 +190,8 @@ struct SpaceParser {
                                                 model->name, key));
       } else {
         std::vector<std::string> names = DeclaredNames();
-        for (const auto& p : declared) {
-          if (p.is_model) names.push_back(p.name + ".heavy");
+        for (const auto& d : declared) {
+          if (d.is_model) names.push_back(d.name + ".heavy");
         }
         return when.ChildError(
             key, fmt::format("condition on unknown parameter '{}'{}; a condition may read "
@@ -503,9 +503,9 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
       if (*threshold <= 0) return cr.ChildError("heavy_threshold_parameters", "must be > 0");
       catalog.SetHeavyThreshold(*threshold);
     }
-    if (cat.contains("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string() + ": /models"));
+    if (cat.contains("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string(), "/models"));
   }
-  if (r.Has("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], source + ": /models"));
+  if (r.Has("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], source, "/models"));
 
   // The objective (before the space: a function objective brings its own default space).
   Json objective_json = doc.contains("objective") ? doc["objective"] : Json::object();

@@ -20,19 +20,12 @@ bool IsScalar(const Json& v) {
   return v.is_null() || v.is_boolean() || v.is_number() || v.is_string();
 }
 
-bool ChoiceEqual(const Json& a, const Json& b) {
-  if (a.is_number_float() && b.is_number_float() && std::isnan(a.get<double>()) &&
-      std::isnan(b.get<double>())) {
-    return true;
-  }
-  if (a.is_boolean() != b.is_boolean()) return false;
-  return a == b;
-}
+__extension__ typedef __int128 Int128;  // GCC/Clang extension; exact 38-digit integers
 
 // Exact decimal arithmetic on the shortest repr of doubles, as Optuna does with
 // decimal.Decimal(str(x)). A value is mantissa * 10^exponent.
 struct Dec {
-  __int128 m = 0;
+  Int128 m = 0;
   int e = 0;
 };
 
@@ -66,16 +59,16 @@ std::optional<Dec> ParseDec(double v) {
 }
 
 // Rescales to exponent `e` (<= d.e); nullopt on overflow.
-std::optional<__int128> Scale(const Dec& d, int e) {
-  __int128 m = d.m;
+std::optional<Int128> Scale(const Dec& d, int e) {
+  Int128 m = d.m;
   for (int k = d.e; k > e; --k) {
-    if (m > static_cast<__int128>(1e36) || m < -static_cast<__int128>(1e36)) return std::nullopt;
+    if (m > static_cast<Int128>(1e36) || m < -static_cast<Int128>(1e36)) return std::nullopt;
     m *= 10;
   }
   return m;
 }
 
-double DecToDouble(__int128 m, int e) {
+double DecToDouble(Int128 m, int e) {
   bool neg = m < 0;
   if (neg) m = -m;
   std::string digits;
@@ -94,7 +87,7 @@ std::optional<double> AdjustedHigh(double low, double high, double step) {
     int e = std::min({l->e, h->e, q->e});
     auto lm = Scale(*l, e), hm = Scale(*h, e), qm = Scale(*q, e);
     if (lm && hm && qm && *qm > 0) {
-      __int128 r = *hm - *lm;
+      Int128 r = *hm - *lm;
       if (r % *qm == 0) return std::nullopt;
       return DecToDouble((r / *qm) * *qm + *lm, e);
     }
@@ -106,10 +99,19 @@ std::optional<double> AdjustedHigh(double low, double high, double step) {
 
 }  // namespace
 
+bool ScalarEqual(const Json& a, const Json& b) {
+  if (a.is_number_float() && b.is_number_float() && std::isnan(a.get<double>()) &&
+      std::isnan(b.get<double>())) {
+    return true;
+  }
+  if (a.is_boolean() != b.is_boolean()) return false;
+  return a == b;
+}
+
 bool operator==(const CategoricalDistribution& a, const CategoricalDistribution& b) {
   if (a.choices.size() != b.choices.size()) return false;
   for (size_t i = 0; i < a.choices.size(); ++i) {
-    if (!ChoiceEqual(a.choices[i], b.choices[i])) return false;
+    if (!ScalarEqual(a.choices[i], b.choices[i])) return false;
     // 1 and 1.0 are equal in Python too, but keep the JSON kinds apart so that the stored
     // distribution_json round-trips exactly.
     if (a.choices[i].is_number_integer() != b.choices[i].is_number_integer()) return false;
@@ -351,7 +353,7 @@ Result<Distribution> DistributionFromJson(std::string_view text) {
 Result<double> ToInternal(const Distribution& d, const Json& external) {
   if (const auto* c = std::get_if<CategoricalDistribution>(&d)) {
     for (size_t i = 0; i < c->choices.size(); ++i) {
-      if (ChoiceEqual(c->choices[i], external)) return static_cast<double>(i);
+      if (ScalarEqual(c->choices[i], external)) return static_cast<double>(i);
     }
     return InvalidArgumentError(fmt::format("{} is not among the choices {}", external.dump(),
                                             Json(c->choices).dump()));
@@ -418,19 +420,15 @@ Status CheckCompatibility(const Distribution& old_dist, const Distribution& new_
     }
     return Status::Ok();
   }
-  bool old_log = std::visit(
-      [](const auto& x) {
-        if constexpr (requires { x.log; }) return x.log;
-        return false;
-      },
-      old_dist);
-  bool new_log = std::visit(
-      [](const auto& x) {
-        if constexpr (requires { x.log; }) return x.log;
-        return false;
-      },
-      new_dist);
-  if (old_log != new_log) {
+  auto log_flag = [](const Distribution& d) {
+    return std::visit(
+        [](const auto& x) {
+          if constexpr (requires { x.log; }) return x.log;
+          return false;
+        },
+        d);
+  };
+  if (log_flag(old_dist) != log_flag(new_dist)) {
     return InvalidArgumentError("Cannot set different log configuration to the same parameter");
   }
   return Status::Ok();

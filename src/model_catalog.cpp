@@ -100,12 +100,8 @@ Status ReadModel(const JsonReader& r, ModelSpec& m, std::optional<bool>& heavy_s
 
 }  // namespace
 
-Status ModelCatalog::Merge(const Json& models, const std::string& where) {
-  // `where` is "file: /path"; split it back for the reader.
-  auto colon = where.rfind(": ");
-  std::string file = colon == std::string::npos ? where : where.substr(0, colon);
-  std::string path = colon == std::string::npos ? "" : where.substr(colon + 2);
-  if (path == "/") path.clear();
+Status ModelCatalog::Merge(const Json& models, const std::string& file,
+                          const std::string& path) {
   JsonReader r(models, file, path);
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
   for (const auto& [name, value] : models.items()) {
@@ -141,7 +137,7 @@ Result<ModelCatalog> ModelCatalog::Parse(const Json& doc, const std::string& sou
     }
     c.heavy_threshold_ = *threshold;
   }
-  if (r.Has("models")) TUNE_RETURN_IF_ERROR(c.Merge(doc.at("models"), source + ": /models"));
+  if (r.Has("models")) TUNE_RETURN_IF_ERROR(c.Merge(doc.at("models"), source, "/models"));
   return c;
 }
 

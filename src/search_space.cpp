@@ -21,11 +21,6 @@ std::optional<int> Compare(const Json& a, const Json& b) {
   return std::nullopt;
 }
 
-bool ScalarEqual(const Json& a, const Json& b) {
-  if (a.is_boolean() != b.is_boolean()) return false;
-  return a == b;
-}
-
 }  // namespace
 
 bool ConditionalSpace::Holds(const std::vector<Condition>& when, const Json& values) const {
@@ -68,53 +63,59 @@ bool ConditionalSpace::Holds(const std::vector<Condition>& when, const Json& val
   return true;
 }
 
+namespace {
+
+// Visits the parameters of every block whose condition holds for `values`, in sampling order.
+// `visit` may add to `values` (sampling does), and later conditions see the additions.
+Status WalkActive(const ConditionalSpace& space, const SpaceBlock& block, const Json& values,
+                  const std::function<Status(const ParamSpec&)>& visit) {
+  if (!space.Holds(block.when, values)) return Status::Ok();
+  for (const ParamSpec& p : block.params) TUNE_RETURN_IF_ERROR(visit(p));
+  for (const SpaceBlock& child : block.children) {
+    TUNE_RETURN_IF_ERROR(WalkActive(space, child, values, visit));
+  }
+  return Status::Ok();
+}
+
+// Visits every parameter declaration, active or not, in declaration order.
+void WalkAll(const SpaceBlock& block, const std::function<void(const ParamSpec&)>& visit) {
+  for (const ParamSpec& p : block.params) visit(p);
+  for (const SpaceBlock& child : block.children) WalkAll(child, visit);
+}
+
+}  // namespace
+
 Result<Json> ConditionalSpace::Sample(Trial& trial) const {
   Json values = Json::object();
-  std::function<Status(const SpaceBlock&)> walk = [&](const SpaceBlock& block) -> Status {
-    if (!Holds(block.when, values)) return Status::Ok();
-    for (const ParamSpec& p : block.params) {
-      TUNE_ASSIGN_OR_RETURN(Json v, trial.Suggest(p.name, p.distribution));
-      values[p.name] = v;
-    }
-    for (const SpaceBlock& child : block.children) TUNE_RETURN_IF_ERROR(walk(child));
+  TUNE_RETURN_IF_ERROR(WalkActive(*this, root_, values, [&](const ParamSpec& p) -> Status {
+    TUNE_ASSIGN_OR_RETURN(values[p.name], trial.Suggest(p.name, p.distribution));
     return Status::Ok();
-  };
-  TUNE_RETURN_IF_ERROR(walk(root_));
+  }));
   return values;
 }
 
 std::vector<const ParamSpec*> ConditionalSpace::ActiveParams(const Json& values) const {
   std::vector<const ParamSpec*> out;
-  std::function<void(const SpaceBlock&)> walk = [&](const SpaceBlock& block) {
-    if (!Holds(block.when, values)) return;
-    for (const ParamSpec& p : block.params) out.push_back(&p);
-    for (const SpaceBlock& child : block.children) walk(child);
-  };
-  walk(root_);
+  (void)WalkActive(*this, root_, values, [&](const ParamSpec& p) {
+    out.push_back(&p);
+    return Status::Ok();
+  });
   return out;
 }
 
 std::vector<std::string> ConditionalSpace::ParamNames() const {
   std::vector<std::string> out;
-  std::function<void(const SpaceBlock&)> walk = [&](const SpaceBlock& block) {
-    for (const ParamSpec& p : block.params) {
-      if (std::find(out.begin(), out.end(), p.name) == out.end()) out.push_back(p.name);
-    }
-    for (const SpaceBlock& child : block.children) walk(child);
-  };
-  walk(root_);
+  WalkAll(root_, [&](const ParamSpec& p) {
+    if (std::find(out.begin(), out.end(), p.name) == out.end()) out.push_back(p.name);
+  });
   return out;
 }
 
 const ParamSpec* ConditionalSpace::FindParam(const std::string& name) const {
   const ParamSpec* found = nullptr;
-  std::function<void(const SpaceBlock&)> walk = [&](const SpaceBlock& block) {
-    for (const ParamSpec& p : block.params) {
-      if (!found && p.name == name) found = &p;
-    }
-    for (const SpaceBlock& child : block.children) walk(child);
-  };
-  walk(root_);
+  WalkAll(root_, [&](const ParamSpec& p) {
+    if (!found && p.name == name) found = &p;
+  });
   return found;
 }
 

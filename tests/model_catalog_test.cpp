@@ -37,7 +37,7 @@ TEST(ModelCatalog, UserModelsDeriveCountAndHeaviness) {
                 {"num_attention_heads", 16}, {"intermediate_size", 4096}, {"vocab_size", 30522},
                 {"max_position_embeddings", 512}, {"type_vocab_size", 2}, {"team", "nlp"}}},
               {"bert-base-uncased", {{"heavy", true}}}};
-  ASSERT_TRUE(c.Merge(add, "cfg.json: /models").ok());
+  ASSERT_TRUE(c.Merge(add, "cfg.json", "/models").ok());
   const ModelSpec* m = *c.Find("my-encoder");
   EXPECT_GT(m->num_parameters, 200'000'000);
   EXPECT_TRUE(m->heavy);
@@ -51,11 +51,11 @@ TEST(ModelCatalog, ErrorsNameTheModelAndKey) {
   auto missing = c.Find("bert-base");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("did you mean 'bert-base-uncased'"), std::string::npos);
-  Status bad = c.Merge({{"x", {{"num_hidden_layers", "many"}}}}, "cfg.json: /models");
+  Status bad = c.Merge({{"x", {{"num_hidden_layers", "many"}}}}, "cfg.json", "/models");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("cfg.json: /models/x/num_hidden_layers"), std::string::npos)
       << bad.message();
-  Status incomplete = c.Merge({{"y", {{"hidden_size", 64}}}}, "cfg.json: /models");
+  Status incomplete = c.Merge({{"y", {{"hidden_size", 64}}}}, "cfg.json", "/models");
   EXPECT_FALSE(incomplete.ok());
 }
 

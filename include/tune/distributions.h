@@ -90,6 +90,10 @@ bool IsSingle(const Distribution& d);
 // choices. Numeric bounds may differ.
 Status CheckCompatibility(const Distribution& old_dist, const Distribution& new_dist);
 
+// Equality of JSON scalars as choices compare: bools never equal numbers, NaN equals NaN,
+// 1 == 1.0. Used for categorical choices and for conditions on sampled values.
+bool ScalarEqual(const Json& a, const Json& b);
+
 // Python's json.dumps of a double ("1e-06", "0.001", "1.0", "Infinity", "NaN").
 std::string PyFloatRepr(double v);
 // Python's json.dumps of a JSON scalar or array of scalars (", " separators, ASCII escapes).

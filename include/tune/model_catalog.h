@@ -53,9 +53,9 @@ class ModelCatalog {
   // names the file in errors.
   static Result<ModelCatalog> Parse(const Json& doc, const std::string& source);
 
-  // Adds or replaces models from a {"name": {...}} object. `where` is "file: /json/path" for
-  // errors. Entries that override an existing model start from its values.
-  Status Merge(const Json& models, const std::string& where);
+  // Adds or replaces models from a {"name": {...}} object found in `file` at JSON pointer
+  // `path` (both for errors). Entries that override an existing model start from its values.
+  Status Merge(const Json& models, const std::string& file, const std::string& path);
 
   // NotFound with the closest known name.
   Result<const ModelSpec*> Find(const std::string& name) const;

@@ -97,7 +97,7 @@ std::optional<std::string> Expand(const std::string& text,
     if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
       out += c;
       ++i;
-    } else if (c == '{') {
+    } else if (c == '{' && text.find('}', i) != std::string::npos) {
       size_t end = text.find('}', i);
       auto it = values.find(text.substr(i + 1, end - i - 1));
       if (it == values.end()) return std::nullopt;
@@ -130,6 +130,23 @@ std::optional<Json> ParseLine(const std::string& line) {
   }
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
+}
+
+bool IsReport(const Json& j) { return j.contains("value") || j.contains("values"); }
+
+// The number(s) of a report object.
+Result<std::vector<double>> ReportValues(const Json& j) {
+  std::vector<double> vals;
+  if (j.contains("values") && j.at("values").is_array()) {
+    for (const Json& v : j.at("values")) {
+      TUNE_ASSIGN_OR_RETURN(double n, ToNumber(v));
+      vals.push_back(n);
+    }
+    return vals;
+  }
+  TUNE_ASSIGN_OR_RETURN(double n, ToNumber(j.at("value")));
+  vals.push_back(n);
+  return vals;
 }
 
 struct Reports {
@@ -285,35 +302,20 @@ class CommandObjective : public Objective {
       kill(-pid, SIGTERM);
       term_sent = SteadyClock::now();
     };
-    auto on_stdout_line = [&](const std::string& line) -> Status {
-      auto j = ParseLine(line);
-      if (!j || (!j->contains("value") && !j->contains("values"))) {
-        spdlog::debug("[trial {}] {}", trial.number(), line);
+    // Handles one report object ({"value": x}, {"values": [...]}, {"step": n, "value": x}).
+    auto on_report = [&](const Json& j, const std::string& shown) -> Status {
+      Result<std::vector<double>> parsed = ReportValues(j);
+      if (!parsed.ok()) {
+        spdlog::warn("Trial {}: ignoring report {}: {}", trial.number(), shown,
+                     parsed.status().message());
         return Status::Ok();
       }
-      std::vector<double> vals;
-      if (j->contains("values") && j->at("values").is_array()) {
-        for (const Json& v : j->at("values")) {
-          auto n = ToNumber(v);
-          if (!n.ok()) {
-            spdlog::warn("Trial {}: ignoring report {}: {}", trial.number(), line, n.status().message());
-            return Status::Ok();
-          }
-          vals.push_back(*n);
-        }
-      } else {
-        auto n = ToNumber(j->at("value"));
-        if (!n.ok()) {
-          spdlog::warn("Trial {}: ignoring report {}: {}", trial.number(), line, n.status().message());
-          return Status::Ok();
-        }
-        vals.push_back(*n);
-      }
-      if (j->contains("step")) {
-        const Json& s = j->at("step");
+      const std::vector<double>& vals = *parsed;
+      if (j.contains("step")) {
+        const Json& s = j.at("step");
         if (!s.is_number_integer() || s.get<int64_t>() < 0 || vals.size() != 1) {
           spdlog::warn("Trial {}: ignoring report {}: step must be an integer >= 0 with one value",
-                       trial.number(), line);
+                       trial.number(), shown);
           return Status::Ok();
         }
         TUNE_RETURN_IF_ERROR(trial.Report(vals[0], s.get<int64_t>()));
@@ -326,6 +328,14 @@ class CommandObjective : public Objective {
         reports.final_values = vals;
       }
       return Status::Ok();
+    };
+    auto on_stdout_line = [&](const std::string& line) -> Status {
+      auto j = ParseLine(line);
+      if (!j || !IsReport(*j)) {
+        spdlog::debug("[trial {}] {}", trial.number(), line);
+        return Status::Ok();
+      }
+      return on_report(*j, line);
     };
     auto on_stderr_line = [&](const std::string& line) {
       spdlog::debug("[trial {} stderr] {}", trial.number(), line);
@@ -431,9 +441,8 @@ class CommandObjective : public Objective {
           Json bare = Json::parse(text, nullptr, false);
           if (bare.is_number()) j = Json{{"value", bare}};
         }
-        if (j && (j->contains("value") || j->contains("values"))) {
-          Status st = on_stdout_line(j->dump());
-          if (!st.ok()) return st;
+        if (j && IsReport(*j)) {
+          TUNE_RETURN_IF_ERROR(on_report(*j, result_file.string()));
         } else if (!text.empty()) {
           spdlog::warn("Trial {}: result file {} holds no {{\"value\": ...}}", trial.number(),
                        result_file.string());
@@ -463,18 +472,8 @@ class CommandObjective : public Objective {
       return fail(why_killed);
     }
     if (!oom_line.empty() && (!exited_ok || !reports.final_values)) {
-      Json oom_config = params;
-      if (params.contains("batch_size") && params.contains("grad_accum") &&
-          params["batch_size"].is_number() && params["grad_accum"].is_number()) {
-        oom_config["effective_batch_size"] =
-            params["batch_size"].get<double>() * params["grad_accum"].get<double>();
-      }
-      oom_config["error"] = oom_line;
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom", true));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("reason", "oom"));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom_config", oom_config));
       TUNE_RETURN_IF_ERROR(trial.SetUserAttr("stderr_tail", tail));
-      return TrialOutcome{TrialState::kPruned, {}, "out of memory: " + oom_line};
+      return RecordOom(trial, params, {{"error", oom_line}}, "out of memory: " + oom_line);
     }
     if (WIFSIGNALED(status)) {
       return fail(fmt::format("killed by signal {} ({})", WTERMSIG(status),

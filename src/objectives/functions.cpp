@@ -104,16 +104,8 @@ class FunctionObjective : public Objective {
   Result<TrialOutcome> Run(Trial& trial, const Json& params) override {
     Result<double> value = EvaluateFunction(options_, catalog_, params);
     if (!value.ok() && value.status().code() == StatusCode::kResourceExhausted) {
-      Json oom_config = params;
-      oom_config["memory_proxy"] = MixedMemoryProxy(catalog_, params);
-      if (params.contains("batch_size") && params.contains("grad_accum")) {
-        oom_config["effective_batch_size"] =
-            NumberOr(params, "batch_size", 0) * NumberOr(params, "grad_accum", 0);
-      }
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom", true));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("reason", "oom"));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom_config", oom_config));
-      return TrialOutcome{TrialState::kPruned, {}, value.status().message()};
+      return RecordOom(trial, params, {{"memory_proxy", MixedMemoryProxy(catalog_, params)}},
+                       value.status().message());
     }
     if (!value.ok()) return value.status();
     const double final_value = *value;

@@ -22,6 +22,12 @@ struct TrialOutcome {
   std::string reason;                        // kPruned / kFail: why (also in user attrs)
 };
 
+// Records an out-of-memory trial the way every objective (and later the memory guard) does:
+// user attrs oom=true, reason="oom" and oom_config = the params, their effective batch size
+// (batch_size * grad_accum, when both are numbers) and `details`. Returns the PRUNED outcome.
+Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& details,
+                               const std::string& reason);
+
 class Objective {
  public:
   virtual ~Objective() = default;
