@@ -165,3 +165,21 @@ TEST(CommandTemplates, NamesAndEnv) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+// Templates are validated when a config is read; an objective built directly from the API with an
+// unbalanced brace passes it through literally instead of hanging.
+TEST_F(CommandObjectiveTest, UnbalancedBraceFromTheApiIsLiteral) {
+  testing::TempDir work;
+  CommandOptions o = Opts({"args", "{oops", "--x={x}"});
+  o.work_dir = work.path().string();
+  auto [outcome, t] = RunTrial(o, {{"x", 2}});
+  ASSERT_EQ(outcome.state, TrialState::kComplete);
+  Json rec = Json::parse(std::ifstream(work.path() / "trial_0" / "argv.json"));
+  EXPECT_EQ(rec["argv"], (Json{"{oops", "--x=2"}));
+}
+
+}  // namespace
+}  // namespace tune
