@@ -1,5 +1,6 @@
 #include "tune/study.h"
 
+#include <atomic>
 #include <cmath>
 #include <random>
 
@@ -136,8 +137,10 @@ Status Trial::Report(double value, int64_t step) {
 
 Result<bool> Trial::ShouldPrune() {
   if (reported_.empty()) return false;
+  // The pruner compares with the other trials as they are now, not as they were at Ask.
+  TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const TrialHistory> now, study_->History());
   std::lock_guard lock(study_->sampler_mu_);
-  return study_->pruner().Prune(*history_, frozen_);
+  return study_->pruner().Prune(*now, frozen_);
 }
 
 Status Trial::SetUserAttr(const std::string& key, const Json& value) {
@@ -205,10 +208,26 @@ Result<std::unique_ptr<Study>> Study::Load(std::shared_ptr<Storage> storage,
 }
 
 Result<std::shared_ptr<const TrialHistory>> Study::History() {
+  static std::atomic<uint64_t> next_snapshot_id{1};
   auto h = std::make_shared<TrialHistory>();
   h->study_name = name_;
   h->directions = directions_;
-  TUNE_ASSIGN_OR_RETURN(h->trials, storage_->GetAllTrials(study_id_));
+  h->snapshot_id = next_snapshot_id.fetch_add(1);
+  std::lock_guard lock(cache_mu_);
+  TUNE_ASSIGN_OR_RETURN(
+      std::vector<FrozenTrial> fresh,
+      storage_->GetTrialsSince(study_id_, static_cast<int64_t>(cache_.size()), unfinished_));
+  unfinished_.clear();
+  for (FrozenTrial& t : fresh) {
+    auto number = static_cast<size_t>(t.number);
+    if (number >= cache_.size()) cache_.resize(number + 1);
+    cache_[number] = std::make_shared<const FrozenTrial>(std::move(t));
+  }
+  for (const auto& t : cache_) {
+    if (!t) return InternalError("the storage returned non-contiguous trial numbers");
+    if (!IsFinished(t->state)) unfinished_.push_back(t->number);
+  }
+  h->trials = cache_;
   return std::shared_ptr<const TrialHistory>(std::move(h));
 }
 
@@ -222,6 +241,10 @@ Result<std::unique_ptr<Trial>> Study::Ask() {
     TUNE_ASSIGN_OR_RETURN(frozen, storage_->CreateTrial(study_id_));
   }
   TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const TrialHistory> history, History());
+  {
+    std::lock_guard lock(sampler_mu_);
+    history = pruner_->SamplerHistory(std::move(history), frozen);
+  }
   uint64_t rng_seed = seed_ ? SplitMix64(*seed_ ^ SplitMix64(static_cast<uint64_t>(frozen.number)))
                             : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
   return std::unique_ptr<Trial>(new Trial(this, std::move(frozen), std::move(history), rng_seed));

@@ -115,7 +115,8 @@ class Study {
   Result<std::vector<FrozenTrial>> Trials(const std::vector<TrialState>& states = {});
   // The COMPLETE trial with the best value (single objective). NotFound if none is complete.
   Result<FrozenTrial> BestTrial();
-  // A snapshot of all trials for samplers and pruners.
+  // A snapshot of all trials for samplers and pruners. Finished trials are read from the
+  // storage once and shared afterwards; each call re-reads only new and unfinished trials.
   Result<std::shared_ptr<const TrialHistory>> History();
 
  private:
@@ -132,6 +133,10 @@ class Study {
   std::unique_ptr<Pruner> pruner_;
   std::optional<uint64_t> seed_;
   std::mutex sampler_mu_;  // serialises sampler and pruner calls
+
+  std::mutex cache_mu_;  // guards the two members below
+  std::vector<std::shared_ptr<const FrozenTrial>> cache_;  // by number
+  std::vector<int64_t> unfinished_;                        // numbers not finished when read
 };
 
 // The best COMPLETE trial among `trials` (single objective), or nullopt.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,11 +66,15 @@ struct FrozenTrial {
 };
 
 // A read-only snapshot of a study's trials handed to samplers and pruners (they never see the
-// study or its storage).
+// study or its storage). Finished trials are shared, immutable objects: a snapshot costs one
+// pointer per trial, and a sampler may cache what it derived from a finished trial by number.
 struct TrialHistory {
   std::string study_name;
   std::vector<StudyDirection> directions;
-  std::vector<FrozenTrial> trials;  // ordered by number
+  std::vector<std::shared_ptr<const FrozenTrial>> trials;  // ordered by number
+  // Unique per snapshot within a process (0 = unknown): lets a sampler skip re-scanning the
+  // same snapshot for each parameter of a trial.
+  uint64_t snapshot_id = 0;
 
   StudyDirection direction() const { return directions.at(0); }
 };

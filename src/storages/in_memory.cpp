@@ -188,6 +188,25 @@ class InMemoryStorage : public Storage {
     return out;
   }
 
+  Result<std::vector<FrozenTrial>> GetTrialsSince(int64_t study_id, int64_t first_number,
+                                                  const std::vector<int64_t>& numbers) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    std::vector<FrozenTrial> out;
+    auto n = static_cast<int64_t>(s->trial_ids.size());
+    for (int64_t number : numbers) {
+      if (number >= 0 && number < std::min(n, first_number)) {
+        out.push_back(trials_.at(s->trial_ids[static_cast<size_t>(number)]).trial);
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const FrozenTrial& a, const FrozenTrial& b) { return a.number < b.number; });
+    for (int64_t number = std::max<int64_t>(first_number, 0); number < n; ++number) {
+      out.push_back(trials_.at(s->trial_ids[static_cast<size_t>(number)]).trial);
+    }
+    return out;
+  }
+
   Result<int64_t> CountTrials(int64_t study_id, const std::vector<TrialState>& states) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));

@@ -2,6 +2,7 @@
 // Optuna's BasePruner.prune, given data (the history and the trial), never the study.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "tune/status.h"
@@ -16,6 +17,12 @@ class Pruner {
   virtual std::string name() const = 0;
   // Judge whether `trial` (RUNNING, with its reports so far) should be pruned.
   virtual bool Prune(const TrialHistory& history, const FrozenTrial& trial) = 0;
+  // The history the sampler sees when sampling `trial` (Optuna's _filter_study): all of it,
+  // except for Hyperband, which gives each bracket its own history.
+  virtual std::shared_ptr<const TrialHistory> SamplerHistory(
+      std::shared_ptr<const TrialHistory> history, const FrozenTrial& /*trial*/) {
+    return history;
+  }
 };
 
 // Never prunes (Optuna's NopPruner).
