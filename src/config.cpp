@@ -7,7 +7,13 @@
 #include <fmt/format.h>
 
 #include "json_reader.h"
+#include "tune/pruners/hyperband.h"
+#include "tune/pruners/patient.h"
+#include "tune/pruners/percentile.h"
+#include "tune/pruners/successive_halving.h"
+#include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
+#include "tune/samplers/tpe.h"
 #include "tune/text.h"
 
 namespace tune {
@@ -455,33 +461,28 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
 
   if (r.Has("sampler")) {
     JsonReader s = r.Child("sampler");
-    TUNE_RETURN_IF_ERROR(s.CheckKeys({"name", "seed"}));
+    TUNE_RETURN_IF_ERROR(s.ExpectObject());
     TUNE_ASSIGN_OR_RETURN(config.sampler.name, s.String("name", "random"));
-    auto names = SamplerNames();
-    if (std::find(names.begin(), names.end(), config.sampler.name) == names.end()) {
-      return s.ChildError("name", fmt::format("unknown sampler '{}'{}; valid: {}",
-                                              config.sampler.name,
-                                              DidYouMean(config.sampler.name, names),
-                                              JoinNames(names)));
-    }
     TUNE_ASSIGN_OR_RETURN(auto seed, s.OptInt("seed"));
     if (seed) {
       if (*seed < 0) return s.ChildError("seed", "must be >= 0");
       config.sampler.seed = static_cast<uint64_t>(*seed);
     }
+    config.sampler.options = s.json();
+    config.sampler.options.erase("name");
+    config.sampler.options.erase("seed");
   }
+  config.sampler.source = source;
+  TUNE_RETURN_IF_ERROR(MakeSampler(config.sampler).status());
   if (r.Has("pruner")) {
     JsonReader p = r.Child("pruner");
-    TUNE_RETURN_IF_ERROR(p.CheckKeys({"name"}));
+    TUNE_RETURN_IF_ERROR(p.ExpectObject());
     TUNE_ASSIGN_OR_RETURN(config.pruner.name, p.String("name", "nop"));
-    auto names = PrunerNames();
-    if (std::find(names.begin(), names.end(), config.pruner.name) == names.end()) {
-      return p.ChildError("name", fmt::format("unknown pruner '{}'{}; valid: {}",
-                                              config.pruner.name,
-                                              DidYouMean(config.pruner.name, names),
-                                              JoinNames(names)));
-    }
+    config.pruner.options = p.json();
+    config.pruner.options.erase("name");
   }
+  config.pruner.source = source;
+  TUNE_RETURN_IF_ERROR(MakePruner(config.pruner).status());
 
   // The model catalog: built in, + a catalog file, + inline models.
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
@@ -582,21 +583,271 @@ Result<StudyConfig> LoadStudyConfig(const fs::path& path) {
   return ParseStudyConfig(doc, path.string(), path.parent_path());
 }
 
-std::vector<std::string> SamplerNames() { return {"random"}; }
-std::vector<std::string> PrunerNames() { return {"nop"}; }
-
-Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config) {
-  if (config.name == "random") return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
-  return InvalidArgumentError(fmt::format("unknown sampler '{}'{}; valid: {}", config.name,
-                                          DidYouMean(config.name, SamplerNames()),
-                                          JoinNames(SamplerNames())));
+std::vector<std::string> SamplerNames() { return {"random", "tpe"}; }
+std::vector<std::string> PrunerNames() {
+  return {"nop", "median", "percentile", "successive_halving", "hyperband", "threshold", "patient"};
 }
 
+namespace {
+
+Status UnknownName(const std::string& source, const std::string& section, const std::string& kind,
+                   const std::string& name, const std::vector<std::string>& names) {
+  return InvalidArgumentError(fmt::format("{}: /{}/name: unknown {} '{}'{}; valid: {}", source,
+                                          section, kind, name, DidYouMean(name, names),
+                                          JoinNames(names)));
+}
+
+Result<TpeOptions> ParseTpeOptions(const JsonReader& r) {
+  TUNE_RETURN_IF_ERROR(r.CheckKeys({"n_startup_trials", "n_ei_candidates", "gamma", "weights",
+                                    "prior_weight", "consider_magic_clip", "consider_endpoints",
+                                    "multivariate", "multivariate_bandwidth", "group",
+                                    "constant_liar", "constraints",
+                                    "warn_independent_sampling", "oom_feasibility"}));
+  TpeOptions o;
+  TUNE_ASSIGN_OR_RETURN(auto startup, r.OptInt("n_startup_trials"));
+  if (startup) {
+    if (*startup < 0) return r.ChildError("n_startup_trials", "must be >= 0");
+    o.n_startup_trials = static_cast<int>(std::min<int64_t>(*startup, 1'000'000'000));
+  }
+  TUNE_ASSIGN_OR_RETURN(auto candidates, r.OptInt("n_ei_candidates"));
+  if (candidates) {
+    if (*candidates < 1 || *candidates > 100000) {
+      return r.ChildError("n_ei_candidates", "must be between 1 and 100000");
+    }
+    o.n_ei_candidates = static_cast<int>(*candidates);
+  }
+  if (r.Has("gamma") && !r.json().at("gamma").is_null()) {
+    const Json& g = r.json().at("gamma");
+    if (g.is_string() && g == "default") {
+    } else if (g.is_string() && g == "hyperopt") {
+      o.gamma_hyperopt = true;
+    } else if (g.is_number() && g.get<double>() > 0.0 && g.get<double>() <= 1.0) {
+      o.gamma_ratio = g.get<double>();
+    } else {
+      return r.ChildError("gamma", "expected \"default\" (min(ceil(0.1 n), 25)), \"hyperopt\" "
+                                   "(min(ceil(0.25 sqrt(n)), 25)) or a ratio in (0, 1], got " +
+                                       JsonReader::Describe(g));
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string weights, r.String("weights", "default"));
+  if (weights != "default" && weights != "uniform") {
+    return r.ChildError("weights", fmt::format("unknown weights '{}'{}; valid: default, uniform",
+                                               weights,
+                                               DidYouMean(weights, {"default", "uniform"})));
+  }
+  o.uniform_weights = weights == "uniform";
+  TUNE_ASSIGN_OR_RETURN(auto prior, r.OptNumber("prior_weight"));
+  if (prior) {
+    if (!(*prior >= 0.0) || std::isinf(*prior)) {
+      return r.ChildError("prior_weight", "must be a finite number >= 0");
+    }
+    o.prior_weight = *prior;
+  }
+  TUNE_ASSIGN_OR_RETURN(o.consider_magic_clip, r.Bool("consider_magic_clip", true));
+  TUNE_ASSIGN_OR_RETURN(o.consider_endpoints, r.Bool("consider_endpoints", false));
+  TUNE_ASSIGN_OR_RETURN(o.multivariate, r.Bool("multivariate", false));
+  TUNE_ASSIGN_OR_RETURN(std::string bandwidth,
+                        r.String("multivariate_bandwidth", "per_dimension"));
+  if (bandwidth == "scott") {
+    o.multivariate_bandwidth = MultivariateBandwidth::kScott;
+  } else if (bandwidth != "per_dimension") {
+    return r.ChildError("multivariate_bandwidth",
+                        fmt::format("unknown bandwidth rule '{}'{}; valid: per_dimension (Optuna "
+                                    "5.0), scott (Optuna 3.1-4.9)",
+                                    bandwidth, DidYouMean(bandwidth, {"per_dimension", "scott"})));
+  }
+  TUNE_ASSIGN_OR_RETURN(o.group, r.Bool("group", false));
+  if (o.group && !o.multivariate) {
+    return r.ChildError("group", "group=true requires \"multivariate\": true (as in Optuna)");
+  }
+  TUNE_ASSIGN_OR_RETURN(o.constant_liar, r.Bool("constant_liar", false));
+  TUNE_ASSIGN_OR_RETURN(o.constraints, r.Bool("constraints", false));
+  TUNE_ASSIGN_OR_RETURN(o.warn_independent_sampling, r.Bool("warn_independent_sampling", false));
+  TUNE_ASSIGN_OR_RETURN(o.oom_feasibility, r.Bool("oom_feasibility", true));
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config) {
+  JsonReader r(config.options, config.source, "/sampler");
+  if (config.name == "random") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({}));
+    return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
+  }
+  if (config.name == "tpe") {
+    TUNE_ASSIGN_OR_RETURN(TpeOptions options, ParseTpeOptions(r));
+    return std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(options));
+  }
+  return UnknownName(config.source, "sampler", "sampler", config.name, SamplerNames());
+}
+
+namespace {
+
+// An integer option >= `min`; `fallback` when absent or null.
+Result<int64_t> IntAtLeast(const JsonReader& r, const std::string& key, int64_t fallback,
+                           int64_t min) {
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> v, r.OptInt(key));
+  if (!v) return fallback;
+  if (*v < min) return r.ChildError(key, fmt::format("must be an integer >= {}, got {}", min, *v));
+  return *v;
+}
+
+// "auto" (nullopt; also when absent or null) or an integer >= `min` (`min_text` names it).
+Result<std::optional<int64_t>> AutoOrIntAtLeast(const JsonReader& r, const std::string& key,
+                                                int64_t min, const std::string& min_text) {
+  if (!r.Has(key) || r.json().at(key).is_null()) return std::optional<int64_t>();
+  const Json& v = r.json().at(key);
+  if (v.is_string() && v.get<std::string>() == "auto") return std::optional<int64_t>();
+  const std::string expected = fmt::format("must be \"auto\" or an integer >= {}", min_text);
+  if (!v.is_string()) {
+    Result<std::optional<int64_t>> i = r.OptInt(key);
+    if (i.ok() && **i >= min) return *i;
+    if (i.ok()) return r.ChildError(key, fmt::format("{}, got {}", expected, **i));
+  }
+  return r.ChildError(key, expected + ", got " + JsonReader::Describe(v));
+}
+
+// A number option >= 0; `fallback` when absent or null.
+Result<double> NonNegativeNumber(const JsonReader& r, const std::string& key, double fallback) {
+  TUNE_ASSIGN_OR_RETURN(std::optional<double> v, r.OptNumber(key));
+  if (!v) return fallback;
+  if (!(*v >= 0)) {
+    return r.ChildError(key, fmt::format("must be a number >= 0, got {}", PyFloatRepr(*v)));
+  }
+  return *v;
+}
+
+// "percentile" and "median" (which has no "percentile" key).
+Result<PercentileOptions> ParsePercentileOptions(const JsonReader& r, bool median) {
+  std::vector<std::string> keys = {"n_startup_trials", "n_warmup_steps", "interval_steps",
+                                   "n_min_trials"};
+  if (!median) keys.insert(keys.begin(), "percentile");
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(keys));
+  PercentileOptions o;
+  if (!median) {
+    TUNE_ASSIGN_OR_RETURN(std::optional<double> p, r.OptNumber("percentile"));
+    if (!p) {
+      return r.Error(
+          "missing required key 'percentile' (a number in [0, 100]; the \"median\" pruner is "
+          "percentile 50)");
+    }
+    if (!(*p >= 0 && *p <= 100)) {
+      return r.ChildError("percentile", fmt::format("must be between 0 and 100 inclusive, got {}",
+                                                    PyFloatRepr(*p)));
+    }
+    o.percentile = *p;
+  }
+  TUNE_ASSIGN_OR_RETURN(o.n_startup_trials, IntAtLeast(r, "n_startup_trials", 5, 0));
+  TUNE_ASSIGN_OR_RETURN(o.n_warmup_steps, IntAtLeast(r, "n_warmup_steps", 0, 0));
+  TUNE_ASSIGN_OR_RETURN(o.interval_steps, IntAtLeast(r, "interval_steps", 1, 1));
+  TUNE_ASSIGN_OR_RETURN(o.n_min_trials, IntAtLeast(r, "n_min_trials", 1, 1));
+  return o;
+}
+
+Result<SuccessiveHalvingOptions> ParseSuccessiveHalvingOptions(const JsonReader& r) {
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(
+      {"min_resource", "reduction_factor", "min_early_stopping_rate", "bootstrap_count"}));
+  SuccessiveHalvingOptions o;
+  TUNE_ASSIGN_OR_RETURN(o.min_resource, AutoOrIntAtLeast(r, "min_resource", 1, "1"));
+  TUNE_ASSIGN_OR_RETURN(o.reduction_factor, IntAtLeast(r, "reduction_factor", 4, 2));
+  TUNE_ASSIGN_OR_RETURN(o.min_early_stopping_rate, IntAtLeast(r, "min_early_stopping_rate", 0, 0));
+  TUNE_ASSIGN_OR_RETURN(o.bootstrap_count, IntAtLeast(r, "bootstrap_count", 0, 0));
+  if (o.bootstrap_count > 0 && !o.min_resource) {
+    return r.ChildError("bootstrap_count",
+                        "must be 0 when min_resource is \"auto\" (they are incompatible, as in "
+                        "Optuna); set min_resource to an integer");
+  }
+  return o;
+}
+
+Result<HyperbandOptions> ParseHyperbandOptions(const JsonReader& r) {
+  TUNE_RETURN_IF_ERROR(
+      r.CheckKeys({"min_resource", "max_resource", "reduction_factor", "bootstrap_count"}));
+  HyperbandOptions o;
+  TUNE_ASSIGN_OR_RETURN(o.min_resource, IntAtLeast(r, "min_resource", 1, 1));
+  TUNE_ASSIGN_OR_RETURN(o.max_resource,
+                        AutoOrIntAtLeast(r, "max_resource", o.min_resource,
+                                         fmt::format("min_resource ({})", o.min_resource)));
+  TUNE_ASSIGN_OR_RETURN(o.reduction_factor, IntAtLeast(r, "reduction_factor", 3, 2));
+  TUNE_ASSIGN_OR_RETURN(o.bootstrap_count, IntAtLeast(r, "bootstrap_count", 0, 0));
+  if (o.bootstrap_count > 0 && !o.max_resource) {
+    return r.ChildError("bootstrap_count",
+                        "must be 0 when max_resource is \"auto\" (they are incompatible, as in "
+                        "Optuna); set max_resource to an integer");
+  }
+  return o;
+}
+
+Result<ThresholdOptions> ParseThresholdOptions(const JsonReader& r) {
+  TUNE_RETURN_IF_ERROR(r.CheckKeys({"lower", "upper", "n_warmup_steps", "interval_steps"}));
+  ThresholdOptions o;
+  TUNE_ASSIGN_OR_RETURN(o.lower, r.OptNumber("lower"));
+  TUNE_ASSIGN_OR_RETURN(o.upper, r.OptNumber("upper"));
+  if (!o.lower && !o.upper) {
+    return r.Error("needs 'lower', 'upper' or both: the bounds outside which a trial is pruned");
+  }
+  if (o.lower && o.upper && *o.lower > *o.upper) {
+    return r.ChildError("lower", fmt::format("must be <= upper ({}), got {}", PyFloatRepr(*o.upper),
+                                             PyFloatRepr(*o.lower)));
+  }
+  TUNE_ASSIGN_OR_RETURN(o.n_warmup_steps, IntAtLeast(r, "n_warmup_steps", 0, 0));
+  TUNE_ASSIGN_OR_RETURN(o.interval_steps, IntAtLeast(r, "interval_steps", 1, 1));
+  return o;
+}
+
+// The pruner `name` with `options` (without "name"), found at JSON path `path` ("/pruner", or
+// "/pruner/wrapped" for the patient pruner's wrapped pruner).
+Result<std::unique_ptr<Pruner>> MakePrunerAt(const std::string& name, const Json& options,
+                                             const std::string& source, const std::string& path) {
+  JsonReader r(options, source, path);
+  if (name == "nop") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({}));
+    return std::unique_ptr<Pruner>(std::make_unique<NopPruner>());
+  }
+  if (name == "median" || name == "percentile") {
+    TUNE_ASSIGN_OR_RETURN(PercentileOptions o, ParsePercentileOptions(r, name == "median"));
+    if (name == "median") return std::unique_ptr<Pruner>(std::make_unique<MedianPruner>(o));
+    return std::unique_ptr<Pruner>(std::make_unique<PercentilePruner>(o));
+  }
+  if (name == "successive_halving") {
+    TUNE_ASSIGN_OR_RETURN(SuccessiveHalvingOptions o, ParseSuccessiveHalvingOptions(r));
+    return std::unique_ptr<Pruner>(std::make_unique<SuccessiveHalvingPruner>(o));
+  }
+  if (name == "hyperband") {
+    TUNE_ASSIGN_OR_RETURN(HyperbandOptions o, ParseHyperbandOptions(r));
+    return std::unique_ptr<Pruner>(std::make_unique<HyperbandPruner>(o));
+  }
+  if (name == "threshold") {
+    TUNE_ASSIGN_OR_RETURN(ThresholdOptions o, ParseThresholdOptions(r));
+    return std::unique_ptr<Pruner>(std::make_unique<ThresholdPruner>(o));
+  }
+  if (name == "patient") {
+    TUNE_RETURN_IF_ERROR(r.CheckKeys({"wrapped", "patience", "min_delta"}));
+    PatientOptions o;
+    if (!r.Has("patience") || r.json().at("patience").is_null()) {
+      return r.Error("missing required key 'patience' (an integer >= 0)");
+    }
+    TUNE_ASSIGN_OR_RETURN(o.patience, IntAtLeast(r, "patience", 0, 0));
+    TUNE_ASSIGN_OR_RETURN(o.min_delta, NonNegativeNumber(r, "min_delta", 0.0));
+    std::unique_ptr<Pruner> wrapped;
+    if (r.Has("wrapped") && !r.json().at("wrapped").is_null()) {
+      JsonReader w = r.Child("wrapped");
+      TUNE_RETURN_IF_ERROR(w.ExpectObject());
+      TUNE_ASSIGN_OR_RETURN(std::string wrapped_name, w.RequiredString("name"));
+      Json wrapped_options = w.json();
+      wrapped_options.erase("name");
+      TUNE_ASSIGN_OR_RETURN(wrapped, MakePrunerAt(wrapped_name, wrapped_options, source, w.path()));
+    }
+    return std::unique_ptr<Pruner>(std::make_unique<PatientPruner>(std::move(wrapped), o));
+  }
+  return UnknownName(source, path.substr(1), "pruner", name, PrunerNames());
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Pruner>> MakePruner(const PrunerConfig& config) {
-  if (config.name == "nop") return std::unique_ptr<Pruner>(std::make_unique<NopPruner>());
-  return InvalidArgumentError(fmt::format("unknown pruner '{}'{}; valid: {}", config.name,
-                                          DidYouMean(config.name, PrunerNames()),
-                                          JoinNames(PrunerNames())));
+  return MakePrunerAt(config.name, config.options, config.source, "/pruner");
 }
 
 Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config) {

@@ -139,8 +139,15 @@ Result<bool> Trial::ShouldPrune() {
   if (reported_.empty()) return false;
   // The pruner compares with the other trials as they are now, not as they were at Ask.
   TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const TrialHistory> now, study_->History());
-  std::lock_guard lock(study_->sampler_mu_);
-  return study_->pruner().Prune(*now, frozen_);
+  PruneDecision decision;
+  {
+    std::lock_guard lock(study_->sampler_mu_);
+    decision = study_->pruner().Prune(*now, frozen_);
+  }
+  for (const auto& [key, value] : decision.system_attrs.items()) {
+    TUNE_RETURN_IF_ERROR(SetSystemAttr(key, value));
+  }
+  return decision.prune;
 }
 
 Status Trial::SetUserAttr(const std::string& key, const Json& value) {

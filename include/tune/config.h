@@ -24,15 +24,19 @@
 
 namespace tune {
 
-// "sampler": {"name": "random", "seed": 0}.
+// "sampler": {"name": "tpe", "seed": 0, ...options of that sampler}.
 struct SamplerConfig {
   std::string name = "random";
   std::optional<uint64_t> seed;  // unset: nondeterministic
+  Json options = Json::object();  // the other keys, read by MakeSampler
+  std::string source = "<config>";  // file, for error messages
 };
 
-// "pruner": {"name": "nop"}.
+// "pruner": {"name": "median", ...options of that pruner}.
 struct PrunerConfig {
   std::string name = "nop";
+  Json options = Json::object();  // the other keys, read by MakePruner
+  std::string source = "<config>";  // file, for error messages
 };
 
 // "objective": {"type": "function", ...} or {"type": "command", ...}.
@@ -67,7 +71,9 @@ Result<StudyConfig> LoadStudyConfig(const std::filesystem::path& path);
 Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,
                                           ModelCatalog catalog, const std::string& source);
 
-// Factories, one explicit table per family; unknown names list the valid ones.
+// Factories, one explicit table per family; unknown names list the valid ones, and options are
+// checked strictly (errors name the file, "/sampler/<key>" or "/pruner/<key>", and the closest
+// valid key).
 std::vector<std::string> SamplerNames();
 std::vector<std::string> PrunerNames();
 Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config);

@@ -62,11 +62,21 @@ int RunStudy(const RunArgs& args) {
   if (args.n_trials) config.n_trials = *args.n_trials;
   if (args.timeout) config.timeout_seconds = *args.timeout;
   if (args.storage) config.storage = *args.storage;
-  if (args.sampler) config.sampler.name = *args.sampler;
+  if (args.sampler && *args.sampler != config.sampler.name) {
+    // Options in the config belong to the config's sampler; another sampler starts from its
+    // defaults.
+    if (!config.sampler.options.empty()) {
+      spdlog::info("--sampler {} replaces the config's sampler '{}' and its options", *args.sampler,
+                   config.sampler.name);
+    }
+    config.sampler.name = *args.sampler;
+    config.sampler.options = Json::object();
+    config.sampler.source = "--sampler";
+  }
   if (args.seed) config.sampler.seed = static_cast<uint64_t>(*args.seed);
 
   auto sampler = MakeSampler(config.sampler);
-  if (!sampler.ok()) return Fail(sampler.status().WithContext("--sampler"));
+  if (!sampler.ok()) return Fail(sampler.status());
   auto pruner = MakePruner(config.pruner);
   if (!pruner.ok()) return Fail(pruner.status());
   auto objective = MakeObjective(config);

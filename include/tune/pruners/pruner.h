@@ -10,13 +10,22 @@
 
 namespace tune {
 
+// What a pruner decided, plus system attributes it wants recorded on the trial (the
+// successive-halving pruner records "completed_rung_<k>" as Optuna does). The study stores them.
+struct PruneDecision {
+  bool prune = false;
+  Json system_attrs = Json::object();
+};
+
 class Pruner {
  public:
   virtual ~Pruner() = default;
   // The name used in configs ("nop", "median", ...).
   virtual std::string name() const = 0;
   // Judge whether `trial` (RUNNING, with its reports so far) should be pruned.
-  virtual bool Prune(const TrialHistory& history, const FrozenTrial& trial) = 0;
+  // `history` is the study as it is now (it includes `trial` as RUNNING, possibly older than
+  // `trial`, which is current).
+  virtual PruneDecision Prune(const TrialHistory& history, const FrozenTrial& trial) = 0;
   // The history the sampler sees when sampling `trial` (Optuna's _filter_study): all of it,
   // except for Hyperband, which gives each bracket its own history.
   virtual std::shared_ptr<const TrialHistory> SamplerHistory(
@@ -29,8 +38,8 @@ class Pruner {
 class NopPruner : public Pruner {
  public:
   std::string name() const override { return "nop"; }
-  bool Prune(const TrialHistory& /*history*/, const FrozenTrial& /*trial*/) override {
-    return false;
+  PruneDecision Prune(const TrialHistory& /*history*/, const FrozenTrial& /*trial*/) override {
+    return {};
   }
 };
 

@@ -1,0 +1,96 @@
+// ParzenEstimator: the kernel mixture TPE builds for the "below" (l) and "above" (g) trials,
+// as Optuna's _ParzenEstimator / _MixtureOfProductDistribution (optuna-reference.md §1.4).
+//
+// Works in TPE's transformed space: a log distribution's values are ln x, a categorical's are
+// choice indices. Each observation is one product kernel over the dimensions, plus one prior
+// kernel (mu = middle, sigma = width, uniform over choices) weighted by prior_weight:
+//   continuous  truncated normal on [L, H], correctly normalised (the -ln sigma of Optuna 3.5)
+//   discrete    the normal mass of the value's bin (step grids: width q; int log: [ln(x-1/2),
+//               ln(x+1/2)] as Optuna >= 4.7), divided by the mass of [L, H]
+//   categorical (prior_weight/(m+1) + [c == c_i]) / (1 + K prior_weight/(m+1))
+// Bandwidths: univariate neighbour gaps without the prior mean (Optuna 4.9), clipped to
+// [(H-L)/min(100, m+2), H-L] (magic clip); multivariate either the same rule per dimension
+// (Optuna 5.0, the default) or Scott's 0.2 m^(-1/(D+4)) (H-L) (Optuna 3.1-4.9).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/samplers/sampler.h"
+
+namespace tune {
+
+enum class KernelKind { kContinuous, kDiscrete, kCategorical };
+
+// One dimension of the transformed space.
+struct ParzenDimension {
+  KernelKind kind = KernelKind::kContinuous;
+  double low = 0.0;   // kernel domain [low, high] (numerical kinds)
+  double high = 1.0;
+  double step = 0.0;       // kDiscrete, linear grid: the step q
+  double grid_low = 0.0;   // kDiscrete: the first and last value of the grid (external units)
+  double grid_high = 0.0;
+  bool log_int = false;  // kDiscrete on a log scale (IntDistribution with log=true)
+  int n_choices = 0;     // kCategorical
+};
+
+ParzenDimension MakeParzenDimension(const Distribution& distribution);
+// Internal representation <-> transformed space.
+double ToParzenSpace(const Distribution& distribution, double internal);
+// Snaps to the distribution (grid, bounds) and returns the internal representation.
+double FromParzenSpace(const Distribution& distribution, double t);
+
+enum class MultivariateBandwidth { kPerDimension, kScott };
+
+struct ParzenOptions {
+  double prior_weight = 1.0;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  bool multivariate = false;  // selects `bandwidth` for numerical dimensions
+  MultivariateBandwidth bandwidth = MultivariateBandwidth::kPerDimension;
+};
+
+class ParzenEstimator {
+ public:
+  // observations[d][i]: observation i in dimension d (transformed space, inside the domain).
+  // weights[i] >= 0, one per observation (not normalised).
+  ParzenEstimator(std::vector<ParzenDimension> dims,
+                  const std::vector<std::vector<double>>& observations,
+                  const std::vector<double>& weights, const ParzenOptions& options);
+
+  size_t n_dims() const { return dims_.size(); }
+  // Observations + the prior (the last component).
+  size_t n_components() const { return log_weights_.size(); }
+  const std::vector<double>& log_weights() const { return log_weights_; }
+  // Kernel centres and bandwidths of a numerical dimension (prior last).
+  const std::vector<double>& mus(size_t d) const { return dim_state_[d].mu; }
+  const std::vector<double>& sigmas(size_t d) const { return dim_state_[d].sigma; }
+
+  // n points drawn from the mixture; result[d][j], on the grid for discrete dimensions.
+  std::vector<std::vector<double>> Sample(Rng& rng, int n) const;
+  // ln p(x) for each point; points[d][j].
+  std::vector<double> LogPdf(const std::vector<std::vector<double>>& points) const;
+
+ private:
+  struct DimState {
+    // numerical
+    std::vector<double> mu, sigma, inv_sigma, log_norm;  // log_norm: -ln Z (- ln sigma sqrt 2pi)
+    std::vector<int32_t> uid;                            // discrete: index of (mu, sigma) class
+    std::vector<int32_t> uid_first;                      // a component of each class
+    // categorical
+    std::vector<int32_t> choice;  // -1 for the prior
+    std::vector<double> log_hit, log_miss;
+    double hit_probability = 1.0;  // P(choose the observed choice outright) when sampling
+  };
+  // The bin edges of a discrete value t (clipped to the domain).
+  static void BinEdges(const ParzenDimension& d, double t, double* lo, double* hi);
+  void ComputeNumerical(size_t d, const std::vector<double>& obs, const ParzenOptions& options);
+
+  std::vector<ParzenDimension> dims_;
+  std::vector<DimState> dim_state_;
+  std::vector<double> log_weights_;
+  std::vector<double> cumulative_;  // for sampling components
+};
+
+}  // namespace tune

@@ -1,0 +1,94 @@
+// TpeSampler: the Tree-structured Parzen Estimator, Optuna's TPESampler
+// (optuna-reference.md §1) with typed, incremental history so that a suggest costs arithmetic
+// over the observations, not a re-read of the study.
+//
+// Per suggest: trials COMPLETE or PRUNED (plus RUNNING ones with constant_liar) are ranked
+// COMPLETE by value, then PRUNED by (deepest last step, value at it), then PRUNED without
+// reports; RUNNING always last. The first gamma(n) are "below", the rest "above"; then trials
+// lacking the parameter are dropped. l and g are Parzen estimators (parzen_estimator.h) of the
+// two sets; n_ei_candidates points drawn from l are scored by ln l - ln g and the best wins.
+// Before n_startup_trials finished trials, sampling is uniform (RandomSampler).
+//
+// Each finished trial is ingested once (finished trials are immutable): its ranking key goes
+// into a sorted index and its params into per-parameter columns already in the transformed
+// space. Calls are serialised by the study (see sampler.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tune/samplers/parzen_estimator.h"
+#include "tune/samplers/sampler.h"
+
+namespace tune {
+
+struct TpeOptions {
+  // Optuna's names and defaults (Optuna 4.9; see docs/config.md for 5.0's).
+  int n_startup_trials = 10;
+  int n_ei_candidates = 24;
+  // gamma(n) = min(ceil(gamma_ratio * n), gamma_max) ("default": 0.1, 25), or with
+  // gamma_hyperopt: min(ceil(0.25 sqrt(n)), gamma_max).
+  double gamma_ratio = 0.1;
+  int gamma_max = 25;
+  bool gamma_hyperopt = false;
+  // Weights of the "above" observations, oldest first: "default" ramps linearly from 1/m to 1
+  // except the newest 25; "uniform": all 1.
+  bool uniform_weights = false;
+  double prior_weight = 1.0;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  bool multivariate = false;
+  MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
+  bool group = false;          // requires multivariate
+  bool constant_liar = false;  // RUNNING trials count as "above"
+  // Rank by the trial system attribute "constraints" (a list; <= 0 each = feasible), as
+  // Optuna's constraints_func: feasible trials first, then the least violating.
+  bool constraints = false;
+  bool warn_independent_sampling = false;
+  // tune's extension: scale each candidate's score by its estimated probability of fitting in
+  // memory, learnt from trials PRUNED with the user attribute oom=true. No effect on studies
+  // without OOM trials.
+  bool oom_feasibility = true;
+};
+
+// gamma(n) and weights(m) as configured (exposed for tests).
+int TpeGamma(const TpeOptions& options, int n);
+std::vector<double> TpeWeights(const TpeOptions& options, int m);
+
+// Trial numbers in the "below" and "above" sets for one parameter (for tests and diagnostics).
+struct TpeSplit {
+  std::vector<int64_t> below;
+  std::vector<int64_t> above;
+};
+
+class TpeSampler : public Sampler {
+ public:
+  explicit TpeSampler(TpeOptions options = {});
+  ~TpeSampler() override;
+  std::string name() const override { return "tpe"; }
+  const TpeOptions& options() const { return options_; }
+
+  SearchSpace InferRelativeSearchSpace(const TrialHistory& history) override;
+  std::map<std::string, double> SampleRelative(const TrialHistory& history,
+                                               const FrozenTrial& trial,
+                                               const SearchSpace& space, Rng& rng) override;
+  double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
+                           const std::string& name, const Distribution& distribution,
+                           Rng& rng) override;
+
+  // The split SampleIndependent would use for `name` (chronological numbers).
+  TpeSplit Split(const TrialHistory& history, const FrozenTrial& trial, const std::string& name,
+                 const Distribution& distribution);
+  // The parameter groups of group=true (names), for tests.
+  std::vector<std::vector<std::string>> Groups(const TrialHistory& history);
+
+  class Index;  // the incremental, typed history (implementation detail)
+
+ private:
+  TpeOptions options_;
+  std::unique_ptr<Index> index_;
+};
+
+}  // namespace tune

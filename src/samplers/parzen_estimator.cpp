@@ -1,0 +1,385 @@
+#include "tune/samplers/parzen_estimator.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "tune/samplers/truncnorm.h"
+
+namespace tune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+constexpr double kScottMagnitude = 0.2;  // Optuna's SIGMA0_MAGNITUDE
+constexpr double kEps = 1e-12;
+
+double LogSumExp(const double* v, size_t n) {
+  double mx = -kInf;
+  for (size_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
+  if (mx == -kInf) return -kInf;
+  if (mx == kInf) return kInf;
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += truncnorm::FastExpNonPositive(v[i] - mx);
+  return mx + std::log(sum);
+}
+
+}  // namespace
+
+ParzenDimension MakeParzenDimension(const Distribution& distribution) {
+  ParzenDimension d;
+  if (const auto* f = std::get_if<FloatDistribution>(&distribution)) {
+    if (f->log) {
+      d.low = std::log(f->low);
+      d.high = std::log(f->high);
+    } else if (f->step) {
+      d.kind = KernelKind::kDiscrete;
+      d.step = *f->step;
+      d.low = f->low - 0.5 * d.step;
+      d.high = f->high + 0.5 * d.step;
+      d.grid_low = f->low;
+      d.grid_high = f->high;
+    } else {
+      d.low = f->low;
+      d.high = f->high;
+    }
+  } else if (const auto* i = std::get_if<IntDistribution>(&distribution)) {
+    d.kind = KernelKind::kDiscrete;
+    d.grid_low = static_cast<double>(i->low);
+    d.grid_high = static_cast<double>(i->high);
+    if (i->log) {
+      d.log_int = true;
+      d.low = std::log(d.grid_low - 0.5);
+      d.high = std::log(d.grid_high + 0.5);
+    } else {
+      d.step = static_cast<double>(i->step);
+      d.low = d.grid_low - 0.5 * d.step;
+      d.high = d.grid_high + 0.5 * d.step;
+    }
+  } else {
+    d.kind = KernelKind::kCategorical;
+    d.n_choices = static_cast<int>(std::get<CategoricalDistribution>(distribution).choices.size());
+  }
+  return d;
+}
+
+double ToParzenSpace(const Distribution& distribution, double internal) {
+  if (const auto* f = std::get_if<FloatDistribution>(&distribution); f && f->log) {
+    return std::log(internal);
+  }
+  if (const auto* i = std::get_if<IntDistribution>(&distribution); i && i->log) {
+    return std::log(internal);
+  }
+  return internal;
+}
+
+double FromParzenSpace(const Distribution& distribution, double t) {
+  if (const auto* f = std::get_if<FloatDistribution>(&distribution)) {
+    if (f->log) return std::clamp(std::exp(t), f->low, f->high);
+    if (f->step) {
+      double v = std::round((t - f->low) / *f->step) * *f->step + f->low;
+      return std::clamp(v, f->low, f->high);
+    }
+    return std::clamp(t, f->low, f->high);
+  }
+  if (const auto* i = std::get_if<IntDistribution>(&distribution)) {
+    auto lo = static_cast<double>(i->low);
+    auto hi = static_cast<double>(i->high);
+    if (i->log) return std::clamp(std::round(std::exp(t)), lo, hi);
+    auto q = static_cast<double>(i->step);
+    return std::clamp(std::round((t - lo) / q) * q + lo, lo, hi);
+  }
+  const auto& c = std::get<CategoricalDistribution>(distribution);
+  return std::clamp(std::round(t), 0.0, static_cast<double>(c.choices.size() - 1));
+}
+
+void ParzenEstimator::BinEdges(const ParzenDimension& d, double t, double* lo, double* hi) {
+  if (d.log_int) {
+    double x = std::round(std::exp(t));
+    *lo = std::log(x - 0.5);
+    *hi = std::log(x + 0.5);
+  } else {
+    *lo = t - 0.5 * d.step;
+    *hi = t + 0.5 * d.step;
+  }
+  *lo = std::max(*lo, d.low);
+  *hi = std::min(*hi, d.high);
+}
+
+ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
+                                 const std::vector<std::vector<double>>& observations,
+                                 const std::vector<double>& weights, const ParzenOptions& options)
+    : dims_(std::move(dims)), dim_state_(dims_.size()) {
+  const size_t m = weights.size();
+  assert(observations.size() == dims_.size());
+  // Mixture weights: observations, then the prior (always present when there is nothing else).
+  double prior = options.prior_weight;
+  double total = std::accumulate(weights.begin(), weights.end(), 0.0) + prior;
+  std::vector<double> w(weights);
+  if (m == 0 || total <= 0.0) {
+    prior = 1.0;
+    total = std::accumulate(w.begin(), w.end(), 0.0) + prior;
+  }
+  w.push_back(prior);
+  log_weights_.resize(m + 1);
+  cumulative_.resize(m + 1);
+  double acc = 0.0;
+  for (size_t i = 0; i <= m; ++i) {
+    log_weights_[i] = std::log(w[i] / total);
+    acc += w[i] / total;
+    cumulative_[i] = acc;
+  }
+  cumulative_[m] = 1.0;
+
+  for (size_t d = 0; d < dims_.size(); ++d) {
+    assert(observations[d].size() == m);
+    const ParzenDimension& dim = dims_[d];
+    DimState& st = dim_state_[d];
+    if (dim.kind == KernelKind::kCategorical) {
+      const double k = dim.n_choices;
+      const double a = options.prior_weight / static_cast<double>(m + 1);
+      const double norm = 1.0 + k * a;
+      st.choice.resize(m + 1);
+      st.log_hit.assign(m + 1, std::log((a + 1.0) / norm));
+      st.log_miss.assign(m + 1, std::log(a / norm));
+      for (size_t i = 0; i < m; ++i) st.choice[i] = static_cast<int32_t>(observations[d][i]);
+      st.choice[m] = -1;
+      st.log_hit[m] = st.log_miss[m] = -std::log(k);
+      st.hit_probability = 1.0 / norm;
+    } else {
+      ComputeNumerical(d, observations[d], options);
+    }
+  }
+}
+
+void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
+                                       const ParzenOptions& options) {
+  const ParzenDimension& dim = dims_[d];
+  DimState& st = dim_state_[d];
+  const size_t m = obs.size();
+  const double width = dim.high - dim.low;
+  st.mu.resize(m + 1);
+  st.sigma.resize(m + 1);
+  std::copy(obs.begin(), obs.end(), st.mu.begin());
+  st.mu[m] = 0.5 * (dim.low + dim.high);
+
+  if (options.multivariate && options.bandwidth == MultivariateBandwidth::kScott) {
+    double s = kScottMagnitude *
+               std::pow(static_cast<double>(std::max<size_t>(m, 1)),
+                        -1.0 / (static_cast<double>(dims_.size()) + 4.0)) *
+               width;
+    std::fill(st.sigma.begin(), st.sigma.begin() + static_cast<ptrdiff_t>(m), s);
+  } else if (m > 0) {
+    // Larger gap to a sorted neighbour, the domain ends acting as neighbours.
+    std::vector<uint32_t> order(m);
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return obs[a] < obs[b]; });
+    for (size_t j = 0; j < m; ++j) {
+      double v = obs[order[j]];
+      double left = v - (j == 0 ? dim.low : obs[order[j - 1]]);
+      double right = (j + 1 == m ? dim.high : obs[order[j + 1]]) - v;
+      double s = std::max(left, right);
+      if (!options.consider_endpoints && m >= 2) {
+        if (j == 0) s = right;
+        if (j + 1 == m) s = left;
+      }
+      st.sigma[order[j]] = s;
+    }
+  }
+  const double min_sigma =
+      options.consider_magic_clip
+          ? width / std::min(100.0, static_cast<double>(m) + 2.0)
+          : kEps;
+  for (size_t i = 0; i < m; ++i) st.sigma[i] = std::clamp(st.sigma[i], min_sigma, width);
+  st.sigma[m] = width;
+
+  st.inv_sigma.resize(m + 1);
+  st.log_norm.resize(m + 1);
+  for (size_t i = 0; i <= m; ++i) {
+    st.inv_sigma[i] = 1.0 / st.sigma[i];
+    double log_z = truncnorm::LogGaussMass((dim.low - st.mu[i]) * st.inv_sigma[i],
+                                           (dim.high - st.mu[i]) * st.inv_sigma[i]);
+    st.log_norm[i] = dim.kind == KernelKind::kContinuous
+                         ? -log_z - std::log(st.sigma[i]) - kLogSqrt2Pi
+                         : -log_z;
+  }
+  if (dim.kind == KernelKind::kDiscrete) {
+    // Components with equal (mu, sigma) share their bin masses: evaluate each class once.
+    std::vector<uint32_t> order(m + 1);
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return st.mu[a] != st.mu[b] ? st.mu[a] < st.mu[b] : st.sigma[a] < st.sigma[b];
+    });
+    st.uid.resize(m + 1);
+    for (size_t j = 0; j <= m; ++j) {
+      uint32_t i = order[j];
+      if (j == 0 || st.mu[i] != st.mu[order[j - 1]] || st.sigma[i] != st.sigma[order[j - 1]]) {
+        st.uid_first.push_back(static_cast<int32_t>(i));
+      }
+      st.uid[i] = static_cast<int32_t>(st.uid_first.size() - 1);
+    }
+  }
+}
+
+std::vector<std::vector<double>> ParzenEstimator::Sample(Rng& rng, int n) const {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<size_t> active(static_cast<size_t>(n));
+  for (auto& a : active) {
+    double u = unit(rng);
+    a = static_cast<size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), u) -
+                            cumulative_.begin());
+    a = std::min(a, cumulative_.size() - 1);
+  }
+  std::vector<std::vector<double>> out(dims_.size(), std::vector<double>(active.size()));
+  for (size_t d = 0; d < dims_.size(); ++d) {
+    const ParzenDimension& dim = dims_[d];
+    const DimState& st = dim_state_[d];
+    for (size_t j = 0; j < active.size(); ++j) {
+      size_t c = active[j];
+      if (dim.kind == KernelKind::kCategorical) {
+        // Row c = hit_probability * [observed choice] + (1 - hit_probability) * uniform.
+        std::uniform_int_distribution<int> any(0, dim.n_choices - 1);
+        bool hit = st.choice[c] >= 0 && unit(rng) < st.hit_probability;
+        out[d][j] = hit ? st.choice[c] : any(rng);
+        continue;
+      }
+      double a = (dim.low - st.mu[c]) * st.inv_sigma[c];
+      double b = (dim.high - st.mu[c]) * st.inv_sigma[c];
+      double t = st.mu[c] + st.sigma[c] * truncnorm::Ppf(unit(rng), a, b);
+      t = std::clamp(t, dim.low, dim.high);
+      if (dim.kind == KernelKind::kDiscrete) {
+        if (dim.log_int) {
+          t = std::log(std::clamp(std::round(std::exp(t)), dim.grid_low, dim.grid_high));
+        } else {
+          t = std::clamp(std::round((t - dim.grid_low) / dim.step) * dim.step + dim.grid_low,
+                         dim.grid_low, dim.grid_high);
+        }
+      }
+      out[d][j] = t;
+    }
+  }
+  return out;
+}
+
+std::vector<double> ParzenEstimator::LogPdf(const std::vector<std::vector<double>>& points) const {
+  const size_t n_points = points.empty() ? 0 : points[0].size();
+  const size_t n_comp = log_weights_.size();
+  std::vector<double> out(n_points);
+
+  // Discrete dimensions: the log kernel of each (mu, sigma) class at each distinct point value.
+  struct DiscreteTable {
+    std::vector<double> values;  // distinct point values
+    std::vector<size_t> point_index;  // point j -> index into values
+    std::vector<double> table;        // [class][value]
+  };
+  std::vector<DiscreteTable> tables(dims_.size());
+  for (size_t d = 0; d < dims_.size(); ++d) {
+    if (dims_[d].kind != KernelKind::kDiscrete) continue;
+    const DimState& st = dim_state_[d];
+    DiscreteTable& tab = tables[d];
+    tab.point_index.resize(n_points);
+    for (size_t j = 0; j < n_points; ++j) {
+      double v = points[d][j];
+      auto it = std::find(tab.values.begin(), tab.values.end(), v);
+      tab.point_index[j] = static_cast<size_t>(it - tab.values.begin());
+      if (it == tab.values.end()) tab.values.push_back(v);
+    }
+    const size_t nv = tab.values.size();
+    tab.table.resize(st.uid_first.size() * nv);
+    for (size_t k = 0; k < nv; ++k) {
+      double lo, hi;
+      BinEdges(dims_[d], tab.values[k], &lo, &hi);
+      for (size_t u = 0; u < st.uid_first.size(); ++u) {
+        auto i = static_cast<size_t>(st.uid_first[u]);
+        tab.table[u * nv + k] =
+            truncnorm::LogGaussMass((lo - st.mu[i]) * st.inv_sigma[i],
+                                    (hi - st.mu[i]) * st.inv_sigma[i]) +
+            st.log_norm[i];
+      }
+    }
+  }
+
+  // One discrete or categorical dimension: components with the same kernel collapse.
+  if (dims_.size() == 1 && dims_[0].kind != KernelKind::kContinuous) {
+    const DimState& st = dim_state_[0];
+    if (dims_[0].kind == KernelKind::kDiscrete) {
+      const DiscreteTable& tab = tables[0];
+      const size_t n_classes = st.uid_first.size();
+      std::vector<double> class_weight(n_classes, 0.0);
+      for (size_t i = 0; i < n_comp; ++i) {
+        class_weight[static_cast<size_t>(st.uid[i])] += std::exp(log_weights_[i]);
+      }
+      std::vector<double> buf(n_classes);
+      for (size_t j = 0; j < n_points; ++j) {
+        for (size_t u = 0; u < n_classes; ++u) {
+          buf[u] = std::log(class_weight[u]) + tab.table[u * tab.values.size() + tab.point_index[j]];
+        }
+        out[j] = LogSumExp(buf.data(), n_classes);
+      }
+    } else {
+      // p(c) = sum_i w_i (miss_i + [c == c_i] (hit_i - miss_i)).
+      const int k = dims_[0].n_choices;
+      std::vector<double> p(static_cast<size_t>(k), 0.0);
+      double base = 0.0;
+      for (size_t i = 0; i < n_comp; ++i) {
+        double w = std::exp(log_weights_[i]);
+        double miss = std::exp(st.log_miss[i]);
+        base += w * miss;
+        if (st.choice[i] >= 0) p[static_cast<size_t>(st.choice[i])] += w * (std::exp(st.log_hit[i]) - miss);
+      }
+      for (size_t j = 0; j < n_points; ++j) {
+        auto c = static_cast<size_t>(points[0][j]);
+        out[j] = std::log(base + p[c]);
+      }
+    }
+    return out;
+  }
+
+  std::vector<double> buf(n_comp);
+  for (size_t j = 0; j < n_points; ++j) {
+    std::copy(log_weights_.begin(), log_weights_.end(), buf.begin());
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      const ParzenDimension& dim = dims_[d];
+      const DimState& st = dim_state_[d];
+      const double x = points[d][j];
+      switch (dim.kind) {
+        case KernelKind::kContinuous: {
+          if (x < dim.low || x > dim.high) {
+            std::fill(buf.begin(), buf.end(), -kInf);
+            break;
+          }
+          const double* mu = st.mu.data();
+          const double* inv = st.inv_sigma.data();
+          const double* ln = st.log_norm.data();
+          for (size_t i = 0; i < n_comp; ++i) {
+            double z = (x - mu[i]) * inv[i];
+            buf[i] += ln[i] - 0.5 * z * z;
+          }
+          break;
+        }
+        case KernelKind::kDiscrete: {
+          const DiscreteTable& tab = tables[d];
+          const size_t nv = tab.values.size();
+          const size_t k = tab.point_index[j];
+          for (size_t i = 0; i < n_comp; ++i) {
+            buf[i] += tab.table[static_cast<size_t>(st.uid[i]) * nv + k];
+          }
+          break;
+        }
+        case KernelKind::kCategorical: {
+          auto c = static_cast<int32_t>(x);
+          for (size_t i = 0; i < n_comp; ++i) {
+            buf[i] += st.choice[i] == c ? st.log_hit[i] : st.log_miss[i];
+          }
+          break;
+        }
+      }
+    }
+    out[j] = LogSumExp(buf.data(), n_comp);
+  }
+  return out;
+}
+
+}  // namespace tune

@@ -1,0 +1,563 @@
+#include "tune/samplers/tpe.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "tune/samplers/random.h"
+
+namespace tune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Ranking key of a finished trial; smaller is better (optuna-reference.md §1.3). The first
+// element is 0 for feasible trials and 1 for infeasible ones (only with constraints).
+using RankKey = std::array<double, 3>;
+
+bool IsSingleDistribution(const Distribution& d) { return IsSingle(d); }
+
+}  // namespace
+
+int TpeGamma(const TpeOptions& options, int n) {
+  double g = options.gamma_hyperopt ? std::ceil(0.25 * std::sqrt(static_cast<double>(n)))
+                                    : std::ceil(options.gamma_ratio * static_cast<double>(n));
+  return std::min(static_cast<int>(g), options.gamma_max);
+}
+
+std::vector<double> TpeWeights(const TpeOptions& options, int m) {
+  if (m <= 0) return {};
+  if (options.uniform_weights || m < 25) return std::vector<double>(static_cast<size_t>(m), 1.0);
+  // numpy.linspace(1/m, 1, m - 25) followed by 25 ones.
+  std::vector<double> w;
+  w.reserve(static_cast<size_t>(m));
+  int ramp = m - 25;
+  double start = 1.0 / m;
+  for (int i = 0; i < ramp; ++i) {
+    w.push_back(ramp == 1 ? start : start + (1.0 - start) * i / (ramp - 1));
+  }
+  w.resize(static_cast<size_t>(m), 1.0);
+  return w;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed, incremental history.
+
+class TpeSampler::Index {
+ public:
+  explicit Index(const TpeOptions& options) : options_(options) {}
+
+  // Brings the index up to `history`: ingests finished trials seen for the first time and
+  // records which trials this snapshot contains.
+  void Sync(const TrialHistory& history) {
+    if (history.snapshot_id != 0 && history.snapshot_id == last_snapshot_) return;
+    last_snapshot_ = history.snapshot_id;
+    multi_objective_ = history.directions.size() > 1;
+    size_t size = history.trials.empty() ? 0 : static_cast<size_t>(history.trials.back()->number) + 1;
+    present_.assign(size, 0);
+    running_.clear();
+    n_ = 0;
+    for (const auto& ptr : history.trials) {
+      const FrozenTrial& t = *ptr;
+      if (t.state == TrialState::kComplete || t.state == TrialState::kPruned) {
+        auto number = static_cast<size_t>(t.number);
+        if (number >= present_.size()) present_.resize(number + 1, 0);
+        if (number >= trials_.size() || !trials_[number].ingested) {
+          Ingest(t, history.directions.empty() ? StudyDirection::kMinimize
+                                               : history.directions[0]);
+        }
+        present_[number] = 1;
+        ++n_;
+      } else if (t.state == TrialState::kRunning) {
+        running_.push_back(ptr);
+      }
+    }
+    below_valid_ = false;
+  }
+
+  int n() const { return n_; }
+  bool multi_objective() const { return multi_objective_; }
+
+  // Below flags (by number) of the current snapshot: the first gamma(n) present trials in
+  // ranking order.
+  const std::vector<char>& Below() {
+    if (below_valid_) return below_;
+    below_.assign(present_.size(), 0);
+    int want = TpeGamma(options_, n_);
+    for (const auto& [key, number] : ranking_) {
+      if (want <= 0) break;
+      auto k = static_cast<size_t>(number);
+      if (k < present_.size() && present_[k]) {
+        below_[k] = 1;
+        --want;
+      }
+    }
+    below_valid_ = true;
+    return below_;
+  }
+
+  int ParamId(const std::string& name) {
+    auto [it, inserted] = param_ids_.try_emplace(name, static_cast<int>(param_names_.size()));
+    if (inserted) {
+      param_names_.push_back(name);
+      raw_value_.emplace_back(trials_.size(), kNaN);
+      raw_dist_.emplace_back(trials_.size(), -1);
+    }
+    return it->second;
+  }
+  const std::string& ParamName(int pid) const { return param_names_[static_cast<size_t>(pid)]; }
+
+  int DistId(const Distribution& d) {
+    for (size_t i = 0; i < dists_.size(); ++i) {
+      if (dists_[i] == d) return static_cast<int>(i);
+    }
+    dists_.push_back(d);
+    return static_cast<int>(dists_.size() - 1);
+  }
+  const Distribution& Dist(int did) const { return dists_[static_cast<size_t>(did)]; }
+
+  // Values of parameter `pid` in the transformed space of distribution `did`, by trial number
+  // (NaN where the trial lacks it or its value is not in `did`).
+  const std::vector<double>& Column(int pid, int did) {
+    auto key = std::make_pair(pid, did);
+    auto it = columns_.find(key);
+    if (it != columns_.end()) return it->second;
+    std::vector<double>& col = columns_[key];
+    col.assign(trials_.size(), kNaN);
+    for (size_t number = 0; number < trials_.size(); ++number) {
+      if (trials_[number].ingested) col[number] = Convert(pid, number, did);
+    }
+    return col;
+  }
+
+  // A value of a RUNNING trial in the transformed space of `did` (NaN if absent).
+  double RunningValue(const FrozenTrial& t, int pid, int did) const {
+    auto it = t.params.find(ParamName(pid));
+    if (it == t.params.end()) return kNaN;
+    return ConvertValue(t.distributions.at(it->first), it->second, Dist(did));
+  }
+
+  const std::vector<char>& present() const { return present_; }
+  bool oom(size_t number) const { return number < trials_.size() && trials_[number].oom; }
+  const std::vector<std::shared_ptr<const FrozenTrial>>& running() const { return running_; }
+
+  // The distinct parameter sets (param id -> dist id, sorted) of the present trials.
+  std::vector<const std::vector<std::pair<int, int>>*> PresentSignatures() const {
+    std::vector<char> seen(signatures_.size(), 0);
+    std::vector<const std::vector<std::pair<int, int>>*> out;
+    for (size_t number = 0; number < present_.size(); ++number) {
+      if (!present_[number]) continue;
+      auto sig = static_cast<size_t>(trials_[number].signature);
+      if (!seen[sig]) {
+        seen[sig] = 1;
+        out.push_back(&signatures_[sig]);
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    bool ingested = false;
+    bool oom = false;  // PRUNED with the user attribute oom=true (tune's memory guard)
+    int signature = -1;
+  };
+
+  void Ingest(const FrozenTrial& t, StudyDirection direction) {
+    auto number = static_cast<size_t>(t.number);
+    if (number >= trials_.size()) {
+      size_t size = std::max(number + 1, trials_.size() * 2);
+      trials_.resize(size);
+      for (auto& v : raw_value_) v.resize(size, kNaN);
+      for (auto& v : raw_dist_) v.resize(size, -1);
+      for (auto& [key, col] : columns_) col.resize(size, kNaN);
+    }
+    double sign = direction == StudyDirection::kMaximize ? -1.0 : 1.0;
+    RankKey key{0.0, 0.0, 0.0};
+    if (t.state == TrialState::kComplete) {
+      key = {0.0, -kInf, t.values.empty() ? kInf : sign * t.values[0]};
+    } else if (!t.intermediate_values.empty()) {
+      auto [step, value] = *t.intermediate_values.rbegin();
+      key = {0.0, -static_cast<double>(step), std::isnan(value) ? kInf : sign * value};
+    } else {
+      key = {0.0, 1.0, 0.0};
+    }
+    if (options_.constraints) {
+      double violation = Violation(t);
+      if (violation > 0.0) key = {1.0, violation, 0.0};
+    }
+    auto pos = std::lower_bound(ranking_.begin(), ranking_.end(), std::make_pair(key, t.number));
+    ranking_.insert(pos, std::make_pair(key, t.number));
+
+    std::vector<std::pair<int, int>> sig;
+    for (const auto& [name, value] : t.params) {
+      int pid = ParamId(name);
+      int did = DistId(t.distributions.at(name));
+      raw_value_[static_cast<size_t>(pid)][number] = value;
+      raw_dist_[static_cast<size_t>(pid)][number] = did;
+      sig.emplace_back(pid, did);
+    }
+    std::sort(sig.begin(), sig.end());
+    auto [it, inserted] = signature_ids_.try_emplace(sig, static_cast<int>(signatures_.size()));
+    if (inserted) signatures_.push_back(sig);
+    trials_[number].signature = it->second;
+    trials_[number].ingested = true;
+    trials_[number].oom = t.state == TrialState::kPruned && t.user_attrs.value("oom", false);
+    for (auto& [k, col] : columns_) col[number] = Convert(k.first, number, k.second);
+  }
+
+  double Violation(const FrozenTrial& t) {
+    auto it = t.system_attrs.find("constraints");
+    if (it == t.system_attrs.end() || !it->is_array()) {
+      if (!warned_constraints_) {
+        spdlog::warn("TPE: trial {} has no \"constraints\" system attribute; it is treated as "
+                     "infeasible (constraints=true)",
+                     t.number);
+        warned_constraints_ = true;
+      }
+      return kInf;
+    }
+    double v = 0.0;
+    for (const Json& c : *it) v += c.is_number() ? std::max(c.get<double>(), 0.0) : kInf;
+    return v;
+  }
+
+  double Convert(int pid, size_t number, int did) const {
+    int rd = raw_dist_[static_cast<size_t>(pid)][number];
+    if (rd < 0) return kNaN;
+    double raw = raw_value_[static_cast<size_t>(pid)][number];
+    if (rd == did) {
+      const Distribution& d = Dist(did);
+      return Contains(d, raw) ? ToParzenSpace(d, raw) : kNaN;
+    }
+    return ConvertValue(Dist(rd), raw, Dist(did));
+  }
+
+  // A value stored under `from` expressed in `to` (through the external value), or NaN.
+  static double ConvertValue(const Distribution& from, double internal, const Distribution& to) {
+    if (from == to) return Contains(to, internal) ? ToParzenSpace(to, internal) : kNaN;
+    Result<double> r = ToInternal(to, ToExternal(from, internal));
+    if (!r.ok() || !Contains(to, *r)) return kNaN;
+    return ToParzenSpace(to, *r);
+  }
+
+  const TpeOptions& options_;
+  std::vector<Entry> trials_;  // by number
+  std::vector<std::pair<RankKey, int64_t>> ranking_;  // sorted (key, number)
+  std::unordered_map<std::string, int> param_ids_;
+  std::vector<std::string> param_names_;
+  std::vector<std::vector<double>> raw_value_;  // [param][number], internal representation
+  std::vector<std::vector<int>> raw_dist_;      // [param][number], -1 = absent
+  std::vector<Distribution> dists_;
+  std::map<std::vector<std::pair<int, int>>, int> signature_ids_;
+  std::vector<std::vector<std::pair<int, int>>> signatures_;
+  std::map<std::pair<int, int>, std::vector<double>> columns_;
+  bool warned_constraints_ = false;
+
+  // Per snapshot.
+  uint64_t last_snapshot_ = 0;
+  bool multi_objective_ = false;
+  std::vector<char> present_;
+  std::vector<std::shared_ptr<const FrozenTrial>> running_;
+  int n_ = 0;
+  std::vector<char> below_;
+  bool below_valid_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+struct Param {
+  std::string name;
+  Distribution distribution;
+  int pid;
+  int did;
+};
+
+}  // namespace
+
+TpeSampler::TpeSampler(TpeOptions options)
+    : options_(options), index_(std::make_unique<Index>(options_)) {}
+
+TpeSampler::~TpeSampler() = default;
+
+namespace {
+
+struct Observations {
+  std::vector<std::vector<double>> below, above;  // [dim][i]
+  std::vector<int64_t> below_numbers, above_numbers;
+  // Finished trials that ran vs. those that ran out of memory (oom_feasibility).
+  std::vector<std::vector<double>> ran, oom;
+};
+
+Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
+                     const std::vector<Param>& params, const FrozenTrial& trial);
+// Joint TPE proposal for `params` (one of them for independent sampling).
+std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
+                                          const std::vector<Param>& params,
+                                          const FrozenTrial& trial, Rng& rng);
+
+}  // namespace
+
+double TpeSampler::SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
+                                     const std::string& name, const Distribution& distribution,
+                                     Rng& rng) {
+  index_->Sync(history);
+  if (index_->multi_objective()) {
+    static bool warned = false;
+    if (!warned) {
+      spdlog::warn("TPE supports single-objective studies only; sampling at random");
+      warned = true;
+    }
+    return SampleUniform(distribution, rng);
+  }
+  if (index_->n() < options_.n_startup_trials) return SampleUniform(distribution, rng);
+  if (options_.multivariate && options_.warn_independent_sampling) {
+    spdlog::warn("Trial {}: parameter '{}' is sampled independently (it is not in the relative "
+                 "search space)",
+                 trial.number, name);
+  }
+  std::vector<Param> params{
+      {name, distribution, index_->ParamId(name), index_->DistId(distribution)}};
+  return SampleJoint(*index_, options_, params, trial, rng).at(name);
+}
+
+TpeSplit TpeSampler::Split(const TrialHistory& history, const FrozenTrial& trial,
+                           const std::string& name, const Distribution& distribution) {
+  index_->Sync(history);
+  std::vector<Param> params{
+      {name, distribution, index_->ParamId(name), index_->DistId(distribution)}};
+  Observations obs = Collect(*index_, options_, params, trial);
+  return {obs.below_numbers, obs.above_numbers};
+}
+
+SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
+  if (!options_.multivariate) return {};
+  index_->Sync(history);
+  if (index_->multi_objective()) return {};
+  SearchSpace space;
+  if (options_.group) {
+    for (const auto& group : Groups(history)) {
+      for (const auto& n : group) {
+        // Groups only contain parameters with one distribution.
+        for (const auto* sig : index_->PresentSignatures()) {
+          for (const auto& [pid, did] : *sig) {
+            if (index_->ParamName(pid) == n) space.emplace(n, index_->Dist(did));
+          }
+        }
+      }
+    }
+    return space;
+  }
+  // Intersection: parameters with the same distribution in every present trial.
+  auto sigs = index_->PresentSignatures();
+  if (sigs.empty()) return {};
+  std::vector<std::pair<int, int>> common = *sigs[0];
+  for (size_t i = 1; i < sigs.size(); ++i) {
+    std::vector<std::pair<int, int>> next;
+    std::set_intersection(common.begin(), common.end(), sigs[i]->begin(), sigs[i]->end(),
+                          std::back_inserter(next));
+    common.swap(next);
+  }
+  for (const auto& [pid, did] : common) {
+    if (!IsSingleDistribution(index_->Dist(did))) {
+      space.emplace(index_->ParamName(pid), index_->Dist(did));
+    }
+  }
+  return space;
+}
+
+std::vector<std::vector<std::string>> TpeSampler::Groups(const TrialHistory& history) {
+  index_->Sync(history);
+  // Parameters grouped by the set of parameter signatures they occur in (the atoms of Optuna's
+  // _GroupDecomposedSearchSpace); a parameter whose distribution varies is left out.
+  auto sigs = index_->PresentSignatures();
+  std::map<int, std::vector<int>> pattern;  // pid -> signatures containing it
+  std::map<int, int> dist_of;               // pid -> did, -1 if inconsistent
+  for (size_t s = 0; s < sigs.size(); ++s) {
+    for (const auto& [pid, did] : *sigs[s]) {
+      pattern[pid].push_back(static_cast<int>(s));
+      auto [it, inserted] = dist_of.try_emplace(pid, did);
+      if (!inserted && it->second != did) it->second = -1;
+    }
+  }
+  std::map<std::vector<int>, std::vector<std::string>> groups;
+  for (const auto& [pid, pat] : pattern) {
+    int did = dist_of[pid];
+    if (did < 0 || IsSingleDistribution(index_->Dist(did))) continue;
+    groups[pat].push_back(index_->ParamName(pid));
+  }
+  std::vector<std::vector<std::string>> out;
+  for (auto& [pat, names] : groups) {
+    std::sort(names.begin(), names.end());
+    out.push_back(std::move(names));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, double> TpeSampler::SampleRelative(const TrialHistory& history,
+                                                         const FrozenTrial& trial,
+                                                         const SearchSpace& space, Rng& rng) {
+  if (space.empty()) return {};
+  index_->Sync(history);
+  if (index_->multi_objective() || index_->n() < options_.n_startup_trials) return {};
+  auto make_params = [&](const std::vector<std::string>& names) {
+    std::vector<Param> params;
+    for (const auto& n : names) {
+      auto it = space.find(n);
+      if (it == space.end()) continue;
+      params.push_back({n, it->second, index_->ParamId(n), index_->DistId(it->second)});
+    }
+    return params;
+  };
+  std::map<std::string, double> out;
+  if (options_.group) {
+    for (const auto& group : Groups(history)) {
+      std::vector<Param> params = make_params(group);
+      if (params.empty()) continue;
+      auto part = SampleJoint(*index_, options_, params, trial, rng);
+      out.insert(part.begin(), part.end());
+    }
+    return out;
+  }
+  std::vector<std::string> names;
+  for (const auto& [n, d] : space) names.push_back(n);
+  return SampleJoint(*index_, options_, make_params(names), trial, rng);
+}
+
+namespace {
+
+// The split of optuna-reference.md §1.3 for `params`: below/above by rank, then trials lacking
+// a parameter dropped; chronological within each set; RUNNING trials (constant liar) above.
+Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
+                     const std::vector<Param>& params, const FrozenTrial& trial) {
+  const size_t dims = params.size();
+  std::vector<const std::vector<double>*> cols(dims);
+  for (size_t d = 0; d < dims; ++d) cols[d] = &index.Column(params[d].pid, params[d].did);
+  const std::vector<char>& below = index.Below();
+  const std::vector<char>& present = index.present();
+  const auto& running = index.running();
+
+  Observations obs;
+  obs.below.resize(dims);
+  obs.above.resize(dims);
+  std::vector<double> row(dims);
+  auto push = [&](bool is_below, int64_t number) {
+    auto& sets = is_below ? obs.below : obs.above;
+    for (size_t d = 0; d < dims; ++d) sets[d].push_back(row[d]);
+    (is_below ? obs.below_numbers : obs.above_numbers).push_back(number);
+  };
+  auto running_row = [&](const FrozenTrial& t) {
+    for (size_t d = 0; d < dims; ++d) {
+      row[d] = index.RunningValue(t, params[d].pid, params[d].did);
+      if (std::isnan(row[d])) return false;
+    }
+    return true;
+  };
+  size_t r = 0;
+  auto take_running_before = [&](int64_t limit) {
+    for (; r < running.size() && running[r]->number < limit; ++r) {
+      if (running[r]->number != trial.number && running_row(*running[r])) {
+        push(false, running[r]->number);
+      }
+    }
+  };
+  for (size_t number = 0; number < present.size(); ++number) {
+    if (options.constant_liar) take_running_before(static_cast<int64_t>(number));
+    if (!present[number]) continue;
+    bool complete = true;
+    for (size_t d = 0; d < dims && complete; ++d) {
+      row[d] = (*cols[d])[number];
+      complete = !std::isnan(row[d]);
+    }
+    if (!complete) continue;
+    push(below[number] != 0, static_cast<int64_t>(number));
+    if (options.oom_feasibility) {
+      auto& set = index.oom(number) ? obs.oom : obs.ran;
+      if (set.empty()) set.resize(dims);
+      for (size_t d = 0; d < dims; ++d) set[d].push_back(row[d]);
+    }
+  }
+  if (options.constant_liar) take_running_before(std::numeric_limits<int64_t>::max());
+  return obs;
+}
+
+std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
+                                          const std::vector<Param>& params,
+                                          const FrozenTrial& trial, Rng& rng) {
+  const size_t dims = params.size();
+  std::vector<ParzenDimension> pdims(dims);
+  for (size_t d = 0; d < dims; ++d) pdims[d] = MakeParzenDimension(params[d].distribution);
+  Observations obs = Collect(index, options, params, trial);
+  const auto& obs_below = obs.below;
+  const auto& obs_above = obs.above;
+
+  ParzenOptions popt;
+  popt.prior_weight = options.prior_weight;
+  popt.consider_magic_clip = options.consider_magic_clip;
+  popt.consider_endpoints = options.consider_endpoints;
+  popt.multivariate = options.multivariate;
+  popt.bandwidth = options.multivariate_bandwidth;
+  auto weights = [&](const std::vector<std::vector<double>>& set) {
+    return TpeWeights(options, static_cast<int>(set[0].size()));
+  };
+  ParzenEstimator l(pdims, obs_below, weights(obs_below), popt);
+  ParzenEstimator g(pdims, obs_above, weights(obs_above), popt);
+  auto candidates = l.Sample(rng, options.n_ei_candidates);
+  std::vector<double> ll = l.LogPdf(candidates);
+  std::vector<double> lg = g.LogPdf(candidates);
+  // oom_feasibility: add ln P(fits | x) to the score. P is a naive-Bayes classifier of the
+  // trials that ran vs. those that ran out of memory: one Parzen estimator per dimension and
+  // class, log-odds summed over dimensions (memory grows with each of batch size, length and
+  // model, so per-dimension evidence adds up). Like c-TPE (Watanabe & Hutter 2023) it uses all
+  // observations, not the gamma split.
+  std::vector<double> log_fits(ll.size(), 0.0);
+  if (options.oom_feasibility && !obs.oom.empty() && !obs.ran.empty()) {
+    const double n_oom = static_cast<double>(obs.oom[0].size());
+    const double n_ran = static_cast<double>(obs.ran[0].size());
+    std::vector<double> log_odds(ll.size(), std::log(n_ran / n_oom));
+    ParzenOptions univariate = popt;
+    univariate.multivariate = false;
+    for (size_t d = 0; d < dims; ++d) {
+      std::vector<std::vector<double>> x{candidates[d]};
+      auto lr = ParzenEstimator({pdims[d]}, {obs.ran[d]}, std::vector<double>(obs.ran[d].size(), 1.0),
+                                univariate)
+                    .LogPdf(x);
+      auto lo = ParzenEstimator({pdims[d]}, {obs.oom[d]}, std::vector<double>(obs.oom[d].size(), 1.0),
+                                univariate)
+                    .LogPdf(x);
+      for (size_t j = 0; j < ll.size(); ++j) log_odds[j] += lr[j] - lo[j];
+    }
+    for (size_t j = 0; j < ll.size(); ++j) {
+      // ln sigmoid(log_odds), computed stably.
+      double z = log_odds[j];
+      log_fits[j] = z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
+    }
+  }
+  size_t best = 0;
+  double best_score = -kInf;
+  for (size_t j = 0; j < ll.size(); ++j) {
+    double score = ll[j] - lg[j] + log_fits[j];
+    if (score > best_score) {
+      best_score = score;
+      best = j;
+    }
+  }
+  std::map<std::string, double> out;
+  for (size_t d = 0; d < dims; ++d) {
+    out[params[d].name] = FromParzenSpace(params[d].distribution, candidates[d][best]);
+  }
+  return out;
+}
+
+}  // namespace
+
+}  // namespace tune

@@ -1,0 +1,293 @@
+// Statistical and hand-computed checks of the truncated-normal helpers and the Parzen
+// estimator TPE builds (tune/samplers/truncnorm.h, parzen_estimator.h).
+#include "tune/samplers/parzen_estimator.h"
+
+#include <cmath>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "tune/samplers/truncnorm.h"
+
+namespace tune {
+namespace {
+
+using truncnorm::LogGaussMass;
+using truncnorm::LogNdtr;
+using truncnorm::Ndtr;
+using truncnorm::Ndtri;
+
+TEST(Truncnorm, NdtriInvertsNdtr) {
+  // Phi(z) near 1 cannot hold much precision in a double, so round trips are checked up to
+  // z = 5 (Ppf inverts the complement there instead).
+  for (double z = -8.0; z <= 5.0; z += 0.37) {
+    EXPECT_NEAR(Ndtri(Ndtr(z)), z, 1e-9 * std::max(1.0, std::fabs(z))) << z;
+  }
+  EXPECT_NEAR(Ndtri(0.975), 1.959963984540054, 1e-12);
+  EXPECT_EQ(Ndtri(0.0), -INFINITY);
+  EXPECT_EQ(Ndtri(1.0), INFINITY);
+}
+
+TEST(Truncnorm, LogNdtrIsAccurateInTheTails) {
+  // Where erfc is still representable, the direct value is the reference.
+  for (double z : {-35.0, -30.0, -25.0, -20.5, -19.5, -5.0, 0.0, 3.0}) {
+    EXPECT_NEAR(LogNdtr(z), std::log(0.5 * std::erfc(-z / std::sqrt(2.0))),
+                1e-9 * std::fabs(LogNdtr(z)) + 1e-15)
+        << z;
+  }
+  // Far tail: the leading term dominates; finite, monotone.
+  EXPECT_NEAR(LogNdtr(-100.0), -0.5 * 1e4 - std::log(100.0) - 0.5 * std::log(2 * M_PI), 1e-3);
+  EXPECT_LT(LogNdtr(-101.0), LogNdtr(-100.0));
+  EXPECT_NEAR(LogNdtr(10.0), -7.619853024160527e-24, 1e-30);
+}
+
+TEST(Truncnorm, LogGaussMassMatchesDirectDifferenceAndSurvivesTails) {
+  EXPECT_NEAR(LogGaussMass(-1.0, 2.0), std::log(Ndtr(2.0) - Ndtr(-1.0)), 1e-14);
+  EXPECT_NEAR(LogGaussMass(0.5, 1.5), std::log(Ndtr(1.5) - Ndtr(0.5)), 1e-13);
+  EXPECT_NEAR(LogGaussMass(-1.5, -0.5), std::log(Ndtr(-0.5) - Ndtr(-1.5)), 1e-13);
+  // Both bounds 40 sigmas out: Phi differences underflow, the log-space form does not.
+  double far = LogGaussMass(40.0, 41.0);
+  EXPECT_TRUE(std::isfinite(far));
+  EXPECT_NEAR(far, LogGaussMass(-41.0, -40.0), 1e-9);
+  EXPECT_NEAR(far, LogNdtr(-40.0), 1e-6 * std::fabs(far));  // mass beyond 41 is negligible
+  EXPECT_EQ(LogGaussMass(1.0, 1.0), -INFINITY);
+}
+
+TEST(Truncnorm, FastExpMatchesExp) {
+  for (double x = -707.0; x <= 0.0; x += 0.731) {
+    EXPECT_NEAR(truncnorm::FastExpNonPositive(x) / std::exp(x), 1.0, 1e-12) << x;
+  }
+  EXPECT_EQ(truncnorm::FastExpNonPositive(0.0), 1.0);
+  EXPECT_LT(truncnorm::FastExpNonPositive(-1000.0), 1e-300);
+}
+
+TEST(Truncnorm, PpfInvertsTheTruncatedCdf) {
+  const double a = -0.7, b = 2.5;
+  for (double u : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+    double z = truncnorm::Ppf(u, a, b);
+    EXPECT_NEAR((Ndtr(z) - Ndtr(a)) / (Ndtr(b) - Ndtr(a)), u, 1e-9);
+  }
+  // Upper part of the interval: full precision through the complement.
+  double hi = truncnorm::Ppf(1.0 - 1e-12, -1.0, 9.0);
+  // (1 - u is itself only accurate to ~1e-4 relative here.)
+  EXPECT_NEAR(Ndtr(-hi) / (1e-12 * (Ndtr(1.0) - Ndtr(-9.0))), 1.0, 1e-3);
+  // Entirely in the right tail (reflection path).
+  double z = truncnorm::Ppf(0.5, 6.0, 7.0);
+  EXPECT_GT(z, 6.0);
+  EXPECT_LT(z, 6.2);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+ParzenEstimator Make(const Distribution& d, std::vector<double> internal_values,
+                     ParzenOptions options = {}, std::vector<double> weights = {}) {
+  std::vector<double> t;
+  for (double v : internal_values) t.push_back(ToParzenSpace(d, v));
+  if (weights.empty()) weights.assign(t.size(), 1.0);
+  return ParzenEstimator({MakeParzenDimension(d)}, {t}, weights, options);
+}
+
+double Integrate(const ParzenEstimator& e, double lo, double hi, int n = 20000) {
+  std::vector<std::vector<double>> pts(1);
+  for (int i = 0; i <= n; ++i) pts[0].push_back(lo + (hi - lo) * i / n);
+  auto lp = e.LogPdf(pts);
+  double sum = 0.0;
+  for (int i = 0; i <= n; ++i) sum += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
+  return sum * (hi - lo) / n;
+}
+
+TEST(ParzenEstimator, ContinuousKernelsIntegrateToOne) {
+  auto d = *MakeFloatDistribution(-2.0, 3.0);
+  for (const auto& obs : std::vector<std::vector<double>>{{}, {2.9}, {-1.0, 0.0, 0.1, 2.5}}) {
+    auto e = Make(d, obs);
+    EXPECT_NEAR(Integrate(e, -2.0, 3.0), 1.0, 1e-6) << obs.size();
+  }
+  // Log scale: a density over ln x.
+  auto lg = *MakeFloatDistribution(1e-6, 1e-3, true);
+  auto e = Make(lg, {1e-5, 2e-5, 5e-4});
+  EXPECT_NEAR(Integrate(e, std::log(1e-6), std::log(1e-3)), 1.0, 1e-6);
+}
+
+TEST(ParzenEstimator, DiscreteKernelsSumToOne) {
+  auto step = *MakeIntDistribution(128, 512, false, 32);
+  auto e = Make(step, {128, 256, 256, 512});
+  std::vector<std::vector<double>> pts(1);
+  for (int v = 128; v <= 512; v += 32) pts[0].push_back(v);
+  auto lp = e.LogPdf(pts);
+  double sum = 0.0;
+  for (double x : lp) sum += std::exp(x);
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+
+  auto fstep = *MakeFloatDistribution(0.0, 1.0, false, 0.25);
+  auto ef = Make(fstep, {0.25, 1.0});
+  std::vector<std::vector<double>> fp{{0.0, 0.25, 0.5, 0.75, 1.0}};
+  double fs = 0.0;
+  for (double x : ef.LogPdf(fp)) fs += std::exp(x);
+  EXPECT_NEAR(fs, 1.0, 1e-12);
+
+  auto ilog = *MakeIntDistribution(1, 300, true);
+  auto el = Make(ilog, {2, 3, 100});
+  std::vector<std::vector<double>> lpts(1);
+  for (int v = 1; v <= 300; ++v) lpts[0].push_back(std::log(v));
+  double ls = 0.0;
+  for (double x : el.LogPdf(lpts)) ls += std::exp(x);
+  EXPECT_NEAR(ls, 1.0, 1e-12);
+}
+
+TEST(ParzenEstimator, CategoricalKernelMatchesHandComputation) {
+  auto c = *MakeCategoricalDistribution({"a", "b", "c"});
+  // m = 2 observations of choice 0, prior_weight 1: a = 1/3, row = (1/3 + [hit]) / 2, so
+  // hit 2/3, miss 1/6; component weights 1/3 each; prior row uniform 1/3.
+  auto e = Make(c, {0, 0});
+  auto lp = e.LogPdf({{0, 1, 2}});
+  EXPECT_NEAR(std::exp(lp[0]), 5.0 / 9.0, 1e-12);
+  EXPECT_NEAR(std::exp(lp[1]), 2.0 / 9.0, 1e-12);
+  EXPECT_NEAR(std::exp(lp[2]), 2.0 / 9.0, 1e-12);
+}
+
+TEST(ParzenEstimator, MultivariateMixedKernelsIntegrateToOne) {
+  auto x = *MakeFloatDistribution(0.0, 1.0);
+  auto c = *MakeCategoricalDistribution({1, 2, 3, 4});
+  ParzenOptions o;
+  o.multivariate = true;
+  for (auto bw : {MultivariateBandwidth::kPerDimension, MultivariateBandwidth::kScott}) {
+    o.bandwidth = bw;
+    ParzenEstimator e({MakeParzenDimension(x), MakeParzenDimension(c)},
+                      {{0.1, 0.5, 0.55}, {0, 3, 3}}, {1.0, 1.0, 0.5}, o);
+    double total = 0.0;
+    const int n = 4000;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<std::vector<double>> pts(2);
+      for (int i = 0; i <= n; ++i) {
+        pts[0].push_back(static_cast<double>(i) / n);
+        pts[1].push_back(k);
+      }
+      auto lp = e.LogPdf(pts);
+      double s = 0.0;
+      for (int i = 0; i <= n; ++i) s += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
+      total += s / n;
+    }
+    EXPECT_NEAR(total, 1.0, 1e-6);
+  }
+}
+
+TEST(ParzenEstimator, UnivariateBandwidthFollowsOptuna49) {
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  // Sorted 0.2, 0.5, 0.6 in [0, 1]: neighbour gaps; the smallest point takes its right gap,
+  // the largest its left gap (consider_endpoints=false); magic clip min = 1/min(100, 3+2).
+  auto e = Make(d, {0.5, 0.2, 0.6});
+  EXPECT_NEAR(e.sigmas(0)[0], 0.3, 1e-12);  // 0.5: max(0.3, 0.1)
+  EXPECT_NEAR(e.sigmas(0)[1], 0.3, 1e-12);  // 0.2: right gap 0.3
+  EXPECT_NEAR(e.sigmas(0)[2], 0.2, 1e-12);  // 0.6: left gap 0.1, clipped up to 0.2
+  EXPECT_NEAR(e.sigmas(0)[3], 1.0, 1e-12);  // prior
+  EXPECT_NEAR(e.mus(0)[3], 0.5, 1e-12);
+
+  ParzenOptions no_clip;
+  no_clip.consider_magic_clip = false;
+  EXPECT_NEAR(Make(d, {0.5, 0.2, 0.6}, no_clip).sigmas(0)[2], 0.1, 1e-12);
+
+  ParzenOptions endpoints;
+  endpoints.consider_endpoints = true;
+  auto ee = Make(d, {0.5, 0.2, 0.6}, endpoints);
+  EXPECT_NEAR(ee.sigmas(0)[1], 0.3, 1e-12);  // max(0.2 to the low end, 0.3)
+  EXPECT_NEAR(ee.sigmas(0)[2], 0.4, 1e-12);  // max(0.1, 0.4 to the high end)
+
+  // One observation: the larger distance to an end.
+  EXPECT_NEAR(Make(d, {0.2}).sigmas(0)[0], 0.8, 1e-12);
+}
+
+TEST(ParzenEstimator, ScottBandwidthFollowsOptuna31) {
+  auto x = *MakeFloatDistribution(0.0, 10.0);
+  ParzenOptions o;
+  o.multivariate = true;
+  o.bandwidth = MultivariateBandwidth::kScott;
+  o.consider_magic_clip = false;  // with it, 3 observations clip sigma up to 10/5
+  ParzenEstimator e({MakeParzenDimension(x), MakeParzenDimension(x)},
+                    {{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, {1, 1, 1}, o);
+  double expected = 0.2 * std::pow(3.0, -1.0 / 6.0) * 10.0;
+  EXPECT_NEAR(e.sigmas(0)[0], expected, 1e-12);
+  EXPECT_NEAR(e.sigmas(1)[2], expected, 1e-12);
+}
+
+TEST(ParzenEstimator, ContinuousDensityIsCorrectlyNormalised) {
+  // One observation at 0.3 in [0, 1] (sigma = max(0.3, 0.7) = 0.7) + the prior (mu 0.5,
+  // sigma 1), weights 1/2 each; each truncated normal has the -ln sigma term.
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  auto e = Make(d, {0.3});
+  auto tn = [](double x, double mu, double s) {
+    double z = (x - mu) / s;
+    return std::exp(-0.5 * z * z) / (s * std::sqrt(2 * M_PI)) /
+           (Ndtr((1 - mu) / s) - Ndtr((0 - mu) / s));
+  };
+  double x = 0.8;
+  double expected = 0.5 * tn(x, 0.3, 0.7) + 0.5 * tn(x, 0.5, 1.0);
+  EXPECT_NEAR(std::exp(e.LogPdf({{x}})[0]), expected, 1e-12);
+}
+
+TEST(ParzenEstimator, WeightsAndPriorWeightShapeTheMixture) {
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  ParzenOptions o;
+  o.prior_weight = 2.0;
+  auto e = Make(d, {0.1, 0.9}, o, {1.0, 3.0});
+  ASSERT_EQ(e.n_components(), 3u);
+  EXPECT_NEAR(std::exp(e.log_weights()[0]), 1.0 / 6.0, 1e-12);
+  EXPECT_NEAR(std::exp(e.log_weights()[1]), 3.0 / 6.0, 1e-12);
+  EXPECT_NEAR(std::exp(e.log_weights()[2]), 2.0 / 6.0, 1e-12);
+}
+
+// Samples follow the density: histogram frequencies vs the density's bin masses.
+TEST(ParzenEstimator, ContinuousSamplesFollowTheDensity) {
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  auto e = Make(d, {0.1, 0.15, 0.7});
+  Rng rng(5);
+  const int n = 40000, bins = 10;
+  auto s = e.Sample(rng, n);
+  std::vector<int> counts(bins, 0);
+  for (double v : s[0]) {
+    ASSERT_GE(v, 0.0);
+    ASSERT_LE(v, 1.0);
+    counts[std::min(bins - 1, static_cast<int>(v * bins))]++;
+  }
+  for (int b = 0; b < bins; ++b) {
+    double p = Integrate(e, static_cast<double>(b) / bins, static_cast<double>(b + 1) / bins, 2000);
+    EXPECT_NEAR(counts[static_cast<size_t>(b)] / static_cast<double>(n), p, 0.01) << b;
+  }
+}
+
+TEST(ParzenEstimator, DiscreteAndCategoricalSamplesFollowTheMass) {
+  Rng rng(11);
+  const int n = 40000;
+  auto step = *MakeIntDistribution(128, 512, false, 32);
+  auto e = Make(step, {128, 160, 512});
+  auto s = e.Sample(rng, n);
+  std::vector<std::vector<double>> grid(1);
+  for (int v = 128; v <= 512; v += 32) grid[0].push_back(v);
+  auto lp = e.LogPdf(grid);
+  for (size_t k = 0; k < grid[0].size(); ++k) {
+    double freq = static_cast<double>(std::count(s[0].begin(), s[0].end(), grid[0][k])) / n;
+    EXPECT_NEAR(freq, std::exp(lp[k]), 0.01) << grid[0][k];
+  }
+  auto c = *MakeCategoricalDistribution({"x", "y", "z", "w"});
+  auto ec = Make(c, {2, 2, 0});
+  auto sc = ec.Sample(rng, n);
+  auto lc = ec.LogPdf({{0, 1, 2, 3}});
+  for (int k = 0; k < 4; ++k) {
+    double freq = static_cast<double>(std::count(sc[0].begin(), sc[0].end(), k)) / n;
+    EXPECT_NEAR(freq, std::exp(lc[static_cast<size_t>(k)]), 0.01) << k;
+  }
+}
+
+TEST(ParzenEstimator, TransformRoundTrips) {
+  auto lg = *MakeFloatDistribution(1e-6, 1e-3, true);
+  EXPECT_NEAR(FromParzenSpace(lg, ToParzenSpace(lg, 3e-5)), 3e-5, 1e-18);
+  auto st = *MakeIntDistribution(128, 512, false, 32);
+  EXPECT_EQ(FromParzenSpace(st, 170.0), 160.0);
+  EXPECT_EQ(FromParzenSpace(st, 600.0), 512.0);
+  auto il = *MakeIntDistribution(1, 100, true);
+  EXPECT_EQ(FromParzenSpace(il, std::log(7.2)), 7.0);
+  auto fs = *MakeFloatDistribution(0.0, 1.0, false, 0.25);
+  EXPECT_EQ(FromParzenSpace(fs, 0.3), 0.25);
+}
+
+}  // namespace
+}  // namespace tune
