@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", run.timeout, "Stop starting trials after S seconds")
       ->check(CLI::PositiveNumber);
   app.add_option("--storage", run.storage, "Storage URL (memory)");
-  app.add_option("--sampler", run.sampler, "Sampler name (random)");
+  app.add_option("--sampler", run.sampler, "Sampler name (random, tpe)");
   app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--format", run.format, "Output of the best trial: table, json or csv");
