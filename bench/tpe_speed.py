@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""TPE suggest latency, tune vs Debian's Optuna 3.1, in one run (issue 3).
+
+Runs build/bench/tune_bench_tpe_speed (tune's side; see bench/tpe_speed.cpp), then the same
+method with optuna.samplers.TPESampler: for each mode (independent, multivariate) and history
+size N, an in-memory study gets N COMPLETE trials with uniformly random params
+(study.add_trials) and the same synthetic value as the C++ side, then K full trials are timed,
+each ask + 6 suggest_* + tell. Writes one JSON document with both tools' rows.
+
+Run with /usr/bin/python3 (Debian's python3-optuna).
+"""
+
+import argparse
+import json
+import math
+import random
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+MODELS = ["bert-base-uncased", "bert-large-uncased", "roberta-base", "roberta-large",
+          "microsoft/deberta-v3-base", "microsoft/deberta-v3-large", "xlm-roberta-base"]
+BATCH_SIZES = [8, 12, 16, 24, 32, 48, 64]
+GRAD_ACCUMS = [1, 2, 3, 4, 6, 8]
+
+
+def synthetic_value(model_index, batch_size, grad_accum, max_length, lr, weight_decay):
+    """The same formula as SyntheticValue in bench/tpe_speed.cpp."""
+    return ((math.log10(lr) + 4.5) ** 2 + 10 * (weight_decay - 0.01) ** 2
+            + 0.1 * abs(math.log2(batch_size * grad_accum / 32.0))
+            + ((max_length - 256.0) / 256.0) ** 2 + 0.01 * model_index)
+
+
+def quantile(values, q):
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def optuna_rows(sizes, timed, seed, modes):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    D = optuna.distributions
+    dists = {
+        "model": D.CategoricalDistribution(MODELS),
+        "batch_size": D.CategoricalDistribution(BATCH_SIZES),
+        "grad_accum": D.CategoricalDistribution(GRAD_ACCUMS),
+        "max_length": D.IntDistribution(128, 512, step=32),
+        "lr": D.FloatDistribution(1e-6, 1e-3, log=True),
+        "weight_decay": D.FloatDistribution(0.0, 0.1),
+    }
+    rows = []
+    for mode in modes:
+        for n in sizes:
+            rng = random.Random(seed)
+            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=(mode == "multivariate"))
+            study = optuna.create_study(sampler=sampler, direction="minimize")
+            t0 = time.perf_counter()
+            prefill = []
+            for _ in range(n):
+                m = rng.randrange(7)
+                p = {"model": MODELS[m], "batch_size": rng.choice(BATCH_SIZES),
+                     "grad_accum": rng.choice(GRAD_ACCUMS),
+                     "max_length": 128 + 32 * rng.randrange(13),
+                     "lr": math.exp(rng.uniform(math.log(1e-6), math.log(1e-3))),
+                     "weight_decay": rng.uniform(0.0, 0.1)}
+                value = synthetic_value(m, p["batch_size"], p["grad_accum"], p["max_length"],
+                                        p["lr"], p["weight_decay"])
+                prefill.append(optuna.trial.create_trial(params=p, distributions=dists,
+                                                         value=value))
+            study.add_trials(prefill)
+            prefill_s = time.perf_counter() - t0
+            k = timed(n)
+            ms = []
+            for _ in range(k):
+                t0 = time.perf_counter()
+                trial = study.ask()
+                model = trial.suggest_categorical("model", MODELS)
+                bs = trial.suggest_categorical("batch_size", BATCH_SIZES)
+                ga = trial.suggest_categorical("grad_accum", GRAD_ACCUMS)
+                ml = trial.suggest_int("max_length", 128, 512, step=32)
+                lr = trial.suggest_float("lr", 1e-6, 1e-3, log=True)
+                wd = trial.suggest_float("weight_decay", 0.0, 0.1)
+                study.tell(trial, synthetic_value(MODELS.index(model), bs, ga, ml, lr, wd))
+                ms.append((time.perf_counter() - t0) * 1e3)
+            row = {"tool": "optuna", "mode": mode, "n_history": n, "timed_trials": k, "reps": 1,
+                   "median_ms": statistics.median(ms), "mean_ms": statistics.fmean(ms),
+                   "q1_ms": quantile(ms, 0.25), "q3_ms": quantile(ms, 0.75),
+                   "min_ms": min(ms), "max_ms": max(ms), "first_median_ms": ms[0],
+                   "prefill_s": prefill_s}
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            rows.append(row)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tune-binary", default="build/bench/tune_bench_tpe_speed")
+    ap.add_argument("--sizes", default="100,1000,3000,5000")
+    ap.add_argument("--modes", default="independent,multivariate")
+    ap.add_argument("--tune-timed", type=int, default=20, help="timed trials per repetition")
+    ap.add_argument("--tune-reps", type=int, default=10, help="fresh studies per (mode, N)")
+    ap.add_argument("--optuna-timed", type=int, default=20, help="timed Optuna trials per N")
+    ap.add_argument("--optuna-timed-large", type=int, default=20,
+                    help="timed Optuna trials for N >= --large")
+    ap.add_argument("--large", type=int, default=5000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--out", required=True, help="JSON result file")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    modes = args.modes.split(",")
+
+    t0 = time.perf_counter()
+    out = subprocess.run([args.tune_binary, "--sizes", args.sizes, "--modes", args.modes,
+                          "--timed", str(args.tune_timed), "--reps", str(args.tune_reps),
+                          "--seed", str(args.seed)],
+                         check=True, capture_output=True, text=True).stdout
+    tune_rows = [json.loads(line) for line in out.splitlines() if line.strip()]
+    for row in tune_rows:
+        print(json.dumps(row), file=sys.stderr)
+    tune_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    timed = lambda n: args.optuna_timed_large if n >= args.large else args.optuna_timed
+    opt_rows = optuna_rows(sizes, timed, args.seed, modes)
+    optuna_s = time.perf_counter() - t0
+
+    with open(args.out, "w") as f:
+        json.dump({"rows": tune_rows + opt_rows, "seconds": {"tune": tune_s, "optuna": optuna_s},
+                   "settings": vars(args)}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
