@@ -16,13 +16,27 @@ constexpr double kLogSqrt2Pi = 0.91893853320467274178;
 constexpr double kScottMagnitude = 0.2;  // Optuna's SIGMA0_MAGNITUDE
 constexpr double kEps = 1e-12;
 
-double LogSumExp(const double* v, size_t n) {
-  double mx = -kInf;
-  for (size_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
+// ln sum_i exp(v[i]). Overwrites v. Written as independent element-wise loops plus lane-wise
+// reductions so that the compiler vectorises them (a plain `sum +=` loop may not be reordered).
+double LogSumExp(double* v, size_t n) {
+  constexpr size_t kLanes = 4;
+  double mx_lane[kLanes] = {-kInf, -kInf, -kInf, -kInf};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t k = 0; k < kLanes; ++k) mx_lane[k] = v[i + k] > mx_lane[k] ? v[i + k] : mx_lane[k];
+  }
+  double mx = std::max(std::max(mx_lane[0], mx_lane[1]), std::max(mx_lane[2], mx_lane[3]));
+  for (; i < n; ++i) mx = std::max(mx, v[i]);
   if (mx == -kInf) return -kInf;
   if (mx == kInf) return kInf;
-  double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += truncnorm::FastExpNonPositive(v[i] - mx);
+  for (size_t j = 0; j < n; ++j) v[j] = truncnorm::FastExpNonPositive(v[j] - mx);
+  double sum_lane[kLanes] = {0.0, 0.0, 0.0, 0.0};
+  i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t k = 0; k < kLanes; ++k) sum_lane[k] += v[i + k];
+  }
+  double sum = (sum_lane[0] + sum_lane[1]) + (sum_lane[2] + sum_lane[3]);
+  for (; i < n; ++i) sum += v[i];
   return mx + std::log(sum);
 }
 
@@ -124,11 +138,13 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
   }
   w.push_back(prior);
   log_weights_.resize(m + 1);
+  weights_.resize(m + 1);
   cumulative_.resize(m + 1);
   double acc = 0.0;
   for (size_t i = 0; i <= m; ++i) {
-    log_weights_[i] = std::log(w[i] / total);
-    acc += w[i] / total;
+    weights_[i] = w[i] / total;
+    log_weights_[i] = std::log(weights_[i]);
+    acc += weights_[i];
     cumulative_[i] = acc;
   }
   cumulative_[m] = 1.0;
@@ -171,21 +187,23 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
                         -1.0 / (static_cast<double>(dims_.size()) + 4.0)) *
                width;
     std::fill(st.sigma.begin(), st.sigma.begin() + static_cast<ptrdiff_t>(m), s);
-  } else if (m > 0) {
+  }
+  // Observations sorted by value (contiguous pairs: faster than an indirect sort).
+  std::vector<std::pair<double, uint32_t>> sorted(m);
+  for (size_t i = 0; i < m; ++i) sorted[i] = {obs[i], static_cast<uint32_t>(i)};
+  std::sort(sorted.begin(), sorted.end());
+  if (!(options.multivariate && options.bandwidth == MultivariateBandwidth::kScott)) {
     // Larger gap to a sorted neighbour, the domain ends acting as neighbours.
-    std::vector<uint32_t> order(m);
-    std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return obs[a] < obs[b]; });
     for (size_t j = 0; j < m; ++j) {
-      double v = obs[order[j]];
-      double left = v - (j == 0 ? dim.low : obs[order[j - 1]]);
-      double right = (j + 1 == m ? dim.high : obs[order[j + 1]]) - v;
+      double v = sorted[j].first;
+      double left = v - (j == 0 ? dim.low : sorted[j - 1].first);
+      double right = (j + 1 == m ? dim.high : sorted[j + 1].first) - v;
       double s = std::max(left, right);
       if (!options.consider_endpoints && m >= 2) {
         if (j == 0) s = right;
         if (j + 1 == m) s = left;
       }
-      st.sigma[order[j]] = s;
+      st.sigma[sorted[j].second] = s;
     }
   }
   const double min_sigma =
@@ -199,27 +217,37 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
   st.log_norm.resize(m + 1);
   for (size_t i = 0; i <= m; ++i) {
     st.inv_sigma[i] = 1.0 / st.sigma[i];
-    double log_z = truncnorm::LogGaussMass((dim.low - st.mu[i]) * st.inv_sigma[i],
-                                           (dim.high - st.mu[i]) * st.inv_sigma[i]);
+    double a = (dim.low - st.mu[i]) * st.inv_sigma[i];
+    double b = (dim.high - st.mu[i]) * st.inv_sigma[i];
+    // Both bounds beyond 8.5 sigma: the mass outside is < 2e-17, ln Z rounds to 0.
+    double log_z = (a < -8.5 && b > 8.5) ? 0.0 : truncnorm::LogGaussMass(a, b);
     st.log_norm[i] = dim.kind == KernelKind::kContinuous
                          ? -log_z - std::log(st.sigma[i]) - kLogSqrt2Pi
                          : -log_z;
   }
   if (dim.kind == KernelKind::kDiscrete) {
     // Components with equal (mu, sigma) share their bin masses: evaluate each class once.
-    std::vector<uint32_t> order(m + 1);
-    std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return st.mu[a] != st.mu[b] ? st.mu[a] < st.mu[b] : st.sigma[a] < st.sigma[b];
-    });
+    // Equal mus are adjacent in `sorted`; within a run, sigmas take few distinct values.
     st.uid.resize(m + 1);
-    for (size_t j = 0; j <= m; ++j) {
-      uint32_t i = order[j];
-      if (j == 0 || st.mu[i] != st.mu[order[j - 1]] || st.sigma[i] != st.sigma[order[j - 1]]) {
+    size_t run_start = 0;  // index into uid_first where the current run of equal mu starts
+    for (size_t j = 0; j < m; ++j) {
+      uint32_t i = sorted[j].second;
+      if (j == 0 || sorted[j].first != sorted[j - 1].first) run_start = st.uid_first.size();
+      int32_t id = -1;
+      for (size_t u = run_start; u < st.uid_first.size(); ++u) {
+        if (st.sigma[static_cast<size_t>(st.uid_first[u])] == st.sigma[i]) {
+          id = static_cast<int32_t>(u);
+          break;
+        }
+      }
+      if (id < 0) {
+        id = static_cast<int32_t>(st.uid_first.size());
         st.uid_first.push_back(static_cast<int32_t>(i));
       }
-      st.uid[i] = static_cast<int32_t>(st.uid_first.size() - 1);
+      st.uid[i] = id;
     }
+    st.uid[m] = static_cast<int32_t>(st.uid_first.size());
+    st.uid_first.push_back(static_cast<int32_t>(m));
   }
 }
 
@@ -309,7 +337,7 @@ std::vector<double> ParzenEstimator::LogPdf(const std::vector<std::vector<double
       const size_t n_classes = st.uid_first.size();
       std::vector<double> class_weight(n_classes, 0.0);
       for (size_t i = 0; i < n_comp; ++i) {
-        class_weight[static_cast<size_t>(st.uid[i])] += std::exp(log_weights_[i]);
+        class_weight[static_cast<size_t>(st.uid[i])] += weights_[i];
       }
       std::vector<double> buf(n_classes);
       for (size_t j = 0; j < n_points; ++j) {
@@ -319,16 +347,18 @@ std::vector<double> ParzenEstimator::LogPdf(const std::vector<std::vector<double
         out[j] = LogSumExp(buf.data(), n_classes);
       }
     } else {
-      // p(c) = sum_i w_i (miss_i + [c == c_i] (hit_i - miss_i)).
+      // p(c) = sum_i w_i (miss_i + [c == c_i] (hit_i - miss_i)); every observation has the
+      // same hit and miss, the prior (last) a uniform row.
       const int k = dims_[0].n_choices;
       std::vector<double> p(static_cast<size_t>(k), 0.0);
-      double base = 0.0;
-      for (size_t i = 0; i < n_comp; ++i) {
-        double w = std::exp(log_weights_[i]);
-        double miss = std::exp(st.log_miss[i]);
-        base += w * miss;
-        if (st.choice[i] >= 0) p[static_cast<size_t>(st.choice[i])] += w * (std::exp(st.log_hit[i]) - miss);
+      const size_t last = n_comp - 1;
+      const double hit = std::exp(st.log_hit[0]), miss = std::exp(st.log_miss[0]);
+      double observed = 0.0;
+      for (size_t i = 0; i < last; ++i) {
+        observed += weights_[i];
+        p[static_cast<size_t>(st.choice[i])] += weights_[i] * (hit - miss);
       }
+      double base = weights_[last] / k + (last > 0 ? observed * miss : 0.0);
       for (size_t j = 0; j < n_points; ++j) {
         auto c = static_cast<size_t>(points[0][j]);
         out[j] = std::log(base + p[c]);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -105,6 +106,7 @@ class InMemoryStorage : public Storage {
     if (t.state == TrialState::kWaiting) t.datetime_start.reset();
     if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = Clock::now();
     s->trial_ids.push_back(t.trial_id);
+    if (t.state == TrialState::kWaiting) s->waiting.insert(t.number);
     trials_[t.trial_id] = Entry{study_id, t};
     return t;
   }
@@ -112,15 +114,13 @@ class InMemoryStorage : public Storage {
   Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
-    for (int64_t tid : s->trial_ids) {
-      FrozenTrial& t = trials_.at(tid).trial;
-      if (t.state == TrialState::kWaiting) {
-        t.state = TrialState::kRunning;
-        t.datetime_start = Clock::now();
-        return std::optional<FrozenTrial>(t);
-      }
-    }
-    return std::optional<FrozenTrial>();
+    if (s->waiting.empty()) return std::optional<FrozenTrial>();
+    int64_t number = *s->waiting.begin();
+    s->waiting.erase(s->waiting.begin());
+    FrozenTrial& t = trials_.at(s->trial_ids[static_cast<size_t>(number)]).trial;
+    t.state = TrialState::kRunning;
+    t.datetime_start = Clock::now();
+    return std::optional<FrozenTrial>(t);
   }
 
   Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
@@ -161,6 +161,9 @@ class InMemoryStorage : public Storage {
     if (state == TrialState::kRunning) {
       if (t->state != TrialState::kWaiting) return false;
       t->datetime_start = Clock::now();
+    }
+    if (t->state == TrialState::kWaiting && state != TrialState::kWaiting) {
+      studies_.at(trials_.at(trial_id).study_id).waiting.erase(t->number);
     }
     t->state = state;
     if (!values.empty()) t->values = values;
@@ -219,6 +222,7 @@ class InMemoryStorage : public Storage {
   struct StudyRecord {
     StudyInfo info;
     std::vector<int64_t> trial_ids;
+    std::set<int64_t> waiting;  // numbers of WAITING trials
   };
   struct Entry {
     int64_t study_id;

@@ -90,6 +90,7 @@ class ParzenEstimator {
   std::vector<ParzenDimension> dims_;
   std::vector<DimState> dim_state_;
   std::vector<double> log_weights_;
+  std::vector<double> weights_;     // normalised
   std::vector<double> cumulative_;  // for sampling components
 };
 
