@@ -20,6 +20,8 @@ import sys
 import time
 import warnings
 
+from format_results import quantile  # bench/ is on sys.path when run as a script
+
 MODELS = ["bert-base-uncased", "bert-large-uncased", "roberta-base", "roberta-large",
           "microsoft/deberta-v3-base", "microsoft/deberta-v3-large", "xlm-roberta-base"]
 BATCH_SIZES = [8, 12, 16, 24, 32, 48, 64]
@@ -31,14 +33,6 @@ def synthetic_value(model_index, batch_size, grad_accum, max_length, lr, weight_
     return ((math.log10(lr) + 4.5) ** 2 + 10 * (weight_decay - 0.01) ** 2
             + 0.1 * abs(math.log2(batch_size * grad_accum / 32.0))
             + ((max_length - 256.0) / 256.0) ** 2 + 0.01 * model_index)
-
-
-def quantile(values, q):
-    v = sorted(values)
-    pos = q * (len(v) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 def optuna_rows(sizes, timed, seed, modes):
