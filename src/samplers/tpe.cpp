@@ -21,8 +21,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // element is 0 for feasible trials and 1 for infeasible ones (only with constraints).
 using RankKey = std::array<double, 3>;
 
-bool IsSingleDistribution(const Distribution& d) { return IsSingle(d); }
-
 }  // namespace
 
 int TpeGamma(const TpeOptions& options, int n) {
@@ -344,16 +342,7 @@ SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
   if (index_->multi_objective()) return {};
   SearchSpace space;
   if (options_.group) {
-    for (const auto& group : Groups(history)) {
-      for (const auto& n : group) {
-        // Groups only contain parameters with one distribution.
-        for (const auto* sig : index_->PresentSignatures()) {
-          for (const auto& [pid, did] : *sig) {
-            if (index_->ParamName(pid) == n) space.emplace(n, index_->Dist(did));
-          }
-        }
-      }
-    }
+    for (const SearchSpace& group : GroupSpaces(history)) space.insert(group.begin(), group.end());
     return space;
   }
   // Intersection: parameters with the same distribution in every present trial.
@@ -367,14 +356,14 @@ SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
     common.swap(next);
   }
   for (const auto& [pid, did] : common) {
-    if (!IsSingleDistribution(index_->Dist(did))) {
+    if (!IsSingle(index_->Dist(did))) {
       space.emplace(index_->ParamName(pid), index_->Dist(did));
     }
   }
   return space;
 }
 
-std::vector<std::vector<std::string>> TpeSampler::Groups(const TrialHistory& history) {
+std::vector<SearchSpace> TpeSampler::GroupSpaces(const TrialHistory& history) {
   index_->Sync(history);
   // Parameters grouped by the set of parameter signatures they occur in (the atoms of Optuna's
   // _GroupDecomposedSearchSpace); a parameter whose distribution varies is left out.
@@ -388,18 +377,26 @@ std::vector<std::vector<std::string>> TpeSampler::Groups(const TrialHistory& his
       if (!inserted && it->second != did) it->second = -1;
     }
   }
-  std::map<std::vector<int>, std::vector<std::string>> groups;
+  std::map<std::vector<int>, SearchSpace> groups;
   for (const auto& [pid, pat] : pattern) {
     int did = dist_of[pid];
-    if (did < 0 || IsSingleDistribution(index_->Dist(did))) continue;
-    groups[pat].push_back(index_->ParamName(pid));
+    if (did < 0 || IsSingle(index_->Dist(did))) continue;
+    groups[pat].emplace(index_->ParamName(pid), index_->Dist(did));
   }
+  std::vector<SearchSpace> out;
+  for (auto& [pat, space] : groups) out.push_back(std::move(space));
+  std::sort(out.begin(), out.end(), [](const SearchSpace& a, const SearchSpace& b) {
+    return a.begin()->first < b.begin()->first;
+  });
+  return out;
+}
+
+std::vector<std::vector<std::string>> TpeSampler::Groups(const TrialHistory& history) {
   std::vector<std::vector<std::string>> out;
-  for (auto& [pat, names] : groups) {
-    std::sort(names.begin(), names.end());
-    out.push_back(std::move(names));
+  for (const SearchSpace& group : GroupSpaces(history)) {
+    out.emplace_back();
+    for (const auto& [name, d] : group) out.back().push_back(name);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -420,8 +417,10 @@ std::map<std::string, double> TpeSampler::SampleRelative(const TrialHistory& his
   };
   std::map<std::string, double> out;
   if (options_.group) {
-    for (const auto& group : Groups(history)) {
-      std::vector<Param> params = make_params(group);
+    for (const SearchSpace& group : GroupSpaces(history)) {
+      std::vector<std::string> names;
+      for (const auto& [n, d] : group) names.push_back(n);
+      std::vector<Param> params = make_params(names);
       if (params.empty()) continue;
       auto part = SampleJoint(*index_, options_, params, trial, rng);
       out.insert(part.begin(), part.end());

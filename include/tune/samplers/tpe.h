@@ -87,6 +87,9 @@ class TpeSampler : public Sampler {
   class Index;  // the incremental, typed history (implementation detail)
 
  private:
+  // The groups of group=true with their distributions, ordered by first name.
+  std::vector<SearchSpace> GroupSpaces(const TrialHistory& history);
+
   TpeOptions options_;
   std::unique_ptr<Index> index_;
 };
