@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
@@ -120,6 +121,13 @@ void RunTrial(Study& study) {
   Take(study.Tell(*trial, TrialState::kComplete, {SyntheticValue(p)}), "tell");
 }
 
+// CPU time of this thread in ms: insensitive to other processes sharing the cores.
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   double pos = q * static_cast<double>(v.size() - 1);
@@ -143,7 +151,7 @@ int Main(int argc, char** argv) {
   for (const std::string& mode : modes) {
     if (mode != "independent" && mode != "multivariate") Die("unknown mode " + mode);
     for (int64_t n : sizes) {
-      std::vector<double> ms, first_ms;
+      std::vector<double> ms, cpu_ms, first_ms;
       double prefill_s = 0;
       for (int64_t rep = 0; rep < reps; ++rep) {
         std::shared_ptr<Storage> storage = NewInMemoryStorage();
@@ -160,7 +168,9 @@ int Main(int argc, char** argv) {
         prefill_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
         for (int64_t k = 0; k < timed; ++k) {
           auto t0 = std::chrono::steady_clock::now();
+          const double c0 = ThreadCpuMs();
           RunTrial(*study);
+          cpu_ms.push_back(ThreadCpuMs() - c0);
           double elapsed =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                   .count();
@@ -183,6 +193,7 @@ int Main(int argc, char** argv) {
                    {"min_ms", *std::min_element(ms.begin(), ms.end())},
                    {"max_ms", *std::max_element(ms.begin(), ms.end())},
                    {"first_median_ms", Quantile(first_ms, 0.5)},
+                   {"cpu_median_ms", Quantile(cpu_ms, 0.5)},
                    {"prefill_s", prefill_s / static_cast<double>(reps)}};
       fmt::print("{}\n", line.dump());
       std::fflush(stdout);

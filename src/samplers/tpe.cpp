@@ -134,6 +134,21 @@ class TpeSampler::Index {
     return col;
   }
 
+  // The non-NaN entries of Column(pid, did) as (value, number), ascending: kept sorted as trials
+  // arrive, so the estimators' bandwidth rule needs no sort per suggest.
+  const std::vector<std::pair<double, int64_t>>& SortedColumn(int pid, int did) {
+    auto key = std::make_pair(pid, did);
+    auto it = sorted_columns_.find(key);
+    if (it != sorted_columns_.end()) return it->second;
+    const std::vector<double>& col = Column(pid, did);
+    std::vector<std::pair<double, int64_t>>& sorted = sorted_columns_[key];
+    for (size_t number = 0; number < col.size(); ++number) {
+      if (!std::isnan(col[number])) sorted.emplace_back(col[number], static_cast<int64_t>(number));
+    }
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
+  }
+
   // A value of a RUNNING trial in the transformed space of `did` (NaN if absent).
   double RunningValue(const FrozenTrial& t, int pid, int did) const {
     auto it = t.params.find(ParamName(pid));
@@ -143,6 +158,19 @@ class TpeSampler::Index {
 
   const std::vector<char>& present() const { return present_; }
   bool oom(size_t number) const { return number < trials_.size() && trials_[number].oom; }
+  // TpeWeights(options, m), remembered for the last few m (the parameters of one trial share
+  // their set sizes).
+  const std::vector<double>& Weights(int m) {
+    for (const auto& [size, w] : weights_cache_) {
+      if (size == m) return w;
+    }
+    if (weights_cache_.size() >= 4) weights_cache_.erase(weights_cache_.begin());
+    weights_cache_.emplace_back(m, TpeWeights(options_, m));
+    return weights_cache_.back().second;
+  }
+
+  // Whether any ingested trial ran out of memory (oom_feasibility has something to learn).
+  bool any_oom() const { return any_oom_; }
   const std::vector<std::shared_ptr<const FrozenTrial>>& running() const { return running_; }
 
   // The distinct parameter sets (param id -> dist id, sorted) of the present trials.
@@ -207,7 +235,14 @@ class TpeSampler::Index {
     trials_[number].signature = it->second;
     trials_[number].ingested = true;
     trials_[number].oom = t.state == TrialState::kPruned && t.user_attrs.value("oom", false);
+    any_oom_ = any_oom_ || trials_[number].oom;
     for (auto& [k, col] : columns_) col[number] = Convert(k.first, number, k.second);
+    for (auto& [k, sorted] : sorted_columns_) {
+      double v = columns_.at(k)[number];
+      if (std::isnan(v)) continue;
+      auto entry = std::make_pair(v, t.number);
+      sorted.insert(std::lower_bound(sorted.begin(), sorted.end(), entry), entry);
+    }
   }
 
   double Violation(const FrozenTrial& t) {
@@ -256,7 +291,10 @@ class TpeSampler::Index {
   std::map<std::vector<std::pair<int, int>>, int> signature_ids_;
   std::vector<std::vector<std::pair<int, int>>> signatures_;
   std::map<std::pair<int, int>, std::vector<double>> columns_;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, int64_t>>> sorted_columns_;
   bool warned_constraints_ = false;
+  bool any_oom_ = false;
+  std::vector<std::pair<int, std::vector<double>>> weights_cache_;
 
   // Per snapshot.
   uint64_t last_snapshot_ = 0;
@@ -291,6 +329,9 @@ namespace {
 struct Observations {
   std::vector<std::vector<double>> below, above;  // [dim][i]
   std::vector<int64_t> below_numbers, above_numbers;
+  // Per numerical dimension, the observation indices ascending by value (empty: unknown, the
+  // estimator sorts).
+  std::vector<std::vector<uint32_t>> below_order, above_order;
   // Finished trials that ran vs. those that ran out of memory (oom_feasibility).
   std::vector<std::vector<double>> ran, oom;
 };
@@ -461,11 +502,14 @@ Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
     }
     return true;
   };
+  const bool learn_oom = options.oom_feasibility && index.any_oom();
   size_t r = 0;
+  bool any_running = false;
   auto take_running_before = [&](int64_t limit) {
     for (; r < running.size() && running[r]->number < limit; ++r) {
       if (running[r]->number != trial.number && running_row(*running[r])) {
         push(false, running[r]->number);
+        any_running = true;
       }
     }
   };
@@ -479,13 +523,42 @@ Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
     }
     if (!complete) continue;
     push(below[number] != 0, static_cast<int64_t>(number));
-    if (options.oom_feasibility) {
+    if (learn_oom) {
       auto& set = index.oom(number) ? obs.oom : obs.ran;
       if (set.empty()) set.resize(dims);
       for (size_t d = 0; d < dims; ++d) set[d].push_back(row[d]);
     }
   }
   if (options.constant_liar) take_running_before(std::numeric_limits<int64_t>::max());
+  if (any_running) return obs;  // their values are not in the sorted columns
+  // Sort orders from the index's sorted columns: O(n) per dimension instead of a sort. Equal
+  // values come by trial number, i.e. by ascending observation index, as the estimator wants.
+  // slot[number] = index in `below` (>= 0) or -(index in `above`) - 2; -1 = not collected.
+  std::vector<int64_t> slot(present.size(), -1);
+  for (size_t i = 0; i < obs.below_numbers.size(); ++i) {
+    slot[static_cast<size_t>(obs.below_numbers[i])] = static_cast<int64_t>(i);
+  }
+  for (size_t i = 0; i < obs.above_numbers.size(); ++i) {
+    slot[static_cast<size_t>(obs.above_numbers[i])] = -static_cast<int64_t>(i) - 2;
+  }
+  obs.below_order.resize(dims);
+  obs.above_order.resize(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    if (std::holds_alternative<CategoricalDistribution>(params[d].distribution)) continue;
+    auto& bo = obs.below_order[d];
+    auto& ao = obs.above_order[d];
+    bo.reserve(obs.below_numbers.size());
+    ao.reserve(obs.above_numbers.size());
+    for (const auto& [value, number] : index.SortedColumn(params[d].pid, params[d].did)) {
+      if (number >= static_cast<int64_t>(slot.size())) continue;
+      int64_t s = slot[static_cast<size_t>(number)];
+      if (s >= 0) {
+        bo.push_back(static_cast<uint32_t>(s));
+      } else if (s <= -2) {
+        ao.push_back(static_cast<uint32_t>(-s - 2));
+      }
+    }
+  }
   return obs;
 }
 
@@ -505,11 +578,13 @@ std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOpt
   popt.consider_endpoints = options.consider_endpoints;
   popt.multivariate = options.multivariate;
   popt.bandwidth = options.multivariate_bandwidth;
-  auto weights = [&](const std::vector<std::vector<double>>& set) {
-    return TpeWeights(options, static_cast<int>(set[0].size()));
+  auto weights = [&](const std::vector<std::vector<double>>& set) -> const std::vector<double>& {
+    return index.Weights(static_cast<int>(set[0].size()));
   };
-  ParzenEstimator l(pdims, obs_below, weights(obs_below), popt);
-  ParzenEstimator g(pdims, obs_above, weights(obs_above), popt);
+  ParzenEstimator l(pdims, obs_below, weights(obs_below), popt,
+                    obs.below_order.empty() ? nullptr : &obs.below_order);
+  ParzenEstimator g(pdims, obs_above, weights(obs_above), popt,
+                    obs.above_order.empty() ? nullptr : &obs.above_order);
   auto candidates = l.Sample(rng, options.n_ei_candidates);
   std::vector<double> ll = l.LogPdf(candidates);
   std::vector<double> lg = g.LogPdf(candidates);

@@ -54,15 +54,20 @@ struct ParzenOptions {
 class ParzenEstimator {
  public:
   // observations[d][i]: observation i in dimension d (transformed space, inside the domain).
-  // weights[i] >= 0, one per observation (not normalised).
+  // weights[i] >= 0, one per observation (not normalised). `sorted_order`, when given, holds
+  // for each numerical dimension the observation indices ascending by value, equal values by
+  // ascending index (categorical dimensions may be empty): the caller's incremental index then
+  // saves the sort the bandwidth rule needs.
   ParzenEstimator(std::vector<ParzenDimension> dims,
                   const std::vector<std::vector<double>>& observations,
-                  const std::vector<double>& weights, const ParzenOptions& options);
+                  const std::vector<double>& weights, const ParzenOptions& options,
+                  const std::vector<std::vector<uint32_t>>* sorted_order = nullptr);
 
   size_t n_dims() const { return dims_.size(); }
   // Observations + the prior (the last component).
-  size_t n_components() const { return log_weights_.size(); }
-  const std::vector<double>& log_weights() const { return log_weights_; }
+  size_t n_components() const { return weights_.size(); }
+  // Normalised mixture weights (sum 1).
+  const std::vector<double>& weights() const { return weights_; }
   // Kernel centres and bandwidths of a numerical dimension (prior last).
   const std::vector<double>& mus(size_t d) const { return dim_state_[d].mu; }
   const std::vector<double>& sigmas(size_t d) const { return dim_state_[d].sigma; }
@@ -76,6 +81,7 @@ class ParzenEstimator {
   struct DimState {
     // numerical
     std::vector<double> mu, sigma, inv_sigma, log_norm;  // log_norm: -ln Z (- ln sigma sqrt 2pi)
+    std::vector<uint32_t> order;  // one continuous dimension: observations ascending by mu
     std::vector<int32_t> uid;                            // discrete: index of (mu, sigma) class
     std::vector<int32_t> uid_first;                      // a component of each class
     // categorical
@@ -85,11 +91,13 @@ class ParzenEstimator {
   };
   // The bin edges of a discrete value t (clipped to the domain).
   static void BinEdges(const ParzenDimension& d, double t, double* lo, double* hi);
-  void ComputeNumerical(size_t d, const std::vector<double>& obs, const ParzenOptions& options);
+  // ln p(x) of one continuous dimension, evaluating only the kernels that can matter.
+  std::vector<double> LogPdfContinuous1D(const std::vector<double>& xs) const;
+  void ComputeNumerical(size_t d, const std::vector<double>& obs, const ParzenOptions& options,
+                        const std::vector<uint32_t>* order);
 
   std::vector<ParzenDimension> dims_;
   std::vector<DimState> dim_state_;
-  std::vector<double> log_weights_;
   std::vector<double> weights_;     // normalised
   std::vector<double> cumulative_;  // for sampling components
 };
