@@ -337,7 +337,11 @@ def render(speed, quality, info, args):
                  "1e-9). `mixed_oom`: the mixed function with a memory proxy threshold of "
                  f"{s['oom_threshold']:.0f} (batch_size × max_length × layers·hidden/(12·768)), "
                  f"which {100 * quality['random_oom_share']:.0f}% of uniformly random configs "
-                 "exceed; such a trial is PRUNED without reports in both tools.")
+                 "exceed; such a trial is PRUNED without reports in both tools (tune also "
+                 "records user attribute oom=true, as its objectives and memory guard do, which "
+                 "its `oom_feasibility` term learns from). Both tools start each run from the "
+                 f"same {s['n_startup_trials']} startup points (drawn by the driver per function "
+                 "and seed, enqueued in each tool), so the runs are paired.")
     lines.append("")
     lines.append("| function | space |")
     lines.append("|---|---|")
@@ -350,8 +354,7 @@ def render(speed, quality, info, args):
                  "density, so for float params the two samplers differ by design. tune's "
                  "multivariate mode uses per-dimension bandwidths (Optuna 5.0's rule, "
                  "TpeOptions::multivariate_bandwidth default), Optuna 3.1's multivariate mode the "
-                 "Scott-style rule. Optuna's startup trials come from its own RandomSampler, so "
-                 "the first 10 points differ between tools (same count, same distribution).")
+                 "Scott-style rule.")
     lines.append("")
     lines.append(f"Wall time: speed {speed['seconds']['tune']:.0f} s (tune) + "
                  f"{speed['seconds']['optuna']:.0f} s (Optuna); quality "

@@ -11,14 +11,18 @@
 //                             {"value": v} or {"oom": true} and {"proxy": p} for mixed
 //   --run [--functions sphere,rosenbrock,branin,hartmann6,mixed,mixed_oom] [--seeds 20]
 //         [--trials 200] [--oom-threshold 16000] [--modes independent,multivariate]
-//         [--n-startup-trials 10]
+//         [--n-startup-trials 10] [--startup FILE]
 //                             one JSON line per (mode, function, seed): the value of every
 //                             trial in order (null when pruned) and its OOM flag
-// "mixed_oom" is "mixed" with --oom-threshold set: an OOM trial is told PRUNED without reports.
+// "mixed_oom" is "mixed" with --oom-threshold set: an OOM trial is told PRUNED without reports,
+// with user attribute oom=true as tune's objectives record it. --startup FILE holds the startup
+// points per function and seed ({function: {seed: [params, ...]}}), enqueued before the first
+// ask, so that tune and Optuna start from the same trials.
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -131,6 +135,13 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
   const int64_t n_trials = flags.GetInt("trials", 200);
   const double oom_threshold = flags.GetDouble("oom-threshold", 16000);
   const int n_startup = static_cast<int>(flags.GetInt("n-startup-trials", 10));
+  // --startup FILE: {function: {seed: [params, ...]}}, enqueued before the first ask.
+  Json startup;
+  if (flags.Has("startup")) {
+    std::ifstream in(flags.Get("startup", ""));
+    if (!in) Die("cannot read --startup " + flags.Get("startup", ""));
+    startup = Json::parse(in);
+  }
 
   for (const auto& mode : modes) {
     if (mode != "independent" && mode != "multivariate") Die("unknown mode " + mode);
@@ -147,6 +158,10 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
                                      std::make_unique<NopPruner>(), static_cast<uint64_t>(seed)),
                  "create study");
         Json values = Json::array(), oom = Json::array();
+        if (!startup.is_null()) {
+          const Json& points = startup.at(function).at(std::to_string(seed));
+          for (const Json& params : points) Take(study->EnqueueTrial(params), "enqueue");
+        }
         auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < n_trials; ++i) {
           auto trial = Take(study->Ask(), "ask");
@@ -154,6 +169,8 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
           for (const auto& [name, spec] : space) params[name] = SuggestParam(*trial, name, spec);
           Result<double> value = EvaluateFunction(options, catalog, params);
           if (!value.ok() && value.status().code() == StatusCode::kResourceExhausted) {
+            // As tune's objectives and memory guard record an OOM: user attribute oom=true.
+            Check(trial->SetUserAttr("oom", true), "set oom");
             Take(study->Tell(*trial, TrialState::kPruned), "tell");
             values.push_back(nullptr);
             oom.push_back(1);

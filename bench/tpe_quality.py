@@ -8,8 +8,10 @@
    multivariate), seeds 0..S-1, T trials each.
 3. Optuna: TPESampler(seed=s, n_startup_trials=10, multivariate=...) on the same spaces (read
    from `tune_bench_tpe_quality --space`, suggested in the same order) and the same functions.
-   "mixed_oom" is mixed with an OOM threshold: such a trial is told PRUNED without reports and
-   does not count towards the best value.
+   Both tools start from the same 10 startup points per (function, seed), drawn here and
+   enqueued in each. "mixed_oom" is mixed with an OOM threshold: such a trial is told PRUNED
+   without reports (tune also records user attribute oom=true, as its objectives do) and does
+   not count towards the best value.
 Writes the per-trial values of every run to one JSON file; bench/format_results.py summarises.
 
 Run with /usr/bin/python3 (Debian's python3-optuna).
@@ -243,7 +245,7 @@ def parity_check(binary, catalog, spaces, oom_threshold, n_points, abs_tol=1e-9,
 # --- 3. Optuna ----------------------------------------------------------------------------------
 
 def optuna_run(job):
-    function, mode, seed, n_trials, n_startup, oom_threshold, space, catalog = job
+    function, mode, seed, n_trials, n_startup, oom_threshold, space, catalog, startup = job
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -251,6 +253,8 @@ def optuna_run(job):
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup,
                                          multivariate=(mode == "multivariate"))
     study = optuna.create_study(sampler=sampler, direction="minimize")
+    for params in startup:  # the same startup points as tune (issue 3: "same startup trials")
+        study.enqueue_trial(params)
     name = base_name(function)
     threshold = oom_threshold if function == "mixed_oom" else None
     values, ooms = [], []
@@ -308,8 +312,19 @@ def main():
     parity = parity_check(args.tune_binary, catalog, spaces, args.oom_threshold,
                           args.parity_points)
 
+    # Both tools start from the same n_startup_trials points per (function, seed), enqueued
+    # before the first ask; TPE then takes over in each.
+    startup = {f: {str(seed): [random_point(spaces[f], random.Random(f"startup-{f}-{seed}"))
+                               for _ in range(args.n_startup_trials)]
+                   for seed in range(args.seeds)}
+               for f in functions}
+    startup_path = args.out + ".startup.json"
+    with open(startup_path, "w") as f:
+        json.dump(startup, f)
+
     t0 = time.perf_counter()
-    out = subprocess.run([args.tune_binary, "--run", "--functions", ",".join(functions),
+    out = subprocess.run([args.tune_binary, "--run", "--startup", startup_path,
+                          "--functions", ",".join(functions),
                           "--modes", args.tune_modes, "--seeds", str(args.seeds),
                           "--trials", str(args.trials), "--oom-threshold",
                           repr(args.oom_threshold), "--n-startup-trials",
@@ -321,7 +336,7 @@ def main():
 
     t0 = time.perf_counter()
     jobs = [(f, mode, seed, args.trials, args.n_startup_trials, args.oom_threshold, spaces[f],
-             catalog)
+             catalog, startup[f][str(seed)])
             for mode in args.optuna_modes.split(",") if mode
             for f in functions for seed in range(args.seeds)]
     with multiprocessing.Pool(args.jobs) as pool:

@@ -332,8 +332,6 @@ struct Observations {
   // Per numerical dimension, the observation indices ascending by value (empty: unknown, the
   // estimator sorts).
   std::vector<std::vector<uint32_t>> below_order, above_order;
-  // Finished trials that ran vs. those that ran out of memory (oom_feasibility).
-  std::vector<std::vector<double>> ran, oom;
 };
 
 Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
@@ -502,7 +500,6 @@ Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
     }
     return true;
   };
-  const bool learn_oom = options.oom_feasibility && index.any_oom();
   size_t r = 0;
   bool any_running = false;
   auto take_running_before = [&](int64_t limit) {
@@ -523,11 +520,6 @@ Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
     }
     if (!complete) continue;
     push(below[number] != 0, static_cast<int64_t>(number));
-    if (learn_oom) {
-      auto& set = index.oom(number) ? obs.oom : obs.ran;
-      if (set.empty()) set.resize(dims);
-      for (size_t d = 0; d < dims; ++d) set[d].push_back(row[d]);
-    }
   }
   if (options.constant_liar) take_running_before(std::numeric_limits<int64_t>::max());
   if (any_running) return obs;  // their values are not in the sorted columns
@@ -562,6 +554,65 @@ Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
   return obs;
 }
 
+// oom_feasibility: ln P(fits | x) for each candidate. P comes from the trials that ran and
+// those that ran out of memory, as the ratio of two Parzen estimators with product kernels
+// (Bayes' rule with the observed class frequencies). The estimators span the sampled
+// parameters and, as context fixed at this trial's values, the parameters the trial already
+// has: memory depends on model x batch size x length jointly, so when batch size is sampled
+// after the model, the model chosen for this trial conditions the estimate. Like c-TPE
+// (Watanabe & Hutter 2023) it uses every observation, not the gamma split.
+std::vector<double> LogFeasibility(TpeSampler::Index& index, const TpeOptions& options,
+                                   const std::vector<Param>& params, const FrozenTrial& trial,
+                                   const std::vector<std::vector<double>>& candidates) {
+  const size_t n_candidates = candidates.empty() ? 0 : candidates[0].size();
+  std::vector<double> log_fits(n_candidates, 0.0);
+  if (!options.oom_feasibility || !index.any_oom() || n_candidates == 0) return log_fits;
+  std::vector<Param> dims_params = params;
+  std::vector<std::vector<double>> points = candidates;
+  for (const auto& [name, internal] : trial.params) {
+    bool sampled = false;
+    for (const Param& p : params) sampled = sampled || p.name == name;
+    if (sampled) continue;
+    const Distribution& dist = trial.distributions.at(name);
+    if (IsSingle(dist)) continue;
+    dims_params.push_back({name, dist, index.ParamId(name), index.DistId(dist)});
+    points.emplace_back(n_candidates, ToParzenSpace(dist, internal));
+  }
+  const size_t dims = dims_params.size();
+  std::vector<const std::vector<double>*> cols(dims);
+  for (size_t d = 0; d < dims; ++d) cols[d] = &index.Column(dims_params[d].pid, dims_params[d].did);
+  std::vector<std::vector<double>> ran(dims), oom(dims);
+  const std::vector<char>& present = index.present();
+  for (size_t number = 0; number < present.size(); ++number) {
+    if (!present[number]) continue;
+    bool complete = true;
+    for (size_t d = 0; d < dims && complete; ++d) complete = !std::isnan((*cols[d])[number]);
+    if (!complete) continue;
+    auto& set = index.oom(number) ? oom : ran;
+    for (size_t d = 0; d < dims; ++d) set[d].push_back((*cols[d])[number]);
+  }
+  if (ran[0].empty() || oom[0].empty()) return log_fits;
+  std::vector<ParzenDimension> pdims(dims);
+  for (size_t d = 0; d < dims; ++d) pdims[d] = MakeParzenDimension(dims_params[d].distribution);
+  ParzenOptions popt;
+  popt.prior_weight = options.prior_weight;
+  popt.consider_magic_clip = options.consider_magic_clip;
+  popt.consider_endpoints = options.consider_endpoints;
+  popt.multivariate = dims > 1;  // per-dimension neighbour bandwidths
+  const double n_ran = static_cast<double>(ran[0].size());
+  const double n_oom = static_cast<double>(oom[0].size());
+  auto lr = ParzenEstimator(pdims, ran, std::vector<double>(ran[0].size(), 1.0), popt)
+                .LogPdf(points);
+  auto lo = ParzenEstimator(pdims, oom, std::vector<double>(oom[0].size(), 1.0), popt)
+                .LogPdf(points);
+  for (size_t j = 0; j < n_candidates; ++j) {
+    // ln sigmoid(log-odds), computed stably.
+    double z = std::log(n_ran / n_oom) + lr[j] - lo[j];
+    log_fits[j] = z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
+  }
+  return log_fits;
+}
+
 std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
                                           const std::vector<Param>& params,
                                           const FrozenTrial& trial, Rng& rng) {
@@ -588,34 +639,7 @@ std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOpt
   auto candidates = l.Sample(rng, options.n_ei_candidates);
   std::vector<double> ll = l.LogPdf(candidates);
   std::vector<double> lg = g.LogPdf(candidates);
-  // oom_feasibility: add ln P(fits | x) to the score. P is a naive-Bayes classifier of the
-  // trials that ran vs. those that ran out of memory: one Parzen estimator per dimension and
-  // class, log-odds summed over dimensions (memory grows with each of batch size, length and
-  // model, so per-dimension evidence adds up). Like c-TPE (Watanabe & Hutter 2023) it uses all
-  // observations, not the gamma split.
-  std::vector<double> log_fits(ll.size(), 0.0);
-  if (options.oom_feasibility && !obs.oom.empty() && !obs.ran.empty()) {
-    const double n_oom = static_cast<double>(obs.oom[0].size());
-    const double n_ran = static_cast<double>(obs.ran[0].size());
-    std::vector<double> log_odds(ll.size(), std::log(n_ran / n_oom));
-    ParzenOptions univariate = popt;
-    univariate.multivariate = false;
-    for (size_t d = 0; d < dims; ++d) {
-      std::vector<std::vector<double>> x{candidates[d]};
-      auto lr = ParzenEstimator({pdims[d]}, {obs.ran[d]}, std::vector<double>(obs.ran[d].size(), 1.0),
-                                univariate)
-                    .LogPdf(x);
-      auto lo = ParzenEstimator({pdims[d]}, {obs.oom[d]}, std::vector<double>(obs.oom[d].size(), 1.0),
-                                univariate)
-                    .LogPdf(x);
-      for (size_t j = 0; j < ll.size(); ++j) log_odds[j] += lr[j] - lo[j];
-    }
-    for (size_t j = 0; j < ll.size(); ++j) {
-      // ln sigmoid(log_odds), computed stably.
-      double z = log_odds[j];
-      log_fits[j] = z >= 0 ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z));
-    }
-  }
+  const std::vector<double> log_fits = LogFeasibility(index, options, params, trial, candidates);
   size_t best = 0;
   double best_score = -kInf;
   for (size_t j = 0; j < ll.size(); ++j) {

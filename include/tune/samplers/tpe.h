@@ -48,8 +48,8 @@ struct TpeOptions {
   bool constraints = false;
   bool warn_independent_sampling = false;
   // tune's extension: scale each candidate's score by its estimated probability of fitting in
-  // memory, learnt from trials PRUNED with the user attribute oom=true. No effect on studies
-  // without OOM trials.
+  // memory, learnt from trials PRUNED with the user attribute oom=true and conditioned on the
+  // parameters the trial already has. No effect on studies without OOM trials.
   bool oom_feasibility = true;
 };
 
