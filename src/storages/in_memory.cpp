@@ -7,8 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "tune/text.h"
-
 namespace tune {
 
 Status TrialFinishedError(int64_t number) {
@@ -58,9 +56,7 @@ class InMemoryStorage : public Storage {
       if (s.info.name == name) return id;
       names.push_back(s.info.name);
     }
-    return NotFoundError(fmt::format("study '{}' not found{}{}", name, DidYouMean(name, names),
-                                     names.empty() ? " (the storage has no studies)"
-                                                   : "; existing studies: " + JoinNames(names)));
+    return StudyNotFoundError(name, names);
   }
 
   Result<std::vector<StudyInfo>> GetAllStudies() override {
@@ -83,8 +79,7 @@ class InMemoryStorage : public Storage {
     return Status::Ok();
   }
 
-  Status SetStudySystemAttr(int64_t study_id, const std::string& key,
-                            const Json& value) override {
+  Status SetStudySystemAttr(int64_t study_id, const std::string& key, const Json& value) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
     s->info.system_attrs[key] = value;
@@ -92,6 +87,7 @@ class InMemoryStorage : public Storage {
   }
 
   Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ) override {
+    if (templ) TUNE_RETURN_IF_ERROR(CheckTrialValues(templ->values));
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
     FrozenTrial t;
@@ -146,8 +142,7 @@ class InMemoryStorage : public Storage {
     return Status::Ok();
   }
 
-  Status SetTrialSystemAttr(int64_t trial_id, const std::string& key,
-                            const Json& value) override {
+  Status SetTrialSystemAttr(int64_t trial_id, const std::string& key, const Json& value) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
     t->system_attrs[key] = value;
@@ -156,6 +151,7 @@ class InMemoryStorage : public Storage {
 
   Result<bool> SetTrialStateValues(int64_t trial_id, TrialState state,
                                    const std::vector<double>& values) override {
+    TUNE_RETURN_IF_ERROR(CheckTrialValues(values));
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
     if (state == TrialState::kRunning) {

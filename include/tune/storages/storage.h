@@ -7,7 +7,9 @@
 //    FailedPrecondition ("Trial#N has already finished and can not be updated").
 //  - A WAITING trial is claimed by exactly one worker (ClaimWaitingTrial / SetTrialStateValues
 //    to RUNNING return false to the losers).
-// Backends: in_memory.h (this process only); SQLite and PostgreSQL in tune_sqlite/tune_postgres.
+//  - Trial values may be +-inf but not NaN (InvalidArgument; Optuna's schema cannot store it);
+//    intermediate values may be anything.
+// Backends: in_memory.h (this process only); sqlite.h (tune_sqlite); PostgreSQL later.
 #pragma once
 
 #include <cstdint>
@@ -55,16 +57,14 @@ class Storage {
   // Creates a trial with the next number. Without a template: RUNNING, started now. With a
   // template: its state (RUNNING or WAITING; finished states allowed for imports), params,
   // attributes, values and intermediate values are copied.
-  virtual Result<FrozenTrial> CreateTrial(int64_t study_id,
-                                          const FrozenTrial* templ = nullptr) = 0;
+  virtual Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ = nullptr) = 0;
   // Atomically moves the oldest WAITING trial of the study to RUNNING (datetime_start = now) and
   // returns it; nullopt when none is waiting.
   virtual Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) = 0;
   virtual Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
                                const Distribution& distribution) = 0;
   virtual Status SetTrialIntermediateValue(int64_t trial_id, int64_t step, double value) = 0;
-  virtual Status SetTrialUserAttr(int64_t trial_id, const std::string& key,
-                                  const Json& value) = 0;
+  virtual Status SetTrialUserAttr(int64_t trial_id, const std::string& key, const Json& value) = 0;
   virtual Status SetTrialSystemAttr(int64_t trial_id, const std::string& key,
                                     const Json& value) = 0;
   // Sets the state (and values for COMPLETE/PRUNED). Returns false without changing anything
@@ -87,5 +87,9 @@ class Storage {
 
 // "Trial#N has already finished and can not be updated." (Optuna's wording).
 Status TrialFinishedError(int64_t number);
+// NotFound for a study name: suggests the closest existing name and lists them all.
+Status StudyNotFoundError(const std::string& name, const std::vector<std::string>& existing);
+// InvalidArgument if a value is NaN (see the contract above).
+Status CheckTrialValues(const std::vector<double>& values);
 
 }  // namespace tune

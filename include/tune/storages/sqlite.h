@@ -1,0 +1,68 @@
+// SQLite storage in Optuna's own RDB schema (library tune_sqlite, target tune::sqlite).
+//
+// The file holds Optuna's 12 tables plus alembic_version, exactly as Optuna's RDBStorage creates
+// them, so `optuna.load_study(storage="sqlite:///x.db")` and optuna-dashboard open a tune study
+// as it is, and tune opens and continues studies that Optuna created. Which Optuna versions can
+// open the file depends on the schema revision stamped in alembic_version:
+//   v3.2.0.a (default)  Optuna >= 3.2 (4.x, 5.0) and optuna-dashboard; adds the index on
+//                       trials.study_id.
+//   v3.0.0.d            Optuna 3.0 and 3.1 (Debian 12's python3-optuna); no such index.
+// The revision is chosen when the file is created; an existing file keeps its own.
+//
+// Concurrency: the file is put in WAL mode; every state change is one transaction
+// (BEGIN IMMEDIATE), retried a bounded number of times when another process holds the lock.
+// Trial numbers and the claiming of WAITING trials are race-free across threads and processes
+// on one machine. Not for network file systems (SQLite's locking is unreliable there).
+//
+// Thread safety: a storage may be shared by many threads (one connection, one mutex).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/status.h"
+#include "tune/storages/storage.h"
+
+namespace tune {
+
+// Optuna's alembic revisions tune reads and writes, oldest first: {"v3.0.0.d", "v3.2.0.a"}.
+const std::vector<std::string>& SqliteSchemaRevisions();
+// The revision written to new files unless SqliteOptions::schema_revision says otherwise.
+inline constexpr const char* kDefaultSqliteSchemaRevision = "v3.2.0.a";
+
+struct SqliteOptions {
+  // Revision for a new file (see above). Set for an existing file, it must match the file's
+  // revision (InvalidArgument otherwise: tune never migrates a file). URL: ?schema=.
+  std::optional<std::string> schema_revision;
+  // How long one statement waits for another process's lock (sqlite3_busy_timeout).
+  // URL: ?timeout=SECONDS (SQLAlchemy's pysqlite name).
+  int busy_timeout_ms = 5000;
+  // Attempts per transaction when the database stays locked past the busy timeout; then
+  // Unavailable ("database is locked").
+  int max_attempts = 8;
+  // Create the file (and the schema) if it does not exist; otherwise NotFound.
+  bool create_if_missing = true;
+  // Open without writing anything (no schema creation, no switch to WAL): for read-only
+  // commands. Writes then fail.
+  bool read_only = false;
+};
+
+// Opens (or creates) the SQLite storage at `path`. Errors, each naming the file and leaving it
+// unchanged: InvalidArgument for a file that is not a SQLite database, is corrupt, is not an
+// Optuna storage, or has a schema revision tune does not know (the message lists the supported
+// ones); NotFound for a missing file with create_if_missing = false.
+Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
+                                                   const SqliteOptions& options = {});
+
+// A parsed SQLAlchemy-style URL: "sqlite:///relative/x.db", "sqlite:////abs/x.db", with the
+// optional query "?schema=v3.0.0.d&timeout=30".
+struct SqliteUrl {
+  std::string path;
+  SqliteOptions options;
+};
+// InvalidArgument (naming the URL and the valid keys/values) for anything else.
+Result<SqliteUrl> ParseSqliteUrl(const std::string& url);
+
+}  // namespace tune

@@ -1,0 +1,824 @@
+#include "storages/rdb/rdb_storage.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "storages/rdb/codec.h"
+
+namespace tune::internal::rdb {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// SQL. Portable between SQLite >= 3.35 and PostgreSQL (upserts, RETURNING); `?` placeholders.
+
+// --- studies
+const std::string kFindStudyByName = "SELECT study_id FROM studies WHERE study_name = ?";
+const std::string kStudyExists = "SELECT 1 FROM studies WHERE study_id = ?";
+const std::string kInsertStudy = "INSERT INTO studies (study_name) VALUES (?) RETURNING study_id";
+const std::string kInsertDirection =
+    "INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)";
+const std::string kSelectStudies = "SELECT study_id, study_name FROM studies ORDER BY study_id";
+const std::string kSelectStudy = "SELECT study_id, study_name FROM studies WHERE study_id = ?";
+const std::string kSelectDirections = "SELECT study_id, objective, direction FROM study_directions";
+const std::string kSelectStudyDirections =
+    "SELECT study_id, objective, direction FROM study_directions WHERE study_id = ?";
+const std::string kSelectStudyUserAttrs =
+    "SELECT study_id, \"key\", value_json FROM study_user_attributes";
+const std::string kSelectStudySystemAttrs =
+    "SELECT study_id, \"key\", value_json FROM study_system_attributes";
+const std::string kSelectOneStudyUserAttrs =
+    "SELECT study_id, \"key\", value_json FROM study_user_attributes WHERE study_id = ?";
+const std::string kSelectOneStudySystemAttrs =
+    "SELECT study_id, \"key\", value_json FROM study_system_attributes WHERE study_id = ?";
+const std::string kStudyTrialSummaries =
+    "SELECT study_id, COUNT(*), MIN(datetime_start) FROM trials GROUP BY study_id";
+const std::string kOneStudyTrialSummary =
+    "SELECT study_id, COUNT(*), MIN(datetime_start) FROM trials WHERE study_id = ? "
+    "GROUP BY study_id";
+const std::string kUpsertStudyUserAttr =
+    "INSERT INTO study_user_attributes (study_id, \"key\", value_json) VALUES (?, ?, ?) "
+    "ON CONFLICT (study_id, \"key\") DO UPDATE SET value_json = excluded.value_json";
+const std::string kUpsertStudySystemAttr =
+    "INSERT INTO study_system_attributes (study_id, \"key\", value_json) VALUES (?, ?, ?) "
+    "ON CONFLICT (study_id, \"key\") DO UPDATE SET value_json = excluded.value_json";
+// Deleting a study: children first (the schema's foreign keys).
+const std::vector<std::string> kDeleteStudy = {
+    "DELETE FROM trial_params WHERE trial_id IN (SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trial_values WHERE trial_id IN (SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trial_intermediate_values WHERE trial_id IN "
+    "(SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trial_user_attributes WHERE trial_id IN "
+    "(SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trial_system_attributes WHERE trial_id IN "
+    "(SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trial_heartbeats WHERE trial_id IN "
+    "(SELECT trial_id FROM trials WHERE study_id = ?)",
+    "DELETE FROM trials WHERE study_id = ?",
+    "DELETE FROM study_user_attributes WHERE study_id = ?",
+    "DELETE FROM study_system_attributes WHERE study_id = ?",
+    "DELETE FROM study_directions WHERE study_id = ?",
+    "DELETE FROM studies WHERE study_id = ?",
+};
+
+// --- trials
+// Optuna's numbering (models.py: count of the study's earlier trials), inside the INSERT.
+const std::string kInsertTrial =
+    "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
+    "SELECT (SELECT COUNT(*) FROM trials WHERE study_id = ?), study_id, ?, ?, ? "
+    "FROM studies WHERE study_id = ? RETURNING trial_id, number";
+#define TUNE_TRIAL_COLUMNS "trial_id, number, study_id, state, datetime_start, datetime_complete"
+const std::string kTrialById = "SELECT " TUNE_TRIAL_COLUMNS " FROM trials WHERE trial_id = ?";
+const std::string kTrialsOfStudy =
+    "SELECT " TUNE_TRIAL_COLUMNS " FROM trials WHERE study_id = ? ORDER BY trial_id";
+const std::string kTrialsAfterId = "SELECT " TUNE_TRIAL_COLUMNS
+                                   " FROM trials WHERE study_id = ? AND trial_id > ? AND "
+                                   "number >= ? ORDER BY trial_id";
+const std::string kTrialsFromNumber =
+    "SELECT " TUNE_TRIAL_COLUMNS
+    " FROM trials WHERE study_id = ? AND number >= ? ORDER BY trial_id";
+const std::string kTrialByNumber =
+    "SELECT " TUNE_TRIAL_COLUMNS " FROM trials WHERE study_id = ? AND number = ?";
+#undef TUNE_TRIAL_COLUMNS
+const std::string kFirstWaiting =
+    "SELECT trial_id FROM trials WHERE study_id = ? AND state = 'WAITING' ORDER BY trial_id "
+    "LIMIT 1";
+const std::string kClaimWaiting =
+    "UPDATE trials SET state = 'RUNNING', datetime_start = ? WHERE trial_id = ? AND "
+    "state = 'WAITING'";
+const std::string kCountByState =
+    "SELECT state, COUNT(*) FROM trials WHERE study_id = ? GROUP BY state";
+const std::string kTrialHead = "SELECT number, state FROM trials WHERE trial_id = ?";
+const std::string kSetStateStarted =
+    "UPDATE trials SET state = ?, datetime_start = ? WHERE trial_id = ?";
+const std::string kSetStateFinished =
+    "UPDATE trials SET state = ?, datetime_complete = ? WHERE trial_id = ?";
+const std::string kSetState = "UPDATE trials SET state = ? WHERE trial_id = ?";
+const std::string kDeleteValues = "DELETE FROM trial_values WHERE trial_id = ?";
+const std::string kInsertValue =
+    "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?)";
+const std::string kUpsertParam =
+    "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+    "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
+    "param_value = excluded.param_value, distribution_json = excluded.distribution_json";
+const std::string kUpsertIntermediate =
+    "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
+    "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE SET "
+    "intermediate_value = excluded.intermediate_value, "
+    "intermediate_value_type = excluded.intermediate_value_type";
+const std::string kUpsertTrialUserAttr =
+    "INSERT INTO trial_user_attributes (trial_id, \"key\", value_json) VALUES (?, ?, ?) "
+    "ON CONFLICT (trial_id, \"key\") DO UPDATE SET value_json = excluded.value_json";
+const std::string kUpsertTrialSystemAttr =
+    "INSERT INTO trial_system_attributes (trial_id, \"key\", value_json) VALUES (?, ?, ?) "
+    "ON CONFLICT (trial_id, \"key\") DO UPDATE SET value_json = excluded.value_json";
+
+// A trial's child rows, per trial (primary-key index of the UNIQUE (trial_id, ...)
+// constraint) or for the trials of a study from a trial id on. Column 0 is always trial_id.
+struct ChildQuery {
+  std::string one;   // WHERE trial_id = ?
+  std::string many;  // WHERE t.study_id = ? AND t.trial_id >= ?
+};
+ChildQuery Child(const std::string& columns, const std::string& table) {
+  return {"SELECT trial_id, " + columns + " FROM " + table + " WHERE trial_id = ?",
+          "SELECT c.trial_id, " + columns + " FROM trials t JOIN " + table +
+              " c ON c.trial_id = t.trial_id WHERE t.study_id = ? AND t.trial_id >= ?"};
+}
+const ChildQuery kParams = Child("param_name, param_value, distribution_json", "trial_params");
+const ChildQuery kValues = Child("objective, value, value_type", "trial_values");
+const ChildQuery kIntermediates =
+    Child("step, intermediate_value, intermediate_value_type", "trial_intermediate_values");
+const ChildQuery kTrialUserAttrs = Child("\"key\", value_json", "trial_user_attributes");
+const ChildQuery kTrialSystemAttrs = Child("\"key\", value_json", "trial_system_attributes");
+
+// Up to this many trials are completed with per-trial queries; more with per-study joins.
+constexpr size_t kPerTrialLoadLimit = 8;
+
+// ---------------------------------------------------------------------------------------------
+
+// Now, at the microsecond resolution of the datetime columns, so a returned FrozenTrial equals
+// the one read back.
+TimePoint Now() { return std::chrono::floor<std::chrono::microseconds>(Clock::now()); }
+
+std::optional<std::string> FormatOpt(const std::optional<TimePoint>& t) {
+  if (!t) return std::nullopt;
+  return FormatDatetime(*t);
+}
+
+Status StatusOf(const Status& s) { return s; }
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
+bool StateIn(TrialState s, const std::vector<TrialState>& states) {
+  return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
+}
+
+struct TrialHead {
+  int64_t number;
+  TrialState state;
+};
+
+class RdbStorage : public Storage {
+ public:
+  RdbStorage(std::unique_ptr<Connection> conn, RdbStorageOptions options)
+      : conn_(std::move(conn)), options_(std::move(options)) {}
+
+  std::string url() const override { return options_.url; }
+
+  // --- studies ------------------------------------------------------------------------------
+
+  Result<int64_t> CreateStudy(const std::string& name,
+                              const std::vector<StudyDirection>& directions) override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<int64_t>>(TxKind::kWrite, [&]() -> Result<int64_t> {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery found, ScopedQuery::Make(*conn_, kFindStudyByName, name));
+      TUNE_ASSIGN_OR_RETURN(bool exists, found.Next());
+      if (exists) return AlreadyExistsError(fmt::format("a study named '{}' already exists", name));
+      TUNE_ASSIGN_OR_RETURN(int64_t id, InsertReturningId(kInsertStudy, name));
+      for (size_t i = 0; i < directions.size(); ++i) {
+        TUNE_RETURN_IF_ERROR(
+            Exec(*conn_, kInsertDirection, StudyDirectionName(directions[i]), id, i));
+      }
+      return id;
+    });
+  }
+
+  Status DeleteStudy(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    Status s = Transact<Status>(TxKind::kWrite, [&]() -> Status {
+      TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      for (const std::string& sql : kDeleteStudy) TUNE_RETURN_IF_ERROR(Exec(*conn_, sql, study_id));
+      return Status::Ok();
+    });
+    ids_by_number_.erase(study_id);
+    return s;
+  }
+
+  Result<int64_t> GetStudyId(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<int64_t>>(TxKind::kRead, [&]() -> Result<int64_t> {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kFindStudyByName, name));
+      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+      if (row) return q->Int(0);
+      TUNE_ASSIGN_OR_RETURN(std::vector<StudyInfo> all, StudiesLocked(std::nullopt));
+      std::vector<std::string> names;
+      for (const StudyInfo& s : all) names.push_back(s.name);
+      return StudyNotFoundError(name, names);
+    });
+  }
+
+  Result<std::vector<StudyInfo>> GetAllStudies() override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<std::vector<StudyInfo>>>(TxKind::kRead,
+                                                    [&]() { return StudiesLocked(std::nullopt); });
+  }
+
+  Result<StudyInfo> GetStudy(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<StudyInfo>>(TxKind::kRead, [&]() -> Result<StudyInfo> {
+      TUNE_ASSIGN_OR_RETURN(std::vector<StudyInfo> one, StudiesLocked(study_id));
+      if (one.empty()) return NoStudy(study_id);
+      return std::move(one[0]);
+    });
+  }
+
+  Status SetStudyUserAttr(int64_t study_id, const std::string& key, const Json& value) override {
+    return SetStudyAttr(kUpsertStudyUserAttr, study_id, key, value);
+  }
+
+  Status SetStudySystemAttr(int64_t study_id, const std::string& key, const Json& value) override {
+    return SetStudyAttr(kUpsertStudySystemAttr, study_id, key, value);
+  }
+
+  // --- trials -------------------------------------------------------------------------------
+
+  Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ) override {
+    FrozenTrial t;
+    if (templ) {
+      t = *templ;
+    } else {
+      t.state = TrialState::kRunning;
+    }
+    const TimePoint now = Now();
+    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = now;
+    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
+    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = now;
+    if (!IsFinished(t.state)) t.datetime_complete.reset();
+    std::vector<StoredNumber> values;
+    for (double v : t.values) {
+      TUNE_ASSIGN_OR_RETURN(StoredNumber sv, EncodeTrialValue(v));
+      values.push_back(sv);
+    }
+    for (const auto& [name, v] : t.params) {
+      if (!t.distributions.count(name)) {
+        return InvalidArgumentError(
+            fmt::format("trial template: parameter '{}' has no distribution", name));
+      }
+    }
+
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(
+        FrozenTrial created,
+        Transact<Result<FrozenTrial>>(TxKind::kWrite, [&]() -> Result<FrozenTrial> {
+          FrozenTrial out = t;
+          TUNE_ASSIGN_OR_RETURN(
+              ScopedQuery q, ScopedQuery::Make(*conn_, kInsertTrial, study_id,
+                                               TrialStateName(t.state), FormatOpt(t.datetime_start),
+                                               FormatOpt(t.datetime_complete), study_id));
+          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+          if (!row) return NoStudy(study_id);
+          out.trial_id = q->Int(0);
+          out.number = q->Int(1);
+          TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
+          (void)more;
+          for (const auto& [name, v] : t.params) {
+            TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertParam, out.trial_id, name, v,
+                                      DistributionToJson(t.distributions.at(name))));
+          }
+          for (size_t i = 0; i < values.size(); ++i) {
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kInsertValue, out.trial_id, i, values[i].value, values[i].type));
+          }
+          for (const auto& [step, v] : t.intermediate_values) {
+            StoredNumber sv = EncodeIntermediateValue(v);
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kUpsertIntermediate, out.trial_id, step, sv.value, sv.type));
+          }
+          for (const auto& [key, v] : t.user_attrs.items()) {
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kUpsertTrialUserAttr, out.trial_id, key, EncodeJson(v)));
+          }
+          for (const auto& [key, v] : t.system_attrs.items()) {
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kUpsertTrialSystemAttr, out.trial_id, key, EncodeJson(v)));
+          }
+          return out;
+        }));
+    Remember(study_id, created.number, created.trial_id);
+    return created;
+  }
+
+  Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
+    using Claimed = Result<std::optional<FrozenTrial>>;
+    std::lock_guard lock(mu_);
+    // Most asks find nothing waiting: look first without taking the write lock.
+    TUNE_ASSIGN_OR_RETURN(bool any, Transact<Result<bool>>(TxKind::kRead, [&]() -> Result<bool> {
+                            TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id,
+                                                  FirstWaitingLocked(study_id));
+                            if (id) return true;
+                            TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+                            return false;
+                          }));
+    if (!any) return std::optional<FrozenTrial>();
+    TUNE_ASSIGN_OR_RETURN(
+        std::optional<FrozenTrial> claimed, Transact<Claimed>(TxKind::kWrite, [&]() -> Claimed {
+          TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id, FirstWaitingLocked(study_id));
+          if (!id) return std::optional<FrozenTrial>();
+          TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetime(Now()), *id));
+          if (conn_->Changes() != 1) return std::optional<FrozenTrial>();
+          TUNE_ASSIGN_OR_RETURN(FrozenTrial t, TrialLocked(*id));
+          return std::optional<FrozenTrial>(std::move(t));
+        }));
+    return claimed;
+  }
+
+  Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
+                       const Distribution& distribution) override {
+    const std::string json = DistributionToJson(distribution);
+    return UpdateTrial(trial_id, [&]() {
+      return Exec(*conn_, kUpsertParam, trial_id, name, internal_value, json);
+    });
+  }
+
+  Status SetTrialIntermediateValue(int64_t trial_id, int64_t step, double value) override {
+    StoredNumber sv = EncodeIntermediateValue(value);
+    return UpdateTrial(trial_id, [&]() {
+      return Exec(*conn_, kUpsertIntermediate, trial_id, step, sv.value, sv.type);
+    });
+  }
+
+  Status SetTrialUserAttr(int64_t trial_id, const std::string& key, const Json& value) override {
+    const std::string json = EncodeJson(value);
+    return UpdateTrial(trial_id,
+                       [&]() { return Exec(*conn_, kUpsertTrialUserAttr, trial_id, key, json); });
+  }
+
+  Status SetTrialSystemAttr(int64_t trial_id, const std::string& key, const Json& value) override {
+    const std::string json = EncodeJson(value);
+    return UpdateTrial(trial_id,
+                       [&]() { return Exec(*conn_, kUpsertTrialSystemAttr, trial_id, key, json); });
+  }
+
+  Result<bool> SetTrialStateValues(int64_t trial_id, TrialState state,
+                                   const std::vector<double>& values) override {
+    std::vector<StoredNumber> stored;
+    for (double v : values) {
+      TUNE_ASSIGN_OR_RETURN(StoredNumber sv, EncodeTrialValue(v));
+      stored.push_back(sv);
+    }
+    std::lock_guard lock(mu_);
+    return Transact<Result<bool>>(TxKind::kWrite, [&]() -> Result<bool> {
+      TUNE_ASSIGN_OR_RETURN(TrialHead head, UpdatableHeadLocked(trial_id));
+      const char* name = TrialStateName(state);
+      if (state == TrialState::kRunning) {
+        if (head.state != TrialState::kWaiting) return false;
+        TUNE_RETURN_IF_ERROR(Exec(*conn_, kSetStateStarted, name, FormatDatetime(Now()), trial_id));
+      } else if (IsFinished(state)) {
+        TUNE_RETURN_IF_ERROR(
+            Exec(*conn_, kSetStateFinished, name, FormatDatetime(Now()), trial_id));
+      } else {
+        TUNE_RETURN_IF_ERROR(Exec(*conn_, kSetState, name, trial_id));
+      }
+      if (!stored.empty()) {
+        TUNE_RETURN_IF_ERROR(Exec(*conn_, kDeleteValues, trial_id));
+        for (size_t i = 0; i < stored.size(); ++i) {
+          TUNE_RETURN_IF_ERROR(
+              Exec(*conn_, kInsertValue, trial_id, i, stored[i].value, stored[i].type));
+        }
+      }
+      return true;
+    });
+  }
+
+  Result<FrozenTrial> GetTrial(int64_t trial_id) override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<FrozenTrial>>(TxKind::kRead, [&]() { return TrialLocked(trial_id); });
+  }
+
+  Result<std::vector<FrozenTrial>> GetAllTrials(int64_t study_id,
+                                                const std::vector<TrialState>& states) override {
+    using Trials = Result<std::vector<FrozenTrial>>;
+    std::lock_guard lock(mu_);
+    return Transact<Trials>(TxKind::kRead, [&]() -> Trials {
+      TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> rows,
+                            TrialRowsLocked(kTrialsOfStudy, study_id));
+      if (rows.empty()) TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      std::vector<FrozenTrial> picked;
+      for (FrozenTrial& t : rows) {
+        if (StateIn(t.state, states)) picked.push_back(std::move(t));
+      }
+      TUNE_RETURN_IF_ERROR(FillChildrenLocked(study_id, picked));
+      return picked;
+    });
+  }
+
+  Result<std::vector<FrozenTrial>> GetTrialsSince(int64_t study_id, int64_t first_number,
+                                                  const std::vector<int64_t>& numbers) override {
+    using Trials = Result<std::vector<FrozenTrial>>;
+    std::lock_guard lock(mu_);
+    return Transact<Trials>(TxKind::kRead, [&]() -> Trials {
+      std::vector<FrozenTrial> rows;
+      // Listed trials before first_number: by primary key when the id is known.
+      for (int64_t number : numbers) {
+        if (number < 0 || number >= first_number) continue;
+        std::optional<FrozenTrial> row;
+        if (std::optional<int64_t> id = KnownId(study_id, number)) {
+          TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> r, TrialRowsLocked(kTrialById, *id));
+          if (r.size() == 1 && r[0].number == number) row = std::move(r[0]);
+        }
+        if (!row) {
+          TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> r,
+                                TrialRowsLocked(kTrialByNumber, study_id, number));
+          if (!r.empty()) row = std::move(r[0]);
+        }
+        if (row) rows.push_back(std::move(*row));
+      }
+      // Trials from first_number on: a trial_id range after the last known trial.
+      std::vector<FrozenTrial> fresh;
+      std::optional<int64_t> anchor =
+          first_number > 0 ? KnownId(study_id, first_number - 1) : std::optional<int64_t>(-1);
+      if (anchor) {
+        TUNE_ASSIGN_OR_RETURN(fresh, TrialRowsLocked(kTrialsAfterId, study_id, *anchor,
+                                                     std::max<int64_t>(first_number, 0)));
+      } else {
+        TUNE_ASSIGN_OR_RETURN(fresh, TrialRowsLocked(kTrialsFromNumber, study_id, first_number));
+      }
+      if (rows.empty() && fresh.empty()) TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      for (FrozenTrial& t : fresh) rows.push_back(std::move(t));
+      std::sort(rows.begin(), rows.end(),
+                [](const FrozenTrial& a, const FrozenTrial& b) { return a.number < b.number; });
+      TUNE_RETURN_IF_ERROR(FillChildrenLocked(study_id, rows));
+      return rows;
+    });
+  }
+
+  Result<int64_t> CountTrials(int64_t study_id, const std::vector<TrialState>& states) override {
+    std::lock_guard lock(mu_);
+    return Transact<Result<int64_t>>(TxKind::kRead, [&]() -> Result<int64_t> {
+      int64_t n = 0;
+      bool any = false;
+      {
+        TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kCountByState, study_id));
+        while (true) {
+          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+          if (!row) break;
+          any = true;
+          TUNE_ASSIGN_OR_RETURN(TrialState s, ParseState(q->Text(0)));
+          if (StateIn(s, states)) n += q->Int(1);
+        }
+      }
+      if (!any) TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      return n;
+    });
+  }
+
+ private:
+  // Runs `fn` in a transaction, retrying the whole transaction (with a short random backoff)
+  // while the database reports a lock conflict (Unavailable), up to max_attempts times.
+  // REQUIRES: mu_ is held.
+  template <typename R, typename F>
+  R Transact(TxKind kind, F&& fn) {
+    Status last;
+    for (int attempt = 0; attempt < std::max(1, options_.max_attempts); ++attempt) {
+      if (attempt > 0) Backoff(attempt);
+      if (Status begun = conn_->Begin(kind); !begun.ok()) {
+        if (begun.code() == StatusCode::kUnavailable) {
+          last = begun;
+          continue;
+        }
+        return begun;
+      }
+      R result = fn();
+      if (Status s = StatusOf(result); !s.ok()) {
+        conn_->Rollback();
+        if (s.code() == StatusCode::kUnavailable) {
+          last = s;
+          continue;
+        }
+        return result;
+      }
+      if (Status committed = conn_->Commit(); !committed.ok()) {
+        conn_->Rollback();
+        if (committed.code() == StatusCode::kUnavailable) {
+          last = committed;
+          continue;
+        }
+        return committed;
+      }
+      return result;
+    }
+    return UnavailableError(fmt::format("{} (gave up after {} attempts)", last.message(),
+                                        std::max(1, options_.max_attempts)));
+  }
+
+  void Backoff(int attempt) {
+    thread_local std::minstd_rand rng(std::random_device{}());
+    int max_ms = std::min(10 * attempt * attempt, 200);
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(1 + static_cast<int>(rng() % static_cast<unsigned>(max_ms))));
+  }
+
+  Status NoStudy(int64_t study_id) const {
+    return NotFoundError(fmt::format("no study with id {} in {}", study_id, options_.url));
+  }
+
+  Result<TrialState> ParseState(const std::string& name) const {
+    Result<TrialState> s = ParseTrialState(name);
+    if (!s.ok()) return InternalError(fmt::format("{}: {}", options_.url, s.status().message()));
+    return s;
+  }
+
+  Result<int64_t> InsertReturningId(const std::string& sql, const std::string& arg) {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, sql, arg));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    if (!row) return InternalError(fmt::format("{}: INSERT returned no id", options_.url));
+    int64_t id = q->Int(0);
+    TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
+    (void)more;
+    return id;
+  }
+
+  // REQUIRES: mu_ is held, inside a transaction.
+  Status CheckStudyLocked(int64_t study_id) {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kStudyExists, study_id));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    return row ? Status::Ok() : NoStudy(study_id);
+  }
+
+  Status SetStudyAttr(const std::string& sql, int64_t study_id, const std::string& key,
+                      const Json& value) {
+    const std::string json = EncodeJson(value);
+    std::lock_guard lock(mu_);
+    return Transact<Status>(TxKind::kWrite, [&]() -> Status {
+      TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      return Exec(*conn_, sql, study_id, key, json);
+    });
+  }
+
+  // `study_id` set: that study only (empty if it does not exist).
+  // REQUIRES: mu_ is held, inside a transaction.
+  Result<std::vector<StudyInfo>> StudiesLocked(std::optional<int64_t> study_id) {
+    std::vector<StudyInfo> out;
+    std::unordered_map<int64_t, size_t> index;
+    {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, study_id
+                                               ? ScopedQuery::Make(*conn_, kSelectStudy, *study_id)
+                                               : ScopedQuery::Make(*conn_, kSelectStudies));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) break;
+        StudyInfo info;
+        info.study_id = q->Int(0);
+        info.name = q->Text(1);
+        index[info.study_id] = out.size();
+        out.push_back(std::move(info));
+      }
+    }
+    if (out.empty()) return out;
+    {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q,
+                            study_id ? ScopedQuery::Make(*conn_, kSelectStudyDirections, *study_id)
+                                     : ScopedQuery::Make(*conn_, kSelectDirections));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) break;
+        auto it = index.find(q->Int(0));
+        if (it == index.end()) continue;
+        auto objective = static_cast<size_t>(std::max<int64_t>(0, q->Int(1)));
+        TUNE_ASSIGN_OR_RETURN(StudyDirection d, ParseStudyDirection(q->Text(2)));
+        auto& dirs = out[it->second].directions;
+        if (dirs.size() <= objective) dirs.resize(objective + 1, StudyDirection::kNotSet);
+        dirs[objective] = d;
+      }
+    }
+    for (bool user : {true, false}) {
+      const std::string& sql =
+          user ? (study_id ? kSelectOneStudyUserAttrs : kSelectStudyUserAttrs)
+               : (study_id ? kSelectOneStudySystemAttrs : kSelectStudySystemAttrs);
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, study_id ? ScopedQuery::Make(*conn_, sql, *study_id)
+                                                    : ScopedQuery::Make(*conn_, sql));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) break;
+        auto it = index.find(q->Int(0));
+        if (it == index.end()) continue;
+        TUNE_ASSIGN_OR_RETURN(Json v, DecodeJsonColumn(*q, 2, "study attribute"));
+        (user ? out[it->second].user_attrs : out[it->second].system_attrs)[q->Text(1)] =
+            std::move(v);
+      }
+    }
+    {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q,
+                            study_id ? ScopedQuery::Make(*conn_, kOneStudyTrialSummary, *study_id)
+                                     : ScopedQuery::Make(*conn_, kStudyTrialSummaries));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) break;
+        auto it = index.find(q->Int(0));
+        if (it == index.end()) continue;
+        out[it->second].n_trials = q->Int(1);
+        if (!q->IsNull(2)) {
+          TUNE_ASSIGN_OR_RETURN(out[it->second].datetime_start, ParseDatetimeColumn(q->Text(2)));
+        }
+      }
+    }
+    return out;
+  }
+
+  Result<Json> DecodeJsonColumn(const Statement& row, int column, const char* what) const {
+    if (row.IsNull(column)) return Json(nullptr);
+    Result<Json> j = DecodeJson(row.Text(column));
+    if (!j.ok()) {
+      return InternalError(fmt::format("{}: {}: {}", options_.url, what, j.status().message()));
+    }
+    return j;
+  }
+
+  Result<TimePoint> ParseDatetimeColumn(const std::string& text) const {
+    Result<TimePoint> t = ParseDatetime(text);
+    if (!t.ok()) return InternalError(fmt::format("{}: {}", options_.url, t.status().message()));
+    return t;
+  }
+
+  // Trial rows (without children) of `sql`, whose columns are TUNE_TRIAL_COLUMNS.
+  // REQUIRES: mu_ is held, inside a transaction.
+  template <typename... Args>
+  Result<std::vector<FrozenTrial>> TrialRowsLocked(const std::string& sql, const Args&... args) {
+    std::vector<FrozenTrial> out;
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, sql, args...));
+    while (true) {
+      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+      if (!row) break;
+      FrozenTrial t;
+      t.trial_id = q->Int(0);
+      if (q->IsNull(1)) {
+        return InternalError(
+            fmt::format("{}: trial id {} has no number", options_.url, t.trial_id));
+      }
+      t.number = q->Int(1);
+      TUNE_ASSIGN_OR_RETURN(t.state, ParseState(q->Text(3)));
+      if (!q->IsNull(4)) {
+        TUNE_ASSIGN_OR_RETURN(t.datetime_start, ParseDatetimeColumn(q->Text(4)));
+      }
+      if (!q->IsNull(5)) {
+        TUNE_ASSIGN_OR_RETURN(t.datetime_complete, ParseDatetimeColumn(q->Text(5)));
+      }
+      if (!q->IsNull(2)) Remember(q->Int(2), t.number, t.trial_id);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  // One trial with everything. REQUIRES: mu_ is held, inside a transaction.
+  Result<FrozenTrial> TrialLocked(int64_t trial_id) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> rows, TrialRowsLocked(kTrialById, trial_id));
+    if (rows.empty()) return NotFoundError(fmt::format("no trial with id {}", trial_id));
+    TUNE_RETURN_IF_ERROR(FillChildrenLocked(/*study_id=*/-1, rows));
+    return std::move(rows[0]);
+  }
+
+  // Reads params, values, intermediate values and attributes of `trials` (all of `study_id`).
+  // REQUIRES: mu_ is held, inside a transaction.
+  Status FillChildrenLocked(int64_t study_id, std::vector<FrozenTrial>& trials) {
+    if (trials.empty()) return Status::Ok();
+    std::unordered_map<int64_t, FrozenTrial*> by_id;
+    int64_t min_id = trials[0].trial_id;
+    for (FrozenTrial& t : trials) {
+      by_id[t.trial_id] = &t;
+      min_id = std::min(min_id, t.trial_id);
+    }
+    const bool per_trial = study_id < 0 || trials.size() <= kPerTrialLoadLimit;
+    // Runs `query` for the trials and hands each row to `apply` with its trial.
+    auto each = [&](const ChildQuery& query, auto&& apply) -> Status {
+      auto consume = [&](ScopedQuery& q) -> Status {
+        while (true) {
+          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+          if (!row) return Status::Ok();
+          auto it = by_id.find(q->Int(0));
+          if (it != by_id.end()) TUNE_RETURN_IF_ERROR(apply(*it->second, *q));
+        }
+      };
+      if (per_trial) {
+        for (const FrozenTrial& t : trials) {
+          TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, query.one, t.trial_id));
+          TUNE_RETURN_IF_ERROR(consume(q));
+        }
+        return Status::Ok();
+      }
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, query.many, study_id, min_id));
+      return consume(q);
+    };
+    auto number_column = [](const Statement& row, int column) {
+      return row.IsNull(column) ? std::optional<double>()
+                                : std::optional<double>(row.Double(column));
+    };
+    TUNE_RETURN_IF_ERROR(each(kParams, [&](FrozenTrial& t, const Statement& row) -> Status {
+      const std::string name = row.Text(1);
+      if (row.IsNull(2)) {
+        return InternalError(
+            fmt::format("{}: trial {}: parameter '{}' has no value", options_.url, t.number, name));
+      }
+      Result<Distribution> d = dists_.Get(row.Text(3));
+      if (!d.ok()) {
+        return InternalError(fmt::format("{}: trial {}: parameter '{}': {}", options_.url, t.number,
+                                         name, d.status().message()));
+      }
+      t.params[name] = row.Double(2);
+      t.distributions[name] = std::move(d).value();
+      return Status::Ok();
+    }));
+    TUNE_RETURN_IF_ERROR(each(kValues, [&](FrozenTrial& t, const Statement& row) -> Status {
+      auto objective = static_cast<size_t>(std::max<int64_t>(0, row.Int(1)));
+      Result<double> v = DecodeNumber(number_column(row, 2), row.Text(3));
+      if (!v.ok()) {
+        return InternalError(
+            fmt::format("{}: trial {}: value: {}", options_.url, t.number, v.status().message()));
+      }
+      if (t.values.size() <= objective) {
+        t.values.resize(objective + 1, std::numeric_limits<double>::quiet_NaN());
+      }
+      t.values[objective] = *v;
+      return Status::Ok();
+    }));
+    TUNE_RETURN_IF_ERROR(each(kIntermediates, [&](FrozenTrial& t, const Statement& row) -> Status {
+      Result<double> v = DecodeNumber(number_column(row, 2), row.Text(3));
+      if (!v.ok()) {
+        return InternalError(fmt::format("{}: trial {}: intermediate value: {}", options_.url,
+                                         t.number, v.status().message()));
+      }
+      t.intermediate_values[row.Int(1)] = *v;
+      return Status::Ok();
+    }));
+    for (bool user : {true, false}) {
+      TUNE_RETURN_IF_ERROR(
+          each(user ? kTrialUserAttrs : kTrialSystemAttrs,
+               [&](FrozenTrial& t, const Statement& row) -> Status {
+                 TUNE_ASSIGN_OR_RETURN(Json v, DecodeJsonColumn(row, 2, "trial attribute"));
+                 (user ? t.user_attrs : t.system_attrs)[row.Text(1)] = std::move(v);
+                 return Status::Ok();
+               }));
+    }
+    return Status::Ok();
+  }
+
+  // REQUIRES: mu_ is held, inside a transaction.
+  Result<std::optional<int64_t>> FirstWaitingLocked(int64_t study_id) {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kFirstWaiting, study_id));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    if (!row) return std::optional<int64_t>();
+    return std::optional<int64_t>(q->Int(0));
+  }
+
+  // The trial's number and state; NotFound, or Optuna's error for a finished trial.
+  // REQUIRES: mu_ is held, inside a write transaction.
+  Result<TrialHead> UpdatableHeadLocked(int64_t trial_id) {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kTrialHead, trial_id));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    if (!row) return NotFoundError(fmt::format("no trial with id {}", trial_id));
+    TrialHead head{q->Int(0), TrialState::kRunning};
+    TUNE_ASSIGN_OR_RETURN(head.state, ParseState(q->Text(1)));
+    if (IsFinished(head.state)) return TrialFinishedError(head.number);
+    return head;
+  }
+
+  // One write transaction: check that the trial may change, then `write`.
+  template <typename F>
+  Status UpdateTrial(int64_t trial_id, F&& write) {
+    std::lock_guard lock(mu_);
+    return Transact<Status>(TxKind::kWrite, [&]() -> Status {
+      TUNE_ASSIGN_OR_RETURN(TrialHead head, UpdatableHeadLocked(trial_id));
+      (void)head;
+      return write();
+    });
+  }
+
+  // number -> trial_id of committed trials: ids never change once given, so GetTrialsSince can
+  // read by primary key / id range. REQUIRES: mu_ is held.
+  void Remember(int64_t study_id, int64_t number, int64_t trial_id) {
+    if (number < 0 || number > (int64_t{1} << 40)) return;
+    std::vector<int64_t>& ids = ids_by_number_[study_id];
+    if (ids.size() <= static_cast<size_t>(number)) ids.resize(static_cast<size_t>(number) + 1, -1);
+    ids[static_cast<size_t>(number)] = trial_id;
+  }
+  std::optional<int64_t> KnownId(int64_t study_id, int64_t number) const {
+    auto it = ids_by_number_.find(study_id);
+    if (it == ids_by_number_.end() || number < 0 ||
+        static_cast<size_t>(number) >= it->second.size() ||
+        it->second[static_cast<size_t>(number)] < 0) {
+      return std::nullopt;
+    }
+    return it->second[static_cast<size_t>(number)];
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<Connection> conn_;  // guarded by mu_
+  const RdbStorageOptions options_;
+  DistributionCache dists_;                                          // guarded by mu_
+  std::unordered_map<int64_t, std::vector<int64_t>> ids_by_number_;  // guarded by mu_
+};
+
+}  // namespace
+
+std::unique_ptr<Storage> NewRdbStorage(std::unique_ptr<Connection> connection,
+                                       RdbStorageOptions options) {
+  return std::make_unique<RdbStorage>(std::move(connection), std::move(options));
+}
+
+}  // namespace tune::internal::rdb

@@ -1,0 +1,32 @@
+// The Storage contract over Optuna's RDB schema, written once for every RDB backend: the SQL, the
+// transactions and their retries, the row <-> FrozenTrial mapping. A backend supplies an open
+// Connection whose database already holds the schema (see sqlite_storage.cpp).
+//
+// Per state change: one write transaction of O(1) statements (a trial's number is computed inside
+// the INSERT's transaction, so numbers stay contiguous across processes). Reads of several rows
+// run in one read transaction (a consistent snapshot). GetTrialsSince reads only the trials
+// asked for: new trials by a trial_id range after the last known number, unfinished ones by
+// primary key.
+//
+// REQUIRES of the database: trial ids increase in commit order within a study (true for SQLite's
+// INTEGER PRIMARY KEY under its single writer; a PostgreSQL backend must lock the study row
+// before inserting a trial).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storages/rdb/connection.h"
+#include "tune/storages/storage.h"
+
+namespace tune::internal::rdb {
+
+struct RdbStorageOptions {
+  std::string url;       // what url() returns, e.g. "sqlite:///x.db"
+  int max_attempts = 8;  // per transaction, when the database reports a lock conflict
+};
+
+std::unique_ptr<Storage> NewRdbStorage(std::unique_ptr<Connection> connection,
+                                       RdbStorageOptions options);
+
+}  // namespace tune::internal::rdb

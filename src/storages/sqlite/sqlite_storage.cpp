@@ -1,0 +1,299 @@
+// OpenSqliteStorage: opens or creates the file, checks that it holds an Optuna schema tune
+// knows, and hands the connection to the shared RDB storage.
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include "storages/rdb/rdb_storage.h"
+#include "storages/rdb/schema.h"
+#include "storages/sqlite/sqlite_connection.h"
+#include "tune/storages/sqlite.h"
+#include "tune/text.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::rdb::ScopedQuery;
+using internal::sqlite::SqliteConnection;
+
+// Optuna's alembic revisions older than tune's (optuna/storages/_rdb/alembic/versions/).
+const std::vector<std::string> kOlderOptunaRevisions = {
+    "v0.9.0.a", "v1.2.0.a", "v1.3.0.a", "v2.4.0.a", "v2.6.0.a", "v3.0.0.a", "v3.0.0.b", "v3.0.0.c"};
+
+struct Inspection {
+  bool empty = false;    // no tables at all: a new database
+  std::string revision;  // set when !empty
+};
+
+// What the file holds. Errors for anything but an empty database or a complete Optuna schema.
+// Reads only.
+Result<Inspection> Inspect(SqliteConnection& conn, const std::string& path) {
+  auto unreadable = [&](const Status& s) {
+    if (s.code() == StatusCode::kUnavailable) return s;  // locked by another process
+    return InvalidArgumentError(fmt::format(
+        "'{}' is not a readable SQLite database ({}); nothing was changed", path,
+        s.message().substr(
+            s.message().rfind(": ") == std::string::npos ? 0 : s.message().rfind(": ") + 2)));
+  };
+  std::vector<std::string> tables;
+  {
+    auto q = ScopedQuery::Make(conn, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (!q.ok()) return unreadable(q.status());
+    while (true) {
+      Result<bool> row = q->Next();
+      if (!row.ok()) return unreadable(row.status());
+      if (!*row) break;
+      tables.push_back((*q)->Text(0));
+    }
+  }
+  // Page-level damage shows up only when the pages are read: check them all (cheap next to a
+  // study: one pass over the file).
+  {
+    auto q = ScopedQuery::Make(conn, "PRAGMA quick_check(5)");
+    if (!q.ok()) return unreadable(q.status());
+    std::vector<std::string> problems;
+    while (true) {
+      Result<bool> row = q->Next();
+      if (!row.ok()) return unreadable(row.status());
+      if (!*row) break;
+      std::string line = (*q)->Text(0);
+      if (line != "ok") problems.push_back(line);
+    }
+    if (!problems.empty()) {
+      return InvalidArgumentError(
+          fmt::format("'{}' is a corrupt SQLite database ({}); nothing "
+                      "was changed",
+                      path, JoinNames(problems, "; ")));
+    }
+  }
+  Inspection out;
+  if (tables.empty()) {
+    out.empty = true;
+    return out;
+  }
+  std::vector<std::string> missing;
+  for (const std::string& t : internal::rdb::SchemaTables()) {
+    if (std::find(tables.begin(), tables.end(), t) == tables.end()) missing.push_back(t);
+  }
+  if (!missing.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "'{}' is a SQLite database but not an Optuna/tune storage (missing tables: {}); nothing "
+        "was changed",
+        path, JoinNames(missing)));
+  }
+  std::vector<std::string> revisions;
+  {
+    auto q = ScopedQuery::Make(conn, "SELECT version_num FROM alembic_version");
+    if (!q.ok()) return unreadable(q.status());
+    while (true) {
+      Result<bool> row = q->Next();
+      if (!row.ok()) return unreadable(row.status());
+      if (!*row) break;
+      revisions.push_back((*q)->Text(0));
+    }
+  }
+  if (revisions.size() != 1) {
+    return InvalidArgumentError(fmt::format(
+        "'{}' records {} schema revisions in alembic_version ({}); tune needs exactly one of: {}",
+        path, revisions.size(), revisions.empty() ? "none" : JoinNames(revisions),
+        internal::rdb::SupportedRevisionsText()));
+  }
+  out.revision = revisions[0];
+  if (!internal::rdb::IsSupportedRevision(out.revision)) {
+    bool older = std::find(kOlderOptunaRevisions.begin(), kOlderOptunaRevisions.end(),
+                           out.revision) != kOlderOptunaRevisions.end();
+    return InvalidArgumentError(fmt::format(
+        "'{}' has Optuna schema revision '{}', which tune does not support; supported: {}{}", path,
+        out.revision, internal::rdb::SupportedRevisionsText(),
+        older ? fmt::format(". Upgrade the file first: optuna storage upgrade --storage "
+                            "sqlite:///{}",
+                            path)
+              : ". The file was written by a newer Optuna"));
+  }
+  return out;
+}
+
+// Creates the schema in an empty database, unless another process did it first.
+Status CreateSchema(SqliteConnection& conn, const std::string& path, const std::string& revision,
+                    int max_attempts) {
+  Status last;
+  for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
+    Status begun = conn.Begin(internal::rdb::TxKind::kWrite);
+    if (begun.code() == StatusCode::kUnavailable) {
+      last = begun;
+      continue;
+    }
+    TUNE_RETURN_IF_ERROR(begun);
+    Result<Inspection> now = Inspect(conn, path);
+    Status s = now.status();
+    if (s.ok() && now->empty) {
+      for (const std::string& sql :
+           internal::rdb::CreateSchemaStatements(internal::rdb::Dialect::kSqlite, revision)) {
+        s = conn.ExecScript(sql);
+        if (!s.ok()) break;
+      }
+    }
+    if (s.ok()) s = conn.Commit();
+    if (s.ok()) return s;
+    conn.Rollback();
+    if (s.code() != StatusCode::kUnavailable) return s;
+    last = s;
+  }
+  return UnavailableError(fmt::format("creating the schema in '{}': {}", path, last.message()));
+}
+
+}  // namespace
+
+const std::vector<std::string>& SqliteSchemaRevisions() {
+  return internal::rdb::SupportedRevisions();
+}
+
+Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
+                                                   const SqliteOptions& options) {
+  if (options.schema_revision && !internal::rdb::IsSupportedRevision(*options.schema_revision)) {
+    return InvalidArgumentError(fmt::format(
+        "unknown SQLite schema revision '{}'{}; supported: {}", *options.schema_revision,
+        DidYouMean(*options.schema_revision, internal::rdb::SupportedRevisions()),
+        internal::rdb::SupportedRevisionsText()));
+  }
+  if (path.empty()) return InvalidArgumentError("the SQLite storage needs a file path");
+  if (sqlite3_libversion_number() < 3035000) {
+    return FailedPreconditionError(fmt::format(
+        "the SQLite storage needs SQLite >= 3.35 (RETURNING); this is {}", sqlite3_libversion()));
+  }
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (exists && fs::is_directory(path, ec)) {
+    return InvalidArgumentError(fmt::format("'{}' is a directory, not a SQLite file", path));
+  }
+  if (!exists && (!options.create_if_missing || options.read_only)) {
+    return NotFoundError(fmt::format("SQLite storage '{}' does not exist", path));
+  }
+  const std::string url = "sqlite:///" + path;
+  SqliteConnection::OpenOptions open;
+  open.read_only = options.read_only;
+  open.create = !exists;
+  open.busy_timeout_ms = options.busy_timeout_ms;
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> conn,
+                        SqliteConnection::Open(path, url, open));
+
+  TUNE_ASSIGN_OR_RETURN(Inspection found, Inspect(*conn, path));
+  if (found.empty && options.read_only) {
+    return InvalidArgumentError(
+        fmt::format("'{}' is an empty SQLite database (no Optuna schema, no studies)", path));
+  }
+  if (!found.empty && options.schema_revision && *options.schema_revision != found.revision) {
+    return InvalidArgumentError(fmt::format(
+        "'{}' has schema revision {}, but {} was asked for; the revision is chosen when a file "
+        "is created and tune never migrates one (drop the schema option to use the file as it "
+        "is)",
+        path, found.revision, *options.schema_revision));
+  }
+  if (!options.read_only) {
+    // WAL: readers (a dashboard) never block the writer; NORMAL sync: a commit survives a crash
+    // of the process (not a power loss before the next checkpoint).
+    TUNE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA journal_mode=WAL"));
+    TUNE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA synchronous=NORMAL"));
+  }
+  if (found.empty) {
+    const std::string revision = options.schema_revision.value_or(kDefaultSqliteSchemaRevision);
+    TUNE_RETURN_IF_ERROR(CreateSchema(*conn, path, revision, options.max_attempts));
+    TUNE_ASSIGN_OR_RETURN(found, Inspect(*conn, path));
+    if (found.empty) return InternalError(fmt::format("'{}': the schema was not created", path));
+    if (options.schema_revision && *options.schema_revision != found.revision) {
+      return InvalidArgumentError(fmt::format(
+          "'{}' was just created by another process with schema revision {}, but {} was asked "
+          "for",
+          path, found.revision, *options.schema_revision));
+    }
+    spdlog::debug("created SQLite storage '{}' (schema {})", path, found.revision);
+  }
+  internal::rdb::RdbStorageOptions rdb_options;
+  rdb_options.url = url;
+  rdb_options.max_attempts = options.max_attempts;
+  return internal::rdb::NewRdbStorage(std::move(conn), std::move(rdb_options));
+}
+
+namespace {
+
+Result<std::string> PercentDecode(const std::string& url, const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    int value = 0;
+    if (i + 2 >= text.size() ||
+        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr !=
+            text.data() + i + 3) {
+      return InvalidArgumentError(fmt::format("storage '{}': bad %-escape in the path", url));
+    }
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SqliteUrl> ParseSqliteUrl(const std::string& url) {
+  const std::string prefix = "sqlite:///";
+  if (url.rfind(prefix, 0) != 0) {
+    return InvalidArgumentError(fmt::format(
+        "storage '{}': a SQLite URL is sqlite:///RELATIVE/PATH or sqlite:////ABSOLUTE/PATH", url));
+  }
+  std::string rest = url.substr(prefix.size());
+  std::string query;
+  if (size_t q = rest.find('?'); q != std::string::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  SqliteUrl out;
+  TUNE_ASSIGN_OR_RETURN(out.path, PercentDecode(url, rest));
+  if (out.path.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "storage '{}' names no file (e.g. sqlite:///tune.db, sqlite:////tmp/tune.db)", url));
+  }
+  const std::vector<std::string> keys = {"schema", "timeout"};
+  size_t pos = 0;
+  while (!query.empty() && pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    pos = amp == std::string::npos ? query.size() + 1 : amp + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "schema") {
+      if (!internal::rdb::IsSupportedRevision(value)) {
+        return InvalidArgumentError(
+            fmt::format("storage '{}': unknown schema '{}'{}; supported: {}", url, value,
+                        DidYouMean(value, internal::rdb::SupportedRevisions()),
+                        internal::rdb::SupportedRevisionsText()));
+      }
+      out.options.schema_revision = value;
+    } else if (key == "timeout") {
+      double seconds = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+      if (ec != std::errc() || ptr != value.data() + value.size() || !(seconds >= 0) ||
+          seconds > 86400) {
+        return InvalidArgumentError(
+            fmt::format("storage '{}': timeout must be a number of seconds (0 to 86400), got '{}'",
+                        url, value));
+      }
+      out.options.busy_timeout_ms = static_cast<int>(seconds * 1000.0);
+    } else {
+      return InvalidArgumentError(fmt::format("storage '{}': unknown option '{}'{}; valid: {}", url,
+                                              key, DidYouMean(key, keys), JoinNames(keys)));
+    }
+  }
+  return out;
+}
+
+}  // namespace tune

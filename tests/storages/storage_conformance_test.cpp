@@ -1,0 +1,485 @@
+// The Storage contract (include/tune/storages/storage.h), run against every backend. A backend
+// joins with one line in Backends() below.
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
+#include "tune/storages/in_memory.h"
+#include "tune/storages/sqlite.h"
+
+namespace tune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Backend {
+  std::string name;
+  // Opens a fresh, empty storage whose files (if any) live in `dir`.
+  std::function<Result<std::unique_ptr<Storage>>(const std::filesystem::path& dir)> open;
+};
+
+std::vector<Backend> Backends() {
+  return {
+      {"InMemory",
+       [](const std::filesystem::path&) -> Result<std::unique_ptr<Storage>> {
+         return NewInMemoryStorage();
+       }},
+      {"Sqlite",
+       [](const std::filesystem::path& dir) {
+         return OpenSqliteStorage((dir / "study.db").string());
+       }},
+      {"SqliteV300d",
+       [](const std::filesystem::path& dir) {
+         SqliteOptions o;
+         o.schema_revision = "v3.0.0.d";
+         return OpenSqliteStorage((dir / "study.db").string(), o);
+       }},
+  };
+}
+
+class StorageConformance : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    auto opened = GetParam().open(dir_.path());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    storage_ = std::move(opened).value();
+  }
+
+  int64_t NewStudy(const std::string& name = "s",
+                   std::vector<StudyDirection> d = {StudyDirection::kMinimize}) {
+    auto id = storage_->CreateStudy(name, d);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.value_or(-1);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Storage> storage_;
+};
+
+bool SameNumber(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// --- studies --------------------------------------------------------------------------------
+
+TEST_P(StorageConformance, StudiesAreUniqueByNameAndMissingOnesListTheExisting) {
+  auto empty = storage_->GetStudyId("s");
+  EXPECT_EQ(empty.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(empty.status().message().find("(the storage has no studies)"), std::string::npos);
+  int64_t id = NewStudy("s");
+  int64_t other = NewStudy("other");
+  EXPECT_NE(id, other);
+  auto dup = storage_->CreateStudy("s", {StudyDirection::kMaximize});
+  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(*storage_->GetStudyId("s"), id);
+  auto missing = storage_->GetStudyId("ss");
+  ASSERT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("did you mean 's'"), std::string::npos)
+      << missing.status().message();
+  EXPECT_NE(missing.status().message().find("existing studies: "), std::string::npos);
+  EXPECT_NE(missing.status().message().find("other"), std::string::npos);
+  // The duplicate left nothing behind.
+  EXPECT_EQ(storage_->GetStudy(id)->directions,
+            std::vector<StudyDirection>{StudyDirection::kMinimize});
+  EXPECT_EQ(storage_->GetAllStudies()->size(), 2u);
+}
+
+TEST_P(StorageConformance, StudyInfoAndAttributes) {
+  int64_t sid = NewStudy("mo", {StudyDirection::kMaximize, StudyDirection::kMinimize});
+  ASSERT_TRUE(storage_->SetStudyUserAttr(sid, "owner", "m\u00e9").ok());
+  ASSERT_TRUE(storage_->SetStudyUserAttr(sid, "owner", "me").ok());  // overwritten
+  ASSERT_TRUE(storage_->SetStudyUserAttr(sid, "cfg", {{"a", {1, 2.5, nullptr}}}).ok());
+  ASSERT_TRUE(storage_->SetStudySystemAttr(sid, "k", 1).ok());
+  StudyInfo before = *storage_->GetStudy(sid);
+  EXPECT_EQ(before.n_trials, 0);
+  EXPECT_FALSE(before.datetime_start.has_value());
+  FrozenTrial t = *storage_->CreateTrial(sid);
+  (void)storage_->CreateTrial(sid);
+  StudyInfo info = *storage_->GetStudy(sid);
+  EXPECT_EQ(info.study_id, sid);
+  EXPECT_EQ(info.name, "mo");
+  EXPECT_EQ(info.directions,
+            (std::vector<StudyDirection>{StudyDirection::kMaximize, StudyDirection::kMinimize}));
+  EXPECT_EQ(info.user_attrs, (Json{{"owner", "me"}, {"cfg", {{"a", {1, 2.5, nullptr}}}}}));
+  EXPECT_EQ(info.system_attrs, (Json{{"k", 1}}));
+  EXPECT_EQ(info.n_trials, 2);
+  ASSERT_TRUE(info.datetime_start.has_value());
+  EXPECT_EQ(*info.datetime_start, *t.datetime_start);
+  auto all = *storage_->GetAllStudies();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].name, "mo");
+  EXPECT_EQ(all[0].n_trials, 2);
+  EXPECT_EQ(all[0].user_attrs, info.user_attrs);
+  EXPECT_EQ(storage_->SetStudyUserAttr(sid + 100, "k", 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetStudy(sid + 100).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, DeleteStudyRemovesItsTrialsOnly) {
+  int64_t a = NewStudy("a");
+  int64_t b = NewStudy("b");
+  FrozenTrial ta = *storage_->CreateTrial(a);
+  ASSERT_TRUE(storage_->SetTrialParam(ta.trial_id, "x", 0.5, *MakeFloatDistribution(0, 1)).ok());
+  ASSERT_TRUE(storage_->SetTrialUserAttr(ta.trial_id, "k", "v").ok());
+  FrozenTrial tb = *storage_->CreateTrial(b);
+  ASSERT_TRUE(storage_->DeleteStudy(a).ok());
+  EXPECT_EQ(storage_->GetStudyId("a").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetTrial(ta.trial_id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetAllTrials(a).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->DeleteStudy(a).code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetTrial(tb.trial_id)->number, 0);
+  // The name is free again, and numbering starts over.
+  int64_t a2 = NewStudy("a");
+  EXPECT_EQ(storage_->CreateTrial(a2)->number, 0);
+  EXPECT_EQ(storage_->CreateTrial(b)->number, 1);
+}
+
+// --- numbering ------------------------------------------------------------------------------
+
+TEST_P(StorageConformance, NumbersAreContiguousPerStudy) {
+  int64_t a = NewStudy("a");
+  int64_t b = NewStudy("b");
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(storage_->CreateTrial(a)->number, i);
+    EXPECT_EQ(storage_->CreateTrial(b)->number, i);
+  }
+  EXPECT_EQ(storage_->CreateTrial(a + b + 100).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, NumbersAreContiguousUnderConcurrency) {
+  int64_t sid = NewStudy();
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int w = 0; w < 8; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < 50; ++i) {
+        auto t = storage_->CreateTrial(sid);
+        if (!t.ok()) {
+          ++errors;
+          continue;
+        }
+        if (!storage_->SetTrialUserAttr(t->trial_id, "worker", w).ok()) ++errors;
+        if (!storage_->SetTrialStateValues(t->trial_id, TrialState::kComplete, {1.0 * w}).ok()) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  auto trials = *storage_->GetAllTrials(sid);
+  ASSERT_EQ(trials.size(), 400u);
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i].number, static_cast<int64_t>(i));
+    EXPECT_EQ(trials[i].state, TrialState::kComplete);
+    EXPECT_EQ(trials[i].values,
+              std::vector<double>{1.0 * trials[i].user_attrs["worker"].get<int>()});
+    ids.insert(trials[i].trial_id);
+  }
+  EXPECT_EQ(ids.size(), 400u);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kComplete}), 400);
+}
+
+// --- trial state ----------------------------------------------------------------------------
+
+TEST_P(StorageConformance, FinishedTrialsAreImmutable) {
+  int64_t sid = NewStudy();
+  FrozenTrial t = *storage_->CreateTrial(sid);
+  EXPECT_EQ(t.state, TrialState::kRunning);
+  EXPECT_TRUE(t.datetime_start.has_value());
+  EXPECT_FALSE(t.datetime_complete.has_value());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "x", 1.5, *MakeFloatDistribution(0, 2)).ok());
+  ASSERT_TRUE(storage_->SetTrialIntermediateValue(t.trial_id, 0, 0.5).ok());
+  ASSERT_TRUE(*storage_->SetTrialStateValues(t.trial_id, TrialState::kComplete, {2.0}));
+  Status s = storage_->SetTrialParam(t.trial_id, "y", 1.0, *MakeFloatDistribution(0, 2));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("Trial#0 has already finished and can not be updated"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(storage_->SetTrialParam(t.trial_id, "x", 0.1, *MakeFloatDistribution(0, 2)).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage_->SetTrialIntermediateValue(t.trial_id, 1, 0.1).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage_->SetTrialUserAttr(t.trial_id, "k", 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage_->SetTrialSystemAttr(t.trial_id, "k", 1).code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage_->SetTrialStateValues(t.trial_id, TrialState::kFail, {}).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(storage_->SetTrialStateValues(t.trial_id, TrialState::kComplete, {3.0}).status().code(),
+            StatusCode::kFailedPrecondition);
+  FrozenTrial back = *storage_->GetTrial(t.trial_id);
+  EXPECT_EQ(back.state, TrialState::kComplete);
+  EXPECT_EQ(back.values, std::vector<double>{2.0});
+  EXPECT_EQ(back.params, (std::map<std::string, double>{{"x", 1.5}}));
+  EXPECT_EQ(back.intermediate_values, (std::map<int64_t, double>{{0, 0.5}}));
+  EXPECT_TRUE(back.user_attrs.empty());
+  EXPECT_EQ(back.datetime_start, t.datetime_start);
+  ASSERT_TRUE(back.datetime_complete.has_value());
+  EXPECT_GE(*back.datetime_complete, *back.datetime_start);
+  EXPECT_EQ(storage_->SetTrialUserAttr(t.trial_id + 100, "k", 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(storage_->GetTrial(t.trial_id + 100).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, EveryFinishedStateIsFinal) {
+  int64_t sid = NewStudy();
+  for (TrialState s : {TrialState::kComplete, TrialState::kPruned, TrialState::kFail}) {
+    FrozenTrial t = *storage_->CreateTrial(sid);
+    std::vector<double> values;
+    if (s == TrialState::kComplete) values = {1.0};
+    ASSERT_TRUE(*storage_->SetTrialStateValues(t.trial_id, s, values));
+    EXPECT_EQ(storage_->SetTrialStateValues(t.trial_id, TrialState::kRunning, {}).status().code(),
+              StatusCode::kFailedPrecondition)
+        << TrialStateName(s);
+    EXPECT_EQ(storage_->GetTrial(t.trial_id)->state, s);
+  }
+}
+
+TEST_P(StorageConformance, NaNIsNotATrialValue) {
+  int64_t sid = NewStudy();
+  FrozenTrial t = *storage_->CreateTrial(sid);
+  auto r = storage_->SetTrialStateValues(t.trial_id, TrialState::kComplete, {kNaN});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(storage_->GetTrial(t.trial_id)->state, TrialState::kRunning);
+  FrozenTrial templ;
+  templ.state = TrialState::kComplete;
+  templ.values = {kNaN};
+  EXPECT_EQ(storage_->CreateTrial(sid, &templ).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*storage_->CountTrials(sid), 1);
+}
+
+TEST_P(StorageConformance, WaitingTrialsAreClaimedOnceOldestFirst) {
+  int64_t sid = NewStudy();
+  EXPECT_FALSE(storage_->ClaimWaitingTrial(sid)->has_value());
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  templ.system_attrs["fixed_params"] = {{"x", 1}};
+  std::vector<FrozenTrial> waiting;
+  for (int i = 0; i < 3; ++i) {
+    (void)storage_->CreateTrial(sid);  // a RUNNING trial in between
+    waiting.push_back(*storage_->CreateTrial(sid, &templ));
+    EXPECT_FALSE(waiting.back().datetime_start.has_value());
+    EXPECT_EQ(waiting.back().state, TrialState::kWaiting);
+  }
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kWaiting}), 3);
+  auto first = *storage_->ClaimWaitingTrial(sid);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->number, waiting[0].number);
+  EXPECT_EQ(first->state, TrialState::kRunning);
+  EXPECT_TRUE(first->datetime_start.has_value());
+  EXPECT_EQ(first->system_attrs["fixed_params"], (Json{{"x", 1}}));
+
+  std::atomic<int> claimed{0};
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<int64_t> numbers;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      auto c = storage_->ClaimWaitingTrial(sid);
+      if (c.ok() && c->has_value()) {
+        ++claimed;
+        std::lock_guard lock(mu);
+        numbers.insert((*c)->number);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(claimed.load(), 2);
+  EXPECT_EQ(numbers, (std::set<int64_t>{waiting[1].number, waiting[2].number}));
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kWaiting}), 0);
+  // A RUNNING trial cannot be "claimed" again through the state API either.
+  EXPECT_FALSE(*storage_->SetTrialStateValues(first->trial_id, TrialState::kRunning, {}));
+  EXPECT_EQ(storage_->ClaimWaitingTrial(sid + 100).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, SetStateToRunningClaimsOnlyAWaitingTrial) {
+  int64_t sid = NewStudy();
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  FrozenTrial w = *storage_->CreateTrial(sid, &templ);
+  EXPECT_TRUE(*storage_->SetTrialStateValues(w.trial_id, TrialState::kRunning, {}));
+  FrozenTrial back = *storage_->GetTrial(w.trial_id);
+  EXPECT_EQ(back.state, TrialState::kRunning);
+  EXPECT_TRUE(back.datetime_start.has_value());
+  EXPECT_FALSE(*storage_->SetTrialStateValues(w.trial_id, TrialState::kRunning, {}));
+  EXPECT_FALSE(storage_->ClaimWaitingTrial(sid)->has_value());
+}
+
+// --- round trips ----------------------------------------------------------------------------
+
+TEST_P(StorageConformance, ParamsAttrsValuesAndIntermediatesRoundTrip) {
+  int64_t sid = NewStudy("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
+  FrozenTrial t = *storage_->CreateTrial(sid);
+  const Distribution lr = *MakeFloatDistribution(1e-6, 1e-3, /*log=*/true);
+  const Distribution wd = *MakeFloatDistribution(0, 1, false, 0.25);
+  const Distribution bs = *MakeIntDistribution(128, 512, false, 32);
+  const Distribution n = *MakeIntDistribution(1, 1024, true);
+  const Distribution c = *MakeCategoricalDistribution({nullptr, true, 1.5, "x", 8});
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "lr", 3.3e-5, lr).ok());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "wd", 0.75, wd).ok());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "bs", 288, bs).ok());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "n", 7, n).ok());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "c", 0, c).ok());
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "c", 3, c).ok());  // the last write wins
+  const std::map<int64_t, double> iv = {{0, kInf},  {1, -kInf},  {2, kNaN},
+                                        {3, 0.125}, {4, -1e300}, {10, 0.0}};
+  for (const auto& [step, v] : iv) {
+    ASSERT_TRUE(storage_->SetTrialIntermediateValue(t.trial_id, step, v).ok());
+  }
+  ASSERT_TRUE(storage_->SetTrialIntermediateValue(t.trial_id, 3, 0.25).ok());
+  const Json nested = {{"list", {1, 2.5, "x", nullptr, true}},
+                       {"obj", {{"k", "\u00fc\u65e5\"quote\"\\"}}},
+                       {"big", 1234567890123LL}};
+  ASSERT_TRUE(storage_->SetTrialUserAttr(t.trial_id, "nested", nested).ok());
+  ASSERT_TRUE(storage_->SetTrialUserAttr(t.trial_id, "nan", kNaN).ok());
+  ASSERT_TRUE(storage_->SetTrialUserAttr(t.trial_id, "str_nan", "NaN").ok());
+  ASSERT_TRUE(storage_->SetTrialSystemAttr(t.trial_id, "fixed_params", {{"lr", 1e-4}}).ok());
+  ASSERT_TRUE(*storage_->SetTrialStateValues(t.trial_id, TrialState::kComplete, {kInf, -kInf}));
+
+  FrozenTrial back = *storage_->GetTrial(t.trial_id);
+  EXPECT_EQ(back.trial_id, t.trial_id);
+  EXPECT_EQ(back.number, 0);
+  EXPECT_EQ(back.params, (std::map<std::string, double>{
+                             {"lr", 3.3e-5}, {"wd", 0.75}, {"bs", 288}, {"n", 7}, {"c", 3}}));
+  EXPECT_EQ(back.distributions.at("lr"), lr);
+  EXPECT_EQ(back.distributions.at("wd"), wd);
+  EXPECT_EQ(back.distributions.at("bs"), bs);
+  EXPECT_EQ(back.distributions.at("n"), n);
+  EXPECT_EQ(back.distributions.at("c"), c);
+  EXPECT_EQ(back.param("c"), "x");
+  EXPECT_EQ(back.param("bs"), 288);
+  ASSERT_EQ(back.intermediate_values.size(), iv.size());
+  for (const auto& [step, v] : iv) {
+    double want = step == 3 ? 0.25 : v;
+    EXPECT_TRUE(SameNumber(back.intermediate_values.at(step), want)) << "step " << step;
+  }
+  EXPECT_EQ(back.values, (std::vector<double>{kInf, -kInf}));
+  EXPECT_EQ(back.user_attrs["nested"], nested);
+  ASSERT_TRUE(back.user_attrs["nan"].is_number_float());
+  EXPECT_TRUE(std::isnan(back.user_attrs["nan"].get<double>()));
+  EXPECT_EQ(back.user_attrs["str_nan"], "NaN");
+  EXPECT_EQ(back.system_attrs, (Json{{"fixed_params", {{"lr", 1e-4}}}}));
+  // The same through the bulk readers.
+  auto all = *storage_->GetAllTrials(sid);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].params, back.params);
+  EXPECT_EQ(all[0].user_attrs["nested"], nested);
+  EXPECT_EQ(all[0].values, back.values);
+}
+
+TEST_P(StorageConformance, CreateTrialCopiesATemplate) {
+  int64_t sid = NewStudy();
+  FrozenTrial templ;
+  templ.state = TrialState::kComplete;
+  templ.values = {0.5};
+  templ.params["x"] = 2;
+  templ.distributions["x"] = *MakeIntDistribution(0, 10);
+  templ.intermediate_values = {{0, 1.0}, {1, kNaN}};
+  templ.user_attrs = {{"u", 1}};
+  templ.system_attrs = {{"s", "v"}};
+  FrozenTrial created = *storage_->CreateTrial(sid, &templ);
+  EXPECT_EQ(created.number, 0);
+  EXPECT_TRUE(created.datetime_complete.has_value());
+  FrozenTrial back = *storage_->GetTrial(created.trial_id);
+  EXPECT_EQ(back.state, TrialState::kComplete);
+  EXPECT_EQ(back.values, std::vector<double>{0.5});
+  EXPECT_EQ(back.params, templ.params);
+  EXPECT_EQ(back.distributions, templ.distributions);
+  EXPECT_EQ(back.intermediate_values.at(0), 1.0);
+  EXPECT_TRUE(std::isnan(back.intermediate_values.at(1)));
+  EXPECT_EQ(back.user_attrs, templ.user_attrs);
+  EXPECT_EQ(back.system_attrs, templ.system_attrs);
+  EXPECT_EQ(back.datetime_complete, created.datetime_complete);
+  // Finished on arrival: immutable.
+  EXPECT_EQ(storage_->SetTrialUserAttr(created.trial_id, "k", 1).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+// --- reading --------------------------------------------------------------------------------
+
+TEST_P(StorageConformance, GetTrialsSinceReadsNewAndListedTrials) {
+  int64_t sid = NewStudy();
+  int64_t other = NewStudy("other");
+  std::vector<FrozenTrial> made;
+  for (int i = 0; i < 30; ++i) {
+    FrozenTrial t = *storage_->CreateTrial(sid);
+    (void)storage_->CreateTrial(other);  // interleaved ids
+    ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "x", i, *MakeIntDistribution(0, 100)).ok());
+    ASSERT_TRUE(storage_->SetTrialUserAttr(t.trial_id, "i", i).ok());
+    ASSERT_TRUE(storage_->SetTrialIntermediateValue(t.trial_id, 0, i).ok());
+    if (i % 3 != 0) {
+      ASSERT_TRUE(*storage_->SetTrialStateValues(t.trial_id, TrialState::kComplete, {1.0 * i}));
+    }
+    made.push_back(t);
+  }
+  auto check = [&](const std::vector<FrozenTrial>& got, const std::vector<int64_t>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      const int64_t i = want[k];
+      EXPECT_EQ(got[k].number, i);
+      EXPECT_EQ(got[k].trial_id, made[static_cast<size_t>(i)].trial_id);
+      EXPECT_EQ(got[k].params.at("x"), static_cast<double>(i));
+      EXPECT_EQ(got[k].user_attrs["i"], i);
+      EXPECT_EQ(got[k].intermediate_values.at(0), static_cast<double>(i));
+      EXPECT_EQ(got[k].state, i % 3 ? TrialState::kComplete : TrialState::kRunning);
+    }
+  };
+  // Everything (the bulk path), then a few (the per-trial path).
+  std::vector<int64_t> all(30);
+  for (int i = 0; i < 30; ++i) all[static_cast<size_t>(i)] = i;
+  check(*storage_->GetTrialsSince(sid, 0, {}), all);
+  check(*storage_->GetTrialsSince(sid, 27, {9, 3, 40, -1, 28}), {3, 9, 27, 28, 29});
+  check(*storage_->GetTrialsSince(sid, 30, {0}), {0});
+  check(*storage_->GetTrialsSince(sid, 31, {}), {});
+  // A new trial after a read is found by the next one.
+  FrozenTrial late = *storage_->CreateTrial(sid);
+  auto got = *storage_->GetTrialsSince(sid, 30, {});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].trial_id, late.trial_id);
+  EXPECT_EQ(got[0].number, 30);
+  EXPECT_EQ(storage_->GetTrialsSince(sid + other + 100, 0, {}).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, GetAllTrialsAndCountTrialsFilterByState) {
+  int64_t sid = NewStudy();
+  const std::vector<TrialState> finals = {TrialState::kComplete, TrialState::kPruned,
+                                          TrialState::kFail, TrialState::kComplete};
+  for (TrialState s : finals) {
+    FrozenTrial t = *storage_->CreateTrial(sid);
+    ASSERT_TRUE(*storage_->SetTrialStateValues(
+        t.trial_id, s,
+        s == TrialState::kComplete ? std::vector<double>{1} : std::vector<double>{}));
+  }
+  (void)storage_->CreateTrial(sid);  // RUNNING
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  (void)storage_->CreateTrial(sid, &templ);
+  EXPECT_EQ(*storage_->CountTrials(sid), 6);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kComplete}), 2);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kPruned, TrialState::kFail}), 2);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kWaiting}), 1);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kRunning}), 1);
+  auto complete = *storage_->GetAllTrials(sid, {TrialState::kComplete});
+  ASSERT_EQ(complete.size(), 2u);
+  EXPECT_EQ(complete[0].number, 0);
+  EXPECT_EQ(complete[1].number, 3);
+  EXPECT_EQ(storage_->GetAllTrials(sid)->size(), 6u);
+  int64_t empty = NewStudy("empty");
+  EXPECT_EQ(*storage_->CountTrials(empty), 0);
+  EXPECT_TRUE(storage_->GetAllTrials(empty)->empty());
+  EXPECT_EQ(storage_->CountTrials(sid + empty + 100).status().code(), StatusCode::kNotFound);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StorageConformance, ::testing::ValuesIn(Backends()),
+                         [](const ::testing::TestParamInfo<Backend>& param_info) {
+                           return param_info.param.name;
+                         });
+
+}  // namespace
+}  // namespace tune
