@@ -457,7 +457,7 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
   if (config.timeout_seconds && *config.timeout_seconds <= 0) {
     return r.ChildError("timeout", "must be > 0 seconds");
   }
-  TUNE_ASSIGN_OR_RETURN(config.storage, r.String("storage", "memory"));
+  TUNE_ASSIGN_OR_RETURN(config.storage, r.String("storage", kDefaultStorage));
 
   if (r.Has("sampler")) {
     JsonReader s = r.Child("sampler");

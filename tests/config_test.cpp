@@ -52,7 +52,7 @@ TEST(Config, ValidConfigDefaults) {
   EXPECT_EQ(c->directions, std::vector<StudyDirection>{StudyDirection::kMaximize});
   EXPECT_EQ(c->sampler.name, "random");
   EXPECT_EQ(c->pruner.name, "nop");
-  EXPECT_EQ(c->storage, "memory");
+  EXPECT_EQ(c->storage, "sqlite:///tune.db");  // a file in the working directory
   EXPECT_FALSE(c->n_trials.has_value());
 }
 

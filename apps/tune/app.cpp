@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/storages/in_memory.h"
+#include "tune/storages/sqlite.h"
 #include "tune/text.h"
 
 namespace tune::app {
@@ -32,20 +33,31 @@ int Fail(const Status& status) {
   return ExitCodeFor(status);
 }
 
-Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url) {
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, StorageAccess access) {
   if (url == "memory" || url == ":memory:") {
     return std::shared_ptr<Storage>(NewInMemoryStorage());
   }
-  const std::vector<std::string> schemes = {"memory"};
   auto colon = url.find(':');
   std::string scheme = colon == std::string::npos ? url : url.substr(0, colon);
-  if (scheme == "sqlite" || scheme == "postgresql") {
-    return InvalidArgumentError(fmt::format(
-        "storage '{}': the {} backend is not available in this build yet; use --storage memory",
-        url, scheme));
+  if (scheme == "sqlite") {
+    TUNE_ASSIGN_OR_RETURN(SqliteUrl parsed, ParseSqliteUrl(url));
+    parsed.options.read_only = access == StorageAccess::kReadOnly;
+    parsed.options.create_if_missing = access == StorageAccess::kReadWrite;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Storage> storage,
+                          OpenSqliteStorage(parsed.path, parsed.options));
+    return std::shared_ptr<Storage>(std::move(storage));
   }
-  return InvalidArgumentError(fmt::format("unknown storage '{}'{}; valid: {}", url,
-                                          DidYouMean(scheme, schemes), JoinNames(schemes)));
+  if (scheme == "postgresql" || scheme == "postgres") {
+    return InvalidArgumentError(
+        fmt::format("storage '{}': the PostgreSQL backend is not available in this build yet; use "
+                    "sqlite:///PATH or memory",
+                    url));
+  }
+  const std::vector<std::string> schemes = {"memory", "sqlite"};
+  return InvalidArgumentError(fmt::format(
+      "unknown storage '{}'{}; valid: memory, sqlite:///PATH (relative), sqlite:////PATH "
+      "(absolute)",
+      url, DidYouMean(scheme, schemes)));
 }
 
 Result<Format> ParseFormat(const std::string& name) {

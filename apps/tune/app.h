@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/config.h"
 #include "tune/status.h"
 #include "tune/storages/storage.h"
 #include "tune/trial.h"
@@ -19,8 +20,11 @@ int ExitCodeFor(const Status& status);
 // Logs the error and returns its exit code.
 int Fail(const Status& status);
 
-// "memory" for now; sqlite:/// and postgresql:// arrive with the persistent storages.
-Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url);
+enum class StorageAccess { kReadWrite, kReadOnly };
+// "memory" (or ":memory:") or "sqlite:///PATH[?schema=REV&timeout=S]" (see docs/cli.md).
+// kReadOnly opens an existing file without writing to it (NotFound if it is missing).
+Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url,
+                                             StorageAccess access = StorageAccess::kReadWrite);
 
 enum class Format { kTable, kJson, kCsv };
 Result<Format> ParseFormat(const std::string& name);
@@ -48,7 +52,7 @@ struct RunArgs {
 int RunStudy(const RunArgs& args);
 
 struct ShowArgs {
-  std::string storage = "memory";
+  std::string storage = kDefaultStorage;
   std::string study;
   std::string format = "table";
   std::vector<std::string> states;

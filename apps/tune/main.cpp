@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--timeout", run.timeout, "Stop starting trials after S seconds")
       ->check(CLI::PositiveNumber);
-  app.add_option("--storage", run.storage, "Storage URL (memory)");
+  app.add_option("--storage", run.storage,
+                 "Storage URL: sqlite:///PATH[?schema=v3.0.0.d] or memory (default: the "
+                 "config's storage, else sqlite:///tune.db)");
   app.add_option("--sampler", run.sampler, "Sampler name (random, tpe)");
   app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
       ->check(CLI::NonNegativeNumber);
@@ -62,20 +64,22 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
 
   tune::app::ShowArgs studies_args, trials_args, best_args;
+  const std::string storage_help =
+      "Storage URL: sqlite:///PATH or memory (default: sqlite:///tune.db); opened read-only";
   auto* studies = app.add_subcommand("studies", "List the studies in a storage");
-  studies->add_option("--storage", studies_args.storage, "Storage URL")->required();
+  studies->add_option("--storage", studies_args.storage, storage_help);
   studies->add_option("--format", studies_args.format, "table, json or csv");
 
   auto* trials = app.add_subcommand("trials", "List the trials of a study");
   trials->add_option("--study", trials_args.study, "Study name")->required();
-  trials->add_option("--storage", trials_args.storage, "Storage URL")->required();
+  trials->add_option("--storage", trials_args.storage, storage_help);
   trials->add_option("--state", trials_args.states,
                      "Only trials in this state (RUNNING, COMPLETE, PRUNED, FAIL, WAITING)");
   trials->add_option("--format", trials_args.format, "table, json or csv");
 
   auto* best = app.add_subcommand("best-trial", "Show the best trial of a study");
   best->add_option("--study", best_args.study, "Study name")->required();
-  best->add_option("--storage", best_args.storage, "Storage URL")->required();
+  best->add_option("--storage", best_args.storage, storage_help);
   best->add_option("--format", best_args.format, "table, json or csv");
 
   for (auto* sub : {studies, trials, best}) {

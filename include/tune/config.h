@@ -24,6 +24,10 @@
 
 namespace tune {
 
+// The storage when neither the config nor --storage names one: a SQLite file in the working
+// directory, so a rerun resumes the study.
+inline constexpr const char* kDefaultStorage = "sqlite:///tune.db";
+
 // "sampler": {"name": "tpe", "seed": 0, ...options of that sampler}.
 struct SamplerConfig {
   std::string name = "random";
@@ -51,7 +55,7 @@ struct StudyConfig {
   std::vector<StudyDirection> directions = {StudyDirection::kMinimize};
   std::optional<int64_t> n_trials;        // target number of finished trials
   std::optional<double> timeout_seconds;  // stop starting trials after this long
-  std::string storage = "memory";
+  std::string storage = kDefaultStorage;  // a storage URL (see docs/config.md)
   SamplerConfig sampler;
   PrunerConfig pruner;
   ConditionalSpace space;

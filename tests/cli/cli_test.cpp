@@ -12,31 +12,14 @@
 #include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
+#include "testing/tune_process.h"
 #include "tune/distributions.h"
 
 namespace tune {
 namespace {
 
-struct ProcessRun {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-// Runs `args` (no shell involved in the arguments themselves) in `cwd`.
-ProcessRun Tune(const std::vector<std::string>& args, const std::string& cwd = TUNE_SOURCE_DIR) {
-  testing::TempDir tmp;
-  std::string cmd = "cd '" + cwd + "' && '" + std::string(TUNE_BINARY) + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " >" + (tmp.path() / "out").string() + " 2>" + (tmp.path() / "err").string();
-  int status = std::system(cmd.c_str());
-  auto slurp = [](const std::filesystem::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp.path() / "out"),
-          slurp(tmp.path() / "err")};
-}
+using testing::ProcessRun;
+using testing::Tune;
 
 TEST(Cli, DemoRunsAndPrintsTheBestTrial) {
   ProcessRun r = Tune({"--study", "demo", "--n-trials", "20", "--format", "json"});
@@ -105,7 +88,8 @@ TEST(Cli, CommandObjectiveEndToEnd) {
     "search_space": {"x": {"type": "float", "low": -2, "high": 2}},
     "objective": {"type": "command", "argv": ["/usr/bin/python3", ")"
                      << TUNE_TEST_DATA_DIR << R"(/objective.py", "ok"]}})";
-  ProcessRun r = Tune({"--study", "cmd", "--config", cfg.string(), "--format", "csv"});
+  ProcessRun r =
+      Tune({"--study", "cmd", "--config", cfg.string(), "--storage", "memory", "--format", "csv"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("key,value"), std::string::npos);
   EXPECT_NE(r.out.find("params_x,"), std::string::npos);
@@ -125,7 +109,8 @@ TEST(Cli, InterruptExits130) {
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
-    execl(TUNE_BINARY, TUNE_BINARY, "--study", "slow", "--config", cfg.c_str(), nullptr);
+    execl(TUNE_BINARY, TUNE_BINARY, "--study", "slow", "--config", cfg.c_str(), "--storage",
+          "memory", nullptr);
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

@@ -26,6 +26,8 @@ struct Backend {
   std::function<Result<std::unique_ptr<Storage>>(const std::filesystem::path& dir)> open;
 };
 
+void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
+
 std::vector<Backend> Backends() {
   return {
       {"InMemory",

@@ -11,7 +11,7 @@ namespace tune::app {
 int ListStudies(const ShowArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
-  auto storage = OpenStorage(args.storage);
+  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
   if (!storage.ok()) return Fail(storage.status());
   auto studies = (*storage)->GetAllStudies();
   if (!studies.ok()) return Fail(studies.status());
@@ -50,7 +50,7 @@ int ListTrials(const ShowArgs& args) {
     if (!s.ok()) return Fail(s.status().WithContext("--state"));
     states.push_back(*s);
   }
-  auto storage = OpenStorage(args.storage);
+  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
   if (!storage.ok()) return Fail(storage.status());
   auto id = (*storage)->GetStudyId(args.study);
   if (!id.ok()) return Fail(id.status());
@@ -93,7 +93,7 @@ int ListTrials(const ShowArgs& args) {
 int ShowBestTrial(const ShowArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
-  auto storage = OpenStorage(args.storage);
+  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
   if (!storage.ok()) return Fail(storage.status());
   auto id = (*storage)->GetStudyId(args.study);
   if (!id.ok()) return Fail(id.status());

@@ -65,12 +65,11 @@ Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::stri
                                                                  const std::string& name,
                                                                  const OpenOptions& options) {
   // One connection per storage, serialised by the storage's mutex: no SQLite-level mutex.
-  int flags = SQLITE_OPEN_NOMUTEX;
-  if (options.read_only) {
-    flags |= SQLITE_OPEN_READONLY;
-  } else {
-    flags |= SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
-  }
+  // Read-only access is PRAGMA query_only on a read-write connection: a SQLITE_OPEN_READONLY
+  // connection to a WAL file would create -wal/-shm files it cannot remove on close. (SQLite
+  // falls back to a read-only connection by itself if the file is write-protected.)
+  int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_READWRITE;
+  if (options.create && !options.read_only) flags |= SQLITE_OPEN_CREATE;
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -80,6 +79,14 @@ Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::stri
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  if (options.read_only) {
+    rc = sqlite3_exec(db, "PRAGMA query_only=1", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = sqlite3_errmsg(db);
+      sqlite3_close_v2(db);
+      return InternalError(fmt::format("{}: PRAGMA query_only: {}", name, msg));
+    }
+  }
   return std::unique_ptr<SqliteConnection>(new SqliteConnection(db, name));
 }
 

@@ -1,0 +1,225 @@
+// The tune binary on SQLite storages: the default file, resuming, the schema option, bad files
+// and URLs (exit 2, nothing changed), and several worker processes on one study.
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
+#include "testing/tune_process.h"
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ProcessRun;
+using testing::Slurp;
+using testing::TempDir;
+using testing::Tune;
+
+// A one-value query on a file, with the plain SQLite API.
+std::string SqlValue(const fs::path& file, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  std::string out = "<error>";
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+    out = sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0)
+              ? reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))
+              : "<none>";
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+// A small sphere study config in `dir`; returns its path.
+std::string WriteConfig(const fs::path& dir, const std::string& direction = "minimize") {
+  fs::path cfg = dir / "sphere.json";
+  std::ofstream(cfg) << R"({"direction": ")" << direction << R"(", "sampler": {"name": "tpe",
+    "n_startup_trials": 3}, "search_space": {"x0": {"type": "float", "low": -5, "high": 5},
+    "x1": {"type": "float", "low": -5, "high": 5}},
+    "objective": {"type": "function", "name": "sphere", "n_steps": 3}})";
+  return cfg.string();
+}
+
+Json TrialsJson(const std::string& cwd, const std::string& study, const std::string& storage) {
+  ProcessRun r = Tune({"trials", "--study", study, "--storage", storage, "--format", "json"}, cwd);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? Json::parse(r.out) : Json::array();
+}
+
+TEST(CliSqlite, DefaultStorageIsTuneDbInTheWorkingDirectoryAndRerunsResume) {
+  TempDir dir;
+  const std::string cfg = WriteConfig(dir.path());
+  ProcessRun first = Tune({"--study", "sph", "--config", cfg, "--n-trials", "5"}, dir.path());
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_TRUE(fs::exists(dir.path() / "tune.db"));
+  EXPECT_NE(first.err.find("on sqlite:///tune.db"), std::string::npos) << first.err;
+  EXPECT_EQ(SqlValue(dir.path() / "tune.db", "SELECT version_num FROM alembic_version"),
+            "v3.2.0.a");
+
+  ProcessRun again = Tune({"--study", "sph", "--config", cfg, "--n-trials", "8"}, dir.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find("Resuming study 'sph' (5 trials stored)"), std::string::npos)
+      << again.err;
+  EXPECT_NE(again.err.find("Progress: 8/8"), std::string::npos) << again.err;
+  Json trials = TrialsJson(dir.path(), "sph", "sqlite:///tune.db");
+  ASSERT_EQ(trials.size(), 8u);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i]["number"], i);
+    EXPECT_EQ(trials[i]["state"], "COMPLETE");
+    EXPECT_EQ(trials[i]["intermediate_values"].size(), 3u);
+  }
+  // Reaching the target again runs nothing.
+  ProcessRun done = Tune({"--study", "sph", "--config", cfg, "--n-trials", "8"}, dir.path());
+  EXPECT_EQ(done.code, 0);
+  EXPECT_EQ(TrialsJson(dir.path(), "sph", "sqlite:///tune.db").size(), 8u);
+
+  // The read-only commands default to the same file.
+  ProcessRun studies = Tune({"studies", "--format", "json"}, dir.path());
+  ASSERT_EQ(studies.code, 0) << studies.err;
+  Json s = Json::parse(studies.out);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["name"], "sph");
+  EXPECT_EQ(s[0]["n_trials"], 8);
+  ProcessRun best = Tune({"best-trial", "--study", "sph", "--format", "json"}, dir.path());
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_EQ(Json::parse(best.out)["state"], "COMPLETE");
+  ProcessRun typo = Tune({"trials", "--study", "sphh"}, dir.path());
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'sph'"), std::string::npos) << typo.err;
+}
+
+TEST(CliSqlite, AbsoluteUrlAndSchemaOption) {
+  TempDir dir;
+  const std::string cfg = WriteConfig(dir.path());
+  const fs::path file = dir.path() / "old.db";
+  const std::string url = "sqlite:///" + file.string() + "?schema=v3.0.0.d";
+  ASSERT_EQ(url.rfind("sqlite:////", 0), 0u);
+  ProcessRun r = Tune({"--study", "s", "--config", cfg, "--n-trials", "3", "--storage", url});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(SqlValue(file, "SELECT version_num FROM alembic_version"), "v3.0.0.d");
+  EXPECT_EQ(SqlValue(file, "SELECT COUNT(*) FROM trials WHERE state = 'COMPLETE'"), "3");
+  // Resuming without the option keeps the file's revision; asking for another one is refused.
+  ProcessRun more = Tune({"--study", "s", "--config", cfg, "--n-trials", "4", "--storage",
+                          "sqlite:///" + file.string()});
+  ASSERT_EQ(more.code, 0) << more.err;
+  const std::string before = Slurp(file);
+  ProcessRun clash = Tune({"--study", "s", "--config", cfg, "--n-trials", "9", "--storage",
+                           "sqlite:///" + file.string() + "?schema=v3.2.0.a"});
+  EXPECT_EQ(clash.code, 2);
+  EXPECT_NE(clash.err.find("has schema revision v3.0.0.d, but v3.2.0.a was asked for"),
+            std::string::npos)
+      << clash.err;
+  EXPECT_EQ(Slurp(file), before);
+}
+
+TEST(CliSqlite, BadStorageInputsExit2AndChangeNothing) {
+  TempDir dir;
+  const std::string cfg = WriteConfig(dir.path());
+  auto run = [&](const std::string& storage) {
+    return Tune({"--study", "s", "--config", cfg, "--n-trials", "2", "--storage", storage},
+                dir.path());
+  };
+  // Not a database.
+  const fs::path notes = dir.path() / "notes.db";
+  std::ofstream(notes) << "not a database at all, just some text that is long enough\n";
+  const std::string notes_before = Slurp(notes);
+  ProcessRun r = run("sqlite:///notes.db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'notes.db' is not a readable SQLite database"), std::string::npos) << r.err;
+  EXPECT_EQ(Slurp(notes), notes_before);
+  // A revision tune does not know.
+  ASSERT_EQ(run("sqlite:///future.db").code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() / "future.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA journal_mode=DELETE; UPDATE alembic_version SET version_num = "
+                         "'v5.1.0.a'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const std::string future_before = Slurp(dir.path() / "future.db");
+  r = run("sqlite:///future.db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'v5.1.0.a', which tune does not support; supported: v3.0.0.d"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Slurp(dir.path() / "future.db"), future_before);
+  // A direction that does not match the stored study.
+  ASSERT_EQ(run("sqlite:///dir.db").code, 0);
+  const std::string dir_before = Slurp(dir.path() / "dir.db");
+  ProcessRun flipped = Tune({"--study", "s", "--config", WriteConfig(dir.path(), "maximize"),
+                             "--n-trials", "5", "--storage", "sqlite:///dir.db"},
+                            dir.path());
+  EXPECT_EQ(flipped.code, 2);
+  EXPECT_NE(flipped.err.find("exists with direction(s) [MINIMIZE]"), std::string::npos)
+      << flipped.err;
+  EXPECT_EQ(Slurp(dir.path() / "dir.db"), dir_before);
+  // URLs.
+  r = run("sqlite:///x.db?schema=v3.0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown schema 'v3.0'"), std::string::npos) << r.err;
+  r = run("postgresql://u@localhost:5432/db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("PostgreSQL backend is not available in this build yet"), std::string::npos)
+      << r.err;
+  r = run("sqlit:///x.db");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean 'sqlite'"), std::string::npos) << r.err;
+  // Read-only commands never create a file.
+  r = Tune({"studies", "--storage", "sqlite:///missing.db"}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'missing.db' does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / "missing.db"));
+  EXPECT_FALSE(fs::exists(dir.path() / "x.db"));
+}
+
+// Four worker processes run one study to a shared target: no errors, contiguous numbers.
+TEST(CliSqlite, WorkerProcessesShareAStudy) {
+  TempDir dir;
+  const std::string cfg = WriteConfig(dir.path());
+  constexpr int kWorkers = 4;
+  std::vector<pid_t> pids;
+  for (int w = 0; w < kWorkers; ++w) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (chdir(dir.path().c_str()) != 0) _exit(126);
+      std::string log = "worker" + std::to_string(w) + ".log";
+      FILE* f = freopen(log.c_str(), "w", stderr);
+      (void)f;
+      FILE* o = freopen("/dev/null", "w", stdout);
+      (void)o;
+      execl(TUNE_BINARY, TUNE_BINARY, "--study", "shared", "--config", cfg.c_str(), "--n-trials",
+            "60", "--storage", "sqlite:///shared.db", nullptr);
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[static_cast<size_t>(w)], &status, 0), pids[static_cast<size_t>(w)]);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << Slurp(dir.path() / ("worker" + std::to_string(w) + ".log"));
+  }
+  Json trials = TrialsJson(dir.path(), "shared", "sqlite:///shared.db");
+  // Each worker stops once the study holds 60 finished trials; trials already started then
+  // still finish.
+  EXPECT_GE(trials.size(), 60u);
+  EXPECT_LE(trials.size(), static_cast<size_t>(60 + kWorkers - 1));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i]["number"], i);
+    EXPECT_EQ(trials[i]["state"], "COMPLETE");
+  }
+}
+
+}  // namespace
+}  // namespace tune

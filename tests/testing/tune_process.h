@@ -1,0 +1,39 @@
+// Runs the built `tune` binary (TUNE_BINARY) like a user would, for the CLI tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "testing/temp_dir.h"
+
+namespace tune::testing {
+
+struct ProcessRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+inline std::string Slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Runs tune with `args` (each passed as one word, no shell expansion) in `cwd`.
+inline ProcessRun Tune(const std::vector<std::string>& args,
+                       const std::string& cwd = TUNE_SOURCE_DIR) {
+  TempDir tmp;
+  std::string cmd = "cd '" + cwd + "' && '" + std::string(TUNE_BINARY) + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " >" + (tmp.path() / "out").string() + " 2>" + (tmp.path() / "err").string();
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, Slurp(tmp.path() / "out"),
+          Slurp(tmp.path() / "err")};
+}
+
+}  // namespace tune::testing
