@@ -266,6 +266,34 @@ TEST(SqliteFiles, ReadsAndContinuesAStudyOptunaWrote) {
             (std::vector<std::vector<std::string>>{{"v3.0.0.d"}}));
 }
 
+TEST(SqliteFiles, ReadsEveryDatetimeFormOptunaAccepts) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "dates.db";
+  int64_t sid = 0;
+  {
+    auto s = Open(file);
+    sid = *s->CreateStudy("s", {StudyDirection::kMinimize});
+  }
+  const std::vector<std::string> texts = {"2026-11-21 21:10:27.662041", "2026-11-21 21:10:27",
+                                          "2026-11-21 21:10:27.5", "2026-03-29 02:30:00.000001",
+                                          "2026-11-21T21:10:27.25"};
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Sql(file,
+        "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
+        "VALUES (" +
+            std::to_string(i) + ", " + std::to_string(sid) + ", 'FAIL', '" + texts[i] + "', '" +
+            texts[0] + "')");
+  }
+  auto s = Open(file);
+  auto trials = *s->GetAllTrials(sid);
+  ASSERT_EQ(trials.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(*trials[i].datetime_start, *ParseDatetime(texts[i])) << texts[i];
+    EXPECT_EQ(*trials[i].datetime_complete, *ParseDatetime(texts[0]));
+  }
+  EXPECT_EQ(FormatDatetime(*trials[2].datetime_start), "2026-11-21 21:10:27.500000");
+}
+
 // --- bad files --------------------------------------------------------------------------------
 
 TEST(SqliteFiles, UnknownRevisionIsRefusedAndTheFileUntouched) {

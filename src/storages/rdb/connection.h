@@ -56,6 +56,10 @@ class Connection {
   virtual void Rollback() = 0;
   // Rows changed by the last INSERT, UPDATE or DELETE.
   virtual int64_t Changes() = 0;
+  // Inside a transaction: a number that differs from the one read in an earlier transaction iff
+  // another connection has committed since (SQLite: PRAGMA data_version). nullopt if the
+  // database cannot tell; the storage then re-reads what it would otherwise keep.
+  virtual Result<std::optional<int64_t>> DataVersion() = 0;
 };
 
 // Binds arguments to a statement by position, runs it and resets it when it goes out of scope.

@@ -1,6 +1,7 @@
 #include "storages/rdb/rdb_storage.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <random>
@@ -67,11 +68,11 @@ const std::vector<std::string> kDeleteStudy = {
 };
 
 // --- trials
-// Optuna's numbering (models.py: count of the study's earlier trials), inside the INSERT.
+// The number is Optuna's (models.py: the count of the study's earlier trials), counted in the
+// INSERT's write transaction.
 const std::string kInsertTrial =
     "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
-    "SELECT (SELECT COUNT(*) FROM trials WHERE study_id = ?), study_id, ?, ?, ? "
-    "FROM studies WHERE study_id = ? RETURNING trial_id, number";
+    "VALUES (?, ?, ?, ?, ?) RETURNING trial_id";
 #define TUNE_TRIAL_COLUMNS "trial_id, number, study_id, state, datetime_start, datetime_complete"
 const std::string kTrialById = "SELECT " TUNE_TRIAL_COLUMNS " FROM trials WHERE trial_id = ?";
 const std::string kTrialsOfStudy =
@@ -93,7 +94,7 @@ const std::string kClaimWaiting =
     "state = 'WAITING'";
 const std::string kCountByState =
     "SELECT state, COUNT(*) FROM trials WHERE study_id = ? GROUP BY state";
-const std::string kTrialHead = "SELECT number, state FROM trials WHERE trial_id = ?";
+const std::string kTrialHead = "SELECT number, state, study_id FROM trials WHERE trial_id = ?";
 const std::string kSetStateStarted =
     "UPDATE trials SET state = ?, datetime_start = ? WHERE trial_id = ?";
 const std::string kSetStateFinished =
@@ -163,6 +164,21 @@ bool StateIn(TrialState s, const std::vector<TrialState>& states) {
 struct TrialHead {
   int64_t number;
   TrialState state;
+  int64_t study_id;
+};
+
+// A study's trial counts by state (indexed by TrialState).
+struct StateCounts {
+  std::optional<int64_t> version;  // the Connection::DataVersion() they were read at
+  std::array<int64_t, 5> by_state{};
+
+  int64_t total() const {
+    int64_t n = 0;
+    for (int64_t c : by_state) n += c;
+    return n;
+  }
+  int64_t& operator[](TrialState s) { return by_state[static_cast<size_t>(s)]; }
+  int64_t operator[](TrialState s) const { return by_state[static_cast<size_t>(s)]; }
 };
 
 class RdbStorage : public Storage {
@@ -198,6 +214,7 @@ class RdbStorage : public Storage {
       return Status::Ok();
     });
     ids_by_number_.erase(study_id);
+    counts_.erase(study_id);
     return s;
   }
 
@@ -264,20 +281,27 @@ class RdbStorage : public Storage {
     }
 
     std::lock_guard lock(mu_);
+    std::optional<int64_t> version;
     TUNE_ASSIGN_OR_RETURN(
         FrozenTrial created,
         Transact<Result<FrozenTrial>>(TxKind::kWrite, [&]() -> Result<FrozenTrial> {
           FrozenTrial out = t;
-          TUNE_ASSIGN_OR_RETURN(
-              ScopedQuery q, ScopedQuery::Make(*conn_, kInsertTrial, study_id,
-                                               TrialStateName(t.state), FormatOpt(t.datetime_start),
-                                               FormatOpt(t.datetime_complete), study_id));
-          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-          if (!row) return NoStudy(study_id);
-          out.trial_id = q->Int(0);
-          out.number = q->Int(1);
-          TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
-          (void)more;
+          // Exact: no other connection can add a trial while this transaction holds the lock.
+          TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
+          version = counts.version;
+          out.number = counts.total();
+          {
+            TUNE_ASSIGN_OR_RETURN(
+                ScopedQuery q,
+                ScopedQuery::Make(*conn_, kInsertTrial, out.number, study_id,
+                                  TrialStateName(t.state), FormatOpt(t.datetime_start),
+                                  FormatOpt(t.datetime_complete)));
+            TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+            if (!row) return InternalError(fmt::format("{}: INSERT returned no id", options_.url));
+            out.trial_id = q->Int(0);
+            TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
+            (void)more;
+          }
           for (const auto& [name, v] : t.params) {
             TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertParam, out.trial_id, name, v,
                                       DistributionToJson(t.distributions.at(name))));
@@ -302,6 +326,7 @@ class RdbStorage : public Storage {
           return out;
         }));
     Remember(study_id, created.number, created.trial_id);
+    CountOwnChange(study_id, version, std::nullopt, created.state);
     return created;
   }
 
@@ -310,15 +335,14 @@ class RdbStorage : public Storage {
     std::lock_guard lock(mu_);
     // Most asks find nothing waiting: look first without taking the write lock.
     TUNE_ASSIGN_OR_RETURN(bool any, Transact<Result<bool>>(TxKind::kRead, [&]() -> Result<bool> {
-                            TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id,
-                                                  FirstWaitingLocked(study_id));
-                            if (id) return true;
-                            TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
-                            return false;
+                            TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
+                            return counts[TrialState::kWaiting] > 0;
                           }));
     if (!any) return std::optional<FrozenTrial>();
+    std::optional<int64_t> version;
     TUNE_ASSIGN_OR_RETURN(
         std::optional<FrozenTrial> claimed, Transact<Claimed>(TxKind::kWrite, [&]() -> Claimed {
+          TUNE_ASSIGN_OR_RETURN(version, conn_->DataVersion());
           TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id, FirstWaitingLocked(study_id));
           if (!id) return std::optional<FrozenTrial>();
           TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetime(Now()), *id));
@@ -326,6 +350,7 @@ class RdbStorage : public Storage {
           TUNE_ASSIGN_OR_RETURN(FrozenTrial t, TrialLocked(*id));
           return std::optional<FrozenTrial>(std::move(t));
         }));
+    if (claimed) CountOwnChange(study_id, version, TrialState::kWaiting, TrialState::kRunning);
     return claimed;
   }
 
@@ -364,7 +389,11 @@ class RdbStorage : public Storage {
       stored.push_back(sv);
     }
     std::lock_guard lock(mu_);
-    return Transact<Result<bool>>(TxKind::kWrite, [&]() -> Result<bool> {
+    std::optional<int64_t> version;
+    std::optional<TrialHead> changed;
+    auto write = [&]() -> Result<bool> {
+      changed.reset();
+      TUNE_ASSIGN_OR_RETURN(version, conn_->DataVersion());
       TUNE_ASSIGN_OR_RETURN(TrialHead head, UpdatableHeadLocked(trial_id));
       const char* name = TrialStateName(state);
       if (state == TrialState::kRunning) {
@@ -383,8 +412,12 @@ class RdbStorage : public Storage {
               Exec(*conn_, kInsertValue, trial_id, i, stored[i].value, stored[i].type));
         }
       }
+      changed = head;
       return true;
-    });
+    };
+    TUNE_ASSIGN_OR_RETURN(bool applied, Transact<Result<bool>>(TxKind::kWrite, write));
+    if (changed) CountOwnChange(changed->study_id, version, changed->state, state);
+    return applied;
   }
 
   Result<FrozenTrial> GetTrial(int64_t trial_id) override {
@@ -452,19 +485,12 @@ class RdbStorage : public Storage {
   Result<int64_t> CountTrials(int64_t study_id, const std::vector<TrialState>& states) override {
     std::lock_guard lock(mu_);
     return Transact<Result<int64_t>>(TxKind::kRead, [&]() -> Result<int64_t> {
+      TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
       int64_t n = 0;
-      bool any = false;
-      {
-        TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kCountByState, study_id));
-        while (true) {
-          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-          if (!row) break;
-          any = true;
-          TUNE_ASSIGN_OR_RETURN(TrialState s, ParseState(q->Text(0)));
-          if (StateIn(s, states)) n += q->Int(1);
-        }
+      for (TrialState s : {TrialState::kRunning, TrialState::kComplete, TrialState::kPruned,
+                           TrialState::kFail, TrialState::kWaiting}) {
+        if (StateIn(s, states)) n += counts[s];
       }
-      if (!any) TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
       return n;
     });
   }
@@ -631,10 +657,42 @@ class RdbStorage : public Storage {
     return j;
   }
 
-  Result<TimePoint> ParseDatetimeColumn(const std::string& text) const {
-    Result<TimePoint> t = ParseDatetime(text);
-    if (!t.ok()) return InternalError(fmt::format("{}: {}", options_.url, t.status().message()));
-    return t;
+  // ParseDatetime, with the local-time conversion (mktime, which re-reads the time zone file)
+  // done once per hour: "YYYY-MM-DD HH" -> the time point of HH:00:00.
+  // REQUIRES: mu_ is held.
+  Result<TimePoint> ParseDatetimeColumn(const std::string& text) {
+    auto fail = [&](const Status& s) {
+      return InternalError(fmt::format("{}: {}", options_.url, s.message()));
+    };
+    auto digits = [&](size_t pos, size_t n) {
+      int v = 0;
+      for (size_t i = pos; i < pos + n; ++i) {
+        if (i >= text.size() || text[i] < '0' || text[i] > '9') return -1;
+        v = v * 10 + (text[i] - '0');
+      }
+      return v;
+    };
+    // "YYYY-MM-DD HH:MM:SS[.ffffff]" in the common form; anything else takes the slow path.
+    const int minute = digits(14, 2), second = digits(17, 2);
+    const bool fraction = text.size() > 20 && text[19] == '.' && text.size() <= 26;
+    const int micros = fraction ? digits(20, text.size() - 20) : 0;
+    if (text.size() < 19 || text[10] != ' ' || text[13] != ':' || text[16] != ':' || minute < 0 ||
+        minute > 59 || second < 0 || second > 59 || micros < 0 || (text.size() > 19 && !fraction)) {
+      Result<TimePoint> t = ParseDatetime(text);
+      if (!t.ok()) return fail(t.status());
+      return t;
+    }
+    const std::string hour = text.substr(0, 13);
+    auto it = hours_.find(hour);
+    if (it == hours_.end()) {
+      Result<TimePoint> base = ParseDatetime(hour + ":00:00");
+      if (!base.ok()) return fail(base.status());
+      if (hours_.size() > 100000) hours_.clear();
+      it = hours_.emplace(hour, *base).first;
+    }
+    int64_t us = micros;
+    for (size_t i = fraction ? text.size() : 26; i < 26; ++i) us *= 10;  // ".5" is 500000 us
+    return it->second + std::chrono::seconds(minute * 60 + second) + std::chrono::microseconds(us);
   }
 
   // Trial rows (without children) of `sql`, whose columns are TUNE_TRIAL_COLUMNS.
@@ -772,7 +830,7 @@ class RdbStorage : public Storage {
     TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kTrialHead, trial_id));
     TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
     if (!row) return NotFoundError(fmt::format("no trial with id {}", trial_id));
-    TrialHead head{q->Int(0), TrialState::kRunning};
+    TrialHead head{q->Int(0), TrialState::kRunning, q->Int(2)};
     TUNE_ASSIGN_OR_RETURN(head.state, ParseState(q->Text(1)));
     if (IsFinished(head.state)) return TrialFinishedError(head.number);
     return head;
@@ -787,6 +845,49 @@ class RdbStorage : public Storage {
       (void)head;
       return write();
     });
+  }
+
+  // The study's trial counts by state as of this transaction: kept from an earlier
+  // transaction while no other connection has committed since, else counted again (NotFound
+  // for an unknown study). In a write transaction, call it before writing.
+  // REQUIRES: mu_ is held, inside a transaction.
+  Result<StateCounts> CountsLocked(int64_t study_id) {
+    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> version, conn_->DataVersion());
+    if (version) {
+      auto it = counts_.find(study_id);
+      if (it != counts_.end() && it->second.version == version) return it->second;
+    }
+    StateCounts counts;
+    counts.version = version;
+    bool any = false;
+    {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kCountByState, study_id));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) break;
+        any = true;
+        TUNE_ASSIGN_OR_RETURN(TrialState s, ParseState(q->Text(0)));
+        counts[s] += q->Int(1);
+      }
+    }
+    if (!any) TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+    if (version) counts_[study_id] = counts;
+    return counts;
+  }
+
+  // After this storage committed a change of one of the study's trials from `from` (nullopt:
+  // a new trial) to `to` in a transaction that saw DataVersion() `version`: keeps the cached
+  // counts current, or drops them if they were not current then. REQUIRES: mu_ is held.
+  void CountOwnChange(int64_t study_id, const std::optional<int64_t>& version,
+                      std::optional<TrialState> from, TrialState to) {
+    auto it = counts_.find(study_id);
+    if (it == counts_.end()) return;
+    if (!version || it->second.version != version) {
+      counts_.erase(it);
+      return;
+    }
+    if (from) --it->second[*from];
+    ++it->second[to];
   }
 
   // number -> trial_id of committed trials: ids never change once given, so GetTrialsSince can
@@ -812,6 +913,8 @@ class RdbStorage : public Storage {
   const RdbStorageOptions options_;
   DistributionCache dists_;                                          // guarded by mu_
   std::unordered_map<int64_t, std::vector<int64_t>> ids_by_number_;  // guarded by mu_
+  std::unordered_map<int64_t, StateCounts> counts_;                  // guarded by mu_
+  std::unordered_map<std::string, TimePoint> hours_;                 // guarded by mu_
 };
 
 }  // namespace

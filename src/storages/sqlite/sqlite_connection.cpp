@@ -135,6 +135,13 @@ void SqliteConnection::Rollback() {
 
 int64_t SqliteConnection::Changes() { return sqlite3_changes64(db_); }
 
+Result<std::optional<int64_t>> SqliteConnection::DataVersion() {
+  TUNE_ASSIGN_OR_RETURN(rdb::ScopedQuery q, rdb::ScopedQuery::Make(*this, "PRAGMA data_version"));
+  TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+  if (!row) return std::optional<int64_t>();
+  return std::optional<int64_t>(q->Int(0));
+}
+
 Status SqliteConnection::ExecScript(const std::string& sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);

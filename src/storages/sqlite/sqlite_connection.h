@@ -34,6 +34,7 @@ class SqliteConnection : public rdb::Connection {
   Status Commit() override;
   void Rollback() override;
   int64_t Changes() override;
+  Result<std::optional<int64_t>> DataVersion() override;
 
   // Runs one or more statements without results (PRAGMA, DDL).
   Status ExecScript(const std::string& sql);
