@@ -2,11 +2,13 @@
 // transactions and their retries, the row <-> FrozenTrial mapping. A backend supplies an open
 // Connection whose database already holds the schema (see sqlite_storage.cpp).
 //
-// Per state change: one write transaction of O(1) statements (a trial's number is computed inside
-// the INSERT's transaction, so numbers stay contiguous across processes). Reads of several rows
-// run in one read transaction (a consistent snapshot). GetTrialsSince reads only the trials
-// asked for: new trials by a trial_id range after the last known number, unfinished ones by
-// primary key.
+// Per state change: one write transaction of O(1) statements (a trial's number is the study's
+// trial count read inside the INSERT's write transaction, so numbers stay contiguous across
+// processes). Reads of several rows run in one read transaction (a consistent snapshot).
+// GetTrialsSince reads only the trials asked for: new trials by a trial_id range after the last
+// known number, unfinished ones by primary key. Per-study counts by state are kept between
+// transactions while Connection::DataVersion() shows no other writer, so CountTrials, the
+// WAITING check of every ask and the next number cost O(1) for a lone worker.
 //
 // REQUIRES of the database: trial ids increase in commit order within a study (true for SQLite's
 // INTEGER PRIMARY KEY under its single writer; a PostgreSQL backend must lock the study row
