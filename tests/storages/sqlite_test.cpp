@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -424,6 +426,54 @@ TEST(SqliteCodec, PythonJsonTokensOutsideStringsOnly) {
   EXPECT_EQ(j["c"], "NaN");
   EXPECT_EQ(internal::rdb::EncodeJson(j), R"({"a": NaN, "b": [Infinity, -Infinity], "c": "NaN"})");
   EXPECT_FALSE(internal::rdb::DecodeJson("{oops").ok());
+}
+
+// --- locks -----------------------------------------------------------------------------------
+
+TEST(SqliteLocks, AWriterWaitsForALockThenGivesUpWithUnavailable) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "locked.db";
+  SqliteOptions o;
+  o.busy_timeout_ms = 50;
+  o.max_attempts = 3;
+  auto s = Open(file, o);
+  int64_t sid = *s->CreateStudy("s", {StudyDirection::kMinimize});
+  FrozenTrial t = *s->CreateTrial(sid);
+
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(file.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  // Readers are not blocked by the other writer (WAL) ...
+  EXPECT_EQ(*s->CountTrials(sid), 1);
+  EXPECT_EQ(s->GetTrial(t.trial_id)->state, TrialState::kRunning);
+  // ... writers wait, retry, then report the lock.
+  auto start = std::chrono::steady_clock::now();
+  auto blocked = s->CreateTrial(sid);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(blocked.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(blocked.status().message().find("database is locked"), std::string::npos)
+      << blocked.status().message();
+  EXPECT_NE(blocked.status().message().find("gave up after 3 attempts"), std::string::npos);
+  EXPECT_NE(blocked.status().message().find(file.string()), std::string::npos);
+  EXPECT_GE(waited, 0.15);  // 3 x 50 ms busy timeout
+  EXPECT_EQ(s->SetTrialUserAttr(t.trial_id, "k", 1).code(), StatusCode::kUnavailable);
+
+  // A lock released while a writer waits costs only the wait.
+  SqliteOptions patient;
+  patient.busy_timeout_ms = 5000;
+  auto s2 = Open(file, patient);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  auto created = s2->CreateTrial(sid);
+  release.join();
+  sqlite3_close(other);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->number, 1);  // the failed attempts left nothing behind
+  EXPECT_EQ(*s->CountTrials(sid), 2);
+  EXPECT_TRUE(s->GetTrial(t.trial_id)->user_attrs.empty());
+  EXPECT_EQ(s->CreateTrial(sid)->number, 2);
 }
 
 // --- several processes -------------------------------------------------------------------------
