@@ -19,19 +19,19 @@
 // points per function and seed ({function: {seed: [params, ...]}}), enqueued before the first
 // ask, so that tune and Optuna start from the same trials.
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "bench_util.h"
 #include "tune/model_catalog.h"

@@ -11,6 +11,8 @@
 // Usage: tune_bench_tpe_speed [--sizes 100,1000,3000,5000] [--timed 20] [--reps 10]
 //                             [--modes independent,multivariate] [--seed 42]
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,12 +20,10 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "bench_util.h"
 #include "tune/distributions.h"

@@ -230,9 +230,7 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
     for (size_t j = 0; j < m; ++j) st.order[j] = sorted[j].second;
   }
   const double min_sigma =
-      options.consider_magic_clip
-          ? width / std::min(100.0, static_cast<double>(m) + 2.0)
-          : kEps;
+      options.consider_magic_clip ? width / std::min(100.0, static_cast<double>(m) + 2.0) : kEps;
   for (size_t i = 0; i < m; ++i) st.sigma[i] = std::clamp(st.sigma[i], min_sigma, width);
   st.sigma[m] = width;
 
@@ -249,9 +247,8 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
     double b = (dim.high - st.mu[i]) * st.inv_sigma[i];
     // Both bounds beyond 8.5 sigma: the mass outside is < 2e-17, ln Z rounds to 0.
     double log_z = (a < -8.5 && b > 8.5) ? 0.0 : truncnorm::LogGaussMass(a, b);
-    st.log_norm[i] = dim.kind == KernelKind::kContinuous
-                         ? -log_z - last_log_sigma - kLogSqrt2Pi
-                         : -log_z;
+    st.log_norm[i] =
+        dim.kind == KernelKind::kContinuous ? -log_z - last_log_sigma - kLogSqrt2Pi : -log_z;
   }
   if (dim.kind == KernelKind::kDiscrete) {
     // Components with equal (mu, sigma) share their bin masses: evaluate each class once.
@@ -330,7 +327,7 @@ TUNE_VECTOR_CLONES std::vector<double> ParzenEstimator::LogPdf(
 
   // Discrete dimensions: the log kernel of each (mu, sigma) class at each distinct point value.
   struct DiscreteTable {
-    std::vector<double> values;  // distinct point values
+    std::vector<double> values;       // distinct point values
     std::vector<size_t> point_index;  // point j -> index into values
     std::vector<double> table;        // [class][value]
   };
@@ -353,10 +350,9 @@ TUNE_VECTOR_CLONES std::vector<double> ParzenEstimator::LogPdf(
       BinEdges(dims_[d], tab.values[k], &lo, &hi);
       for (size_t u = 0; u < st.uid_first.size(); ++u) {
         auto i = static_cast<size_t>(st.uid_first[u]);
-        tab.table[u * nv + k] =
-            truncnorm::LogGaussMass((lo - st.mu[i]) * st.inv_sigma[i],
-                                    (hi - st.mu[i]) * st.inv_sigma[i]) +
-            st.log_norm[i];
+        tab.table[u * nv + k] = truncnorm::LogGaussMass((lo - st.mu[i]) * st.inv_sigma[i],
+                                                        (hi - st.mu[i]) * st.inv_sigma[i]) +
+                                st.log_norm[i];
       }
     }
   }
@@ -374,7 +370,8 @@ TUNE_VECTOR_CLONES std::vector<double> ParzenEstimator::LogPdf(
       std::vector<double> buf(n_classes);
       for (size_t j = 0; j < n_points; ++j) {
         for (size_t u = 0; u < n_classes; ++u) {
-          buf[u] = std::log(class_weight[u]) + tab.table[u * tab.values.size() + tab.point_index[j]];
+          buf[u] =
+              std::log(class_weight[u]) + tab.table[u * tab.values.size() + tab.point_index[j]];
         }
         out[j] = LogSumExp(buf.data(), n_classes);
       }
@@ -488,7 +485,8 @@ std::vector<double> ParzenEstimator::LogPdfContinuous1D(const std::vector<double
       out[j] = -kInf;
       continue;
     }
-    const size_t pos = static_cast<size_t>(std::lower_bound(smu.begin(), smu.end(), x) - smu.begin());
+    const size_t pos =
+        static_cast<size_t>(std::lower_bound(smu.begin(), smu.end(), x) - smu.begin());
     double bound = term(prior_c, x, st.mu[m], st.inv_sigma[m]);
     if (pos < m) bound = std::max(bound, term(sc[pos], x, smu[pos], sinv[pos]));
     if (pos > 0) bound = std::max(bound, term(sc[pos - 1], x, smu[pos - 1], sinv[pos - 1]));

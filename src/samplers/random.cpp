@@ -32,13 +32,11 @@ double SampleUniform(const Distribution& distribution, Rng& rng) {
     return static_cast<double>(i->low + k * i->step);
   }
   const auto& c = std::get<CategoricalDistribution>(distribution);
-  return static_cast<double>(
-      std::uniform_int_distribution<size_t>(0, c.choices.size() - 1)(rng));
+  return static_cast<double>(std::uniform_int_distribution<size_t>(0, c.choices.size() - 1)(rng));
 }
 
 double RandomSampler::SampleIndependent(const TrialHistory& /*history*/,
-                                        const FrozenTrial& /*trial*/,
-                                        const std::string& /*name*/,
+                                        const FrozenTrial& /*trial*/, const std::string& /*name*/,
                                         const Distribution& distribution, Rng& rng) {
   return SampleUniform(distribution, rng);
 }

@@ -6,8 +6,7 @@ SearchSpace Sampler::InferRelativeSearchSpace(const TrialHistory& /*history*/) {
 
 std::map<std::string, double> Sampler::SampleRelative(const TrialHistory& /*history*/,
                                                       const FrozenTrial& /*trial*/,
-                                                      const SearchSpace& /*space*/,
-                                                      Rng& /*rng*/) {
+                                                      const SearchSpace& /*space*/, Rng& /*rng*/) {
   return {};
 }
 

@@ -1,13 +1,13 @@
 #include "tune/samplers/tpe.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "tune/samplers/random.h"
 
@@ -57,7 +57,8 @@ class TpeSampler::Index {
     if (history.snapshot_id != 0 && history.snapshot_id == last_snapshot_) return;
     last_snapshot_ = history.snapshot_id;
     multi_objective_ = history.directions.size() > 1;
-    size_t size = history.trials.empty() ? 0 : static_cast<size_t>(history.trials.back()->number) + 1;
+    size_t size =
+        history.trials.empty() ? 0 : static_cast<size_t>(history.trials.back()->number) + 1;
     present_.assign(size, 0);
     running_.clear();
     n_ = 0;
@@ -67,8 +68,7 @@ class TpeSampler::Index {
         auto number = static_cast<size_t>(t.number);
         if (number >= present_.size()) present_.resize(number + 1, 0);
         if (number >= trials_.size() || !trials_[number].ingested) {
-          Ingest(t, history.directions.empty() ? StudyDirection::kMinimize
-                                               : history.directions[0]);
+          Ingest(t, history.directions.empty() ? StudyDirection::kMinimize : history.directions[0]);
         }
         present_[number] = 1;
         ++n_;
@@ -249,9 +249,10 @@ class TpeSampler::Index {
     auto it = t.system_attrs.find("constraints");
     if (it == t.system_attrs.end() || !it->is_array()) {
       if (!warned_constraints_) {
-        spdlog::warn("TPE: trial {} has no \"constraints\" system attribute; it is treated as "
-                     "infeasible (constraints=true)",
-                     t.number);
+        spdlog::warn(
+            "TPE: trial {} has no \"constraints\" system attribute; it is treated as "
+            "infeasible (constraints=true)",
+            t.number);
         warned_constraints_ = true;
       }
       return kInf;
@@ -281,7 +282,7 @@ class TpeSampler::Index {
   }
 
   const TpeOptions& options_;
-  std::vector<Entry> trials_;  // by number
+  std::vector<Entry> trials_;                         // by number
   std::vector<std::pair<RankKey, int64_t>> ranking_;  // sorted (key, number)
   std::unordered_map<std::string, int> param_ids_;
   std::vector<std::string> param_names_;
@@ -357,9 +358,10 @@ double TpeSampler::SampleIndependent(const TrialHistory& history, const FrozenTr
   }
   if (index_->n() < options_.n_startup_trials) return SampleUniform(distribution, rng);
   if (options_.multivariate && options_.warn_independent_sampling) {
-    spdlog::warn("Trial {}: parameter '{}' is sampled independently (it is not in the relative "
-                 "search space)",
-                 trial.number, name);
+    spdlog::warn(
+        "Trial {}: parameter '{}' is sampled independently (it is not in the relative "
+        "search space)",
+        trial.number, name);
   }
   std::vector<Param> params{
       {name, distribution, index_->ParamId(name), index_->DistId(distribution)}};
@@ -601,10 +603,10 @@ std::vector<double> LogFeasibility(TpeSampler::Index& index, const TpeOptions& o
   popt.multivariate = dims > 1;  // per-dimension neighbour bandwidths
   const double n_ran = static_cast<double>(ran[0].size());
   const double n_oom = static_cast<double>(oom[0].size());
-  auto lr = ParzenEstimator(pdims, ran, std::vector<double>(ran[0].size(), 1.0), popt)
-                .LogPdf(points);
-  auto lo = ParzenEstimator(pdims, oom, std::vector<double>(oom[0].size(), 1.0), popt)
-                .LogPdf(points);
+  auto lr =
+      ParzenEstimator(pdims, ran, std::vector<double>(ran[0].size(), 1.0), popt).LogPdf(points);
+  auto lo =
+      ParzenEstimator(pdims, oom, std::vector<double>(oom[0].size(), 1.0), popt).LogPdf(points);
   for (size_t j = 0; j < n_candidates; ++j) {
     // ln sigmoid(log-odds), computed stably.
     double z = std::log(n_ran / n_oom) + lr[j] - lo[j];

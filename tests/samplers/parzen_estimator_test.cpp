@@ -2,12 +2,12 @@
 // estimator TPE builds (tune/samplers/truncnorm.h, parzen_estimator.h).
 #include "tune/samplers/parzen_estimator.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
-
-#include <gtest/gtest.h>
 
 #include "tune/samplers/truncnorm.h"
 
@@ -94,7 +94,8 @@ double Integrate(const ParzenEstimator& e, double lo, double hi, int n = 20000) 
   for (int i = 0; i <= n; ++i) pts[0].push_back(lo + (hi - lo) * i / n);
   auto lp = e.LogPdf(pts);
   double sum = 0.0;
-  for (int i = 0; i <= n; ++i) sum += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
+  for (int i = 0; i <= n; ++i)
+    sum += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
   return sum * (hi - lo) / n;
 }
 
@@ -166,7 +167,8 @@ TEST(ParzenEstimator, MultivariateMixedKernelsIntegrateToOne) {
       }
       auto lp = e.LogPdf(pts);
       double s = 0.0;
-      for (int i = 0; i <= n; ++i) s += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
+      for (int i = 0; i <= n; ++i)
+        s += std::exp(lp[static_cast<size_t>(i)]) * ((i == 0 || i == n) ? 0.5 : 1.0);
       total += s / n;
     }
     EXPECT_NEAR(total, 1.0, 1e-6);

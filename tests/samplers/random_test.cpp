@@ -1,9 +1,9 @@
 #include "tune/samplers/random.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
-
-#include <gtest/gtest.h>
 
 namespace tune {
 namespace {
@@ -17,7 +17,7 @@ TEST(RandomSampler, StaysOnTheGridAndCoversIt) {
     ASSERT_TRUE(Contains(ints, v)) << v;
     ++seen[static_cast<int64_t>(v)];
   }
-  EXPECT_EQ(seen.size(), 13u);  // 128..512 step 32
+  EXPECT_EQ(seen.size(), 13u);                             // 128..512 step 32
   for (const auto& [v, n] : seen) EXPECT_GT(n, 250) << v;  // ~385 expected each
 
   auto floats = *MakeFloatDistribution(0, 1, false, 0.25);
@@ -51,7 +51,8 @@ TEST(RandomSampler, SeededIsReproducible) {
   FrozenTrial t;
   auto d = *MakeFloatDistribution(0, 1);
   Rng a(9), b(9);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(s.SampleIndependent(h, t, "x", d, a), s.SampleIndependent(h, t, "x", d, b));
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(s.SampleIndependent(h, t, "x", d, a), s.SampleIndependent(h, t, "x", d, b));
 }
 
 }  // namespace

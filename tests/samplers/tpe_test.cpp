@@ -3,10 +3,10 @@
 // groups, and behaviour on whole studies (convergence, avoiding an OOM region).
 #include "tune/samplers/tpe.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "tune/config.h"
 #include "tune/optimize.h"
@@ -87,14 +87,14 @@ TEST(Tpe, SplitRanksCompleteThenDeeperPrunedThenUnreportedPruned) {
   o.gamma_ratio = 0.6;
   TpeSampler tpe(o);
   auto h = History({
-      {TrialState::kComplete, 2.0},                       // 0: complete -> first
-      {TrialState::kPruned, 0.5, {{0, 1.0}, {1, 0.5}}},   // 1: pruned at step 1, 0.5
-      {TrialState::kPruned, 0.1, {{0, 0.1}}},             // 2: pruned at step 0 (shallower)
-      {TrialState::kPruned, std::nullopt},                // 3: pruned without reports (OOM)
+      {TrialState::kComplete, 2.0},                      // 0: complete -> first
+      {TrialState::kPruned, 0.5, {{0, 1.0}, {1, 0.5}}},  // 1: pruned at step 1, 0.5
+      {TrialState::kPruned, 0.1, {{0, 0.1}}},            // 2: pruned at step 0 (shallower)
+      {TrialState::kPruned, std::nullopt},               // 3: pruned without reports (OOM)
       {TrialState::kPruned, std::nullopt, {{0, 0.2}, {1, kNaN}}},  // 4: step 1, NaN -> +inf
-      {TrialState::kFail, std::nullopt},                  // 5: ignored
-      {TrialState::kWaiting, std::nullopt},               // 6: ignored
-      {TrialState::kRunning, std::nullopt},               // 7: ignored without constant liar
+      {TrialState::kFail, std::nullopt},                           // 5: ignored
+      {TrialState::kWaiting, std::nullopt},                        // 6: ignored
+      {TrialState::kRunning, std::nullopt},  // 7: ignored without constant liar
   });
   TpeSplit s = tpe.Split(h, Current(8), "x", X());
   EXPECT_EQ(s.below, (std::vector<int64_t>{0, 1, 4}));
@@ -247,7 +247,8 @@ TEST(Tpe, ConstantLiarSpreadsConcurrentAsks) {
     return sum / pairs;
   };
   double without = spread(false), with = spread(true);
-  std::printf("mean pairwise distance of 8 pending asks: %.3f without liar, %.3f with\n", without, with);
+  std::printf("mean pairwise distance of 8 pending asks: %.3f without liar, %.3f with\n", without,
+              with);
   EXPECT_GT(with, 1.5 * without) << "liar " << with << " vs " << without;
 }
 
@@ -272,8 +273,7 @@ TEST(Tpe, RelativeSpaceIsTheIntersectionAndGroupsSplitConditionalParams) {
   TpeOptions g = o;
   g.group = true;
   TpeSampler grouped(g);
-  EXPECT_EQ(grouped.Groups(h),
-            (std::vector<std::vector<std::string>>{{"x"}, {"y", "z"}}));
+  EXPECT_EQ(grouped.Groups(h), (std::vector<std::vector<std::string>>{{"x"}, {"y", "z"}}));
   EXPECT_EQ(grouped.InferRelativeSearchSpace(h).size(), 3u);
 }
 
@@ -330,9 +330,10 @@ TEST(Tpe, AvoidsTheOomRegionOfTheMixedFunction) {
     faithful += oom_share(R"({"name": "tpe", "oom_feasibility": false})", seed) / seeds;
     tpe += oom_share(R"({"name": "tpe"})", seed) / seeds;
   }
-  std::printf("OOM share in trials 100-199, mean of %d seeds: random %.3f, TPE as Optuna %.3f, "
-              "TPE with oom_feasibility %.3f\n",
-              seeds, random, faithful, tpe);
+  std::printf(
+      "OOM share in trials 100-199, mean of %d seeds: random %.3f, TPE as Optuna %.3f, "
+      "TPE with oom_feasibility %.3f\n",
+      seeds, random, faithful, tpe);
   EXPECT_GT(random, 0.3);
   // Ranking OOM trials last (Optuna's rule) already pushes TPE away ...
   EXPECT_LT(faithful, random / 2);

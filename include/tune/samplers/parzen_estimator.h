@@ -26,10 +26,10 @@ enum class KernelKind { kContinuous, kDiscrete, kCategorical };
 // One dimension of the transformed space.
 struct ParzenDimension {
   KernelKind kind = KernelKind::kContinuous;
-  double low = 0.0;   // kernel domain [low, high] (numerical kinds)
+  double low = 0.0;  // kernel domain [low, high] (numerical kinds)
   double high = 1.0;
-  double step = 0.0;       // kDiscrete, linear grid: the step q
-  double grid_low = 0.0;   // kDiscrete: the first and last value of the grid (external units)
+  double step = 0.0;      // kDiscrete, linear grid: the step q
+  double grid_low = 0.0;  // kDiscrete: the first and last value of the grid (external units)
   double grid_high = 0.0;
   bool log_int = false;  // kDiscrete on a log scale (IntDistribution with log=true)
   int n_choices = 0;     // kCategorical
@@ -81,9 +81,9 @@ class ParzenEstimator {
   struct DimState {
     // numerical
     std::vector<double> mu, sigma, inv_sigma, log_norm;  // log_norm: -ln Z (- ln sigma sqrt 2pi)
-    std::vector<uint32_t> order;  // one continuous dimension: observations ascending by mu
-    std::vector<int32_t> uid;                            // discrete: index of (mu, sigma) class
-    std::vector<int32_t> uid_first;                      // a component of each class
+    std::vector<uint32_t> order;     // one continuous dimension: observations ascending by mu
+    std::vector<int32_t> uid;        // discrete: index of (mu, sigma) class
+    std::vector<int32_t> uid_first;  // a component of each class
     // categorical
     std::vector<int32_t> choice;  // -1 for the prior
     std::vector<double> log_hit, log_miss;

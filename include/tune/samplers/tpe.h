@@ -72,8 +72,8 @@ class TpeSampler : public Sampler {
 
   SearchSpace InferRelativeSearchSpace(const TrialHistory& history) override;
   std::map<std::string, double> SampleRelative(const TrialHistory& history,
-                                               const FrozenTrial& trial,
-                                               const SearchSpace& space, Rng& rng) override;
+                                               const FrozenTrial& trial, const SearchSpace& space,
+                                               Rng& rng) override;
   double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
                            const std::string& name, const Distribution& distribution,
                            Rng& rng) override;
