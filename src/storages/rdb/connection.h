@@ -1,6 +1,7 @@
 // The database seam of the RDB storages: a connection that prepares statements and runs
-// transactions. SQLite (src/storages/sqlite/) implements it now, PostgreSQL later; the storage
-// logic over it (rdb_storage.cpp) and the SQL text are shared. No database headers here.
+// transactions. SQLite (src/storages/sqlite/) and PostgreSQL (src/storages/postgres/) implement
+// it; the storage logic over it (rdb_storage.cpp) and the SQL text are shared. No database
+// headers here.
 //
 // SQL text uses `?` placeholders (SQLite's). A driver whose database wants `$1, $2, ...` rewrites
 // them in Prepare; the shared SQL never has a `?` inside a literal.
@@ -42,7 +43,8 @@ class Statement {
 
 enum class TxKind {
   kRead,   // a consistent snapshot for several SELECTs
-  kWrite,  // takes the write lock at once (SQLite: BEGIN IMMEDIATE)
+  kWrite,  // SQLite: takes the write lock at once (BEGIN IMMEDIATE); PostgreSQL: READ COMMITTED,
+           // each statement sees what was committed before it (row locks order the writers)
 };
 
 class Connection {
@@ -58,7 +60,7 @@ class Connection {
   virtual int64_t Changes() = 0;
   // Inside a transaction: a number that differs from the one read in an earlier transaction iff
   // another connection has committed since (SQLite: PRAGMA data_version). nullopt if the
-  // database cannot tell; the storage then re-reads what it would otherwise keep.
+  // database cannot tell (PostgreSQL); the storage then re-reads what it would otherwise keep.
   virtual Result<std::optional<int64_t>> DataVersion() = 0;
 };
 

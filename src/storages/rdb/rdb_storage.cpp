@@ -21,6 +21,8 @@ namespace {
 // --- studies
 const std::string kFindStudyByName = "SELECT study_id FROM studies WHERE study_name = ?";
 const std::string kStudyExists = "SELECT 1 FROM studies WHERE study_id = ?";
+// row_locks: held until the transaction ends; trial creation waits for the one before it.
+const std::string kLockStudy = "SELECT 1 FROM studies WHERE study_id = ? FOR UPDATE";
 const std::string kInsertStudy = "INSERT INTO studies (study_name) VALUES (?) RETURNING study_id";
 const std::string kInsertDirection =
     "INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)";
@@ -89,12 +91,15 @@ const std::string kTrialByNumber =
 const std::string kFirstWaiting =
     "SELECT trial_id FROM trials WHERE study_id = ? AND state = 'WAITING' ORDER BY trial_id "
     "LIMIT 1";
+// row_locks: skips WAITING trials that another transaction is claiming right now.
+const std::string kFirstWaitingSkipLocked = kFirstWaiting + " FOR UPDATE SKIP LOCKED";
 const std::string kClaimWaiting =
     "UPDATE trials SET state = 'RUNNING', datetime_start = ? WHERE trial_id = ? AND "
     "state = 'WAITING'";
 const std::string kCountByState =
     "SELECT state, COUNT(*) FROM trials WHERE study_id = ? GROUP BY state";
 const std::string kTrialHead = "SELECT number, state, study_id FROM trials WHERE trial_id = ?";
+const std::string kTrialHeadForUpdate = kTrialHead + " FOR UPDATE";
 const std::string kSetStateStarted =
     "UPDATE trials SET state = ?, datetime_start = ? WHERE trial_id = ?";
 const std::string kSetStateFinished =
@@ -209,7 +214,8 @@ class RdbStorage : public Storage {
   Status DeleteStudy(int64_t study_id) override {
     std::lock_guard lock(mu_);
     Status s = Transact<Status>(TxKind::kWrite, [&]() -> Status {
-      TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+      TUNE_RETURN_IF_ERROR(options_.row_locks ? LockStudyLocked(study_id)
+                                              : CheckStudyLocked(study_id));
       for (const std::string& sql : kDeleteStudy) TUNE_RETURN_IF_ERROR(Exec(*conn_, sql, study_id));
       return Status::Ok();
     });
@@ -286,7 +292,9 @@ class RdbStorage : public Storage {
         FrozenTrial created,
         Transact<Result<FrozenTrial>>(TxKind::kWrite, [&]() -> Result<FrozenTrial> {
           FrozenTrial out = t;
-          // Exact: no other connection can add a trial while this transaction holds the lock.
+          // Exact: no other connection can add a trial while this transaction holds the lock
+          // (SQLite: the database's write lock; row_locks: the study row's).
+          if (options_.row_locks) TUNE_RETURN_IF_ERROR(LockStudyLocked(study_id));
           TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
           version = counts.version;
           out.number = counts.total();
@@ -561,6 +569,14 @@ class RdbStorage : public Storage {
     return id;
   }
 
+  // row_locks: locks the study's row until the transaction ends; NotFound if there is none.
+  // REQUIRES: mu_ is held, inside a write transaction.
+  Status LockStudyLocked(int64_t study_id) {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kLockStudy, study_id));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    return row ? Status::Ok() : NoStudy(study_id);
+  }
+
   // REQUIRES: mu_ is held, inside a transaction.
   Status CheckStudyLocked(int64_t study_id) {
     TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kStudyExists, study_id));
@@ -818,7 +834,10 @@ class RdbStorage : public Storage {
 
   // REQUIRES: mu_ is held, inside a transaction.
   Result<std::optional<int64_t>> FirstWaitingLocked(int64_t study_id) {
-    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kFirstWaiting, study_id));
+    TUNE_ASSIGN_OR_RETURN(
+        ScopedQuery q,
+        ScopedQuery::Make(*conn_, options_.row_locks ? kFirstWaitingSkipLocked : kFirstWaiting,
+                          study_id));
     TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
     if (!row) return std::optional<int64_t>();
     return std::optional<int64_t>(q->Int(0));
@@ -827,7 +846,9 @@ class RdbStorage : public Storage {
   // The trial's number and state; NotFound, or Optuna's error for a finished trial.
   // REQUIRES: mu_ is held, inside a write transaction.
   Result<TrialHead> UpdatableHeadLocked(int64_t trial_id) {
-    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, kTrialHead, trial_id));
+    TUNE_ASSIGN_OR_RETURN(
+        ScopedQuery q,
+        ScopedQuery::Make(*conn_, options_.row_locks ? kTrialHeadForUpdate : kTrialHead, trial_id));
     TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
     if (!row) return NotFoundError(fmt::format("no trial with id {}", trial_id));
     TrialHead head{q->Int(0), TrialState::kRunning, q->Int(2)};

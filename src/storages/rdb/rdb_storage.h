@@ -11,8 +11,8 @@
 // WAITING check of every ask and the next number cost O(1) for a lone worker.
 //
 // REQUIRES of the database: trial ids increase in commit order within a study (true for SQLite's
-// INTEGER PRIMARY KEY under its single writer; a PostgreSQL backend must lock the study row
-// before inserting a trial).
+// INTEGER PRIMARY KEY under its single writer; with row_locks, a trial is inserted only while
+// its study row is locked, so the ids, taken from the sequence at INSERT, do too).
 #pragma once
 
 #include <memory>
@@ -26,6 +26,12 @@ namespace tune::internal::rdb {
 struct RdbStorageOptions {
   std::string url;       // what url() returns, e.g. "sqlite:///x.db"
   int max_attempts = 8;  // per transaction, when the database reports a lock conflict
+  // For databases with concurrent writers (PostgreSQL, write transactions at READ COMMITTED):
+  // lock the study row (SELECT ... FOR UPDATE, as Optuna does) before numbering a new trial or
+  // deleting the study, lock a trial's row before checking that it may change, and pick the
+  // WAITING trial to claim with FOR UPDATE SKIP LOCKED. Off for SQLite, whose write
+  // transactions already exclude each other (and which has no FOR UPDATE).
+  bool row_locks = false;
 };
 
 std::unique_ptr<Storage> NewRdbStorage(std::unique_ptr<Connection> connection,

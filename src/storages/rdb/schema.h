@@ -11,7 +11,8 @@
 namespace tune::internal::rdb {
 
 enum class Dialect {
-  kSqlite,  // SQLAlchemy 1.4's SQLite DDL (Optuna 3.1 / Debian 12)
+  kSqlite,    // SQLAlchemy 1.4's SQLite DDL (Optuna 3.1 / Debian 12)
+  kPostgres,  // SQLAlchemy 1.4's PostgreSQL DDL: native ENUM types, SERIAL ids
 };
 
 // Alembic revisions, oldest first. Only these two exist between Optuna 3.0 and 5.0:
@@ -25,6 +26,12 @@ std::string SupportedRevisionsText();
 
 // The tables of the schema (creation order) plus alembic_version.
 const std::vector<std::string>& SchemaTables();
+// PostgreSQL only: the ENUM types the tables use (trialstate, studydirection, ...).
+const std::vector<std::string>& PostgresEnumTypes();
+
+// Optuna's alembic revisions older than tune's, oldest first (v0.9.0.a ... v3.0.0.c): a
+// storage stamped with one of these needs `optuna storage upgrade` before tune can use it.
+bool IsOlderOptunaRevision(const std::string& revision);
 
 // version_info.schema_version: frozen at 12 since Optuna 2.x (models.py SCHEMA_VERSION).
 inline constexpr int kSchemaVersion = 12;
