@@ -5,6 +5,13 @@ find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(SQLite3 3.35 REQUIRED)  # tune_sqlite (RETURNING needs 3.35)
+if(TUNE_WITH_POSTGRES)
+  find_package(PostgreSQL)  # libpq for tune_postgres; without it the backend says it is missing
+  if(NOT PostgreSQL_FOUND)
+    message(WARNING "libpq not found (Debian: libpq-dev): building tune without the PostgreSQL "
+                    "storage; postgresql:// URLs will report that")
+  endif()
+endif()
 if(TUNE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

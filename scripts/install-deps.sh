@@ -6,8 +6,10 @@
 #   scripts/install-deps.sh --torch    also LibTorch (training targets)
 set -euo pipefail
 
+# libpq-dev: the PostgreSQL storage; postgresql: the throwaway server `make test` starts;
+# python3-psycopg2: lets the Optuna compatibility test open tune's PostgreSQL studies.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-      libsqlite3-dev python3-optuna fortunes ccache)
+      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache)
 for arg in "$@"; do
   case "$arg" in
     --torch) pkgs+=(libtorch-dev) ;;
