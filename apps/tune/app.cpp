@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/storages/in_memory.h"
+#include "tune/storages/postgres.h"
 #include "tune/storages/sqlite.h"
 #include "tune/text.h"
 
@@ -47,17 +48,22 @@ Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, StorageAcce
                           OpenSqliteStorage(parsed.path, parsed.options));
     return std::shared_ptr<Storage>(std::move(storage));
   }
-  if (scheme == "postgresql" || scheme == "postgres") {
-    return InvalidArgumentError(
-        fmt::format("storage '{}': the PostgreSQL backend is not available in this build yet; use "
-                    "sqlite:///PATH or memory",
-                    url));
+  // postgresql+psycopg2:// and the like: the driver part is SQLAlchemy's, libpq does the work.
+  if (const std::string base = scheme.substr(0, scheme.find('+'));
+      base == "postgresql" || base == "postgres") {
+    TUNE_ASSIGN_OR_RETURN(PostgresUrl parsed, ParsePostgresUrl(url));
+    parsed.options.read_only = access == StorageAccess::kReadOnly;
+    parsed.options.create_if_missing = access == StorageAccess::kReadWrite;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Storage> storage, OpenPostgresStorage(parsed));
+    return std::shared_ptr<Storage>(std::move(storage));
   }
-  const std::vector<std::string> schemes = {"memory", "sqlite"};
+  const std::vector<std::string> schemes = {"memory", "sqlite", "postgresql"};
+  // A URL with user info may carry a password: show only its scheme.
+  const std::string shown = url.find('@') == std::string::npos ? url : scheme + "://...";
   return InvalidArgumentError(fmt::format(
       "unknown storage '{}'{}; valid: memory, sqlite:///PATH (relative), sqlite:////PATH "
-      "(absolute)",
-      url, DidYouMean(scheme, schemes)));
+      "(absolute), postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE",
+      shown, DidYouMean(scheme, schemes)));
 }
 
 Result<Format> ParseFormat(const std::string& name) {

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", run.timeout, "Stop starting trials after S seconds")
       ->check(CLI::PositiveNumber);
   app.add_option("--storage", run.storage,
-                 "Storage URL: sqlite:///PATH[?schema=v3.0.0.d] or memory (default: the "
+                 "Storage URL: sqlite:///PATH[?schema=v3.0.0.d], "
+                 "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or memory (default: the "
                  "config's storage, else sqlite:///tune.db)");
   app.add_option("--sampler", run.sampler, "Sampler name (random, tpe)");
   app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
 
   tune::app::ShowArgs studies_args, trials_args, best_args;
   const std::string storage_help =
-      "Storage URL: sqlite:///PATH or memory (default: sqlite:///tune.db); opened read-only";
+      "Storage URL: sqlite:///PATH, postgresql://USER@HOST[:PORT]/DB or memory (default: "
+      "sqlite:///tune.db); opened read-only";
   auto* studies = app.add_subcommand("studies", "List the studies in a storage");
   studies->add_option("--storage", studies_args.storage, storage_help);
   studies->add_option("--format", studies_args.format, "table, json or csv");
