@@ -13,6 +13,10 @@
 #include "testing/temp_dir.h"
 #include "tune/storages/in_memory.h"
 #include "tune/storages/sqlite.h"
+#ifdef TUNE_TEST_WITH_POSTGRES
+#include "testing/postgres_server.h"
+#include "tune/storages/postgres.h"
+#endif
 
 namespace tune {
 namespace {
@@ -24,6 +28,8 @@ struct Backend {
   std::string name;
   // Opens a fresh, empty storage whose files (if any) live in `dir`.
   std::function<Result<std::unique_ptr<Storage>>(const std::filesystem::path& dir)> open;
+  // Set for a backend that needs a server: why the tests must skip ("" = run them).
+  std::function<std::string()> skip_reason;
 };
 
 void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
@@ -44,12 +50,27 @@ std::vector<Backend> Backends() {
          o.schema_revision = "v3.0.0.d";
          return OpenSqliteStorage((dir / "study.db").string(), o);
        }},
+#ifdef TUNE_TEST_WITH_POSTGRES
+      {"Postgres",
+       [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Storage>> {
+         std::string error;
+         std::string url =
+             testing::TestPostgres::Get().NewDatabase(dir.filename().string(), &error);
+         if (url.empty()) return InternalError("CREATE DATABASE: " + error);
+         return OpenPostgresStorage(url);
+       },
+       [] { return testing::TestPostgres::Get().skip_reason(); }},
+#endif
   };
 }
 
 class StorageConformance : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
+    if (GetParam().skip_reason) {
+      const std::string reason = GetParam().skip_reason();
+      if (!reason.empty()) GTEST_SKIP() << GetParam().name << ": " << reason;
+    }
     auto opened = GetParam().open(dir_.path());
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     storage_ = std::move(opened).value();
