@@ -138,7 +138,9 @@ class PostgresServer {
           "/usr/lib/postgresql/*/bin and PATH)";
       return nullptr;
     }
-    std::string templ = (fs::temp_directory_path() / "tune-pg-XXXXXX").string();
+    // As root the server runs as another user, who may not reach $TMPDIR (say under /root).
+    const fs::path tmp = geteuid() == 0 ? fs::path("/tmp") : fs::temp_directory_path();
+    std::string templ = (tmp / "tune-pg-XXXXXX").string();
     if (!mkdtemp(templ.data())) {
       *error = "cannot create a temp dir for the server";
       return nullptr;
@@ -185,8 +187,8 @@ class PostgresServer {
     return nullptr;
   }
 
-  // A server described by the fixture's state file (see WriteState), not owned: never stopped
-  // by this object.
+  // A server described by the fixture's state file (see State()), not owned: this object never
+  // stops it on its own (Stop() does).
   static std::unique_ptr<PostgresServer> Describe(const std::map<std::string, std::string>& state) {
     auto server = std::unique_ptr<PostgresServer>(new PostgresServer());
     server->port_ = std::atoi(state.count("port") ? state.at("port").c_str() : "0");
