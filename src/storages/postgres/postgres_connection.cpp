@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <spdlog/spdlog.h>
 
 namespace tune::internal::postgres {
 namespace {
@@ -154,6 +155,10 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Open(
   PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/0);
   if (!conn) return InternalError(fmt::format("{}: out of memory connecting", name));
   std::unique_ptr<PgConnection> out(new PgConnection(conn, name, options));
+  // Server notices (warnings) go to the debug log, not straight to stderr.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char* message) { spdlog::debug("PostgreSQL: {}", OneLine(message)); },
+      nullptr);
   if (PQstatus(conn) != CONNECTION_OK) {
     return InvalidArgumentError(fmt::format("cannot connect to PostgreSQL {} ({}): {}",
                                             out->Where(), name, OneLine(PQerrorMessage(conn))));
