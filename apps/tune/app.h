@@ -47,6 +47,9 @@ struct RunArgs {
   std::optional<std::string> storage;
   std::optional<std::string> sampler;
   std::optional<int64_t> seed;
+  std::optional<double> heartbeat_interval;
+  std::optional<double> grace_period;
+  std::optional<int64_t> retry_failed;
   std::string format = "table";
 };
 int RunStudy(const RunArgs& args);

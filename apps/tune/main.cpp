@@ -60,6 +60,18 @@ int main(int argc, char** argv) {
   app.add_option("--sampler", run.sampler, "Sampler name (random, tpe)");
   app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--heartbeat-interval", run.heartbeat_interval,
+                 "Seconds between heartbeats of a running trial; 0: off (default: the config's "
+                 "heartbeat_interval, else 60)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grace-period", run.grace_period,
+                 "RUNNING trials without a heartbeat for this long are failed as stale "
+                 "(default: the config's grace_period, else 2 x the heartbeat interval)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retry-failed", run.retry_failed,
+                 "Re-enqueue a stale trial with the same params up to K times (default: the "
+                 "config's retry_failed, else 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--format", run.format, "Output of the best trial: table, json or csv");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
 
