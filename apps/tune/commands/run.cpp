@@ -131,7 +131,8 @@ int RunStudy(const RunArgs& args) {
   std::signal(SIGTERM, OnSignal);
 
   const auto start = std::chrono::steady_clock::now();
-  int64_t n_pruned = 0, n_failed = 0, n_run = 0;
+  // n_retried: stale trials this run re-enqueued; each raises its target by one (optimize.h).
+  int64_t n_pruned = 0, n_failed = 0, n_run = 0, n_retried = 0;
   std::optional<FrozenTrial> best;
   OptimizeOptions opts;
   opts.n_trials = config.n_trials;
@@ -165,7 +166,8 @@ int RunStudy(const RunArgs& args) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string eta = "?";
     if (config.n_trials) {
-      double left = static_cast<double>(std::max<int64_t>(0, *config.n_trials - done));
+      double left =
+          static_cast<double>(std::max<int64_t>(0, *config.n_trials + n_retried - done));
       eta = Clock(elapsed / static_cast<double>(n_run) * left);
     }
     if (config.timeout_seconds) {
@@ -174,7 +176,8 @@ int RunStudy(const RunArgs& args) {
     }
     spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
                  "| ETA {}",
-                 done, config.n_trials ? std::to_string(*config.n_trials) : "-", n_pruned, n_failed,
+                 done, config.n_trials ? std::to_string(*config.n_trials + n_retried) : "-",
+                 n_pruned, n_failed,
                  best ? fmt::format("{} (trial {})", ValueText(*best), best->number) : "-",
                  Clock(elapsed), eta);
   };
@@ -183,6 +186,7 @@ int RunStudy(const RunArgs& args) {
     const FrozenTrial& t = stale.failed;
     std::string retry = "not retried";
     if (stale.retry) {
+      ++n_retried;
       const Json& history = stale.retry->system_attrs["retry_history"];
       retry = fmt::format("re-enqueued as trial {} with the same params (retry {} of {})",
                           stale.retry->number, history.size(), config.retry_failed);
