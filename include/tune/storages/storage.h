@@ -52,6 +52,7 @@ struct StartTrialOptions {
 
 // What FailStaleTrials does after failing a stale trial: nullopt, or a template of a new trial
 // created in the same transaction (RetryOfStaleTrial below: Optuna's RetryFailedTrialCallback).
+// Called inside the storage's transaction and lock: it must not call the storage.
 using StaleTrialRetry = std::function<std::optional<FrozenTrial>(const FrozenTrial& failed)>;
 
 // A trial failed by FailStaleTrials, and the trial created for it (if any).
