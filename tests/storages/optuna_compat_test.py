@@ -319,8 +319,9 @@ def part5_heartbeats(tmp):
         time.sleep(0.01)
     worker.kill()
     worker.wait()
-    # Optuna 3.1 compares whole seconds ((now - heartbeat).seconds > grace): wait 2.5 s.
-    time.sleep(2.5)
+    # Optuna 3.1 reads the database's time in whole seconds (CURRENT_TIMESTAMP, truncated) and
+    # needs (now - heartbeat).seconds > grace_period = 1, i.e. 2 whole seconds: wait 3.5 s.
+    time.sleep(3.5)
     callback = optuna.storages.RetryFailedTrialCallback(max_retry=1)
     storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1,
                                          failed_trial_callback=callback)
