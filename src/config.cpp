@@ -24,9 +24,10 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "description", "direction",     "directions",   "n_trials",  "timeout",
-    "storage",     "sampler",       "pruner",       "models",    "model_catalog",
-    "search_space", "conditional",  "objective",    "enqueue_trials"};
+    "description",  "direction",   "directions", "n_trials",       "timeout",
+    "storage",      "sampler",     "pruner",     "models",         "model_catalog",
+    "search_space", "conditional", "objective",  "enqueue_trials", "heartbeat_interval",
+    "grace_period", "retry_failed"};
 const std::vector<std::string> kParamTypes = {"float", "int", "categorical", "model"};
 const std::vector<std::string> kConditionOps = {"==", "!=", "in", "not_in", "<", "<=", ">", ">="};
 
@@ -458,6 +459,23 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
     return r.ChildError("timeout", "must be > 0 seconds");
   }
   TUNE_ASSIGN_OR_RETURN(config.storage, r.String("storage", kDefaultStorage));
+  TUNE_ASSIGN_OR_RETURN(std::optional<double> interval, r.OptNumber("heartbeat_interval"));
+  if (interval) {
+    if (*interval < 0) return r.ChildError("heartbeat_interval", "must be >= 0 seconds (0: off)");
+    config.heartbeat_interval = *interval;
+  }
+  TUNE_ASSIGN_OR_RETURN(config.grace_period, r.OptNumber("grace_period"));
+  if (config.grace_period && *config.grace_period <= config.heartbeat_interval) {
+    return r.ChildError("grace_period",
+                        fmt::format("must be greater than heartbeat_interval ({}s), or running "
+                                    "trials would be failed as stale between two heartbeats",
+                                    config.heartbeat_interval));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> retry_failed, r.OptInt("retry_failed"));
+  if (retry_failed) {
+    if (*retry_failed < 0) return r.ChildError("retry_failed", "must be >= 0");
+    config.retry_failed = *retry_failed;
+  }
 
   if (r.Has("sampler")) {
     JsonReader s = r.Child("sampler");
@@ -551,6 +569,25 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
     }
   }
   return config;
+}
+
+Status CheckHeartbeatSettings(const StudyConfig& config, const std::string& where) {
+  if (!(config.heartbeat_interval >= 0)) {
+    return InvalidArgumentError(
+        fmt::format("{}: the heartbeat interval must be >= 0 seconds (0: off), got {}", where,
+                    config.heartbeat_interval));
+  }
+  if (config.grace_period && !(*config.grace_period > config.heartbeat_interval)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: the grace period ({}s) must be greater than the heartbeat interval ({}s), or running "
+        "trials would be failed as stale between two heartbeats",
+        where, *config.grace_period, config.heartbeat_interval));
+  }
+  if (config.retry_failed < 0) {
+    return InvalidArgumentError(
+        fmt::format("{}: the retry count must be >= 0, got {}", where, config.retry_failed));
+  }
+  return Status::Ok();
 }
 
 Result<StudyConfig> LoadStudyConfig(const fs::path& path) {

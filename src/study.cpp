@@ -247,6 +247,17 @@ Result<std::unique_ptr<Trial>> Study::Ask() {
   } else {
     TUNE_ASSIGN_OR_RETURN(frozen, storage_->CreateTrial(study_id_));
   }
+  return MakeTrial(std::move(frozen));
+}
+
+Result<std::unique_ptr<Trial>> Study::Ask(const StartTrialOptions& options) {
+  TUNE_ASSIGN_OR_RETURN(std::optional<FrozenTrial> started,
+                        storage_->StartTrial(study_id_, options));
+  if (!started) return std::unique_ptr<Trial>();
+  return MakeTrial(std::move(*started));
+}
+
+Result<std::unique_ptr<Trial>> Study::MakeTrial(FrozenTrial frozen) {
   TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const TrialHistory> history, History());
   {
     std::lock_guard lock(sampler_mu_);
@@ -255,6 +266,15 @@ Result<std::unique_ptr<Trial>> Study::Ask() {
   uint64_t rng_seed = seed_ ? SplitMix64(*seed_ ^ SplitMix64(static_cast<uint64_t>(frozen.number)))
                             : std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
   return std::unique_ptr<Trial>(new Trial(this, std::move(frozen), std::move(history), rng_seed));
+}
+
+Result<std::vector<FailedStaleTrial>> Study::FailStaleTrials(double grace_period_seconds,
+                                                             int64_t max_retry) {
+  StaleTrialRetry retry;
+  if (max_retry > 0) {
+    retry = [max_retry](const FrozenTrial& failed) { return RetryOfStaleTrial(failed, max_retry); };
+  }
+  return storage_->FailStaleTrials(study_id_, grace_period_seconds, retry);
 }
 
 Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<double> values) {

@@ -56,6 +56,42 @@ TEST(Config, ValidConfigDefaults) {
   EXPECT_FALSE(c->n_trials.has_value());
 }
 
+TEST(Config, HeartbeatKeys) {
+  auto defaults = ParseStudyConfig(Base(), "study.json", ".");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->heartbeat_interval, 60.0);
+  EXPECT_FALSE(defaults->grace_period.has_value());  // twice the interval
+  EXPECT_EQ(defaults->retry_failed, 0);
+  Json d = Base();
+  d["heartbeat_interval"] = 5;
+  d["grace_period"] = 12.5;
+  d["retry_failed"] = 3;
+  auto c = ParseStudyConfig(d, "study.json", ".");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->heartbeat_interval, 5.0);
+  EXPECT_EQ(c->grace_period, 12.5);
+  EXPECT_EQ(c->retry_failed, 3);
+  EXPECT_TRUE(CheckHeartbeatSettings(*c, "flags").ok());
+  d["grace_period"] = 5;
+  ExpectError(d, {"study.json: /grace_period", "greater than heartbeat_interval (5s)"});
+  d = Base();
+  d["heartbeat_interval"] = -1;
+  ExpectError(d, {"/heartbeat_interval", "must be >= 0"});
+  d = Base();
+  d["retry_failed"] = 1.5;
+  ExpectError(d, {"/retry_failed", "expected an integer"});
+  d = Base();
+  d["grace_periods"] = 1;
+  ExpectError(d, {"/grace_periods", "did you mean 'grace_period'"});
+  // Flags can make a valid config invalid: run.cpp checks the result again.
+  c->heartbeat_interval = 20;
+  Status s = CheckHeartbeatSettings(*c, "--heartbeat-interval");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--heartbeat-interval: the grace period (12.5s) must be greater"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(Config, UnknownKeyNamesPathAndClosestKey) {
   Json d = Base();
   d["n_trails"] = 10;

@@ -66,6 +66,28 @@ Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url, StorageAcce
       shown, DidYouMean(scheme, schemes)));
 }
 
+Result<Json> ParseJsonArgument(const std::string& flag, const std::string& text) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // e.byte is 1-based: the character where parsing failed.
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    auto pos = what.find("syntax error");
+    return InvalidArgumentError(fmt::format("{}: invalid JSON at line {}, column {}: {}", flag,
+                                            line, column,
+                                            pos == std::string::npos ? what : what.substr(pos)));
+  }
+}
+
 Result<Format> ParseFormat(const std::string& name) {
   if (name == "table") return Format::kTable;
   if (name == "json") return Format::kJson;

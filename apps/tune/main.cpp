@@ -5,6 +5,9 @@
 //   tune studies    [--storage URL] [--format ...]
 //   tune trials     --study NAME [--storage URL] [--state S]... [--format ...]
 //   tune best-trial --study NAME [--storage URL] [--format ...]
+//   tune delete-study --study NAME [--storage URL]
+//   tune enqueue    --study NAME --params JSON [--storage URL] [--format ...]
+//   tune export     --study NAME [--format csv|json] [--output FILE] [--storage URL]
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted.
 #include <iostream>
@@ -61,6 +64,18 @@ int main(int argc, char** argv) {
   app.add_option("--sampler", run.sampler, "Sampler name (random, tpe)");
   app.add_option("--seed", run.seed, "Sampler seed (reproducible runs)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--heartbeat-interval", run.heartbeat_interval,
+                 "Seconds between heartbeats of a running trial; 0: off (default: the config's "
+                 "heartbeat_interval, else 60)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grace-period", run.grace_period,
+                 "RUNNING trials without a heartbeat for this long are failed as stale "
+                 "(default: the config's grace_period, else 2 x the heartbeat interval)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retry-failed", run.retry_failed,
+                 "Re-enqueue a stale trial with the same params up to K times (default: the "
+                 "config's retry_failed, else 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--format", run.format, "Output of the best trial: table, json or csv");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
 
@@ -84,7 +99,33 @@ int main(int argc, char** argv) {
   best->add_option("--storage", best_args.storage, storage_help);
   best->add_option("--format", best_args.format, "table, json or csv");
 
-  for (auto* sub : {studies, trials, best}) {
+  tune::app::DeleteStudyArgs delete_args;
+  auto* del = app.add_subcommand("delete-study", "Delete a study and all its trials");
+  del->add_option("--study", delete_args.study, "Study name")->required();
+  del->add_option("--storage", delete_args.storage,
+                  "Storage URL: sqlite:///PATH (default: sqlite:///tune.db); never created");
+
+  tune::app::EnqueueArgs enqueue_args;
+  auto* enqueue = app.add_subcommand(
+      "enqueue", "Add a WAITING trial with fixed params; workers run it before new ones");
+  enqueue->add_option("--study", enqueue_args.study, "Study name")->required();
+  enqueue
+      ->add_option("--params", enqueue_args.params,
+                   "The parameter values, a JSON object: '{\"x\": 1.5, \"opt\": \"adam\"}'")
+      ->required();
+  enqueue->add_option("--storage", enqueue_args.storage,
+                      "Storage URL: sqlite:///PATH (default: sqlite:///tune.db); never created");
+  enqueue->add_option("--format", enqueue_args.format, "table, json or csv");
+
+  tune::app::ExportArgs export_args;
+  auto* exp = app.add_subcommand(
+      "export", "Write every trial of a study as CSV (Optuna's trials_dataframe) or JSON");
+  exp->add_option("--study", export_args.study, "Study name")->required();
+  exp->add_option("--format", export_args.format, "csv (default) or json");
+  exp->add_option("--output", export_args.output, "Write to FILE instead of stdout");
+  exp->add_option("--storage", export_args.storage, storage_help);
+
+  for (auto* sub : {studies, trials, best, del, enqueue, exp}) {
     sub->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   }
 
@@ -106,6 +147,9 @@ int main(int argc, char** argv) {
     if (studies->parsed()) return tune::app::ListStudies(studies_args);
     if (trials->parsed()) return tune::app::ListTrials(trials_args);
     if (best->parsed()) return tune::app::ShowBestTrial(best_args);
+    if (del->parsed()) return tune::app::DeleteStudy(delete_args);
+    if (enqueue->parsed()) return tune::app::Enqueue(enqueue_args);
+    if (exp->parsed()) return tune::app::ExportStudy(export_args);
     if (run.study.empty()) {
       std::cerr << "tune: --study NAME is required to run a study\nRun 'tune --help' for usage.\n";
       return tune::app::kExitUsage;

@@ -56,6 +56,15 @@ struct StudyConfig {
   std::optional<int64_t> n_trials;        // target number of finished trials
   std::optional<double> timeout_seconds;  // stop starting trials after this long
   std::string storage = kDefaultStorage;  // a storage URL (see docs/config.md)
+  // Seconds between heartbeats of a running trial; 0 turns heartbeats and the stale-trial
+  // check off. Optuna: RDBStorage(heartbeat_interval=...).
+  double heartbeat_interval = 60.0;
+  // A RUNNING trial without a heartbeat for longer than this is failed as stale. Unset: twice
+  // heartbeat_interval. Must exceed heartbeat_interval. Optuna: RDBStorage(grace_period=...).
+  std::optional<double> grace_period;
+  // Re-enqueue a stale trial with the same params at most this many times per original trial.
+  // Optuna: RetryFailedTrialCallback(max_retry=...).
+  int64_t retry_failed = 0;
   SamplerConfig sampler;
   PrunerConfig pruner;
   ConditionalSpace space;
@@ -67,6 +76,10 @@ struct StudyConfig {
 // against `base_dir`.
 Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
                                      const std::filesystem::path& base_dir);
+// InvalidArgument unless heartbeat_interval >= 0, grace_period (if set) > heartbeat_interval
+// and retry_failed >= 0. `where` prefixes the message (a file, or "--grace-period").
+Status CheckHeartbeatSettings(const StudyConfig& config, const std::string& where);
+
 // Reads and parses a file (NotFound if it does not exist, InvalidArgument for bad JSON with the
 // line and column).
 Result<StudyConfig> LoadStudyConfig(const std::filesystem::path& path);

@@ -1,5 +1,13 @@
 // The optimize loop: ask, sample the space, run the objective, tell — until the study holds
 // n_trials finished trials, the timeout passes, or the user interrupts (Ctrl-C).
+//
+// With heartbeats (Optuna's RDBStorage(heartbeat_interval, grace_period) inside
+// study.optimize): a background thread records a heartbeat for the running trial every
+// heartbeat interval, and RUNNING trials of the study whose heartbeat is older than the grace
+// period (their worker died) are failed as stale when the loop starts and then at most once per
+// interval before asking for a trial. With retry_failed = K, each stale trial is re-enqueued
+// as WAITING with the same params, at most K times per original trial (Optuna's
+// RetryFailedTrialCallback(max_retry=K)).
 #pragma once
 
 #include <cstdint>
@@ -15,17 +23,37 @@ namespace tune {
 
 struct OptimizeOptions {
   // Stop once the study holds this many finished (COMPLETE, PRUNED, FAIL) trials, counting
-  // earlier runs: re-running a study resumes toward the same target. Unset: no limit.
+  // earlier runs: re-running a study resumes toward the same target. Trials are started only
+  // while the study holds fewer than this many started (RUNNING or finished) trials, so several
+  // workers end with exactly n_trials finished trials. A worker that cannot start one stops;
+  // with heartbeats it first waits for the running trials to finish, for at most the grace
+  // period plus one interval (long enough for a dead worker's trial to go stale and be
+  // failed). A stale trial that this worker re-enqueues raises its target by one, so the retry
+  // runs. Unset: no limit.
   std::optional<int64_t> n_trials;
   // Stop starting trials after this many seconds (Optuna's timeout). Unset: no limit.
   std::optional<double> timeout_seconds;
+  // Seconds between heartbeats of the running trial. Unset or 0: no heartbeats and no
+  // stale-trial check. Optuna: RDBStorage(heartbeat_interval=...).
+  std::optional<double> heartbeat_interval_seconds;
+  // A RUNNING trial whose last heartbeat is older than this is stale. Unset: twice the
+  // heartbeat interval (Optuna's default). Optuna: RDBStorage(grace_period=...).
+  std::optional<double> grace_period_seconds;
+  // Re-enqueue a stale trial at most this many times per original trial (0: never). Optuna:
+  // RetryFailedTrialCallback(max_retry=...).
+  int64_t retry_failed = 0;
   // Called after each trial finishes (logging, progress).
   std::function<void(const FrozenTrial& trial, const TrialOutcome& outcome)> on_trial_finished;
+  // Called for each stale trial this worker failed (and its retry, if any).
+  std::function<void(const FailedStaleTrial& stale)> on_stale_trial;
 };
 
 struct OptimizeResult {
   int64_t trials_run = 0;       // trials finished by this call
   int64_t finished_total = 0;   // finished trials in the study afterwards
+  int64_t stale_failed = 0;     // stale trials this call failed
+  int64_t stale_retried = 0;    // ... of which it re-enqueued
+  int64_t trials_lost = 0;      // own trials failed as stale by another worker while running
   bool interrupted = false;     // stopped by Ctrl-C (the running trial is FAIL)
   bool timed_out = false;
 };

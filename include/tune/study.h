@@ -104,6 +104,10 @@ class Study {
 
   // Starts a trial: claims the oldest WAITING trial if any, else creates a RUNNING one.
   Result<std::unique_ptr<Trial>> Ask();
+  // The same in one storage transaction (Storage::StartTrial): nullptr once the study holds
+  // options.max_started trials that are not WAITING; options.heartbeat records the trial's
+  // first heartbeat with it.
+  Result<std::unique_ptr<Trial>> Ask(const StartTrialOptions& options);
   // Finishes a trial (Optuna's study.tell). COMPLETE requires one finite-or-infinite value per
   // objective (a NaN value turns the trial into FAIL, as Optuna does). PRUNED stores the last
   // intermediate value, if any. FAIL stores no value.
@@ -111,6 +115,13 @@ class Study {
 
   // Optuna's enqueue_trial: a WAITING trial whose params are fixed to `params` (a JSON object).
   Result<FrozenTrial> EnqueueTrial(const Json& params, const Json& user_attrs = Json::object());
+
+  // Optuna's fail_stale_trials with RetryFailedTrialCallback(max_retry): fails the RUNNING
+  // trials whose last heartbeat is more than grace_period_seconds old and, while max_retry
+  // allows (0: never), re-enqueues each as a WAITING trial with the same params (system attrs
+  // failed_trial, retry_history). Each stale trial is handled by one caller only.
+  Result<std::vector<FailedStaleTrial>> FailStaleTrials(double grace_period_seconds,
+                                                        int64_t max_retry = 0);
 
   Result<std::vector<FrozenTrial>> Trials(const std::vector<TrialState>& states = {});
   // The COMPLETE trial with the best value (single objective). NotFound if none is complete.
@@ -124,6 +135,8 @@ class Study {
   Study(std::shared_ptr<Storage> storage, std::string name, int64_t study_id,
         std::vector<StudyDirection> directions, std::unique_ptr<Sampler> sampler,
         std::unique_ptr<Pruner> pruner, std::optional<uint64_t> seed);
+  // The live handle of a trial just started: history snapshot, pruner view, RNG.
+  Result<std::unique_ptr<Trial>> MakeTrial(FrozenTrial frozen);
 
   std::shared_ptr<Storage> storage_;
   std::string name_;

@@ -1,6 +1,7 @@
 #include "tune/storages/in_memory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -90,33 +91,30 @@ class InMemoryStorage : public Storage {
     if (templ) TUNE_RETURN_IF_ERROR(CheckTrialValues(templ->values));
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
-    FrozenTrial t;
-    if (templ) {
-      t = *templ;
-    } else {
-      t.state = TrialState::kRunning;
-    }
-    t.trial_id = next_trial_id_++;
-    t.number = static_cast<int64_t>(s->trial_ids.size());
-    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = Clock::now();
-    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
-    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = Clock::now();
-    s->trial_ids.push_back(t.trial_id);
-    if (t.state == TrialState::kWaiting) s->waiting.insert(t.number);
-    trials_[t.trial_id] = Entry{study_id, t};
-    return t;
+    return CreateTrialLocked(study_id, *s, templ);
   }
 
   Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
-    if (s->waiting.empty()) return std::optional<FrozenTrial>();
-    int64_t number = *s->waiting.begin();
-    s->waiting.erase(s->waiting.begin());
-    FrozenTrial& t = trials_.at(s->trial_ids[static_cast<size_t>(number)]).trial;
-    t.state = TrialState::kRunning;
-    t.datetime_start = Clock::now();
-    return std::optional<FrozenTrial>(t);
+    return ClaimLocked(*s);
+  }
+
+  Result<std::optional<FrozenTrial>> StartTrial(int64_t study_id,
+                                                const StartTrialOptions& options) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    auto started = static_cast<int64_t>(s->trial_ids.size() - s->waiting.size());
+    if (options.max_started && started >= *options.max_started) {
+      return std::optional<FrozenTrial>();
+    }
+    std::optional<FrozenTrial> t = ClaimLocked(*s);
+    if (!t) {
+      TUNE_ASSIGN_OR_RETURN(FrozenTrial created, CreateTrialLocked(study_id, *s, nullptr));
+      t = std::move(created);
+    }
+    if (options.heartbeat) s->heartbeats[t->number] = Clock::now();
+    return t;
   }
 
   Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
@@ -158,9 +156,11 @@ class InMemoryStorage : public Storage {
       if (t->state != TrialState::kWaiting) return false;
       t->datetime_start = Clock::now();
     }
+    StudyRecord& s = studies_.at(trials_.at(trial_id).study_id);
     if (t->state == TrialState::kWaiting && state != TrialState::kWaiting) {
-      studies_.at(trials_.at(trial_id).study_id).waiting.erase(t->number);
+      s.waiting.erase(t->number);
     }
+    if (IsFinished(state)) s.heartbeats.erase(t->number);
     t->state = state;
     if (!values.empty()) t->values = values;
     if (IsFinished(state)) t->datetime_complete = Clock::now();
@@ -214,16 +214,87 @@ class InMemoryStorage : public Storage {
     return n;
   }
 
+  Status RecordHeartbeat(int64_t trial_id) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial * t, FindUpdatableLocked(trial_id));
+    if (t->state != TrialState::kRunning) return TrialNotRunningError(t->number, t->state);
+    studies_.at(trials_.at(trial_id).study_id).heartbeats[t->number] = Clock::now();
+    return Status::Ok();
+  }
+
+  Result<std::vector<FailedStaleTrial>> FailStaleTrials(int64_t study_id,
+                                                        double grace_period_seconds,
+                                                        const StaleTrialRetry& retry) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    const TimePoint now = Clock::now();
+    std::vector<FailedStaleTrial> out;
+    for (auto it = s->heartbeats.begin(); it != s->heartbeats.end();) {
+      const double age = std::chrono::duration<double>(now - it->second).count();
+      if (age <= grace_period_seconds) {
+        ++it;
+        continue;
+      }
+      FrozenTrial& t = trials_.at(s->trial_ids[static_cast<size_t>(it->first)]).trial;
+      it = s->heartbeats.erase(it);
+      if (t.state != TrialState::kRunning) continue;
+      t.user_attrs["fail_reason"] = StaleFailReason(age, grace_period_seconds);
+      t.state = TrialState::kFail;
+      t.datetime_complete = now;
+      FailedStaleTrial failed{t, std::nullopt, age};
+      if (retry) {
+        if (std::optional<FrozenTrial> templ = retry(t)) {
+          TUNE_RETURN_IF_ERROR(CheckTrialValues(templ->values));
+          TUNE_ASSIGN_OR_RETURN(failed.retry, CreateTrialLocked(study_id, *s, &*templ));
+        }
+      }
+      out.push_back(std::move(failed));
+    }
+    return out;
+  }
+
  private:
   struct StudyRecord {
     StudyInfo info;
     std::vector<int64_t> trial_ids;
     std::set<int64_t> waiting;  // numbers of WAITING trials
+    std::map<int64_t, TimePoint> heartbeats;  // number -> last heartbeat, RUNNING trials only
   };
   struct Entry {
     int64_t study_id;
     FrozenTrial trial;
   };
+
+  // REQUIRES: mu_ is held.
+  Result<FrozenTrial> CreateTrialLocked(int64_t study_id, StudyRecord& s,
+                                        const FrozenTrial* templ) {
+    FrozenTrial t;
+    if (templ) {
+      t = *templ;
+    } else {
+      t.state = TrialState::kRunning;
+    }
+    t.trial_id = next_trial_id_++;
+    t.number = static_cast<int64_t>(s.trial_ids.size());
+    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = Clock::now();
+    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
+    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = Clock::now();
+    s.trial_ids.push_back(t.trial_id);
+    if (t.state == TrialState::kWaiting) s.waiting.insert(t.number);
+    trials_[t.trial_id] = Entry{study_id, t};
+    return t;
+  }
+
+  // The oldest WAITING trial, now RUNNING; nullopt if none. REQUIRES: mu_ is held.
+  std::optional<FrozenTrial> ClaimLocked(StudyRecord& s) {
+    if (s.waiting.empty()) return std::nullopt;
+    int64_t number = *s.waiting.begin();
+    s.waiting.erase(s.waiting.begin());
+    FrozenTrial& t = trials_.at(s.trial_ids[static_cast<size_t>(number)]).trial;
+    t.state = TrialState::kRunning;
+    t.datetime_start = Clock::now();
+    return t;
+  }
 
   // REQUIRES: mu_ is held.
   Result<StudyRecord*> FindStudyLocked(int64_t study_id) {

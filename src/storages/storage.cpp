@@ -16,6 +16,11 @@ Status StudyNotFoundError(const std::string& name, const std::vector<std::string
                                        : "; existing studies: " + JoinNames(existing)));
 }
 
+Status TrialNotRunningError(int64_t number, TrialState state) {
+  return FailedPreconditionError(fmt::format(
+      "Trial#{} is {}: only a RUNNING trial records heartbeats", number, TrialStateName(state)));
+}
+
 Status CheckTrialValues(const std::vector<double>& values) {
   for (double v : values) {
     if (std::isnan(v)) {
@@ -25,6 +30,29 @@ Status CheckTrialValues(const std::vector<double>& values) {
     }
   }
   return Status::Ok();
+}
+
+std::optional<FrozenTrial> RetryOfStaleTrial(const FrozenTrial& failed, int64_t max_retry) {
+  // Optuna: {"failed_trial": trial.number, "retry_history": [], **trial.system_attrs}, then
+  // retry_history.append(trial.number); no retry once max_retry < len(retry_history).
+  Json system_attrs = {{"failed_trial", failed.number}, {"retry_history", Json::array()}};
+  for (const auto& [key, value] : failed.system_attrs.items()) system_attrs[key] = value;
+  if (!system_attrs["retry_history"].is_array()) system_attrs["retry_history"] = Json::array();
+  system_attrs["retry_history"].push_back(failed.number);
+  if (max_retry < static_cast<int64_t>(system_attrs["retry_history"].size())) return std::nullopt;
+  FrozenTrial retry;
+  retry.state = TrialState::kWaiting;
+  retry.params = failed.params;
+  retry.distributions = failed.distributions;
+  retry.user_attrs = failed.user_attrs.is_object() ? failed.user_attrs : Json::object();
+  retry.user_attrs.erase("fail_reason");
+  retry.system_attrs = std::move(system_attrs);
+  return retry;
+}
+
+std::string StaleFailReason(double heartbeat_age_seconds, double grace_period_seconds) {
+  return fmt::format("stale: no heartbeat for {:.1f}s (grace period {}s); its worker died or hung",
+                     heartbeat_age_seconds, grace_period_seconds);
 }
 
 Result<std::vector<FrozenTrial>> Storage::GetTrialsSince(int64_t study_id, int64_t first_number,

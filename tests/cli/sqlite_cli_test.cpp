@@ -11,6 +11,7 @@
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
+#include "testing/workers.h"
 #include "tune/distributions.h"
 
 namespace tune {
@@ -40,18 +41,11 @@ std::string SqlValue(const fs::path& file, const std::string& sql) {
 
 // A small sphere study config in `dir`; returns its path.
 std::string WriteConfig(const fs::path& dir, const std::string& direction = "minimize") {
-  fs::path cfg = dir / "sphere.json";
-  std::ofstream(cfg) << R"({"direction": ")" << direction << R"(", "sampler": {"name": "tpe",
-    "n_startup_trials": 3}, "search_space": {"x0": {"type": "float", "low": -5, "high": 5},
-    "x1": {"type": "float", "low": -5, "high": 5}},
-    "objective": {"type": "function", "name": "sphere", "n_steps": 3}})";
-  return cfg.string();
+  return testing::WriteSphereConfig(dir, direction);
 }
 
 Json TrialsJson(const std::string& cwd, const std::string& study, const std::string& storage) {
-  ProcessRun r = Tune({"trials", "--study", study, "--storage", storage, "--format", "json"}, cwd);
-  EXPECT_EQ(r.code, 0) << r.err;
-  return r.code == 0 ? Json::parse(r.out) : Json::array();
+  return testing::TrialsJson(storage, study, cwd);
 }
 
 TEST(CliSqlite, DefaultStorageIsTuneDbInTheWorkingDirectoryAndRerunsResume) {
@@ -180,43 +174,39 @@ TEST(CliSqlite, BadStorageInputsExit2AndChangeNothing) {
   EXPECT_FALSE(fs::exists(dir.path() / "x.db"));
 }
 
-// Four worker processes run one study to a shared target: no errors, contiguous numbers.
-TEST(CliSqlite, WorkerProcessesShareAStudy) {
+// The issue's acceptance test: 8 worker processes x 50 trials on one SQLite study.
+TEST(CliSqlite, EightWorkerProcessesShareAStudyExactly) {
+  TempDir dir;
+  testing::ExpectWorkersShareAStudy("sqlite:///" + (dir.path() / "shared.db").string(), dir.path(),
+                                    /*workers=*/8, /*n_trials=*/400, WriteConfig(dir.path()));
+}
+
+// Resuming: the sampler sees the earlier runs' trials, so a study run to 5 trials and resumed
+// to 12 draws exactly what one run to 12 draws (TPE with the same seed: each trial's RNG is
+// seeded by the seed and its number, and after 3 random startup trials TPE's draws depend on
+// the history; with a history missing the first run, trials 5.. would be random startup
+// draws).
+TEST(CliSqlite, ResumedRunsSampleFromTheWholeHistory) {
   TempDir dir;
   const std::string cfg = WriteConfig(dir.path());
-  constexpr int kWorkers = 4;
-  std::vector<pid_t> pids;
-  for (int w = 0; w < kWorkers; ++w) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      if (chdir(dir.path().c_str()) != 0) _exit(126);
-      std::string log = "worker" + std::to_string(w) + ".log";
-      FILE* f = freopen(log.c_str(), "w", stderr);
-      (void)f;
-      FILE* o = freopen("/dev/null", "w", stdout);
-      (void)o;
-      execl(TUNE_BINARY, TUNE_BINARY, "--study", "shared", "--config", cfg.c_str(), "--n-trials",
-            "60", "--storage", "sqlite:///shared.db", nullptr);
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  for (int w = 0; w < kWorkers; ++w) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pids[static_cast<size_t>(w)], &status, 0), pids[static_cast<size_t>(w)]);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0)
-        << Slurp(dir.path() / ("worker" + std::to_string(w) + ".log"));
-  }
-  Json trials = TrialsJson(dir.path(), "shared", "sqlite:///shared.db");
-  // Each worker stops once the study holds 60 finished trials; trials already started then
-  // still finish.
-  EXPECT_GE(trials.size(), 60u);
-  EXPECT_LE(trials.size(), static_cast<size_t>(60 + kWorkers - 1));
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i]["number"], i);
-    EXPECT_EQ(trials[i]["state"], "COMPLETE");
+  auto run = [&](const std::string& db, const std::string& n) {
+    return Tune({"--study", "s", "--config", cfg, "--seed", "3", "--n-trials", n, "--storage",
+                 "sqlite:///" + db},
+                dir.path());
+  };
+  ASSERT_EQ(run("once.db", "12").code, 0);
+  ASSERT_EQ(run("twice.db", "5").code, 0);
+  ProcessRun resumed = run("twice.db", "12");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("Resuming study 's' (5 trials stored)"), std::string::npos)
+      << resumed.err;
+  Json once = TrialsJson(dir.path(), "s", "sqlite:///once.db");
+  Json twice = TrialsJson(dir.path(), "s", "sqlite:///twice.db");
+  ASSERT_EQ(once.size(), 12u);
+  ASSERT_EQ(twice.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(once[i]["params"], twice[i]["params"]) << "trial " << i;
+    EXPECT_EQ(once[i]["value"], twice[i]["value"]) << "trial " << i;
   }
 }
 

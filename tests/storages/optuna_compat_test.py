@@ -11,6 +11,9 @@
 3. A study created by Optuna 3.1 is continued by tune.
 4. The default revision v3.2.0.a: Optuna 3.1 refuses it by its version check (it is the schema
    of Optuna >= 3.2) and reads it with skip_compatibility_check.
+5. Heartbeats: Optuna's fail_stale_trials fails the trial of a killed tune worker and its
+   RetryFailedTrialCallback re-enqueues it; tune fails a stale trial whose heartbeat Optuna
+   wrote, re-enqueues it with the same system attrs as Optuna, and runs Optuna's retry.
 
 Exit 77 (ctest SKIP_RETURN_CODE) when python3-optuna is not installed.
 """
@@ -22,6 +25,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
 
 try:
     import optuna
@@ -34,6 +39,7 @@ TUNE = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 OBJECTIVE = os.path.join(HERE, "optuna_compat_objective.py")
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 SPACE = {
     "lr": {"type": "float", "low": 1e-5, "high": 1e-1, "log": True},
@@ -283,12 +289,79 @@ def part4_default_revision(tmp):
     print(f"part 4: v3.2.0.a is Optuna >= 3.2's schema ({checks} checks so far)")
 
 
+def part5_heartbeats(tmp):
+    url = "sqlite:///" + os.path.join(tmp, "hb.db")
+    script = os.path.join(tmp, "hb.sh")
+    with open(script, "w") as f:
+        f.write('[ "$1" = sleep ] && sleep 5\necho "{\\"value\\": $TUNE_PARAM_X}"\n')
+    configs = {}
+    for mode in ("sleep", "quick"):
+        configs[mode] = os.path.join(tmp, f"hb_{mode}.json")
+        with open(configs[mode], "w") as f:
+            json.dump({"search_space": {"x": {"type": "float", "low": -5, "high": 5}},
+                       "objective": {"type": "command", "argv": ["/bin/sh", script, mode]}}, f)
+    # A tune worker killed while its trial 0 runs (after its first heartbeat).
+    worker = subprocess.Popen([TUNE, "--study", "hb", "--config", configs["sleep"], "--n-trials",
+                               "1", "--heartbeat-interval", "0.5", "--storage",
+                               url + "?schema=v3.0.0.d"], cwd=tmp, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    path = os.path.join(tmp, "hb.db")
+    for _ in range(2000):
+        try:
+            con = sqlite3.connect(path)
+            beats = con.execute("SELECT COUNT(*) FROM trial_heartbeats").fetchone()[0]
+            params = con.execute("SELECT COUNT(*) FROM trial_params").fetchone()[0]
+            con.close()
+            if beats and params:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.01)
+    worker.kill()
+    worker.wait()
+    # Optuna 3.1 reads the database's time in whole seconds (CURRENT_TIMESTAMP, truncated) and
+    # needs (now - heartbeat).seconds > grace_period = 1, i.e. 2 whole seconds: wait 3.5 s.
+    time.sleep(3.5)
+    callback = optuna.storages.RetryFailedTrialCallback(max_retry=1)
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=1, grace_period=1,
+                                         failed_trial_callback=callback)
+    study = optuna.load_study(study_name="hb", storage=storage)
+    optuna.storages.fail_stale_trials(study)
+    trials = study.trials
+    check([t.state.name for t in trials] == ["FAIL", "WAITING"],
+          f"Optuna failed tune's stale trial: {[t.state.name for t in trials]}")
+    check(trials[1].params == trials[0].params
+          and trials[1].system_attrs.get("failed_trial") == 0
+          and trials[1].system_attrs.get("retry_history") == [0], "Optuna's retry of it")
+    # An Optuna worker's trial 2 with a heartbeat (Optuna's format), left RUNNING.
+    trial_id = storage.create_new_trial(study._study_id)
+    storage.set_trial_param(trial_id, "x", 1.25, FloatDistribution(-5, 5))
+    storage.record_heartbeat(trial_id)
+    time.sleep(2.2)
+    run = tune(["--study", "hb", "--config", configs["quick"], "--n-trials", "3",
+                "--heartbeat-interval", "0.5", "--grace-period", "1", "--retry-failed", "1",
+                "--storage", url], tmp)
+    check("Trial 2 FAIL (stale" in run.stderr, "tune failed Optuna's stale trial")
+    study = optuna.load_study(study_name="hb", storage=url)
+    trials = study.trials
+    check([t.state.name for t in trials] == ["FAIL", "COMPLETE", "FAIL", "COMPLETE"],
+          f"states {[t.state.name for t in trials]}")
+    check(trials[1].params == trials[0].params and trials[1].value == trials[0].params["x"],
+          "tune ran Optuna's retry with its params")
+    check(trials[3].params == {"x": 1.25} and trials[3].value == 1.25
+          and trials[3].system_attrs.get("failed_trial") == 2
+          and trials[3].system_attrs.get("retry_history") == [2],
+          f"tune's retry of Optuna's trial: {trials[3].system_attrs}")
+    print(f"part 5: heartbeats and retries across tune and Optuna ({checks} checks so far)")
+
+
 def main():
     print(f"Optuna {optuna.__version__}, tune {TUNE}")
     with tempfile.TemporaryDirectory(prefix="tune-optuna-") as tmp:
         part1_tune_writes_optuna_reads(tmp)
         part3_optuna_writes_tune_continues(tmp)
         part4_default_revision(tmp)
+        part5_heartbeats(tmp)
     print(f"optuna_compat: {checks} checks passed")
 
 

@@ -1,10 +1,13 @@
 // The Storage contract (include/tune/storages/storage.h), run against every backend. A backend
 // joins with one line in Backends() below.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -497,6 +500,240 @@ TEST_P(StorageConformance, GetAllTrialsAndCountTrialsFilterByState) {
   EXPECT_EQ(*storage_->CountTrials(empty), 0);
   EXPECT_TRUE(storage_->GetAllTrials(empty)->empty());
   EXPECT_EQ(storage_->CountTrials(sid + empty + 100).status().code(), StatusCode::kNotFound);
+}
+
+// --- starting trials -------------------------------------------------------------------------
+
+TEST_P(StorageConformance, StartTrialClaimsWaitingFirstAndStopsAtItsLimit) {
+  int64_t sid = NewStudy();
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  templ.system_attrs["fixed_params"] = {{"x", 1}};
+  FrozenTrial waiting = *storage_->CreateTrial(sid, &templ);
+  StartTrialOptions limit;
+  limit.max_started = 2;
+  auto first = *storage_->StartTrial(sid, limit);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->trial_id, waiting.trial_id);
+  EXPECT_EQ(first->state, TrialState::kRunning);
+  EXPECT_TRUE(first->datetime_start.has_value());
+  EXPECT_EQ(first->system_attrs["fixed_params"], (Json{{"x", 1}}));
+  auto second = *storage_->StartTrial(sid, limit);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->number, 1);
+  EXPECT_EQ(second->state, TrialState::kRunning);
+  // Two started (one RUNNING, one finished): the limit is reached; WAITING trials don't count.
+  ASSERT_TRUE(*storage_->SetTrialStateValues(first->trial_id, TrialState::kComplete, {1.0}));
+  (void)storage_->CreateTrial(sid, &templ);
+  EXPECT_FALSE(storage_->StartTrial(sid, limit)->has_value());
+  EXPECT_EQ(*storage_->CountTrials(sid), 3);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kWaiting}), 1);
+  limit.max_started = 3;
+  auto third = *storage_->StartTrial(sid, limit);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->number, 2);  // the WAITING one
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kWaiting}), 0);
+  // No limit: always starts.
+  EXPECT_EQ((*storage_->StartTrial(sid, {}))->number, 3);
+  EXPECT_EQ(storage_->StartTrial(sid + 100, {}).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, StartTrialLimitIsExactUnderConcurrency) {
+  int64_t sid = NewStudy();
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  for (int i = 0; i < 5; ++i) (void)storage_->CreateTrial(sid, &templ);
+  StartTrialOptions limit;
+  limit.max_started = 30;
+  std::atomic<int> started{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 8; ++w) {
+    threads.emplace_back([&] {
+      while (true) {
+        auto t = storage_->StartTrial(sid, limit);
+        if (!t.ok()) {
+          ++errors;
+          return;
+        }
+        if (!t->has_value()) return;
+        ++started;
+        if (!storage_->SetTrialStateValues((*t)->trial_id, TrialState::kComplete, {0.5}).ok()) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(started.load(), 30);
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kComplete}), 30);
+  EXPECT_EQ(*storage_->CountTrials(sid), 30);  // the 5 WAITING ones were claimed, 25 created
+}
+
+// --- heartbeats ---------------------------------------------------------------------------
+
+TEST_P(StorageConformance, OnlyRunningTrialsHeartbeat) {
+  int64_t sid = NewStudy();
+  FrozenTrial running = *storage_->CreateTrial(sid);
+  EXPECT_TRUE(storage_->RecordHeartbeat(running.trial_id).ok());
+  EXPECT_TRUE(storage_->RecordHeartbeat(running.trial_id).ok());  // again: updated
+  FrozenTrial templ;
+  templ.state = TrialState::kWaiting;
+  FrozenTrial waiting = *storage_->CreateTrial(sid, &templ);
+  Status w = storage_->RecordHeartbeat(waiting.trial_id);
+  EXPECT_EQ(w.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(w.message().find("Trial#1 is WAITING"), std::string::npos) << w.message();
+  ASSERT_TRUE(*storage_->SetTrialStateValues(running.trial_id, TrialState::kComplete, {1.0}));
+  Status done = storage_->RecordHeartbeat(running.trial_id);
+  EXPECT_EQ(done.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(done.message().find("Trial#0 has already finished"), std::string::npos)
+      << done.message();
+  EXPECT_EQ(storage_->RecordHeartbeat(waiting.trial_id + 100).code(), StatusCode::kNotFound);
+  // A finished trial with an old heartbeat is not stale.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(storage_->FailStaleTrials(sid, 0.1, nullptr)->empty());
+  EXPECT_EQ(storage_->GetTrial(running.trial_id)->state, TrialState::kComplete);
+}
+
+TEST_P(StorageConformance, StaleTrialsAreFailedOnceAndOthersAreLeftAlone) {
+  int64_t sid = NewStudy();
+  int64_t other = NewStudy("other");
+  FrozenTrial stale = *storage_->CreateTrial(sid);
+  ASSERT_TRUE(
+      storage_->SetTrialParam(stale.trial_id, "x", 0.25, *MakeFloatDistribution(0, 1)).ok());
+  ASSERT_TRUE(storage_->RecordHeartbeat(stale.trial_id).ok());
+  FrozenTrial silent = *storage_->CreateTrial(sid);  // never heartbeats: never stale
+  StartTrialOptions with_heartbeat;
+  with_heartbeat.heartbeat = true;
+  FrozenTrial started = **storage_->StartTrial(sid, with_heartbeat);  // first heartbeat at start
+  FrozenTrial elsewhere = *storage_->CreateTrial(other);
+  ASSERT_TRUE(storage_->RecordHeartbeat(elsewhere.trial_id).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Heartbeats 0.4 s old are not stale with an hour of grace.
+  EXPECT_TRUE(storage_->FailStaleTrials(sid, 3600, nullptr)->empty());
+  FrozenTrial fresh = *storage_->CreateTrial(sid);
+  ASSERT_TRUE(storage_->RecordHeartbeat(fresh.trial_id).ok());
+  auto failed = *storage_->FailStaleTrials(sid, 0.2, nullptr);
+  std::set<int64_t> numbers;
+  for (const FailedStaleTrial& f : failed) {
+    numbers.insert(f.failed.number);
+    EXPECT_EQ(f.failed.state, TrialState::kFail);
+    EXPECT_TRUE(f.failed.datetime_complete.has_value());
+    EXPECT_GT(f.heartbeat_age_seconds, 0.2);
+    EXPECT_FALSE(f.retry.has_value());
+    ASSERT_TRUE(f.failed.user_attrs.contains("fail_reason"));
+    EXPECT_EQ(f.failed.user_attrs["fail_reason"].get<std::string>().rfind("stale: no heartbeat", 0),
+              0u);
+  }
+  // The fresh trial may be failed too if this thread was descheduled for 0.2 s; the others are
+  // decided.
+  numbers.erase(fresh.number);
+  EXPECT_EQ(numbers, (std::set<int64_t>{stale.number, started.number}));
+  FrozenTrial back = *storage_->GetTrial(stale.trial_id);
+  EXPECT_EQ(back.state, TrialState::kFail);
+  EXPECT_EQ(back.params, (std::map<std::string, double>{{"x", 0.25}}));
+  EXPECT_EQ(storage_->GetTrial(silent.trial_id)->state, TrialState::kRunning);
+  EXPECT_EQ(storage_->GetTrial(elsewhere.trial_id)->state, TrialState::kRunning);
+  EXPECT_EQ(storage_->RecordHeartbeat(stale.trial_id).code(), StatusCode::kFailedPrecondition);
+  // Each trial is failed once: a second call finds nothing more.
+  auto again = storage_->FailStaleTrials(sid, 0.2, nullptr);
+  ASSERT_TRUE(again.ok());
+  for (const FailedStaleTrial& f : *again) {
+    EXPECT_EQ(f.failed.number, fresh.number);
+  }
+  EXPECT_TRUE(storage_->FailStaleTrials(sid, 0.2, nullptr)->empty());
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kFail}) +
+                *storage_->CountTrials(sid, {TrialState::kRunning}),
+            4);
+  EXPECT_EQ(storage_->FailStaleTrials(sid + other + 100, 1, nullptr).status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_P(StorageConformance, StaleTrialsAreRetriedWithTheirParamsAtMostMaxRetryTimes) {
+  int64_t sid = NewStudy();
+  FrozenTrial t = *storage_->CreateTrial(sid);
+  const Distribution d = *MakeCategoricalDistribution({"a", "b"});
+  ASSERT_TRUE(storage_->SetTrialParam(t.trial_id, "opt", 1, d).ok());
+  ASSERT_TRUE(storage_->SetTrialUserAttr(t.trial_id, "note", "kept").ok());
+  ASSERT_TRUE(storage_->SetTrialSystemAttr(t.trial_id, "fixed_params", {{"opt", "b"}}).ok());
+  ASSERT_TRUE(storage_->SetTrialIntermediateValue(t.trial_id, 0, 0.5).ok());
+  ASSERT_TRUE(storage_->RecordHeartbeat(t.trial_id).ok());
+  auto retry = [](const FrozenTrial& failed) { return RetryOfStaleTrial(failed, 2); };
+  std::vector<int64_t> chain = {t.number};
+  StartTrialOptions with_heartbeat;
+  with_heartbeat.heartbeat = true;
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    auto failed = *storage_->FailStaleTrials(sid, 0.1, retry);
+    ASSERT_EQ(failed.size(), 1u) << "round " << round;
+    EXPECT_EQ(failed[0].failed.number, chain.back());
+    if (round == 2) {
+      EXPECT_FALSE(failed[0].retry.has_value());  // two retries were the most
+      break;
+    }
+    ASSERT_TRUE(failed[0].retry.has_value());
+    const FrozenTrial& r = *failed[0].retry;
+    EXPECT_EQ(r.state, TrialState::kWaiting);
+    EXPECT_EQ(r.number, chain.back() + 1);
+    EXPECT_FALSE(r.datetime_start.has_value());
+    FrozenTrial stored = *storage_->GetTrial(r.trial_id);
+    EXPECT_EQ(stored.number, r.number);
+    EXPECT_EQ(stored.state, TrialState::kWaiting);
+    EXPECT_EQ(stored.params, r.params);
+    EXPECT_EQ(stored.system_attrs, r.system_attrs);
+    EXPECT_EQ(r.params, (std::map<std::string, double>{{"opt", 1}}));
+    EXPECT_EQ(r.distributions.at("opt"), d);
+    EXPECT_EQ(r.user_attrs, (Json{{"note", "kept"}}));  // without fail_reason
+    EXPECT_TRUE(r.intermediate_values.empty());
+    EXPECT_EQ(r.system_attrs["fixed_params"], (Json{{"opt", "b"}}));
+    EXPECT_EQ(r.system_attrs["failed_trial"], t.number);  // always the original
+    chain.push_back(r.number);
+    EXPECT_EQ(r.system_attrs["retry_history"],
+              Json(std::vector<int64_t>(chain.begin(), chain.end() - 1)));
+    // The retry runs (first heartbeat at its start) and its worker dies too.
+    auto claimed = *storage_->StartTrial(sid, with_heartbeat);
+    ASSERT_TRUE(claimed.has_value());
+    EXPECT_EQ(claimed->trial_id, r.trial_id);
+  }
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kFail}), 3);
+  EXPECT_EQ(*storage_->CountTrials(sid), 3);
+}
+
+TEST_P(StorageConformance, ConcurrentStaleChecksFailAndRetryEachTrialOnce) {
+  int64_t sid = NewStudy();
+  std::vector<FrozenTrial> zombies;
+  for (int i = 0; i < 6; ++i) {
+    zombies.push_back(*storage_->CreateTrial(sid));
+    ASSERT_TRUE(storage_->RecordHeartbeat(zombies.back().trial_id).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto retry = [](const FrozenTrial& failed) { return RetryOfStaleTrial(failed, 1); };
+  std::mutex mu;
+  std::vector<int64_t> failed_numbers;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 6; ++w) {
+    threads.emplace_back([&] {
+      auto failed = storage_->FailStaleTrials(sid, 0.1, retry);
+      if (!failed.ok()) {
+        ++errors;
+        return;
+      }
+      std::lock_guard lock(mu);
+      for (const auto& f : *failed) failed_numbers.push_back(f.failed.number);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  std::sort(failed_numbers.begin(), failed_numbers.end());
+  EXPECT_EQ(failed_numbers, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(*storage_->CountTrials(sid, {TrialState::kFail}), 6);
+  auto retries = *storage_->GetAllTrials(sid, {TrialState::kWaiting});
+  ASSERT_EQ(retries.size(), 6u);
+  std::set<int64_t> originals;
+  for (const FrozenTrial& r : retries)
+    originals.insert(r.system_attrs["failed_trial"].get<int64_t>());
+  EXPECT_EQ(originals, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StorageConformance, ::testing::ValuesIn(Backends()),

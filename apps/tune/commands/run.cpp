@@ -74,6 +74,16 @@ int RunStudy(const RunArgs& args) {
     config.sampler.source = "--sampler";
   }
   if (args.seed) config.sampler.seed = static_cast<uint64_t>(*args.seed);
+  if (args.heartbeat_interval) config.heartbeat_interval = *args.heartbeat_interval;
+  if (args.grace_period) config.grace_period = *args.grace_period;
+  if (args.retry_failed) config.retry_failed = *args.retry_failed;
+  if (Status s = CheckHeartbeatSettings(
+          config, args.heartbeat_interval || args.grace_period || args.retry_failed
+                      ? "--heartbeat-interval/--grace-period/--retry-failed"
+                      : config.source);
+      !s.ok()) {
+    return Fail(s);
+  }
 
   auto sampler = MakeSampler(config.sampler);
   if (!sampler.ok()) return Fail(sampler.status());
@@ -105,6 +115,14 @@ int RunStudy(const RunArgs& args) {
                s.sampler().name(), s.pruner().name(), (*objective)->name(),
                config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
                config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
+  if (config.heartbeat_interval > 0) {
+    spdlog::info(
+        "Heartbeat every {}s; RUNNING trials silent for more than {}s are failed as "
+        "stale{}",
+        config.heartbeat_interval, config.grace_period.value_or(2 * config.heartbeat_interval),
+        config.retry_failed > 0 ? fmt::format(" and retried up to {} time(s)", config.retry_failed)
+                                : "");
+  }
   if (!config.n_trials && !config.timeout_seconds) {
     spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
   }
@@ -113,11 +131,15 @@ int RunStudy(const RunArgs& args) {
   std::signal(SIGTERM, OnSignal);
 
   const auto start = std::chrono::steady_clock::now();
-  int64_t n_pruned = 0, n_failed = 0, n_run = 0;
+  // n_retried: stale trials this run re-enqueued; each raises its target by one (optimize.h).
+  int64_t n_pruned = 0, n_failed = 0, n_run = 0, n_retried = 0;
   std::optional<FrozenTrial> best;
   OptimizeOptions opts;
   opts.n_trials = config.n_trials;
   opts.timeout_seconds = config.timeout_seconds;
+  opts.heartbeat_interval_seconds = config.heartbeat_interval;
+  opts.grace_period_seconds = config.grace_period;
+  opts.retry_failed = config.retry_failed;
   if (auto prev = s.BestTrial(); prev.ok()) best = *prev;
   auto finished_before = s.storage().CountTrials(
       s.study_id(), {TrialState::kComplete, TrialState::kPruned, TrialState::kFail});
@@ -144,7 +166,8 @@ int RunStudy(const RunArgs& args) {
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string eta = "?";
     if (config.n_trials) {
-      double left = static_cast<double>(std::max<int64_t>(0, *config.n_trials - done));
+      double left =
+          static_cast<double>(std::max<int64_t>(0, *config.n_trials + n_retried - done));
       eta = Clock(elapsed / static_cast<double>(n_run) * left);
     }
     if (config.timeout_seconds) {
@@ -153,9 +176,25 @@ int RunStudy(const RunArgs& args) {
     }
     spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
                  "| ETA {}",
-                 done, config.n_trials ? std::to_string(*config.n_trials) : "-", n_pruned, n_failed,
+                 done, config.n_trials ? std::to_string(*config.n_trials + n_retried) : "-",
+                 n_pruned, n_failed,
                  best ? fmt::format("{} (trial {})", ValueText(*best), best->number) : "-",
                  Clock(elapsed), eta);
+  };
+  opts.on_stale_trial = [&](const FailedStaleTrial& stale) {
+    ++done;
+    const FrozenTrial& t = stale.failed;
+    std::string retry = "not retried";
+    if (stale.retry) {
+      ++n_retried;
+      const Json& history = stale.retry->system_attrs["retry_history"];
+      retry = fmt::format("re-enqueued as trial {} with the same params (retry {} of {})",
+                          stale.retry->number, history.size(), config.retry_failed);
+    } else if (config.retry_failed > 0) {
+      retry = fmt::format("not retried: {} retries done", config.retry_failed);
+    }
+    spdlog::warn("Trial {} FAIL (stale: no heartbeat for {:.1f}s; its worker died or hung); {}",
+                 t.number, stale.heartbeat_age_seconds, retry);
   };
   auto result = Optimize(s, config.space, **objective, opts);
   std::signal(SIGINT, SIG_DFL);

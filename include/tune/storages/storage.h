@@ -5,14 +5,21 @@
 //  - Trial numbers are 0-based and contiguous within a study, in creation order.
 //  - Finished trials (COMPLETE, PRUNED, FAIL) are immutable: any update returns
 //    FailedPrecondition ("Trial#N has already finished and can not be updated").
-//  - A WAITING trial is claimed by exactly one worker (ClaimWaitingTrial / SetTrialStateValues
-//    to RUNNING return false to the losers).
+//  - A WAITING trial is claimed by exactly one worker (ClaimWaitingTrial / StartTrial /
+//    SetTrialStateValues to RUNNING return nothing or false to the losers).
+//  - StartTrial's limit is exact across workers: no more trials are started than it allows.
+//  - Heartbeats (Optuna's BaseHeartbeat): only RUNNING trials heartbeat; a RUNNING trial whose
+//    last heartbeat is older than the grace period is stale, and FailStaleTrials fails each
+//    stale trial exactly once, even when several workers call it at the same moment. Trials
+//    that never heartbeat are never stale. Heartbeat times come from one clock shared by all
+//    workers of the storage (the database's).
 //  - Trial values may be +-inf but not NaN (InvalidArgument; Optuna's schema cannot store it);
 //    intermediate values may be anything.
-// Backends: in_memory.h (this process only); sqlite.h (tune_sqlite); PostgreSQL later.
+// Backends: in_memory.h (this process only); sqlite.h (tune_sqlite); postgres.h (tune_postgres).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +38,28 @@ struct StudyInfo {
   Json system_attrs = Json::object();
   int64_t n_trials = 0;
   std::optional<TimePoint> datetime_start;  // start of the first trial
+};
+
+// Storage::StartTrial's options.
+struct StartTrialOptions {
+  // Start nothing once the study holds this many trials that are not WAITING (RUNNING or
+  // finished). Unset: no limit.
+  std::optional<int64_t> max_started;
+  // Record the trial's first heartbeat in the same transaction, so that a worker killed right
+  // after starting a trial still leaves a trial that goes stale.
+  bool heartbeat = false;
+};
+
+// What FailStaleTrials does after failing a stale trial: nullopt, or a template of a new trial
+// created in the same transaction (RetryOfStaleTrial below: Optuna's RetryFailedTrialCallback).
+// Called inside the storage's transaction and lock: it must not call the storage.
+using StaleTrialRetry = std::function<std::optional<FrozenTrial>(const FrozenTrial& failed)>;
+
+// A trial failed by FailStaleTrials, and the trial created for it (if any).
+struct FailedStaleTrial {
+  FrozenTrial failed;                // as stored after failing (state FAIL)
+  std::optional<FrozenTrial> retry;  // as created (normally WAITING)
+  double heartbeat_age_seconds = 0;  // age of the last heartbeat when it was failed
 };
 
 class Storage {
@@ -61,6 +90,11 @@ class Storage {
   // Atomically moves the oldest WAITING trial of the study to RUNNING (datetime_start = now) and
   // returns it; nullopt when none is waiting.
   virtual Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) = 0;
+  // What a worker's ask does, in one transaction: nullopt if the study already holds
+  // options.max_started trials that are not WAITING; else claims the oldest WAITING trial as
+  // ClaimWaitingTrial does, or creates a RUNNING trial as CreateTrial does.
+  virtual Result<std::optional<FrozenTrial>> StartTrial(int64_t study_id,
+                                                        const StartTrialOptions& options) = 0;
   virtual Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
                                const Distribution& distribution) = 0;
   virtual Status SetTrialIntermediateValue(int64_t trial_id, int64_t step, double value) = 0;
@@ -83,13 +117,37 @@ class Storage {
                                                           const std::vector<int64_t>& numbers);
   virtual Result<int64_t> CountTrials(int64_t study_id,
                                       const std::vector<TrialState>& states = {}) = 0;
+
+  // --- heartbeats (Optuna: record_heartbeat, _get_stale_trial_ids, fail_stale_trials) ---
+  // Records that the trial's worker is alive now. FailedPrecondition for a trial that is not
+  // RUNNING (finished: Optuna's "Trial#N has already finished" message, which tells a worker
+  // that its trial was failed as stale by another worker); NotFound for an unknown trial.
+  virtual Status RecordHeartbeat(int64_t trial_id) = 0;
+  // Fails (state FAIL, datetime_complete now, user attr fail_reason) every RUNNING trial of the
+  // study whose last heartbeat is more than `grace_period_seconds` old, and, for each, creates
+  // the trial `retry` returns, in the same transaction. A trial is returned by one call only.
+  // NotFound for an unknown study.
+  virtual Result<std::vector<FailedStaleTrial>> FailStaleTrials(int64_t study_id,
+                                                                double grace_period_seconds,
+                                                                const StaleTrialRetry& retry) = 0;
 };
 
 // "Trial#N has already finished and can not be updated." (Optuna's wording).
 Status TrialFinishedError(int64_t number);
+// FailedPrecondition: a heartbeat for a trial that is not RUNNING (and not finished).
+Status TrialNotRunningError(int64_t number, TrialState state);
 // NotFound for a study name: suggests the closest existing name and lists them all.
 Status StudyNotFoundError(const std::string& name, const std::vector<std::string>& existing);
 // InvalidArgument if a value is NaN (see the contract above).
 Status CheckTrialValues(const std::vector<double>& values);
+
+// Optuna's RetryFailedTrialCallback(max_retry) as a StaleTrialRetry: a WAITING copy of `failed`
+// with its params, distributions, user attributes (less fail_reason) and system attributes,
+// plus system attrs failed_trial (the number of the original trial) and retry_history (the
+// numbers of the failed trials so far, oldest first). nullopt once retry_history would hold
+// more than `max_retry` numbers, i.e. at most max_retry retries per original trial.
+std::optional<FrozenTrial> RetryOfStaleTrial(const FrozenTrial& failed, int64_t max_retry);
+// The user attr fail_reason of a trial failed as stale.
+std::string StaleFailReason(double heartbeat_age_seconds, double grace_period_seconds);
 
 }  // namespace tune

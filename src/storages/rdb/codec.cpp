@@ -1,6 +1,7 @@
 #include "storages/rdb/codec.h"
 
 #include <cmath>
+#include <ctime>
 #include <limits>
 
 #include <fmt/format.h>
@@ -30,6 +31,92 @@ void RestoreNonFinite(Json& j) {
 }
 
 }  // namespace
+
+std::string FormatUtcTimestamp(TimePoint t) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  auto secs = static_cast<std::time_t>(us / 1000000);
+  auto frac = static_cast<long>(us % 1000000);
+  if (frac < 0) {
+    frac += 1000000;
+    --secs;
+  }
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:06d}", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+Result<TimePoint> ParseUtcTimestamp(std::string_view text) {
+  auto fail = [&] {
+    return InvalidArgumentError(fmt::format("cannot parse timestamp '{}'", text));
+  };
+  size_t pos = 0;
+  auto number = [&](size_t digits) -> int {
+    int v = 0;
+    for (size_t i = 0; i < digits; ++i, ++pos) {
+      if (pos >= text.size() || text[pos] < '0' || text[pos] > '9') return -1;
+      v = v * 10 + (text[pos] - '0');
+    }
+    return v;
+  };
+  auto expect = [&](std::string_view chars) {
+    if (pos >= text.size() || chars.find(text[pos]) == std::string_view::npos) return false;
+    ++pos;
+    return true;
+  };
+  std::tm tm{};
+  const int year = number(4);
+  if (year < 0 || !expect("-")) return fail();
+  const int month = number(2);
+  if (month < 1 || month > 12 || !expect("-")) return fail();
+  const int day = number(2);
+  if (day < 1 || day > 31 || !expect(" T")) return fail();
+  const int hour = number(2);
+  if (hour < 0 || hour > 23 || !expect(":")) return fail();
+  const int minute = number(2);
+  if (minute < 0 || minute > 59 || !expect(":")) return fail();
+  const int second = number(2);
+  if (second < 0 || second > 60) return fail();
+  int64_t micros = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int64_t scale = 100000;
+    size_t digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      micros += (text[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+      ++digits;
+    }
+    if (digits == 0) return fail();
+  }
+  int64_t offset_seconds = 0;
+  if (pos < text.size() && text[pos] == 'Z') {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int sign = text[pos] == '-' ? -1 : 1;
+    ++pos;
+    const int oh = number(2);
+    if (oh < 0) return fail();
+    int om = 0;
+    if (pos < text.size()) {
+      expect(":");
+      om = number(2);
+      if (om < 0) return fail();
+    }
+    offset_seconds = sign * (oh * 3600 + om * 60);
+  }
+  if (pos != text.size()) return fail();
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t t = timegm(&tm);
+  return Clock::from_time_t(t) - std::chrono::seconds(offset_seconds) +
+         std::chrono::microseconds(micros);
+}
 
 Result<StoredNumber> EncodeTrialValue(double v) {
   if (std::isnan(v)) {

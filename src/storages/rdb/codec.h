@@ -10,6 +10,7 @@
 
 #include "tune/distributions.h"
 #include "tune/status.h"
+#include "tune/trial.h"
 
 namespace tune::internal::rdb {
 
@@ -31,6 +32,13 @@ Result<double> DecodeNumber(const std::optional<double>& value, std::string_view
 std::string EncodeJson(const Json& value);
 // json.loads: standard JSON plus Python's NaN, Infinity and -Infinity tokens.
 Result<Json> DecodeJson(std::string_view text);
+
+// trial_heartbeats.heartbeat as tune writes it: naive UTC "YYYY-MM-DD HH:MM:SS.ffffff" (the
+// column holds the database's clock; SQLite's CURRENT_TIMESTAMP is naive UTC too).
+std::string FormatUtcTimestamp(TimePoint t);
+// A timestamp read from the database: "YYYY-MM-DD HH:MM:SS[.fraction]" ("T" also accepted as
+// the separator), naive = UTC, or with a UTC offset ("Z", "+HH", "+HH:MM", "-HHMM").
+Result<TimePoint> ParseUtcTimestamp(std::string_view text);
 
 // distribution_json -> Distribution, memoised: a study repeats the same few texts in every
 // trial. Not thread-safe (owned by a storage under its mutex).

@@ -100,6 +100,17 @@ const std::string kCountByState =
     "SELECT state, COUNT(*) FROM trials WHERE study_id = ? GROUP BY state";
 const std::string kTrialHead = "SELECT number, state, study_id FROM trials WHERE trial_id = ?";
 const std::string kTrialHeadForUpdate = kTrialHead + " FOR UPDATE";
+// --- heartbeats (Optuna: one row per trial, never deleted)
+const std::string kUpsertHeartbeat =
+    "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
+    "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat";
+const std::string kRunningHeartbeats =
+    "SELECT t.trial_id, h.heartbeat FROM trials t JOIN trial_heartbeats h ON "
+    "h.trial_id = t.trial_id WHERE t.study_id = ? AND t.state = 'RUNNING'";
+const std::string kHeartbeatOf = "SELECT heartbeat FROM trial_heartbeats WHERE trial_id = ?";
+const std::string kFailRunning =
+    "UPDATE trials SET state = 'FAIL', datetime_complete = ? WHERE trial_id = ? AND "
+    "study_id = ? AND state = 'RUNNING'";
 const std::string kSetStateStarted =
     "UPDATE trials SET state = ?, datetime_start = ? WHERE trial_id = ?";
 const std::string kSetStateFinished =
@@ -263,75 +274,18 @@ class RdbStorage : public Storage {
   // --- trials -------------------------------------------------------------------------------
 
   Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ) override {
-    FrozenTrial t;
-    if (templ) {
-      t = *templ;
-    } else {
-      t.state = TrialState::kRunning;
-    }
-    const TimePoint now = Now();
-    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = now;
-    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
-    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = now;
-    if (!IsFinished(t.state)) t.datetime_complete.reset();
-    std::vector<StoredNumber> values;
-    for (double v : t.values) {
-      TUNE_ASSIGN_OR_RETURN(StoredNumber sv, EncodeTrialValue(v));
-      values.push_back(sv);
-    }
-    for (const auto& [name, v] : t.params) {
-      if (!t.distributions.count(name)) {
-        return InvalidArgumentError(
-            fmt::format("trial template: parameter '{}' has no distribution", name));
-      }
-    }
-
+    TUNE_ASSIGN_OR_RETURN(PreparedTrial prepared, Prepare(templ));
     std::lock_guard lock(mu_);
     std::optional<int64_t> version;
     TUNE_ASSIGN_OR_RETURN(
         FrozenTrial created,
         Transact<Result<FrozenTrial>>(TxKind::kWrite, [&]() -> Result<FrozenTrial> {
-          FrozenTrial out = t;
           // Exact: no other connection can add a trial while this transaction holds the lock
           // (SQLite: the database's write lock; row_locks: the study row's).
           if (options_.row_locks) TUNE_RETURN_IF_ERROR(LockStudyLocked(study_id));
           TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
           version = counts.version;
-          out.number = counts.total();
-          {
-            TUNE_ASSIGN_OR_RETURN(
-                ScopedQuery q,
-                ScopedQuery::Make(*conn_, kInsertTrial, out.number, study_id,
-                                  TrialStateName(t.state), FormatOpt(t.datetime_start),
-                                  FormatOpt(t.datetime_complete)));
-            TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-            if (!row) return InternalError(fmt::format("{}: INSERT returned no id", options_.url));
-            out.trial_id = q->Int(0);
-            TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
-            (void)more;
-          }
-          for (const auto& [name, v] : t.params) {
-            TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertParam, out.trial_id, name, v,
-                                      DistributionToJson(t.distributions.at(name))));
-          }
-          for (size_t i = 0; i < values.size(); ++i) {
-            TUNE_RETURN_IF_ERROR(
-                Exec(*conn_, kInsertValue, out.trial_id, i, values[i].value, values[i].type));
-          }
-          for (const auto& [step, v] : t.intermediate_values) {
-            StoredNumber sv = EncodeIntermediateValue(v);
-            TUNE_RETURN_IF_ERROR(
-                Exec(*conn_, kUpsertIntermediate, out.trial_id, step, sv.value, sv.type));
-          }
-          for (const auto& [key, v] : t.user_attrs.items()) {
-            TUNE_RETURN_IF_ERROR(
-                Exec(*conn_, kUpsertTrialUserAttr, out.trial_id, key, EncodeJson(v)));
-          }
-          for (const auto& [key, v] : t.system_attrs.items()) {
-            TUNE_RETURN_IF_ERROR(
-                Exec(*conn_, kUpsertTrialSystemAttr, out.trial_id, key, EncodeJson(v)));
-          }
-          return out;
+          return InsertTrialLocked(study_id, prepared, counts.total());
         }));
     Remember(study_id, created.number, created.trial_id);
     CountOwnChange(study_id, version, std::nullopt, created.state);
@@ -360,6 +314,54 @@ class RdbStorage : public Storage {
         }));
     if (claimed) CountOwnChange(study_id, version, TrialState::kWaiting, TrialState::kRunning);
     return claimed;
+  }
+
+  Result<std::optional<FrozenTrial>> StartTrial(int64_t study_id,
+                                                const StartTrialOptions& options) override {
+    using Started = Result<std::optional<FrozenTrial>>;
+    TUNE_ASSIGN_OR_RETURN(PreparedTrial prepared, Prepare(nullptr));
+    std::lock_guard lock(mu_);
+    std::optional<int64_t> version;
+    bool claimed = false;  // a WAITING trial (else a new one)
+    TUNE_ASSIGN_OR_RETURN(
+        std::optional<FrozenTrial> started, Transact<Started>(TxKind::kWrite, [&]() -> Started {
+          claimed = false;
+          // The start limit and a new trial's number are exact under the study lock.
+          if (options_.row_locks) TUNE_RETURN_IF_ERROR(LockStudyLocked(study_id));
+          TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
+          version = counts.version;
+          const int64_t n_started = counts.total() - counts[TrialState::kWaiting];
+          if (options.max_started && n_started >= *options.max_started) {
+            return std::optional<FrozenTrial>();
+          }
+          std::optional<FrozenTrial> t;
+          if (counts[TrialState::kWaiting] > 0) {
+            TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id, FirstWaitingLocked(study_id));
+            if (id) {
+              TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetime(Now()), *id));
+              if (conn_->Changes() == 1) {
+                TUNE_ASSIGN_OR_RETURN(t, TrialLocked(*id));
+                claimed = true;
+              }
+            }
+          }
+          if (!t) {
+            TUNE_ASSIGN_OR_RETURN(t, InsertTrialLocked(study_id, prepared, counts.total()));
+          }
+          if (options.heartbeat) {
+            TUNE_ASSIGN_OR_RETURN(TimePoint now, DatabaseNowLocked());
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kUpsertHeartbeat, t->trial_id, FormatUtcTimestamp(now)));
+          }
+          return t;
+        }));
+    if (started) {
+      if (!claimed) Remember(study_id, started->number, started->trial_id);
+      CountOwnChange(study_id, version,
+                     claimed ? std::optional<TrialState>(TrialState::kWaiting) : std::nullopt,
+                     TrialState::kRunning);
+    }
+    return started;
   }
 
   Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
@@ -503,6 +505,96 @@ class RdbStorage : public Storage {
     });
   }
 
+  // --- heartbeats ---------------------------------------------------------------------------
+
+  Status RecordHeartbeat(int64_t trial_id) override {
+    std::lock_guard lock(mu_);
+    return Transact<Status>(TxKind::kWrite, [&]() -> Status {
+      TUNE_ASSIGN_OR_RETURN(TrialHead head, UpdatableHeadLocked(trial_id));
+      if (head.state != TrialState::kRunning) return TrialNotRunningError(head.number, head.state);
+      TUNE_ASSIGN_OR_RETURN(TimePoint now, DatabaseNowLocked());
+      return Exec(*conn_, kUpsertHeartbeat, trial_id, FormatUtcTimestamp(now));
+    });
+  }
+
+  Result<std::vector<FailedStaleTrial>> FailStaleTrials(int64_t study_id,
+                                                        double grace_period_seconds,
+                                                        const StaleTrialRetry& retry) override {
+    using Failed = Result<std::vector<FailedStaleTrial>>;
+    std::lock_guard lock(mu_);
+    // Candidates first, without the write lock: most calls find none.
+    TUNE_ASSIGN_OR_RETURN(
+        std::vector<int64_t> candidates,
+        Transact<Result<std::vector<int64_t>>>(
+            TxKind::kRead, [&]() -> Result<std::vector<int64_t>> {
+              TUNE_RETURN_IF_ERROR(CheckStudyLocked(study_id));
+              TUNE_ASSIGN_OR_RETURN(TimePoint now, DatabaseNowLocked());
+              std::vector<int64_t> ids;
+              TUNE_ASSIGN_OR_RETURN(ScopedQuery q,
+                                    ScopedQuery::Make(*conn_, kRunningHeartbeats, study_id));
+              while (true) {
+                TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+                if (!row) break;
+                TUNE_ASSIGN_OR_RETURN(std::optional<double> age, HeartbeatAge(*q, 1, now));
+                if (age && *age > grace_period_seconds) ids.push_back(q->Int(0));
+              }
+              return ids;
+            }));
+    if (candidates.empty()) return std::vector<FailedStaleTrial>();
+    std::optional<int64_t> version;
+    int64_t n_failed = 0;
+    std::vector<TrialState> created_states;
+    TUNE_ASSIGN_OR_RETURN(
+        std::vector<FailedStaleTrial> failed, Transact<Failed>(TxKind::kWrite, [&]() -> Failed {
+          created_states.clear();
+          n_failed = 0;
+          // Retried trials get numbers: under the study lock, as in CreateTrial.
+          if (options_.row_locks) TUNE_RETURN_IF_ERROR(LockStudyLocked(study_id));
+          TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
+          version = counts.version;
+          int64_t next_number = counts.total();
+          TUNE_ASSIGN_OR_RETURN(TimePoint now, DatabaseNowLocked());
+          std::vector<FailedStaleTrial> out;
+          for (int64_t id : candidates) {
+            // Again under the write lock: another worker may have failed it, or its own
+            // worker heartbeated since.
+            TUNE_ASSIGN_OR_RETURN(ScopedQuery hq, ScopedQuery::Make(*conn_, kHeartbeatOf, id));
+            TUNE_ASSIGN_OR_RETURN(bool has, hq.Next());
+            if (!has) continue;
+            TUNE_ASSIGN_OR_RETURN(std::optional<double> age, HeartbeatAge(*hq, 0, now));
+            if (!age || *age <= grace_period_seconds) continue;
+            // Only if still RUNNING: on a database with row locks (PostgreSQL) a second caller
+            // waits here for the first to commit and then changes nothing.
+            TUNE_RETURN_IF_ERROR(Exec(*conn_, kFailRunning, FormatDatetime(Now()), id, study_id));
+            if (conn_->Changes() != 1) continue;
+            TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertTrialUserAttr, id, "fail_reason",
+                                      EncodeJson(StaleFailReason(*age, grace_period_seconds))));
+            ++n_failed;
+            FailedStaleTrial f;
+            f.heartbeat_age_seconds = *age;
+            TUNE_ASSIGN_OR_RETURN(f.failed, TrialLocked(id));
+            if (retry) {
+              if (std::optional<FrozenTrial> templ = retry(f.failed)) {
+                TUNE_ASSIGN_OR_RETURN(PreparedTrial prepared, Prepare(&*templ));
+                TUNE_ASSIGN_OR_RETURN(f.retry,
+                                      InsertTrialLocked(study_id, prepared, next_number++));
+                created_states.push_back(f.retry->state);
+              }
+            }
+            out.push_back(std::move(f));
+          }
+          return out;
+        }));
+    for (int64_t i = 0; i < n_failed; ++i) {
+      CountOwnChange(study_id, version, TrialState::kRunning, TrialState::kFail);
+    }
+    for (const FailedStaleTrial& f : failed) {
+      if (f.retry) Remember(study_id, f.retry->number, f.retry->trial_id);
+    }
+    for (TrialState s : created_states) CountOwnChange(study_id, version, std::nullopt, s);
+    return failed;
+  }
+
  private:
   // Runs `fn` in a transaction, retrying the whole transaction (with a short random backoff)
   // while the database reports a lock conflict (Unavailable), up to max_attempts times.
@@ -540,6 +632,103 @@ class RdbStorage : public Storage {
     }
     return UnavailableError(fmt::format("{} (gave up after {} attempts)", last.message(),
                                         std::max(1, options_.max_attempts)));
+  }
+
+  // A trial to insert: the template with its datetimes settled and its values encoded.
+  struct PreparedTrial {
+    FrozenTrial trial;
+    std::vector<StoredNumber> values;
+  };
+
+  // Checks and settles a CreateTrial template (nullptr: a new RUNNING trial).
+  static Result<PreparedTrial> Prepare(const FrozenTrial* templ) {
+    PreparedTrial p;
+    FrozenTrial& t = p.trial;
+    if (templ) {
+      t = *templ;
+    } else {
+      t.state = TrialState::kRunning;
+    }
+    const TimePoint now = Now();
+    if (t.state == TrialState::kRunning && !t.datetime_start) t.datetime_start = now;
+    if (t.state == TrialState::kWaiting) t.datetime_start.reset();
+    if (IsFinished(t.state) && !t.datetime_complete) t.datetime_complete = now;
+    if (!IsFinished(t.state)) t.datetime_complete.reset();
+    for (double v : t.values) {
+      TUNE_ASSIGN_OR_RETURN(StoredNumber sv, EncodeTrialValue(v));
+      p.values.push_back(sv);
+    }
+    for (const auto& [name, v] : t.params) {
+      if (!t.distributions.count(name)) {
+        return InvalidArgumentError(
+            fmt::format("trial template: parameter '{}' has no distribution", name));
+      }
+    }
+    return p;
+  }
+
+  // Inserts a prepared trial as number `number` with its child rows; returns it with its id.
+  // The caller keeps the counts (Remember, CountOwnChange) after the commit.
+  // REQUIRES: mu_ is held, inside a write transaction that read the study's counts.
+  Result<FrozenTrial> InsertTrialLocked(int64_t study_id, const PreparedTrial& p, int64_t number) {
+    const FrozenTrial& t = p.trial;
+    FrozenTrial out = t;
+    out.number = number;
+    {
+      TUNE_ASSIGN_OR_RETURN(
+          ScopedQuery q,
+          ScopedQuery::Make(*conn_, kInsertTrial, out.number, study_id, TrialStateName(t.state),
+                            FormatOpt(t.datetime_start), FormatOpt(t.datetime_complete)));
+      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+      if (!row) return InternalError(fmt::format("{}: INSERT returned no id", options_.url));
+      out.trial_id = q->Int(0);
+      TUNE_ASSIGN_OR_RETURN(bool more, q.Next());
+      (void)more;
+    }
+    for (const auto& [name, v] : t.params) {
+      TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertParam, out.trial_id, name, v,
+                                DistributionToJson(t.distributions.at(name))));
+    }
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      TUNE_RETURN_IF_ERROR(
+          Exec(*conn_, kInsertValue, out.trial_id, i, p.values[i].value, p.values[i].type));
+    }
+    for (const auto& [step, v] : t.intermediate_values) {
+      StoredNumber sv = EncodeIntermediateValue(v);
+      TUNE_RETURN_IF_ERROR(
+          Exec(*conn_, kUpsertIntermediate, out.trial_id, step, sv.value, sv.type));
+    }
+    for (const auto& [key, v] : t.user_attrs.items()) {
+      TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertTrialUserAttr, out.trial_id, key, EncodeJson(v)));
+    }
+    for (const auto& [key, v] : t.system_attrs.items()) {
+      TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertTrialSystemAttr, out.trial_id, key, EncodeJson(v)));
+    }
+    return out;
+  }
+
+  // The database's clock. REQUIRES: mu_ is held, inside a transaction.
+  Result<TimePoint> DatabaseNowLocked() {
+    TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, options_.current_timestamp_sql));
+    TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+    if (!row || q->IsNull(0)) {
+      return InternalError(
+          fmt::format("{}: '{}' returned no time", options_.url, options_.current_timestamp_sql));
+    }
+    Result<TimePoint> t = ParseUtcTimestamp(q->Text(0));
+    if (!t.ok()) return InternalError(fmt::format("{}: {}", options_.url, t.status().message()));
+    return t;
+  }
+
+  // Seconds from a heartbeat column to `now`; nullopt for NULL.
+  Result<std::optional<double>> HeartbeatAge(const Statement& row, int column, TimePoint now) {
+    if (row.IsNull(column)) return std::optional<double>();
+    Result<TimePoint> hb = ParseUtcTimestamp(row.Text(column));
+    if (!hb.ok()) {
+      return InternalError(
+          fmt::format("{}: trial_heartbeats: {}", options_.url, hb.status().message()));
+    }
+    return std::optional<double>(std::chrono::duration<double>(now - *hb).count());
   }
 
   void Backoff(int attempt) {

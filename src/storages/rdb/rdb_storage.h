@@ -10,6 +10,12 @@
 // transactions while Connection::DataVersion() shows no other writer, so CountTrials, the
 // WAITING check of every ask and the next number cost O(1) for a lone worker.
 //
+// Heartbeats use the database's clock, as Optuna does: RecordHeartbeat writes the time that
+// RdbStorageOptions::current_timestamp_sql returns, and FailStaleTrials compares with it, so
+// workers on machines with skewed clocks agree. FailStaleTrials reads the candidates in a read
+// transaction and fails them in a write transaction that checks each again (still RUNNING,
+// still stale), so concurrent callers fail each trial once.
+//
 // REQUIRES of the database: trial ids increase in commit order within a study (true for SQLite's
 // INTEGER PRIMARY KEY under its single writer; with row_locks, a trial is inserted only while
 // its study row is locked, so the ids, taken from the sequence at INSERT, do too).
@@ -32,6 +38,10 @@ struct RdbStorageOptions {
   // WAITING trial to claim with FOR UPDATE SKIP LOCKED. Off for SQLite, whose write
   // transactions already exclude each other (and which has no FOR UPDATE).
   bool row_locks = false;
+  // One row, one column: the database's current time as text that ParseUtcTimestamp
+  // (codec.h) reads. The default works on SQLite (second resolution) and PostgreSQL; SQLite
+  // passes strftime('%Y-%m-%d %H:%M:%f', 'now') for milliseconds.
+  std::string current_timestamp_sql = "SELECT CURRENT_TIMESTAMP";
 };
 
 std::unique_ptr<Storage> NewRdbStorage(std::unique_ptr<Connection> connection,

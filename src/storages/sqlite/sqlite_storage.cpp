@@ -2,7 +2,10 @@
 // knows, and hands the connection to the shared RDB storage.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <filesystem>
+#include <random>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -147,6 +150,34 @@ Status CreateSchema(SqliteConnection& conn, const std::string& path, const std::
   return UnavailableError(fmt::format("creating the schema in '{}': {}", path, last.message()));
 }
 
+// Puts the file in WAL mode. The switch needs the file to itself for a moment, and SQLite
+// reports busy at once, without its busy handler, while another process opens or switches the
+// same new file: retry with a short backoff for up to the busy timeout.
+Status EnableWal(SqliteConnection& conn, int busy_timeout_ms) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(busy_timeout_ms, 1000));
+  std::minstd_rand rng(std::random_device{}());
+  for (int attempt = 0;; ++attempt) {
+    std::string mode;
+    Status s = [&]() -> Status {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(conn, "PRAGMA journal_mode=WAL"));
+      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+      if (row) mode = q->Text(0);
+      return Status::Ok();
+    }();
+    if (s.ok() && mode == "wal") return s;
+    if (s.ok()) {
+      s = UnavailableError(fmt::format("{}: the file stayed in journal mode '{}' instead of WAL",
+                                       conn.name(), mode));
+    }
+    if (s.code() != StatusCode::kUnavailable || std::chrono::steady_clock::now() > deadline) {
+      return s;
+    }
+    const int max_ms = std::min(5 << std::min(attempt, 5), 100);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + static_cast<int>(rng() % max_ms)));
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& SqliteSchemaRevisions() {
@@ -197,7 +228,7 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
   if (!options.read_only) {
     // WAL: readers (a dashboard) never block the writer; NORMAL sync: a commit survives a crash
     // of the process (not a power loss before the next checkpoint).
-    TUNE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA journal_mode=WAL"));
+    TUNE_RETURN_IF_ERROR(EnableWal(*conn, options.busy_timeout_ms));
     TUNE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA synchronous=NORMAL"));
   }
   if (found.empty) {
@@ -216,6 +247,8 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
   internal::rdb::RdbStorageOptions rdb_options;
   rdb_options.url = url;
   rdb_options.max_attempts = options.max_attempts;
+  // Heartbeats at millisecond resolution (CURRENT_TIMESTAMP has whole seconds); UTC.
+  rdb_options.current_timestamp_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')";
   return internal::rdb::NewRdbStorage(std::move(conn), std::move(rdb_options));
 }
 

@@ -1,0 +1,154 @@
+// `tune export --study NAME --format csv|json [--output FILE]`: every trial of a study.
+//
+// CSV has the columns of Optuna's study.trials_dataframe(): number, value (values_0, ... for
+// several objectives), datetime_start, datetime_complete, duration, params_<name>...,
+// user_attrs_<key>..., state, with params and attributes sorted by name.
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "tune/text.h"
+
+namespace tune::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A number as pandas writes it to CSV: empty for NaN, inf / -inf.
+std::string CsvNumber(double v) {
+  if (std::isnan(v)) return "";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+// A parameter or attribute value: numbers and strings as they are, booleans as Python prints
+// them, null empty, lists and objects as JSON.
+std::string CsvCell(const Json& v) {
+  if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return CsvNumber(v.get<double>());
+  return v.dump();
+}
+
+std::string ExportCsv(const StudyInfo& study, const std::vector<FrozenTrial>& trials) {
+  std::set<std::string> param_names, attr_keys;
+  for (const FrozenTrial& t : trials) {
+    for (const auto& [name, v] : t.params) param_names.insert(name);
+    for (const auto& [key, v] : t.user_attrs.items()) attr_keys.insert(key);
+  }
+  const size_t n_values = std::max<size_t>(1, study.directions.size());
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"number"};
+  if (n_values == 1) {
+    header.push_back("value");
+  } else {
+    for (size_t i = 0; i < n_values; ++i) header.push_back(fmt::format("values_{}", i));
+  }
+  for (const char* c : {"datetime_start", "datetime_complete", "duration"}) header.push_back(c);
+  for (const auto& n : param_names) header.push_back("params_" + n);
+  for (const auto& k : attr_keys) header.push_back("user_attrs_" + k);
+  header.push_back("state");
+  rows.push_back(std::move(header));
+  for (const FrozenTrial& t : trials) {
+    std::vector<std::string> row = {std::to_string(t.number)};
+    for (size_t i = 0; i < n_values; ++i) {
+      row.push_back(i < t.values.size() ? CsvNumber(t.values[i]) : "");
+    }
+    row.push_back(t.datetime_start ? FormatDatetime(*t.datetime_start) : "");
+    row.push_back(t.datetime_complete ? FormatDatetime(*t.datetime_complete) : "");
+    auto d = t.duration_seconds();
+    row.push_back(d ? fmt::format("{}", *d) : "");
+    const Json params = t.ExternalParams();
+    for (const auto& n : param_names) row.push_back(params.contains(n) ? CsvCell(params[n]) : "");
+    for (const auto& k : attr_keys) {
+      row.push_back(t.user_attrs.contains(k) ? CsvCell(t.user_attrs[k]) : "");
+    }
+    row.push_back(TrialStateName(t.state));
+    rows.push_back(std::move(row));
+  }
+  return RenderCsv(rows);
+}
+
+std::string ExportJson(const StudyInfo& study, const std::vector<FrozenTrial>& trials) {
+  Json dirs = Json::array();
+  for (auto d : study.directions) dirs.push_back(StudyDirectionName(d));
+  Json out = {{"study_name", study.name},       {"directions", dirs},
+              {"user_attrs", study.user_attrs}, {"system_attrs", study.system_attrs},
+              {"n_trials", trials.size()},      {"trials", Json::array()}};
+  for (const FrozenTrial& t : trials) out["trials"].push_back(TrialToJson(t));
+  return out.dump(2) + "\n";
+}
+
+// Writes `text` to `path` through a temporary file in the same directory, so that a failure
+// leaves no partial file and an existing one is replaced at once.
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() /
+                       ("." + target.filename().string() + ".tune-tmp-" + std::to_string(getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      return InvalidArgumentError(
+          fmt::format("--output: cannot write '{}': {}", path, std::strerror(errno)));
+    }
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return InternalError(fmt::format("--output: writing '{}' failed", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return InvalidArgumentError(
+        fmt::format("--output: cannot replace '{}': {}", path, ec.message()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int ExportStudy(const ExportArgs& args) {
+  if (args.format != "csv" && args.format != "json") {
+    return Fail(
+        InvalidArgumentError(fmt::format("unknown export format '{}'{}; valid: csv, json",
+                                         args.format, DidYouMean(args.format, {"csv", "json"}))));
+  }
+  if (args.output && args.output->empty()) {
+    return Fail(InvalidArgumentError("--output needs a file name"));
+  }
+  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
+  if (!storage.ok()) return Fail(storage.status());
+  auto id = (*storage)->GetStudyId(args.study);
+  if (!id.ok()) return Fail(id.status());
+  auto info = (*storage)->GetStudy(*id);
+  if (!info.ok()) return Fail(info.status());
+  auto trials = (*storage)->GetAllTrials(*id);
+  if (!trials.ok()) return Fail(trials.status());
+  const std::string text =
+      args.format == "csv" ? ExportCsv(*info, *trials) : ExportJson(*info, *trials);
+  if (!args.output) {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (Status s = WriteFileAtomically(*args.output, text); !s.ok()) return Fail(s);
+  spdlog::info("Exported {} trial(s) of study '{}' to {} ({})", trials->size(), args.study,
+               *args.output, args.format);
+  return kExitOk;
+}
+
+}  // namespace tune::app
