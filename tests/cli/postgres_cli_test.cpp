@@ -11,6 +11,7 @@
 #include "testing/postgres_server.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
+#include "testing/workers.h"
 #include "tune/trial.h"
 
 namespace tune {
@@ -209,6 +210,20 @@ TEST_F(CliPostgres, BadUrlsServersAndDatabasesExit2WithoutThePassword) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(Sql("SELECT COUNT(*) FROM trials"), (Rows{{"2"}}));
+}
+
+// The heartbeat acceptance checks of tests/cli/heartbeat_cli_test.cpp, on PostgreSQL.
+TEST_F(CliPostgres, KilledWorkersTrialIsFailedAsStaleAndRetriedWithItsParams) {
+  TempDir dir;
+  testing::ExpectKilledWorkersTrialIsRetried(url_, dir.path());
+}
+
+TEST_F(CliPostgres, RandomKillsLoseNoCompleteTrial) {
+  TempDir dir;
+  Json trials = testing::KillWorkersAtRandomPoints(url_, dir.path(), 10);
+  int complete = 0;
+  for (const Json& t : trials) complete += t["state"] == "COMPLETE";
+  EXPECT_GE(complete, 5) << trials.dump(1);
 }
 
 }  // namespace
