@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace tune {
 
@@ -71,6 +72,26 @@ std::string JoinNames(const std::vector<std::string>& names, std::string_view se
   for (size_t i = 0; i < names.size(); ++i) {
     if (i) out += sep;
     out += names[i];
+  }
+  return out;
+}
+
+std::optional<std::string> PercentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    int value = 0;
+    if (i + 3 > text.size() ||
+        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr !=
+            text.data() + i + 3) {
+      return std::nullopt;
+    }
+    out += static_cast<char>(value);
+    i += 2;
   }
   return out;
 }

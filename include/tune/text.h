@@ -1,4 +1,5 @@
-// Small text helpers for error messages: the closest valid choice ("did you mean ...?").
+// Small text helpers: the closest valid choice for error messages ("did you mean ...?"), URL
+// %-decoding.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,9 @@ std::optional<std::string> ClosestMatch(std::string_view word,
 
 // " (did you mean 'x'?)" or "" when nothing is close.
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+// URL %-decoding ("a%20b" -> "a b"); nullopt for a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view text);
 
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");

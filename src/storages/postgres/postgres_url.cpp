@@ -39,22 +39,9 @@ std::string Redact(const std::string& url) {
 }
 
 Result<std::string> PercentDecode(const std::string& display, const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    int value = 0;
-    if (i + 3 > text.size() ||
-        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr !=
-            text.data() + i + 3) {
-      return InvalidArgumentError(fmt::format("storage '{}': bad %-escape", display));
-    }
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
+  std::optional<std::string> decoded = tune::PercentDecode(text);
+  if (!decoded) return InvalidArgumentError(fmt::format("storage '{}': bad %-escape", display));
+  return *std::move(decoded);
 }
 
 }  // namespace

@@ -255,22 +255,11 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
 namespace {
 
 Result<std::string> PercentDecode(const std::string& url, const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    int value = 0;
-    if (i + 2 >= text.size() ||
-        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr !=
-            text.data() + i + 3) {
-      return InvalidArgumentError(fmt::format("storage '{}': bad %-escape in the path", url));
-    }
-    out += static_cast<char>(value);
-    i += 2;
+  std::optional<std::string> decoded = tune::PercentDecode(text);
+  if (!decoded) {
+    return InvalidArgumentError(fmt::format("storage '{}': bad %-escape in the path", url));
   }
-  return out;
+  return *std::move(decoded);
 }
 
 }  // namespace
