@@ -78,7 +78,10 @@ std::optional<double> FrozenTrial::duration_seconds() const {
   return std::chrono::duration<double>(*datetime_complete - *datetime_start).count();
 }
 
-std::string FormatDatetime(TimePoint t) {
+namespace {
+
+// "YYYY-MM-DD HH:MM:SS.ffffff" in local time or UTC.
+std::string FormatTimePoint(TimePoint t, bool utc) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
   std::time_t secs = static_cast<std::time_t>(us / 1000000);
   long frac = static_cast<long>(us % 1000000);
@@ -87,10 +90,20 @@ std::string FormatDatetime(TimePoint t) {
     --secs;
   }
   std::tm tm{};
-  localtime_r(&secs, &tm);
+  if (utc) {
+    gmtime_r(&secs, &tm);
+  } else {
+    localtime_r(&secs, &tm);
+  }
   return fmt::format("{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:06d}", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
+
+}  // namespace
+
+std::string FormatDatetime(TimePoint t) { return FormatTimePoint(t, /*utc=*/false); }
+
+std::string FormatDatetimeUtc(TimePoint t) { return FormatTimePoint(t, /*utc=*/true); }
 
 Result<TimePoint> ParseDatetime(std::string_view text) {
   std::tm tm{};

@@ -86,6 +86,8 @@ inline bool IsBetter(StudyDirection direction, double a, double b) {
 
 // Formats a time point as Optuna stores it: "YYYY-MM-DD HH:MM:SS.ffffff" (local time).
 std::string FormatDatetime(TimePoint t);
+// The same in UTC (what the database backends store).
+std::string FormatDatetimeUtc(TimePoint t);
 Result<TimePoint> ParseDatetime(std::string_view text);
 
 }  // namespace tune

@@ -32,19 +32,7 @@ void RestoreNonFinite(Json& j) {
 
 }  // namespace
 
-std::string FormatUtcTimestamp(TimePoint t) {
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  auto secs = static_cast<std::time_t>(us / 1000000);
-  auto frac = static_cast<long>(us % 1000000);
-  if (frac < 0) {
-    frac += 1000000;
-    --secs;
-  }
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04d}-{:02d}-{:02d} {:02d}:{:02d}:{:02d}.{:06d}", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-}
+std::string FormatUtcTimestamp(TimePoint t) { return FormatDatetimeUtc(t); }
 
 Result<TimePoint> ParseUtcTimestamp(std::string_view text) {
   auto fail = [&] {
