@@ -13,6 +13,9 @@
 #include "tune/optimize.h"
 #include "tune/study.h"
 #include "tune/text.h"
+#ifdef TUNE_WITH_TORCH
+#include "tune/train/torch_trainer.h"
+#endif
 
 namespace tune::app {
 namespace {
@@ -79,7 +82,18 @@ int RunStudy(const RunArgs& args) {
   if (!sampler.ok()) return Fail(sampler.status());
   auto pruner = MakePruner(config.pruner);
   if (!pruner.ok()) return Fail(pruner.status());
-  auto objective = MakeObjective(config);
+  std::unique_ptr<Trainer> trainer;
+#ifdef TUNE_WITH_TORCH
+  if (config.objective.type == "train") {
+    TorchTrainerOptions trainer_options;
+    trainer_options.device = config.objective.train.device;
+    trainer_options.threads = config.objective.train.threads;
+    auto t = NewTorchTrainer(trainer_options);
+    if (!t.ok()) return Fail(t.status());
+    trainer = std::move(t).value();
+  }
+#endif
+  auto objective = MakeObjective(config, std::move(trainer));
   if (!objective.ok()) return Fail(objective.status());
   auto storage = OpenStorage(config.storage);
   if (!storage.ok()) return Fail(storage.status());
