@@ -96,7 +96,8 @@ class TorchTrainer final : public Trainer {
 
   std::string name() const override {
     return fmt::format("libtorch {} {}{}", TorchVersion(), device_.str(),
-                       device_.is_cpu() ? fmt::format(" ({} threads)", threads_) : "");
+                       device_.is_cpu() ? fmt::format(" ({} thread{})", threads_, threads_ == 1 ? "" : "s")
+                                        : "");
   }
 
   Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
