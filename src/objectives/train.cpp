@@ -182,7 +182,8 @@ class TrainObjective final : public Objective {
       case TrainResult::End::kFailed:
         return Fail(trial, result.message);
       case TrainResult::End::kInterrupted:
-        return Fail(trial, "interrupted");
+        TUNE_RETURN_IF_ERROR(trial.SetUserAttr("interrupted", true));
+        return Fail(trial, "interrupted by the user");
       case TrainResult::End::kCompleted:
       case TrainResult::End::kStopped:
         break;

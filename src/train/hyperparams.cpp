@@ -154,16 +154,14 @@ const std::vector<Entry>& Table() {
     t.push_back({"classifier_dropout",
                  {},
                  [](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
-                   if (v.is_null()) {
+                   if (v.is_null()) {  // the same as dropout
                      hp.classifier_dropout.reset();
                      return Status::Ok();
                    }
-                   double x = 0;
-                   TrainHyperparams tmp;
+                   TrainHyperparams checked;
                    TUNE_RETURN_IF_ERROR(
-                       Float(&TrainHyperparams::dropout, 0, false, 1, true)(tmp, name, v));
-                   x = tmp.dropout;
-                   hp.classifier_dropout = x;
+                       Float(&TrainHyperparams::dropout, 0, false, 1, true)(checked, name, v));
+                   hp.classifier_dropout = checked.dropout;
                    return Status::Ok();
                  }});
     t.push_back({"classifier_layers",

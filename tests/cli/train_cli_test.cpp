@@ -1,8 +1,8 @@
 // The 'train' objective through the `tune` binary: a tiny study on a small synthetic text set.
 // Without LibTorch the same config must fail with a clear message instead.
-#include <fstream>
-
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -41,12 +41,13 @@ class TrainCli : public ::testing::Test {
                       {"max_length", 16},
                       {"threads", 1}};
     for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
-    Json doc = {{"direction", "maximize"},
-                {"n_trials", 2},
-                {"sampler", {{"name", "random"}, {"seed", 1}}},
-                {"search_space",
-                 {{"learning_rate", {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}}}}},
-                {"objective", objective}};
+    Json doc = {
+        {"direction", "maximize"},
+        {"n_trials", 2},
+        {"sampler", {{"name", "random"}, {"seed", 1}}},
+        {"search_space",
+         {{"learning_rate", {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}}}}},
+        {"objective", objective}};
     std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
     return path;
@@ -55,8 +56,8 @@ class TrainCli : public ::testing::Test {
 };
 
 TEST_F(TrainCli, RunsAStudyAndPrintsTheBestTrial) {
-  ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory",
-                       "--format", "json"});
+  ProcessRun r = Tune(
+      {"--study", "t", "--config", WriteConfig({}), "--storage", "memory", "--format", "json"});
 #ifdef TUNE_WITH_TORCH
   ASSERT_EQ(r.code, 0) << r.err;
   Json best = Json::parse(r.out);
@@ -73,8 +74,8 @@ TEST_F(TrainCli, RunsAStudyAndPrintsTheBestTrial) {
 
 #ifdef TUNE_WITH_TORCH
 TEST_F(TrainCli, UnusableDeviceStopsBeforeTheStudy) {
-  ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({{"device", "cuda:0"}}), "--storage",
-                       "memory"});
+  ProcessRun r = Tune(
+      {"--study", "t", "--config", WriteConfig({{"device", "cuda:0"}}), "--storage", "memory"});
   if (r.code == 0) GTEST_SKIP() << "this LibTorch has a usable CUDA device";
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("device 'cuda:0'"), std::string::npos) << r.err;

@@ -195,6 +195,21 @@ TEST_F(TrainObjectiveTest, FailuresFailTheTrialOnly) {
             "max_length 1024 is longer than model 'prajjwal1/bert-tiny' allows (512 positions)");
 }
 
+TEST_F(TrainObjectiveTest, AnInterruptedRunFailsTheTrialAsInterrupted) {
+  auto c = TrainJson({{"epochs", 3}});
+  auto config = Config(c, {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(config.ok());
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+  scripted->EndAt(1, TrainResult::End::kInterrupted, "");
+  auto objective = MakeObjective(*config, std::move(scripted));
+  ASSERT_TRUE(objective.ok());
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"lr", 1e-3}});
+  EXPECT_EQ(outcome.state, TrialState::kFail);
+  EXPECT_EQ(trial.user_attrs.at("interrupted"), true);
+  EXPECT_EQ(trial.user_attrs.at("fail_reason"), "interrupted by the user");
+}
+
 TEST_F(TrainObjectiveTest, WithoutATrainerTheObjectiveCannotBeMade) {
   auto c = Config(TrainJson(), {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
   ASSERT_TRUE(c.ok());

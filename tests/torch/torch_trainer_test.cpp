@@ -11,6 +11,7 @@
 
 #include "testing/temp_dir.h"
 #include "tune/config.h"
+#include "tune/interrupt.h"
 #include "tune/memory/counting_cpu_allocator.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
@@ -130,7 +131,8 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   EXPECT_LT(last.train_loss, r->epochs.front().train_loss);
   EXPECT_LT(last.validation_loss, 0.5);
   EXPECT_EQ(last.optimizer_steps, 4 * 30);  // 480 / 16 per epoch
-  EXPECT_GT(r->num_parameters, 512 * 32);
+  // The encoder as the catalog formula counts it, plus the output layer.
+  EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + 32 * 4 + 4);
   EXPECT_GT(r->peak_memory_bytes, 0);
 }
 
@@ -228,6 +230,16 @@ TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->end, TrainResult::End::kFailed);
   EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
+}
+
+TEST_F(TorchTrainerTest, CtrlCStopsTheRunBeforeTheNextBatch) {
+  auto trainer = NewCpuTrainer();
+  RequestInterrupt();
+  auto r = Train(*trainer, TrainJob{TinyModel(), FastHyperparams(), data_});
+  ResetInterrupt();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kInterrupted);
+  EXPECT_TRUE(r->epochs.empty());
 }
 
 TEST(TorchTrainer, DeviceErrors) {
