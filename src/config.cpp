@@ -337,8 +337,8 @@ Status CheckTemplate(const JsonReader& r, const std::string& key, const std::str
 // defaults (every other key must be a training parameter, see hyperparams.h).
 Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
                            TrainObjectiveOptions& out) {
-  const std::vector<std::string> own = {"type",   "data",    "tokenizer",    "metric",
-                                        "device", "threads", "ignore_params"};
+  const std::vector<std::string> own = {"type",   "task",   "data",    "tokenizer",
+                                        "metric", "device", "threads", "ignore_params"};
   std::vector<std::string> allowed = own;
   for (const auto& n : HyperparamNamesAndAliases()) allowed.push_back(n);
   TUNE_RETURN_IF_ERROR(r.CheckKeys(allowed));
@@ -346,13 +346,34 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
     return fs::absolute(base_dir / p).lexically_normal().string();
   };
 
+  TUNE_ASSIGN_OR_RETURN(std::string task, r.String("task", "text_classification"));
+  const std::vector<std::string> tasks = {"text_classification", "tabular_classification"};
+  if (task == "tabular_classification") {
+    out.task = TrainTask::kTabularClassification;
+    if (r.Has("tokenizer")) return r.ChildError("tokenizer", "applies to text_classification only");
+    if (r.Has("model")) {
+      return r.ChildError("model",
+                          "tabular_classification trains an MLP (mlp_layers, mlp_hidden), "
+                          "not a catalog model");
+    }
+  } else if (task != "text_classification") {
+    return r.ChildError("task", fmt::format("unknown task '{}'{}; valid: {}", task,
+                                            DidYouMean(task, tasks), JoinNames(tasks)));
+  }
+  const bool tabular = out.task == TrainTask::kTabularClassification;
+
   if (!r.Has("data")) {
     return r.Error("missing required key 'data' ({\"train\": \"train.jsonl\", ...})");
   }
   JsonReader d = r.Child("data");
-  TUNE_RETURN_IF_ERROR(
-      d.CheckKeys({"train", "validation", "format", "text_column", "label_column", "labels",
-                   "validation_fraction", "split_seed", "max_text_bytes"}));
+  if (tabular) {
+    TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "label_column", "labels",
+                                      "validation_fraction", "split_seed", "feature_columns"}));
+  } else {
+    TUNE_RETURN_IF_ERROR(
+        d.CheckKeys({"train", "validation", "format", "text_column", "label_column", "labels",
+                     "validation_fraction", "split_seed", "max_text_bytes"}));
+  }
   TUNE_ASSIGN_OR_RETURN(std::string train, d.RequiredString("train"));
   out.data.train = path(train);
   TUNE_ASSIGN_OR_RETURN(auto validation, d.OptString("validation"));
@@ -391,6 +412,17 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
     out.data.max_text_bytes = *max_bytes;
   }
 
+  if (tabular) {
+    TabularDataOptions& t = out.tabular;
+    t.train = out.data.train;
+    t.validation = out.data.validation;
+    t.format = out.data.format;
+    t.label_column = out.data.label_column;
+    t.labels = out.data.labels;
+    t.validation_fraction = out.data.validation_fraction;
+    t.split_seed = out.data.split_seed;
+    TUNE_ASSIGN_OR_RETURN(t.feature_columns, ReadStringArray(d, "feature_columns"));
+  }
   if (r.Has("tokenizer")) {
     JsonReader t = r.Child("tokenizer");
     TUNE_RETURN_IF_ERROR(t.CheckKeys({"vocab", "lowercase", "vocab_size", "min_count"}));
@@ -496,6 +528,14 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
       }
       if (*canonical == "model") models.push_back(v.get<std::string>());
     }
+  }
+  if (out.task == TrainTask::kTabularClassification) {
+    if (!models.empty()) {
+      return r.Error(
+          "search-space parameter 'model': tabular_classification trains an MLP, not a "
+          "catalog model");
+    }
+    return Status::Ok();
   }
   if (out.defaults.contains("model")) models.push_back(out.defaults["model"].get<std::string>());
   if (models.empty()) {

@@ -85,11 +85,13 @@ std::string FirstLine(const std::string& s) {
 class TrainObjective final : public Objective {
  public:
   TrainObjective(TrainObjectiveOptions options, ModelCatalog catalog,
-                 std::unique_ptr<Trainer> trainer, TextTrainData data, TrainHyperparams base)
+                 std::unique_ptr<Trainer> trainer, TextTrainData data, TabularTrainData tabular,
+                 TrainHyperparams base)
       : options_(std::move(options)),
         catalog_(std::move(catalog)),
         trainer_(std::move(trainer)),
         data_(std::move(data)),
+        tabular_(std::move(tabular)),
         base_(std::move(base)) {}
 
   std::string name() const override {
@@ -106,19 +108,26 @@ class TrainObjective final : public Objective {
       Status st = SetHyperparam(hp, key, value);
       if (!st.ok()) return st;
     }
-    if (hp.model.empty()) {
-      return InvalidArgumentError("no model: set the objective's \"model\" or a 'model' parameter");
+    TrainJob job;
+    job.hp = hp;
+    if (options_.task == TrainTask::kTabularClassification) {
+      job.model.name = job.model.model_type = "mlp";
+      job.tabular = &tabular_;
+    } else {
+      if (hp.model.empty()) {
+        return InvalidArgumentError(
+            "no model: set the objective's \"model\" or a 'model' parameter");
+      }
+      TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog_.Find(hp.model));
+      if (Status st = CheckModelForTraining(*spec, hp); !st.ok()) return Fail(trial, st.message());
+      if (data_.vocab_size > spec->vocab_size) {
+        return Fail(trial, fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
+                                       data_.vocab_size, spec->name, spec->vocab_size));
+      }
+      job.model = *spec;
+      job.data = &data_;
     }
-    TUNE_ASSIGN_OR_RETURN(const ModelSpec* model, catalog_.Find(hp.model));
-    if (Status st = CheckModelForTraining(*model, hp); !st.ok()) {
-      return Fail(trial, st.message());
-    }
-    if (data_.vocab_size > model->vocab_size) {
-      return Fail(trial, fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
-                                     data_.vocab_size, model->name, model->vocab_size));
-    }
-
-    TrainJob job{*model, hp, &data_};
+    const ModelSpec* model = &job.model;
     const StudyDirection direction = TrainMetricDirection(options_.metric);
     std::optional<double> best;
     int64_t best_epoch = -1, since_best = 0;
@@ -207,6 +216,7 @@ class TrainObjective final : public Objective {
   ModelCatalog catalog_;
   std::unique_ptr<Trainer> trainer_;
   TextTrainData data_;
+  TabularTrainData tabular_;
   TrainHyperparams base_;
 };
 
@@ -238,6 +248,25 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
   if (models.empty()) max_length = 512;
 
   const auto start = std::chrono::steady_clock::now();
+  if (options.task == TrainTask::kTabularClassification) {
+    TUNE_ASSIGN_OR_RETURN(TabularDataset dataset, LoadTabularDataset(options.tabular));
+    TabularTrainData tabular;
+    tabular.num_features = static_cast<int64_t>(dataset.features.size());
+    tabular.num_labels = static_cast<int64_t>(dataset.labels.size());
+    tabular.train_x = std::move(dataset.train_x);
+    tabular.train_labels = std::move(dataset.train_y);
+    tabular.validation_x = std::move(dataset.validation_x);
+    tabular.validation_labels = std::move(dataset.validation_y);
+    spdlog::info(
+        "Train data: {} training rows ({}), {} validation rows ({}), {} features ({}), {} "
+        "labels",
+        tabular.train_labels.size(), dataset.train_source, tabular.validation_labels.size(),
+        dataset.validation_source, tabular.num_features, JoinNames(dataset.features),
+        tabular.num_labels);
+    return std::unique_ptr<Objective>(
+        std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
+                                         TextTrainData{}, std::move(tabular), std::move(base)));
+  }
   TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
   std::optional<Tokenizer> tokenizer;
   if (options.vocab) {
@@ -294,7 +323,7 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
       secs);
   return std::unique_ptr<Objective>(
       std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
-                                       std::move(data), std::move(base)));
+                                       std::move(data), TabularTrainData{}, std::move(base)));
 }
 
 }  // namespace tune

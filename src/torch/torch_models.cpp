@@ -208,4 +208,25 @@ torch::Tensor TransformerClassifierImpl::forward(const torch::Tensor& input_ids,
   return classifier_(pooled);
 }
 
+MlpClassifierImpl::MlpClassifierImpl(int64_t num_features, const TrainHyperparams& hp,
+                                     int64_t num_labels)
+    : activation_(hp.classifier_activation) {
+  hidden_ = register_module("hidden", torch::nn::ModuleList());
+  int64_t width = num_features;
+  for (int64_t i = 0; i < hp.mlp_layers; ++i) {
+    hidden_->push_back(torch::nn::Linear(width, hp.mlp_hidden));
+    width = hp.mlp_hidden;
+  }
+  out_ = register_module("out", torch::nn::Linear(width, num_labels));
+  dropout_ = register_module("dropout", torch::nn::Dropout(hp.dropout));
+}
+
+torch::Tensor MlpClassifierImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x;
+  for (const auto& layer : *hidden_) {
+    h = dropout_(Activate(layer->as<torch::nn::Linear>()->forward(h), activation_));
+  }
+  return out_(h);
+}
+
 }  // namespace tune::internal

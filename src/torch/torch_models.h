@@ -141,4 +141,20 @@ class TransformerClassifierImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerClassifier);
 
+// The tabular classifier: mlp_layers x (dense, activation, dropout), then the output layer.
+// LibTorch's default (Kaiming-uniform) initialisation.
+class MlpClassifierImpl : public torch::nn::Module {
+ public:
+  MlpClassifierImpl(int64_t num_features, const TrainHyperparams& hp, int64_t num_labels);
+  // x: [B, num_features] float. Returns logits, [B, num_labels].
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  Activation activation_;
+  torch::nn::ModuleList hidden_;
+  torch::nn::Linear out_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(MlpClassifier);
+
 }  // namespace tune::internal

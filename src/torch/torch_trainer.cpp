@@ -58,10 +58,10 @@ void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
 }
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& hp,
-                                                       TransformerClassifier& model) {
+                                                       torch::nn::Module& model) {
   // No weight decay on biases and LayerNorm weights (Hugging Face's Trainer does the same).
   std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& item : model->named_parameters()) {
+  for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
     const bool exempt = name.size() >= 4 && (name.compare(name.size() - 4, 4, "bias") == 0 ||
                                              name.find("LayerNorm") != std::string::npos);
@@ -89,15 +89,112 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& h
   return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(hp.learning_rate));
 }
 
+// What differs between a transformer on text and an MLP on tabular rows.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual torch::nn::Module& module() = 0;
+  virtual int64_t num_labels() const = 0;
+  // Per example of the training or validation split: the length batching sorts by.
+  virtual const std::vector<int64_t>& lengths(bool train) const = 0;
+  // The logits and labels of a batch of the training or validation split.
+  virtual std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch,
+                                                          bool train, Progress& p) = 0;
+};
+
+class TextTask final : public Task {
+ public:
+  TextTask(const TrainJob& job, const torch::Device& device)
+      : data_(*job.data),
+        hp_(job.hp),
+        device_(device),
+        model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
+               internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
+    model_->to(device);
+    for (const auto& ids : data_.train_ids)
+      train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+    for (const auto& ids : data_.validation_ids)
+      eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+  }
+  torch::nn::Module& module() override { return *model_; }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    TokenBatch tb =
+        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
+                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
+    p.batch_rows = tb.rows;
+    p.batch_cols = tb.cols;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor logits = model_->forward(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
+                                           ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
+    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
+  }
+
+ private:
+  const TextTrainData& data_;
+  const TrainHyperparams& hp_;
+  torch::Device device_;
+  TransformerClassifier model_;
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+class TabularTask final : public Task {
+ public:
+  TabularTask(const TrainJob& job, const torch::Device& device)
+      : data_(*job.tabular),
+        device_(device),
+        model_(job.tabular->num_features, job.hp, job.tabular->num_labels),
+        train_lengths_(job.tabular->train_labels.size(), 1),
+        eval_lengths_(job.tabular->validation_labels.size(), 1) {
+    model_->to(device);
+  }
+  torch::nn::Module& module() override { return *model_; }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    const std::vector<float>& x = train ? data_.train_x : data_.validation_x;
+    const std::vector<int64_t>& y = train ? data_.train_labels : data_.validation_labels;
+    const auto f = static_cast<size_t>(data_.num_features);
+    std::vector<float> rows;
+    std::vector<int64_t> labels;
+    rows.reserve(batch.size() * f);
+    for (int64_t i : batch) {
+      const auto begin = x.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * f);
+      rows.insert(rows.end(), begin, begin + static_cast<std::ptrdiff_t>(f));
+      labels.push_back(y[static_cast<size_t>(i)]);
+    }
+    p.batch_rows = static_cast<int64_t>(batch.size());
+    p.batch_cols = data_.num_features;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor t = torch::from_blob(rows.data(), {p.batch_rows, p.batch_cols}, torch::kFloat);
+    torch::Tensor input = device_.is_cpu() ? t.clone() : t.to(device_);
+    return {model_->forward(input), ToTensor(labels, p.batch_rows, 0, device_)};
+  }
+
+ private:
+  const TabularTrainData& data_;
+  torch::Device device_;
+  internal::MlpClassifier model_;
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(torch::Device device, int threads, bool count_memory)
       : device_(device), threads_(threads), count_memory_(count_memory) {}
 
   std::string name() const override {
-    return fmt::format("libtorch {} {}{}", TorchVersion(), device_.str(),
-                       device_.is_cpu() ? fmt::format(" ({} thread{})", threads_, threads_ == 1 ? "" : "s")
-                                        : "");
+    return fmt::format(
+        "libtorch {} {}{}", TorchVersion(), device_.str(),
+        device_.is_cpu() ? fmt::format(" ({} thread{})", threads_, threads_ == 1 ? "" : "s") : "");
   }
 
   Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
@@ -157,24 +254,21 @@ class TorchTrainer final : public Trainer {
   // Trains; throws what LibTorch throws. A non-OK Status only when on_epoch fails.
   Status Run(const TrainJob& job, const EpochCallback& on_epoch, TrainResult& result, Progress& p) {
     const TrainHyperparams& hp = job.hp;
-    const TextTrainData& data = *job.data;
-    const auto started = std::chrono::steady_clock::now();
     torch::manual_seed(hp.seed);
     std::mt19937_64 rng(hp.seed);
 
-    TransformerClassifier model(internal::MakeEncoderConfig(job.model, hp, data.pad_id),
-                                internal::MakeHeadConfig(job.model, hp, data.num_labels));
-    model->to(device_);
+    std::unique_ptr<Task> task;
+    if (job.tabular != nullptr) {
+      task = std::make_unique<TabularTask>(job, device_);
+    } else {
+      task = std::make_unique<TextTask>(job, device_);
+    }
+    torch::nn::Module& model = task->module();
     result.num_parameters = 0;
-    for (const auto& t : model->parameters()) result.num_parameters += t.numel();
+    for (const auto& t : model.parameters()) result.num_parameters += t.numel();
     std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(hp, model);
 
-    std::vector<int64_t> train_lengths, eval_lengths;
-    for (const auto& ids : data.train_ids)
-      train_lengths.push_back(SequenceLength(ids.size(), hp.max_length));
-    for (const auto& ids : data.validation_ids)
-      eval_lengths.push_back(SequenceLength(ids.size(), hp.max_length));
-    const auto n_train = static_cast<int64_t>(data.train_ids.size());
+    const auto n_train = static_cast<int64_t>(task->lengths(true).size());
     const int64_t batches_per_epoch = (n_train + hp.batch_size - 1) / hp.batch_size;
     const int64_t steps_per_epoch = (batches_per_epoch + hp.grad_accum - 1) / hp.grad_accum;
     const int64_t total_steps = steps_per_epoch * hp.epochs;
@@ -183,15 +277,16 @@ class TorchTrainer final : public Trainer {
     const int64_t eval_batch_size = hp.eval_batch_size > 0 ? hp.eval_batch_size : hp.batch_size;
     spdlog::debug("Training {} ({} parameters): {} batches, {} optimizer steps per epoch",
                   job.model.name, result.num_parameters, batches_per_epoch, steps_per_epoch);
+    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
 
     int64_t step = 0;
     double lr = 0;
-    auto epoch_start = started;
     for (int64_t epoch = 0; epoch < hp.epochs; ++epoch) {
       p.epoch = epoch;
-      epoch_start = std::chrono::steady_clock::now();
-      model->train();
-      const auto batches = MakeTrainBatches(train_lengths, hp.batch_size, hp.bucket_batches, rng);
+      const auto epoch_start = std::chrono::steady_clock::now();
+      model.train(true);
+      const auto batches =
+          MakeTrainBatches(task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
       double loss_sum = 0;
       int64_t seen = 0;
       for (size_t g = 0; g < batches.size(); g += static_cast<size_t>(hp.grad_accum)) {
@@ -206,50 +301,40 @@ class TorchTrainer final : public Trainer {
             result.end = TrainResult::End::kInterrupted;
             return Status::Ok();
           }
-          TokenBatch tb =
-              BuildTokenBatch(data.train_ids, data.train_labels, batches[b], hp.max_length,
-                              hp.padding, data.pad_id, data.cls_id, data.sep_id);
-          p.batch_rows = tb.rows;
-          p.batch_cols = tb.cols;
-          p.phase = "forward";
-          torch::Tensor ids = ToTensor(tb.input_ids, tb.rows, tb.cols, device_);
-          torch::Tensor mask = ToTensor(tb.attention_mask, tb.rows, tb.cols, device_);
-          torch::Tensor labels = ToTensor(tb.labels, tb.rows, 0, device_);
-          torch::Tensor summed = torch::nn::functional::cross_entropy(
-              model->forward(ids, mask), labels,
-              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+          auto [logits, labels] = task->Forward(batches[b], /*train=*/true, p);
+          torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, sum);
           const double batch_loss = summed.item<double>();
           if (!std::isfinite(batch_loss)) {
             result.end = TrainResult::End::kFailed;
             result.message = fmt::format(
-                "the training loss is {} at epoch {}, step {} (learning "
-                "rate {:.3g}); the run diverged",
+                "the training loss is {} at epoch {}, step {} (learning rate {:.3g}); the run "
+                "diverged",
                 batch_loss, epoch + 1, step, lr);
             return Status::Ok();
           }
           p.phase = "backward";
           (summed / static_cast<double>(group_examples)).backward();
           loss_sum += batch_loss;
-          seen += tb.rows;
+          seen += static_cast<int64_t>(batches[b].size());
         }
         p.phase = "optimizer_step";
-        if (hp.max_grad_norm > 0)
-          torch::nn::utils::clip_grad_norm_(model->parameters(), hp.max_grad_norm);
+        if (hp.max_grad_norm > 0) {
+          torch::nn::utils::clip_grad_norm_(model.parameters(), hp.max_grad_norm);
+        }
         lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
         SetLearningRate(*optimizer, lr);
         optimizer->step();
-        model->zero_grad(/*set_to_none=*/true);
+        model.zero_grad(/*set_to_none=*/true);
         ++step;
         p.step = step;
       }
 
-      p.phase = "evaluation";
       EpochMetrics m;
       m.epoch = epoch;
       m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
       m.optimizer_steps = step;
       m.learning_rate = lr;
-      if (!Evaluate(model, data, hp, eval_lengths, eval_batch_size, m, p)) {
+      if (!Evaluate(*task, eval_batch_size, m, p)) {
         result.end = TrainResult::End::kInterrupted;
         return Status::Ok();
       }
@@ -269,34 +354,25 @@ class TorchTrainer final : public Trainer {
   }
 
   // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
-  bool Evaluate(TransformerClassifier& model, const TextTrainData& data, const TrainHyperparams& hp,
-                const std::vector<int64_t>& lengths, int64_t batch_size, EpochMetrics& m,
-                Progress& p) {
-    model->eval();
+  bool Evaluate(Task& task, int64_t batch_size, EpochMetrics& m, Progress& p) {
+    task.module().train(false);
     torch::NoGradGuard no_grad;
     std::vector<int64_t> labels, predictions;
     double loss_sum = 0;
-    for (const auto& batch : MakeEvalBatches(lengths, batch_size)) {
+    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+    for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
       if (InterruptRequested()) return false;
-      TokenBatch tb =
-          BuildTokenBatch(data.validation_ids, data.validation_labels, batch, hp.max_length,
-                          hp.padding, data.pad_id, data.cls_id, data.sep_id);
-      p.batch_rows = tb.rows;
-      p.batch_cols = tb.cols;
-      torch::Tensor logits = model->forward(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
-                                            ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
-      torch::Tensor y = ToTensor(tb.labels, tb.rows, 0, device_);
-      loss_sum +=
-          torch::nn::functional::cross_entropy(
-              logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-              .item<double>();
+      auto [logits, y] = task.Forward(batch, /*train=*/false, p);
+      loss_sum += torch::nn::functional::cross_entropy(logits, y, sum).item<double>();
       torch::Tensor pred = logits.argmax(1).to(torch::kCPU).contiguous();
-      const int64_t* pp = pred.data_ptr<int64_t>();
-      predictions.insert(predictions.end(), pp, pp + tb.rows);
-      labels.insert(labels.end(), tb.labels.begin(), tb.labels.end());
+      torch::Tensor truth = y.to(torch::kCPU).contiguous();
+      predictions.insert(predictions.end(), pred.data_ptr<int64_t>(),
+                         pred.data_ptr<int64_t>() + pred.numel());
+      labels.insert(labels.end(), truth.data_ptr<int64_t>(),
+                    truth.data_ptr<int64_t>() + truth.numel());
     }
     const ClassificationMetrics cm =
-        ComputeClassificationMetrics(labels, predictions, data.num_labels);
+        ComputeClassificationMetrics(labels, predictions, task.num_labels());
     m.validation_loss = labels.empty() ? 0.0 : loss_sum / static_cast<double>(labels.size());
     m.accuracy = cm.accuracy;
     m.macro_f1 = cm.macro_f1;

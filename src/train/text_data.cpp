@@ -263,32 +263,137 @@ bool ParseInteger(const std::string& s, int64_t& out) {
   return ec == std::errc() && p == end;
 }
 
+// The label set: configured, or the training data's labels sorted (numerically when all are
+// integers).
+struct LabelSet {
+  std::vector<std::string> names;
+  std::map<std::string, int64_t> ids;
+  bool from_train = true;
+};
+
+Result<LabelSet> MakeLabelSet(const DataTable& train, const std::string& column,
+                              const std::vector<std::string>& configured) {
+  LabelSet set;
+  set.from_train = configured.empty();
+  if (!set.from_train) {
+    for (const auto& l : configured) {
+      if (!set.ids.emplace(l, static_cast<int64_t>(set.ids.size())).second) {
+        return InvalidArgumentError(fmt::format("the label '{}' is listed twice", l));
+      }
+    }
+    set.names = configured;
+    return set;
+  }
+  std::set<std::string> seen;
+  for (const DataRow& row : train.rows) {
+    TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(train, row, column));
+    seen.insert(label);
+  }
+  set.names.assign(seen.begin(), seen.end());
+  bool all_int = true;
+  for (const auto& l : set.names) {
+    int64_t v;
+    all_int = all_int && ParseInteger(l, v);
+  }
+  if (all_int) {
+    std::sort(set.names.begin(), set.names.end(), [](const std::string& a, const std::string& b) {
+      int64_t x = 0, y = 0;
+      ParseInteger(a, x);
+      ParseInteger(b, y);
+      return x < y;
+    });
+  }
+  for (const auto& l : set.names) set.ids.emplace(l, static_cast<int64_t>(set.ids.size()));
+  return set;
+}
+
+Result<int64_t> LabelIndex(const DataTable& table, const DataRow& row, const std::string& column,
+                           const LabelSet& set) {
+  TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(table, row, column));
+  auto it = set.ids.find(label);
+  if (it != set.ids.end()) return it->second;
+  const auto& names = set.names;
+  std::string shown = JoinNames(std::vector<std::string>(
+      names.begin(),
+      names.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(names.size(), 20))));
+  if (names.size() > 20) shown += ", ...";
+  return InvalidArgumentError(fmt::format(
+      "{}:{}: unknown label '{}'{}; {}: {}", table.path, row.line, label, DidYouMean(label, names),
+      set.from_train ? "it does not occur in the training data, whose labels are"
+                     : "the configured labels are",
+      shown));
+}
+
+Status CheckTwoLabels(const LabelSet& set, const std::string& train) {
+  if (set.names.size() >= 2) return Status::Ok();
+  return InvalidArgumentError(
+      fmt::format("{}: only one label ('{}'); a classifier needs at least two", train,
+                  set.names.empty() ? "" : set.names[0]));
+}
+
+// Which of n training rows are held out for validation.
+Result<std::vector<bool>> ValidationMask(size_t n, double fraction, uint64_t seed,
+                                         const std::string& train) {
+  if (n < 2) {
+    return InvalidArgumentError(fmt::format(
+        "{}: {} record; a validation split needs at least two (or give a validation file)", train,
+        n));
+  }
+  auto n_val = static_cast<size_t>(std::llround(static_cast<double>(n) * fraction));
+  n_val = std::clamp<size_t>(n_val, 1, n - 1);
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  DeterministicShuffle(order, rng);
+  std::vector<bool> is_val(n, false);
+  for (size_t i = 0; i < n_val; ++i) is_val[static_cast<size_t>(order[i])] = true;
+  return is_val;
+}
+
+std::string HeldOutSource(size_t n_val, const std::string& train, double fraction, uint64_t seed) {
+  return fmt::format("{} of {} held out (validation_fraction {}, split_seed {})", n_val, train,
+                     fraction, seed);
+}
+
 Result<std::vector<TextExample>> ReadExamples(const DataTable& table, const TextDataOptions& o,
-                                              const std::map<std::string, int64_t>& label_ids,
-                                              bool labels_from_train) {
+                                              const LabelSet& labels) {
   std::vector<TextExample> out;
   out.reserve(table.rows.size());
-  std::vector<std::string> names(label_ids.size());
-  for (const auto& [name, id] : label_ids) names[id] = name;
   for (const DataRow& row : table.rows) {
     TUNE_ASSIGN_OR_RETURN(std::string text, TextField(table, row, o.text_column, o.max_text_bytes));
-    TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(table, row, o.label_column));
-    auto it = label_ids.find(label);
-    if (it == label_ids.end()) {
-      std::string shown = JoinNames(std::vector<std::string>(
-          names.begin(),
-          names.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(names.size(), 20))));
-      if (names.size() > 20) shown += ", ...";
-      return InvalidArgumentError(
-          fmt::format("{}:{}: unknown label '{}'{}; {}: {}", table.path, row.line, label,
-                      DidYouMean(label, names),
-                      labels_from_train ? "it does not occur in the training data, whose labels are"
-                                        : "the configured labels are",
-                      shown));
-    }
-    out.push_back(TextExample{std::move(text), it->second});
+    TUNE_ASSIGN_OR_RETURN(int64_t label, LabelIndex(table, row, o.label_column, labels));
+    out.push_back(TextExample{std::move(text), label});
   }
   return out;
+}
+
+// One row's features: numbers, or strings that parse as numbers.
+Status ReadFeatures(const DataTable& table, const DataRow& row,
+                    const std::vector<std::string>& columns, std::vector<float>& out) {
+  for (const auto& column : columns) {
+    TUNE_ASSIGN_OR_RETURN(const Json* v, Field(table, row, column));
+    double x = NAN;
+    if (v->is_number() && !v->is_boolean()) {
+      x = v->get<double>();
+    } else if (v->is_string()) {
+      const std::string& s = v->get_ref<const std::string&>();
+      size_t used = 0;
+      try {
+        x = std::stod(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != s.size()) x = NAN;
+    }
+    if (!std::isfinite(x)) {
+      std::string shown = v->dump();
+      if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+      return InvalidArgumentError(fmt::format("{}:{}: feature '{}' must be a finite number, got {}",
+                                              table.path, row.line, column, shown));
+    }
+    out.push_back(static_cast<float>(x));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -333,75 +438,102 @@ Result<TextDataset> LoadTextDataset(const TextDataOptions& o) {
   TextDataset data;
   TUNE_ASSIGN_OR_RETURN(DataTable train, ReadDataTable(o.train, o.format));
   data.train_source = o.train;
-
-  // The label set.
-  std::map<std::string, int64_t> label_ids;
-  const bool labels_from_train = o.labels.empty();
-  if (!labels_from_train) {
-    for (const auto& l : o.labels) {
-      if (!label_ids.emplace(l, static_cast<int64_t>(label_ids.size())).second) {
-        return InvalidArgumentError(fmt::format("the label '{}' is listed twice", l));
-      }
-    }
-    data.labels = o.labels;
-  } else {
-    std::set<std::string> seen;
-    for (const DataRow& row : train.rows) {
-      TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(train, row, o.label_column));
-      seen.insert(label);
-    }
-    data.labels.assign(seen.begin(), seen.end());
-    bool all_int = true;
-    for (const auto& l : data.labels) {
-      int64_t v;
-      all_int = all_int && ParseInteger(l, v);
-    }
-    if (all_int) {
-      std::sort(data.labels.begin(), data.labels.end(),
-                [](const std::string& a, const std::string& b) {
-                  int64_t x = 0, y = 0;
-                  ParseInteger(a, x);
-                  ParseInteger(b, y);
-                  return x < y;
-                });
-    }
-    for (const auto& l : data.labels) label_ids.emplace(l, static_cast<int64_t>(label_ids.size()));
-  }
-  TUNE_ASSIGN_OR_RETURN(data.train, ReadExamples(train, o, label_ids, labels_from_train));
-  if (data.labels.size() < 2) {
-    return InvalidArgumentError(
-        fmt::format("{}: only one label ('{}'); a classifier needs at least two", o.train,
-                    data.labels.empty() ? "" : data.labels[0]));
-  }
-
+  TUNE_ASSIGN_OR_RETURN(LabelSet labels, MakeLabelSet(train, o.label_column, o.labels));
+  data.labels = labels.names;
+  TUNE_ASSIGN_OR_RETURN(data.train, ReadExamples(train, o, labels));
+  TUNE_RETURN_IF_ERROR(CheckTwoLabels(labels, o.train));
   if (o.validation) {
     TUNE_ASSIGN_OR_RETURN(DataTable val, ReadDataTable(*o.validation, o.format));
-    TUNE_ASSIGN_OR_RETURN(data.validation, ReadExamples(val, o, label_ids, labels_from_train));
+    TUNE_ASSIGN_OR_RETURN(data.validation, ReadExamples(val, o, labels));
     data.validation_source = *o.validation;
     return data;
   }
-  // Hold out a share of the training rows.
-  const size_t n = data.train.size();
-  if (n < 2) {
-    return InvalidArgumentError(fmt::format(
-        "{}: {} record; a validation split needs at least two (or give a validation file)", o.train,
-        n));
-  }
-  auto n_val = static_cast<size_t>(std::llround(static_cast<double>(n) * o.validation_fraction));
-  n_val = std::clamp<size_t>(n_val, 1, n - 1);
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(o.split_seed);
-  DeterministicShuffle(order, rng);
-  std::vector<bool> is_val(n, false);
-  for (size_t i = 0; i < n_val; ++i) is_val[static_cast<size_t>(order[i])] = true;
+  TUNE_ASSIGN_OR_RETURN(
+      std::vector<bool> is_val,
+      ValidationMask(data.train.size(), o.validation_fraction, o.split_seed, o.train));
   std::vector<TextExample> train_part, val_part;
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < is_val.size(); ++i) {
     (is_val[i] ? val_part : train_part).push_back(std::move(data.train[i]));
+  }
   data.train = std::move(train_part);
   data.validation = std::move(val_part);
-  data.validation_source = fmt::format("{} of {} held out (validation_fraction {}, split_seed {})",
-                                       n_val, o.train, o.validation_fraction, o.split_seed);
+  data.validation_source =
+      HeldOutSource(data.validation.size(), o.train, o.validation_fraction, o.split_seed);
+  return data;
+}
+
+Result<TabularDataset> LoadTabularDataset(const TabularDataOptions& o) {
+  TabularDataset data;
+  TUNE_ASSIGN_OR_RETURN(DataTable train, ReadDataTable(o.train, o.format));
+  data.train_source = o.train;
+  data.features = o.feature_columns;
+  if (data.features.empty()) {
+    for (const auto& c : train.columns) {
+      if (c != o.label_column) data.features.push_back(c);
+    }
+    if (data.features.empty()) {
+      return InvalidArgumentError(
+          fmt::format("{}: no feature columns besides the label '{}'", o.train, o.label_column));
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(LabelSet labels, MakeLabelSet(train, o.label_column, o.labels));
+  data.labels = labels.names;
+  auto read = [&](const DataTable& table, std::vector<float>& x,
+                  std::vector<int64_t>& y) -> Status {
+    for (const DataRow& row : table.rows) {
+      TUNE_RETURN_IF_ERROR(ReadFeatures(table, row, data.features, x));
+      TUNE_ASSIGN_OR_RETURN(int64_t label, LabelIndex(table, row, o.label_column, labels));
+      y.push_back(label);
+    }
+    return Status::Ok();
+  };
+  TUNE_RETURN_IF_ERROR(read(train, data.train_x, data.train_y));
+  TUNE_RETURN_IF_ERROR(CheckTwoLabels(labels, o.train));
+  const size_t f = data.features.size();
+  if (o.validation) {
+    TUNE_ASSIGN_OR_RETURN(DataTable val, ReadDataTable(*o.validation, o.format));
+    TUNE_RETURN_IF_ERROR(read(val, data.validation_x, data.validation_y));
+    data.validation_source = *o.validation;
+  } else {
+    TUNE_ASSIGN_OR_RETURN(
+        std::vector<bool> is_val,
+        ValidationMask(data.train_y.size(), o.validation_fraction, o.split_seed, o.train));
+    std::vector<float> tx;
+    std::vector<int64_t> ty;
+    for (size_t i = 0; i < is_val.size(); ++i) {
+      auto row = data.train_x.begin() + static_cast<std::ptrdiff_t>(i * f);
+      if (is_val[i]) {
+        data.validation_x.insert(data.validation_x.end(), row,
+                                 row + static_cast<std::ptrdiff_t>(f));
+        data.validation_y.push_back(data.train_y[i]);
+      } else {
+        tx.insert(tx.end(), row, row + static_cast<std::ptrdiff_t>(f));
+        ty.push_back(data.train_y[i]);
+      }
+    }
+    data.train_x = std::move(tx);
+    data.train_y = std::move(ty);
+    data.validation_source =
+        HeldOutSource(data.validation_y.size(), o.train, o.validation_fraction, o.split_seed);
+  }
+  // Standardize with the training statistics (a constant feature is only centred).
+  data.mean.assign(f, 0.0f);
+  data.stddev.assign(f, 1.0f);
+  const size_t n = data.train_y.size();
+  for (size_t j = 0; j < f; ++j) {
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; ++i) sum += data.train_x[i * f + j];
+    const double mean = sum / static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i)
+      sq += (data.train_x[i * f + j] - mean) * (data.train_x[i * f + j] - mean);
+    const double sd = std::sqrt(sq / static_cast<double>(n));
+    data.mean[j] = static_cast<float>(mean);
+    data.stddev[j] = sd > 1e-12 ? static_cast<float>(sd) : 1.0f;
+  }
+  for (auto* x : {&data.train_x, &data.validation_x}) {
+    for (size_t k = 0; k < x->size(); ++k)
+      (*x)[k] = ((*x)[k] - data.mean[k % f]) / data.stddev[k % f];
+  }
   return data;
 }
 

@@ -230,6 +230,53 @@ TEST_F(TrainObjectiveTest, DataErrorsSurfaceWhenTheObjectiveIsMade) {
       << objective.status().message();
 }
 
+TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
+  std::ofstream(dir_.path() / "rows.csv") << "x,y,label\n1,2,a\n2,1,b\n3,4,a\n4,3,b\n5,6,a\n";
+  Json objective = {{"type", "train"},
+                    {"task", "tabular_classification"},
+                    {"data", {{"train", "rows.csv"}, {"validation_fraction", 0.4}}},
+                    {"epochs", 2}};
+  auto c = Config(objective, {{"mlp_hidden", Json::array({8, 16})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.6});
+  ScriptedTrainer* trainer = scripted.get();
+  auto objective_or = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective_or.ok()) << objective_or.status().ToString();
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective_or, {{"mlp_hidden", 16}});
+  EXPECT_EQ(outcome.state, TrialState::kComplete);
+  ASSERT_EQ(trainer->jobs.size(), 1u);
+  const TrainJob& job = trainer->jobs[0];
+  EXPECT_EQ(job.data, nullptr);
+  ASSERT_NE(job.tabular, nullptr);
+  EXPECT_EQ(job.tabular->num_features, 2);
+  EXPECT_EQ(job.tabular->num_labels, 2);
+  EXPECT_EQ(job.tabular->train_labels.size() + job.tabular->validation_labels.size(), 5u);
+  EXPECT_EQ(job.hp.mlp_hidden, 16);
+  EXPECT_EQ(job.model.name, "mlp");
+
+  Json with_model = objective;
+  with_model["model"] = "tiny-bert";
+  auto bad = Config(with_model, {{"mlp_hidden", Json::array({8})}});
+  EXPECT_NE(bad.status().message().find("/objective/model: tabular_classification trains an MLP"),
+            std::string::npos)
+      << bad.status().message();
+  Json bad_task = objective;
+  bad_task["task"] = "tabular";
+  EXPECT_NE(Config(bad_task, {{"mlp_hidden", Json::array({8})}})
+                .status()
+                .message()
+                .find("unknown task 'tabular' (did you mean 'tabular_classification'?)"),
+            std::string::npos);
+  Json text_key = objective;
+  text_key["data"]["text_column"] = "x";
+  EXPECT_NE(Config(text_key, {{"mlp_hidden", Json::array({8})}})
+                .status()
+                .message()
+                .find("/objective/data/text_column: unknown key 'text_column'"),
+            std::string::npos);
+}
+
 // Config errors: strict keys, parameters, values, models, direction.
 TEST_F(TrainObjectiveTest, ConfigErrors) {
   const Json lr = {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}};

@@ -242,6 +242,43 @@ TEST_F(TorchTrainerTest, CtrlCStopsTheRunBeforeTheNextBatch) {
   EXPECT_TRUE(r->epochs.empty());
 }
 
+// Two Gaussian blobs per class in 4 features (one of them noise): an MLP separates them.
+TEST(TorchTrainer, MlpLearnsATabularTask) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  TabularTrainData d;
+  d.num_features = 4;
+  d.num_labels = 3;
+  auto add = [&](std::vector<float>& x, std::vector<int64_t>& y, int n) {
+    for (int i = 0; i < n; ++i) {
+      const int label = i % 3;
+      const float cx = label == 0 ? -2.0f : label == 1 ? 2.0f : 0.0f;
+      const float cy = label == 2 ? 2.0f : -1.0f;
+      x.insert(x.end(), {cx + noise(rng), cy + noise(rng), noise(rng), cx * cy + noise(rng)});
+      y.push_back(label);
+    }
+  };
+  add(d.train_x, d.train_labels, 300);
+  add(d.validation_x, d.validation_labels, 90);
+  TrainHyperparams hp;
+  hp.learning_rate = 1e-2;
+  hp.batch_size = 32;
+  hp.epochs = 5;
+  hp.mlp_layers = 2;
+  hp.mlp_hidden = 16;
+  hp.classifier_activation = Activation::kRelu;
+  TrainJob job;
+  job.model.name = "mlp";
+  job.hp = hp;
+  job.tabular = &d;
+  auto trainer = NewCpuTrainer();
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 1/3
+  EXPECT_EQ(r->num_parameters, (4 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3));
+}
+
 TEST(TorchTrainer, DeviceErrors) {
   TorchTrainerOptions o;
   o.device = "cuda:x";

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "testing/temp_dir.h"
@@ -183,6 +184,46 @@ TEST_F(TextDataTest, CsvStructureErrors) {
   EXPECT_HAS(Error(o), "q.csv:2: unterminated quoted field");
   o.train = Write("d.csv", "text,text\na,b\n");
   EXPECT_HAS(Error(o), "d.csv:1: the header names column 'text' twice");
+}
+
+TEST_F(TextDataTest, TabularFeaturesAreStandardizedWithTrainingStatistics) {
+  TabularDataOptions o;
+  o.train = Write("t.csv", "a,b,label,c\n1,10,x,5\n3,10,y,5\n5,10,x,5\n");
+  o.validation = Write("v.jsonl", "{\"a\": 3, \"b\": 12, \"c\": 5, \"label\": \"y\"}\n");
+  auto d = LoadTabularDataset(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->features, (std::vector<std::string>{"a", "b", "c"}));  // every column but the label
+  EXPECT_EQ(d->labels, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(d->train_y, (std::vector<int64_t>{0, 1, 0}));
+  // a: mean 3, population sd sqrt(8/3); b and c are constant: centred only.
+  const float sd = std::sqrt(8.0f / 3.0f);
+  ASSERT_EQ(d->train_x.size(), 9u);
+  EXPECT_FLOAT_EQ(d->train_x[0], -2.0f / sd);
+  EXPECT_FLOAT_EQ(d->train_x[1], 0.0f);
+  EXPECT_FLOAT_EQ(d->train_x[3], 0.0f);
+  EXPECT_FLOAT_EQ(d->train_x[6], 2.0f / sd);
+  EXPECT_EQ(d->validation_x, (std::vector<float>{0.0f, 2.0f, 0.0f}));
+  o.feature_columns = {"c", "a"};
+  d = LoadTabularDataset(o);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->features, (std::vector<std::string>{"c", "a"}));
+  EXPECT_FLOAT_EQ(d->validation_x[1], 0.0f);
+}
+
+TEST_F(TextDataTest, TabularErrors) {
+  TabularDataOptions o;
+  o.train = Write("t.csv", "a,label\n1,x\nn/a,y\n");
+  auto d = LoadTabularDataset(o);
+  ASSERT_FALSE(d.ok());
+  EXPECT_HAS(d.status().message(), "t.csv:3: feature 'a' must be a finite number, got \"n/a\"");
+  o.train = Write("t2.csv", "a,label\n1,x\n2,y\n");
+  o.feature_columns = {"b"};
+  d = LoadTabularDataset(o);
+  EXPECT_HAS(d.status().message(), "t2.csv: no column 'b' in the header");
+  o.train = Write("t3.csv", "label\nx\ny\n");
+  o.feature_columns = {};
+  d = LoadTabularDataset(o);
+  EXPECT_HAS(d.status().message(), "t3.csv: no feature columns besides the label 'label'");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The train objective ("objective": {"type": "train", ...}): trains a transformer classifier in
-// process for every trial and returns its validation metric.
+// The train objective ("objective": {"type": "train", ...}): trains a transformer classifier on
+// text (or an MLP on tabular data) in process for every trial and returns its validation metric.
 //
 // Once, when the objective is made: the data set is read and checked (text_data.h), the tokenizer
 // is loaded from a vocab.txt or built from the training text (tokenizer.h), and every text is
@@ -43,8 +43,15 @@ StudyDirection TrainMetricDirection(TrainMetric metric);
 // The metric's value in an epoch's metrics.
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m);
 
+enum class TrainTask {
+  kTextClassification,     // a transformer encoder from the catalog on text
+  kTabularClassification,  // an MLP on numeric feature columns
+};
+
 struct TrainObjectiveOptions {
-  TextDataOptions data;
+  TrainTask task = TrainTask::kTextClassification;
+  TextDataOptions data;              // text_classification
+  TabularDataOptions tabular;        // tabular_classification
   std::optional<std::string> vocab;  // a BERT WordPiece vocab.txt; unset: built from the text
   TokenizerOptions tokenizer;
   TrainMetric metric = TrainMetric::kMacroF1;

@@ -51,6 +51,8 @@ struct TrainHyperparams {
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
+  int64_t mlp_layers = 2;       // tabular MLP: hidden layers (0: logistic regression)
+  int64_t mlp_hidden = 128;     // tabular MLP: their width
 
   // The width of head layer `i` (0-based). REQUIRES: 0 <= i < 3.
   int64_t ClassifierWidth(int64_t i, int64_t hidden_size) const;

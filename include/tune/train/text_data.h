@@ -1,5 +1,5 @@
-// Training data for the train objective: JSONL / CSV / TSV tables and text classification data
-// sets read from them (plain C++, no LibTorch).
+// Training data for the train objective: JSONL / CSV / TSV tables, and the text and tabular
+// classification data sets read from them (plain C++, no LibTorch).
 //
 // Formats (by file extension unless `format` says otherwise):
 //  - JSONL (.jsonl, .json, .ndjson): one JSON object per line; blank lines are skipped.
@@ -76,5 +76,37 @@ struct TextDataset {
 
 // Reads and checks a text classification data set (see the file comment for the errors).
 Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
+
+// A tabular classification data set: numeric feature columns and a label column.
+struct TabularDataOptions {
+  std::string train;
+  std::optional<std::string> validation;
+  std::string format = "auto";
+  std::string label_column = "label";
+  // The feature columns; empty: every column but the label (the CSV header's order, or the
+  // keys of the first JSONL object).
+  std::vector<std::string> feature_columns;
+  std::vector<std::string> labels;  // as in TextDataOptions
+  double validation_fraction = 0.2;
+  uint64_t split_seed = 0;
+};
+
+struct TabularDataset {
+  std::vector<std::string> labels;
+  std::vector<std::string> features;
+  // Row-major [rows x features], standardized with the training rows' mean and standard
+  // deviation (a constant feature is only centred).
+  std::vector<float> train_x;
+  std::vector<int64_t> train_y;
+  std::vector<float> validation_x;
+  std::vector<int64_t> validation_y;
+  std::vector<float> mean, stddev;  // per feature, of the training rows before standardizing
+  std::string train_source, validation_source;
+};
+
+// Reads and checks a tabular data set. Features must be finite numbers (JSON numbers, or CSV
+// fields that parse as numbers whole): "train.csv:7: feature 'age' must be a finite number, got
+// \"n/a\"".
+Result<TabularDataset> LoadTabularDataset(const TabularDataOptions& options);
 
 }  // namespace tune

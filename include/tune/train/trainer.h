@@ -38,10 +38,23 @@ struct TextTrainData {
   int32_t pad_id = 0, cls_id = 2, sep_id = 3;
 };
 
+// Standardized tabular data: row-major [rows x num_features] floats.
+struct TabularTrainData {
+  std::vector<float> train_x;
+  std::vector<int64_t> train_labels;
+  std::vector<float> validation_x;
+  std::vector<int64_t> validation_labels;
+  int64_t num_features = 0;
+  int64_t num_labels = 0;
+};
+
+// REQUIRES: exactly one of `data` (a transformer on text) and `tabular` (an MLP) is set, and it
+// outlives Train().
 struct TrainJob {
-  ModelSpec model;  // the encoder; its vocab_size sets the embedding table
+  ModelSpec model;  // the encoder; its vocab_size sets the embedding table (unused for tabular)
   TrainHyperparams hp;
-  const TextTrainData* data = nullptr;  // REQUIRES: non-null, outlives Train()
+  const TextTrainData* data = nullptr;
+  const TabularTrainData* tabular = nullptr;
 };
 
 struct EpochMetrics {
