@@ -219,6 +219,21 @@ TEST_F(TorchTrainerTest, StopsWhenTheCallbackSaysSoAndReportsCallbackErrors) {
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
 }
 
+// LibTorch 1.13's CPU allocator reports a failed malloc as a plain c10::Error ("can't allocate
+// memory"); it is recognised by its message. 2^40 embedding rows cannot be allocated anywhere.
+TEST_F(TorchTrainerTest, AnAllocationTheMachineCannotServeIsOutOfMemoryToo) {
+  auto trainer = NewCpuTrainer();
+  const int64_t before = GetCpuMemoryStats().live_bytes;
+  ModelSpec huge = TinyModel();
+  huge.vocab_size = int64_t{1} << 40;
+  auto r = Train(*trainer, TrainJob{huge, FastHyperparams(), data_});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->end, TrainResult::End::kOutOfMemory) << r->message;
+  EXPECT_EQ(r->details["phase"], "setup");
+  EXPECT_TRUE(r->epochs.empty());
+  EXPECT_EQ(GetCpuMemoryStats().live_bytes, before);
+}
+
 TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
   auto trainer = NewCpuTrainer();
   TrainHyperparams hp = FastHyperparams();
