@@ -277,6 +277,18 @@ TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
             std::string::npos);
 }
 
+// The demo's config (make demo) parses; its data is read only when the objective is made.
+TEST(TrainObjectiveConfig, FortunesDemoConfigParses) {
+  auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->objective.type, "train");
+  EXPECT_EQ(c->objective.train.metric, TrainMetric::kMacroF1);
+  EXPECT_EQ(c->objective.train.models, (std::vector<std::string>{"tiny-bert", "tiny-roberta"}));
+  EXPECT_EQ(c->objective.train.threads, 1);
+  EXPECT_NE(c->objective.train.data.train.find("build/data/fortunes/train.jsonl"),
+            std::string::npos);
+}
+
 // Config errors: strict keys, parameters, values, models, direction.
 TEST_F(TrainObjectiveTest, ConfigErrors) {
   const Json lr = {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}};
