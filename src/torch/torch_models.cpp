@@ -23,6 +23,52 @@ torch::Tensor Activate(const torch::Tensor& x, Activation a) {
 // ("encoder.layer.N", "pooler.dense").
 class ContainerImpl : public torch::nn::Module {};
 
+// Reentrant gradient checkpointing of one encoder layer, ported from torch/utils/checkpoint.py's
+// CheckpointFunction (memory-reference §3.4): forward runs the layer without recording the graph
+// and keeps only its inputs and the RNG state; backward restores that RNG state (so dropout draws
+// the same masks), recomputes the layer with the graph, back-propagates through it (which
+// accumulates the layer's parameter gradients) and returns the input's gradient.
+class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& mask, BertLayerImpl* layer) {
+    ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
+    at::Generator gen = at::globalContext().defaultGenerator(x.device());
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      ctx->saved_data["rng_state"] = gen.get_state();
+    }
+    ctx->save_for_backward({x, mask});
+    torch::NoGradGuard no_grad;
+    return layer->forward(x, mask);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    auto* layer = reinterpret_cast<BertLayerImpl*>(ctx->saved_data["layer"].toInt());
+    torch::Tensor x = saved[0].detach().requires_grad_(true);
+    at::Generator gen = at::globalContext().defaultGenerator(x.device());
+    torch::Tensor now;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      now = gen.get_state();
+      gen.set_state(ctx->saved_data["rng_state"].toTensor());
+    }
+    torch::Tensor y;
+    {
+      torch::AutoGradMode enable(true);
+      y = layer->forward(x, saved[1]);
+    }
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(now);
+    }
+    torch::autograd::backward({y}, {grad_outputs[0]});
+    return {x.grad(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp,
@@ -40,6 +86,7 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
   c.hidden_dropout = hp.dropout;
   c.attention_dropout = hp.attention_dropout;
   c.layer_norm_eps = c.roberta_positions ? 1e-5 : 1e-12;
+  c.gradient_checkpointing = hp.gradient_checkpointing;
   return c;
 }
 
@@ -167,7 +214,8 @@ torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& pooled) {
 }
 
 TransformerClassifierImpl::TransformerClassifierImpl(const EncoderConfig& encoder,
-                                                     const HeadConfig& head) {
+                                                     const HeadConfig& head)
+    : checkpoint_(encoder.gradient_checkpointing) {
   embeddings_ = register_module("embeddings", BertEmbeddings(encoder));
   auto enc = register_module("encoder", std::make_shared<ContainerImpl>());
   layers_ = enc->register_module("layer", torch::nn::ModuleList());
@@ -203,7 +251,11 @@ torch::Tensor TransformerClassifierImpl::forward(const torch::Tensor& input_ids,
   // reduced precision too).
   torch::Tensor mask =
       (1.0 - attention_mask.to(x.scalar_type())).mul_(-10000.0).unsqueeze(1).unsqueeze(2);
-  for (const auto& layer : *layers_) x = layer->as<BertLayer>()->forward(x, mask);
+  const bool checkpoint = checkpoint_ && is_training() && torch::GradMode::is_enabled();
+  for (const auto& layer : *layers_) {
+    BertLayerImpl* impl = layer->as<BertLayer>();
+    x = checkpoint ? CheckpointedLayer::apply(x, mask, impl) : impl->forward(x, mask);
+  }
   torch::Tensor pooled = torch::tanh(pooler_(x.select(1, 0)));  // [CLS]
   return classifier_(pooled);
 }

@@ -27,7 +27,8 @@ struct EncoderConfig {
   int64_t pad_id = 0;              // the word embedding's padding row
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
-  double layer_norm_eps = 1e-12;  // BERT 1e-12, RoBERTa 1e-5
+  double layer_norm_eps = 1e-12;        // BERT 1e-12, RoBERTa 1e-5
+  bool gradient_checkpointing = false;  // recompute each layer in backward (training only)
 };
 
 struct HeadConfig {
@@ -134,6 +135,7 @@ class TransformerClassifierImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
 
  private:
+  bool checkpoint_;
   BertEmbeddings embeddings_{nullptr};
   torch::nn::ModuleList layers_;
   torch::nn::Linear pooler_{nullptr};

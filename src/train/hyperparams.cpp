@@ -201,6 +201,9 @@ const std::vector<Entry>& Table() {
                          {{"longest", Padding::kLongest}, {"max_length", Padding::kMaxLength}})});
     t.push_back({"bucket_batches", {}, Int(&TrainHyperparams::bucket_batches, 0, INT64_MAX)});
     t.push_back({"seed", {}, Int(&TrainHyperparams::seed, 0, INT64_MAX)});
+    t.push_back({"gradient_checkpointing",
+                 {"grad_checkpointing"},
+                 Bool(&TrainHyperparams::gradient_checkpointing)});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -304,6 +307,7 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["padding"] = hp.padding == Padding::kLongest ? "longest" : "max_length";
   j["bucket_batches"] = hp.bucket_batches;
   j["seed"] = hp.seed;
+  j["gradient_checkpointing"] = hp.gradient_checkpointing;
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;

@@ -48,6 +48,9 @@ struct TrainHyperparams {
   Activation classifier_activation = Activation::kGelu;
   int64_t patience = 0;    // early stopping: epochs without improvement; 0: off
   double min_delta = 0.0;  // smallest change that counts as an improvement
+  // Recompute each encoder layer in the backward pass instead of keeping its activations
+  // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.
+  bool gradient_checkpointing = false;
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order

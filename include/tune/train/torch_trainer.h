@@ -2,7 +2,8 @@
 // catalog in process (BERT/RoBERTa-style: word, position and token-type embeddings, post-LN
 // self-attention layers with GELU feed-forward, tanh pooler on [CLS], a head with 0-3 hidden
 // layers), with AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping,
-// and evaluates after every epoch. No LibTorch types here.
+// optional gradient checkpointing, and evaluates after every epoch; or an MLP on tabular rows.
+// No LibTorch types here.
 //
 // Out-of-memory (c10::OutOfMemoryError, a c10::Error whose message says out of memory, or
 // std::bad_alloc) and other LibTorch errors are caught here and become TrainResult::End values,
