@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo format clean
+.PHONY: all deps configure build test demo demo-function format clean
 
 all: build
 
@@ -22,7 +22,14 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
+# Tunes a tiny transformer on the fortunes topic data (Debian's fortunes package) on CPU: a few
+# minutes. The data set goes to build/data/fortunes, where configs/fortunes.json reads it.
 demo: build
+	/usr/bin/python3 scripts/prepare-fortunes.py --out build/data/fortunes
+	$(BUILD_DIR)/tune --study fortunes --storage memory
+
+# The built-in 'mixed' error surface with the heavy/base model space: seconds, no LibTorch.
+demo-function: build
 	$(BUILD_DIR)/tune --study demo --storage memory
 
 format:

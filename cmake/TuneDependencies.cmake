@@ -15,3 +15,17 @@ endif()
 if(TUNE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+
+# LibTorch (optional; Debian: libtorch-dev, installed by scripts/install-deps.sh): the trainer of
+# the 'train' objective. Without it tune builds and tests everything else, and says so here.
+if(TUNE_WITH_TORCH)
+  find_package(Torch QUIET)
+  if(Torch_FOUND)
+    message(STATUS "LibTorch ${Torch_VERSION} found: building tune_torch (the 'train' objective)")
+  else()
+    message(WARNING "LibTorch NOT found: building tune WITHOUT the 'train' objective and its "
+                    "tests. Install libtorch-dev (scripts/install-deps.sh) or point Torch_DIR "
+                    "at a LibTorch's share/cmake/Torch, then reconfigure.")
+    set(TUNE_WITH_TORCH OFF)
+  endif()
+endif()

@@ -14,6 +14,7 @@
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/samplers/tpe.h"
+#include "tune/train/hyperparams.h"
 #include "tune/text.h"
 
 namespace tune {
@@ -333,6 +334,227 @@ Status CheckTemplate(const JsonReader& r, const std::string& key, const std::str
   return Status::Ok();
 }
 
+// "objective": {"type": "train", ...}: the data, tokenizer, metric, device and the hyperparameter
+// defaults (every other key must be a training parameter, see hyperparams.h).
+Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
+                           TrainObjectiveOptions& out) {
+  const std::vector<std::string> own = {"type",   "task",   "data",    "tokenizer",
+                                        "metric", "device", "threads", "ignore_params"};
+  std::vector<std::string> allowed = own;
+  for (const auto& n : HyperparamNamesAndAliases()) allowed.push_back(n);
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(allowed));
+  auto path = [&](const std::string& p) {
+    return fs::absolute(base_dir / p).lexically_normal().string();
+  };
+
+  TUNE_ASSIGN_OR_RETURN(std::string task, r.String("task", "text_classification"));
+  const std::vector<std::string> tasks = {"text_classification", "tabular_classification"};
+  if (task == "tabular_classification") {
+    out.task = TrainTask::kTabularClassification;
+    if (r.Has("tokenizer")) return r.ChildError("tokenizer", "applies to text_classification only");
+    if (r.Has("model")) {
+      return r.ChildError("model",
+                          "tabular_classification trains an MLP (mlp_layers, mlp_hidden), "
+                          "not a catalog model");
+    }
+  } else if (task != "text_classification") {
+    return r.ChildError("task", fmt::format("unknown task '{}'{}; valid: {}", task,
+                                            DidYouMean(task, tasks), JoinNames(tasks)));
+  }
+  const bool tabular = out.task == TrainTask::kTabularClassification;
+
+  if (!r.Has("data")) {
+    return r.Error("missing required key 'data' ({\"train\": \"train.jsonl\", ...})");
+  }
+  JsonReader d = r.Child("data");
+  if (tabular) {
+    TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "label_column", "labels",
+                                      "validation_fraction", "split_seed", "feature_columns"}));
+  } else {
+    TUNE_RETURN_IF_ERROR(
+        d.CheckKeys({"train", "validation", "format", "text_column", "label_column", "labels",
+                     "validation_fraction", "split_seed", "max_text_bytes"}));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string train, d.RequiredString("train"));
+  out.data.train = path(train);
+  TUNE_ASSIGN_OR_RETURN(auto validation, d.OptString("validation"));
+  if (validation) out.data.validation = path(*validation);
+  TUNE_ASSIGN_OR_RETURN(out.data.format, d.String("format", "auto"));
+  if (Status st = DataFormatFor(out.data.train, out.data.format).status(); !st.ok()) {
+    return d.ChildError(d.Has("format") ? "format" : "train", st.message());
+  }
+  if (out.data.validation) {
+    if (Status st = DataFormatFor(*out.data.validation, out.data.format).status(); !st.ok()) {
+      return d.ChildError("validation", st.message());
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(out.data.text_column, d.String("text_column", "text"));
+  TUNE_ASSIGN_OR_RETURN(out.data.label_column, d.String("label_column", "label"));
+  TUNE_ASSIGN_OR_RETURN(out.data.labels, ReadStringArray(d, "labels"));
+  TUNE_ASSIGN_OR_RETURN(auto fraction, d.OptNumber("validation_fraction"));
+  if (fraction) {
+    if (!(*fraction > 0 && *fraction < 1)) {
+      return d.ChildError("validation_fraction", "must be between 0 and 1 (exclusive)");
+    }
+    if (out.data.validation) {
+      return d.ChildError("validation_fraction",
+                          "give either 'validation' or 'validation_fraction'");
+    }
+    out.data.validation_fraction = *fraction;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto split_seed, d.OptInt("split_seed"));
+  if (split_seed) {
+    if (*split_seed < 0) return d.ChildError("split_seed", "must be >= 0");
+    out.data.split_seed = static_cast<uint64_t>(*split_seed);
+  }
+  TUNE_ASSIGN_OR_RETURN(auto max_bytes, d.OptInt("max_text_bytes"));
+  if (max_bytes) {
+    if (*max_bytes < 1) return d.ChildError("max_text_bytes", "must be >= 1");
+    out.data.max_text_bytes = *max_bytes;
+  }
+
+  if (tabular) {
+    TabularDataOptions& t = out.tabular;
+    t.train = out.data.train;
+    t.validation = out.data.validation;
+    t.format = out.data.format;
+    t.label_column = out.data.label_column;
+    t.labels = out.data.labels;
+    t.validation_fraction = out.data.validation_fraction;
+    t.split_seed = out.data.split_seed;
+    TUNE_ASSIGN_OR_RETURN(t.feature_columns, ReadStringArray(d, "feature_columns"));
+  }
+  if (r.Has("tokenizer")) {
+    JsonReader t = r.Child("tokenizer");
+    TUNE_RETURN_IF_ERROR(t.CheckKeys({"vocab", "lowercase", "vocab_size", "min_count"}));
+    TUNE_ASSIGN_OR_RETURN(auto vocab, t.OptString("vocab"));
+    if (vocab) out.vocab = path(*vocab);
+    TUNE_ASSIGN_OR_RETURN(out.tokenizer.lowercase, t.Bool("lowercase", true));
+    TUNE_ASSIGN_OR_RETURN(auto vocab_size, t.OptInt("vocab_size"));
+    if (vocab_size) {
+      if (out.vocab)
+        return t.ChildError("vocab_size", "applies only without 'vocab' (a built vocabulary)");
+      if (*vocab_size < 16) return t.ChildError("vocab_size", "must be >= 16");
+      out.tokenizer.vocab_size = *vocab_size;
+    }
+    TUNE_ASSIGN_OR_RETURN(auto min_count, t.OptInt("min_count"));
+    if (min_count) {
+      if (*min_count < 1) return t.ChildError("min_count", "must be >= 1");
+      out.tokenizer.min_count = *min_count;
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string metric, r.String("metric", "macro_f1"));
+  auto m = ParseTrainMetric(metric);
+  if (!m.ok()) return r.ChildError("metric", m.status().message());
+  out.metric = *m;
+  TUNE_ASSIGN_OR_RETURN(out.device, r.String("device", "cpu"));
+  {
+    const std::string& dev = out.device;
+    bool ok = dev == "cpu" || dev == "cuda";
+    if (!ok && dev.rfind("cuda:", 0) == 0 && dev.size() > 5) {
+      ok = std::all_of(dev.begin() + 5, dev.end(), [](char c) { return c >= '0' && c <= '9'; });
+    }
+    if (!ok)
+      return r.ChildError("device",
+                          fmt::format("unknown device '{}'; valid: cpu, cuda, cuda:N", dev));
+  }
+  TUNE_ASSIGN_OR_RETURN(auto threads, r.OptInt("threads"));
+  if (threads) {
+    if (*threads < 0) return r.ChildError("threads", "must be >= 0 (0: one per core)");
+    out.threads = *threads;
+  }
+  TUNE_ASSIGN_OR_RETURN(out.ignore_params, ReadStringArray(r, "ignore_params"));
+
+  // Hyperparameter defaults: checked now, applied in every trial under the trial's params.
+  TrainHyperparams probe;
+  for (const auto& [key, value] : r.json().items()) {
+    if (std::find(own.begin(), own.end(), key) != own.end()) continue;
+    const std::string canonical = *CanonicalHyperparam(key);
+    if (out.defaults.contains(canonical)) {
+      return r.ChildError(key, fmt::format("'{}' is set twice (as '{}' too)", canonical, key));
+    }
+    if (Status st = SetHyperparam(probe, key, value); !st.ok())
+      return r.ChildError(key, st.message());
+    out.defaults[canonical] = value;
+  }
+  return Status::Ok();
+}
+
+void CollectParams(const SpaceBlock& block, std::vector<const ParamSpec*>& out) {
+  for (const auto& p : block.params) out.push_back(&p);
+  for (const auto& c : block.children) CollectParams(c, out);
+}
+
+// The train objective against the search space and the study direction: every parameter must be
+// a training parameter (or ignored) whose values fit; every model must be trainable.
+Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
+                           TrainObjectiveOptions& out) {
+  const StudyDirection want = TrainMetricDirection(out.metric);
+  if (config.directions.size() != 1 || config.directions[0] != want) {
+    return InvalidArgumentError(fmt::format(
+        "{}: /direction: the train objective's metric '{}' is {}d; set \"direction\": \"{}\"",
+        r.file(), TrainMetricName(out.metric),
+        want == StudyDirection::kMaximize ? "maximize" : "minimize",
+        want == StudyDirection::kMaximize ? "maximize" : "minimize"));
+  }
+  std::vector<const ParamSpec*> params;
+  CollectParams(config.space.root(), params);
+  std::vector<std::string> models;
+  const ModelCatalog& catalog = config.space.catalog();
+  for (const ParamSpec* p : params) {
+    if (std::find(out.ignore_params.begin(), out.ignore_params.end(), p->name) !=
+        out.ignore_params.end()) {
+      continue;
+    }
+    auto canonical = CanonicalHyperparam(p->name);
+    const std::string where = fmt::format("search-space parameter '{}'", p->name);
+    if (!canonical) {
+      return r.Error(
+          fmt::format("{} is not a training parameter{}; list it in \"ignore_params\" if "
+                      "only conditions read it",
+                      where, DidYouMean(p->name, HyperparamNamesAndAliases())));
+    }
+    std::vector<Json> values;
+    if (const auto* c = std::get_if<CategoricalDistribution>(&p->distribution)) {
+      values = c->choices;
+    } else if (const auto* f = std::get_if<FloatDistribution>(&p->distribution)) {
+      values = {f->low, f->high};
+    } else if (const auto* i = std::get_if<IntDistribution>(&p->distribution)) {
+      values = {i->low, i->high};
+    }
+    for (const Json& v : values) {
+      TrainHyperparams probe;
+      if (Status st = SetHyperparam(probe, p->name, v); !st.ok()) {
+        return r.Error(fmt::format("{}: {}", where, st.message()));
+      }
+      if (*canonical == "model") models.push_back(v.get<std::string>());
+    }
+  }
+  if (out.task == TrainTask::kTabularClassification) {
+    if (!models.empty()) {
+      return r.Error(
+          "search-space parameter 'model': tabular_classification trains an MLP, not a "
+          "catalog model");
+    }
+    return Status::Ok();
+  }
+  if (out.defaults.contains("model")) models.push_back(out.defaults["model"].get<std::string>());
+  if (models.empty()) {
+    return r.Error("no model: set \"model\" here or add a 'model' parameter to the search space");
+  }
+  std::sort(models.begin(), models.end());
+  models.erase(std::unique(models.begin(), models.end()), models.end());
+  for (const auto& name : models) {
+    auto spec = catalog.Find(name);
+    if (!spec.ok()) return r.Error(spec.status().message());
+    TrainHyperparams probe;
+    probe.max_length = 2;
+    if (Status st = CheckModelForTraining(**spec, probe); !st.ok()) return r.Error(st.message());
+  }
+  out.models = std::move(models);
+  return Status::Ok();
+}
+
 Status ParseObjective(const JsonReader& r, const std::vector<std::string>& param_names,
                       const fs::path& base_dir, ObjectiveConfig& out) {
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
@@ -401,7 +623,8 @@ Status ParseObjective(const JsonReader& r, const std::vector<std::string>& param
     }
     return Status::Ok();
   }
-  const std::vector<std::string> types = {"function", "command"};
+  if (out.type == "train") return ParseTrainObjective(r, base_dir, out.train);
+  const std::vector<std::string> types = {"function", "command", "train"};
   return r.ChildError("type", fmt::format("unknown objective type '{}'{}; valid: {}", out.type,
                                           DidYouMean(out.type, types), JoinNames(types)));
 }
@@ -550,8 +773,13 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
   if (config.space.ParamNames().empty()) return r.Error("the search space has no parameters");
 
   JsonReader obj(objective_json, source, "/objective");
-  if (!doc.contains("objective")) return r.Error("missing 'objective' (\"function\" or \"command\")");
+  if (!doc.contains("objective")) {
+    return r.Error("missing 'objective' (\"function\", \"command\" or \"train\")");
+  }
   TUNE_RETURN_IF_ERROR(ParseObjective(obj, config.space.ParamNames(), base_dir, config.objective));
+  if (config.objective.type == "train") {
+    TUNE_RETURN_IF_ERROR(CheckTrainObjective(obj, config, config.objective.train));
+  }
 
   if (r.Has("enqueue_trials")) {
     JsonReader e = r.Child("enqueue_trials");
@@ -887,11 +1115,20 @@ Result<std::unique_ptr<Pruner>> MakePruner(const PrunerConfig& config) {
   return MakePrunerAt(config.name, config.options, config.source, "/pruner");
 }
 
-Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config) {
+Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config,
+                                                 std::unique_ptr<Trainer> trainer) {
   if (config.objective.type == "function") {
     return NewFunctionObjective(config.objective.function, config.space.catalog());
   }
   if (config.objective.type == "command") return NewCommandObjective(config.objective.command);
+  if (config.objective.type == "train") {
+    if (!trainer) {
+      return FailedPreconditionError(
+          "the 'train' objective needs LibTorch, and this tune was built without it (CMake did "
+          "not find Torch): install libtorch-dev (scripts/install-deps.sh) and rebuild");
+    }
+    return NewTrainObjective(config.objective.train, config.space.catalog(), std::move(trainer));
+  }
   return InvalidArgumentError("unknown objective type '" + config.objective.type + "'");
 }
 

@@ -16,6 +16,7 @@
 #include "tune/objectives/command.h"
 #include "tune/objectives/functions.h"
 #include "tune/objectives/objective.h"
+#include "tune/objectives/train.h"
 #include "tune/pruners/pruner.h"
 #include "tune/samplers/sampler.h"
 #include "tune/search_space.h"
@@ -43,11 +44,12 @@ struct PrunerConfig {
   std::string source = "<config>";  // file, for error messages
 };
 
-// "objective": {"type": "function", ...} or {"type": "command", ...}.
+// "objective": {"type": "function" | "command" | "train", ...}.
 struct ObjectiveConfig {
   std::string type = "function";
   FunctionOptions function;
   CommandOptions command;
+  TrainObjectiveOptions train;
 };
 
 struct StudyConfig {
@@ -95,6 +97,9 @@ std::vector<std::string> SamplerNames();
 std::vector<std::string> PrunerNames();
 Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config);
 Result<std::unique_ptr<Pruner>> MakePruner(const PrunerConfig& config);
-Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config);
+// The "train" objective needs a Trainer (tune_torch's NewTorchTrainer); without one it is a
+// FailedPrecondition saying that tune was built without LibTorch.
+Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config,
+                                                 std::unique_ptr<Trainer> trainer = nullptr);
 
 }  // namespace tune

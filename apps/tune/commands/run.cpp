@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app.h"
+#include "torch_loader.h"
 #include "tune/config.h"
 #include "tune/interrupt.h"
 #include "tune/optimize.h"
@@ -89,7 +90,16 @@ int RunStudy(const RunArgs& args) {
   if (!sampler.ok()) return Fail(sampler.status());
   auto pruner = MakePruner(config.pruner);
   if (!pruner.ok()) return Fail(pruner.status());
-  auto objective = MakeObjective(config);
+  std::unique_ptr<Trainer> trainer;
+  if (config.objective.type == "train") {
+    TorchTrainerOptions trainer_options;
+    trainer_options.device = config.objective.train.device;
+    trainer_options.threads = config.objective.train.threads;
+    auto t = LoadTorchTrainer(trainer_options);
+    if (!t.ok()) return Fail(t.status());
+    trainer = std::move(t).value();
+  }
+  auto objective = MakeObjective(config, std::move(trainer));
   if (!objective.ok()) return Fail(objective.status());
   auto storage = OpenStorage(config.storage);
   if (!storage.ok()) return Fail(storage.status());

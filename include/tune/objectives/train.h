@@ -1,0 +1,72 @@
+// The train objective ("objective": {"type": "train", ...}): trains a transformer classifier on
+// text (or an MLP on tabular data) in process for every trial and returns its validation metric.
+//
+// Once, when the objective is made: the data set is read and checked (text_data.h), the tokenizer
+// is loaded from a vocab.txt or built from the training text (tokenizer.h), and every text is
+// tokenized. Per trial: the hyperparameters are the objective's keys overridden by the trial's
+// params (hyperparams.h); the Trainer trains the model; after each epoch the metric is reported
+// (trial.Report(value, epoch)) and the pruner asked. Early stopping ends a trial after `patience`
+// epochs without an improvement larger than `min_delta`.
+//
+// Outcomes: COMPLETE with the best epoch's metric (the value Hugging Face's
+// load_best_model_at_end would keep); PRUNED by the pruner (keeping the last report); PRUNED with
+// oom=true, reason="oom" and oom_config (RecordOom) when the run runs out of memory; FAIL with
+// fail_reason when the run fails (a LibTorch error, a non-finite loss, a max_length the model
+// cannot take). Every finished run stores user attribute "train": epochs run, best epoch,
+// per-epoch metrics, parameter count, peak memory when measured.
+//
+// The LibTorch Trainer lives in tune_torch (torch_trainer.h); without it the objective cannot be
+// made.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/model_catalog.h"
+#include "tune/objectives/objective.h"
+#include "tune/study.h"
+#include "tune/train/text_data.h"
+#include "tune/train/tokenizer.h"
+#include "tune/train/trainer.h"
+
+namespace tune {
+
+enum class TrainMetric { kMacroF1, kAccuracy, kLoss };
+
+const char* TrainMetricName(TrainMetric metric);
+// "macro_f1" (also "f1"), "accuracy", "loss"; InvalidArgument listing them otherwise.
+Result<TrainMetric> ParseTrainMetric(const std::string& name);
+// maximize for macro_f1 and accuracy, minimize for loss.
+StudyDirection TrainMetricDirection(TrainMetric metric);
+// The metric's value in an epoch's metrics.
+double TrainMetricValue(TrainMetric metric, const EpochMetrics& m);
+
+enum class TrainTask {
+  kTextClassification,     // a transformer encoder from the catalog on text
+  kTabularClassification,  // an MLP on numeric feature columns
+};
+
+struct TrainObjectiveOptions {
+  TrainTask task = TrainTask::kTextClassification;
+  TextDataOptions data;              // text_classification
+  TabularDataOptions tabular;        // tabular_classification
+  std::optional<std::string> vocab;  // a BERT WordPiece vocab.txt; unset: built from the text
+  TokenizerOptions tokenizer;
+  TrainMetric metric = TrainMetric::kMacroF1;
+  std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
+  int64_t threads = 0;                     // intra-op threads on CPU; 0: one per core
+  std::vector<std::string> ignore_params;  // search-space params the objective does not read
+  Json defaults = Json::object();   // hyperparameters set by the objective's keys (canonical)
+  std::vector<std::string> models;  // every model a trial may choose (vocabulary and length checks)
+};
+
+// Reads the data and builds the tokenizer; InvalidArgument/NotFound for bad data (see
+// text_data.h) or a vocabulary larger than one of `options.models` can embed.
+// REQUIRES: trainer != nullptr.
+Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
+                                                     ModelCatalog catalog,
+                                                     std::unique_ptr<Trainer> trainer);
+
+}  // namespace tune

@@ -1,0 +1,56 @@
+// Batching for the trainer (plain C++, no LibTorch): deterministic shuffles, length bucketing and
+// padded id matrices.
+//
+// Length bucketing: the shuffled examples are cut into chunks of `bucket_batches` batches, each
+// chunk is sorted by length and cut into batches, and the batch order is shuffled again. A batch
+// then holds examples of similar length, so with padding to the longest example of the batch
+// ("longest", the default) short batches cost less, while every epoch still sees a new order.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace tune {
+
+// Fisher-Yates with a portable draw (std::shuffle's result differs between standard libraries).
+void DeterministicShuffle(std::vector<int64_t>& v, std::mt19937_64& rng);
+
+// Training batches over examples 0..lengths.size()-1: shuffled, with length bucketing when
+// bucket_batches > 1. Every example appears exactly once; the last batch of a chunk may be
+// smaller. REQUIRES: batch_size >= 1.
+std::vector<std::vector<int64_t>> MakeTrainBatches(const std::vector<int64_t>& lengths,
+                                                   int64_t batch_size, int64_t bucket_batches,
+                                                   std::mt19937_64& rng);
+// Evaluation batches: examples sorted by length (stable), cut into batches.
+std::vector<std::vector<int64_t>> MakeEvalBatches(const std::vector<int64_t>& lengths,
+                                                  int64_t batch_size);
+
+// A row-major [rows x cols] batch of token ids with its attention mask (1 = token, 0 = padding).
+struct TokenBatch {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<int64_t> input_ids;
+  std::vector<int64_t> attention_mask;
+  std::vector<int64_t> labels;
+};
+
+enum class Padding {
+  kLongest,    // pad to the longest sequence of the batch
+  kMaxLength,  // pad every batch to max_length (fixed shapes, the worst-case memory)
+};
+
+// Builds [CLS] ids [SEP] rows for `indices`: `ids[i]` are an example's token ids without special
+// tokens, truncated here to max_length - 2. REQUIRES: max_length >= 2.
+TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
+                           const std::vector<int64_t>& labels, const std::vector<int64_t>& indices,
+                           int64_t max_length, Padding padding, int32_t pad_id, int32_t cls_id,
+                           int32_t sep_id);
+
+// The length of an example in a batch: min(ids + 2, max_length).
+inline int64_t SequenceLength(size_t num_ids, int64_t max_length) {
+  return std::min<int64_t>(static_cast<int64_t>(num_ids) + 2, max_length);
+}
+
+}  // namespace tune

@@ -1,0 +1,112 @@
+// Training data for the train objective: JSONL / CSV / TSV tables, and the text and tabular
+// classification data sets read from them (plain C++, no LibTorch).
+//
+// Formats (by file extension unless `format` says otherwise):
+//  - JSONL (.jsonl, .json, .ndjson): one JSON object per line; blank lines are skipped.
+//  - CSV (.csv) / TSV (.tsv, .tab): RFC 4180, a header row naming the columns, quoted fields may
+//    hold the separator, "" and newlines.
+// A UTF-8 byte order mark at the start of a file is skipped.
+//
+// Errors are InvalidArgument (NotFound for a missing file) and name the file and line, and for
+// bytes the column: a missing file, an empty file, invalid UTF-8 ("train.csv:12:40: invalid UTF-8
+// (byte 0xff)"), a line that is not a JSON object, a CSV row with the wrong number of fields, an
+// unterminated quote, a missing column (with the closest column name), a text that is not a string
+// or is longer than max_text_bytes, a missing label, a label outside `labels`, a validation label
+// that never occurs in training.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/status.h"
+
+namespace tune {
+
+// One record of a table: its fields (JSON scalars; CSV fields are strings) and its first line.
+struct DataRow {
+  int64_t line = 0;
+  Json fields = Json::object();
+};
+
+struct DataTable {
+  std::string path;
+  std::string format;                // "jsonl", "csv" or "tsv"
+  std::vector<std::string> columns;  // the CSV header, or the keys of the first JSONL object
+  std::vector<DataRow> rows;
+};
+
+// "jsonl", "csv" or "tsv" for "auto" and a path's extension; InvalidArgument for an unknown one.
+Result<std::string> DataFormatFor(const std::string& path, const std::string& format);
+// Reads a whole table. `format`: "auto", "jsonl", "csv" or "tsv".
+Result<DataTable> ReadDataTable(const std::string& path, const std::string& format = "auto");
+
+struct TextDataOptions {
+  std::string train;                      // path of the training data
+  std::optional<std::string> validation;  // path; unset: validation_fraction of `train`
+  std::string format = "auto";            // "auto" (by extension), "jsonl", "csv" or "tsv"
+  std::string text_column = "text";
+  std::string label_column = "label";
+  // The labels in class-index order. Empty: the labels found in the training data, sorted
+  // (numerically when all are integers).
+  std::vector<std::string> labels;
+  // Without a validation file: this share of the training rows, chosen with split_seed, is
+  // held out for validation.
+  double validation_fraction = 0.2;
+  uint64_t split_seed = 0;
+  // A longer text is an error (most likely the wrong column or file). Longer token sequences are
+  // truncated to max_length later; that is not an error.
+  int64_t max_text_bytes = 1 << 20;
+};
+
+struct TextExample {
+  std::string text;
+  int64_t label = 0;  // index into TextDataset::labels
+};
+
+struct TextDataset {
+  std::vector<std::string> labels;
+  std::vector<TextExample> train;
+  std::vector<TextExample> validation;
+  std::string train_source;       // "train.jsonl"
+  std::string validation_source;  // "validation.jsonl" or "20% of train.jsonl (split_seed 0)"
+};
+
+// Reads and checks a text classification data set (see the file comment for the errors).
+Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
+
+// A tabular classification data set: numeric feature columns and a label column.
+struct TabularDataOptions {
+  std::string train;
+  std::optional<std::string> validation;
+  std::string format = "auto";
+  std::string label_column = "label";
+  // The feature columns; empty: every column but the label (the CSV header's order, or the
+  // keys of the first JSONL object).
+  std::vector<std::string> feature_columns;
+  std::vector<std::string> labels;  // as in TextDataOptions
+  double validation_fraction = 0.2;
+  uint64_t split_seed = 0;
+};
+
+struct TabularDataset {
+  std::vector<std::string> labels;
+  std::vector<std::string> features;
+  // Row-major [rows x features], standardized with the training rows' mean and standard
+  // deviation (a constant feature is only centred).
+  std::vector<float> train_x;
+  std::vector<int64_t> train_y;
+  std::vector<float> validation_x;
+  std::vector<int64_t> validation_y;
+  std::vector<float> mean, stddev;  // per feature, of the training rows before standardizing
+  std::string train_source, validation_source;
+};
+
+// Reads and checks a tabular data set. Features must be finite numbers (JSON numbers, or CSV
+// fields that parse as numbers whole): "train.csv:7: feature 'age' must be a finite number, got
+// \"n/a\"".
+Result<TabularDataset> LoadTabularDataset(const TabularDataOptions& options);
+
+}  // namespace tune

@@ -1,0 +1,428 @@
+// The LibTorch trainer (torch_trainer.h).
+#include "tune/train/torch_trainer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <new>
+#include <random>
+#include <thread>
+
+#include "torch/torch_models.h"
+#include "tune/interrupt.h"
+#include "tune/memory/counting_cpu_allocator.h"
+#include "tune/train/batching.h"
+#include "tune/train/metrics.h"
+
+namespace tune {
+namespace {
+
+using internal::TransformerClassifier;
+
+// Where a run is, for the report of an error that interrupts it.
+struct Progress {
+  std::string phase = "setup";  // setup, forward, backward, optimizer_step, evaluation
+  int64_t epoch = 0;
+  int64_t step = 0;  // optimizer steps done
+  int64_t batch_rows = 0;
+  int64_t batch_cols = 0;
+};
+
+// Out-of-memory errors that are not c10::OutOfMemoryError: the default CPU allocator's
+// c10::Error, cuBLAS/cuDNN allocation failures (memory-reference §3.1).
+bool LooksLikeOutOfMemory(const std::string& what) {
+  static const char* const kPatterns[] = {"out of memory", "can't allocate memory",
+                                          "not enough memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                                          "CUDNN_STATUS_ALLOC_FAILED"};
+  for (const char* p : kPatterns) {
+    if (what.find(p) != std::string::npos) return true;
+  }
+  return false;
+}
+
+torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols,
+                       const torch::Device& device) {
+  std::vector<int64_t> shape =
+      cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
+  // from_blob borrows the vector; clone() owns a copy (and .to() moves it to the device).
+  torch::Tensor t = torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kLong);
+  return device.is_cpu() ? t.clone() : t.to(device);
+}
+
+void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
+  for (auto& group : opt.param_groups()) group.options().set_lr(lr);
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& hp,
+                                                       torch::nn::Module& model) {
+  // No weight decay on biases and LayerNorm weights (Hugging Face's Trainer does the same).
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    const bool exempt = name.size() >= 4 && (name.compare(name.size() - 4, 4, "bias") == 0 ||
+                                             name.find("LayerNorm") != std::string::npos);
+    (exempt ? no_decay : decay).push_back(item.value());
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (hp.optimizer == OptimizerKind::kAdamW) {
+    auto options = [&](double wd) {
+      auto o = std::make_unique<torch::optim::AdamWOptions>(hp.learning_rate);
+      o->betas({hp.adam_beta1, hp.adam_beta2}).eps(hp.adam_epsilon).weight_decay(wd);
+      return o;
+    };
+    groups.emplace_back(decay, options(hp.weight_decay));
+    groups.emplace_back(no_decay, options(0.0));
+    return std::make_unique<torch::optim::AdamW>(groups,
+                                                 torch::optim::AdamWOptions(hp.learning_rate));
+  }
+  auto options = [&](double wd) {
+    auto o = std::make_unique<torch::optim::SGDOptions>(hp.learning_rate);
+    o->momentum(hp.momentum).nesterov(hp.nesterov && hp.momentum > 0).weight_decay(wd);
+    return o;
+  };
+  groups.emplace_back(decay, options(hp.weight_decay));
+  groups.emplace_back(no_decay, options(0.0));
+  return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(hp.learning_rate));
+}
+
+// What differs between a transformer on text and an MLP on tabular rows.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual torch::nn::Module& module() = 0;
+  virtual int64_t num_labels() const = 0;
+  // Per example of the training or validation split: the length batching sorts by.
+  virtual const std::vector<int64_t>& lengths(bool train) const = 0;
+  // The logits and labels of a batch of the training or validation split.
+  virtual std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch,
+                                                          bool train, Progress& p) = 0;
+};
+
+class TextTask final : public Task {
+ public:
+  TextTask(const TrainJob& job, const torch::Device& device)
+      : data_(*job.data),
+        hp_(job.hp),
+        device_(device),
+        model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
+               internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
+    model_->to(device);
+    for (const auto& ids : data_.train_ids)
+      train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+    for (const auto& ids : data_.validation_ids)
+      eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+  }
+  torch::nn::Module& module() override { return *model_; }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    TokenBatch tb =
+        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
+                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
+    p.batch_rows = tb.rows;
+    p.batch_cols = tb.cols;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor logits = model_->forward(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
+                                           ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
+    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
+  }
+
+ private:
+  const TextTrainData& data_;
+  const TrainHyperparams& hp_;
+  torch::Device device_;
+  TransformerClassifier model_;
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+class TabularTask final : public Task {
+ public:
+  TabularTask(const TrainJob& job, const torch::Device& device)
+      : data_(*job.tabular),
+        device_(device),
+        model_(job.tabular->num_features, job.hp, job.tabular->num_labels),
+        train_lengths_(job.tabular->train_labels.size(), 1),
+        eval_lengths_(job.tabular->validation_labels.size(), 1) {
+    model_->to(device);
+  }
+  torch::nn::Module& module() override { return *model_; }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    const std::vector<float>& x = train ? data_.train_x : data_.validation_x;
+    const std::vector<int64_t>& y = train ? data_.train_labels : data_.validation_labels;
+    const auto f = static_cast<size_t>(data_.num_features);
+    std::vector<float> rows;
+    std::vector<int64_t> labels;
+    rows.reserve(batch.size() * f);
+    for (int64_t i : batch) {
+      const auto begin = x.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * f);
+      rows.insert(rows.end(), begin, begin + static_cast<std::ptrdiff_t>(f));
+      labels.push_back(y[static_cast<size_t>(i)]);
+    }
+    p.batch_rows = static_cast<int64_t>(batch.size());
+    p.batch_cols = data_.num_features;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor t = torch::from_blob(rows.data(), {p.batch_rows, p.batch_cols}, torch::kFloat);
+    torch::Tensor input = device_.is_cpu() ? t.clone() : t.to(device_);
+    return {model_->forward(input), ToTensor(labels, p.batch_rows, 0, device_)};
+  }
+
+ private:
+  const TabularTrainData& data_;
+  torch::Device device_;
+  internal::MlpClassifier model_;
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+class TorchTrainer final : public Trainer {
+ public:
+  TorchTrainer(torch::Device device, int threads, bool count_memory)
+      : device_(device), threads_(threads), count_memory_(count_memory) {}
+
+  std::string name() const override {
+    return fmt::format(
+        "libtorch {} {}{}", TorchVersion(), device_.str(),
+        device_.is_cpu() ? fmt::format(" ({} thread{})", threads_, threads_ == 1 ? "" : "s") : "");
+  }
+
+  Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
+    TrainResult result;
+    Progress progress;
+    int64_t baseline = 0;
+    if (count_memory_) {
+      ResetCpuPeakMemory();
+      baseline = GetCpuMemoryStats().live_bytes;
+    }
+    Status status;
+    std::string error;
+    bool oom = false;
+    try {
+      status = Run(job, on_epoch, result, progress);
+    } catch (const c10::OutOfMemoryError& e) {
+      oom = true;
+      error = e.what_without_backtrace();
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+      oom = LooksLikeOutOfMemory(error);
+    } catch (const std::bad_alloc& e) {
+      oom = true;
+      error = std::string("std::bad_alloc: ") + e.what();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    // Everything the run allocated (model, optimizer state, gradients, activations) was local to
+    // Run() and is released by now.
+    if (count_memory_) {
+      const CpuMemoryStats stats = GetCpuMemoryStats();
+      result.peak_memory_bytes = stats.peak_bytes - baseline;
+      if (stats.live_bytes != baseline) {
+        spdlog::warn("Memory after the run: {} bytes live, {} before it", stats.live_bytes,
+                     baseline);
+      }
+    }
+    if (!status.ok()) return status;
+    if (!error.empty()) {
+      result.end = oom ? TrainResult::End::kOutOfMemory : TrainResult::End::kFailed;
+      result.message = error;
+      result.details =
+          Json{{"phase", progress.phase},
+               {"epoch", progress.epoch},
+               {"step", progress.step},
+               {"batch_shape", Json::array({progress.batch_rows, progress.batch_cols})},
+               {"device", device_.str()}};
+      if (!oom) {
+        result.message = fmt::format("LibTorch error in {} (epoch {}, step {}): {}", progress.phase,
+                                     progress.epoch + 1, progress.step, error);
+      }
+    }
+    return result;
+  }
+
+ private:
+  // Trains; throws what LibTorch throws. A non-OK Status only when on_epoch fails.
+  Status Run(const TrainJob& job, const EpochCallback& on_epoch, TrainResult& result, Progress& p) {
+    const TrainHyperparams& hp = job.hp;
+    torch::manual_seed(hp.seed);
+    std::mt19937_64 rng(hp.seed);
+
+    std::unique_ptr<Task> task;
+    if (job.tabular != nullptr) {
+      task = std::make_unique<TabularTask>(job, device_);
+    } else {
+      task = std::make_unique<TextTask>(job, device_);
+    }
+    torch::nn::Module& model = task->module();
+    result.num_parameters = 0;
+    for (const auto& t : model.parameters()) result.num_parameters += t.numel();
+    std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(hp, model);
+
+    const auto n_train = static_cast<int64_t>(task->lengths(true).size());
+    const int64_t batches_per_epoch = (n_train + hp.batch_size - 1) / hp.batch_size;
+    const int64_t steps_per_epoch = (batches_per_epoch + hp.grad_accum - 1) / hp.grad_accum;
+    const int64_t total_steps = steps_per_epoch * hp.epochs;
+    const auto warmup_steps =
+        static_cast<int64_t>(std::ceil(hp.warmup_ratio * static_cast<double>(total_steps)));
+    const int64_t eval_batch_size = hp.eval_batch_size > 0 ? hp.eval_batch_size : hp.batch_size;
+    spdlog::debug("Training {} ({} parameters): {} batches, {} optimizer steps per epoch",
+                  job.model.name, result.num_parameters, batches_per_epoch, steps_per_epoch);
+    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+
+    int64_t step = 0;
+    double lr = 0;
+    for (int64_t epoch = 0; epoch < hp.epochs; ++epoch) {
+      p.epoch = epoch;
+      const auto epoch_start = std::chrono::steady_clock::now();
+      model.train(true);
+      const auto batches =
+          MakeTrainBatches(task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
+      double loss_sum = 0;
+      int64_t seen = 0;
+      for (size_t g = 0; g < batches.size(); g += static_cast<size_t>(hp.grad_accum)) {
+        const size_t g_end = std::min(batches.size(), g + static_cast<size_t>(hp.grad_accum));
+        // Each micro-batch's summed loss is divided by the examples of the whole group, so that k
+        // micro-batches give the gradient of one k-times larger batch.
+        int64_t group_examples = 0;
+        for (size_t b = g; b < g_end; ++b)
+          group_examples += static_cast<int64_t>(batches[b].size());
+        for (size_t b = g; b < g_end; ++b) {
+          if (InterruptRequested()) {
+            result.end = TrainResult::End::kInterrupted;
+            return Status::Ok();
+          }
+          auto [logits, labels] = task->Forward(batches[b], /*train=*/true, p);
+          torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, sum);
+          const double batch_loss = summed.item<double>();
+          if (!std::isfinite(batch_loss)) {
+            result.end = TrainResult::End::kFailed;
+            result.message = fmt::format(
+                "the training loss is {} at epoch {}, step {} (learning rate {:.3g}); the run "
+                "diverged",
+                batch_loss, epoch + 1, step, lr);
+            return Status::Ok();
+          }
+          p.phase = "backward";
+          (summed / static_cast<double>(group_examples)).backward();
+          loss_sum += batch_loss;
+          seen += static_cast<int64_t>(batches[b].size());
+        }
+        p.phase = "optimizer_step";
+        if (hp.max_grad_norm > 0) {
+          torch::nn::utils::clip_grad_norm_(model.parameters(), hp.max_grad_norm);
+        }
+        lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
+        SetLearningRate(*optimizer, lr);
+        optimizer->step();
+        model.zero_grad(/*set_to_none=*/true);
+        ++step;
+        p.step = step;
+      }
+
+      EpochMetrics m;
+      m.epoch = epoch;
+      m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
+      m.optimizer_steps = step;
+      m.learning_rate = lr;
+      if (!Evaluate(*task, eval_batch_size, m, p)) {
+        result.end = TrainResult::End::kInterrupted;
+        return Status::Ok();
+      }
+      m.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+      result.epochs.push_back(m);
+      p.phase = "callback";
+      Result<EpochDecision> decision = on_epoch(m);
+      if (!decision.ok()) return decision.status();
+      if (*decision == EpochDecision::kStop) {
+        result.end = TrainResult::End::kStopped;
+        return Status::Ok();
+      }
+    }
+    result.end = TrainResult::End::kCompleted;
+    return Status::Ok();
+  }
+
+  // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
+  bool Evaluate(Task& task, int64_t batch_size, EpochMetrics& m, Progress& p) {
+    task.module().train(false);
+    torch::NoGradGuard no_grad;
+    std::vector<int64_t> labels, predictions;
+    double loss_sum = 0;
+    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+    for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
+      if (InterruptRequested()) return false;
+      auto [logits, y] = task.Forward(batch, /*train=*/false, p);
+      loss_sum += torch::nn::functional::cross_entropy(logits, y, sum).item<double>();
+      torch::Tensor pred = logits.argmax(1).to(torch::kCPU).contiguous();
+      torch::Tensor truth = y.to(torch::kCPU).contiguous();
+      predictions.insert(predictions.end(), pred.data_ptr<int64_t>(),
+                         pred.data_ptr<int64_t>() + pred.numel());
+      labels.insert(labels.end(), truth.data_ptr<int64_t>(),
+                    truth.data_ptr<int64_t>() + truth.numel());
+    }
+    const ClassificationMetrics cm =
+        ComputeClassificationMetrics(labels, predictions, task.num_labels());
+    m.validation_loss = labels.empty() ? 0.0 : loss_sum / static_cast<double>(labels.size());
+    m.accuracy = cm.accuracy;
+    m.macro_f1 = cm.macro_f1;
+    return true;
+  }
+
+  torch::Device device_;
+  int threads_;
+  bool count_memory_;
+};
+
+}  // namespace
+
+std::string TorchVersion() { return TORCH_VERSION; }
+
+Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options) {
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(options.device);
+  } catch (const c10::Error& e) {
+    return InvalidArgumentError(
+        fmt::format("unknown device '{}': {}", options.device, e.what_without_backtrace()));
+  }
+  if (device.is_cuda()) {
+    if (!at::hasCUDA()) {
+      return FailedPreconditionError(fmt::format(
+          "device '{}': this LibTorch {} was built without CUDA (Debian's libtorch is CPU-only); "
+          "use \"device\": \"cpu\" or build tune against a CUDA LibTorch",
+          options.device, TorchVersion()));
+    }
+    if (!torch::cuda::is_available()) {
+      return FailedPreconditionError(
+          fmt::format("device '{}': no CUDA device is visible to this process", options.device));
+    }
+    const auto count = static_cast<int64_t>(torch::cuda::device_count());
+    if (device.has_index() && device.index() >= count) {
+      return FailedPreconditionError(fmt::format("device '{}': only {} CUDA device{} visible",
+                                                 options.device, count,
+                                                 count == 1 ? " is" : "s are"));
+    }
+  } else if (!device.is_cpu()) {
+    return InvalidArgumentError(
+        fmt::format("device '{}': only cpu and cuda are supported", options.device));
+  }
+  int threads = static_cast<int>(options.threads);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (device.is_cpu()) at::set_num_threads(threads);
+  const bool count_memory = device.is_cpu() && options.count_cpu_memory;
+  if (count_memory) InstallCountingCpuAllocator();
+  return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(device, threads, count_memory));
+}
+
+}  // namespace tune

@@ -1,0 +1,355 @@
+#include "tune/train/hyperparams.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+
+#include "tune/text.h"
+
+namespace tune {
+namespace {
+
+using Setter = std::function<Status(TrainHyperparams&, const std::string&, const Json&)>;
+
+struct Entry {
+  std::string name;
+  std::vector<std::string> aliases;
+  Setter set;
+};
+
+std::string Shown(const Json& v) {
+  std::string s = v.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// Lower bound `lo` (inclusive unless lo_open), upper bound `hi` (exclusive if hi_open).
+Setter Float(double TrainHyperparams::*field, double lo, bool lo_open, double hi, bool hi_open) {
+  return [=](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+    if (!v.is_number() || v.is_boolean()) {
+      return InvalidArgumentError(fmt::format("{} must be a number, got {}", name, Shown(v)));
+    }
+    double x = v.get<double>();
+    bool ok = std::isfinite(x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
+    if (!ok) {
+      return InvalidArgumentError(fmt::format(
+          "{} must be in {}{}, {}{}, got {}", name, lo_open ? "(" : "[", PyFloatRepr(lo),
+          std::isinf(hi) ? "inf" : PyFloatRepr(hi), hi_open ? ")" : "]", Shown(v)));
+    }
+    hp.*field = x;
+    return Status::Ok();
+  };
+}
+
+Result<int64_t> AsInt(const std::string& name, const Json& v) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double x = v.get<double>();
+    if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9e15)
+      return static_cast<int64_t>(x);
+  }
+  return InvalidArgumentError(fmt::format("{} must be an integer, got {}", name, Shown(v)));
+}
+
+template <typename T>
+Setter Int(T TrainHyperparams::*field, int64_t lo, int64_t hi) {
+  return [=](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+    TUNE_ASSIGN_OR_RETURN(int64_t x, AsInt(name, v));
+    if (x < lo || x > hi) {
+      return InvalidArgumentError(
+          hi == INT64_MAX ? fmt::format("{} must be >= {}, got {}", name, lo, x)
+                          : fmt::format("{} must be in {}..{}, got {}", name, lo, hi, x));
+    }
+    hp.*field = static_cast<T>(x);
+    return Status::Ok();
+  };
+}
+
+Setter Bool(bool TrainHyperparams::*field) {
+  return [=](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+    if (!v.is_boolean()) {
+      return InvalidArgumentError(fmt::format("{} must be true or false, got {}", name, Shown(v)));
+    }
+    hp.*field = v.get<bool>();
+    return Status::Ok();
+  };
+}
+
+template <typename E>
+Setter Choice(E TrainHyperparams::*field, std::vector<std::pair<std::string, E>> choices) {
+  return [=](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+    std::vector<std::string> names;
+    for (const auto& c : choices) names.push_back(c.first);
+    if (v.is_string()) {
+      for (const auto& [s, e] : choices) {
+        if (s == v.get<std::string>()) {
+          hp.*field = e;
+          return Status::Ok();
+        }
+      }
+      return InvalidArgumentError(
+          fmt::format("unknown {} '{}'{}; valid: {}", name, v.get<std::string>(),
+                      DidYouMean(v.get<std::string>(), names), JoinNames(names)));
+    }
+    return InvalidArgumentError(
+        fmt::format("{} must be one of {}, got {}", name, JoinNames(names), Shown(v)));
+  };
+}
+
+const std::vector<Entry>& Table() {
+  constexpr double kInf = INFINITY;
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t;
+    t.push_back(
+        {"model", {}, [](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+           if (!v.is_string() || v.get<std::string>().empty()) {
+             return InvalidArgumentError(
+                 fmt::format("{} must be a model name from the catalog, got {}", name, Shown(v)));
+           }
+           hp.model = v.get<std::string>();
+           return Status::Ok();
+         }});
+    t.push_back(
+        {"learning_rate", {"lr"}, Float(&TrainHyperparams::learning_rate, 0, true, kInf, true)});
+    t.push_back({"batch_size",
+                 {"per_device_train_batch_size", "train_batch_size"},
+                 Int(&TrainHyperparams::batch_size, 1, INT64_MAX)});
+    t.push_back({"eval_batch_size",
+                 {"per_device_eval_batch_size"},
+                 Int(&TrainHyperparams::eval_batch_size, 0, INT64_MAX)});
+    t.push_back({"grad_accum",
+                 {"gradient_accumulation_steps"},
+                 Int(&TrainHyperparams::grad_accum, 1, INT64_MAX)});
+    t.push_back(
+        {"max_length", {"max_seq_length"}, Int(&TrainHyperparams::max_length, 2, INT64_MAX)});
+    t.push_back(
+        {"epochs", {"num_train_epochs", "num_epochs"}, Int(&TrainHyperparams::epochs, 1, 100000)});
+    t.push_back(
+        {"optimizer",
+         {"optim"},
+         Choice<OptimizerKind>(&TrainHyperparams::optimizer,
+                               {{"adamw", OptimizerKind::kAdamW}, {"sgd", OptimizerKind::kSgd}})});
+    t.push_back({"weight_decay", {}, Float(&TrainHyperparams::weight_decay, 0, false, kInf, true)});
+    t.push_back({"momentum", {}, Float(&TrainHyperparams::momentum, 0, false, 1, true)});
+    t.push_back({"nesterov", {}, Bool(&TrainHyperparams::nesterov)});
+    t.push_back({"adam_beta1", {}, Float(&TrainHyperparams::adam_beta1, 0, false, 1, true)});
+    t.push_back({"adam_beta2", {}, Float(&TrainHyperparams::adam_beta2, 0, false, 1, true)});
+    t.push_back({"adam_epsilon", {}, Float(&TrainHyperparams::adam_epsilon, 0, true, kInf, true)});
+    t.push_back(
+        {"scheduler",
+         {"lr_scheduler_type"},
+         Choice<Schedule>(&TrainHyperparams::scheduler, {{"linear", Schedule::kLinear},
+                                                         {"cosine", Schedule::kCosine},
+                                                         {"constant", Schedule::kConstant}})});
+    t.push_back(
+        {"warmup_ratio", {"warmup"}, Float(&TrainHyperparams::warmup_ratio, 0, false, 1, true)});
+    t.push_back({"max_grad_norm",
+                 {"grad_clip"},
+                 Float(&TrainHyperparams::max_grad_norm, 0, false, kInf, true)});
+    t.push_back(
+        {"dropout", {"hidden_dropout_prob"}, Float(&TrainHyperparams::dropout, 0, false, 1, true)});
+    t.push_back({"attention_dropout",
+                 {"attention_probs_dropout_prob"},
+                 Float(&TrainHyperparams::attention_dropout, 0, false, 1, true)});
+    t.push_back({"classifier_dropout",
+                 {},
+                 [](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+                   if (v.is_null()) {  // the same as dropout
+                     hp.classifier_dropout.reset();
+                     return Status::Ok();
+                   }
+                   TrainHyperparams checked;
+                   TUNE_RETURN_IF_ERROR(
+                       Float(&TrainHyperparams::dropout, 0, false, 1, true)(checked, name, v));
+                   hp.classifier_dropout = checked.dropout;
+                   return Status::Ok();
+                 }});
+    t.push_back({"classifier_layers",
+                 {"num_classifier_layers"},
+                 Int(&TrainHyperparams::classifier_layers, 0, 3)});
+    t.push_back({"classifier_hidden",
+                 {"classifier_hidden_size"},
+                 Int(&TrainHyperparams::classifier_hidden, 0, 1 << 20)});
+    for (int i = 1; i <= 3; ++i) {
+      t.push_back({fmt::format("classifier_hidden_{}", i),
+                   {},
+                   [i](TrainHyperparams& hp, const std::string& name, const Json& v) -> Status {
+                     TUNE_ASSIGN_OR_RETURN(int64_t x, AsInt(name, v));
+                     if (x < 0 || x > (1 << 20)) {
+                       return InvalidArgumentError(
+                           fmt::format("{} must be in 0..{}, got {}", name, 1 << 20, x));
+                     }
+                     hp.classifier_hidden_sizes[static_cast<size_t>(i - 1)] = x;
+                     return Status::Ok();
+                   }});
+    }
+    t.push_back({"classifier_activation",
+                 {},
+                 Choice<Activation>(&TrainHyperparams::classifier_activation,
+                                    {{"gelu", Activation::kGelu},
+                                     {"relu", Activation::kRelu},
+                                     {"tanh", Activation::kTanh}})});
+    t.push_back(
+        {"patience", {"early_stopping_patience"}, Int(&TrainHyperparams::patience, 0, INT64_MAX)});
+    t.push_back({"min_delta",
+                 {"early_stopping_threshold"},
+                 Float(&TrainHyperparams::min_delta, 0, false, kInf, true)});
+    t.push_back(
+        {"padding",
+         {},
+         Choice<Padding>(&TrainHyperparams::padding,
+                         {{"longest", Padding::kLongest}, {"max_length", Padding::kMaxLength}})});
+    t.push_back({"bucket_batches", {}, Int(&TrainHyperparams::bucket_batches, 0, INT64_MAX)});
+    t.push_back({"seed", {}, Int(&TrainHyperparams::seed, 0, INT64_MAX)});
+    t.push_back({"gradient_checkpointing",
+                 {"grad_checkpointing"},
+                 Bool(&TrainHyperparams::gradient_checkpointing)});
+    t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
+    t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
+    return t;
+  }();
+  return table;
+}
+
+const Entry* FindEntry(const std::string& name) {
+  for (const Entry& e : Table()) {
+    if (e.name == name) return &e;
+    for (const auto& a : e.aliases) {
+      if (a == name) return &e;
+    }
+  }
+  return nullptr;
+}
+
+template <typename E>
+std::string NameOf(E value, const std::vector<std::pair<std::string, E>>& choices) {
+  for (const auto& [s, e] : choices) {
+    if (e == value) return s;
+  }
+  return "";
+}
+
+}  // namespace
+
+int64_t TrainHyperparams::ClassifierWidth(int64_t i, int64_t hidden_size) const {
+  int64_t w = classifier_hidden_sizes[static_cast<size_t>(i)];
+  if (w > 0) return w;
+  return classifier_hidden > 0 ? classifier_hidden : hidden_size;
+}
+
+const std::vector<std::string>& HyperparamNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Entry& e : Table()) n.push_back(e.name);
+    return n;
+  }();
+  return names;
+}
+
+std::vector<std::string> HyperparamNamesAndAliases() {
+  std::vector<std::string> n;
+  for (const Entry& e : Table()) {
+    n.push_back(e.name);
+    for (const auto& a : e.aliases) n.push_back(a);
+  }
+  return n;
+}
+
+std::optional<std::string> CanonicalHyperparam(const std::string& name) {
+  const Entry* e = FindEntry(name);
+  return e ? std::optional<std::string>(e->name) : std::nullopt;
+}
+
+Status SetHyperparam(TrainHyperparams& hp, const std::string& name, const Json& value) {
+  const Entry* e = FindEntry(name);
+  if (!e) {
+    return InvalidArgumentError(fmt::format("unknown training parameter '{}'{}", name,
+                                            DidYouMean(name, HyperparamNamesAndAliases())));
+  }
+  return e->set(hp, name, value);
+}
+
+Json HyperparamsToJson(const TrainHyperparams& hp) {
+  Json j;
+  j["model"] = hp.model;
+  j["learning_rate"] = hp.learning_rate;
+  j["batch_size"] = hp.batch_size;
+  j["eval_batch_size"] = hp.eval_batch_size;
+  j["grad_accum"] = hp.grad_accum;
+  j["max_length"] = hp.max_length;
+  j["epochs"] = hp.epochs;
+  j["optimizer"] = hp.optimizer == OptimizerKind::kAdamW ? "adamw" : "sgd";
+  j["weight_decay"] = hp.weight_decay;
+  j["momentum"] = hp.momentum;
+  j["nesterov"] = hp.nesterov;
+  j["adam_beta1"] = hp.adam_beta1;
+  j["adam_beta2"] = hp.adam_beta2;
+  j["adam_epsilon"] = hp.adam_epsilon;
+  j["scheduler"] = NameOf<Schedule>(hp.scheduler, {{"linear", Schedule::kLinear},
+                                                   {"cosine", Schedule::kCosine},
+                                                   {"constant", Schedule::kConstant}});
+  j["warmup_ratio"] = hp.warmup_ratio;
+  j["max_grad_norm"] = hp.max_grad_norm;
+  j["dropout"] = hp.dropout;
+  j["attention_dropout"] = hp.attention_dropout;
+  j["classifier_dropout"] = hp.classifier_dropout ? Json(*hp.classifier_dropout) : Json(nullptr);
+  j["classifier_layers"] = hp.classifier_layers;
+  j["classifier_hidden"] = hp.classifier_hidden;
+  for (int i = 0; i < 3; ++i) {
+    j[fmt::format("classifier_hidden_{}", i + 1)] =
+        hp.classifier_hidden_sizes[static_cast<size_t>(i)];
+  }
+  j["classifier_activation"] = NameOf<Activation>(
+      hp.classifier_activation,
+      {{"gelu", Activation::kGelu}, {"relu", Activation::kRelu}, {"tanh", Activation::kTanh}});
+  j["patience"] = hp.patience;
+  j["min_delta"] = hp.min_delta;
+  j["padding"] = hp.padding == Padding::kLongest ? "longest" : "max_length";
+  j["bucket_batches"] = hp.bucket_batches;
+  j["seed"] = hp.seed;
+  j["gradient_checkpointing"] = hp.gradient_checkpointing;
+  j["mlp_layers"] = hp.mlp_layers;
+  j["mlp_hidden"] = hp.mlp_hidden;
+  return j;
+}
+
+bool UsesRobertaPositions(const ModelSpec& model) {
+  return model.model_type == "roberta" || model.model_type == "xlm-roberta" ||
+         model.model_type == "camembert";
+}
+
+int64_t MaxSequenceLength(const ModelSpec& model) {
+  return UsesRobertaPositions(model) ? model.max_position_embeddings - 2
+                                     : model.max_position_embeddings;
+}
+
+Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
+  const std::vector<std::string> supported = {"bert", "roberta", "xlm-roberta", "camembert", ""};
+  if (model.model_type == "deberta-v2" || model.position_buckets > 0) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}' ({}): DeBERTa-v2/v3 disentangled attention is not implemented in the trainer "
+        "yet; choose a bert, roberta or xlm-roberta model",
+        model.name, model.model_type));
+  }
+  if (std::find(supported.begin(), supported.end(), model.model_type) == supported.end()) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}': model_type '{}' is not supported by the trainer; valid: bert, roberta, "
+        "xlm-roberta, camembert",
+        model.name, model.model_type));
+  }
+  if (model.num_attention_heads <= 0 || model.hidden_size % model.num_attention_heads != 0) {
+    return InvalidArgumentError(
+        fmt::format("model '{}': hidden_size {} is not divisible by "
+                    "num_attention_heads {}",
+                    model.name, model.hidden_size, model.num_attention_heads));
+  }
+  if (hp.max_length > MaxSequenceLength(model)) {
+    return InvalidArgumentError(fmt::format(
+        "max_length {} is longer than model '{}' allows ({} positions{})", hp.max_length,
+        model.name, MaxSequenceLength(model),
+        UsesRobertaPositions(model) ? ", 2 of its max_position_embeddings are reserved" : ""));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tune

@@ -1,0 +1,129 @@
+// The 'train' objective through the `tune` binary: a tiny study on a small synthetic text set.
+// Without LibTorch the same config must fail with a clear message instead.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "testing/temp_dir.h"
+#include "testing/tune_process.h"
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+using testing::ProcessRun;
+using testing::Tune;
+
+class TrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream train(dir_.path() / "train.csv"), val(dir_.path() / "val.csv");
+    train << "sentence,topic\n";
+    val << "sentence,topic\n";
+    const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
+    for (int i = 0; i < 96; ++i) {
+      const int label = i % 2;
+      std::string text = std::string("the ") + words[label][i % 3] + " and a " +
+                         words[label][(i / 3) % 3] + " today";
+      (i < 64 ? train : val) << "\"" << text << "\"," << (label ? "sports" : "weather") << "\n";
+    }
+  }
+  std::string WriteConfig(const Json& objective_extra) {
+    Json objective = {{"type", "train"},
+                      {"data",
+                       {{"train", "train.csv"},
+                        {"validation", "val.csv"},
+                        {"text_column", "sentence"},
+                        {"label_column", "topic"}}},
+                      {"model", "tiny-bert"},
+                      {"epochs", 2},
+                      {"batch_size", 16},
+                      {"max_length", 16},
+                      {"threads", 1}};
+    for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
+    Json doc = {
+        {"direction", "maximize"},
+        {"n_trials", 2},
+        {"sampler", {{"name", "random"}, {"seed", 1}}},
+        {"search_space",
+         {{"learning_rate", {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}}}}},
+        {"objective", objective}};
+    std::string path = (dir_.path() / "study.json").string();
+    std::ofstream(path) << doc.dump(2);
+    return path;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(TrainCli, RunsAStudyAndPrintsTheBestTrial) {
+  ProcessRun r = Tune(
+      {"--study", "t", "--config", WriteConfig({}), "--storage", "memory", "--format", "json"});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json best = Json::parse(r.out);
+  EXPECT_EQ(best["state"], "COMPLETE");
+  EXPECT_TRUE(best["params"].contains("learning_rate"));
+  EXPECT_NE(r.err.find("Train data: 64 training examples"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Trial 1 epoch 2/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("objective train (macro_f1, libtorch"), std::string::npos) << r.err;
+#else
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("this tune was built without LibTorch"), std::string::npos) << r.err;
+#endif
+}
+
+// The LibTorch trainer is a library the binary loads only for 'train' studies; a wrong one is a
+// clear error before the study starts, never a crash.
+TEST_F(TrainCli, MissingOrForeignTrainerLibraryIsAClearError) {
+  const std::string config = WriteConfig({});
+  struct Case {
+    std::string library, expected;
+  };
+  const Case cases[] = {
+      {(dir_.path() / "nowhere" / "libtune_torch.so").string(), "libtune_torch.so is missing"},
+      {(dir_.path() / "train.csv").string(), "cannot load the LibTorch trainer"},
+      {"/lib/x86_64-linux-gnu/libm.so.6", "is not the LibTorch trainer of this tune build"}};
+  for (const Case& c : cases) {
+    if (!std::filesystem::exists(c.library) && c.expected.find("missing") == std::string::npos) {
+      continue;  // no libm at the Debian path on this machine
+    }
+    setenv("TUNE_TORCH_LIBRARY", c.library.c_str(), 1);
+    ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", "memory"});
+    unsetenv("TUNE_TORCH_LIBRARY");
+    EXPECT_EQ(r.code, 1) << c.library << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.library << ": " << r.err;
+    EXPECT_EQ(r.err.find("Trial 0"), std::string::npos) << r.err;
+  }
+  // Commands that do not train never load it.
+  setenv("TUNE_TORCH_LIBRARY", "/nonexistent/libtune_torch.so", 1);
+  ProcessRun r = Tune({"--version"});
+  unsetenv("TUNE_TORCH_LIBRARY");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+#ifdef TUNE_WITH_TORCH
+TEST_F(TrainCli, UnusableDeviceStopsBeforeTheStudy) {
+  ProcessRun r = Tune(
+      {"--study", "t", "--config", WriteConfig({{"device", "cuda:0"}}), "--storage", "memory"});
+  if (r.code == 0) GTEST_SKIP() << "this LibTorch has a usable CUDA device";
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("device 'cuda:0'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Trial 0"), std::string::npos) << r.err;
+}
+#endif
+
+TEST_F(TrainCli, BadDataExits2NamingTheLine) {
+  std::ofstream(dir_.path() / "val.csv", std::ios::app) << "\"a text\",snow\n";
+  ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory"});
+#ifdef TUNE_WITH_TORCH
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("val.csv:34: unknown label 'snow'"), std::string::npos) << r.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+}
+
+}  // namespace
+}  // namespace tune

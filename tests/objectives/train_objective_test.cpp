@@ -1,0 +1,349 @@
+// The train objective with a scripted trainer: params, reports, early stopping, pruning, OOM and
+// failure outcomes, and the config keys. The LibTorch trainer is tested in tests/torch/.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "testing/scripted_trainer.h"
+#include "testing/temp_dir.h"
+#include "tune/config.h"
+#include "tune/objectives/train.h"
+#include "tune/pruners/threshold.h"
+#include "tune/samplers/random.h"
+#include "tune/storages/in_memory.h"
+
+namespace tune {
+namespace {
+
+using testing::ScriptedTrainer;
+
+class TrainObjectiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream train(dir_.path() / "train.jsonl");
+    for (int i = 0; i < 20; ++i) {
+      train << Json{{"text", i % 2 ? "good fine great" : "bad awful poor"},
+                    {"label", i % 2 ? "pos" : "neg"}}
+                   .dump()
+            << "\n";
+    }
+    std::ofstream val(dir_.path() / "val.jsonl");
+    val << R"({"text": "great", "label": "pos"})"
+        << "\n"
+        << R"({"text": "poor", "label": "neg"})"
+        << "\n";
+  }
+
+  // A config with the given objective keys and search space.
+  Result<StudyConfig> Config(const Json& objective, const Json& space,
+                             const std::string& direction = "maximize") {
+    Json doc = {{"direction", direction}, {"search_space", space}, {"objective", objective}};
+    return ParseStudyConfig(doc, "study.json", dir_.path());
+  }
+  Json TrainJson(Json extra = Json::object()) {
+    Json o = {{"type", "train"},
+              {"data", {{"train", "train.jsonl"}, {"validation", "val.jsonl"}}},
+              {"model", "prajjwal1/bert-tiny"}};
+    for (const auto& [k, v] : extra.items()) o[k] = v;
+    return o;
+  }
+
+  std::unique_ptr<Study> NewStudy(std::unique_ptr<Pruner> pruner = std::make_unique<NopPruner>()) {
+    return std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
+                                         std::make_unique<RandomSampler>(), std::move(pruner), 1))
+        .value();
+  }
+
+  // Runs one trial with `params`; returns the outcome and the finished trial.
+  std::pair<TrialOutcome, FrozenTrial> RunTrial(Study& study, Objective& objective,
+                                                const Json& params) {
+    auto trial = std::move(study.Ask()).value();
+    for (const auto& [k, v] : params.items()) {
+      std::vector<Json> choice = {v};
+      EXPECT_TRUE(trial->Suggest(k, *MakeCategoricalDistribution(choice)).ok());
+    }
+    auto outcome = objective.Run(*trial, trial->params());
+    EXPECT_TRUE(outcome.ok()) << outcome.status().ToString();
+    auto frozen = study.Tell(*trial, outcome->state, outcome->values);
+    EXPECT_TRUE(frozen.ok()) << frozen.status().ToString();
+    return {*outcome, *frozen};
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(TrainObjectiveTest, TrialParamsOverrideTheObjectivesKeys) {
+  auto c = Config(
+      TrainJson({{"epochs", 3}, {"lr", 1e-3}, {"batch_size", 4}}),
+      {{"learning_rate", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}, {"log", true}}}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.7, 0.6});
+  ScriptedTrainer* trainer = scripted.get();
+  auto objective = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective.ok()) << objective.status().ToString();
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"learning_rate", 3e-4}});
+  ASSERT_EQ(trainer->jobs.size(), 1u);
+  const TrainJob& job = trainer->jobs[0];
+  EXPECT_EQ(job.hp.learning_rate, 3e-4);  // the trial's
+  EXPECT_EQ(job.hp.batch_size, 4);        // the objective's
+  EXPECT_EQ(job.hp.epochs, 3);
+  EXPECT_EQ(job.model.name, "prajjwal1/bert-tiny");
+  EXPECT_EQ(job.data->num_labels, 2);
+  EXPECT_EQ(job.data->train_ids.size(), 20u);
+  EXPECT_EQ(job.data->validation_ids.size(), 2u);
+  // The best epoch's value; one report per epoch.
+  EXPECT_EQ(outcome.state, TrialState::kComplete);
+  EXPECT_EQ(trial.values, std::vector<double>{0.7});
+  EXPECT_EQ(trial.intermediate_values.size(), 3u);
+  EXPECT_EQ(trial.intermediate_values.at(1), 0.7);
+  const Json& train = trial.user_attrs.at("train");
+  EXPECT_EQ(train["best_epoch"], 1);
+  EXPECT_EQ(train["epochs_run"], 3);
+  EXPECT_EQ(train["history"].size(), 3u);
+}
+
+TEST_F(TrainObjectiveTest, EarlyStoppingAfterPatienceEpochsWithoutImprovement) {
+  auto c = Config(TrainJson({{"epochs", 10}, {"patience", 2}, {"min_delta", 0.01}}),
+                  {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // 0.6 at epoch 1; 0.605 is not better by more than min_delta; 0.59 neither: stop after epoch 3.
+  auto objective = MakeObjective(
+      *c, std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.6, 0.605, 0.59, 0.9}));
+  ASSERT_TRUE(objective.ok());
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"lr", 1e-3}});
+  EXPECT_EQ(outcome.state, TrialState::kComplete);
+  EXPECT_EQ(trial.values, std::vector<double>{0.6});
+  EXPECT_EQ(trial.intermediate_values.size(), 4u);
+  EXPECT_EQ(trial.user_attrs.at("train")["stopped_early"], true);
+  EXPECT_EQ(trial.user_attrs.at("train")["end"], "stopped");
+}
+
+TEST_F(TrainObjectiveTest, LossMetricIsMinimized) {
+  auto c = Config(TrainJson({{"epochs", 3}, {"metric", "loss"}}),
+                  {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}}, "minimize");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective =
+      MakeObjective(*c, std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.8, 0.7}));
+  ASSERT_TRUE(objective.ok());
+  auto study = std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMinimize},
+                                             std::make_unique<RandomSampler>(),
+                                             std::make_unique<NopPruner>(), 1))
+                   .value();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"lr", 1e-3}});
+  EXPECT_NEAR(trial.values.at(0), 0.2, 1e-12);  // validation_loss = 1 - 0.8
+}
+
+TEST_F(TrainObjectiveTest, ThePrunerStopsATrialAfterAReport) {
+  auto c = Config(TrainJson({{"epochs", 5}}),
+                  {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(c.ok());
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.2, 0.9});
+  auto objective = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective.ok());
+  ThresholdOptions t;
+  t.lower = 0.3;
+  auto study = NewStudy(std::make_unique<ThresholdPruner>(t));
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"lr", 1e-3}});
+  EXPECT_EQ(outcome.state, TrialState::kPruned);
+  EXPECT_EQ(outcome.reason, "pruned after epoch 2");
+  EXPECT_EQ(trial.state, TrialState::kPruned);
+  EXPECT_EQ(trial.intermediate_values.size(), 2u);
+  EXPECT_EQ(trial.values, std::vector<double>{0.2});  // Optuna keeps the last report
+}
+
+TEST_F(TrainObjectiveTest, OutOfMemoryIsPrunedWithItsConfig) {
+  auto c = Config(TrainJson({{"epochs", 3}}),
+                  {{"batch_size", Json::array({64})}, {"grad_accum", Json::array({2})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+  scripted->EndAt(1, TrainResult::End::kOutOfMemory,
+                  "CPU out of memory: tried to allocate 4 MiB\nmore",
+                  {{"phase", "backward"}, {"epoch", 1}, {"step", 3}});
+  auto objective = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective.ok());
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"batch_size", 64}, {"grad_accum", 2}});
+  EXPECT_EQ(outcome.state, TrialState::kPruned);
+  EXPECT_EQ(outcome.reason, "out of memory in backward");
+  EXPECT_EQ(trial.user_attrs.at("oom"), true);
+  EXPECT_EQ(trial.user_attrs.at("reason"), "oom");
+  const Json& oom = trial.user_attrs.at("oom_config");
+  EXPECT_EQ(oom["batch_size"], 64);
+  EXPECT_EQ(oom["effective_batch_size"], 128.0);
+  EXPECT_EQ(oom["phase"], "backward");
+  EXPECT_EQ(oom["model"], "prajjwal1/bert-tiny");
+  EXPECT_EQ(oom["error"], "CPU out of memory: tried to allocate 4 MiB");
+}
+
+TEST_F(TrainObjectiveTest, FailuresFailTheTrialOnly) {
+  auto c = Config(TrainJson({{"epochs", 3}}), {{"max_length", Json::array({64, 1024})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+  scripted->EndAt(0, TrainResult::End::kFailed, "training loss is nan at epoch 1, step 3");
+  auto objective = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective.ok());
+  auto study = NewStudy();
+  auto [failed, t1] = RunTrial(*study, **objective, {{"max_length", 64}});
+  EXPECT_EQ(failed.state, TrialState::kFail);
+  EXPECT_EQ(t1.user_attrs.at("fail_reason"), "training loss is nan at epoch 1, step 3");
+  // A max_length the model cannot take fails before training.
+  auto [too_long, t2] = RunTrial(*study, **objective, {{"max_length", 1024}});
+  EXPECT_EQ(too_long.state, TrialState::kFail);
+  EXPECT_EQ(t2.user_attrs.at("fail_reason"),
+            "max_length 1024 is longer than model 'prajjwal1/bert-tiny' allows (512 positions)");
+}
+
+TEST_F(TrainObjectiveTest, AnInterruptedRunFailsTheTrialAsInterrupted) {
+  auto c = TrainJson({{"epochs", 3}});
+  auto config = Config(c, {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(config.ok());
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+  scripted->EndAt(1, TrainResult::End::kInterrupted, "");
+  auto objective = MakeObjective(*config, std::move(scripted));
+  ASSERT_TRUE(objective.ok());
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"lr", 1e-3}});
+  EXPECT_EQ(outcome.state, TrialState::kFail);
+  EXPECT_EQ(trial.user_attrs.at("interrupted"), true);
+  EXPECT_EQ(trial.user_attrs.at("fail_reason"), "interrupted by the user");
+}
+
+TEST_F(TrainObjectiveTest, WithoutATrainerTheObjectiveCannotBeMade) {
+  auto c = Config(TrainJson(), {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(c.ok());
+  auto objective = MakeObjective(*c);
+  EXPECT_EQ(objective.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(objective.status().message().find("built without it"), std::string::npos);
+}
+
+TEST_F(TrainObjectiveTest, DataErrorsSurfaceWhenTheObjectiveIsMade) {
+  std::ofstream(dir_.path() / "val.jsonl") << R"({"text": "x", "label": "neutral"})"
+                                           << "\n";
+  auto c = Config(TrainJson(), {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});
+  ASSERT_TRUE(c.ok());
+  auto objective = MakeObjective(*c, std::make_unique<ScriptedTrainer>(std::vector<double>{0.5}));
+  EXPECT_EQ(objective.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(objective.status().message().find("val.jsonl:1: unknown label 'neutral'"),
+            std::string::npos)
+      << objective.status().message();
+}
+
+TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
+  std::ofstream(dir_.path() / "rows.csv") << "x,y,label\n1,2,a\n2,1,b\n3,4,a\n4,3,b\n5,6,a\n";
+  Json objective = {{"type", "train"},
+                    {"task", "tabular_classification"},
+                    {"data", {{"train", "rows.csv"}, {"validation_fraction", 0.4}}},
+                    {"epochs", 2}};
+  auto c = Config(objective, {{"mlp_hidden", Json::array({8, 16})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.6});
+  ScriptedTrainer* trainer = scripted.get();
+  auto objective_or = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective_or.ok()) << objective_or.status().ToString();
+  auto study = NewStudy();
+  auto [outcome, trial] = RunTrial(*study, **objective_or, {{"mlp_hidden", 16}});
+  EXPECT_EQ(outcome.state, TrialState::kComplete);
+  ASSERT_EQ(trainer->jobs.size(), 1u);
+  const TrainJob& job = trainer->jobs[0];
+  EXPECT_EQ(job.data, nullptr);
+  ASSERT_NE(job.tabular, nullptr);
+  EXPECT_EQ(job.tabular->num_features, 2);
+  EXPECT_EQ(job.tabular->num_labels, 2);
+  EXPECT_EQ(job.tabular->train_labels.size() + job.tabular->validation_labels.size(), 5u);
+  EXPECT_EQ(job.hp.mlp_hidden, 16);
+  EXPECT_EQ(job.model.name, "mlp");
+
+  Json with_model = objective;
+  with_model["model"] = "tiny-bert";
+  auto bad = Config(with_model, {{"mlp_hidden", Json::array({8})}});
+  EXPECT_NE(bad.status().message().find("/objective/model: tabular_classification trains an MLP"),
+            std::string::npos)
+      << bad.status().message();
+  Json bad_task = objective;
+  bad_task["task"] = "tabular";
+  EXPECT_NE(Config(bad_task, {{"mlp_hidden", Json::array({8})}})
+                .status()
+                .message()
+                .find("unknown task 'tabular' (did you mean 'tabular_classification'?)"),
+            std::string::npos);
+  Json text_key = objective;
+  text_key["data"]["text_column"] = "x";
+  EXPECT_NE(Config(text_key, {{"mlp_hidden", Json::array({8})}})
+                .status()
+                .message()
+                .find("/objective/data/text_column: unknown key 'text_column'"),
+            std::string::npos);
+}
+
+// The demo's config (make demo) parses; its data is read only when the objective is made.
+TEST(TrainObjectiveConfig, FortunesDemoConfigParses) {
+  auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->objective.type, "train");
+  EXPECT_EQ(c->objective.train.metric, TrainMetric::kMacroF1);
+  EXPECT_EQ(c->objective.train.models, (std::vector<std::string>{"tiny-bert", "tiny-roberta"}));
+  EXPECT_EQ(c->objective.train.threads, 1);
+  EXPECT_NE(c->objective.train.data.train.find("build/data/fortunes/train.jsonl"),
+            std::string::npos);
+}
+
+// Config errors: strict keys, parameters, values, models, direction.
+TEST_F(TrainObjectiveTest, ConfigErrors) {
+  const Json lr = {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}};
+  auto error = [&](const Json& objective, const Json& space, const std::string& dir = "maximize") {
+    auto c = Config(objective, space, dir);
+    EXPECT_FALSE(c.ok());
+    return c.ok() ? std::string() : c.status().message();
+  };
+  EXPECT_EQ(error(TrainJson({{"learning_rat", 0.1}}), lr).substr(0, 95),
+            "study.json: /objective/learning_rat: unknown key 'learning_rat' (did you mean "
+            "'learning_rate'?)");
+  EXPECT_EQ(error(TrainJson({{"batch_size", 0}}), lr),
+            "study.json: /objective/batch_size: batch_size must be >= 1, got 0");
+  EXPECT_EQ(error(TrainJson(), {{"batch_sise", Json::array({8, 16})}}),
+            "study.json: /objective: search-space parameter 'batch_sise' is not a training "
+            "parameter (did you mean 'batch_size'?); list it in \"ignore_params\" if only "
+            "conditions read it");
+  EXPECT_TRUE(
+      Config(TrainJson({{"ignore_params", {"tier"}}}), {{"tier", Json::array({"a", "b"})}}).ok());
+  EXPECT_EQ(error(TrainJson(), {{"batch_size", Json::array({8, 0})}}),
+            "study.json: /objective: search-space parameter 'batch_size': batch_size must be >= 1, "
+            "got 0");
+  EXPECT_EQ(error(TrainJson(), {{"optimizer", Json::array({"adamw", "adam"})}}),
+            "study.json: /objective: search-space parameter 'optimizer': unknown optimizer 'adam' "
+            "(did you mean 'adamw'?); valid: adamw, sgd");
+  EXPECT_EQ(error(TrainJson(), lr, "minimize"),
+            "study.json: /direction: the train objective's metric 'macro_f1' is maximized; set "
+            "\"direction\": \"maximize\"");
+  Json no_model = TrainJson();
+  no_model.erase("model");
+  EXPECT_EQ(
+      error(no_model, lr),
+      "study.json: /objective: no model: set \"model\" here or add a 'model' parameter to the "
+      "search space");
+  EXPECT_NE(error(no_model, {{"model",
+                              {{"type", "model"},
+                               {"choices", {"bert-base-uncased", "microsoft/deberta-v3-base"}}}}})
+                .find("DeBERTa-v2/v3 disentangled attention is not implemented"),
+            std::string::npos);
+  EXPECT_EQ(error(TrainJson({{"device", "gpu"}}), lr),
+            "study.json: /objective/device: unknown device 'gpu'; valid: cpu, cuda, cuda:N");
+  Json no_data = TrainJson();
+  no_data.erase("data");
+  EXPECT_NE(error(no_data, lr).find("missing required key 'data'"), std::string::npos);
+  EXPECT_EQ(
+      error(TrainJson({{"data", {{"train", "t.jsonl"}, {"text_col", "x"}}}}), lr).substr(0, 90),
+      "study.json: /objective/data/text_col: unknown key 'text_col' (did you mean "
+      "'text_column'?)");
+  EXPECT_NE(
+      error(TrainJson({{"data", {{"train", "t.txt"}}}}), lr)
+          .find("/objective/data/train: " + (dir_.path() / "t.txt").string() + ": cannot tell"),
+      std::string::npos);
+  EXPECT_EQ(error(TrainJson({{"lr", 0.1}, {"learning_rate", 0.2}}), lr),
+            "study.json: /objective/lr: 'learning_rate' is set twice (as 'lr' too)");
+}
+
+}  // namespace
+}  // namespace tune

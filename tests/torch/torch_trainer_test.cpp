@@ -1,0 +1,469 @@
+// The LibTorch trainer on real (small) training runs: learning, reproducibility, gradient
+// accumulation, stopping, the train objective end to end (early stopping, pruning), out-of-memory
+// under a byte budget, and device errors. Every run uses one intra-op thread: ctest runs tests in
+// parallel on the CI's two cores.
+#include "tune/train/torch_trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "testing/temp_dir.h"
+#include "tune/config.h"
+#include "tune/interrupt.h"
+#include "tune/memory/counting_cpu_allocator.h"
+#include "tune/pruners/threshold.h"
+#include "tune/samplers/random.h"
+#include "tune/storages/in_memory.h"
+#include "tune/train/tokenizer.h"
+
+namespace tune {
+namespace {
+
+// A separable topic task: each text mixes filler words shared by all classes with two or three
+// keywords of its class. Chance accuracy is 1/num_classes.
+struct Synthetic {
+  std::vector<std::string> texts;
+  std::vector<int64_t> labels;
+};
+
+Synthetic MakeSynthetic(int n, int num_classes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int k) { return static_cast<int>(rng() % static_cast<uint64_t>(k)); };
+  Synthetic s;
+  for (int i = 0; i < n; ++i) {
+    const int label = i % num_classes;
+    std::vector<std::string> words;
+    const int length = 6 + pick(14);
+    for (int w = 0; w < length; ++w) words.push_back("filler" + std::to_string(pick(40)));
+    const int keywords = 2 + pick(2);
+    for (int k = 0; k < keywords; ++k) {
+      words[static_cast<size_t>(pick(length))] = "topic" +
+                                                 std::string(1, static_cast<char>('a' + label)) +
+                                                 "word" + std::to_string(pick(5));
+    }
+    std::string text;
+    for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
+    s.texts.push_back(text);
+    s.labels.push_back(label);
+  }
+  return s;
+}
+
+TextTrainData Tokenize(const Synthetic& train, const Synthetic& validation, int64_t num_labels) {
+  Tokenizer tok = Tokenizer::Build(train.texts, TokenizerOptions{});
+  TextTrainData d;
+  for (const auto& t : train.texts) d.train_ids.push_back(tok.Encode(t, 62));
+  for (const auto& t : validation.texts) d.validation_ids.push_back(tok.Encode(t, 62));
+  d.train_labels = train.labels;
+  d.validation_labels = validation.labels;
+  d.num_labels = num_labels;
+  d.vocab_size = tok.vocab_size();
+  d.pad_id = tok.pad_id();
+  d.cls_id = tok.cls_id();
+  d.sep_id = tok.sep_id();
+  return d;
+}
+
+ModelSpec TinyModel(const std::string& type = "bert") {
+  ModelSpec m;
+  m.name = "test-" + type;
+  m.model_type = type;
+  m.num_hidden_layers = 1;
+  m.hidden_size = 32;
+  m.num_attention_heads = 2;
+  m.intermediate_size = 64;
+  m.vocab_size = 512;
+  m.max_position_embeddings = type == "bert" ? 64 : 66;
+  m.type_vocab_size = type == "bert" ? 2 : 1;
+  return m;
+}
+
+TrainHyperparams FastHyperparams() {
+  TrainHyperparams hp;
+  hp.learning_rate = 3e-3;
+  hp.batch_size = 16;
+  hp.max_length = 32;
+  hp.epochs = 4;
+  hp.warmup_ratio = 0.1;
+  hp.dropout = 0.0;
+  hp.attention_dropout = 0.0;
+  return hp;
+}
+
+std::unique_ptr<Trainer> NewCpuTrainer() {
+  TorchTrainerOptions o;
+  o.threads = 1;
+  auto t = NewTorchTrainer(o);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return std::move(t).value();
+}
+
+Result<TrainResult> Train(
+    Trainer& trainer, const TrainJob& job,
+    const EpochCallback& cb = [](const EpochMetrics&) -> Result<EpochDecision> {
+      return EpochDecision::kContinue;
+    }) {
+  return trainer.Train(job, cb);
+}
+
+class TorchTrainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_ = new TextTrainData(Tokenize(MakeSynthetic(480, 4, 1), MakeSynthetic(160, 4, 2), 4));
+  }
+  static void TearDownTestSuite() { delete data_; }
+  static TextTrainData* data_;
+};
+TextTrainData* TorchTrainerTest::data_ = nullptr;
+
+TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
+  auto trainer = NewCpuTrainer();
+  TrainJob job{TinyModel(), FastHyperparams(), data_};
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  ASSERT_EQ(r->epochs.size(), 4u);
+  const EpochMetrics& last = r->epochs.back();
+  EXPECT_GT(last.accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(last.macro_f1, 0.9);
+  EXPECT_LT(last.train_loss, r->epochs.front().train_loss);
+  EXPECT_LT(last.validation_loss, 0.5);
+  EXPECT_EQ(last.optimizer_steps, 4 * 30);  // 480 / 16 per epoch
+  // The encoder as the catalog formula counts it, plus the output layer.
+  EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + 32 * 4 + 4);
+  EXPECT_GT(r->peak_memory_bytes, 0);
+}
+
+TEST_F(TorchTrainerTest, RobertaPositionsCosineMaxLengthPaddingAndAClassifierHeadAlsoLearn) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.learning_rate = 5e-3;
+  hp.scheduler = Schedule::kCosine;
+  hp.classifier_layers = 2;
+  hp.classifier_hidden_sizes = {24, 16, 0};
+  hp.classifier_activation = Activation::kRelu;
+  hp.epochs = 6;
+  hp.padding = Padding::kMaxLength;
+  TrainJob job{TinyModel("roberta"), hp, data_};
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);
+}
+
+TEST_F(TorchTrainerTest, SameSeedSameResultOtherSeedOtherResult) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.epochs = 2;
+  hp.dropout = 0.1;  // dropout masks come from the seeded generator too
+  TrainJob job{TinyModel(), hp, data_};
+  auto a = Train(*trainer, job);
+  auto b = Train(*trainer, job);
+  job.hp.seed = 1;
+  auto c = Train(*trainer, job);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(a->epochs[e].train_loss, b->epochs[e].train_loss);
+    EXPECT_EQ(a->epochs[e].validation_loss, b->epochs[e].validation_loss);
+    EXPECT_EQ(a->epochs[e].macro_f1, b->epochs[e].macro_f1);
+  }
+  EXPECT_NE(a->epochs[0].train_loss, c->epochs[0].train_loss);
+}
+
+// Each micro-batch's summed loss is divided by the examples of its whole group, so the gradient,
+// and with it every optimizer (AdamW; SGD with momentum and weight decay), takes the same step.
+TEST_F(TorchTrainerTest, AccumulatingKMicroBatchesEqualsOneKTimesLargerBatch) {
+  auto trainer = NewCpuTrainer();
+  for (OptimizerKind optimizer : {OptimizerKind::kAdamW, OptimizerKind::kSgd}) {
+    TrainHyperparams hp = FastHyperparams();
+    hp.optimizer = optimizer;
+    if (optimizer == OptimizerKind::kSgd) hp.learning_rate = 0.05;
+    hp.epochs = 1;
+    hp.bucket_batches = 0;  // the same examples per optimizer step either way
+    hp.batch_size = 32;
+    hp.grad_accum = 1;
+    auto big = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+    hp.batch_size = 8;
+    hp.grad_accum = 4;
+    auto accumulated = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+    ASSERT_TRUE(big.ok() && accumulated.ok());
+    EXPECT_EQ(big->epochs[0].optimizer_steps, 15);
+    EXPECT_EQ(accumulated->epochs[0].optimizer_steps, 15);
+    EXPECT_NEAR(big->epochs[0].train_loss, accumulated->epochs[0].train_loss, 1e-5);
+    EXPECT_NEAR(big->epochs[0].validation_loss, accumulated->epochs[0].validation_loss, 1e-5);
+    // Not trivially equal: a different batch size alone changes the result.
+    hp.grad_accum = 1;
+    auto small = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+    ASSERT_TRUE(small.ok());
+    EXPECT_GT(std::abs(small->epochs[0].validation_loss - big->epochs[0].validation_loss), 1e-4);
+  }
+}
+
+// Checkpointing recomputes each layer in backward with the same dropout masks: the same
+// training run, with a lower measured peak.
+TEST_F(TorchTrainerTest, GradientCheckpointingGivesTheSameRunWithALowerPeak) {
+  auto trainer = NewCpuTrainer();
+  ModelSpec model = TinyModel();
+  model.num_hidden_layers = 4;
+  TrainHyperparams hp = FastHyperparams();
+  hp.epochs = 1;
+  hp.dropout = 0.1;
+  hp.attention_dropout = 0.1;
+  hp.batch_size = 64;
+  hp.padding = Padding::kMaxLength;
+  auto plain = Train(*trainer, TrainJob{model, hp, data_});
+  hp.gradient_checkpointing = true;
+  auto checkpointed = Train(*trainer, TrainJob{model, hp, data_});
+  ASSERT_TRUE(plain.ok() && checkpointed.ok());
+  ASSERT_EQ(checkpointed->end, TrainResult::End::kCompleted) << checkpointed->message;
+  EXPECT_NEAR(plain->epochs[0].train_loss, checkpointed->epochs[0].train_loss, 1e-5);
+  EXPECT_NEAR(plain->epochs[0].validation_loss, checkpointed->epochs[0].validation_loss, 1e-5);
+  EXPECT_EQ(plain->epochs[0].accuracy, checkpointed->epochs[0].accuracy);
+  ASSERT_GT(plain->peak_memory_bytes, 0);
+  EXPECT_LT(checkpointed->peak_memory_bytes, plain->peak_memory_bytes * 3 / 4)
+      << plain->peak_memory_bytes << " vs " << checkpointed->peak_memory_bytes;
+}
+
+TEST_F(TorchTrainerTest, StopsWhenTheCallbackSaysSoAndReportsCallbackErrors) {
+  auto trainer = NewCpuTrainer();
+  TrainJob job{TinyModel(), FastHyperparams(), data_};
+  int calls = 0;
+  auto stopped = trainer->Train(job, [&](const EpochMetrics& m) -> Result<EpochDecision> {
+    ++calls;
+    return m.epoch == 1 ? EpochDecision::kStop : EpochDecision::kContinue;
+  });
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->end, TrainResult::End::kStopped);
+  EXPECT_EQ(stopped->epochs.size(), 2u);
+  EXPECT_EQ(calls, 2);
+  auto failed = trainer->Train(job, [](const EpochMetrics&) -> Result<EpochDecision> {
+    return UnavailableError("database is locked");
+  });
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
+}
+
+// LibTorch 1.13's CPU allocator reports a failed malloc as a plain c10::Error ("can't allocate
+// memory"); it is recognised by its message. 2^40 embedding rows cannot be allocated anywhere.
+TEST_F(TorchTrainerTest, AnAllocationTheMachineCannotServeIsOutOfMemoryToo) {
+  auto trainer = NewCpuTrainer();
+  const int64_t before = GetCpuMemoryStats().live_bytes;
+  ModelSpec huge = TinyModel();
+  huge.vocab_size = int64_t{1} << 40;
+  auto r = Train(*trainer, TrainJob{huge, FastHyperparams(), data_});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->end, TrainResult::End::kOutOfMemory) << r->message;
+  EXPECT_EQ(r->details["phase"], "setup");
+  EXPECT_TRUE(r->epochs.empty());
+  EXPECT_EQ(GetCpuMemoryStats().live_bytes, before);
+}
+
+TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.optimizer = OptimizerKind::kSgd;
+  hp.learning_rate = 1e12;
+  hp.max_grad_norm = 0;
+  hp.warmup_ratio = 0;
+  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kFailed);
+  EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
+}
+
+TEST_F(TorchTrainerTest, CtrlCStopsTheRunBeforeTheNextBatch) {
+  auto trainer = NewCpuTrainer();
+  RequestInterrupt();
+  auto r = Train(*trainer, TrainJob{TinyModel(), FastHyperparams(), data_});
+  ResetInterrupt();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kInterrupted);
+  EXPECT_TRUE(r->epochs.empty());
+}
+
+// Two Gaussian blobs per class in 4 features (one of them noise): an MLP separates them.
+TEST(TorchTrainer, MlpLearnsATabularTask) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  TabularTrainData d;
+  d.num_features = 4;
+  d.num_labels = 3;
+  auto add = [&](std::vector<float>& x, std::vector<int64_t>& y, int n) {
+    for (int i = 0; i < n; ++i) {
+      const int label = i % 3;
+      const float cx = label == 0 ? -2.0f : label == 1 ? 2.0f : 0.0f;
+      const float cy = label == 2 ? 2.0f : -1.0f;
+      x.insert(x.end(), {cx + noise(rng), cy + noise(rng), noise(rng), cx * cy + noise(rng)});
+      y.push_back(label);
+    }
+  };
+  add(d.train_x, d.train_labels, 300);
+  add(d.validation_x, d.validation_labels, 90);
+  TrainHyperparams hp;
+  hp.learning_rate = 1e-2;
+  hp.batch_size = 32;
+  hp.epochs = 5;
+  hp.mlp_layers = 2;
+  hp.mlp_hidden = 16;
+  hp.classifier_activation = Activation::kRelu;
+  TrainJob job;
+  job.model.name = "mlp";
+  job.hp = hp;
+  job.tabular = &d;
+  auto trainer = NewCpuTrainer();
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 1/3
+  EXPECT_EQ(r->num_parameters, (4 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3));
+}
+
+TEST(TorchTrainer, DeviceErrors) {
+  TorchTrainerOptions o;
+  o.device = "cuda:x";
+  EXPECT_EQ(NewTorchTrainer(o).status().code(), StatusCode::kInvalidArgument);
+  o.device = "tpu";
+  EXPECT_EQ(NewTorchTrainer(o).status().code(), StatusCode::kInvalidArgument);
+  o.device = "cuda:0";
+  auto cuda = NewTorchTrainer(o);
+  if (cuda.ok()) GTEST_SKIP() << "this LibTorch has a usable CUDA device";
+  EXPECT_EQ(cuda.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(cuda.status().message().find("device 'cuda:0'"), std::string::npos);
+  std::cout << cuda.status().message() << "\n";
+}
+
+// The train objective over files, driven by a study: the real trainer end to end.
+class TrainObjectiveTorchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Write("train.jsonl", MakeSynthetic(480, 4, 3));
+    Write("validation.jsonl", MakeSynthetic(80, 4, 4));
+  }
+  void Write(const std::string& name, const Synthetic& s) {
+    std::ofstream out(dir_.path() / name);
+    for (size_t i = 0; i < s.texts.size(); ++i) {
+      out << Json{{"text", s.texts[i]}, {"label", "topic" + std::to_string(s.labels[i])}}.dump()
+          << "\n";
+    }
+  }
+  Result<StudyConfig> Config(const Json& objective_keys, const Json& space) {
+    Json objective = {{"type", "train"},
+                      {"data", {{"train", "train.jsonl"}, {"validation", "validation.jsonl"}}},
+                      {"model", "tiny"},
+                      {"threads", 1},
+                      {"max_length", 32},
+                      {"dropout", 0.0},
+                      {"batch_size", 16}};
+    for (const auto& [k, v] : objective_keys.items()) objective[k] = v;
+    Json doc = {{"direction", "maximize"},
+                {"models",
+                 {{"tiny",
+                   {{"model_type", "bert"},
+                    {"num_hidden_layers", 1},
+                    {"hidden_size", 32},
+                    {"num_attention_heads", 2},
+                    {"intermediate_size", 64},
+                    {"vocab_size", 512},
+                    {"max_position_embeddings", 64},
+                    {"type_vocab_size", 2}}}}},
+                {"search_space", space},
+                {"objective", objective}};
+    return ParseStudyConfig(doc, "study.json", dir_.path());
+  }
+  std::unique_ptr<Objective> MakeTrain(const StudyConfig& c) {
+    TorchTrainerOptions o;
+    o.threads = 1;
+    auto trainer = NewTorchTrainer(o);
+    EXPECT_TRUE(trainer.ok());
+    auto objective = MakeObjective(c, std::move(trainer).value());
+    EXPECT_TRUE(objective.ok()) << objective.status().ToString();
+    return std::move(objective).value();
+  }
+  std::unique_ptr<Study> NewStudy(std::unique_ptr<Pruner> pruner = std::make_unique<NopPruner>()) {
+    return std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
+                                         std::make_unique<RandomSampler>(), std::move(pruner), 1))
+        .value();
+  }
+  FrozenTrial RunTrial(Study& study, Objective& objective, const Json& params) {
+    auto trial = std::move(study.Ask()).value();
+    for (const auto& [k, v] : params.items()) {
+      std::vector<Json> choice = {v};
+      EXPECT_TRUE(trial->Suggest(k, *MakeCategoricalDistribution(choice)).ok());
+    }
+    auto outcome = objective.Run(*trial, trial->params());
+    EXPECT_TRUE(outcome.ok()) << outcome.status().ToString();
+    return std::move(study.Tell(*trial, outcome->state, outcome->values)).value();
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(TrainObjectiveTorchTest, CompletesWithTheBestMacroF1) {
+  auto c = Config({{"epochs", 4}, {"warmup_ratio", 0.1}}, {{"learning_rate", Json::array({3e-3})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);
+  auto study = NewStudy();
+  FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  ASSERT_EQ(t.state, TrialState::kComplete) << t.user_attrs.dump();
+  EXPECT_GT(t.value(), 0.8);
+  EXPECT_EQ(t.intermediate_values.size(), 4u);
+  double best = 0;
+  for (const auto& [step, v] : t.intermediate_values) best = std::max(best, v);
+  EXPECT_EQ(t.value(), best);
+  EXPECT_GT(t.user_attrs["train"]["peak_memory_bytes"].get<int64_t>(), 0);
+}
+
+TEST_F(TrainObjectiveTorchTest, EarlyStoppingAndPruningEndTrialsEarly) {
+  // A learning rate of ~0 never improves: patience 1 stops it after epoch 2.
+  auto c = Config({{"epochs", 6}, {"patience", 1}, {"scheduler", "constant"}},
+                  {{"learning_rate", Json::array({1e-9, 3e-3})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);
+  auto study = NewStudy();
+  FrozenTrial stuck = RunTrial(*study, *objective, {{"learning_rate", 1e-9}});
+  EXPECT_EQ(stuck.state, TrialState::kComplete);
+  EXPECT_EQ(stuck.intermediate_values.size(), 2u);
+  EXPECT_EQ(stuck.user_attrs["train"]["stopped_early"], true);
+  // A threshold pruner with a bar no first epoch reaches prunes after one report.
+  ThresholdOptions t;
+  t.lower = 0.999;
+  auto pruned_study = NewStudy(std::make_unique<ThresholdPruner>(t));
+  FrozenTrial pruned = RunTrial(*pruned_study, *objective, {{"learning_rate", 3e-3}});
+  EXPECT_EQ(pruned.state, TrialState::kPruned);
+  EXPECT_EQ(pruned.intermediate_values.size(), 1u);
+}
+
+TEST_F(TrainObjectiveTorchTest, OutOfMemoryUnderAByteBudgetIsPrunedAndMemoryReturns) {
+  auto c = Config({{"epochs", 2}, {"batch_size", 64}, {"padding", "max_length"}},
+                  {{"learning_rate", Json::array({3e-3})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);  // installs the counting allocator
+  ASSERT_TRUE(CountingCpuAllocatorInstalled());
+  const int64_t baseline = GetCpuMemoryStats().live_bytes;
+  // The model (~60k parameters) fits; a forward pass over 64 x 32 tokens does not.
+  SetCpuMemoryBudget(baseline + 700 * 1024);
+  auto study = NewStudy();
+  FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  SetCpuMemoryBudget(std::nullopt);
+  EXPECT_EQ(t.state, TrialState::kPruned);
+  EXPECT_EQ(t.user_attrs["oom"], true);
+  EXPECT_EQ(t.user_attrs["reason"], "oom");
+  const Json& oom = t.user_attrs["oom_config"];
+  EXPECT_EQ(oom["learning_rate"], 3e-3);
+  EXPECT_EQ(oom["model"], "tiny");
+  EXPECT_EQ(oom["phase"], "forward");
+  EXPECT_EQ(oom["batch_shape"], Json::array({64, 32}));
+  EXPECT_NE(oom["error"].get<std::string>().find("CPU out of memory (tune memory budget)"),
+            std::string::npos);
+  EXPECT_GT(GetCpuMemoryStats().oom_count, 0);
+  // Everything the trial allocated is released.
+  EXPECT_EQ(GetCpuMemoryStats().live_bytes, baseline);
+  // And the next trial runs normally.
+  FrozenTrial next = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  EXPECT_EQ(next.state, TrialState::kComplete);
+  EXPECT_EQ(GetCpuMemoryStats().live_bytes, baseline);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,75 @@
+#include "tune/train/hyperparams.h"
+
+#include <gtest/gtest.h>
+
+namespace tune {
+namespace {
+
+TEST(Hyperparams, SetsValuesByNameAndAlias) {
+  TrainHyperparams hp;
+  ASSERT_TRUE(SetHyperparam(hp, "lr", 2e-5).ok());
+  ASSERT_TRUE(SetHyperparam(hp, "gradient_accumulation_steps", 4).ok());
+  ASSERT_TRUE(SetHyperparam(hp, "batch_size", 16.0).ok());  // integral floats are accepted
+  ASSERT_TRUE(SetHyperparam(hp, "optimizer", "sgd").ok());
+  ASSERT_TRUE(SetHyperparam(hp, "scheduler", "cosine").ok());
+  ASSERT_TRUE(SetHyperparam(hp, "classifier_layers", 2).ok());
+  ASSERT_TRUE(SetHyperparam(hp, "classifier_hidden_2", 48).ok());
+  ASSERT_TRUE(SetHyperparam(hp, "padding", "max_length").ok());
+  ASSERT_TRUE(SetHyperparam(hp, "classifier_dropout", 0.2).ok());
+  EXPECT_EQ(hp.learning_rate, 2e-5);
+  EXPECT_EQ(hp.grad_accum, 4);
+  EXPECT_EQ(hp.batch_size, 16);
+  EXPECT_EQ(hp.optimizer, OptimizerKind::kSgd);
+  EXPECT_EQ(hp.scheduler, Schedule::kCosine);
+  EXPECT_EQ(hp.padding, Padding::kMaxLength);
+  EXPECT_EQ(hp.classifier_dropout, 0.2);
+  EXPECT_EQ(hp.ClassifierWidth(0, 128), 128);
+  EXPECT_EQ(hp.ClassifierWidth(1, 128), 48);
+  EXPECT_EQ(CanonicalHyperparam("num_train_epochs"), "epochs");
+  EXPECT_FALSE(CanonicalHyperparam("nope"));
+  Json j = HyperparamsToJson(hp);
+  EXPECT_EQ(j["optimizer"], "sgd");
+  EXPECT_EQ(j["scheduler"], "cosine");
+  EXPECT_EQ(j["classifier_hidden_2"], 48);
+}
+
+TEST(Hyperparams, RejectsValuesOutOfRange) {
+  TrainHyperparams hp;
+  auto msg = [&](const std::string& name, const Json& v) {
+    Status st = SetHyperparam(hp, name, v);
+    EXPECT_FALSE(st.ok()) << name;
+    return st.message();
+  };
+  EXPECT_EQ(msg("batch_size", 0), "batch_size must be >= 1, got 0");
+  EXPECT_EQ(msg("batch_size", 8.5), "batch_size must be an integer, got 8.5");
+  EXPECT_EQ(msg("lr", -1), "lr must be in (0.0, inf), got -1");
+  EXPECT_EQ(msg("dropout", 1.0), "dropout must be in [0.0, 1.0), got 1.0");
+  EXPECT_EQ(msg("classifier_layers", 4), "classifier_layers must be in 0..3, got 4");
+  EXPECT_EQ(msg("optimizer", "adam"),
+            "unknown optimizer 'adam' (did you mean 'adamw'?); valid: adamw, sgd");
+  EXPECT_EQ(msg("nesterov", 1), "nesterov must be true or false, got 1");
+  EXPECT_EQ(msg("learning_rat", 1),
+            "unknown training parameter 'learning_rat' (did you mean 'learning_rate'?)");
+}
+
+TEST(Hyperparams, ChecksModelsForTraining) {
+  auto catalog = *ModelCatalog::Builtin();
+  TrainHyperparams hp;
+  hp.max_length = 512;
+  EXPECT_TRUE(CheckModelForTraining(**catalog.Find("bert-base-uncased"), hp).ok());
+  EXPECT_TRUE(CheckModelForTraining(**catalog.Find("roberta-base"), hp).ok());
+  hp.max_length = 513;
+  Status st = CheckModelForTraining(**catalog.Find("roberta-base"), hp);
+  EXPECT_EQ(st.message(),
+            "max_length 513 is longer than model 'roberta-base' allows (512 positions, 2 of its "
+            "max_position_embeddings are reserved)");
+  hp.max_length = 128;
+  st = CheckModelForTraining(**catalog.Find("microsoft/deberta-v3-base"), hp);
+  EXPECT_NE(st.message().find("DeBERTa-v2/v3 disentangled attention is not implemented"),
+            std::string::npos);
+  EXPECT_TRUE(UsesRobertaPositions(**catalog.Find("xlm-roberta-base")));
+  EXPECT_FALSE(UsesRobertaPositions(**catalog.Find("bert-base-uncased")));
+}
+
+}  // namespace
+}  // namespace tune
