@@ -91,6 +91,40 @@ struct ExportArgs {
 };
 int ExportStudy(const ExportArgs& args);
 
+struct EstimateArgs {
+  std::string model;
+  std::optional<std::string> catalog;  // a catalog file merged into the built-in one
+  std::string architecture = "encoder";
+  int64_t batch_size = 16;
+  int64_t max_length = 128;
+  std::vector<int64_t> max_lengths;  // --max-batch: the lengths to tabulate
+  int64_t grad_accum = 1;
+  int64_t eval_batch_size = 0;
+  std::string precision = "fp32";
+  bool gradient_checkpointing = false;
+  std::string optimizer = "adamw";
+  double momentum = 0.9;
+  double weight_decay = 0.01;
+  double dropout = 0.1;
+  int64_t num_labels = 2;
+  int64_t classifier_layers = 0;
+  int64_t classifier_hidden = 0;
+  int64_t num_features = 0;
+  int64_t mlp_layers = 2;
+  int64_t mlp_hidden = 128;
+  bool eval_only = false;
+  std::string device = "cuda";
+  std::optional<std::string> device_memory;
+  double margin = 0.05;
+  bool max_batch = false;
+  int64_t batch_limit = 4096;
+  bool measure = false;
+  int64_t measure_steps = 2;
+  int64_t threads = 0;
+  std::string format = "table";
+};
+int Estimate(const EstimateArgs& args);
+
 // Prints the best trial of `trials` to stdout in `format`.
 void PrintBestTrial(const FrozenTrial& best, Format format);
 

@@ -8,6 +8,8 @@
 //   tune delete-study --study NAME [--storage URL]
 //   tune enqueue    --study NAME --params JSON [--storage URL] [--format ...]
 //   tune export     --study NAME [--format csv|json] [--output FILE] [--storage URL]
+//   tune estimate   --model M [--batch-size B --max-length T ...] [--device-memory SIZE]
+//                   [--max-batch] [--measure] [--format ...]
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted.
 #include <iostream>
@@ -125,7 +127,54 @@ int main(int argc, char** argv) {
   exp->add_option("--output", export_args.output, "Write to FILE instead of stdout");
   exp->add_option("--storage", export_args.storage, storage_help);
 
-  for (auto* sub : {studies, trials, best, del, enqueue, exp}) {
+  tune::app::EstimateArgs est;
+  auto* estimate = app.add_subcommand(
+      "estimate", "Predict a configuration's peak memory; --max-batch: the largest batch that fits");
+  estimate->add_option("--model", est.model, "Catalog model (or 'mlp' with --num-features)")
+      ->required();
+  estimate->add_option("--catalog", est.catalog, "A model catalog file merged into the built-in one");
+  estimate->add_option("--architecture", est.architecture,
+                       "encoder (classifier, default) or decoder (GPT-2-style LM)");
+  estimate->add_option("--batch-size", est.batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
+  estimate->add_option("--max-length", est.max_length, "Tokens per example")
+      ->check(CLI::PositiveNumber);
+  estimate->add_option("--max-lengths", est.max_lengths,
+                       "--max-batch: sequence lengths to tabulate (default 64..2048 up to the model's)")
+      ->delimiter(',');
+  estimate->add_option("--grad-accum", est.grad_accum, "Micro-batches per optimizer step")
+      ->check(CLI::PositiveNumber);
+  estimate->add_option("--eval-batch-size", est.eval_batch_size, "Evaluation batch (default: batch size)");
+  estimate->add_option("--precision", est.precision, "fp32, bf16, fp16 (autocast) or pure_bf16");
+  estimate->add_flag("--gradient-checkpointing", est.gradient_checkpointing,
+                     "Recompute each layer in backward");
+  estimate->add_option("--optimizer", est.optimizer, "adamw or sgd");
+  estimate->add_option("--momentum", est.momentum, "SGD momentum (0: no buffer)");
+  estimate->add_option("--weight-decay", est.weight_decay, "Weight decay");
+  estimate->add_option("--dropout", est.dropout, "Dropout probability (0: no dropout masks)");
+  estimate->add_option("--num-labels", est.num_labels, "Classifier outputs")->check(CLI::PositiveNumber);
+  estimate->add_option("--classifier-layers", est.classifier_layers, "Hidden layers in the head (0-3)");
+  estimate->add_option("--classifier-hidden", est.classifier_hidden,
+                       "Their width (default: the model's hidden size)");
+  estimate->add_option("--num-features", est.num_features, "MLP input features");
+  estimate->add_option("--mlp-layers", est.mlp_layers, "MLP hidden layers");
+  estimate->add_option("--mlp-hidden", est.mlp_hidden, "MLP hidden width");
+  estimate->add_flag("--eval-only", est.eval_only, "Evaluation only: no gradients or optimizer");
+  estimate->add_option("--device", est.device, "cuda (caching allocator, context; default) or cpu");
+  estimate->add_option("--device-memory", est.device_memory,
+                       "Memory the run may use, e.g. 24GiB: says whether it fits");
+  estimate->add_option("--margin", est.margin, "Safety margin as a share of --device-memory (0.05)");
+  estimate->add_flag("--max-batch", est.max_batch,
+                     "Print the largest batch that fits --device-memory per sequence length");
+  estimate->add_option("--batch-limit", est.batch_limit, "--max-batch: largest batch tried (4096)")
+      ->check(CLI::PositiveNumber);
+  estimate->add_flag("--measure", est.measure,
+                     "Also run the configuration on CPU under the counting allocator and print "
+                     "the measured peak");
+  estimate->add_option("--measure-steps", est.measure_steps, "--measure: optimizer steps (>= 2)");
+  estimate->add_option("--threads", est.threads, "--measure: CPU threads (0: all)");
+  estimate->add_option("--format", est.format, "table, json or csv");
+
+  for (auto* sub : {studies, trials, best, del, enqueue, exp, estimate}) {
     sub->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   }
 
@@ -148,6 +197,7 @@ int main(int argc, char** argv) {
     if (trials->parsed()) return tune::app::ListTrials(trials_args);
     if (best->parsed()) return tune::app::ShowBestTrial(best_args);
     if (del->parsed()) return tune::app::DeleteStudy(delete_args);
+    if (estimate->parsed()) return tune::app::Estimate(est);
     if (enqueue->parsed()) return tune::app::Enqueue(enqueue_args);
     if (exp->parsed()) return tune::app::ExportStudy(export_args);
     if (run.study.empty()) {

@@ -1,0 +1,338 @@
+// `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
+// (--measure) the same configuration run on CPU under the counting allocator.
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app.h"
+#include "torch_loader.h"
+#include "tune/memory/estimator.h"
+#include "tune/model_catalog.h"
+#include "tune/train/trainer.h"
+
+namespace tune::app {
+namespace {
+
+Result<ModelCatalog> LoadCatalog(const EstimateArgs& args) {
+  TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
+  if (args.catalog) {
+    std::ifstream in(*args.catalog);
+    if (!in) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("--catalog: cannot read '{}'", *args.catalog));
+    }
+    Json doc = Json::parse(in, nullptr, false);
+    if (doc.is_discarded()) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("--catalog: '{}' is not valid JSON", *args.catalog));
+    }
+    if (!doc.is_object() || !doc.contains("models")) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: a model catalog needs a \"models\" object", *args.catalog));
+    }
+    TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], *args.catalog, "/models"));
+  }
+  return catalog;
+}
+
+Result<MemoryRequest> BuildRequest(const EstimateArgs& args, const ModelCatalog& catalog) {
+  MemoryRequest r;
+  TUNE_ASSIGN_OR_RETURN(r.precision, ParsePrecision(args.precision));
+  if (args.model == "mlp") {
+    r.architecture = Architecture::kMlp;
+    if (args.num_features <= 0) {
+      return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
+    }
+    r.num_features = args.num_features;
+    for (int64_t k = 0; k < args.mlp_layers; ++k) r.mlp_hidden.push_back(args.mlp_hidden);
+  } else {
+    TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog.Find(args.model));
+    r.model = *spec;
+    if (args.architecture == "decoder") {
+      r.architecture = Architecture::kDecoder;
+    } else if (args.architecture != "encoder") {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("unknown --architecture '{}'; valid: encoder, decoder",
+                                args.architecture));
+    }
+    if (args.classifier_layers < 0 || args.classifier_layers > 3) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("--classifier-layers {} must be 0-3", args.classifier_layers));
+    }
+    for (int64_t k = 0; k < args.classifier_layers; ++k) {
+      r.head_hidden.push_back(args.classifier_hidden > 0 ? args.classifier_hidden
+                                                         : r.model.hidden_size);
+    }
+  }
+  r.num_labels = args.num_labels;
+  r.batch_size = args.batch_size;
+  r.max_length = args.max_length;
+  r.grad_accum = args.grad_accum;
+  r.eval_batch_size = args.eval_batch_size;
+  r.gradient_checkpointing = args.gradient_checkpointing;
+  if (args.optimizer == "adamw") {
+    r.optimizer = OptimizerKind::kAdamW;
+  } else if (args.optimizer == "sgd") {
+    r.optimizer = OptimizerKind::kSgd;
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("unknown --optimizer '{}'; valid: adamw, sgd", args.optimizer));
+  }
+  r.momentum = args.momentum;
+  r.weight_decay = args.weight_decay;
+  r.dropout = r.attention_dropout = r.classifier_dropout = args.dropout;
+  r.train = !args.eval_only;
+  return r;
+}
+
+Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
+  if (args.device == "cpu") return DeviceMemoryModel::Cpu();
+  if (args.device == "cuda") return DeviceMemoryModel::Cuda();
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("unknown --device '{}'; valid: cpu, cuda", args.device));
+}
+
+// Trains the configuration for a few optimizer steps and one evaluation on CPU under the
+// counting allocator and returns its measured peak (bytes above the level before the run).
+Result<int64_t> Measure(const EstimateArgs& args, const MemoryRequest& r) {
+  if (r.precision != Precision::kFp32) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("--measure runs fp32 only in this build (got --precision {})",
+                              PrecisionName(r.precision)));
+  }
+  TorchTrainerOptions options;
+  options.device = "cpu";
+  options.threads = args.threads;
+  options.count_cpu_memory = true;
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTorchTrainer(options));
+
+  TrainJob job;
+  job.hp.batch_size = r.batch_size;
+  job.hp.eval_batch_size = r.eval_batch_size;
+  job.hp.grad_accum = r.grad_accum;
+  job.hp.max_length = r.max_length;
+  job.hp.epochs = 1;
+  job.hp.optimizer = r.optimizer;
+  job.hp.momentum = r.momentum;
+  job.hp.weight_decay = r.weight_decay;
+  job.hp.dropout = job.hp.attention_dropout = r.dropout;
+  job.hp.classifier_dropout = r.classifier_dropout;
+  job.hp.gradient_checkpointing = r.gradient_checkpointing;
+  job.hp.classifier_layers = static_cast<int64_t>(r.head_hidden.size());
+  for (size_t k = 0; k < r.head_hidden.size(); ++k) job.hp.classifier_hidden_sizes[k] = r.head_hidden[k];
+  job.hp.bucket_batches = 0;
+  job.hp.seed = 1;
+  const int64_t steps = std::max<int64_t>(args.measure_steps, 2);
+  const int64_t n_train = r.batch_size * r.grad_accum * steps;
+  const int64_t n_eval = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
+  std::mt19937 rng(7);
+  TextTrainData text;
+  TabularTrainData tabular;
+  if (r.architecture == Architecture::kMlp) {
+    job.hp.mlp_layers = static_cast<int64_t>(r.mlp_hidden.size());
+    job.hp.mlp_hidden = r.mlp_hidden.empty() ? 1 : r.mlp_hidden[0];
+    tabular.num_features = r.num_features;
+    tabular.num_labels = r.num_labels;
+    std::normal_distribution<float> x(0, 1);
+    for (int64_t k = 0; k < n_train * r.num_features; ++k) tabular.train_x.push_back(x(rng));
+    for (int64_t k = 0; k < n_eval * r.num_features; ++k) tabular.validation_x.push_back(x(rng));
+    for (int64_t k = 0; k < n_train; ++k) tabular.train_labels.push_back(k % r.num_labels);
+    for (int64_t k = 0; k < n_eval; ++k) tabular.validation_labels.push_back(k % r.num_labels);
+    job.tabular = &tabular;
+  } else if (r.architecture == Architecture::kEncoder) {
+    job.model = r.model;
+    job.hp.model = r.model.name;
+    TUNE_RETURN_IF_ERROR(CheckModelForTraining(r.model, job.hp));
+    text.num_labels = r.num_labels;
+    text.vocab_size = r.model.vocab_size;
+    std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(r.model.vocab_size - 1));
+    auto example = [&] {
+      std::vector<int32_t> ids(static_cast<size_t>(r.max_length));
+      for (auto& id : ids) id = token(rng);
+      return ids;
+    };
+    for (int64_t k = 0; k < n_train; ++k) {
+      text.train_ids.push_back(example());
+      text.train_labels.push_back(k % r.num_labels);
+    }
+    for (int64_t k = 0; k < n_eval; ++k) {
+      text.validation_ids.push_back(example());
+      text.validation_labels.push_back(k % r.num_labels);
+    }
+    job.data = &text;
+  } else {
+    return Status(StatusCode::kInvalidArgument,
+                  "--measure trains encoder classifiers and MLPs; tune has no decoder trainer");
+  }
+  spdlog::info("Measuring: {} optimizer steps and one evaluation on CPU ({})", steps,
+               trainer->name());
+  TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer->Train(job, [](const EpochMetrics&) {
+    return Result<EpochDecision>(EpochDecision::kContinue);
+  }));
+  if (result.end != TrainResult::End::kCompleted) {
+    return Status(StatusCode::kInternal,
+                  fmt::format("the measuring run ended with {}: {}", TrainEndName(result.end),
+                              result.message));
+  }
+  return result.peak_memory_bytes;
+}
+
+std::vector<std::vector<std::string>> BreakdownRows(const MemoryEstimate& e) {
+  auto row = [](const std::string& name, int64_t bytes) {
+    return std::vector<std::string>{name, FormatBytes(bytes), std::to_string(bytes)};
+  };
+  return {{"term", "size", "bytes"},
+          row("weights", e.weights),
+          row("gradients", e.gradients),
+          row("optimizer state", e.optimizer_state),
+          row("activations (saved)", e.activations),
+          row("inputs", e.inputs),
+          row("autocast weight copies", e.autocast_cache),
+          row("logits + loss", e.logits_loss),
+          row("backward temporaries", e.backward_transient),
+          row("embedding gradient", e.embedding_gradient),
+          row("optimizer step temporaries", e.optimizer_transient),
+          row("peak: forward", e.forward_peak),
+          row("peak: backward", e.backward_peak),
+          row("peak: optimizer step", e.optimizer_step_peak),
+          row("peak: eval", e.eval_peak),
+          row("allocated peak", e.allocated_peak),
+          row("allocator rounding", e.rounding),
+          row("fragmentation", e.fragmentation),
+          row("context", e.context),
+          row("workspaces", e.workspace),
+          row("device peak", e.device_peak)};
+}
+
+int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const DeviceMemoryModel& device,
+                  int64_t usable, Format format) {
+  std::vector<int64_t> lengths = args.max_lengths;
+  if (lengths.empty()) {
+    if (r.architecture == Architecture::kMlp) {
+      lengths = {1};
+    } else {
+      const int64_t limit = r.model.position_buckets > 0 || r.model.max_position_embeddings <= 0
+                                ? 4096
+                                : r.model.max_position_embeddings;
+      for (int64_t t : {64, 128, 256, 384, 512, 1024, 2048}) {
+        if (t <= limit) lengths.push_back(t);
+      }
+    }
+  }
+  Json out = Json::array();
+  std::vector<std::vector<std::string>> rows = {{"max_length", "max_batch_size", "device_peak"}};
+  for (int64_t t : lengths) {
+    r.max_length = t;
+    auto best = MaxBatchSize(r, device, usable, args.batch_limit);
+    if (!best.ok()) return Fail(best.status());
+    int64_t peak = 0;
+    if (*best > 0) {
+      r.batch_size = *best;
+      auto e = EstimateMemory(r, device);
+      if (!e.ok()) return Fail(e.status());
+      peak = e->device_peak;
+    }
+    out.push_back({{"max_length", t}, {"max_batch_size", *best}, {"device_peak", peak}});
+    rows.push_back({std::to_string(t), std::to_string(*best), peak ? FormatBytes(peak) : "-"});
+  }
+  if (format == Format::kJson) {
+    std::cout << Json{{"model", args.model},
+                      {"usable_bytes", usable},
+                      {"precision", PrecisionName(r.precision)},
+                      {"grad_accum", r.grad_accum},
+                      {"gradient_checkpointing", r.gradient_checkpointing},
+                      {"max_batch", out}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << (format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int Estimate(const EstimateArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto catalog = LoadCatalog(args);
+  if (!catalog.ok()) return Fail(catalog.status());
+  auto request = BuildRequest(args, *catalog);
+  if (!request.ok()) return Fail(request.status());
+  auto device = BuildDevice(args);
+  if (!device.ok()) return Fail(device.status());
+  std::optional<int64_t> budget;
+  if (args.device_memory) {
+    auto b = ParseBytes(*args.device_memory);
+    if (!b.ok()) return Fail(Status(b.status().code(), "--device-memory: " + b.status().message()));
+    budget = *b;
+  }
+  if (args.margin < 0 || args.margin >= 1) {
+    return Fail(Status(StatusCode::kInvalidArgument,
+                       fmt::format("--margin {} must be in [0, 1)", args.margin)));
+  }
+  // -1: no budget given.
+  const int64_t usable =
+      budget ? static_cast<int64_t>(static_cast<double>(*budget) * (1.0 - args.margin)) : -1;
+  if (args.max_batch) {
+    if (usable < 0) {
+      return Fail(Status(StatusCode::kInvalidArgument, "--max-batch needs --device-memory SIZE"));
+    }
+    return MaxBatchTable(args, *request, *device, usable, *format);
+  }
+  auto estimate = EstimateMemory(*request, *device);
+  if (!estimate.ok()) return Fail(estimate.status());
+  std::optional<int64_t> measured;
+  if (args.measure) {
+    auto m = Measure(args, *request);
+    if (!m.ok()) return Fail(m.status());
+    measured = *m;
+  }
+  if (*format == Format::kJson) {
+    Json out = MemoryEstimateToJson(*estimate);
+    out["model"] = args.model;
+    out["precision"] = PrecisionName(request->precision);
+    out["device"] = args.device;
+    if (usable >= 0) {
+      out["device_memory"] = *budget;
+      out["usable"] = usable;
+      out["fits"] = estimate->device_peak <= usable;
+    }
+    if (measured) {
+      out["measured_peak"] = *measured;
+      out["error"] = static_cast<double>(estimate->allocated_peak - *measured) /
+                     static_cast<double>(*measured);
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    auto rows = BreakdownRows(*estimate);
+    if (measured) {
+      rows.push_back({"measured peak (cpu)", FormatBytes(*measured), std::to_string(*measured)});
+    }
+    std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+    if (*format == Format::kTable) {
+      std::cout << fmt::format("{} parameters; peak in {}\n", estimate->num_parameters,
+                               MemoryPhaseName(estimate->peak_phase));
+      if (measured) {
+        std::cout << fmt::format(
+            "estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(estimate->allocated_peak),
+            FormatBytes(*measured),
+            100.0 * static_cast<double>(estimate->allocated_peak - *measured) /
+                static_cast<double>(*measured));
+      }
+      if (usable >= 0) {
+        const bool fits = estimate->device_peak <= usable;
+        std::cout << fmt::format("{}: {} of {} usable ({} with a {:.0f}% margin)\n",
+                                 fits ? "fits" : "does NOT fit", FormatBytes(estimate->device_peak),
+                                 FormatBytes(usable), FormatBytes(*budget), 100 * args.margin);
+      }
+    }
+  }
+  if (usable >= 0 && estimate->device_peak > usable) return kExitFailure;
+  return kExitOk;
+}
+
+}  // namespace tune::app
