@@ -119,6 +119,9 @@ struct Layer {
   int64_t fwd_extra = 0;  // temporaries of its forward beyond what it saves (bytes)
   std::vector<int64_t> bwd_transient;  // temporaries alive together in its backward (bytes)
   int64_t autocast_weights = 0;        // low-precision weight copies its saved ops hold
+  // Its saved tensors are all released before its gradients appear (a Linear after the
+  // activation and dropout above it) rather than while they are produced (a transformer layer).
+  bool grads_after_free = false;
 };
 
 void AddLinear(std::vector<Param>& ps, int64_t in, int64_t out) {
@@ -253,8 +256,9 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
     layer.bwd_transient = {2 * bth * w.fp + (deberta ? batt * w.mm : 0)};
     if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
     if (r.gradient_checkpointing && r.train) {
-      // Only the layer's input is kept; its activations come back while its backward runs.
-      layer.bwd_transient = {saved + layer.bwd_transient[0]};
+      // Only the layer's input is kept; its activations come back while its backward runs,
+      // with the recomputed output and the detached input's gradient (2 x [B, T, H] more).
+      layer.bwd_transient = {saved + layer.bwd_transient[0] + 2 * bth * w.fp};
       layer.saved = bth * w.fp;
       // Computed without recording: one op's inputs and outputs at a time.
       layer.fwd_extra = std::max(6 * bth * w.mm + 2 * batt * w.mm, 2 * bth * w.fp + 2 * bti * w.mm);
@@ -293,23 +297,30 @@ Status PlanMlp(const MemoryRequest& r, const Widths& w, Plan& plan) {
   TUNE_RETURN_IF_ERROR(Check(r.num_features > 0, "an MLP needs num_features > 0"));
   const int64_t b = r.batch_size;
   const double pd = r.train ? r.dropout : 0;
-  Layer net;
+  // One plan layer per Linear, so that backward frees each one's activations as it produces its
+  // gradients. The first also holds the input batch.
   int64_t width = r.num_features;
-  int64_t saved = b * width * w.fp;  // the input batch
-  int64_t transient = 0;
+  int64_t input = b * width * w.fp;
   for (int64_t hidden : r.mlp_hidden) {
     TUNE_RETURN_IF_ERROR(Check(hidden > 0, "MLP hidden widths must be > 0"));
-    AddLinear(net.params, width, hidden);
-    saved += b * hidden * w.mm * (pd > 0 ? 3 : 2);  // activation in/out (one saved), noise, out
-    transient = std::max(transient, 2 * b * hidden * w.mm);
+    Layer layer;
+    AddLinear(layer.params, width, hidden);
+    // The activation's input (GELU) or output (ReLU, tanh), the dropout noise, the dropped
+    // output (saved by the next Linear); without dropout the activation's output is that input.
+    layer.saved = input + b * hidden * w.mm * (pd > 0 ? 3 : 2);
+    layer.bwd_transient = {b * hidden * w.mm};  // the incoming gradient
+    layer.grads_after_free = true;
+    if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
+    plan.layers.push_back(std::move(layer));
+    input = 0;
     width = hidden;
   }
-  AddLinear(net.params, width, r.num_labels);
-  net.saved = saved;
-  net.bwd_transient = {transient};
-  if (w.autocast) net.autocast_weights = LinearWeightBytes(net.params, w.mm);
+  Layer out;
+  AddLinear(out.params, width, r.num_labels);
+  out.saved = input;
+  if (w.autocast) out.autocast_weights = LinearWeightBytes(out.params, w.mm);
+  plan.layers.push_back(std::move(out));
   plan.inputs = b * 8;
-  plan.layers.push_back(std::move(net));
   plan.logits_loss = 2 * b * r.num_labels * 4;
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   int64_t widest = r.num_features;
@@ -548,13 +559,20 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
         // accumulation they are temporaries added into the existing ones.
         std::vector<int64_t> grads;
         for (const Param& p : layer.params) grads.push_back(p.numel * w.param);
+        if (layer.grads_after_free) {
+          tl.Transient(layer.bwd_transient);
+          tl.Free(layer.saved);
+          tl.Free(layer.autocast_weights);
+        }
         for (int64_t g : grads) tl.Alloc(g);
-        tl.Transient(layer.bwd_transient);
+        if (!layer.grads_after_free) tl.Transient(layer.bwd_transient);
         if (grads_exist) {
           for (int64_t g : grads) tl.Free(g);
         }
-        tl.Free(layer.saved);
-        tl.Free(layer.autocast_weights);
+        if (!layer.grads_after_free) {
+          tl.Free(layer.saved);
+          tl.Free(layer.autocast_weights);
+        }
       }
       tl.Free(plan.inputs);
     }
