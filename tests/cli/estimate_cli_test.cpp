@@ -1,0 +1,103 @@
+// `tune estimate` through the binary: the breakdown, the fit verdict, --max-batch, JSON, bad
+// input, and (with LibTorch) --measure against the counting allocator.
+#include <gtest/gtest.h>
+
+#include "testing/tune_process.h"
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+using testing::ProcessRun;
+using testing::Tune;
+
+TEST(EstimateCli, IssueExampleSaysWhetherItFits) {
+  ProcessRun r = Tune({"estimate", "--model", "bert-large-uncased", "--batch-size", "16",
+                       "--max-length", "384", "--grad-accum", "4", "--precision", "bf16",
+                       "--device-memory", "24GiB"});
+  ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
+  EXPECT_NE(r.out.find("optimizer state"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device peak"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(r.code == 0 ? "fits: " : "does NOT fit: "), std::string::npos) << r.out;
+  // 16 x 384 on bert-large does not fit in 1 GiB: exit 1 says so to scripts.
+  ProcessRun small = Tune({"estimate", "--model", "bert-large-uncased", "--batch-size", "16",
+                           "--max-length", "384", "--device-memory", "1GiB"});
+  EXPECT_EQ(small.code, 1);
+  EXPECT_NE(small.out.find("does NOT fit"), std::string::npos) << small.out;
+}
+
+TEST(EstimateCli, JsonBreakdownAddsUp) {
+  ProcessRun r = Tune({"estimate", "--model", "bert-base-uncased", "--batch-size", "8",
+                       "--max-length", "128", "--device", "cuda", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_EQ(j["breakdown"]["weights"].get<int64_t>(), 4 * j["num_parameters"].get<int64_t>());
+  EXPECT_EQ(j["device_peak"].get<int64_t>(),
+            j["allocated_peak"].get<int64_t>() + j["rounding"].get<int64_t>() +
+                j["fragmentation"].get<int64_t>() + j["context"].get<int64_t>() +
+                j["breakdown"]["workspace"].get<int64_t>());
+  int64_t top = 0;
+  for (const auto& [phase, bytes] : j["phases"].items()) top = std::max(top, bytes.get<int64_t>());
+  EXPECT_EQ(top, j["allocated_peak"].get<int64_t>());
+}
+
+TEST(EstimateCli, MaxBatchShrinksAsSequencesGrow) {
+  ProcessRun r = Tune({"estimate", "--max-batch", "--model", "bert-base-uncased",
+                       "--device-memory", "24GiB", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_EQ(j["max_batch"].size(), 5u);  // 64, 128, 256, 384, 512 (512 positions)
+  int64_t previous = INT64_MAX;
+  for (const Json& row : j["max_batch"]) {
+    const int64_t b = row["max_batch_size"].get<int64_t>();
+    EXPECT_GT(b, 0) << row.dump();
+    EXPECT_LE(b, previous) << row.dump();
+    EXPECT_LE(row["device_peak"].get<int64_t>(), j["usable_bytes"].get<int64_t>());
+    previous = b;
+  }
+  ProcessRun table = Tune({"estimate", "--max-batch", "--model", "roberta-base",
+                           "--device-memory", "16GiB", "--max-lengths", "128,512"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("max_batch_size"), std::string::npos) << table.out;
+}
+
+TEST(EstimateCli, BadInputNamesWhatIsWrong) {
+  ProcessRun r = Tune({"estimate", "--model", "bert-base-uncase"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bert-base-uncased"), std::string::npos) << r.err;
+  r = Tune({"estimate", "--model", "bert-base-uncased", "--precision", "bf61"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown precision 'bf61'"), std::string::npos) << r.err;
+  r = Tune({"estimate", "--model", "bert-base-uncased", "--device-memory", "24XB"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--device-memory: invalid memory size '24XB'"), std::string::npos)
+      << r.err;
+  r = Tune({"estimate", "--model", "bert-base-uncased", "--max-length", "600"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("max_length 600 exceeds"), std::string::npos) << r.err;
+  r = Tune({"estimate", "--max-batch", "--model", "bert-base-uncased"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--max-batch needs --device-memory"), std::string::npos) << r.err;
+}
+
+#ifdef TUNE_WITH_TORCH
+TEST(EstimateCli, MeasureAgreesWithTheEstimateOnCpu) {
+  for (const auto& extra : std::vector<std::vector<std::string>>{
+           {"--model", "tiny-bert", "--batch-size", "16", "--max-length", "64"},
+           {"--model", "tiny-roberta", "--batch-size", "8", "--max-length", "128",
+            "--gradient-checkpointing", "--optimizer", "sgd"},
+           {"--model", "mlp", "--num-features", "16", "--batch-size", "128"}}) {
+    std::vector<std::string> args = {"estimate", "--device", "cpu", "--measure", "--threads",
+                                     "1", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ProcessRun r = Tune(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    Json j = Json::parse(r.out);
+    EXPECT_GT(j["measured_peak"].get<int64_t>(), 0);
+    EXPECT_LT(std::abs(j["error"].get<double>()), 0.05) << extra[1] << ": " << j.dump(1);
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace tune

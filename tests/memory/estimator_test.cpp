@@ -1,0 +1,277 @@
+// The memory estimator's terms against hand-computed values for a tiny encoder
+// (B=2, T=4, H=8, 2 heads, I=16, 1 layer, V=100, 16 positions, 2 token types, 3 labels):
+//   B*T*H = 64, B*T*I = 128, B*heads*T*T = 64, B*T = 8 elements.
+#include "tune/memory/estimator.h"
+
+#include <gtest/gtest.h>
+
+namespace tune {
+namespace {
+
+ModelSpec Tiny() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.model_type = "bert";
+  m.num_hidden_layers = 1;
+  m.hidden_size = 8;
+  m.num_attention_heads = 2;
+  m.intermediate_size = 16;
+  m.vocab_size = 100;
+  m.max_position_embeddings = 16;
+  m.type_vocab_size = 2;
+  return m;
+}
+
+MemoryRequest TinyRequest() {
+  MemoryRequest r;
+  r.model = Tiny();
+  r.num_labels = 3;
+  r.batch_size = 2;
+  r.max_length = 4;
+  return r;
+}
+
+MemoryEstimate Estimate(const MemoryRequest& r,
+                        const DeviceMemoryModel& d = DeviceMemoryModel::Cpu()) {
+  auto e = EstimateMemory(r, d);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? *e : MemoryEstimate{};
+}
+
+TEST(MemoryEstimator, ParametersAreTheCatalogEncoderPlusTheClassifier) {
+  MemoryRequest r = TinyRequest();
+  MemoryEstimate e = Estimate(r);
+  // Embeddings 100*8 + 16*8 + 2*8 + LayerNorm 16; layer 4*(64+8) + 16 + (128+16) + (128+8) + 16;
+  // pooler 64+8; classifier 8*3+3.
+  const int64_t expected = (800 + 128 + 16 + 16) + (288 + 16 + 144 + 136 + 16) + 72 + 27;
+  EXPECT_EQ(e.num_parameters, expected);
+  EXPECT_EQ(e.num_parameters, EncoderParameterCount(r.model) + 27);
+  r.head_hidden = {5};
+  EXPECT_EQ(Estimate(r).num_parameters, expected - 27 + (8 * 5 + 5) + (5 * 3 + 3));
+}
+
+TEST(MemoryEstimator, PersistentStateFollowsPrecisionAndOptimizer) {
+  MemoryRequest r = TinyRequest();
+  const int64_t p = Estimate(r).num_parameters;
+  MemoryEstimate e = Estimate(r);
+  EXPECT_EQ(e.weights, 4 * p);
+  EXPECT_EQ(e.gradients, 4 * p);
+  EXPECT_EQ(e.optimizer_state, 8 * p);  // AdamW: m and v
+  // denom = (exp_avg_sq.sqrt() / c).add_(eps) for the word embeddings: 2 x 100*8 floats.
+  EXPECT_EQ(e.optimizer_transient, 2 * 800 * 4);
+
+  r.precision = Precision::kPureBf16;
+  e = Estimate(r);
+  EXPECT_EQ(e.weights, 2 * p);
+  EXPECT_EQ(e.optimizer_state, 4 * p);
+
+  r = TinyRequest();
+  r.optimizer = OptimizerKind::kSgd;
+  e = Estimate(r);
+  EXPECT_EQ(e.optimizer_state, 4 * p);         // momentum buffers
+  EXPECT_EQ(e.optimizer_transient, 800 * 4);   // grad.add(p, weight_decay) for the largest
+  r.momentum = 0;
+  r.weight_decay = 0;
+  e = Estimate(r);
+  EXPECT_EQ(e.optimizer_state, 0);
+  EXPECT_EQ(e.optimizer_transient, 0);
+
+  r = TinyRequest();
+  r.train = false;
+  e = Estimate(r);
+  EXPECT_EQ(e.gradients, 0);
+  EXPECT_EQ(e.optimizer_state, 0);
+  EXPECT_EQ(e.allocated_peak, e.eval_peak);
+}
+
+TEST(MemoryEstimator, SavedActivationsCountEachSavedTensor) {
+  MemoryRequest r = TinyRequest();
+  // Layer (elements): q, k, v, context 4*64; softmax out, dropout noise, dropped probs 3*64;
+  // attention-output noise 64, LayerNorm input 64, stats 2*8, output 64; GELU in/out 2*128;
+  // output noise 64, LayerNorm input 64, stats 16, output 64 = 1120.
+  // Embeddings: LayerNorm input 64, stats 16, noise 64, output 64 = 208.
+  // Head: tanh output 16, noise 16, dropped 16 = 48.
+  EXPECT_EQ(Estimate(r).activations, (1120 + 208 + 48) * 4);
+
+  r.dropout = r.attention_dropout = r.classifier_dropout = 0;
+  // No noise tensors and the softmax output is the matmul's input: 1120 - 2*64 - 2*64 = 864;
+  // embeddings 144; head 32.
+  EXPECT_EQ(Estimate(r).activations, (864 + 144 + 32) * 4);
+
+  r = TinyRequest();
+  r.gradient_checkpointing = true;
+  // A checkpointed layer keeps only its input (64).
+  EXPECT_EQ(Estimate(r).activations, (64 + 208 + 48) * 4);
+}
+
+TEST(MemoryEstimator, PeakPhaseMovesToTheOptimizerStepWhenParametersDominate) {
+  MemoryRequest r = TinyRequest();
+  r.model.vocab_size = 200000;
+  MemoryEstimate e = Estimate(r);
+  EXPECT_EQ(e.peak_phase, MemoryPhase::kOptimizerStep);
+  // Weights, gradients, m and v, and AdamW's two temporaries of the embedding table.
+  EXPECT_EQ(e.optimizer_step_peak, 16 * e.num_parameters + 2 * 200000 * 8 * 4);
+  EXPECT_EQ(e.allocated_peak, e.optimizer_step_peak);
+
+  r = TinyRequest();
+  r.batch_size = 64;
+  r.max_length = 16;
+  e = Estimate(r);
+  EXPECT_EQ(e.peak_phase, MemoryPhase::kBackward);
+  EXPECT_GT(e.backward_peak, e.optimizer_step_peak);
+  EXPECT_GE(e.backward_peak, e.weights + e.optimizer_state + e.activations);
+}
+
+TEST(MemoryEstimator, AccumulationAndCheckpointingMoveThePeakTheRightWay) {
+  MemoryRequest r = TinyRequest();
+  r.model.num_hidden_layers = 4;  // (with one layer, recomputing it saves nothing)
+  r.batch_size = 32;
+  r.max_length = 16;
+  const MemoryEstimate base = Estimate(r);
+  r.grad_accum = 4;
+  // Later micro-batches run with the first one's gradients alive.
+  EXPECT_GT(Estimate(r).backward_peak, base.backward_peak);
+  r.grad_accum = 1;
+  r.gradient_checkpointing = true;
+  EXPECT_LT(Estimate(r).allocated_peak, base.allocated_peak);
+  r.gradient_checkpointing = false;
+  r.batch_size = 64;
+  EXPECT_GT(Estimate(r).allocated_peak, base.allocated_peak);
+}
+
+TEST(MemoryEstimator, CudaAddsRoundingContextWorkspaceAndFragmentation) {
+  MemoryRequest r = TinyRequest();
+  const DeviceMemoryModel cuda = DeviceMemoryModel::Cuda();
+  MemoryEstimate e = Estimate(r, cuda);
+  EXPECT_EQ(e.allocated_peak, Estimate(r).allocated_peak);
+  // Every tensor here is far below 512 B or a little above: rounding is large relative to them.
+  EXPECT_GT(e.rounding, 0);
+  EXPECT_EQ(e.context, 512 * 1024 * 1024);
+  EXPECT_EQ(e.fragmentation, static_cast<int64_t>(std::llround(0.1 * static_cast<double>(e.allocated_peak))));
+  EXPECT_EQ(e.device_peak,
+            e.allocated_peak + e.rounding + e.fragmentation + e.context + e.workspace);
+  // A 3 MiB request takes a 2 MiB-rounded share of a 20 MiB segment: 4 MiB.
+  MemoryRequest mlp;
+  mlp.architecture = Architecture::kMlp;
+  mlp.num_features = 3 * 1024 * 1024 / 4;
+  mlp.mlp_hidden = {};
+  mlp.num_labels = 1;
+  mlp.batch_size = 1;
+  mlp.train = false;
+  DeviceMemoryModel bare = cuda;
+  bare.context_bytes = bare.workspace_bytes = 0;
+  bare.fragmentation = 0;
+  MemoryEstimate m = Estimate(mlp, bare);
+  EXPECT_GE(m.allocated_peak + m.rounding, 4 * 1024 * 1024);
+}
+
+TEST(MemoryEstimator, MlpLayersHandComputed) {
+  MemoryRequest r;
+  r.architecture = Architecture::kMlp;
+  r.num_features = 10;
+  r.mlp_hidden = {20, 20};
+  r.num_labels = 2;
+  r.batch_size = 4;
+  MemoryEstimate e = Estimate(r);
+  EXPECT_EQ(e.num_parameters, (10 * 20 + 20) + (20 * 20 + 20) + (20 * 2 + 2));
+  // Input 4*10; per hidden layer activation input, noise, dropped output: 3*4*20.
+  EXPECT_EQ(e.activations, (40 + 2 * 240) * 4);
+}
+
+TEST(MemoryEstimator, DecoderCountsTheVocabularyLogits) {
+  MemoryRequest r;
+  r.architecture = Architecture::kDecoder;
+  r.model.name = "gpt";
+  r.model.num_hidden_layers = 2;
+  r.model.hidden_size = 64;
+  r.model.num_attention_heads = 4;
+  r.model.vocab_size = 50257;
+  r.model.max_position_embeddings = 1024;
+  r.batch_size = 2;
+  r.max_length = 128;
+  MemoryEstimate e = Estimate(r);
+  // wte + wpe + per layer (2 LN + qkv + proj + fc + fc_proj) + final LN; lm head tied.
+  const int64_t h = 64;
+  EXPECT_EQ(e.num_parameters, 50257 * h + 1024 * h +
+                                  2 * (4 * h + (h * 3 * h + 3 * h) + (h * h + h) +
+                                       (h * 4 * h + 4 * h) + (4 * h * h + h)) +
+                                  2 * h);
+  EXPECT_EQ(e.logits_loss, 3 * 2 * 128 * 50257 * 4);
+}
+
+TEST(MemoryEstimator, RejectsImpossibleRequests) {
+  MemoryRequest r = TinyRequest();
+  r.batch_size = 0;
+  EXPECT_EQ(EstimateMemory(r, DeviceMemoryModel::Cpu()).status().code(),
+            StatusCode::kInvalidArgument);
+  r = TinyRequest();
+  r.max_length = 17;
+  auto s = EstimateMemory(r, DeviceMemoryModel::Cpu()).status();
+  EXPECT_NE(s.message().find("max_length 17 exceeds model 'tiny''s 16 positions"),
+            std::string::npos)
+      << s.message();
+  r = TinyRequest();
+  r.model.num_attention_heads = 3;
+  EXPECT_NE(EstimateMemory(r, DeviceMemoryModel::Cpu()).status().message().find("not a multiple"),
+            std::string::npos);
+}
+
+TEST(MemoryEstimator, MaxBatchSizeIsTheLargestThatFits) {
+  MemoryRequest r = TinyRequest();
+  r.max_length = 16;
+  const DeviceMemoryModel cpu = DeviceMemoryModel::Cpu();
+  r.batch_size = 37;
+  const int64_t budget = Estimate(r, cpu).device_peak;
+  auto best = MaxBatchSize(r, cpu, budget);
+  ASSERT_TRUE(best.ok());
+  EXPECT_EQ(*best, 37);
+  auto none = MaxBatchSize(r, cpu, 1000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+  auto capped = MaxBatchSize(r, cpu, int64_t{1} << 40, 64);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(*capped, 64);
+}
+
+TEST(MemoryEstimator, ParsesAndFormatsSizes) {
+  EXPECT_EQ(*ParseBytes("24GiB"), int64_t{24} << 30);
+  EXPECT_EQ(*ParseBytes("24 GiB"), int64_t{24} << 30);
+  EXPECT_EQ(*ParseBytes("1.5GB"), 1500000000);
+  EXPECT_EQ(*ParseBytes("512MiB"), int64_t{512} << 20);
+  EXPECT_EQ(*ParseBytes("2g"), int64_t{2} << 30);
+  EXPECT_EQ(*ParseBytes("1000000"), 1000000);
+  auto bad = ParseBytes("24XB");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown unit 'XB'"), std::string::npos);
+  EXPECT_FALSE(ParseBytes("GiB").ok());
+  EXPECT_FALSE(ParseBytes("0").ok());
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(int64_t{3} << 29), "1.50 GiB");
+  EXPECT_EQ(FormatBytes(int64_t{312} << 20), "312.0 MiB");
+  auto p = ParsePrecision("bf61");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("valid: fp32, bf16, fp16, pure_bf16"), std::string::npos);
+  EXPECT_EQ(*ParsePrecision("pure_bf16"), Precision::kPureBf16);
+}
+
+TEST(MemoryEstimator, RequestForATrialUsesItsHyperparameters) {
+  TrainHyperparams hp;
+  hp.batch_size = 12;
+  hp.max_length = 64;
+  hp.grad_accum = 3;
+  hp.classifier_layers = 2;
+  hp.classifier_hidden = 32;
+  hp.gradient_checkpointing = true;
+  hp.optimizer = OptimizerKind::kSgd;
+  MemoryRequest r = MemoryRequestFor(Tiny(), hp, 7);
+  EXPECT_EQ(r.batch_size, 12);
+  EXPECT_EQ(r.max_length, 64);
+  EXPECT_EQ(r.grad_accum, 3);
+  EXPECT_EQ(r.head_hidden, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(r.num_labels, 7);
+  EXPECT_TRUE(r.gradient_checkpointing);
+  EXPECT_EQ(r.optimizer, OptimizerKind::kSgd);
+}
+
+}  // namespace
+}  // namespace tune
