@@ -96,4 +96,18 @@ std::optional<std::string> PercentDecode(std::string_view text) {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> SplitUrlQuery(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> items;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    items.emplace_back(std::string(item.substr(0, eq)),
+                       eq == std::string_view::npos ? std::string() : std::string(item.substr(eq + 1)));
+  }
+  return items;
+}
+
 }  // namespace tune

@@ -88,6 +88,14 @@ Result<Json> ParseJsonArgument(const std::string& flag, const std::string& text)
   }
 }
 
+Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& study,
+                                    StorageAccess access) {
+  StoredStudy out;
+  TUNE_ASSIGN_OR_RETURN(out.storage, OpenStorage(url, access));
+  TUNE_ASSIGN_OR_RETURN(out.id, out.storage->GetStudyId(study));
+  return out;
+}
+
 Result<Format> ParseFormat(const std::string& name) {
   if (name == "table") return Format::kTable;
   if (name == "json") return Format::kJson;

@@ -27,6 +27,15 @@ enum class StorageAccess { kReadWrite, kReadOnly, kExisting };
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url,
                                              StorageAccess access = StorageAccess::kReadWrite);
 
+// A study of a storage, found by name, for the management commands. NotFound (with the
+// closest name) when the study does not exist.
+struct StoredStudy {
+  std::shared_ptr<Storage> storage;
+  int64_t id = 0;
+};
+Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& study,
+                                    StorageAccess access);
+
 enum class Format { kTable, kJson, kCsv };
 Result<Format> ParseFormat(const std::string& name);
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tune {
@@ -22,6 +23,10 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
 
 // URL %-decoding ("a%20b" -> "a b"); nullopt for a malformed escape.
 std::optional<std::string> PercentDecode(std::string_view text);
+
+// The items of a URL query ("a=1&b&&c=x%20y") in order, each split at its first '=' into a
+// key and a value ("" when there is no '='); empty items are skipped; nothing is decoded.
+std::vector<std::pair<std::string, std::string>> SplitUrlQuery(std::string_view query);
 
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");

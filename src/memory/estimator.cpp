@@ -61,11 +61,6 @@ class Timeline {
     Alloc(bytes);
     Free(bytes);
   }
-  // Several temporaries alive together.
-  void Transient(const std::vector<int64_t>& tensors) {
-    for (int64_t t : tensors) Alloc(t);
-    for (int64_t t : tensors) Free(t);
-  }
   int64_t live() const { return live_; }
   int64_t peak(MemoryPhase p) const { return peak_[static_cast<size_t>(p)]; }
   int64_t rounded_peak() const { return rounded_peak_; }
@@ -117,7 +112,7 @@ struct Layer {
   std::vector<Param> params;
   int64_t saved = 0;      // bytes saved for backward by its forward
   int64_t fwd_extra = 0;  // temporaries of its forward beyond what it saves (bytes)
-  std::vector<int64_t> bwd_transient;  // temporaries alive together in its backward (bytes)
+  int64_t bwd_transient = 0;  // temporaries alive together in its backward (bytes)
   int64_t autocast_weights = 0;        // low-precision weight copies its saved ops hold
   // Its saved tensors are all released before its gradients appear (a Linear after the
   // activation and dropout above it) rather than while they are produced (a transformer layer).
@@ -187,7 +182,7 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // input). Without dropout the LayerNorm's output is the layer input.
   emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, bth * w.fp) + bth * w.fp;
   emb.fwd_extra = 2 * bth * w.fp;  // word + position lookups before they are summed
-  emb.bwd_transient = {bth * w.fp, bth * w.fp};
+  emb.bwd_transient = 2 * bth * w.fp;
   plan.embedding_gradient = m.vocab_size * h * w.param;
   // Token ids, attention mask (int64) and the float additive mask; positions for RoBERTa.
   plan.inputs = 2 * bt * 8 + bt * w.fp + b * 8 + (UsesRobertaPositions(m) ? bt * 8 : t * 8);
@@ -253,12 +248,12 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
     // Backward temporaries: each op frees what it saved as it produces its gradients, so above
     // the saved tensors only the incoming gradient and the one being produced are alive
     // (measured: the peak sits at the top layer's first ops, about 2 x [B, T, H]).
-    layer.bwd_transient = {2 * bth * w.fp + (deberta ? batt * w.mm : 0)};
+    layer.bwd_transient = 2 * bth * w.fp + (deberta ? batt * w.mm : 0);
     if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
     if (r.gradient_checkpointing && r.train) {
       // Only the layer's input is kept; its activations come back while its backward runs,
       // with the recomputed output and the detached input's gradient (2 x [B, T, H] more).
-      layer.bwd_transient = {saved + layer.bwd_transient[0] + 2 * bth * w.fp};
+      layer.bwd_transient = saved + layer.bwd_transient + 2 * bth * w.fp;
       layer.saved = bth * w.fp;
       // Computed without recording: one op's inputs and outputs at a time.
       layer.fwd_extra = std::max(6 * bth * w.mm + 2 * batt * w.mm, 2 * bth * w.fp + 2 * bti * w.mm);
@@ -308,7 +303,7 @@ Status PlanMlp(const MemoryRequest& r, const Widths& w, Plan& plan) {
     // The activation's input (GELU) or output (ReLU, tanh), the dropout noise, the dropped
     // output (saved by the next Linear); without dropout the activation's output is that input.
     layer.saved = input + b * hidden * w.mm * (pd > 0 ? 3 : 2);
-    layer.bwd_transient = {b * hidden * w.mm};  // the incoming gradient
+    layer.bwd_transient = b * hidden * w.mm;  // the incoming gradient
     layer.grads_after_free = true;
     if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
     plan.layers.push_back(std::move(layer));
@@ -368,10 +363,11 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
     if (w.autocast) saved += 2 * bth * w.mm - 2 * bth * w.fp;
     layer.saved = saved;
     layer.fwd_extra = 3 * bth * w.mm + batt * w.mm;
-    layer.bwd_transient = {std::max(2 * batt * w.mm + 3 * bth * w.fp, 2 * bti * w.mm + 2 * bth * w.fp)};
+    layer.bwd_transient =
+        std::max(2 * batt * w.mm + 3 * bth * w.fp, 2 * bti * w.mm + 2 * bth * w.fp);
     if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
     if (r.gradient_checkpointing && r.train) {
-      layer.bwd_transient = {saved + layer.bwd_transient[0]};
+      layer.bwd_transient = saved + layer.bwd_transient;
       layer.saved = bth * w.fp;
       layer.fwd_extra += saved;
     }
@@ -382,7 +378,7 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   head.saved = 2 * bth * w.fp + 2 * bt * 4;
   // Logits [B, T, V], their shifted copy and the log-softmax output.
   plan.logits_loss = 3 * b * t * v * 4;
-  head.bwd_transient = {2 * b * t * v * 4};
+  head.bwd_transient = 2 * b * t * v * 4;
   plan.layers.push_back(std::move(head));
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   plan.eval_inputs = 2 * eb * t * 8;
@@ -526,7 +522,7 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
     }
   }
   for (const Layer& layer : plan.layers) {
-    for (int64_t t : layer.bwd_transient) e.backward_transient = std::max(e.backward_transient, t);
+    e.backward_transient = std::max(e.backward_transient, layer.bwd_transient);
   }
 
   Timeline tl(device.caching_allocator);
@@ -541,7 +537,9 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
     for (const Layer& layer : plan.layers) {
       for (const Param& p : layer.params) tl.Alloc(p.numel * w.state, state_copies);
     }
-    for (int64_t micro = 0; micro < r.grad_accum; ++micro) {
+    // Micro-batches after the second repeat the second's timeline exactly (same live set, same
+    // peaks), so two passes give the step's peaks for any accumulation.
+    for (int64_t micro = 0; micro < std::min<int64_t>(r.grad_accum, 2); ++micro) {
       const bool grads_exist = micro > 0;
       tl.Phase(MemoryPhase::kForward);
       tl.Alloc(plan.inputs);

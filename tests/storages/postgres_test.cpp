@@ -4,9 +4,6 @@
 // and reconnects.
 #include "tune/storages/postgres.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -17,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "testing/postgres_server.h"
+#include "testing/storage_processes.h"
 
 namespace tune {
 namespace {
@@ -502,78 +500,8 @@ TEST_F(PostgresConcurrency, ConnectionsNumberTrialsAndClaimEnqueuedOnesOnce) {
 // 8 forked worker processes x 50 ask/tell cycles on one study (claiming enqueued trials first):
 // 400 finished trials numbered 0..399, each enqueued trial run once, no errors.
 TEST_F(PostgresConcurrency, EightProcessesShareAStudyWithoutLosingOrDuplicatingTrials) {
-  constexpr int kWorkers = 8;
-  constexpr int kTrials = 50;
-  constexpr int kEnqueued = 16;
-  int64_t sid = 0;
-  {
-    auto s = Open();
-    sid = *s->CreateStudy("shared", {StudyDirection::kMinimize});
-    for (int i = 0; i < kEnqueued; ++i) {
-      FrozenTrial templ;
-      templ.state = TrialState::kWaiting;
-      templ.system_attrs["fixed_params"] = {{"x", i}};
-      ASSERT_TRUE(s->CreateTrial(sid, &templ).ok());
-    }
-  }
-  std::vector<pid_t> pids;
-  for (int w = 0; w < kWorkers; ++w) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int errors = 0;
-      auto opened = OpenPostgresStorage(url_);
-      if (!opened.ok()) _exit(100);
-      auto& s = *opened;
-      for (int i = 0; i < kTrials; ++i) {
-        auto claimed = s->ClaimWaitingTrial(sid);
-        if (!claimed.ok()) {
-          ++errors;
-          continue;
-        }
-        FrozenTrial t;
-        if (claimed->has_value()) {
-          t = **claimed;
-        } else {
-          auto created = s->CreateTrial(sid);
-          if (!created.ok()) {
-            ++errors;
-            continue;
-          }
-          t = *created;
-        }
-        errors += !s->SetTrialParam(t.trial_id, "w", w, *MakeIntDistribution(0, 100)).ok();
-        errors += !s->SetTrialIntermediateValue(t.trial_id, 0, i).ok();
-        errors += !s->GetTrialsSince(sid, std::max<int64_t>(0, t.number - 3), {}).ok();
-        auto told = s->SetTrialStateValues(t.trial_id, TrialState::kComplete, {1.0 * i});
-        errors += !(told.ok() && *told);
-      }
-      _exit(errors > 99 ? 99 : errors);
-    }
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "worker errors (100: could not open)";
-  }
-  auto s = Open();
-  auto trials = *s->GetAllTrials(sid);
-  ASSERT_EQ(trials.size(), static_cast<size_t>(kWorkers * kTrials));
-  std::set<int64_t> ids;
-  std::map<int, int> per_worker;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i].number, static_cast<int64_t>(i));
-    EXPECT_EQ(trials[i].state, TrialState::kComplete) << i;
-    ASSERT_EQ(trials[i].params.count("w"), 1u) << i;
-    EXPECT_EQ(trials[i].values.size(), 1u);
-    ids.insert(trials[i].trial_id);
-    ++per_worker[static_cast<int>(trials[i].params.at("w"))];
-    EXPECT_EQ(trials[i].system_attrs.contains("fixed_params"), i < kEnqueued) << i;
-  }
-  EXPECT_EQ(ids.size(), trials.size());
-  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(per_worker[w], kTrials) << "worker " << w;
+  testing::ExpectProcessesShareAStudy([&] { return TryOpen(); }, /*workers=*/8, /*trials=*/50,
+                                      /*enqueued=*/16);
   EXPECT_EQ(Sql("SELECT COUNT(*), COUNT(DISTINCT number), MAX(number) FROM trials WHERE state = "
                 "'COMPLETE'"),
             (Rows{{"400", "400", "399"}}));

@@ -2,9 +2,6 @@
 // (left byte-identical), URLs, and several processes writing one file.
 #include "tune/storages/sqlite.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -15,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "storages/rdb/codec.h"
+#include "testing/storage_processes.h"
 #include "testing/temp_dir.h"
 
 namespace tune {
@@ -483,79 +481,9 @@ TEST(SqliteLocks, AWriterWaitsForALockThenGivesUpWithUnavailable) {
 TEST(SqliteProcesses, WritersShareOneFileWithoutLosingOrDuplicatingTrials) {
   testing::TempDir dir;
   const fs::path file = dir.path() / "shared.db";
-  constexpr int kWorkers = 6;
-  constexpr int kTrials = 40;
-  constexpr int kEnqueued = 12;
-  int64_t sid = 0;
-  {
-    auto s = Open(file);
-    sid = *s->CreateStudy("shared", {StudyDirection::kMinimize});
-    for (int i = 0; i < kEnqueued; ++i) {
-      FrozenTrial templ;
-      templ.state = TrialState::kWaiting;
-      templ.system_attrs["fixed_params"] = {{"x", i}};
-      ASSERT_TRUE(s->CreateTrial(sid, &templ).ok());
-    }
-  }
-  std::vector<pid_t> pids;
-  for (int w = 0; w < kWorkers; ++w) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int errors = 0;
-      auto opened = OpenSqliteStorage(file.string());
-      if (!opened.ok()) _exit(100);
-      auto& s = *opened;
-      for (int i = 0; i < kTrials; ++i) {
-        auto claimed = s->ClaimWaitingTrial(sid);
-        if (!claimed.ok()) {
-          ++errors;
-          continue;
-        }
-        FrozenTrial t;
-        if (claimed->has_value()) {
-          t = **claimed;
-        } else {
-          auto created = s->CreateTrial(sid);
-          if (!created.ok()) {
-            ++errors;
-            continue;
-          }
-          t = *created;
-        }
-        errors += !s->SetTrialParam(t.trial_id, "w", w, *MakeIntDistribution(0, 100)).ok();
-        errors += !s->SetTrialIntermediateValue(t.trial_id, 0, i).ok();
-        errors += !s->GetTrialsSince(sid, std::max<int64_t>(0, t.number - 3), {}).ok();
-        auto told = s->SetTrialStateValues(t.trial_id, TrialState::kComplete, {1.0 * i});
-        errors += !(told.ok() && *told);
-      }
-      _exit(errors > 99 ? 99 : errors);
-    }
-    pids.push_back(pid);
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "worker errors (100: could not open)";
-  }
-  auto s = Open(file);
-  auto trials = *s->GetAllTrials(sid);
-  ASSERT_EQ(trials.size(), static_cast<size_t>(kWorkers * kTrials));
-  std::set<int64_t> ids;
-  std::map<int, int> per_worker;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_EQ(trials[i].number, static_cast<int64_t>(i));
-    EXPECT_EQ(trials[i].state, TrialState::kComplete) << i;
-    ASSERT_EQ(trials[i].params.count("w"), 1u) << i;
-    EXPECT_EQ(trials[i].values.size(), 1u);
-    ids.insert(trials[i].trial_id);
-    ++per_worker[static_cast<int>(trials[i].params.at("w"))];
-    // The enqueued trials come first and each was claimed by exactly one worker.
-    EXPECT_EQ(trials[i].system_attrs.contains("fixed_params"), i < kEnqueued) << i;
-  }
-  EXPECT_EQ(ids.size(), trials.size());
-  for (int w = 0; w < kWorkers; ++w) EXPECT_EQ(per_worker[w], kTrials) << "worker " << w;
+  testing::ExpectProcessesShareAStudy(
+      [&]() -> Result<std::unique_ptr<Storage>> { return OpenSqliteStorage(file.string()); },
+      /*workers=*/6, /*trials=*/40, /*enqueued=*/12);
 }
 
 }  // namespace

@@ -7,21 +7,21 @@
 namespace tune::app {
 
 int DeleteStudy(const DeleteStudyArgs& args) {
-  auto storage = OpenStorage(args.storage, StorageAccess::kExisting);
-  if (!storage.ok()) return Fail(storage.status());
-  auto id = (*storage)->GetStudyId(args.study);
-  if (!id.ok()) return Fail(id.status());
-  auto info = (*storage)->GetStudy(*id);
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kExisting);
+  if (!opened.ok()) return Fail(opened.status());
+  Storage& storage = *opened->storage;
+  const int64_t id = opened->id;
+  auto info = storage.GetStudy(id);
   if (!info.ok()) return Fail(info.status());
-  auto running = (*storage)->CountTrials(*id, {TrialState::kRunning});
+  auto running = storage.CountTrials(id, {TrialState::kRunning});
   if (!running.ok()) return Fail(running.status());
   if (*running > 0) {
     spdlog::warn("Study '{}' has {} RUNNING trial(s); workers still running it will fail",
                  args.study, *running);
   }
-  if (Status s = (*storage)->DeleteStudy(*id); !s.ok()) return Fail(s);
+  if (Status s = storage.DeleteStudy(id); !s.ok()) return Fail(s);
   spdlog::info("Deleted study '{}' and its {} trial(s) from {}", args.study, info->n_trials,
-               (*storage)->url());
+               storage.url());
   return kExitOk;
 }
 

@@ -53,14 +53,14 @@ int Enqueue(const EnqueueArgs& args) {
                       name, JsonType(v))));
     }
   }
-  auto storage = OpenStorage(args.storage, StorageAccess::kExisting);
-  if (!storage.ok()) return Fail(storage.status());
-  auto id = (*storage)->GetStudyId(args.study);
-  if (!id.ok()) return Fail(id.status());
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kExisting);
+  if (!opened.ok()) return Fail(opened.status());
+  Storage& storage = *opened->storage;
+  const int64_t id = opened->id;
 
   // Values must fit the kind of parameter the study already knows; an unknown name is only
   // warned about (a conditional parameter may not have been sampled yet).
-  auto known = KnownDistributions(**storage, *id);
+  auto known = KnownDistributions(storage, id);
   if (!known.ok()) return Fail(known.status());
   std::vector<std::string> names;
   for (const auto& [name, d] : *known) names.push_back(name);
@@ -89,7 +89,7 @@ int Enqueue(const EnqueueArgs& args) {
   if (!sampler.ok()) return Fail(sampler.status());
   if (!pruner.ok()) return Fail(pruner.status());
   auto study =
-      Study::Load(*storage, args.study, std::move(sampler).value(), std::move(pruner).value());
+      Study::Load(opened->storage, args.study, std::move(sampler).value(), std::move(pruner).value());
   if (!study.ok()) return Fail(study.status());
   auto trial = (*study)->EnqueueTrial(*params);
   if (!trial.ok()) return Fail(trial.status());

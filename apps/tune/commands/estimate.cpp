@@ -38,22 +38,41 @@ Result<ModelCatalog> LoadCatalog(const EstimateArgs& args) {
   return catalog;
 }
 
-Result<MemoryRequest> BuildRequest(const EstimateArgs& args, const ModelCatalog& catalog) {
-  MemoryRequest r;
-  TUNE_ASSIGN_OR_RETURN(r.precision, ParsePrecision(args.precision));
-  if (args.model == "mlp") {
-    r.architecture = Architecture::kMlp;
-    if (args.num_features <= 0) {
-      return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
-    }
-    r.num_features = args.num_features;
-    for (int64_t k = 0; k < args.mlp_layers; ++k) r.mlp_hidden.push_back(args.mlp_hidden);
+// The configuration as a trial's hyperparameters (what --measure trains) and the estimator's
+// request made from them with MemoryRequestFor, as the guard will make it for a trial.
+struct Configuration {
+  TrainHyperparams hp;
+  MemoryRequest request;
+};
+
+Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCatalog& catalog) {
+  Configuration c;
+  TrainHyperparams& hp = c.hp;
+  if (args.optimizer == "adamw") {
+    hp.optimizer = OptimizerKind::kAdamW;
+  } else if (args.optimizer == "sgd") {
+    hp.optimizer = OptimizerKind::kSgd;
   } else {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("unknown --optimizer '{}'; valid: adamw, sgd", args.optimizer));
+  }
+  hp.batch_size = args.batch_size;
+  hp.eval_batch_size = args.eval_batch_size;
+  hp.grad_accum = args.grad_accum;
+  hp.max_length = args.max_length;
+  hp.momentum = args.momentum;
+  hp.weight_decay = args.weight_decay;
+  hp.dropout = hp.attention_dropout = args.dropout;
+  hp.gradient_checkpointing = args.gradient_checkpointing;
+  hp.mlp_layers = args.mlp_layers;
+  hp.mlp_hidden = args.mlp_hidden;
+
+  ModelSpec model;
+  if (args.model != "mlp") {
     TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog.Find(args.model));
-    r.model = *spec;
-    if (args.architecture == "decoder") {
-      r.architecture = Architecture::kDecoder;
-    } else if (args.architecture != "encoder") {
+    model = *spec;
+    hp.model = model.name;
+    if (args.architecture != "encoder" && args.architecture != "decoder") {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("unknown --architecture '{}'; valid: encoder, decoder",
                                 args.architecture));
@@ -62,30 +81,25 @@ Result<MemoryRequest> BuildRequest(const EstimateArgs& args, const ModelCatalog&
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("--classifier-layers {} must be 0-3", args.classifier_layers));
     }
-    for (int64_t k = 0; k < args.classifier_layers; ++k) {
-      r.head_hidden.push_back(args.classifier_hidden > 0 ? args.classifier_hidden
-                                                         : r.model.hidden_size);
-    }
+    hp.classifier_layers = args.classifier_layers;
+    hp.classifier_hidden = args.classifier_hidden;
   }
-  r.num_labels = args.num_labels;
-  r.batch_size = args.batch_size;
-  r.max_length = args.max_length;
-  r.grad_accum = args.grad_accum;
-  r.eval_batch_size = args.eval_batch_size;
-  r.gradient_checkpointing = args.gradient_checkpointing;
-  if (args.optimizer == "adamw") {
-    r.optimizer = OptimizerKind::kAdamW;
-  } else if (args.optimizer == "sgd") {
-    r.optimizer = OptimizerKind::kSgd;
-  } else {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("unknown --optimizer '{}'; valid: adamw, sgd", args.optimizer));
-  }
-  r.momentum = args.momentum;
-  r.weight_decay = args.weight_decay;
-  r.dropout = r.attention_dropout = r.classifier_dropout = args.dropout;
+  c.request = MemoryRequestFor(model, hp, args.num_labels);
+  MemoryRequest& r = c.request;
+  TUNE_ASSIGN_OR_RETURN(r.precision, ParsePrecision(args.precision));
   r.train = !args.eval_only;
-  return r;
+  if (args.model == "mlp") {
+    r.architecture = Architecture::kMlp;
+    if (args.num_features <= 0) {
+      return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
+    }
+    r.num_features = args.num_features;
+    r.mlp_hidden.assign(static_cast<size_t>(std::max<int64_t>(args.mlp_layers, 0)),
+                        args.mlp_hidden);
+  } else if (args.architecture == "decoder") {
+    r.architecture = Architecture::kDecoder;
+  }
+  return c;
 }
 
 Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
@@ -97,7 +111,8 @@ Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
 
 // Trains the configuration for a few optimizer steps and one evaluation on CPU under the
 // counting allocator and returns its measured peak (bytes above the level before the run).
-Result<int64_t> Measure(const EstimateArgs& args, const MemoryRequest& r) {
+Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
+  const MemoryRequest& r = c.request;
   if (r.precision != Precision::kFp32) {
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("--measure runs fp32 only in this build (got --precision {})",
@@ -110,19 +125,8 @@ Result<int64_t> Measure(const EstimateArgs& args, const MemoryRequest& r) {
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTorchTrainer(options));
 
   TrainJob job;
-  job.hp.batch_size = r.batch_size;
-  job.hp.eval_batch_size = r.eval_batch_size;
-  job.hp.grad_accum = r.grad_accum;
-  job.hp.max_length = r.max_length;
+  job.hp = c.hp;
   job.hp.epochs = 1;
-  job.hp.optimizer = r.optimizer;
-  job.hp.momentum = r.momentum;
-  job.hp.weight_decay = r.weight_decay;
-  job.hp.dropout = job.hp.attention_dropout = r.dropout;
-  job.hp.classifier_dropout = r.classifier_dropout;
-  job.hp.gradient_checkpointing = r.gradient_checkpointing;
-  job.hp.classifier_layers = static_cast<int64_t>(r.head_hidden.size());
-  for (size_t k = 0; k < r.head_hidden.size(); ++k) job.hp.classifier_hidden_sizes[k] = r.head_hidden[k];
   job.hp.bucket_batches = 0;
   job.hp.seed = 1;
   const int64_t steps = std::max<int64_t>(args.measure_steps, 2);
@@ -132,8 +136,6 @@ Result<int64_t> Measure(const EstimateArgs& args, const MemoryRequest& r) {
   TextTrainData text;
   TabularTrainData tabular;
   if (r.architecture == Architecture::kMlp) {
-    job.hp.mlp_layers = static_cast<int64_t>(r.mlp_hidden.size());
-    job.hp.mlp_hidden = r.mlp_hidden.empty() ? 1 : r.mlp_hidden[0];
     tabular.num_features = r.num_features;
     tabular.num_labels = r.num_labels;
     std::normal_distribution<float> x(0, 1);
@@ -144,7 +146,6 @@ Result<int64_t> Measure(const EstimateArgs& args, const MemoryRequest& r) {
     job.tabular = &tabular;
   } else if (r.architecture == Architecture::kEncoder) {
     job.model = r.model;
-    job.hp.model = r.model.name;
     TUNE_RETURN_IF_ERROR(CheckModelForTraining(r.model, job.hp));
     text.num_labels = r.num_labels;
     text.vocab_size = r.model.vocab_size;
@@ -260,8 +261,9 @@ int Estimate(const EstimateArgs& args) {
   if (!format.ok()) return Fail(format.status());
   auto catalog = LoadCatalog(args);
   if (!catalog.ok()) return Fail(catalog.status());
-  auto request = BuildRequest(args, *catalog);
-  if (!request.ok()) return Fail(request.status());
+  auto configuration = BuildConfiguration(args, *catalog);
+  if (!configuration.ok()) return Fail(configuration.status());
+  const MemoryRequest* request = &configuration->request;
   auto device = BuildDevice(args);
   if (!device.ok()) return Fail(device.status());
   std::optional<int64_t> budget;
@@ -287,7 +289,7 @@ int Estimate(const EstimateArgs& args) {
   if (!estimate.ok()) return Fail(estimate.status());
   std::optional<int64_t> measured;
   if (args.measure) {
-    auto m = Measure(args, *request);
+    auto m = Measure(args, *configuration);
     if (!m.ok()) return Fail(m.status());
     measured = *m;
   }

@@ -131,13 +131,13 @@ int ExportStudy(const ExportArgs& args) {
   if (args.output && args.output->empty()) {
     return Fail(InvalidArgumentError("--output needs a file name"));
   }
-  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
-  if (!storage.ok()) return Fail(storage.status());
-  auto id = (*storage)->GetStudyId(args.study);
-  if (!id.ok()) return Fail(id.status());
-  auto info = (*storage)->GetStudy(*id);
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
+  if (!opened.ok()) return Fail(opened.status());
+  Storage& storage = *opened->storage;
+  const int64_t id = opened->id;
+  auto info = storage.GetStudy(id);
   if (!info.ok()) return Fail(info.status());
-  auto trials = (*storage)->GetAllTrials(*id);
+  auto trials = storage.GetAllTrials(id);
   if (!trials.ok()) return Fail(trials.status());
   const std::string text =
       args.format == "csv" ? ExportCsv(*info, *trials) : ExportJson(*info, *trials);

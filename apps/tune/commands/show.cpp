@@ -50,11 +50,11 @@ int ListTrials(const ShowArgs& args) {
     if (!s.ok()) return Fail(s.status().WithContext("--state"));
     states.push_back(*s);
   }
-  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
-  if (!storage.ok()) return Fail(storage.status());
-  auto id = (*storage)->GetStudyId(args.study);
-  if (!id.ok()) return Fail(id.status());
-  auto trials = (*storage)->GetAllTrials(*id, states);
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
+  if (!opened.ok()) return Fail(opened.status());
+  Storage& storage = *opened->storage;
+  const int64_t id = opened->id;
+  auto trials = storage.GetAllTrials(id, states);
   if (!trials.ok()) return Fail(trials.status());
   if (*format == Format::kJson) {
     Json out = Json::array();
@@ -93,13 +93,13 @@ int ListTrials(const ShowArgs& args) {
 int ShowBestTrial(const ShowArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
-  auto storage = OpenStorage(args.storage, StorageAccess::kReadOnly);
-  if (!storage.ok()) return Fail(storage.status());
-  auto id = (*storage)->GetStudyId(args.study);
-  if (!id.ok()) return Fail(id.status());
-  auto info = (*storage)->GetStudy(*id);
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
+  if (!opened.ok()) return Fail(opened.status());
+  Storage& storage = *opened->storage;
+  const int64_t id = opened->id;
+  auto info = storage.GetStudy(id);
   if (!info.ok()) return Fail(info.status());
-  auto trials = (*storage)->GetAllTrials(*id, {TrialState::kComplete});
+  auto trials = storage.GetAllTrials(id, {TrialState::kComplete});
   if (!trials.ok()) return Fail(trials.status());
   if (info->directions.size() != 1) {
     return Fail(InvalidArgumentError("best-trial needs a single-objective study"));

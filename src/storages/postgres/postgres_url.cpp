@@ -124,24 +124,11 @@ Result<PostgresUrl> ParsePostgresUrl(const std::string& url) {
     TUNE_ASSIGN_OR_RETURN(dbname, PercentDecode(out.display, dbname));
     out.params.emplace_back("dbname", dbname);
   }
-  size_t pos = 0;
-  while (!query.empty() && pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-    pos = amp == std::string::npos ? query.size() + 1 : amp + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    TUNE_ASSIGN_OR_RETURN(std::string key, PercentDecode(out.display, item.substr(0, eq)));
-    TUNE_ASSIGN_OR_RETURN(
-        std::string value,
-        PercentDecode(out.display, eq == std::string::npos ? "" : item.substr(eq + 1)));
+  for (const auto& [raw_key, raw_value] : SplitUrlQuery(query)) {
+    TUNE_ASSIGN_OR_RETURN(std::string key, PercentDecode(out.display, raw_key));
+    TUNE_ASSIGN_OR_RETURN(std::string value, PercentDecode(out.display, raw_value));
     if (key == "schema") {
-      if (!internal::rdb::IsSupportedRevision(value)) {
-        return InvalidArgumentError(
-            fmt::format("storage '{}': unknown schema '{}'{}; supported: {}", out.display, value,
-                        DidYouMean(value, internal::rdb::SupportedRevisions()),
-                        internal::rdb::SupportedRevisionsText()));
-      }
+      TUNE_RETURN_IF_ERROR(internal::rdb::CheckSchemaOption(out.display, value));
       out.options.schema_revision = value;
     } else if (key.empty()) {
       return InvalidArgumentError(

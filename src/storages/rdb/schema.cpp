@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tune/text.h"
+
 namespace tune::internal::rdb {
 namespace {
 
@@ -112,6 +114,14 @@ bool IsSupportedRevision(const std::string& revision) {
 
 std::string SupportedRevisionsText() {
   return fmt::format("{} (Optuna 3.0-3.1), {} (Optuna >= 3.2)", kRevisionV300d, kRevisionV320a);
+}
+
+Status CheckSchemaOption(const std::string& storage, const std::string& revision) {
+  if (IsSupportedRevision(revision)) return Status::Ok();
+  return InvalidArgumentError(fmt::format("storage '{}': unknown schema '{}'{}; supported: {}",
+                                          storage, revision,
+                                          DidYouMean(revision, SupportedRevisions()),
+                                          SupportedRevisionsText()));
 }
 
 const std::vector<std::string>& SchemaTables() {

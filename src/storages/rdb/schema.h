@@ -23,6 +23,9 @@ const std::vector<std::string>& SupportedRevisions();
 bool IsSupportedRevision(const std::string& revision);
 // "v3.0.0.d (Optuna 3.0-3.1), v3.2.0.a (Optuna >= 3.2)".
 std::string SupportedRevisionsText();
+// The `?schema=` option of a storage URL: InvalidArgument naming the storage, the value, the
+// closest revision and the supported ones unless `revision` is supported.
+Status CheckSchemaOption(const std::string& storage, const std::string& revision);
 
 // The tables of the schema (creation order) plus alembic_version.
 const std::vector<std::string>& SchemaTables();

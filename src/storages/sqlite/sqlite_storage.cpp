@@ -283,22 +283,9 @@ Result<SqliteUrl> ParseSqliteUrl(const std::string& url) {
         "storage '{}' names no file (e.g. sqlite:///tune.db, sqlite:////tmp/tune.db)", url));
   }
   const std::vector<std::string> keys = {"schema", "timeout"};
-  size_t pos = 0;
-  while (!query.empty() && pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-    pos = amp == std::string::npos ? query.size() + 1 : amp + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+  for (const auto& [key, value] : SplitUrlQuery(query)) {
     if (key == "schema") {
-      if (!internal::rdb::IsSupportedRevision(value)) {
-        return InvalidArgumentError(
-            fmt::format("storage '{}': unknown schema '{}'{}; supported: {}", url, value,
-                        DidYouMean(value, internal::rdb::SupportedRevisions()),
-                        internal::rdb::SupportedRevisionsText()));
-      }
+      TUNE_RETURN_IF_ERROR(internal::rdb::CheckSchemaOption(url, value));
       out.options.schema_revision = value;
     } else if (key == "timeout") {
       double seconds = 0;
