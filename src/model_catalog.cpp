@@ -36,6 +36,8 @@ int64_t EncoderParameterCount(const ModelSpec& m) {
   int64_t extra = 0;
   if (m.position_buckets > 0) {
     // DeBERTa-v2/v3: no absolute positions; shared relative embeddings (2 * buckets) + LayerNorm.
+    // The pooler is not part of DebertaV2Model (HF's ContextPooler sits in the classifier).
+    embeddings += m.type_vocab_size * h;
     extra = 2 * m.position_buckets * h + 2 * h;
   } else {
     embeddings += (m.max_position_embeddings + m.type_vocab_size) * h;

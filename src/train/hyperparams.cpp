@@ -323,19 +323,30 @@ int64_t MaxSequenceLength(const ModelSpec& model) {
                                      : model.max_position_embeddings;
 }
 
+bool UsesRelativePositions(const ModelSpec& model) {
+  return model.model_type == "deberta-v2" || model.position_buckets > 0;
+}
+
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
-  const std::vector<std::string> supported = {"bert", "roberta", "xlm-roberta", "camembert", ""};
-  if (model.model_type == "deberta-v2" || model.position_buckets > 0) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}' ({}): DeBERTa-v2/v3 disentangled attention is not implemented in the trainer "
-        "yet; choose a bert, roberta or xlm-roberta model",
-        model.name, model.model_type));
-  }
+  const std::vector<std::string> supported = {"bert",      "roberta",    "xlm-roberta",
+                                              "camembert", "deberta-v2", ""};
   if (std::find(supported.begin(), supported.end(), model.model_type) == supported.end()) {
     return InvalidArgumentError(fmt::format(
         "model '{}': model_type '{}' is not supported by the trainer; valid: bert, roberta, "
-        "xlm-roberta, camembert",
+        "xlm-roberta, camembert, deberta-v2",
         model.name, model.model_type));
+  }
+  if (UsesRelativePositions(model) && model.position_buckets <= 0) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}' (deberta-v2): set position_buckets (256 for DeBERTa-v3); the trainer builds "
+        "DeBERTa's log-bucketed relative positions only",
+        model.name));
+  }
+  if (UsesRelativePositions(model) && UsesRobertaPositions(model)) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}': position_buckets {} with model_type '{}': relative positions are "
+        "DeBERTa's (model_type deberta-v2)",
+        model.name, model.position_buckets, model.model_type));
   }
   if (model.num_attention_heads <= 0 || model.hidden_size % model.num_attention_heads != 0) {
     return InvalidArgumentError(

@@ -80,6 +80,16 @@ ModelSpec TinyModel(const std::string& type = "bert") {
   return m;
 }
 
+// DeBERTa-v3 in small: 16 relative-position buckets (mid 8) so that sequences of up to 32 tokens
+// reach the log buckets.
+ModelSpec TinyDeberta() {
+  ModelSpec m = TinyModel("deberta-v2");
+  m.max_position_embeddings = 64;
+  m.type_vocab_size = 0;
+  m.position_buckets = 16;
+  return m;
+}
+
 TrainHyperparams FastHyperparams() {
   TrainHyperparams hp;
   hp.learning_rate = 3e-3;
@@ -134,6 +144,19 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   // The encoder as the catalog formula counts it, plus the output layer.
   EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + 32 * 4 + 4);
   EXPECT_GT(r->peak_memory_bytes, 0);
+}
+
+TEST_F(TorchTrainerTest, TinyDebertaLearnsASeparableTask) {
+  auto trainer = NewCpuTrainer();
+  TrainJob job{TinyDeberta(), FastHyperparams(), data_};
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
+  // The encoder as the catalog formula counts it (DebertaV2Model: no pooler), plus HF's
+  // ContextPooler (dense) and the output layer.
+  EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + (32 * 32 + 32) + 32 * 4 + 4);
 }
 
 TEST_F(TorchTrainerTest, RobertaPositionsCosineMaxLengthPaddingAndAClassifierHeadAlsoLearn) {

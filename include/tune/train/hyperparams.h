@@ -76,12 +76,15 @@ Status SetHyperparam(TrainHyperparams& hp, const std::string& name, const Json& 
 Json HyperparamsToJson(const TrainHyperparams& hp);
 
 // Whether the trainer can build `model` with these settings: a supported model_type (bert,
-// roberta, xlm-roberta; deberta-v2 comes later), heads dividing the hidden size, max_length within
-// the model's positions (RoBERTa-style models reserve two). InvalidArgument says why not.
+// roberta, xlm-roberta, camembert, deberta-v2 with position_buckets > 0), heads dividing the hidden
+// size, max_length within the model's positions (RoBERTa-style models reserve two). InvalidArgument
+// says why not.
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp);
 // The longest max_length `model` accepts.
 int64_t MaxSequenceLength(const ModelSpec& model);
 // True for RoBERTa-style absolute positions (offset by padding_idx + 1 = 2).
 bool UsesRobertaPositions(const ModelSpec& model);
+// True for DeBERTa-v2/v3: relative positions and disentangled attention, no absolute positions.
+bool UsesRelativePositions(const ModelSpec& model);
 
 }  // namespace tune
