@@ -24,6 +24,7 @@ Json ModelSpec::Attributes() const {
   a["position_buckets"] = position_buckets;
   a["num_parameters"] = num_parameters;
   a["heavy"] = heavy;
+  if (!pretrained.empty()) a["pretrained"] = pretrained;
   return a;
 }
 
@@ -119,6 +120,12 @@ Status ModelCatalog::Merge(const Json& models, const std::string& file,
     models_[name] = std::move(m);
   }
   return Status::Ok();
+}
+
+void ModelCatalog::Put(ModelSpec model) {
+  heavy_stated_.erase(model.name);
+  model.heavy = model.num_parameters >= heavy_threshold_;
+  models_[model.name] = std::move(model);
 }
 
 void ModelCatalog::SetHeavyThreshold(int64_t threshold) {

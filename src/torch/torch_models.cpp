@@ -99,6 +99,10 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
     c.max_relative_positions = model.max_position_embeddings;  // HF: -1 -> max_position_embeddings
     c.layer_norm_eps = 1e-7;
   }
+  // A pretrained checkpoint's config.json states its own.
+  if (model.extra.contains("layer_norm_eps") && model.extra["layer_norm_eps"].is_number()) {
+    c.layer_norm_eps = model.extra["layer_norm_eps"].get<double>();
+  }
   return c;
 }
 

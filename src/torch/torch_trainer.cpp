@@ -2,6 +2,7 @@
 #include "tune/train/torch_trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "torch/torch_models.h"
+#include "torch/torch_pretrained.h"
 #include "tune/interrupt.h"
 #include "tune/memory/counting_cpu_allocator.h"
 #include "tune/train/batching.h"
@@ -115,6 +117,25 @@ class TextTask final : public Task {
       train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
     for (const auto& ids : data_.validation_ids)
       eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+  }
+  // Copies the checkpoint's weights into the encoder (a non-OK Status when they do not fit).
+  Status LoadPretrained(const std::string& weights_path) {
+    TUNE_ASSIGN_OR_RETURN(internal::PretrainedLoadReport report,
+                          internal::LoadPretrainedWeights(*model_, weights_path));
+    spdlog::info("Loaded {} tensors from {}{}; freshly initialised: {}", report.loaded,
+                 weights_path,
+                 report.prefix.empty() ? "" : fmt::format(" (prefix '{}')", report.prefix),
+                 fmt::join(report.fresh, ", "));
+    if (!report.unexpected.empty()) {
+      const size_t shown = std::min<size_t>(report.unexpected.size(), 6);
+      spdlog::info("{} tensors of {} are not used by the classifier: {}{}",
+                   report.unexpected.size(), weights_path,
+                   fmt::join(report.unexpected.begin(), report.unexpected.begin() +
+                                                            static_cast<std::ptrdiff_t>(shown),
+                             ", "),
+                   shown < report.unexpected.size() ? ", ..." : "");
+    }
+    return Status::Ok();
   }
   torch::nn::Module& module() override { return *model_; }
   int64_t num_labels() const override { return data_.num_labels; }
@@ -261,7 +282,11 @@ class TorchTrainer final : public Trainer {
     if (job.tabular != nullptr) {
       task = std::make_unique<TabularTask>(job, device_);
     } else {
-      task = std::make_unique<TextTask>(job, device_);
+      auto text = std::make_unique<TextTask>(job, device_);
+      if (!job.model.pretrained.empty()) {
+        TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+      }
+      task = std::move(text);
     }
     torch::nn::Module& model = task->module();
     result.num_parameters = 0;
