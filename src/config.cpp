@@ -498,6 +498,9 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
     out.defaults[canonical] = value;
   }
   if (pretrained) out.defaults["model"] = *pretrained;
+  if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+    return r.ChildError(r.Has("precision") ? "precision" : "mixed_precision", st.message());
+  }
   return Status::Ok();
 }
 
@@ -549,6 +552,9 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
         return r.Error(fmt::format("{}: {}", where, st.message()));
       }
       if (*canonical == "model") models.push_back(v.get<std::string>());
+      if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+        return r.Error(fmt::format("{}: {}", where, st.message()));
+      }
     }
   }
   if (out.pretrained && !models.empty()) {

@@ -1,6 +1,9 @@
 #include "torch/torch_models.h"
 
 #include <cmath>
+#include <optional>
+
+#include "torch/torch_compat.h"
 
 namespace tune::internal {
 namespace {
@@ -36,6 +39,11 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
                                const torch::Tensor& rel_pos, EncoderLayer* layer) {
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
     ctx->saved_data["rel_grad"] = rel.requires_grad();
+    // Backward runs outside autocast: the recomputation must run under the forward's autocast.
+    const bool autocast = AutocastEnabled(x.device().type());
+    ctx->saved_data["autocast"] = autocast;
+    ctx->saved_data["autocast_dtype"] =
+        static_cast<int64_t>(autocast ? AutocastDtype(x.device().type()) : torch::kFloat);
     at::Generator gen = at::globalContext().defaultGenerator(x.device());
     {
       std::lock_guard<std::mutex> lock(gen.mutex());
@@ -63,6 +71,11 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
+      std::optional<AutocastGuard> autocast;
+      if (ctx->saved_data["autocast"].toBool()) {
+        autocast.emplace(x.device().type(),
+                         static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
+      }
       y = layer->Run(x, saved[1], rel, saved[3]);
     }
     {

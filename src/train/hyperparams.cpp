@@ -204,6 +204,11 @@ const std::vector<Entry>& Table() {
     t.push_back({"gradient_checkpointing",
                  {"grad_checkpointing"},
                  Bool(&TrainHyperparams::gradient_checkpointing)});
+    t.push_back({"precision",
+                 {"mixed_precision"},
+                 Choice<Precision>(&TrainHyperparams::precision, {{"fp32", Precision::kFp32},
+                                                                  {"bf16", Precision::kBf16},
+                                                                  {"fp16", Precision::kFp16}})});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -308,9 +313,32 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["bucket_batches"] = hp.bucket_batches;
   j["seed"] = hp.seed;
   j["gradient_checkpointing"] = hp.gradient_checkpointing;
+  j["precision"] = PrecisionName(hp.precision);
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
+}
+
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
+
+Status CheckPrecisionForDevice(Precision precision, const std::string& device) {
+  if (precision == Precision::kFp16 && device.rfind("cuda", 0) != 0) {
+    return InvalidArgumentError(fmt::format(
+        "precision 'fp16' needs a CUDA device (autocast to float16 with loss scaling), and the "
+        "device is '{}'; use \"precision\": \"bf16\" on CPU",
+        device));
+  }
+  return Status::Ok();
 }
 
 bool UsesRobertaPositions(const ModelSpec& model) {

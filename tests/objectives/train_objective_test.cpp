@@ -314,6 +314,19 @@ TEST_F(TrainObjectiveTest, ConfigErrors) {
   EXPECT_EQ(error(TrainJson(), {{"optimizer", Json::array({"adamw", "adam"})}}),
             "study.json: /objective: search-space parameter 'optimizer': unknown optimizer 'adam' "
             "(did you mean 'adamw'?); valid: adamw, sgd");
+  EXPECT_EQ(error(TrainJson({{"precision", "fp16"}}), lr),
+            "study.json: /objective/precision: precision 'fp16' needs a CUDA device (autocast to "
+            "float16 with loss scaling), and the device is 'cpu'; use \"precision\": \"bf16\" on "
+            "CPU");
+  EXPECT_EQ(error(TrainJson(), {{"precision", Json::array({"fp32", "fp16"})}}),
+            "study.json: /objective: search-space parameter 'precision': precision 'fp16' needs a "
+            "CUDA device (autocast to float16 with loss scaling), and the device is 'cpu'; use "
+            "\"precision\": \"bf16\" on CPU");
+  EXPECT_EQ(error(TrainJson({{"precision", "fp8"}}), lr),
+            "study.json: /objective/precision: unknown precision 'fp8' (did you mean 'fp32'?); "
+            "valid: fp32, bf16, fp16");
+  EXPECT_TRUE(Config(TrainJson({{"precision", "bf16"}}), lr).ok());
+  EXPECT_TRUE(Config(TrainJson({{"precision", "fp16"}, {"device", "cuda:0"}}), lr).ok());
   EXPECT_EQ(error(TrainJson(), lr, "minimize"),
             "study.json: /direction: the train objective's metric 'macro_f1' is maximized; set "
             "\"direction\": \"maximize\"");

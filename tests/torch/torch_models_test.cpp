@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "torch/torch_compat.h"
+
 #include <set>
 
 namespace tune::internal {
@@ -113,6 +115,39 @@ TEST(TransformerClassifier, DebertaParametersHaveHuggingFaceNames) {
 
 // Checkpointing recomputes DeBERTa's layers in backward; the shared relative embeddings, an input
 // of every checkpointed layer, must still get their gradient.
+// memory-reference §3.3: inside the guard a Linear computes in bf16; the weight's gradient stays
+// fp32; nested guards keep autocast on until the outermost exits; the previous state (enabled,
+// dtype, cache flag) comes back. (CPU autocast in 1.13 accepts only bf16 as its dtype, so the cache
+// flag is the marker that shows the restore.)
+TEST(AutocastGuard, Bf16InsideFp32GradsAndTheStateRestored) {
+  torch::manual_seed(0);
+  torch::nn::Linear linear(8, 4);
+  torch::Tensor x = torch::randn({3, 8});
+  ASSERT_FALSE(AutocastEnabled(c10::DeviceType::CPU));
+  at::autocast::set_autocast_cache_enabled(false);  // a marker to see it restored
+  torch::Tensor y;
+  {
+    AutocastGuard autocast(c10::DeviceType::CPU, torch::kBFloat16);
+    EXPECT_TRUE(AutocastEnabled(c10::DeviceType::CPU));
+    EXPECT_EQ(AutocastDtype(c10::DeviceType::CPU), torch::kBFloat16);
+    EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+    y = linear(x);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    { AutocastGuard inner(c10::DeviceType::CPU, torch::kBFloat16); }
+    EXPECT_TRUE(AutocastEnabled(c10::DeviceType::CPU));
+    EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_FALSE(AutocastEnabled(c10::DeviceType::CPU));
+  EXPECT_EQ(AutocastDtype(c10::DeviceType::CPU), torch::kBFloat16);
+  EXPECT_FALSE(at::autocast::is_autocast_cache_enabled());
+  at::autocast::set_autocast_cache_enabled(true);
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
+  y.to(torch::kFloat).sum().backward();  // outside autocast
+  ASSERT_TRUE(linear->weight.grad().defined());
+  EXPECT_EQ(linear->weight.grad().scalar_type(), torch::kFloat);
+  EXPECT_EQ(linear->weight.scalar_type(), torch::kFloat);
+}
+
 TEST(TransformerClassifier, DebertaCheckpointingGivesTheSameGradients) {
   auto grads = [](bool checkpoint) {
     torch::manual_seed(3);
@@ -138,6 +173,34 @@ TEST(TransformerClassifier, DebertaCheckpointingGivesTheSameGradients) {
   EXPECT_GT(rel_plain.abs().max().item<double>(), 0.0);
   EXPECT_TRUE(torch::allclose(rel_plain, rel_ckpt, 1e-5, 1e-7));
   EXPECT_TRUE(torch::allclose(q_plain, q_ckpt, 1e-5, 1e-7));
+}
+
+// Under bf16 autocast the checkpointed layers are recomputed in backward under the same autocast
+// (backward itself runs outside it), so the gradients equal the plain run's.
+TEST(TransformerClassifier, CheckpointingUnderBf16AutocastGivesTheSameGradients) {
+  auto grads = [](bool checkpoint) {
+    torch::manual_seed(5);
+    EncoderConfig c = TinyDebertaConfig();
+    c.gradient_checkpointing = checkpoint;
+    TransformerClassifier model(c, HeadConfig{});
+    model->train(true);
+    torch::Tensor ids = torch::randint(1, 50, {2, 9}, torch::kLong);
+    torch::Tensor mask = torch::ones({2, 9}, torch::kLong);
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(c10::DeviceType::CPU, torch::kBFloat16);
+      logits = model(ids, mask);
+    }
+    EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
+    torch::nn::functional::cross_entropy(logits.to(torch::kFloat), torch::tensor({0, 1}))
+        .backward();
+    return model->named_parameters()["encoder.layer.0.intermediate.dense.weight"].grad().clone();
+  };
+  torch::Tensor plain = grads(false), checkpointed = grads(true);
+  EXPECT_EQ(plain.scalar_type(), torch::kFloat);
+  EXPECT_GT(plain.abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(plain, checkpointed, 1e-5, 1e-7))
+      << (plain - checkpointed).abs().max().item<double>();
 }
 
 }  // namespace

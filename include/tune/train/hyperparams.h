@@ -20,6 +20,9 @@ namespace tune {
 
 enum class OptimizerKind { kAdamW, kSgd };
 enum class Activation { kGelu, kRelu, kTanh };
+// fp32; bf16: autocast to bfloat16 (CPU and CUDA), fp32 weights, gradients and optimizer state;
+// fp16: autocast to float16 with dynamic loss scaling (CUDA only).
+enum class Precision { kFp32, kBf16, kFp16 };
 
 struct TrainHyperparams {
   std::string model;            // catalog name of the encoder
@@ -51,6 +54,7 @@ struct TrainHyperparams {
   // Recompute each encoder layer in the backward pass instead of keeping its activations
   // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.
   bool gradient_checkpointing = false;
+  Precision precision = Precision::kFp32;  // mixed precision of the forward pass
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
@@ -60,6 +64,11 @@ struct TrainHyperparams {
   // The width of head layer `i` (0-based). REQUIRES: 0 <= i < 3.
   int64_t ClassifierWidth(int64_t i, int64_t hidden_size) const;
 };
+
+// "fp32", "bf16", "fp16".
+const char* PrecisionName(Precision precision);
+// InvalidArgument for fp16 on a device that is not CUDA.
+Status CheckPrecisionForDevice(Precision precision, const std::string& device);
 
 // Canonical names, in documentation order.
 const std::vector<std::string>& HyperparamNames();
