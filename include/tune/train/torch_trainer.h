@@ -43,7 +43,7 @@ std::string TorchVersion();
 // trains (apps/tune/torch_loader.cpp) and calls these C entry points, found by name.
 // kTorchPluginAbi changes whenever TorchTrainerOptions, Trainer or what they use change shape, so
 // a stale library next to a new binary is refused instead of misread.
-inline constexpr int kTorchPluginAbi = 2;
+inline constexpr int kTorchPluginAbi = 3;
 
 }  // namespace tune
 
