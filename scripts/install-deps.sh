@@ -24,7 +24,8 @@ for arg in "$@"; do
     *) echo "install-deps.sh: unknown option '$arg' (valid: --no-torch)" >&2; exit 2 ;;
   esac
 done
-[ "$torch" = 1 ] && pkgs+=(libtorch-dev libopenblas0-openmp)
+# python3-torch (the same 1.13 build over libtorch1.13): the PyTorch side of bench/run_train_bench.sh.
+[ "$torch" = 1 ] && pkgs+=(libtorch-dev libopenblas0-openmp python3-torch)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -15,6 +15,7 @@
 #include "tune/samplers/random.h"
 #include "tune/samplers/tpe.h"
 #include "tune/train/hyperparams.h"
+#include "tune/train/pretrained.h"
 #include "tune/text.h"
 
 namespace tune {
@@ -338,8 +339,9 @@ Status CheckTemplate(const JsonReader& r, const std::string& key, const std::str
 // defaults (every other key must be a training parameter, see hyperparams.h).
 Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
                            TrainObjectiveOptions& out) {
-  const std::vector<std::string> own = {"type",   "task",   "data",    "tokenizer",
-                                        "metric", "device", "threads", "ignore_params"};
+  const std::vector<std::string> own = {"type",    "task",          "data",      "tokenizer",
+                                        "metric",  "device",        "threads",   "ignore_params",
+                                        "pretrained"};
   std::vector<std::string> allowed = own;
   for (const auto& n : HyperparamNamesAndAliases()) allowed.push_back(n);
   TUNE_RETURN_IF_ERROR(r.CheckKeys(allowed));
@@ -465,6 +467,24 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
   }
   TUNE_ASSIGN_OR_RETURN(out.ignore_params, ReadStringArray(r, "ignore_params"));
 
+  // A pretrained checkpoint directory (ReadPretrainedCheckpoint put it in the catalog under the
+  // name as written): its vocab.txt is the vocabulary and it is the model.
+  TUNE_ASSIGN_OR_RETURN(auto pretrained, r.OptString("pretrained"));
+  if (pretrained) {
+    if (tabular) return r.ChildError("pretrained", "applies to text_classification only");
+    if (out.vocab) {
+      return r.ChildError("pretrained",
+                          "the checkpoint brings its own vocab.txt; remove \"tokenizer\": "
+                          "{\"vocab\": ...}");
+    }
+    if (r.Has("model")) {
+      return r.ChildError("model",
+                          "\"pretrained\" is the model (its config.json); remove \"model\"");
+    }
+    out.pretrained = path(*pretrained);
+    out.vocab = (fs::path(*out.pretrained) / "vocab.txt").string();
+  }
+
   // Hyperparameter defaults: checked now, applied in every trial under the trial's params.
   TrainHyperparams probe;
   for (const auto& [key, value] : r.json().items()) {
@@ -476,6 +496,10 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
     if (Status st = SetHyperparam(probe, key, value); !st.ok())
       return r.ChildError(key, st.message());
     out.defaults[canonical] = value;
+  }
+  if (pretrained) out.defaults["model"] = *pretrained;
+  if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+    return r.ChildError(r.Has("precision") ? "precision" : "mixed_precision", st.message());
   }
   return Status::Ok();
 }
@@ -528,7 +552,15 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
         return r.Error(fmt::format("{}: {}", where, st.message()));
       }
       if (*canonical == "model") models.push_back(v.get<std::string>());
+      if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+        return r.Error(fmt::format("{}: {}", where, st.message()));
+      }
     }
+  }
+  if (out.pretrained && !models.empty()) {
+    return r.Error(
+        "search-space parameter 'model': the objective trains its \"pretrained\" checkpoint; "
+        "remove the parameter or the checkpoint");
   }
   if (out.task == TrainTask::kTabularClassification) {
     if (!models.empty()) {
@@ -748,6 +780,19 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
     if (cat.contains("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string(), "/models"));
   }
   if (r.Has("models")) TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], source, "/models"));
+
+  // A train objective's pretrained checkpoint: its config.json becomes a catalog model, named as
+  // the key's value, before the search space and the objective look models up.
+  if (doc.contains("objective") && doc["objective"].is_object() &&
+      doc["objective"].value("type", Json()) == Json("train") &&
+      doc["objective"].contains("pretrained")) {
+    JsonReader obj(doc["objective"], source, "/objective");
+    TUNE_ASSIGN_OR_RETURN(std::string dir, obj.RequiredString("pretrained"));
+    auto checkpoint =
+        ReadPretrainedCheckpoint(fs::absolute(base_dir / dir).lexically_normal().string(), dir);
+    if (!checkpoint.ok()) return obj.ChildError("pretrained", checkpoint.status().message());
+    catalog.Put(checkpoint->model);
+  }
 
   // The objective (before the space: a function objective brings its own default space).
   Json objective_json = doc.contains("objective") ? doc["objective"] : Json::object();

@@ -24,6 +24,7 @@ Json ModelSpec::Attributes() const {
   a["position_buckets"] = position_buckets;
   a["num_parameters"] = num_parameters;
   a["heavy"] = heavy;
+  if (!pretrained.empty()) a["pretrained"] = pretrained;
   return a;
 }
 
@@ -36,6 +37,8 @@ int64_t EncoderParameterCount(const ModelSpec& m) {
   int64_t extra = 0;
   if (m.position_buckets > 0) {
     // DeBERTa-v2/v3: no absolute positions; shared relative embeddings (2 * buckets) + LayerNorm.
+    // The pooler is not part of DebertaV2Model (HF's ContextPooler sits in the classifier).
+    embeddings += m.type_vocab_size * h;
     extra = 2 * m.position_buckets * h + 2 * h;
   } else {
     embeddings += (m.max_position_embeddings + m.type_vocab_size) * h;
@@ -117,6 +120,12 @@ Status ModelCatalog::Merge(const Json& models, const std::string& file,
     models_[name] = std::move(m);
   }
   return Status::Ok();
+}
+
+void ModelCatalog::Put(ModelSpec model) {
+  heavy_stated_.erase(model.name);
+  model.heavy = model.num_parameters >= heavy_threshold_;
+  models_[model.name] = std::move(model);
 }
 
 void ModelCatalog::SetHeavyThreshold(int64_t threshold) {

@@ -36,6 +36,9 @@ struct ModelSpec {
   int64_t position_buckets = 0;  // DeBERTa-v2/v3 relative positions (0: absolute positions)
   int64_t num_parameters = 0;
   bool heavy = false;
+  // A model.safetensors whose weights initialise the encoder (objective key "pretrained",
+  // pretrained.h); empty: trained from scratch.
+  std::string pretrained;
   Json extra = Json::object();  // any other keys, usable in conditions
 
   // All attributes as JSON (what conditions such as "model.heavy" read).
@@ -56,6 +59,9 @@ class ModelCatalog {
   // Adds or replaces models from a {"name": {...}} object found in `file` at JSON pointer
   // `path` (both for errors). Entries that override an existing model start from its values.
   Status Merge(const Json& models, const std::string& file, const std::string& path);
+
+  // Adds or replaces one model; `heavy` is derived from the threshold.
+  void Put(ModelSpec model);
 
   // NotFound with the closest known name.
   Result<const ModelSpec*> Find(const std::string& name) const;

@@ -388,30 +388,6 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
 
 }  // namespace
 
-Result<Precision> ParsePrecision(std::string_view name) {
-  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "pure_bf16"};
-  for (size_t k = 0; k < names.size(); ++k) {
-    if (name == names[k]) return static_cast<Precision>(k);
-  }
-  return Status(StatusCode::kInvalidArgument,
-                fmt::format("unknown precision '{}'{}; valid: {}", name,
-                            DidYouMean(std::string(name), names), JoinNames(names)));
-}
-
-const char* PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp16:
-      return "fp16";
-    case Precision::kPureBf16:
-      return "pure_bf16";
-  }
-  return "?";
-}
-
 const char* MemoryPhaseName(MemoryPhase p) {
   switch (p) {
     case MemoryPhase::kForward:

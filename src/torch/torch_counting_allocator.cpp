@@ -2,7 +2,6 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,13 +10,17 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "torch/torch_version.h"
 #include "tune/memory/counting_cpu_allocator.h"
 
-// LibTorch >= 2.3 made Allocator::allocate non-const (PR #120969).
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+// LibTorch >= 2.3 made Allocator::allocate non-const (PR #120969) and has copy_data() as a pure
+// virtual (copy-on-write storage); 1.13 has neither.
+#if TUNE_TORCH_AT_LEAST(2, 3)
 #define TUNE_ALLOCATE_CONST
+#define TUNE_COPY_DATA_OVERRIDE override
 #else
 #define TUNE_ALLOCATE_CONST const
+#define TUNE_COPY_DATA_OVERRIDE
 #endif
 
 namespace tune {
@@ -79,9 +82,10 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &Delete; }
 
-  // Pure virtual in newer LibTorch (copy-on-write tensors); absent in 1.13. Declared without
-  // `override` so that one definition fits both.
-  void copy_data(void* dest, const void* src, std::size_t count) const {
+  // Pure virtual in 2.x (copy-on-write tensors); absent in 1.13, where it is an unused member.
+  // Whether 2.2 already declares it is unverified: without `override` the definition still
+  // overrides it there.
+  void copy_data(void* dest, const void* src, std::size_t count) const TUNE_COPY_DATA_OVERRIDE {
     std::memcpy(dest, src, count);
   }
 

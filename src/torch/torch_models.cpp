@@ -1,6 +1,9 @@
 #include "torch/torch_models.h"
 
 #include <cmath>
+#include <optional>
+
+#include "torch/torch_compat.h"
 
 namespace tune::internal {
 namespace {
@@ -27,27 +30,37 @@ class ContainerImpl : public torch::nn::Module {};
 // CheckpointFunction (memory-reference §3.4): forward runs the layer without recording the graph
 // and keeps only its inputs and the RNG state; backward restores that RNG state (so dropout draws
 // the same masks), recomputes the layer with the graph, back-propagates through it (which
-// accumulates the layer's parameter gradients) and returns the input's gradient.
+// accumulates the layer's parameter gradients) and returns the gradients of the inputs: the hidden
+// states and, for DeBERTa, the shared relative embeddings.
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& mask, BertLayerImpl* layer) {
+                               const torch::Tensor& mask, const torch::Tensor& rel,
+                               const torch::Tensor& rel_pos, EncoderLayer* layer) {
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
+    ctx->saved_data["rel_grad"] = rel.requires_grad();
+    // Backward runs outside autocast: the recomputation must run under the forward's autocast.
+    const bool autocast = AutocastEnabled(x.device().type());
+    ctx->saved_data["autocast"] = autocast;
+    ctx->saved_data["autocast_dtype"] =
+        static_cast<int64_t>(autocast ? AutocastDtype(x.device().type()) : torch::kFloat);
     at::Generator gen = at::globalContext().defaultGenerator(x.device());
     {
       std::lock_guard<std::mutex> lock(gen.mutex());
       ctx->saved_data["rng_state"] = gen.get_state();
     }
-    ctx->save_for_backward({x, mask});
+    ctx->save_for_backward({x, mask, rel, rel_pos});
     torch::NoGradGuard no_grad;
-    return layer->forward(x, mask);
+    return layer->Run(x, mask, rel, rel_pos);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto saved = ctx->get_saved_variables();
-    auto* layer = reinterpret_cast<BertLayerImpl*>(ctx->saved_data["layer"].toInt());
+    auto* layer = reinterpret_cast<EncoderLayer*>(ctx->saved_data["layer"].toInt());
     torch::Tensor x = saved[0].detach().requires_grad_(true);
+    const bool rel_grad = ctx->saved_data["rel_grad"].toBool();
+    torch::Tensor rel = saved[2].detach().requires_grad_(rel_grad);
     at::Generator gen = at::globalContext().defaultGenerator(x.device());
     torch::Tensor now;
     {
@@ -58,14 +71,20 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     torch::Tensor y;
     {
       torch::AutoGradMode enable(true);
-      y = layer->forward(x, saved[1]);
+      std::optional<AutocastGuard> autocast;
+      if (ctx->saved_data["autocast"].toBool()) {
+        autocast.emplace(x.device().type(),
+                         static_cast<at::ScalarType>(ctx->saved_data["autocast_dtype"].toInt()));
+      }
+      y = layer->Run(x, saved[1], rel, saved[3]);
     }
     {
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_state(now);
     }
     torch::autograd::backward({y}, {grad_outputs[0]});
-    return {x.grad(), torch::Tensor(), torch::Tensor()};
+    return {x.grad(), torch::Tensor(), rel_grad ? rel.grad() : torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -87,6 +106,16 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
   c.attention_dropout = hp.attention_dropout;
   c.layer_norm_eps = c.roberta_positions ? 1e-5 : 1e-12;
   c.gradient_checkpointing = hp.gradient_checkpointing;
+  if (UsesRelativePositions(model)) {
+    c.deberta = true;
+    c.position_buckets = model.position_buckets;
+    c.max_relative_positions = model.max_position_embeddings;  // HF: -1 -> max_position_embeddings
+    c.layer_norm_eps = 1e-7;
+  }
+  // A pretrained checkpoint's config.json states its own.
+  if (model.extra.contains("layer_norm_eps") && model.extra["layer_norm_eps"].is_number()) {
+    c.layer_norm_eps = model.extra["layer_norm_eps"].get<double>();
+  }
   return c;
 }
 
@@ -193,6 +222,112 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
   return output_(intermediate_(h), h);
 }
 
+torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position) {
+  torch::Tensor ids = torch::arange(length, torch::kLong);
+  torch::Tensor rel = ids.unsqueeze(1) - ids.unsqueeze(0);
+  if (buckets <= 0 || max_position <= 0) return rel;
+  // make_log_bucket_position, step by step in float32 as Hugging Face computes it.
+  const int64_t mid = buckets / 2;
+  torch::Tensor sign = torch::sign(rel);
+  torch::Tensor abs_pos =
+      torch::where((rel < mid) & (rel > -mid), torch::full_like(rel, mid - 1), torch::abs(rel));
+  torch::Tensor log_base = torch::scalar_tensor(
+      static_cast<double>(max_position - 1) / static_cast<double>(mid), torch::kFloat).log();
+  torch::Tensor log_pos =
+      torch::ceil(torch::log(abs_pos.to(torch::kFloat) / static_cast<double>(mid)) / log_base *
+                  static_cast<double>(mid - 1)) +
+      static_cast<double>(mid);
+  torch::Tensor bucket = torch::where(abs_pos <= mid, rel.to(torch::kFloat), log_pos * sign);
+  return bucket.to(torch::kLong);
+}
+
+DebertaEmbeddingsImpl::DebertaEmbeddingsImpl(const EncoderConfig& c) {
+  word_embeddings_ = register_module(
+      "word_embeddings",
+      torch::nn::Embedding(
+          torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_id)));
+  if (c.type_vocab_size > 0) {
+    token_type_embeddings_ = register_module(
+        "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  }
+  layer_norm_ = register_module(
+      "LayerNorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
+  dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+}
+
+torch::Tensor DebertaEmbeddingsImpl::forward(const torch::Tensor& input_ids,
+                                             const torch::Tensor& attention_mask) {
+  torch::Tensor x = word_embeddings_(input_ids);
+  if (token_type_embeddings_) x = x + token_type_embeddings_->weight[0];
+  x = layer_norm_(x) * attention_mask.unsqueeze(2).to(x.scalar_type());
+  return dropout_(x);
+}
+
+DisentangledSelfAttentionImpl::DisentangledSelfAttentionImpl(const EncoderConfig& c)
+    : heads_(c.num_heads),
+      head_dim_(c.hidden_size / c.num_heads),
+      span_(c.position_buckets > 0 ? c.position_buckets : c.max_relative_positions),
+      // 1 + c2p + p2c terms.
+      scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads) * 3.0)) {
+  query_proj_ = register_module("query_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  key_proj_ = register_module("key_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  value_proj_ = register_module("value_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  pos_dropout_ = register_module("pos_dropout", torch::nn::Dropout(c.hidden_dropout));
+  dropout_ = register_module("dropout", torch::nn::Dropout(c.attention_dropout));
+}
+
+torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
+                                                     const torch::Tensor& mask,
+                                                     const torch::Tensor& rel,
+                                                     const torch::Tensor& rel_pos) {
+  const int64_t b = x.size(0), t = x.size(1), h = x.size(2);
+  auto split = [&](const torch::Tensor& y) {  // [N, L, H] -> [N, heads, L, d]
+    return y.view({y.size(0), y.size(1), heads_, head_dim_}).transpose(1, 2);
+  };
+  torch::Tensor q = split(query_proj_(x)), k = split(key_proj_(x)), v = split(value_proj_(x));
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
+
+  // share_att_key: the relative embeddings go through the content projections.
+  torch::Tensor r = pos_dropout_(rel.slice(0, 0, 2 * span_)).unsqueeze(0);  // [1, 2S, H]
+  torch::Tensor pos_key = split(key_proj_(r)).squeeze(0);                   // [heads, 2S, d]
+  torch::Tensor pos_query = split(query_proj_(r)).squeeze(0);
+  const std::vector<int64_t> shape = {b, heads_, t, t};
+  // Content to position: row i (query) reads bucket(i - j) + S.
+  torch::Tensor c2p_pos = torch::clamp(rel_pos + span_, 0, 2 * span_ - 1).expand(shape);
+  torch::Tensor c2p = torch::gather(torch::matmul(q, pos_key.transpose(-1, -2)), -1, c2p_pos);
+  // Position to content: row j (key) reads bucket(j - i) + S, then transposed to [query, key].
+  torch::Tensor p2c_pos = torch::clamp(-rel_pos + span_, 0, 2 * span_ - 1).expand(shape);
+  torch::Tensor p2c = torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, p2c_pos)
+                          .transpose(-1, -2);
+  scores = (scores + c2p + p2c).mul_(scale_).add_(mask);
+  torch::Tensor probs = dropout_(torch::softmax(scores, -1));
+  return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
+}
+
+DebertaAttentionImpl::DebertaAttentionImpl(const EncoderConfig& c) {
+  self_ = register_module("self", DisentangledSelfAttention(c));
+  output_ = register_module("output", BertResidualOutput(c.hidden_size, c.hidden_size, c));
+}
+
+torch::Tensor DebertaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                            const torch::Tensor& rel,
+                                            const torch::Tensor& rel_pos) {
+  return output_(self_(x, mask, rel, rel_pos), x);
+}
+
+DebertaLayerImpl::DebertaLayerImpl(const EncoderConfig& c) {
+  attention_ = register_module("attention", DebertaAttention(c));
+  intermediate_ = register_module("intermediate", BertLinear(c.hidden_size, c.intermediate_size));
+  output_ = register_module("output", BertResidualOutput(c.intermediate_size, c.hidden_size, c));
+}
+
+torch::Tensor DebertaLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                        const torch::Tensor& rel, const torch::Tensor& rel_pos) {
+  torch::Tensor h = attention_(x, mask, rel, rel_pos);
+  return output_(intermediate_(h), h);
+}
+
 ClassifierHeadImpl::ClassifierHeadImpl(int64_t in, const HeadConfig& c)
     : activation_(c.activation) {
   hidden_ = register_module("hidden", torch::nn::ModuleList());
@@ -215,22 +350,48 @@ torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& pooled) {
 
 TransformerClassifierImpl::TransformerClassifierImpl(const EncoderConfig& encoder,
                                                      const HeadConfig& head)
-    : checkpoint_(encoder.gradient_checkpointing) {
-  embeddings_ = register_module("embeddings", BertEmbeddings(encoder));
+    : config_(encoder) {
+  std::shared_ptr<torch::nn::Module> embeddings;
+  if (encoder.deberta) {
+    deberta_embeddings_ = register_module("embeddings", DebertaEmbeddings(encoder));
+    embeddings = deberta_embeddings_.ptr();
+  } else {
+    bert_embeddings_ = register_module("embeddings", BertEmbeddings(encoder));
+    embeddings = bert_embeddings_.ptr();
+  }
   auto enc = register_module("encoder", std::make_shared<ContainerImpl>());
   layers_ = enc->register_module("layer", torch::nn::ModuleList());
-  for (int64_t i = 0; i < encoder.num_layers; ++i) layers_->push_back(BertLayer(encoder));
+  for (int64_t i = 0; i < encoder.num_layers; ++i) {
+    if (encoder.deberta) {
+      DebertaLayer layer(encoder);
+      layer_impls_.push_back(layer.get());
+      layers_->push_back(layer);
+    } else {
+      BertLayer layer(encoder);
+      layer_impls_.push_back(layer.get());
+      layers_->push_back(layer);
+    }
+  }
+  if (encoder.deberta) {
+    const int64_t span =
+        encoder.position_buckets > 0 ? encoder.position_buckets : encoder.max_relative_positions;
+    rel_embeddings_ = enc->register_module("rel_embeddings",
+                                           torch::nn::Embedding(2 * span, encoder.hidden_size));
+    rel_norm_ = enc->register_module(
+        "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({encoder.hidden_size})
+                                              .eps(encoder.layer_norm_eps)));
+  }
   auto pooler = register_module("pooler", std::make_shared<ContainerImpl>());
   pooler_ =
       pooler->register_module("dense", torch::nn::Linear(encoder.hidden_size, encoder.hidden_size));
   classifier_ = register_module("classifier", ClassifierHead(encoder.hidden_size, head));
 
-  // BERT's initialisation of the encoder and pooler: N(0, 0.02) weights, zero biases, LayerNorm
-  // 1/0, zero padding row. The classifier head keeps LibTorch's default (Kaiming-uniform) init,
-  // as the layers a user stacks on a pretrained encoder get in PyTorch; with N(0, 0.02) a deep
-  // head would start with vanishing signals.
+  // BERT's (and DeBERTa's) initialisation of the encoder and pooler: N(0, 0.02) weights, zero
+  // biases, LayerNorm 1/0, zero padding row. The classifier head keeps LibTorch's default
+  // (Kaiming-uniform) init, as the layers a user stacks on a pretrained encoder get in PyTorch;
+  // with N(0, 0.02) a deep head would start with vanishing signals.
   torch::NoGradGuard no_grad;
-  std::vector<std::shared_ptr<torch::nn::Module>> encoder_modules = embeddings_->modules();
+  std::vector<std::shared_ptr<torch::nn::Module>> encoder_modules = embeddings->modules();
   for (const auto& m : enc->modules()) encoder_modules.push_back(m);
   for (const auto& m : pooler->modules()) encoder_modules.push_back(m);
   for (auto& m : encoder_modules) {
@@ -244,19 +405,43 @@ TransformerClassifierImpl::TransformerClassifierImpl(const EncoderConfig& encode
   }
 }
 
-torch::Tensor TransformerClassifierImpl::forward(const torch::Tensor& input_ids,
-                                                 const torch::Tensor& attention_mask) {
-  torch::Tensor x = embeddings_(input_ids, attention_mask);
+torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
+                                                const torch::Tensor& attention_mask) {
+  torch::Tensor x = config_.deberta ? deberta_embeddings_(input_ids, attention_mask)
+                                    : bert_embeddings_(input_ids, attention_mask);
   // Additive mask, [B, 1, 1, T]: 0 for tokens, -10000 for padding (BERT's constant, safe in
   // reduced precision too).
   torch::Tensor mask =
       (1.0 - attention_mask.to(x.scalar_type())).mul_(-10000.0).unsqueeze(1).unsqueeze(2);
-  const bool checkpoint = checkpoint_ && is_training() && torch::GradMode::is_enabled();
-  for (const auto& layer : *layers_) {
-    BertLayerImpl* impl = layer->as<BertLayer>();
-    x = checkpoint ? CheckpointedLayer::apply(x, mask, impl) : impl->forward(x, mask);
+  torch::Tensor rel, rel_pos;
+  if (config_.deberta) {
+    const int64_t t = input_ids.size(1);
+    if (!rel_pos_.defined() || rel_pos_.size(0) != t || rel_pos_.device() != input_ids.device()) {
+      rel_pos_ = DebertaRelativePositions(t, config_.position_buckets,
+                                          config_.max_relative_positions)
+                     .to(input_ids.device());
+    }
+    rel_pos = rel_pos_;
+    rel = rel_norm_(rel_embeddings_->weight);  // norm_rel_ebd "layer_norm", shared by all layers
+  } else {
+    // BERT's layers ignore them; empty, not undefined, for the checkpoint Function's inputs.
+    rel = torch::empty({0}, x.options());
+    rel_pos = torch::empty({0}, input_ids.options());
   }
-  torch::Tensor pooled = torch::tanh(pooler_(x.select(1, 0)));  // [CLS]
+  const bool checkpoint =
+      config_.gradient_checkpointing && is_training() && torch::GradMode::is_enabled();
+  for (EncoderLayer* layer : layer_impls_) {
+    x = checkpoint ? CheckpointedLayer::apply(x, mask, rel, rel_pos, layer)
+                   : layer->Run(x, mask, rel, rel_pos);
+  }
+  return x;
+}
+
+torch::Tensor TransformerClassifierImpl::forward(const torch::Tensor& input_ids,
+                                                 const torch::Tensor& attention_mask) {
+  torch::Tensor cls = Encode(input_ids, attention_mask).select(1, 0);  // [CLS]
+  // BERT's pooler is tanh(dense); DeBERTa's ContextPooler is gelu(dense) (pooler_dropout 0).
+  torch::Tensor pooled = config_.deberta ? torch::gelu(pooler_(cls)) : torch::tanh(pooler_(cls));
   return classifier_(pooled);
 }
 

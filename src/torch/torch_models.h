@@ -1,8 +1,10 @@
 // LibTorch modules of the trainer (private to tune_torch).
 //
-// TransformerClassifier is a BERT-style encoder classifier. Submodule names follow Hugging Face's
-// BertModel without the "bert." prefix (embeddings.word_embeddings, encoder.layer.N.attention.
-// self.query, ..., pooler.dense), so checkpoints can be mapped onto it later.
+// TransformerClassifier is an encoder classifier: BERT/RoBERTa (absolute positions) or DeBERTa-v2/v3
+// (relative positions, disentangled attention). Submodule names follow Hugging Face's BertModel /
+// DebertaV2Model without the "bert."/"roberta."/"deberta." prefix (embeddings.word_embeddings,
+// encoder.layer.N.attention.self.query, ..., encoder.rel_embeddings, pooler.dense), so checkpoints
+// map onto it by name (torch_pretrained.cpp).
 #pragma once
 
 #include <torch/torch.h>
@@ -27,8 +29,15 @@ struct EncoderConfig {
   int64_t pad_id = 0;              // the word embedding's padding row
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
-  double layer_norm_eps = 1e-12;        // BERT 1e-12, RoBERTa 1e-5
+  double layer_norm_eps = 1e-12;        // BERT 1e-12, RoBERTa 1e-5, DeBERTa-v3 1e-7
   bool gradient_checkpointing = false;  // recompute each layer in backward (training only)
+  // DeBERTa-v2/v3 (Hugging Face DebertaV2 with relative_attention, pos_att_type "p2c|c2p",
+  // share_att_key, norm_rel_ebd "layer_norm", position_biased_input false): no absolute position
+  // embeddings; every layer adds content-to-position and position-to-content terms computed from
+  // shared relative embeddings (2 * position_buckets rows).
+  bool deberta = false;
+  int64_t position_buckets = 256;         // log buckets of relative positions (HF position_buckets)
+  int64_t max_relative_positions = 512;   // HF max_relative_positions (-1 there: max_positions)
 };
 
 struct HeadConfig {
@@ -40,6 +49,21 @@ struct HeadConfig {
 
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp, int32_t pad_id);
 HeadConfig MakeHeadConfig(const ModelSpec& model, const TrainHyperparams& hp, int64_t num_labels);
+
+// An encoder layer of either family, in the form gradient checkpointing recomputes. `rel` (the
+// normalised relative embeddings, [2 * buckets, H]) and `rel_pos` (bucketed relative positions,
+// [T, T]) are DeBERTa's; empty for BERT.
+class EncoderLayer {
+ public:
+  virtual ~EncoderLayer() = default;
+  virtual torch::Tensor Run(const torch::Tensor& x, const torch::Tensor& mask,
+                            const torch::Tensor& rel, const torch::Tensor& rel_pos) = 0;
+};
+
+// Hugging Face's build_relative_position + make_log_bucket_position for a sequence of `length`:
+// [length, length] int64, entry (i, j) the bucket of query i - key j. Within +-buckets/2 a distance
+// is its own bucket; beyond, buckets grow logarithmically up to max_position.
+torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position);
 
 class BertEmbeddingsImpl : public torch::nn::Module {
  public:
@@ -103,10 +127,14 @@ class BertLinearImpl : public torch::nn::Module {  // "intermediate": dense then
 };
 TORCH_MODULE(BertLinear);
 
-class BertLayerImpl : public torch::nn::Module {
+class BertLayerImpl : public torch::nn::Module, public EncoderLayer {
  public:
   explicit BertLayerImpl(const EncoderConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  torch::Tensor Run(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor&,
+                    const torch::Tensor&) override {
+    return forward(x, mask);
+  }
 
  private:
   BertAttention attention_{nullptr};
@@ -114,6 +142,67 @@ class BertLayerImpl : public torch::nn::Module {
   BertResidualOutput output_{nullptr};
 };
 TORCH_MODULE(BertLayer);
+
+// DeBERTa-v2's embeddings: word (+ token type when type_vocab_size > 0), LayerNorm, padding rows
+// zeroed, dropout. No absolute positions (position_biased_input false).
+class DebertaEmbeddingsImpl : public torch::nn::Module {
+ public:
+  explicit DebertaEmbeddingsImpl(const EncoderConfig& c);
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+
+ private:
+  torch::nn::Embedding word_embeddings_{nullptr}, token_type_embeddings_{nullptr};
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(DebertaEmbeddings);
+
+// DeBERTa's DisentangledSelfAttention with share_att_key and pos_att_type "p2c|c2p": scores =
+// (q.k + c2p + p2c) / sqrt(3 d), where c2p = q_i . key_proj(rel)[bucket(i - j)] and
+// p2c = k_j . query_proj(rel)[bucket(j - i)] (HF's gather/transpose form).
+class DisentangledSelfAttentionImpl : public torch::nn::Module {
+ public:
+  explicit DisentangledSelfAttentionImpl(const EncoderConfig& c);
+  // x: [B, T, H]; mask: additive [B, 1, 1, T]; rel: [2S, H]; rel_pos: [T, T] int64.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& rel,
+                        const torch::Tensor& rel_pos);
+
+ private:
+  int64_t heads_, head_dim_, span_;
+  double scale_;
+  torch::nn::Linear query_proj_{nullptr}, key_proj_{nullptr}, value_proj_{nullptr};
+  torch::nn::Dropout pos_dropout_{nullptr}, dropout_{nullptr};
+};
+TORCH_MODULE(DisentangledSelfAttention);
+
+class DebertaAttentionImpl : public torch::nn::Module {
+ public:
+  explicit DebertaAttentionImpl(const EncoderConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& rel,
+                        const torch::Tensor& rel_pos);
+
+ private:
+  DisentangledSelfAttention self_{nullptr};
+  BertResidualOutput output_{nullptr};
+};
+TORCH_MODULE(DebertaAttention);
+
+class DebertaLayerImpl : public torch::nn::Module, public EncoderLayer {
+ public:
+  explicit DebertaLayerImpl(const EncoderConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& rel,
+                        const torch::Tensor& rel_pos);
+  torch::Tensor Run(const torch::Tensor& x, const torch::Tensor& mask, const torch::Tensor& rel,
+                    const torch::Tensor& rel_pos) override {
+    return forward(x, mask, rel, rel_pos);
+  }
+
+ private:
+  DebertaAttention attention_{nullptr};
+  BertLinear intermediate_{nullptr};
+  BertResidualOutput output_{nullptr};
+};
+TORCH_MODULE(DebertaLayer);
 
 class ClassifierHeadImpl : public torch::nn::Module {
  public:
@@ -133,11 +222,18 @@ class TransformerClassifierImpl : public torch::nn::Module {
   TransformerClassifierImpl(const EncoderConfig& encoder, const HeadConfig& head);
   // input_ids, attention_mask: [B, T] int64. Returns logits, [B, num_labels].
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  // The last layer's hidden states, [B, T, H].
+  torch::Tensor Encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
 
  private:
-  bool checkpoint_;
-  BertEmbeddings embeddings_{nullptr};
+  EncoderConfig config_;
+  BertEmbeddings bert_embeddings_{nullptr};
+  DebertaEmbeddings deberta_embeddings_{nullptr};
   torch::nn::ModuleList layers_;
+  std::vector<EncoderLayer*> layer_impls_;
+  torch::nn::Embedding rel_embeddings_{nullptr};  // DeBERTa: encoder.rel_embeddings
+  torch::nn::LayerNorm rel_norm_{nullptr};        // DeBERTa: encoder.LayerNorm
+  torch::Tensor rel_pos_;                         // DeBERTa: cached for the last length
   torch::nn::Linear pooler_{nullptr};
   ClassifierHead classifier_{nullptr};
 };

@@ -2,6 +2,7 @@
 #include "tune/train/torch_trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -9,10 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <new>
+#include <optional>
 #include <random>
 #include <thread>
 
+#include "torch/torch_compat.h"
 #include "torch/torch_models.h"
+#include "torch/torch_pretrained.h"
 #include "tune/interrupt.h"
 #include "tune/memory/counting_cpu_allocator.h"
 #include "tune/train/batching.h"
@@ -116,6 +120,25 @@ class TextTask final : public Task {
     for (const auto& ids : data_.validation_ids)
       eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
   }
+  // Copies the checkpoint's weights into the encoder (a non-OK Status when they do not fit).
+  Status LoadPretrained(const std::string& weights_path) {
+    TUNE_ASSIGN_OR_RETURN(internal::PretrainedLoadReport report,
+                          internal::LoadPretrainedWeights(*model_, weights_path));
+    spdlog::info("Loaded {} tensors from {}{}; freshly initialised: {}", report.loaded,
+                 weights_path,
+                 report.prefix.empty() ? "" : fmt::format(" (prefix '{}')", report.prefix),
+                 fmt::join(report.fresh, ", "));
+    if (!report.unexpected.empty()) {
+      const size_t shown = std::min<size_t>(report.unexpected.size(), 6);
+      spdlog::info("{} tensors of {} are not used by the classifier: {}{}",
+                   report.unexpected.size(), weights_path,
+                   fmt::join(report.unexpected.begin(), report.unexpected.begin() +
+                                                            static_cast<std::ptrdiff_t>(shown),
+                             ", "),
+                   shown < report.unexpected.size() ? ", ..." : "");
+    }
+    return Status::Ok();
+  }
   torch::nn::Module& module() override { return *model_; }
   int64_t num_labels() const override { return data_.num_labels; }
   const std::vector<int64_t>& lengths(bool train) const override {
@@ -184,6 +207,49 @@ class TabularTask final : public Task {
   torch::Device device_;
   internal::MlpClassifier model_;
   std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+// The forward pass of a batch under autocast for bf16/fp16 (memory-reference §3.3); logits come
+// back as float32 so that the loss is computed in full precision, outside autocast.
+std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& task,
+                                                  const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) {
+  if (precision == Precision::kFp32) return task.Forward(batch, train, p);
+  std::pair<torch::Tensor, torch::Tensor> out;
+  {
+    const torch::Device device = task.module().parameters().front().device();
+    internal::AutocastGuard autocast(
+        device.type(), precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf);
+    out = task.Forward(batch, train, p);
+  }
+  out.first = out.first.to(torch::kFloat);
+  return out;
+}
+
+// Dynamic loss scaling for fp16 (torch.cuda.amp.GradScaler's defaults: initial scale 2^16, x2
+// after 2000 finite steps, x0.5 after a step with inf/NaN gradients), built from the ATen ops
+// GradScaler itself uses. CUDA only in LibTorch 1.13.
+class LossScaler {
+ public:
+  explicit LossScaler(const torch::Device& device)
+      : scale_(torch::full({1}, 65536.0, torch::TensorOptions(torch::kFloat).device(device))),
+        growth_tracker_(torch::zeros({1}, torch::TensorOptions(torch::kInt).device(device))),
+        found_inf_(torch::zeros({1}, torch::TensorOptions(torch::kFloat).device(device))) {}
+  torch::Tensor Scale(const torch::Tensor& loss) const { return loss * scale_; }
+  // Divides the gradients by the scale in place; false when one of them is inf or NaN.
+  bool Unscale(const std::vector<torch::Tensor>& params) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    found_inf_.zero_();
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, scale_.reciprocal());
+    return found_inf_.item<float>() == 0.0f;
+  }
+  void Update() { at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000); }
+
+ private:
+  torch::Tensor scale_, growth_tracker_, found_inf_;
 };
 
 class TorchTrainer final : public Trainer {
@@ -261,12 +327,24 @@ class TorchTrainer final : public Trainer {
     if (job.tabular != nullptr) {
       task = std::make_unique<TabularTask>(job, device_);
     } else {
-      task = std::make_unique<TextTask>(job, device_);
+      auto text = std::make_unique<TextTask>(job, device_);
+      if (!job.model.pretrained.empty()) {
+        TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+      }
+      task = std::move(text);
     }
     torch::nn::Module& model = task->module();
     result.num_parameters = 0;
     for (const auto& t : model.parameters()) result.num_parameters += t.numel();
     std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(hp, model);
+    const Precision precision = job.tabular != nullptr ? Precision::kFp32 : hp.precision;
+    if (Status st = CheckPrecisionForDevice(precision, device_.str()); !st.ok()) {
+      result.end = TrainResult::End::kFailed;
+      result.message = st.message();
+      return Status::Ok();
+    }
+    std::optional<LossScaler> scaler;
+    if (precision == Precision::kFp16) scaler.emplace(device_);
 
     const auto n_train = static_cast<int64_t>(task->lengths(true).size());
     const int64_t batches_per_epoch = (n_train + hp.batch_size - 1) / hp.batch_size;
@@ -301,7 +379,7 @@ class TorchTrainer final : public Trainer {
             result.end = TrainResult::End::kInterrupted;
             return Status::Ok();
           }
-          auto [logits, labels] = task->Forward(batches[b], /*train=*/true, p);
+          auto [logits, labels] = ForwardIn(precision, *task, batches[b], /*train=*/true, p);
           torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, sum);
           const double batch_loss = summed.item<double>();
           if (!std::isfinite(batch_loss)) {
@@ -313,17 +391,23 @@ class TorchTrainer final : public Trainer {
             return Status::Ok();
           }
           p.phase = "backward";
-          (summed / static_cast<double>(group_examples)).backward();
+          // Backward runs outside autocast (it follows the forward's dtypes by itself).
+          torch::Tensor loss = summed / static_cast<double>(group_examples);
+          (scaler ? scaler->Scale(loss) : loss).backward();
           loss_sum += batch_loss;
           seen += static_cast<int64_t>(batches[b].size());
         }
         p.phase = "optimizer_step";
-        if (hp.max_grad_norm > 0) {
+        // fp16: unscale the gradients; a step with inf/NaN gradients is skipped and the scale
+        // backs off (torch.cuda.amp.GradScaler).
+        const bool finite = scaler ? scaler->Unscale(model.parameters()) : true;
+        if (finite && hp.max_grad_norm > 0) {
           torch::nn::utils::clip_grad_norm_(model.parameters(), hp.max_grad_norm);
         }
         lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
         SetLearningRate(*optimizer, lr);
-        optimizer->step();
+        if (finite) optimizer->step();
+        if (scaler) scaler->Update();
         model.zero_grad(/*set_to_none=*/true);
         ++step;
         p.step = step;
@@ -334,7 +418,7 @@ class TorchTrainer final : public Trainer {
       m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
       m.optimizer_steps = step;
       m.learning_rate = lr;
-      if (!Evaluate(*task, eval_batch_size, m, p)) {
+      if (!Evaluate(*task, eval_batch_size, precision, m, p)) {
         result.end = TrainResult::End::kInterrupted;
         return Status::Ok();
       }
@@ -354,7 +438,8 @@ class TorchTrainer final : public Trainer {
   }
 
   // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
-  bool Evaluate(Task& task, int64_t batch_size, EpochMetrics& m, Progress& p) {
+  bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m,
+                Progress& p) {
     task.module().train(false);
     torch::NoGradGuard no_grad;
     std::vector<int64_t> labels, predictions;
@@ -362,7 +447,7 @@ class TorchTrainer final : public Trainer {
     const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
     for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
       if (InterruptRequested()) return false;
-      auto [logits, y] = task.Forward(batch, /*train=*/false, p);
+      auto [logits, y] = ForwardIn(precision, task, batch, /*train=*/false, p);
       loss_sum += torch::nn::functional::cross_entropy(logits, y, sum).item<double>();
       torch::Tensor pred = logits.argmax(1).to(torch::kCPU).contiguous();
       torch::Tensor truth = y.to(torch::kCPU).contiguous();

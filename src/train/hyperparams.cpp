@@ -204,6 +204,11 @@ const std::vector<Entry>& Table() {
     t.push_back({"gradient_checkpointing",
                  {"grad_checkpointing"},
                  Bool(&TrainHyperparams::gradient_checkpointing)});
+    t.push_back({"precision",
+                 {"mixed_precision"},
+                 Choice<Precision>(&TrainHyperparams::precision, {{"fp32", Precision::kFp32},
+                                                                  {"bf16", Precision::kBf16},
+                                                                  {"fp16", Precision::kFp16}})});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -308,9 +313,44 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["bucket_batches"] = hp.bucket_batches;
   j["seed"] = hp.seed;
   j["gradient_checkpointing"] = hp.gradient_checkpointing;
+  j["precision"] = PrecisionName(hp.precision);
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
+}
+
+Result<Precision> ParsePrecision(std::string_view name) {
+  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "pure_bf16"};
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (name == names[k]) return static_cast<Precision>(k);
+  }
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("unknown precision '{}'{}; valid: {}", name,
+                            DidYouMean(std::string(name), names), JoinNames(names)));
+}
+
+const char* PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kPureBf16:
+      return "pure_bf16";
+  }
+  return "?";
+}
+
+Status CheckPrecisionForDevice(Precision precision, const std::string& device) {
+  if (precision == Precision::kFp16 && device.rfind("cuda", 0) != 0) {
+    return InvalidArgumentError(fmt::format(
+        "precision 'fp16' needs a CUDA device (autocast to float16 with loss scaling), and the "
+        "device is '{}'; use \"precision\": \"bf16\" on CPU",
+        device));
+  }
+  return Status::Ok();
 }
 
 bool UsesRobertaPositions(const ModelSpec& model) {
@@ -323,19 +363,30 @@ int64_t MaxSequenceLength(const ModelSpec& model) {
                                      : model.max_position_embeddings;
 }
 
+bool UsesRelativePositions(const ModelSpec& model) {
+  return model.model_type == "deberta-v2" || model.position_buckets > 0;
+}
+
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
-  const std::vector<std::string> supported = {"bert", "roberta", "xlm-roberta", "camembert", ""};
-  if (model.model_type == "deberta-v2" || model.position_buckets > 0) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}' ({}): DeBERTa-v2/v3 disentangled attention is not implemented in the trainer "
-        "yet; choose a bert, roberta or xlm-roberta model",
-        model.name, model.model_type));
-  }
+  const std::vector<std::string> supported = {"bert",      "roberta",    "xlm-roberta",
+                                              "camembert", "deberta-v2", ""};
   if (std::find(supported.begin(), supported.end(), model.model_type) == supported.end()) {
     return InvalidArgumentError(fmt::format(
         "model '{}': model_type '{}' is not supported by the trainer; valid: bert, roberta, "
-        "xlm-roberta, camembert",
+        "xlm-roberta, camembert, deberta-v2",
         model.name, model.model_type));
+  }
+  if (UsesRelativePositions(model) && model.position_buckets <= 0) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}' (deberta-v2): set position_buckets (256 for DeBERTa-v3); the trainer builds "
+        "DeBERTa's log-bucketed relative positions only",
+        model.name));
+  }
+  if (UsesRelativePositions(model) && UsesRobertaPositions(model)) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}': position_buckets {} with model_type '{}': relative positions are "
+        "DeBERTa's (model_type deberta-v2)",
+        model.name, model.position_buckets, model.model_type));
   }
   if (model.num_attention_heads <= 0 || model.hidden_size % model.num_attention_heads != 0) {
     return InvalidArgumentError(

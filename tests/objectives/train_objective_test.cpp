@@ -314,6 +314,19 @@ TEST_F(TrainObjectiveTest, ConfigErrors) {
   EXPECT_EQ(error(TrainJson(), {{"optimizer", Json::array({"adamw", "adam"})}}),
             "study.json: /objective: search-space parameter 'optimizer': unknown optimizer 'adam' "
             "(did you mean 'adamw'?); valid: adamw, sgd");
+  EXPECT_EQ(error(TrainJson({{"precision", "fp16"}}), lr),
+            "study.json: /objective/precision: precision 'fp16' needs a CUDA device (autocast to "
+            "float16 with loss scaling), and the device is 'cpu'; use \"precision\": \"bf16\" on "
+            "CPU");
+  EXPECT_EQ(error(TrainJson(), {{"precision", Json::array({"fp32", "fp16"})}}),
+            "study.json: /objective: search-space parameter 'precision': precision 'fp16' needs a "
+            "CUDA device (autocast to float16 with loss scaling), and the device is 'cpu'; use "
+            "\"precision\": \"bf16\" on CPU");
+  EXPECT_EQ(error(TrainJson({{"precision", "fp8"}}), lr),
+            "study.json: /objective/precision: unknown precision 'fp8' (did you mean 'fp32'?); "
+            "valid: fp32, bf16, fp16");
+  EXPECT_TRUE(Config(TrainJson({{"precision", "bf16"}}), lr).ok());
+  EXPECT_TRUE(Config(TrainJson({{"precision", "fp16"}, {"device", "cuda:0"}}), lr).ok());
   EXPECT_EQ(error(TrainJson(), lr, "minimize"),
             "study.json: /direction: the train objective's metric 'macro_f1' is maximized; set "
             "\"direction\": \"maximize\"");
@@ -323,11 +336,30 @@ TEST_F(TrainObjectiveTest, ConfigErrors) {
       error(no_model, lr),
       "study.json: /objective: no model: set \"model\" here or add a 'model' parameter to the "
       "search space");
-  EXPECT_NE(error(no_model, {{"model",
-                              {{"type", "model"},
-                               {"choices", {"bert-base-uncased", "microsoft/deberta-v3-base"}}}}})
-                .find("DeBERTa-v2/v3 disentangled attention is not implemented"),
-            std::string::npos);
+  // DeBERTa-v3 trains now; a model_type the trainer cannot build is still refused at load.
+  const Json deberta_or_bert = {
+      {"model",
+       {{"type", "model"}, {"choices", {"bert-base-uncased", "microsoft/deberta-v3-base"}}}}};
+  EXPECT_TRUE(Config(no_model, deberta_or_bert).ok());
+  Json gpt = {{"direction", "maximize"},
+              {"models",
+               {{"gpt-ish",
+                 {{"model_type", "gpt2"},
+                  {"num_hidden_layers", 1},
+                  {"hidden_size", 8},
+                  {"num_attention_heads", 2},
+                  {"intermediate_size", 8},
+                  {"vocab_size", 64},
+                  {"max_position_embeddings", 32}}}}},
+              {"search_space", lr},
+              {"objective", TrainJson({{"model", "gpt-ish"}})}};
+  auto c = ParseStudyConfig(gpt, "study.json", dir_.path());
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("model 'gpt-ish': model_type 'gpt2' is not supported by the "
+                                      "trainer; valid: bert, roberta, xlm-roberta, camembert, "
+                                      "deberta-v2"),
+            std::string::npos)
+      << c.status().message();
   EXPECT_EQ(error(TrainJson({{"device", "gpu"}}), lr),
             "study.json: /objective/device: unknown device 'gpu'; valid: cpu, cuda, cuda:N");
   Json no_data = TrainJson();

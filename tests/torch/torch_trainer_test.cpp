@@ -80,6 +80,16 @@ ModelSpec TinyModel(const std::string& type = "bert") {
   return m;
 }
 
+// DeBERTa-v3 in small: 16 relative-position buckets (mid 8) so that sequences of up to 32 tokens
+// reach the log buckets.
+ModelSpec TinyDeberta() {
+  ModelSpec m = TinyModel("deberta-v2");
+  m.max_position_embeddings = 64;
+  m.type_vocab_size = 0;
+  m.position_buckets = 16;
+  return m;
+}
+
 TrainHyperparams FastHyperparams() {
   TrainHyperparams hp;
   hp.learning_rate = 3e-3;
@@ -134,6 +144,52 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   // The encoder as the catalog formula counts it, plus the output layer.
   EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + 32 * 4 + 4);
   EXPECT_GT(r->peak_memory_bytes, 0);
+}
+
+TEST_F(TorchTrainerTest, TinyDebertaLearnsASeparableTask) {
+  auto trainer = NewCpuTrainer();
+  TrainJob job{TinyDeberta(), FastHyperparams(), data_};
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
+  // The encoder as the catalog formula counts it (DebertaV2Model: no pooler), plus HF's
+  // ContextPooler (dense) and the output layer.
+  EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + (32 * 32 + 32) + 32 * 4 + 4);
+}
+
+// bf16 autocast on CPU: the forward pass in bfloat16, weights, gradients and AdamW state in fp32.
+TEST_F(TorchTrainerTest, Bf16AutocastOnCpuLearnsTooAndDiffersFromFp32) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.precision = Precision::kBf16;
+  TrainJob job{TinyModel(), hp, data_};
+  auto bf16 = Train(*trainer, job);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  ASSERT_EQ(bf16->end, TrainResult::End::kCompleted) << bf16->message;
+  EXPECT_GT(bf16->epochs.back().accuracy, 0.9);  // chance: 0.25
+  job.hp.precision = Precision::kFp32;
+  job.hp.epochs = 1;
+  job.hp.precision = Precision::kFp32;
+  auto fp32 = Train(*trainer, job);
+  job.hp.precision = Precision::kBf16;
+  auto bf16_one = Train(*trainer, job);
+  ASSERT_TRUE(fp32.ok() && bf16_one.ok());
+  // Really another precision: the same run's loss differs, though only slightly.
+  EXPECT_NE(fp32->epochs[0].train_loss, bf16_one->epochs[0].train_loss);
+  EXPECT_NEAR(fp32->epochs[0].train_loss, bf16_one->epochs[0].train_loss, 0.1);
+}
+
+TEST_F(TorchTrainerTest, Fp16OnCpuFailsTheRunWithTheReason) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.precision = Precision::kFp16;
+  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kFailed);
+  EXPECT_NE(r->message.find("precision 'fp16' needs a CUDA device"), std::string::npos)
+      << r->message;
 }
 
 TEST_F(TorchTrainerTest, RobertaPositionsCosineMaxLengthPaddingAndAClassifierHeadAlsoLearn) {

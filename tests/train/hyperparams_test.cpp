@@ -64,9 +64,21 @@ TEST(Hyperparams, ChecksModelsForTraining) {
             "max_length 513 is longer than model 'roberta-base' allows (512 positions, 2 of its "
             "max_position_embeddings are reserved)");
   hp.max_length = 128;
-  st = CheckModelForTraining(**catalog.Find("microsoft/deberta-v3-base"), hp);
-  EXPECT_NE(st.message().find("DeBERTa-v2/v3 disentangled attention is not implemented"),
-            std::string::npos);
+  EXPECT_TRUE(CheckModelForTraining(**catalog.Find("microsoft/deberta-v3-base"), hp).ok());
+  EXPECT_TRUE(UsesRelativePositions(**catalog.Find("tiny-deberta-v3")));
+  EXPECT_FALSE(UsesRelativePositions(**catalog.Find("roberta-base")));
+  ModelSpec no_buckets = **catalog.Find("microsoft/deberta-v3-base");
+  no_buckets.position_buckets = 0;
+  st = CheckModelForTraining(no_buckets, hp);
+  EXPECT_NE(st.message().find("set position_buckets (256 for DeBERTa-v3)"), std::string::npos)
+      << st.message();
+  ModelSpec mixed = **catalog.Find("roberta-base");
+  mixed.position_buckets = 256;
+  EXPECT_FALSE(CheckModelForTraining(mixed, hp).ok());
+  ModelSpec unknown = **catalog.Find("bert-base-uncased");
+  unknown.model_type = "gpt2";
+  st = CheckModelForTraining(unknown, hp);
+  EXPECT_NE(st.message().find("model_type 'gpt2' is not supported"), std::string::npos);
   EXPECT_TRUE(UsesRobertaPositions(**catalog.Find("xlm-roberta-base")));
   EXPECT_FALSE(UsesRobertaPositions(**catalog.Find("bert-base-uncased")));
 }

@@ -87,6 +87,7 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
   c.request = MemoryRequestFor(model, hp, args.num_labels);
   MemoryRequest& r = c.request;
   TUNE_ASSIGN_OR_RETURN(r.precision, ParsePrecision(args.precision));
+  hp.precision = r.precision;
   r.train = !args.eval_only;
   if (args.model == "mlp") {
     r.architecture = Architecture::kMlp;
@@ -113,11 +114,11 @@ Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
 // counting allocator and returns its measured peak (bytes above the level before the run).
 Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
   const MemoryRequest& r = c.request;
-  if (r.precision != Precision::kFp32) {
+  if (r.precision == Precision::kPureBf16) {
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("--measure runs fp32 only in this build (got --precision {})",
-                              PrecisionName(r.precision)));
+                  "--measure: the trainer trains fp32, bf16 or fp16 (autocast), not pure_bf16");
   }
+  TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(r.precision, "cpu"));
   TorchTrainerOptions options;
   options.device = "cpu";
   options.threads = args.threads;

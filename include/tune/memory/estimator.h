@@ -26,12 +26,6 @@
 
 namespace tune {
 
-// fp32; bf16 / fp16: autocast (fp32 weights, low-precision matmuls); pure_bf16: the model
-// itself in bf16 (weights, gradients and optimizer state in bf16).
-enum class Precision { kFp32, kBf16, kFp16, kPureBf16 };
-Result<Precision> ParsePrecision(std::string_view name);
-const char* PrecisionName(Precision p);
-
 enum class Architecture { kEncoder, kMlp, kDecoder };
 
 struct MemoryRequest {

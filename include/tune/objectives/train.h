@@ -53,6 +53,9 @@ struct TrainObjectiveOptions {
   TextDataOptions data;              // text_classification
   TabularDataOptions tabular;        // tabular_classification
   std::optional<std::string> vocab;  // a BERT WordPiece vocab.txt; unset: built from the text
+  // A Hugging Face-style checkpoint directory (pretrained.h): the model (defaults["model"] names
+  // its catalog entry, whose `pretrained` points at the weights) and the vocab.txt above.
+  std::optional<std::string> pretrained;
   TokenizerOptions tokenizer;
   TrainMetric metric = TrainMetric::kMacroF1;
   std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tune/distributions.h"
@@ -20,6 +21,11 @@ namespace tune {
 
 enum class OptimizerKind { kAdamW, kSgd };
 enum class Activation { kGelu, kRelu, kTanh };
+// fp32; bf16: autocast to bfloat16 (CPU and CUDA), fp32 weights, gradients and optimizer state;
+// fp16: autocast to float16 with dynamic loss scaling (CUDA only); pure_bf16: the model itself in
+// bfloat16 (weights, gradients and optimizer state) -- the memory estimator models it, the
+// trainer does not train that way (the `precision` hyperparameter offers fp32, bf16 and fp16).
+enum class Precision { kFp32, kBf16, kFp16, kPureBf16 };
 
 struct TrainHyperparams {
   std::string model;            // catalog name of the encoder
@@ -51,6 +57,7 @@ struct TrainHyperparams {
   // Recompute each encoder layer in the backward pass instead of keeping its activations
   // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.
   bool gradient_checkpointing = false;
+  Precision precision = Precision::kFp32;  // mixed precision of the forward pass
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
@@ -60,6 +67,13 @@ struct TrainHyperparams {
   // The width of head layer `i` (0-based). REQUIRES: 0 <= i < 3.
   int64_t ClassifierWidth(int64_t i, int64_t hidden_size) const;
 };
+
+// "fp32", "bf16", "fp16", "pure_bf16".
+const char* PrecisionName(Precision precision);
+// The inverse of PrecisionName; InvalidArgument naming the closest valid choice.
+Result<Precision> ParsePrecision(std::string_view name);
+// InvalidArgument for fp16 on a device that is not CUDA.
+Status CheckPrecisionForDevice(Precision precision, const std::string& device);
 
 // Canonical names, in documentation order.
 const std::vector<std::string>& HyperparamNames();
@@ -76,12 +90,15 @@ Status SetHyperparam(TrainHyperparams& hp, const std::string& name, const Json& 
 Json HyperparamsToJson(const TrainHyperparams& hp);
 
 // Whether the trainer can build `model` with these settings: a supported model_type (bert,
-// roberta, xlm-roberta; deberta-v2 comes later), heads dividing the hidden size, max_length within
-// the model's positions (RoBERTa-style models reserve two). InvalidArgument says why not.
+// roberta, xlm-roberta, camembert, deberta-v2 with position_buckets > 0), heads dividing the hidden
+// size, max_length within the model's positions (RoBERTa-style models reserve two). InvalidArgument
+// says why not.
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp);
 // The longest max_length `model` accepts.
 int64_t MaxSequenceLength(const ModelSpec& model);
 // True for RoBERTa-style absolute positions (offset by padding_idx + 1 = 2).
 bool UsesRobertaPositions(const ModelSpec& model);
+// True for DeBERTa-v2/v3: relative positions and disentangled attention, no absolute positions.
+bool UsesRelativePositions(const ModelSpec& model);
 
 }  // namespace tune

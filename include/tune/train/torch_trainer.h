@@ -1,7 +1,7 @@
 // The LibTorch trainer [tune_torch]: trains the transformer encoder classifiers of the model
 // catalog in process (BERT/RoBERTa-style: word, position and token-type embeddings, post-LN
-// self-attention layers with GELU feed-forward, tanh pooler on [CLS], a head with 0-3 hidden
-// layers), with AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping,
+// self-attention layers with GELU feed-forward, tanh pooler on [CLS]; or DeBERTa-v3: relative
+// positions and disentangled attention, GELU pooler; then a head with 0-3 hidden layers), with AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping,
 // optional gradient checkpointing, and evaluates after every epoch; or an MLP on tabular rows.
 // No LibTorch types here.
 //
@@ -43,7 +43,7 @@ std::string TorchVersion();
 // trains (apps/tune/torch_loader.cpp) and calls these C entry points, found by name.
 // kTorchPluginAbi changes whenever TorchTrainerOptions, Trainer or what they use change shape, so
 // a stale library next to a new binary is refused instead of misread.
-inline constexpr int kTorchPluginAbi = 1;
+inline constexpr int kTorchPluginAbi = 3;
 
 }  // namespace tune
 

@@ -1,0 +1,143 @@
+"""PyTorch eager side of the training-throughput benchmark (issue 5).
+
+The same model, data shape, optimizer, schedule and step as tune's trainer
+(src/torch/torch_models.cpp, src/torch/torch_trainer.cpp), written in plain PyTorch:
+BERT-style post-LN encoder (word + position + token-type embeddings, LayerNorm eps 1e-12,
+dropout 0.1), tanh pooler on [CLS], a linear head; N(0, 0.02) encoder init; AdamW with
+weight decay 0.01 except biases and LayerNorms; loss summed over the batch and divided by
+its size; gradient clipping at 1.0; a linear schedule; zero_grad(set_to_none=True). Two
+epochs of `steps` optimizer steps; the first warms up, the second is timed, and each
+epoch ends with the evaluation of one example (as in tune_bench_train_throughput).
+Prints one JSON line.
+
+Run with Debian's /usr/bin/python3 (python3-torch 1.13).
+"""
+import argparse
+import json
+import math
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Layer(nn.Module):
+    def __init__(self, h, heads, inter, p):
+        super().__init__()
+        self.heads, self.d = heads, h // heads
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attn_out, self.attn_ln = nn.Linear(h, h), nn.LayerNorm(h, eps=1e-12)
+        self.inter, self.out, self.out_ln = nn.Linear(h, inter), nn.Linear(inter, h), nn.LayerNorm(h, eps=1e-12)
+        self.drop = nn.Dropout(p)
+        self.attn_drop = nn.Dropout(p)
+
+    def forward(self, x, mask):
+        b, t, h = x.shape
+
+        def split(y):
+            return y.view(b, t, self.heads, self.d).transpose(1, 2)
+
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)).mul_(1.0 / math.sqrt(self.d)).add_(mask)
+        probs = self.attn_drop(torch.softmax(scores, -1))
+        ctx = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, h)
+        a = self.attn_ln(self.drop(self.attn_out(ctx)) + x)
+        return self.out_ln(self.drop(self.out(F.gelu(self.inter(a)))) + a)
+
+
+class Classifier(nn.Module):
+    def __init__(self, layers, h, heads, inter, vocab, labels, p=0.1):
+        super().__init__()
+        self.word = nn.Embedding(vocab, h, padding_idx=0)
+        self.pos = nn.Embedding(512, h)
+        self.token_type = nn.Embedding(2, h)
+        self.emb_ln, self.emb_drop = nn.LayerNorm(h, eps=1e-12), nn.Dropout(p)
+        self.layers = nn.ModuleList(Layer(h, heads, inter, p) for _ in range(layers))
+        self.pooler = nn.Linear(h, h)
+        self.head_drop, self.head = nn.Dropout(p), nn.Linear(h, labels)
+        with torch.no_grad():
+            for m in [self.word, self.pos, self.token_type, self.layers, self.pooler]:
+                for mod in m.modules():
+                    if isinstance(mod, (nn.Linear, nn.Embedding)):
+                        mod.weight.normal_(0.0, 0.02)
+                    if isinstance(mod, nn.Linear):
+                        mod.bias.zero_()
+            self.word.weight[0].zero_()
+
+    def forward(self, ids, attention_mask):
+        positions = torch.arange(ids.size(1)).unsqueeze(0)
+        x = self.word(ids) + self.pos(positions) + self.token_type.weight[0]
+        x = self.emb_drop(self.emb_ln(x))
+        mask = (1.0 - attention_mask.to(x.dtype)).mul_(-10000.0).unsqueeze(1).unsqueeze(2)
+        for layer in self.layers:
+            x = layer(x, mask)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.head(self.head_drop(pooled))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k, d in [("layers", 4), ("hidden", 256), ("heads", 4), ("intermediate", 1024),
+                 ("vocab", 16384), ("batch", 16), ("length", 64), ("steps", 8), ("threads", 1)]:
+        ap.add_argument("--" + k, type=int, default=d)
+    ap.add_argument("--name", default="encoder")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    rng = random.Random(0)
+
+    def example():
+        return [2] + [rng.randrange(4, a.vocab) for _ in range(a.length - 2)] + [3]
+
+    train = [(example(), i % 2) for i in range(a.steps * a.batch)]
+    validation = [(example(), 0)]
+    model = Classifier(a.layers, a.hidden, a.heads, a.intermediate, a.vocab, 2)
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if name.endswith("bias") or "_ln" in name else decay).append(p)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=5e-5, betas=(0.9, 0.999), eps=1e-8)
+    total = 2 * a.steps
+    step = 0
+    seconds = []
+    for epoch in range(2):
+        start = time.perf_counter()
+        model.train()
+        order = list(range(len(train)))
+        rng.shuffle(order)
+        for s in range(a.steps):
+            batch = [train[i] for i in order[s * a.batch:(s + 1) * a.batch]]
+            ids = torch.tensor([e[0] for e in batch], dtype=torch.long)
+            mask = torch.ones_like(ids)
+            labels = torch.tensor([e[1] for e in batch], dtype=torch.long)
+            summed = F.cross_entropy(model(ids, mask), labels, reduction="sum")
+            if not math.isfinite(summed.item()):
+                raise SystemExit("loss diverged")
+            (summed / len(batch)).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            lr = 5e-5 * max(0.0, (total - step) / total)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            opt.step()
+            model.zero_grad(set_to_none=True)
+            step += 1
+        model.eval()
+        with torch.no_grad():
+            ids = torch.tensor([e[0] for e in validation], dtype=torch.long)
+            logits = model(ids, torch.ones_like(ids))
+            F.cross_entropy(logits, torch.tensor([e[1] for e in validation]), reduction="sum").item()
+            logits.argmax(1).tolist()
+        seconds.append(time.perf_counter() - start)
+    print(json.dumps({"impl": "pytorch", "name": a.name,
+                      "parameters": sum(p.numel() for p in model.parameters()),
+                      "threads": a.threads, "batch": a.batch, "length": a.length, "steps": a.steps,
+                      "warmup_seconds": round(seconds[0], 4), "seconds": round(seconds[1], 4),
+                      "samples_per_second": round(a.steps * a.batch / seconds[1], 3),
+                      "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+#include "torch/torch_pretrained.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "tune/train/safetensors.h"
+
+namespace tune::internal {
+namespace {
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// File names a model parameter may be stored under, in order of preference.
+std::vector<std::string> Candidates(const std::string& name, const std::string& prefix) {
+  std::vector<std::string> bases = {prefix + name};
+  if (StartsWith(name, "pooler.") && !prefix.empty()) bases.push_back(name);
+  std::vector<std::string> out;
+  for (const auto& b : bases) {
+    out.push_back(b);
+    // TF-converted BERT checkpoints: LayerNorm.gamma / LayerNorm.beta.
+    if (EndsWith(b, "LayerNorm.weight")) out.push_back(b.substr(0, b.size() - 6) + "gamma");
+    if (EndsWith(b, "LayerNorm.bias")) out.push_back(b.substr(0, b.size() - 4) + "beta");
+  }
+  return out;
+}
+
+std::vector<int64_t> Shape(const torch::Tensor& t) { return t.sizes().vec(); }
+
+}  // namespace
+
+Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
+                                                   const std::string& weights_path) {
+  TUNE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(weights_path));
+  PretrainedLoadReport report;
+  bool found_prefix = false;
+  for (const char* p : {"bert.", "roberta.", "deberta.", ""}) {
+    if (file.Find(std::string(p) + "embeddings.word_embeddings.weight")) {
+      report.prefix = p;
+      found_prefix = true;
+      break;
+    }
+  }
+  if (!found_prefix) {
+    return InvalidArgumentError(fmt::format(
+        "{}: no tensor 'embeddings.word_embeddings.weight' (with or without a 'bert.', "
+        "'roberta.' or 'deberta.' prefix); is this a BERT/RoBERTa/DeBERTa encoder checkpoint?",
+        weights_path));
+  }
+
+  // Match every parameter first; copy only when everything fits.
+  std::vector<std::pair<torch::Tensor, const SafetensorsTensorInfo*>> plan;
+  std::set<std::string> used;
+  std::vector<std::string> problems;
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    const torch::Tensor& param = item.value();
+    if (StartsWith(name, "classifier.")) {
+      report.fresh.push_back(name);
+      continue;
+    }
+    const SafetensorsTensorInfo* found = nullptr;
+    for (const auto& candidate : Candidates(name, report.prefix)) {
+      if ((found = file.Find(candidate)) != nullptr) break;
+    }
+    if (found == nullptr) {
+      if (StartsWith(name, "pooler.")) {
+        report.fresh.push_back(name);
+      } else {
+        problems.push_back(fmt::format("missing tensor '{}{}' (expected shape {})", report.prefix,
+                                       name, ShapeString(Shape(param))));
+      }
+      continue;
+    }
+    used.insert(found->name);
+    if (found->shape != Shape(param)) {
+      problems.push_back(fmt::format("tensor '{}': expected shape {} (parameter '{}'), found {}",
+                                     found->name, ShapeString(Shape(param)), name,
+                                     ShapeString(found->shape)));
+      continue;
+    }
+    if (found->dtype != SafetensorsDtype::kF32 && found->dtype != SafetensorsDtype::kF16 &&
+        found->dtype != SafetensorsDtype::kBF16) {
+      problems.push_back(fmt::format("tensor '{}': dtype {}, expected F32, F16 or BF16",
+                                     found->name, SafetensorsDtypeName(found->dtype)));
+      continue;
+    }
+    plan.emplace_back(param, found);
+  }
+  if (!problems.empty()) {
+    const size_t shown = std::min<size_t>(problems.size(), 8);
+    std::string list;
+    for (size_t i = 0; i < shown; ++i) list += "\n  " + problems[i];
+    if (shown < problems.size()) list += fmt::format("\n  ... and {} more", problems.size() - shown);
+    return InvalidArgumentError(fmt::format("{}: the checkpoint does not fit the model from its "
+                                            "config.json ({} problem{}):{}",
+                                            weights_path, problems.size(),
+                                            problems.size() == 1 ? "" : "s", list));
+  }
+  for (const auto& [name, info] : file.tensors()) {
+    // Buffers, not weights (HF saves position_ids in older BERT checkpoints).
+    if (EndsWith(name, "position_ids") || EndsWith(name, "token_type_ids")) continue;
+    if (!used.count(name)) report.unexpected.push_back(name);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [param, info] : plan) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<float> values, file.ReadFloats(*info));
+    torch::Tensor src = torch::from_blob(values.data(), info->shape, torch::kFloat);
+    param.copy_(src);  // to the parameter's device and dtype
+    ++report.loaded;
+  }
+  return report;
+}
+
+}  // namespace tune::internal

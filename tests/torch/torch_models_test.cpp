@@ -1,0 +1,207 @@
+// The LibTorch modules themselves (src/torch/torch_models.h): DeBERTa's relative positions and
+// disentangled attention, the Hugging Face parameter names, checkpointing through the shared
+// relative embeddings. This file includes LibTorch and the private header, like the sources it
+// tests (src/torch/torch_*.cpp); the rest of the torch tests use the public trainer API only.
+#include "torch/torch_models.h"
+
+#include <gtest/gtest.h>
+
+#include "torch/torch_compat.h"
+
+#include <set>
+
+namespace tune::internal {
+namespace {
+
+EncoderConfig TinyDebertaConfig() {
+  EncoderConfig c;
+  c.vocab_size = 50;
+  c.hidden_size = 16;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.intermediate_size = 32;
+  c.max_positions = 32;
+  c.type_vocab_size = 0;
+  c.hidden_dropout = 0.0;
+  c.attention_dropout = 0.0;
+  c.layer_norm_eps = 1e-7;
+  c.deberta = true;
+  c.position_buckets = 8;
+  c.max_relative_positions = 32;
+  return c;
+}
+
+// Hand values of make_log_bucket_position with 8 buckets (mid 4) and max_position 32:
+// |d| < 4 is itself; beyond, ceil(log(|d| / 4) / log(31 / 4) * 3) + 4, with d's sign.
+TEST(DebertaRelativePositions, IdentityNearLogBucketsFar) {
+  torch::Tensor r = DebertaRelativePositions(20, 8, 32);
+  ASSERT_EQ(r.sizes(), (std::vector<int64_t>{20, 20}));
+  ASSERT_EQ(r.scalar_type(), torch::kLong);
+  auto at = [&](int64_t i, int64_t j) { return r[i][j].item<int64_t>(); };
+  EXPECT_EQ(at(0, 0), 0);
+  EXPECT_EQ(at(3, 0), 3);    // query 3, key 0: d = 3
+  EXPECT_EQ(at(0, 3), -3);
+  EXPECT_EQ(at(4, 0), 4);    // |d| = mid stays itself
+  EXPECT_EQ(at(5, 0), 5);    // log(1.25) / log(7.75) * 3 = 0.33 -> 1 + 4
+  EXPECT_EQ(at(0, 8), -6);   // log(2) ... = 1.02 -> 2 + 4
+  EXPECT_EQ(at(10, 0), 6);   // log(2.5) ... = 1.34 -> 2 + 4
+  EXPECT_EQ(at(16, 0), 7);   // log(4) ... = 2.03 -> 3 + 4
+  EXPECT_EQ(at(19, 2), 7);   // d = 17
+  // Without buckets: the plain distance.
+  EXPECT_EQ(DebertaRelativePositions(20, 0, 32)[16][0].item<int64_t>(), 16);
+}
+
+// Without absolute positions, only the c2p/p2c terms see where tokens are. Reordering the tokens
+// therefore changes what a token attends to; with every distance in one bucket (the same
+// position term everywhere) the attention is permutation-equivariant again.
+TEST(DisentangledSelfAttention, OutputDependsOnRelativePositions) {
+  torch::manual_seed(0);
+  EncoderConfig c = TinyDebertaConfig();
+  DisentangledSelfAttention attention(c);
+  const int64_t t = 6;
+  torch::Tensor x = torch::randn({1, t, c.hidden_size});
+  torch::Tensor rel = torch::randn({2 * c.position_buckets, c.hidden_size});
+  torch::Tensor mask = torch::zeros({1, 1, 1, t});
+  // Swap tokens 0 and 4.
+  torch::Tensor perm = torch::tensor({4, 1, 2, 3, 0, 5}, torch::kLong);
+  torch::Tensor x_perm = x.index_select(1, perm);
+
+  torch::NoGradGuard no_grad;
+  torch::Tensor rel_pos = DebertaRelativePositions(t, c.position_buckets, c.max_relative_positions);
+  torch::Tensor out = attention(x, mask, rel, rel_pos);
+  torch::Tensor out_perm = attention(x_perm, mask, rel, rel_pos).index_select(1, perm);
+  EXPECT_GT((out - out_perm).abs().max().item<double>(), 1e-3);
+
+  torch::Tensor same_bucket = torch::zeros({t, t}, torch::kLong);
+  out = attention(x, mask, rel, same_bucket);
+  out_perm = attention(x_perm, mask, rel, same_bucket).index_select(1, perm);
+  EXPECT_LT((out - out_perm).abs().max().item<double>(), 1e-5);
+
+  // And the relative embeddings matter: other embeddings, other output.
+  torch::Tensor other = attention(x, mask, torch::randn_like(rel), rel_pos);
+  EXPECT_GT((attention(x, mask, rel, rel_pos) - other).abs().max().item<double>(), 1e-3);
+}
+
+TEST(TransformerClassifier, DebertaParametersHaveHuggingFaceNames) {
+  HeadConfig head;
+  head.num_labels = 3;
+  TransformerClassifier model(TinyDebertaConfig(), head);
+  std::set<std::string> names;
+  int64_t count = 0;
+  for (const auto& p : model->named_parameters()) {
+    names.insert(p.key());
+    count += p.value().numel();
+  }
+  for (const char* expected :
+       {"embeddings.word_embeddings.weight", "embeddings.LayerNorm.weight",
+        "encoder.rel_embeddings.weight", "encoder.LayerNorm.bias",
+        "encoder.layer.0.attention.self.query_proj.weight",
+        "encoder.layer.1.attention.self.key_proj.bias",
+        "encoder.layer.1.attention.self.value_proj.weight",
+        "encoder.layer.0.attention.output.dense.weight",
+        "encoder.layer.0.attention.output.LayerNorm.weight",
+        "encoder.layer.0.intermediate.dense.weight", "encoder.layer.1.output.dense.bias",
+        "encoder.layer.1.output.LayerNorm.weight", "pooler.dense.weight"}) {
+    EXPECT_TRUE(names.count(expected)) << expected;
+  }
+  EXPECT_FALSE(names.count("embeddings.position_embeddings.weight"));
+  EXPECT_EQ(model->named_parameters()["encoder.rel_embeddings.weight"].sizes(),
+            (std::vector<int64_t>{16, 16}));
+  // 50x16 + LN; 2 layers; 16 rel rows + LN; pooler; head.
+  const int64_t h = 16, i = 32;
+  const int64_t layer = 4 * (h * h + h) + 4 * h + (h * i + i) + (i * h + h);
+  EXPECT_EQ(count, 50 * h + 2 * h + 2 * layer + 16 * h + 2 * h + (h * h + h) + (h * 3 + 3));
+}
+
+// Checkpointing recomputes DeBERTa's layers in backward; the shared relative embeddings, an input
+// of every checkpointed layer, must still get their gradient.
+// memory-reference §3.3: inside the guard a Linear computes in bf16; the weight's gradient stays
+// fp32; nested guards keep autocast on until the outermost exits; the previous state (enabled,
+// dtype, cache flag) comes back. (CPU autocast in 1.13 accepts only bf16 as its dtype, so the cache
+// flag is the marker that shows the restore.)
+TEST(AutocastGuard, Bf16InsideFp32GradsAndTheStateRestored) {
+  torch::manual_seed(0);
+  torch::nn::Linear linear(8, 4);
+  torch::Tensor x = torch::randn({3, 8});
+  ASSERT_FALSE(AutocastEnabled(c10::DeviceType::CPU));
+  at::autocast::set_autocast_cache_enabled(false);  // a marker to see it restored
+  torch::Tensor y;
+  {
+    AutocastGuard autocast(c10::DeviceType::CPU, torch::kBFloat16);
+    EXPECT_TRUE(AutocastEnabled(c10::DeviceType::CPU));
+    EXPECT_EQ(AutocastDtype(c10::DeviceType::CPU), torch::kBFloat16);
+    EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+    y = linear(x);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    { AutocastGuard inner(c10::DeviceType::CPU, torch::kBFloat16); }
+    EXPECT_TRUE(AutocastEnabled(c10::DeviceType::CPU));
+    EXPECT_EQ(linear(x).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_FALSE(AutocastEnabled(c10::DeviceType::CPU));
+  EXPECT_EQ(AutocastDtype(c10::DeviceType::CPU), torch::kBFloat16);
+  EXPECT_FALSE(at::autocast::is_autocast_cache_enabled());
+  at::autocast::set_autocast_cache_enabled(true);
+  EXPECT_EQ(linear(x).scalar_type(), torch::kFloat);
+  y.to(torch::kFloat).sum().backward();  // outside autocast
+  ASSERT_TRUE(linear->weight.grad().defined());
+  EXPECT_EQ(linear->weight.grad().scalar_type(), torch::kFloat);
+  EXPECT_EQ(linear->weight.scalar_type(), torch::kFloat);
+}
+
+TEST(TransformerClassifier, DebertaCheckpointingGivesTheSameGradients) {
+  auto grads = [](bool checkpoint) {
+    torch::manual_seed(3);
+    EncoderConfig c = TinyDebertaConfig();
+    c.gradient_checkpointing = checkpoint;
+    c.hidden_dropout = 0.1;  // the recomputation must draw the same masks
+    HeadConfig head;
+    TransformerClassifier model(c, head);
+    model->train(true);
+    torch::Tensor ids = torch::randint(1, 50, {3, 10}, torch::kLong);
+    torch::Tensor mask = torch::ones({3, 10}, torch::kLong);
+    mask[2].slice(0, 6).zero_();
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(model(ids, mask), torch::tensor({0, 1, 1}));
+    loss.backward();
+    auto params = model->named_parameters();
+    return std::make_pair(params["encoder.rel_embeddings.weight"].grad().clone(),
+                          params["encoder.layer.0.attention.self.query_proj.weight"].grad().clone());
+  };
+  auto [rel_plain, q_plain] = grads(false);
+  auto [rel_ckpt, q_ckpt] = grads(true);
+  ASSERT_TRUE(rel_ckpt.defined());
+  EXPECT_GT(rel_plain.abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(rel_plain, rel_ckpt, 1e-5, 1e-7));
+  EXPECT_TRUE(torch::allclose(q_plain, q_ckpt, 1e-5, 1e-7));
+}
+
+// Under bf16 autocast the checkpointed layers are recomputed in backward under the same autocast
+// (backward itself runs outside it), so the gradients equal the plain run's.
+TEST(TransformerClassifier, CheckpointingUnderBf16AutocastGivesTheSameGradients) {
+  auto grads = [](bool checkpoint) {
+    torch::manual_seed(5);
+    EncoderConfig c = TinyDebertaConfig();
+    c.gradient_checkpointing = checkpoint;
+    TransformerClassifier model(c, HeadConfig{});
+    model->train(true);
+    torch::Tensor ids = torch::randint(1, 50, {2, 9}, torch::kLong);
+    torch::Tensor mask = torch::ones({2, 9}, torch::kLong);
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(c10::DeviceType::CPU, torch::kBFloat16);
+      logits = model(ids, mask);
+    }
+    EXPECT_EQ(logits.scalar_type(), torch::kBFloat16);
+    torch::nn::functional::cross_entropy(logits.to(torch::kFloat), torch::tensor({0, 1}))
+        .backward();
+    return model->named_parameters()["encoder.layer.0.intermediate.dense.weight"].grad().clone();
+  };
+  torch::Tensor plain = grads(false), checkpointed = grads(true);
+  EXPECT_EQ(plain.scalar_type(), torch::kFloat);
+  EXPECT_GT(plain.abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(plain, checkpointed, 1e-5, 1e-7))
+      << (plain - checkpointed).abs().max().item<double>();
+}
+
+}  // namespace
+}  // namespace tune::internal

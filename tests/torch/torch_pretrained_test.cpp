@@ -1,0 +1,335 @@
+// Loading a Hugging Face-style safetensors checkpoint into the LibTorch model
+// (src/torch/torch_pretrained.h): the tests write their own checkpoints from a model with known
+// weights, load them into a differently initialised model, and check every parameter, the forward
+// pass, and the errors for checkpoints that do not fit.
+#include "torch/torch_pretrained.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+#include "testing/temp_dir.h"
+#include "tune/config.h"
+#include "tune/samplers/random.h"
+#include "tune/storages/in_memory.h"
+#include "tune/train/safetensors.h"
+#include "tune/train/tokenizer.h"
+#include "tune/train/torch_trainer.h"
+
+namespace tune::internal {
+namespace {
+
+EncoderConfig TinyBertConfig() {
+  EncoderConfig c;
+  c.vocab_size = 40;
+  c.hidden_size = 16;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.intermediate_size = 24;
+  c.max_positions = 20;
+  c.type_vocab_size = 2;
+  c.hidden_dropout = 0.0;
+  c.attention_dropout = 0.0;
+  return c;
+}
+
+EncoderConfig TinyDebertaConfig() {
+  EncoderConfig c = TinyBertConfig();
+  c.type_vocab_size = 0;
+  c.deberta = true;
+  c.position_buckets = 8;
+  c.max_relative_positions = 20;
+  c.layer_norm_eps = 1e-7;
+  return c;
+}
+
+TransformerClassifier Build(const EncoderConfig& c, uint64_t seed) {
+  torch::manual_seed(seed);
+  HeadConfig head;
+  head.num_labels = 3;
+  return TransformerClassifier(c, head);
+}
+
+// The model's encoder parameters under Hugging Face names: `prefix` before each, the pooler
+// renamed by `pooler_name`, a tensor dropped or reshaped by `edit`.
+std::vector<SafetensorsWriteTensor> Export(
+    TransformerClassifier& model, const std::string& prefix,
+    SafetensorsDtype dtype = SafetensorsDtype::kF32,
+    const std::function<bool(SafetensorsWriteTensor&)>& edit = nullptr) {
+  std::vector<SafetensorsWriteTensor> out;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().rfind("classifier.", 0) == 0) continue;
+    torch::Tensor t = p.value().detach().contiguous();
+    SafetensorsWriteTensor w;
+    w.name = (p.key().rfind("pooler.", 0) == 0 && prefix == "deberta." ? "" : prefix) + p.key();
+    w.shape = t.sizes().vec();
+    w.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    w.dtype = dtype;
+    if (edit && !edit(w)) continue;
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+torch::Tensor Hidden(TransformerClassifier& model) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  torch::Tensor ids = torch::tensor({{2, 7, 9, 11, 3, 0}, {2, 5, 3, 0, 0, 0}}, torch::kLong);
+  torch::Tensor mask = (ids != 0).to(torch::kLong);
+  mask[0][0] = 1;
+  return model->Encode(ids, mask);
+}
+
+class PretrainedTest : public ::testing::Test {
+ protected:
+  std::string Path() const { return (dir_.path() / "model.safetensors").string(); }
+  void Write(const std::vector<SafetensorsWriteTensor>& tensors) {
+    ASSERT_TRUE(WriteSafetensors(Path(), tensors, {{"format", "pt"}}).ok());
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(PretrainedTest, BertWeightsRoundTripAndDriveTheForwardPass) {
+  TransformerClassifier source = Build(TinyBertConfig(), 1);
+  std::vector<SafetensorsWriteTensor> tensors = Export(source, "bert.");
+  // What a BertForPreTraining checkpoint carries besides the encoder.
+  tensors.push_back({"cls.predictions.bias", {40}, std::vector<float>(40, 0.5f)});
+  Write(tensors);
+
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  const torch::Tensor head_before = target->named_parameters()["classifier.out.weight"].clone();
+  ASSERT_FALSE(torch::equal(Hidden(source), Hidden(target)));
+  auto report = LoadPretrainedWeights(*target, Path());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->prefix, "bert.");
+  EXPECT_EQ(report->loaded, static_cast<int64_t>(tensors.size()) - 1);
+  EXPECT_EQ(report->unexpected, (std::vector<std::string>{"cls.predictions.bias"}));
+  EXPECT_EQ(report->fresh,
+            (std::vector<std::string>{"classifier.out.weight", "classifier.out.bias"}));
+  auto want = source->named_parameters();
+  for (const auto& p : target->named_parameters()) {
+    if (p.key().rfind("classifier.", 0) == 0) continue;
+    EXPECT_TRUE(torch::equal(p.value(), want[p.key()])) << p.key();
+  }
+  EXPECT_TRUE(torch::equal(target->named_parameters()["classifier.out.weight"], head_before));
+  // The forward pass runs on the loaded weights: the same hidden states as the source model.
+  EXPECT_TRUE(torch::allclose(Hidden(source), Hidden(target), 1e-6, 1e-6));
+}
+
+TEST_F(PretrainedTest, Bf16WithoutPrefixAndOldLayerNormNames) {
+  TransformerClassifier source = Build(TinyBertConfig(), 1);
+  Write(Export(source, "", SafetensorsDtype::kBF16, [](SafetensorsWriteTensor& w) {
+    const std::string ln = "LayerNorm.weight";
+    if (w.name.size() > ln.size() && w.name.compare(w.name.size() - ln.size(), ln.size(), ln) == 0) {
+      w.name = w.name.substr(0, w.name.size() - 6) + "gamma";
+    }
+    return true;
+  }));
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  auto report = LoadPretrainedWeights(*target, Path());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->prefix, "");
+  EXPECT_TRUE(report->unexpected.empty());
+  auto want = source->named_parameters();
+  for (const auto& p : target->named_parameters()) {
+    if (p.key().rfind("classifier.", 0) == 0) continue;
+    // Stored as bfloat16: equal to the source rounded to bfloat16, not to the source itself.
+    torch::Tensor rounded = want[p.key()].to(torch::kBFloat16).to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(p.value(), rounded)) << p.key();
+  }
+  EXPECT_FALSE(torch::equal(target->named_parameters()["encoder.layer.0.output.dense.weight"],
+                            want["encoder.layer.0.output.dense.weight"]));
+}
+
+TEST_F(PretrainedTest, DebertaWithATopLevelPooler) {
+  TransformerClassifier source = Build(TinyDebertaConfig(), 1);
+  Write(Export(source, "deberta.", SafetensorsDtype::kF16));
+  TransformerClassifier target = Build(TinyDebertaConfig(), 2);
+  auto report = LoadPretrainedWeights(*target, Path());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->prefix, "deberta.");
+  EXPECT_EQ(report->fresh.size(), 2u);  // only the head: the pooler came from "pooler.dense.*"
+  EXPECT_TRUE(torch::allclose(target->named_parameters()["encoder.rel_embeddings.weight"],
+                              source->named_parameters()["encoder.rel_embeddings.weight"], 1e-3,
+                              1e-3));
+  EXPECT_TRUE(torch::allclose(Hidden(source), Hidden(target), 2e-2, 2e-2));
+}
+
+TEST_F(PretrainedTest, APretrainingCheckpointWithoutPoolerLeavesItFresh) {
+  TransformerClassifier source = Build(TinyBertConfig(), 1);
+  Write(Export(source, "roberta.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+    return w.name.find("pooler") == std::string::npos;
+  }));
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  auto report = LoadPretrainedWeights(*target, Path());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->prefix, "roberta.");
+  EXPECT_EQ(report->fresh,
+            (std::vector<std::string>{"pooler.dense.weight", "pooler.dense.bias",
+                                      "classifier.out.weight", "classifier.out.bias"}));
+}
+
+TEST_F(PretrainedTest, AMissingTensorIsAnErrorNamingItAndItsShape) {
+  TransformerClassifier source = Build(TinyBertConfig(), 1);
+  Write(Export(source, "bert.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+    return w.name != "bert.encoder.layer.1.output.dense.weight";
+  }));
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  const torch::Tensor before = target->named_parameters()["embeddings.word_embeddings.weight"].clone();
+  Status st = LoadPretrainedWeights(*target, Path()).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find(Path()), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(
+                "missing tensor 'bert.encoder.layer.1.output.dense.weight' (expected shape [16, 24])"),
+            std::string::npos)
+      << st.message();
+  // Nothing was copied.
+  EXPECT_TRUE(torch::equal(target->named_parameters()["embeddings.word_embeddings.weight"], before));
+}
+
+TEST_F(PretrainedTest, AWrongShapeIsAnErrorWithExpectedAndFound) {
+  TransformerClassifier source = Build(TinyBertConfig(), 1);
+  Write(Export(source, "bert.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+    if (w.name == "bert.encoder.layer.0.intermediate.dense.weight") std::swap(w.shape[0], w.shape[1]);
+    return true;
+  }));
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  Status st = LoadPretrainedWeights(*target, Path()).status();
+  EXPECT_NE(st.message().find("tensor 'bert.encoder.layer.0.intermediate.dense.weight': expected "
+                              "shape [24, 16] (parameter 'encoder.layer.0.intermediate.dense."
+                              "weight'), found [16, 24]"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST_F(PretrainedTest, NotAnEncoderCheckpointOrNotSafetensors) {
+  Write({{"transformer.h.0.attn.weight", {2}, {1, 2}}});
+  TransformerClassifier target = Build(TinyBertConfig(), 2);
+  Status st = LoadPretrainedWeights(*target, Path()).status();
+  EXPECT_NE(st.message().find("no tensor 'embeddings.word_embeddings.weight'"), std::string::npos)
+      << st.message();
+  std::ofstream(Path(), std::ios::trunc) << "not safetensors at all";
+  st = LoadPretrainedWeights(*target, Path()).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("not a valid safetensors file"), std::string::npos) << st.message();
+}
+
+// The train objective's "pretrained" key end to end: config.json builds the model, vocab.txt the
+// tokenizer, and every trial starts from model.safetensors.
+class PretrainedObjectiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::string> texts;
+    std::ofstream train(dir_.path() / "train.jsonl");
+    for (int i = 0; i < 400; ++i) {
+      const std::string label = i % 2 ? "pos" : "neg";
+      texts.push_back(fmt::format("{} word{} filler{} {}", i % 2 ? "good great" : "bad awful",
+                                  i % 7, i % 5, i % 2 ? "fine" : "poor"));
+      train << Json{{"text", texts.back()}, {"label", label}}.dump() << "\n";
+    }
+    Tokenizer tok = Tokenizer::Build(texts, TokenizerOptions{});
+    std::filesystem::create_directories(ckpt_);
+    std::ofstream vocab(ckpt_ / "vocab.txt");
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) vocab << tok.TokenText(id) << "\n";
+    Json config = {{"model_type", "bert"},          {"hidden_size", 16},
+                   {"num_hidden_layers", 2},        {"num_attention_heads", 2},
+                   {"intermediate_size", 24},       {"vocab_size", 40},
+                   {"max_position_embeddings", 20}, {"type_vocab_size", 2},
+                   {"layer_norm_eps", 1e-12}};
+    config["vocab_size"] = std::max<int64_t>(40, tok.vocab_size());
+    vocab_size_ = config["vocab_size"].get<int64_t>();
+    std::ofstream(ckpt_ / "config.json") << config.dump();
+  }
+  void WriteWeights(float poison = 0.0f) {
+    EncoderConfig c = TinyBertConfig();
+    c.vocab_size = vocab_size_;
+    TransformerClassifier source = Build(c, 7);
+    ASSERT_TRUE(WriteSafetensors((ckpt_ / "model.safetensors").string(),
+                                 Export(source, "bert.", SafetensorsDtype::kF32,
+                                        [&](SafetensorsWriteTensor& w) {
+                                          if (poison != 0.0f &&
+                                              w.name.find("word_embeddings") != std::string::npos) {
+                                            for (float& v : w.values) v = poison;
+                                          }
+                                          return true;
+                                        }))
+                    .ok());
+  }
+  Result<FrozenTrial> RunOneTrial() {
+    Json doc = {{"direction", "maximize"},
+                {"search_space", {{"learning_rate", Json::array({3e-3})}}},
+                {"objective",
+                 {{"type", "train"},
+                  {"data", {{"train", "train.jsonl"}, {"validation_fraction", 0.25}}},
+                  {"pretrained", "ckpt"},
+                  {"threads", 1},
+                  {"epochs", 6},
+                  {"max_length", 16},
+                  {"dropout", 0.0}}}};
+    TUNE_ASSIGN_OR_RETURN(StudyConfig c, ParseStudyConfig(doc, "study.json", dir_.path()));
+    TorchTrainerOptions o;
+    o.threads = 1;
+    TUNE_ASSIGN_OR_RETURN(auto trainer, NewTorchTrainer(o));
+    TUNE_ASSIGN_OR_RETURN(auto objective, MakeObjective(c, std::move(trainer)));
+    TUNE_ASSIGN_OR_RETURN(auto study,
+                          Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
+                                              std::make_unique<RandomSampler>(),
+                                              std::make_unique<NopPruner>(), 1));
+    TUNE_ASSIGN_OR_RETURN(auto trial, study->Ask());
+    std::vector<Json> choice = {3e-3};
+    TUNE_RETURN_IF_ERROR(
+        trial->Suggest("learning_rate", *MakeCategoricalDistribution(choice)).status());
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, objective->Run(*trial, trial->params()));
+    return study->Tell(*trial, outcome.state, outcome.values);
+  }
+  testing::TempDir dir_;
+  std::filesystem::path ckpt_ = dir_.path() / "ckpt";
+  int64_t vocab_size_ = 0;
+};
+
+TEST_F(PretrainedObjectiveTest, TrialsStartFromTheCheckpoint) {
+  WriteWeights();
+  auto t = RunOneTrial();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->state, TrialState::kComplete) << t->user_attrs.dump();
+  EXPECT_GT(t->value(), 0.8) << t->user_attrs.dump();
+  EXPECT_EQ(t->user_attrs["train"]["num_parameters"].get<int64_t>(),
+            [&] {
+              ModelSpec m;
+              m.hidden_size = 16;
+              m.intermediate_size = 24;
+              m.num_hidden_layers = 2;
+              m.vocab_size = vocab_size_;
+              m.max_position_embeddings = 20;
+              m.type_vocab_size = 2;
+              return EncoderParameterCount(m) + 16 * 2 + 2;
+            }());
+  // Proof that the weights reach the trainer: NaN word embeddings make the first loss NaN.
+  WriteWeights(std::nanf(""));
+  t = RunOneTrial();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->state, TrialState::kFail);
+  EXPECT_NE(t->user_attrs["fail_reason"].get<std::string>().find("diverged"), std::string::npos);
+}
+
+TEST_F(PretrainedObjectiveTest, ACheckpointThatDoesNotFitStopsTheStudyWithTheReason) {
+  WriteWeights();
+  // config.json now says 3 layers; the weights have 2.
+  std::ifstream in(ckpt_ / "config.json");
+  Json config = Json::parse(in);
+  config["num_hidden_layers"] = 3;
+  std::ofstream(ckpt_ / "config.json", std::ios::trunc) << config.dump();
+  auto t = RunOneTrial();
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find(
+                "missing tensor 'bert.encoder.layer.2.attention.self.query.weight' (expected "
+                "shape [16, 16])"),
+            std::string::npos)
+      << t.status().message();
+}
+
+}  // namespace
+}  // namespace tune::internal

@@ -1,0 +1,178 @@
+#include "tune/train/pretrained.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "testing/temp_dir.h"
+#include "tune/config.h"
+#include "tune/train/safetensors.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+Json BertConfig() {
+  return {{"model_type", "bert"},           {"hidden_size", 16},
+          {"num_hidden_layers", 2},         {"num_attention_heads", 2},
+          {"intermediate_size", 24},        {"vocab_size", 40},
+          {"max_position_embeddings", 20},  {"type_vocab_size", 2},
+          {"hidden_act", "gelu"},           {"layer_norm_eps", 1e-12},
+          {"architectures", {"BertForMaskedLM"}}};
+}
+
+Json DebertaV3Config() {
+  return {{"model_type", "deberta-v2"},      {"hidden_size", 16},
+          {"num_hidden_layers", 2},          {"num_attention_heads", 2},
+          {"intermediate_size", 24},         {"vocab_size", 40},
+          {"max_position_embeddings", 20},   {"type_vocab_size", 0},
+          {"relative_attention", true},      {"position_buckets", 8},
+          {"max_relative_positions", -1},    {"pos_att_type", "p2c|c2p"},
+          {"share_att_key", true},           {"norm_rel_ebd", "layer_norm"},
+          {"position_biased_input", false},  {"layer_norm_eps", 1e-7}};
+}
+
+class PretrainedCheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override { fs::create_directories(ckpt_); }
+  void WriteCheckpoint(const Json& config) {
+    std::ofstream(ckpt_ / "config.json") << config.dump(2);
+    std::ofstream vocab(ckpt_ / "vocab.txt");
+    for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s"}) {
+      vocab << t << "\n";
+    }
+    ASSERT_TRUE(WriteSafetensors((ckpt_ / "model.safetensors").string(),
+                                 {{"bert.embeddings.word_embeddings.weight", {2, 2}, {1, 2, 3, 4}}})
+                    .ok());
+  }
+  Status ReadStatus() { return ReadPretrainedCheckpoint(ckpt_.string(), "ckpt").status(); }
+
+  testing::TempDir dir_;
+  fs::path ckpt_ = dir_.path() / "ckpt";
+};
+
+TEST_F(PretrainedCheckpointTest, ReadsABertConfig) {
+  WriteCheckpoint(BertConfig());
+  auto c = ReadPretrainedCheckpoint(ckpt_.string(), "my-bert");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model.name, "my-bert");
+  EXPECT_EQ(c->model.model_type, "bert");
+  EXPECT_EQ(c->model.hidden_size, 16);
+  EXPECT_EQ(c->model.num_hidden_layers, 2);
+  EXPECT_EQ(c->model.vocab_size, 40);
+  EXPECT_EQ(c->model.type_vocab_size, 2);
+  EXPECT_EQ(c->model.position_buckets, 0);
+  EXPECT_EQ(c->model.extra["layer_norm_eps"], 1e-12);
+  EXPECT_EQ(c->model.pretrained, (ckpt_ / "model.safetensors").string());
+  EXPECT_EQ(c->vocab_path, (ckpt_ / "vocab.txt").string());
+  EXPECT_EQ(c->model.num_parameters, EncoderParameterCount(c->model));
+}
+
+TEST_F(PretrainedCheckpointTest, ReadsADebertaV3Config) {
+  WriteCheckpoint(DebertaV3Config());
+  auto c = ReadPretrainedCheckpoint(ckpt_.string(), "d");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model.model_type, "deberta-v2");
+  EXPECT_EQ(c->model.position_buckets, 8);
+  EXPECT_EQ(c->model.type_vocab_size, 0);
+}
+
+TEST_F(PretrainedCheckpointTest, MissingFilesAreNamed) {
+  EXPECT_EQ(ReadPretrainedCheckpoint((dir_.path() / "nope").string(), "x").status().code(),
+            StatusCode::kNotFound);
+  WriteCheckpoint(BertConfig());
+  fs::remove(ckpt_ / "vocab.txt");
+  Status st = ReadStatus();
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find((ckpt_ / "vocab.txt").string() + ": not found"), std::string::npos)
+      << st.message();
+  WriteCheckpoint(BertConfig());
+  fs::remove(ckpt_ / "model.safetensors");
+  std::ofstream(ckpt_ / "pytorch_model.bin") << "pickle";
+  st = ReadStatus();
+  EXPECT_NE(st.message().find("model.safetensors: not found"), std::string::npos);
+  EXPECT_NE(st.message().find("convert it to safetensors"), std::string::npos);
+}
+
+TEST_F(PretrainedCheckpointTest, ConfigsTheTrainerCannotBuildAreRefusedByKey) {
+  auto error = [&](Json config) {
+    WriteCheckpoint(config);
+    return ReadStatus().message();
+  };
+  const std::string file = (ckpt_ / "config.json").string();
+  Json c = BertConfig();
+  c["hidden_act"] = "relu";
+  EXPECT_EQ(error(c), file + ": /hidden_act: 'relu' is not supported; the trainer's encoders use "
+                             "'gelu'");
+  c = BertConfig();
+  c["model_type"] = "gpt2";
+  EXPECT_NE(error(c).find("/model_type: 'gpt2' is not supported"), std::string::npos);
+  c = BertConfig();
+  c.erase("hidden_size");
+  EXPECT_NE(error(c).find("missing required key 'hidden_size'"), std::string::npos);
+  c = BertConfig();
+  c["num_attention_heads"] = 3;
+  EXPECT_NE(error(c).find("hidden_size 16 is not divisible by num_attention_heads 3"),
+            std::string::npos);
+  c = DebertaV3Config();
+  c["share_att_key"] = false;
+  EXPECT_NE(error(c).find("/share_att_key: must be true"), std::string::npos);
+  c = DebertaV3Config();
+  c["pos_att_type"] = "c2p";
+  EXPECT_NE(error(c).find("/pos_att_type: must contain c2p and p2c"), std::string::npos);
+  c = DebertaV3Config();
+  c.erase("position_buckets");
+  EXPECT_NE(error(c).find("/position_buckets: must be > 0"), std::string::npos);
+  // A broken weights file is found when the config is read, not in the first trial.
+  WriteCheckpoint(BertConfig());
+  std::ofstream(ckpt_ / "model.safetensors", std::ios::trunc) << "garbage!";
+  EXPECT_NE(ReadStatus().message().find("not a valid safetensors file"), std::string::npos);
+}
+
+// The objective key: the checkpoint becomes the model, its vocab.txt the vocabulary.
+TEST_F(PretrainedCheckpointTest, ObjectiveKeyPretrained) {
+  WriteCheckpoint(BertConfig());
+  std::ofstream(dir_.path() / "train.jsonl") << R"({"text": "the cat", "label": "a"})" << "\n";
+  auto config = [&](Json objective_extra, Json space = Json()) {
+    Json objective = {{"type", "train"}, {"data", {{"train", "train.jsonl"}}},
+                      {"pretrained", "ckpt"}};
+    for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
+    if (space.is_null()) space = {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-3}}}};
+    Json doc = {{"direction", "maximize"}, {"search_space", space}, {"objective", objective}};
+    return ParseStudyConfig(doc, "study.json", dir_.path());
+  };
+  auto c = config(Json::object());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const TrainObjectiveOptions& t = c->objective.train;
+  EXPECT_EQ(t.defaults["model"], "ckpt");
+  EXPECT_EQ(t.models, (std::vector<std::string>{"ckpt"}));
+  ASSERT_TRUE(t.vocab.has_value());
+  EXPECT_EQ(*t.vocab, (ckpt_ / "vocab.txt").string());
+  auto spec = c->space.catalog().Find("ckpt");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ((*spec)->hidden_size, 16);
+  EXPECT_EQ((*spec)->pretrained, (ckpt_ / "model.safetensors").string());
+
+  auto message = [&](Json extra, Json space = Json()) {
+    auto r = config(extra, space);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(message({{"model", "tiny-bert"}}),
+            "study.json: /objective/model: \"pretrained\" is the model (its config.json); remove "
+            "\"model\"");
+  EXPECT_NE(message({{"tokenizer", {{"vocab", "other.txt"}}}})
+                .find("the checkpoint brings its own vocab.txt"),
+            std::string::npos);
+  EXPECT_NE(message(Json::object(), {{"model", Json::array({"tiny-bert"})}})
+                .find("the objective trains its \"pretrained\" checkpoint"),
+            std::string::npos);
+  EXPECT_NE(message({{"pretrained", "missing-dir"}})
+                .find("study.json: /objective/pretrained: pretrained checkpoint"),
+            std::string::npos);
+  std::ofstream(ckpt_ / "config.json", std::ios::trunc) << "{";
+  EXPECT_NE(message(Json::object()).find("config.json: not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune
