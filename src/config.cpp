@@ -335,13 +335,63 @@ Status CheckTemplate(const JsonReader& r, const std::string& key, const std::str
   return Status::Ok();
 }
 
+// "memory": {...} of a train objective: the memory guard's options (guard.h).
+Status ParseGuardOptions(const JsonReader& r, GuardOptions& out) {
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(
+      {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate"}));
+  if (r.Has("device_memory") && !r.json().at("device_memory").is_null()) {
+    const Json& v = r.json().at("device_memory");
+    Result<int64_t> bytes = v.is_string() ? ParseBytes(v.get<std::string>())
+                            : v.is_number_integer()
+                                ? Result<int64_t>(v.get<int64_t>())
+                                : Result<int64_t>(InvalidArgumentError(
+                                      "expected a size such as \"24GiB\" or a number of bytes, got " +
+                                      JsonReader::Describe(v)));
+    if (!bytes.ok()) return r.ChildError("device_memory", bytes.status().message());
+    if (*bytes <= 0) return r.ChildError("device_memory", "must be > 0");
+    out.device_memory = *bytes;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto margin, r.OptNumber("margin"));
+  if (margin) {
+    if (!(*margin >= 0.0 && *margin < 1.0)) {
+      return r.ChildError("margin", fmt::format("{} must be in [0, 1)", *margin));
+    }
+    out.margin = *margin;
+  }
+  TUNE_ASSIGN_OR_RETURN(out.admission, r.Bool("admission", out.admission));
+  TUNE_ASSIGN_OR_RETURN(out.calibrate, r.Bool("calibrate", out.calibrate));
+  TUNE_ASSIGN_OR_RETURN(auto retry, r.OptInt("oom_retry"));
+  if (retry) {
+    if (*retry < 0 || *retry > 10) {
+      return r.ChildError("oom_retry", fmt::format("{} must be in [0, 10]", *retry));
+    }
+    out.oom_retry = *retry;
+  }
+  if (r.Has("levers")) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<std::string> levers, ReadStringArray(r, "levers"));
+    const auto& valid = GuardLeverNames();
+    out.lever_grad_accum = out.lever_checkpointing = false;
+    for (const auto& lever : levers) {
+      if (lever == "grad_accum") {
+        out.lever_grad_accum = true;
+      } else if (lever == "gradient_checkpointing") {
+        out.lever_checkpointing = true;
+      } else {
+        return r.ChildError("levers", fmt::format("unknown lever '{}'{}; valid: {}", lever,
+                                                  DidYouMean(lever, valid), JoinNames(valid)));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // "objective": {"type": "train", ...}: the data, tokenizer, metric, device and the hyperparameter
 // defaults (every other key must be a training parameter, see hyperparams.h).
 Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
                            TrainObjectiveOptions& out) {
   const std::vector<std::string> own = {"type",    "task",          "data",      "tokenizer",
                                         "metric",  "device",        "threads",   "ignore_params",
-                                        "pretrained"};
+                                        "pretrained", "memory"};
   std::vector<std::string> allowed = own;
   for (const auto& n : HyperparamNamesAndAliases()) allowed.push_back(n);
   TUNE_RETURN_IF_ERROR(r.CheckKeys(allowed));
@@ -498,6 +548,7 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
     out.defaults[canonical] = value;
   }
   if (pretrained) out.defaults["model"] = *pretrained;
+  if (r.Has("memory")) TUNE_RETURN_IF_ERROR(ParseGuardOptions(r.Child("memory"), out.guard));
   if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
     return r.ChildError(r.Has("precision") ? "precision" : "mixed_precision", st.message());
   }

@@ -78,6 +78,14 @@ int main(int argc, char** argv) {
                  "Re-enqueue a stale trial with the same params up to K times (default: the "
                  "config's retry_failed, else 0)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--device-memory", run.device_memory,
+                 "train objective: the memory trials may use, e.g. 24GiB (on CPU a simulated "
+                 "card; on CUDA at most the card); default: the config's memory.device_memory");
+  app.add_option("--oom-retry", run.oom_retry,
+                 "train objective: retry a trial that runs out of memory up to K times at half "
+                 "the micro-batch and twice the accumulation (default: the config's "
+                 "memory.oom_retry, else 0)")
+      ->check(CLI::Range(0, 10));
   app.add_option("--format", run.format, "Output of the best trial: table, json or csv");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
 

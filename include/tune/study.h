@@ -56,6 +56,8 @@ class Trial {
   const Json& params() const { return params_; }
   // The trial as stored now.
   Result<FrozenTrial> Snapshot() const;
+  // The study's trials when this one started (what the sampler saw).
+  const TrialHistory& history() const { return *history_; }
 
  private:
   friend class Study;

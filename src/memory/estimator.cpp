@@ -414,10 +414,15 @@ DeviceMemoryModel DeviceMemoryModel::Cuda() {
 }
 
 MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& hp,
-                               int64_t num_labels) {
+                               int64_t num_labels, int64_t num_features) {
   MemoryRequest r;
   r.model = model;
   r.num_labels = num_labels;
+  if (model.model_type == "mlp") {
+    r.architecture = Architecture::kMlp;
+    r.num_features = num_features;
+    r.mlp_hidden.assign(static_cast<size_t>(std::max<int64_t>(hp.mlp_layers, 0)), hp.mlp_hidden);
+  }
   for (int64_t k = 0; k < hp.classifier_layers; ++k) {
     r.head_hidden.push_back(hp.ClassifierWidth(k, model.hidden_size));
   }
@@ -434,6 +439,7 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
   r.dropout = hp.dropout;
   r.attention_dropout = hp.attention_dropout;
   r.classifier_dropout = hp.classifier_dropout.value_or(hp.dropout);
+  r.precision = hp.precision;
   return r;
 }
 

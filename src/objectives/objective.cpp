@@ -3,7 +3,7 @@
 namespace tune {
 
 Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& details,
-                               const std::string& reason) {
+                               const std::string& reason, const std::string& oom_reason) {
   Json oom_config = params;
   auto bs = params.find("batch_size");
   auto ga = params.find("grad_accum");
@@ -12,7 +12,7 @@ Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& det
   }
   for (const auto& [k, v] : details.items()) oom_config[k] = v;
   TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom", true));
-  TUNE_RETURN_IF_ERROR(trial.SetUserAttr("reason", "oom"));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr("reason", oom_reason));
   TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom_config", oom_config));
   return TrialOutcome{TrialState::kPruned, {}, reason};
 }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "tune/memory/estimator.h"
+#include "tune/memory/guard.h"
 #include "tune/text.h"
 
 namespace tune {
@@ -25,6 +27,17 @@ const char* TrainEndName(TrainResult::End end) {
       return "interrupted";
   }
   return "?";
+}
+
+std::string DeviceMemoryStatusText(const DeviceMemoryStatus& m) {
+  std::vector<std::string> parts;
+  if (m.allocated >= 0) parts.push_back("allocated " + FormatBytes(m.allocated));
+  if (m.reserved >= 0) parts.push_back("reserved " + FormatBytes(m.reserved));
+  if (m.free >= 0 && m.total > 0) {
+    parts.push_back(fmt::format("free {} of {}", FormatBytes(m.free), FormatBytes(m.total)));
+  }
+  if (m.budget > 0) parts.push_back("budget " + FormatBytes(m.budget));
+  return parts.empty() ? "not measured" : JoinNames(parts);
 }
 
 const char* TrainMetricName(TrainMetric metric) {
@@ -92,7 +105,14 @@ class TrainObjective final : public Objective {
         trainer_(std::move(trainer)),
         data_(std::move(data)),
         tabular_(std::move(tabular)),
-        base_(std::move(base)) {}
+        base_(std::move(base)) {
+    // Batches are padded to their longest text, so no batch is wider than the longest text.
+    for (const auto* set : {&data_.train_ids, &data_.validation_ids}) {
+      for (const auto& ids : *set) {
+        longest_tokens_ = std::max<int64_t>(longest_tokens_, static_cast<int64_t>(ids.size()) + 2);
+      }
+    }
+  }
 
   std::string name() const override {
     return fmt::format("train ({}, {})", TrainMetricName(options_.metric), trainer_->name());
@@ -127,12 +147,15 @@ class TrainObjective final : public Objective {
       job.model = *spec;
       job.data = &data_;
     }
-    const ModelSpec* model = &job.model;
+    const auto number = trial.number();
+    spdlog::info("Trial {} memory at trial start: {}", number,
+                 DeviceMemoryStatusText(trainer_->MemoryStatus()));
+    TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
+    if (guarded.reject) return *guarded.reject;
     const StudyDirection direction = TrainMetricDirection(options_.metric);
     std::optional<double> best;
     int64_t best_epoch = -1, since_best = 0;
     bool pruned = false, stopped_early = false;
-    const auto number = trial.number();
     EpochCallback on_epoch = [&](const EpochMetrics& m) -> Result<EpochDecision> {
       const double value = TrainMetricValue(options_.metric, m);
       spdlog::info(
@@ -164,7 +187,39 @@ class TrainObjective final : public Objective {
       return EpochDecision::kContinue;
     };
 
-    TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer_->Train(job, on_epoch));
+    // Runs the trial; after an out-of-memory error, with oom_retry, again at half the micro-batch
+    // and twice the accumulation (the effective batch stays the same).
+    Json retries = Json::array();
+    TrainResult result;
+    for (;;) {
+      TUNE_ASSIGN_OR_RETURN(result, trainer_->Train(job, on_epoch));
+      if (result.end != TrainResult::End::kOutOfMemory ||
+          static_cast<int64_t>(retries.size()) >= options_.guard.oom_retry) {
+        break;
+      }
+      TrainHyperparams next = job.hp;
+      if (!HalveMicroBatch(next.batch_size, next.grad_accum)) break;
+      Json attempt{{"batch_size", job.hp.batch_size},
+                   {"grad_accum", job.hp.grad_accum},
+                   {"phase", result.details.value("phase", std::string("training"))},
+                   {"error", FirstLine(result.message)},
+                   {"peak_memory_bytes", result.peak_memory_bytes}};
+      if (guarded.estimate) attempt["estimate"] = *guarded.estimate;
+      retries.push_back(std::move(attempt));
+      spdlog::warn("Trial {}: out of memory at batch_size {} x grad_accum {}; retry {}/{} at "
+                   "batch_size {} x grad_accum {}",
+                   number, job.hp.batch_size, job.hp.grad_accum, retries.size(),
+                   options_.guard.oom_retry, next.batch_size, next.grad_accum);
+      job.hp = next;
+      guarded.estimate = EstimateFor(job);
+      best.reset();
+      best_epoch = -1;
+      since_best = 0;
+      pruned = stopped_early = false;
+    }
+    TUNE_RETURN_IF_ERROR(RecordMemory(trial, job, guarded, result, retries));
+    spdlog::info("Trial {} memory at trial end: {}", number,
+                 DeviceMemoryStatusText(trainer_->MemoryStatus()));
 
     Json summary{{"end", TrainEndName(result.end)},
                  {"epochs_run", result.epochs.size()},
@@ -181,7 +236,10 @@ class TrainObjective final : public Objective {
     switch (result.end) {
       case TrainResult::End::kOutOfMemory: {
         Json details = result.details;
-        details["model"] = model->name;
+        details.update(ConfigDetails(job));
+        if (guarded.estimate) details["estimate"] = *guarded.estimate;
+        if (!guarded.levers.empty()) details["levers"] = guarded.levers;
+        if (!retries.empty()) details["retries"] = retries;
         details["error"] = FirstLine(result.message);
         if (result.peak_memory_bytes >= 0) details["peak_memory_bytes"] = result.peak_memory_bytes;
         std::string phase = details.value("phase", std::string("training"));
@@ -206,6 +264,151 @@ class TrainObjective final : public Objective {
   }
 
  private:
+  // What the memory guard decided before the trial ran.
+  struct Guarded {
+    std::optional<TrialOutcome> reject;  // set: the trial does not run
+    std::optional<int64_t> estimate;     // device_peak of what runs, when it can be estimated
+    std::optional<Admission> admission;  // when admission ran
+    std::string levers;                  // the levers admission applied
+    std::string family;                  // MemoryFamily
+  };
+
+  bool OnCuda() const { return options_.device.rfind("cuda", 0) == 0; }
+
+  // CUDA: the caching-allocator model with the context (and other processes' memory) measured
+  // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
+  DeviceMemoryModel DeviceModel() const {
+    if (!OnCuda()) return DeviceMemoryModel::Cpu();
+    DeviceMemoryModel d = DeviceMemoryModel::Cuda();
+    const DeviceMemoryStatus m = trainer_->MemoryStatus();
+    if (m.total > 0 && m.free >= 0 && m.reserved >= 0) d.context_bytes = m.total - m.free - m.reserved;
+    return d;
+  }
+
+  // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
+  std::optional<int64_t> DeviceMemory() const {
+    std::optional<int64_t> d = options_.guard.device_memory;
+    const DeviceMemoryStatus m = trainer_->MemoryStatus();
+    if (OnCuda() && m.total > 0) d = d ? std::min(*d, m.total) : m.total;
+    return d;
+  }
+
+  MemoryRequest RequestFor(const TrainJob& job) const {
+    const int64_t labels = job.tabular != nullptr ? tabular_.num_labels : data_.num_labels;
+    MemoryRequest r = MemoryRequestFor(job.model, job.hp, labels, tabular_.num_features);
+    if (job.tabular == nullptr && longest_tokens_ > 0) {
+      r.max_length = std::min(r.max_length, longest_tokens_);
+    }
+    return r;
+  }
+
+  std::optional<int64_t> EstimateFor(const TrainJob& job) const {
+    auto e = EstimateMemory(RequestFor(job), DeviceModel());
+    if (!e.ok()) return std::nullopt;
+    return e->device_peak;
+  }
+
+  // Admission (guard.h): runs the trial as it is, with levers applied to job.hp, or not at all.
+  Result<Guarded> Admit(Trial& trial, const Json& params, TrainJob& job) {
+    Guarded g;
+    g.family = MemoryFamily(job.model, job.hp.precision);
+    const std::optional<int64_t> device_memory = DeviceMemory();
+    if (!options_.guard.admission || !device_memory) {
+      g.estimate = EstimateFor(job);
+      return g;
+    }
+    const double correction = options_.guard.calibrate
+                                  ? CalibrationFromHistory(trial.history()).Correction(g.family)
+                                  : 1.0;
+    const int64_t usable = UsableMemory(*device_memory, options_.guard.margin);
+    auto admitted = AdmitTrial(RequestFor(job), DeviceModel(), usable, correction, options_.guard);
+    if (!admitted.ok()) {
+      spdlog::warn("Trial {}: no memory estimate ({}); it runs without admission", trial.number(),
+                   admitted.status().message());
+      return g;
+    }
+    const Admission& a = *admitted;
+    g.admission = a;
+    g.estimate = a.estimate.device_peak;
+    const std::string sizes =
+        fmt::format("predicted {} (estimate {} x correction {:.3f}) of {} usable",
+                    FormatBytes(a.predicted), FormatBytes(a.estimate.device_peak), correction,
+                    FormatBytes(usable));
+    switch (a.verdict) {
+      case AdmissionVerdict::kRun:
+        spdlog::info("Trial {} admitted: {}", trial.number(), sizes);
+        return g;
+      case AdmissionVerdict::kRunWithLevers:
+        job.hp.batch_size = a.request.batch_size;
+        job.hp.grad_accum = a.request.grad_accum;
+        job.hp.gradient_checkpointing = a.request.gradient_checkpointing;
+        g.levers = a.levers;
+        spdlog::info("Trial {} admitted with {}: {}", trial.number(), a.levers, sizes);
+        return g;
+      case AdmissionVerdict::kReject:
+        break;
+    }
+    Json memory = AdmissionToJson(g, *device_memory);
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr("memory", memory));
+    Json details = ConfigDetails(job);
+    details["estimate"] = a.requested_estimate;
+    details["predicted"] = a.predicted;
+    details["usable"] = usable;
+    details["correction"] = correction;
+    const std::string reason =
+        fmt::format("predicted out of memory: {} (estimate {} x correction {:.3f}) > {} usable",
+                    FormatBytes(a.predicted), FormatBytes(a.requested_estimate), correction,
+                    FormatBytes(usable));
+    spdlog::info("Trial {} not run: {}", trial.number(), reason);
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome,
+                          RecordOom(trial, params, details, reason, "predicted"));
+    g.reject = std::move(outcome);
+    return g;
+  }
+
+  static Json ConfigDetails(const TrainJob& job) {
+    return Json{{"model", job.model.name},
+                {"batch_size", job.hp.batch_size},
+                {"grad_accum", job.hp.grad_accum},
+                {"effective_batch_size", job.hp.batch_size * job.hp.grad_accum},
+                {"max_length", job.hp.max_length},
+                {"precision", PrecisionName(job.hp.precision)},
+                {"gradient_checkpointing", job.hp.gradient_checkpointing}};
+  }
+
+  Json AdmissionToJson(const Guarded& g, std::optional<int64_t> device_memory) const {
+    MemoryRecord record;
+    record.family = g.family;
+    record.estimate = g.estimate.value_or(0);
+    record.device_memory = device_memory.value_or(0);
+    Json j = MemoryRecordToJson(record);
+    if (g.admission) {
+      j["admission"] = AdmissionVerdictName(g.admission->verdict);
+      j["predicted"] = g.admission->predicted;
+      j["correction"] = g.admission->correction;
+      j["usable"] = g.admission->usable;
+      if (!g.levers.empty()) j["levers"] = g.levers;
+    }
+    return j;
+  }
+
+  // User attribute "memory" of a trial that ran: the admission, the estimate of what ran, the
+  // measured peak and the allocated memory before and after, read back by calibration.
+  Status RecordMemory(Trial& trial, const TrainJob& job, const Guarded& g,
+                      const TrainResult& result, const Json& retries) {
+    Json j = AdmissionToJson(g, DeviceMemory());
+    j["peak"] = result.peak_memory_bytes;
+    j["oom"] = result.end == TrainResult::End::kOutOfMemory;
+    if (result.peak_reserved_bytes >= 0) j["peak_reserved"] = result.peak_reserved_bytes;
+    j["before"] = result.memory_before_bytes;
+    j["after"] = result.memory_after_bytes;
+    j["batch_size"] = job.hp.batch_size;
+    j["grad_accum"] = job.hp.grad_accum;
+    j["gradient_checkpointing"] = job.hp.gradient_checkpointing;
+    if (!retries.empty()) j["oom_retries"] = retries;
+    return trial.SetUserAttr("memory", j);
+  }
+
   Result<TrialOutcome> Fail(Trial& trial, const std::string& reason) {
     spdlog::warn("Trial {} failed: {}", trial.number(), FirstLine(reason));
     TUNE_RETURN_IF_ERROR(trial.SetUserAttr("fail_reason", reason));
@@ -218,6 +421,7 @@ class TrainObjective final : public Objective {
   TextTrainData data_;
   TabularTrainData tabular_;
   TrainHyperparams base_;
+  int64_t longest_tokens_ = 0;  // the longest text with [CLS] and [SEP]
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "torch/torch_compat.h"
+#include "torch/torch_cuda_memory.h"
 #include "torch/torch_models.h"
 #include "torch/torch_pretrained.h"
 #include "tune/interrupt.h"
@@ -254,8 +255,8 @@ class LossScaler {
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(torch::Device device, int threads, bool count_memory)
-      : device_(device), threads_(threads), count_memory_(count_memory) {}
+  TorchTrainer(torch::Device device, int threads, bool count_memory, int64_t budget)
+      : device_(device), threads_(threads), count_memory_(count_memory), budget_(budget) {}
 
   std::string name() const override {
     return fmt::format(
@@ -263,14 +264,29 @@ class TorchTrainer final : public Trainer {
         device_.is_cpu() ? fmt::format(" ({} thread{})", threads_, threads_ == 1 ? "" : "s") : "");
   }
 
+  DeviceMemoryStatus MemoryStatus() const override {
+    DeviceMemoryStatus m;
+    m.budget = budget_;
+    if (device_.is_cuda()) {
+      if (auto s = cuda_memory::GetStats(CudaIndex()); s.ok()) {
+        m.allocated = s->allocated;
+        m.reserved = s->reserved;
+        m.free = s->free;
+        m.total = s->total;
+      }
+    } else if (count_memory_) {
+      m.allocated = GetCpuMemoryStats().live_bytes;
+    }
+    return m;
+  }
+
   Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
     TrainResult result;
     Progress progress;
-    int64_t baseline = 0;
-    if (count_memory_) {
-      ResetCpuPeakMemory();
-      baseline = GetCpuMemoryStats().live_bytes;
-    }
+    result.memory_before_bytes = MemoryStatus().allocated;
+    if (count_memory_) ResetCpuPeakMemory();
+    if (device_.is_cuda()) cuda_memory::ResetPeak(CudaIndex());
+    spdlog::info("Memory at training start: {}", DeviceMemoryStatusText(MemoryStatus()));
     Status status;
     std::string error;
     bool oom = false;
@@ -288,16 +304,25 @@ class TorchTrainer final : public Trainer {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    // Everything the run allocated (model, optimizer state, gradients, activations) was local to
-    // Run() and is released by now.
-    if (count_memory_) {
-      const CpuMemoryStats stats = GetCpuMemoryStats();
-      result.peak_memory_bytes = stats.peak_bytes - baseline;
-      if (stats.live_bytes != baseline) {
-        spdlog::warn("Memory after the run: {} bytes live, {} before it", stats.live_bytes,
-                     baseline);
+    // Everything the run allocated (model, optimizer state, gradients, activations, the autocast
+    // cache, which AutocastGuard clears) was local to Run() and is released by now; the caching
+    // allocator still holds the blocks.
+    if (device_.is_cuda()) {
+      if (auto s = cuda_memory::GetStats(CudaIndex()); s.ok()) {
+        result.peak_memory_bytes = s->allocated_peak - std::max<int64_t>(result.memory_before_bytes, 0);
+        result.peak_reserved_bytes = s->reserved_peak;
       }
+      if (oom) cuda_memory::EmptyCache();
+    } else if (count_memory_) {
+      result.peak_memory_bytes =
+          GetCpuMemoryStats().peak_bytes - std::max<int64_t>(result.memory_before_bytes, 0);
     }
+    result.memory_after_bytes = MemoryStatus().allocated;
+    if (result.memory_after_bytes != result.memory_before_bytes) {
+      spdlog::warn("Memory after the run: {} bytes allocated, {} before it: the run leaked",
+                   result.memory_after_bytes, result.memory_before_bytes);
+    }
+    spdlog::info("Memory at training end: {}", DeviceMemoryStatusText(MemoryStatus()));
     if (!status.ok()) return status;
     if (!error.empty()) {
       result.end = oom ? TrainResult::End::kOutOfMemory : TrainResult::End::kFailed;
@@ -464,9 +489,12 @@ class TorchTrainer final : public Trainer {
     return true;
   }
 
+  int CudaIndex() const { return device_.has_index() ? device_.index() : 0; }
+
   torch::Device device_;
   int threads_;
   bool count_memory_;
+  int64_t budget_;  // -1: none
 };
 
 }  // namespace
@@ -505,9 +533,20 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
   int threads = static_cast<int>(options.threads);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (device.is_cpu()) at::set_num_threads(threads);
-  const bool count_memory = device.is_cpu() && options.count_cpu_memory;
-  if (count_memory) InstallCountingCpuAllocator();
-  return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(device, threads, count_memory));
+  const bool count_memory = device.is_cpu() && (options.count_cpu_memory ||
+                                                options.memory_budget_bytes > 0);
+  if (count_memory) {
+    InstallCountingCpuAllocator();
+    SetCpuMemoryBudget(options.memory_budget_bytes > 0
+                           ? std::optional<int64_t>(options.memory_budget_bytes)
+                           : std::nullopt);
+  }
+  if (device.is_cuda() && options.memory_budget_bytes > 0) {
+    TUNE_RETURN_IF_ERROR(cuda_memory::SetBudget(device.has_index() ? device.index() : 0,
+                                                options.memory_budget_bytes));
+  }
+  return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(
+      device, threads, count_memory, options.memory_budget_bytes > 0 ? options.memory_budget_bytes : -1));
 }
 
 }  // namespace tune

@@ -67,8 +67,14 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
   hp.mlp_layers = args.mlp_layers;
   hp.mlp_hidden = args.mlp_hidden;
 
+  TUNE_ASSIGN_OR_RETURN(hp.precision, ParsePrecision(args.precision));
   ModelSpec model;
-  if (args.model != "mlp") {
+  if (args.model == "mlp") {
+    if (args.num_features <= 0) {
+      return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
+    }
+    model.name = model.model_type = "mlp";
+  } else {
     TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog.Find(args.model));
     model = *spec;
     hp.model = model.name;
@@ -84,22 +90,9 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
     hp.classifier_layers = args.classifier_layers;
     hp.classifier_hidden = args.classifier_hidden;
   }
-  c.request = MemoryRequestFor(model, hp, args.num_labels);
-  MemoryRequest& r = c.request;
-  TUNE_ASSIGN_OR_RETURN(r.precision, ParsePrecision(args.precision));
-  hp.precision = r.precision;
-  r.train = !args.eval_only;
-  if (args.model == "mlp") {
-    r.architecture = Architecture::kMlp;
-    if (args.num_features <= 0) {
-      return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
-    }
-    r.num_features = args.num_features;
-    r.mlp_hidden.assign(static_cast<size_t>(std::max<int64_t>(args.mlp_layers, 0)),
-                        args.mlp_hidden);
-  } else if (args.architecture == "decoder") {
-    r.architecture = Architecture::kDecoder;
-  }
+  c.request = MemoryRequestFor(model, hp, args.num_labels, args.num_features);
+  c.request.train = !args.eval_only;
+  if (args.model != "mlp" && args.architecture == "decoder") c.request.architecture = Architecture::kDecoder;
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include "torch_loader.h"
 #include "tune/config.h"
 #include "tune/interrupt.h"
+#include "tune/memory/estimator.h"
 #include "tune/optimize.h"
 #include "tune/study.h"
 #include "tune/text.h"
@@ -86,6 +87,23 @@ int RunStudy(const RunArgs& args) {
     return Fail(s);
   }
 
+  if (args.device_memory || args.oom_retry) {
+    if (config.objective.type != "train") {
+      return Fail(InvalidArgumentError(fmt::format(
+          "--device-memory and --oom-retry apply to the train objective; {} has objective '{}'",
+          config.source, config.objective.type)));
+    }
+    GuardOptions& guard = config.objective.train.guard;
+    if (args.device_memory) {
+      auto bytes = ParseBytes(*args.device_memory);
+      if (!bytes.ok()) {
+        return Fail(InvalidArgumentError("--device-memory: " + bytes.status().message()));
+      }
+      guard.device_memory = *bytes;
+    }
+    if (args.oom_retry) guard.oom_retry = *args.oom_retry;
+  }
+
   auto sampler = MakeSampler(config.sampler);
   if (!sampler.ok()) return Fail(sampler.status());
   auto pruner = MakePruner(config.pruner);
@@ -95,6 +113,8 @@ int RunStudy(const RunArgs& args) {
     TorchTrainerOptions trainer_options;
     trainer_options.device = config.objective.train.device;
     trainer_options.threads = config.objective.train.threads;
+    trainer_options.memory_budget_bytes =
+        config.objective.train.guard.device_memory.value_or(-1);
     auto t = LoadTorchTrainer(trainer_options);
     if (!t.ok()) return Fail(t.status());
     trainer = std::move(t).value();

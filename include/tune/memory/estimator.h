@@ -52,9 +52,10 @@ struct MemoryRequest {
   bool train = true;  // false: evaluation only (weights and one forward pass)
 };
 
-// The request for a train-objective trial: its model, hyperparameters and label count.
+// The request for a train-objective trial: its model (model_type "mlp": the tabular MLP, whose
+// input has `num_features` columns), hyperparameters and label count.
 MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& hp,
-                               int64_t num_labels);
+                               int64_t num_labels, int64_t num_features = 0);
 
 // How a device turns allocated bytes into memory it must have. Defaults: Cpu() counts bytes as
 // the counting allocator does (no rounding, no overhead); Cuda() models PyTorch's caching

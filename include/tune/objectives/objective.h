@@ -22,11 +22,12 @@ struct TrialOutcome {
   std::string reason;                        // kPruned / kFail: why (also in user attrs)
 };
 
-// Records an out-of-memory trial the way every objective (and later the memory guard) does:
-// user attrs oom=true, reason="oom" and oom_config = the params, their effective batch size
-// (batch_size * grad_accum, when both are numbers) and `details`. Returns the PRUNED outcome.
+// Records an out-of-memory trial the way every objective and the memory guard do: user attrs
+// oom=true, reason=`oom_reason` ("oom": it ran out of memory; "predicted": the memory guard did
+// not run it) and oom_config = the params, their effective batch size (batch_size * grad_accum,
+// when both are numbers) and `details`. Returns the PRUNED outcome with `reason`.
 Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& details,
-                               const std::string& reason);
+                               const std::string& reason, const std::string& oom_reason = "oom");
 
 class Objective {
  public:

@@ -8,6 +8,13 @@
 // (trial.Report(value, epoch)) and the pruner asked. Early stopping ends a trial after `patience`
 // epochs without an improvement larger than `min_delta`.
 //
+// The memory guard (guard.h), per trial: memory is logged at trial start and end (the trainer
+// logs training start and end); with a device_memory (always on CUDA) and admission on, the
+// trial is estimated and run as it is, run with levers, or PRUNED without running (oom=true,
+// reason="predicted", oom_config); a run-time OOM is retried `oom_retry` times at half the
+// micro-batch and twice the accumulation. User attribute "memory" records the admission, the
+// estimate of what ran, the measured peak and the memory before and after (calibration reads it).
+//
 // Outcomes: COMPLETE with the best epoch's metric (the value Hugging Face's
 // load_best_model_at_end would keep); PRUNED by the pruner (keeping the last report); PRUNED with
 // oom=true, reason="oom" and oom_config (RecordOom) when the run runs out of memory; FAIL with
@@ -24,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/memory/guard.h"
 #include "tune/model_catalog.h"
 #include "tune/objectives/objective.h"
 #include "tune/study.h"
@@ -63,6 +71,7 @@ struct TrainObjectiveOptions {
   std::vector<std::string> ignore_params;  // search-space params the objective does not read
   Json defaults = Json::object();   // hyperparameters set by the objective's keys (canonical)
   std::vector<std::string> models;  // every model a trial may choose (vocabulary and length checks)
+  GuardOptions guard;               // the memory guard ("memory": {...}; guard.h)
 };
 
 // Reads the data and builds the tokenizer; InvalidArgument/NotFound for bad data (see

@@ -30,6 +30,11 @@ struct TorchTrainerOptions {
   // On CPU: install the counting allocator (counting_cpu_allocator.h) to measure every run's peak
   // memory and to check that memory returns to its level before the run.
   bool count_cpu_memory = true;
+  // The memory trials may use, in bytes; -1: no limit. CPU: the counting allocator's budget (an
+  // allocation above it throws c10::OutOfMemoryError, as a card would); CUDA: the caching
+  // allocator is capped at this share of the card (setMemoryFraction) when it is less than the
+  // card.
+  int64_t memory_budget_bytes = -1;
 };
 
 // InvalidArgument for a malformed device; FailedPrecondition for a CUDA device this LibTorch
@@ -43,7 +48,7 @@ std::string TorchVersion();
 // trains (apps/tune/torch_loader.cpp) and calls these C entry points, found by name.
 // kTorchPluginAbi changes whenever TorchTrainerOptions, Trainer or what they use change shape, so
 // a stale library next to a new binary is refused instead of misread.
-inline constexpr int kTorchPluginAbi = 3;
+inline constexpr int kTorchPluginAbi = 4;
 
 }  // namespace tune
 

@@ -9,6 +9,8 @@
 //  - Out-of-memory and other failures of the run itself are results, not errors: End::kOutOfMemory
 //    (with details: phase, epoch, step, the error text) and End::kFailed (with the message), after
 //    the run's model, optimizer state and gradients have been released.
+//  - After an out-of-memory error the device's cached memory is returned (CUDA: emptyCache) and
+//    memory_after_bytes says whether allocated memory came back to memory_before_bytes.
 //  - A non-OK Status means tune could not run at all (for example an unusable device, or
 //    `on_epoch` failed to store a report): the study stops.
 // Thread safety: one Train() call at a time per Trainer.
@@ -84,8 +86,27 @@ struct TrainResult {
   std::string message;             // kOutOfMemory / kFailed: the error text
   Json details = Json::object();   // kOutOfMemory: phase, epoch, step, batch shape, peak bytes...
   int64_t num_parameters = 0;      // of the model built
-  int64_t peak_memory_bytes = -1;  // measured peak during the run; -1: not measured
+  // Measured by the device (-1: not measured): the peak of allocated bytes during the run above
+  // the level before it (CPU: the counting allocator; CUDA: allocated_bytes.peak), the peak of
+  // reserved bytes (CUDA), and the allocated bytes before the run and after its release.
+  int64_t peak_memory_bytes = -1;
+  int64_t peak_reserved_bytes = -1;
+  int64_t memory_before_bytes = -1;
+  int64_t memory_after_bytes = -1;
 };
+
+// The device's memory now, for logs and admission (-1: unknown).
+struct DeviceMemoryStatus {
+  int64_t allocated = -1;  // bytes held by tensors
+  int64_t reserved = -1;   // CUDA: held by the caching allocator
+  int64_t free = -1;       // CUDA: cudaMemGetInfo's free memory (all processes)
+  int64_t total = -1;      // CUDA: the card's memory
+  int64_t budget = -1;     // the budget enforced (CPU counting allocator / CUDA memory fraction)
+};
+
+// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, budget 22.0 GiB" (the known
+// parts).
+std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
 
 const char* TrainEndName(TrainResult::End end);
 
@@ -95,6 +116,7 @@ class Trainer {
   // "torch 1.13.0 cpu (2 threads)".
   virtual std::string name() const = 0;
   virtual Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) = 0;
+  virtual DeviceMemoryStatus MemoryStatus() const { return {}; }
 };
 
 }  // namespace tune

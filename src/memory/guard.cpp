@@ -1,0 +1,196 @@
+#include "tune/memory/guard.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tune/text.h"
+
+namespace tune {
+
+const std::vector<std::string>& GuardLeverNames() {
+  static const std::vector<std::string> names = {"grad_accum", "gradient_checkpointing"};
+  return names;
+}
+
+int64_t UsableMemory(int64_t device_memory, double margin) {
+  return static_cast<int64_t>(static_cast<double>(device_memory) * (1.0 - margin));
+}
+
+std::string MemoryFamily(const ModelSpec& model, Precision precision) {
+  std::string family = model.model_type.empty() ? model.name : model.model_type;
+  if (precision != Precision::kFp32) family += std::string("/") + PrecisionName(precision);
+  return family;
+}
+
+void MemoryCalibration::Add(const MemoryRecord& r) {
+  if (r.estimate <= 0) return;
+  Family& f = families_[r.family];
+  ++f.n;
+  const auto estimate = static_cast<double>(r.estimate);
+  if (r.oom) {
+    // It needed more than the budget: the estimate was at least budget/estimate too low.
+    if (r.device_memory > 0) {
+      f.oom_floor = std::max(f.oom_floor,
+                             static_cast<double>(r.device_memory) / estimate * kOomStep);
+    }
+    return;
+  }
+  if (r.peak < 0) return;
+  f.ratios.push_back(static_cast<double>(r.peak) / estimate);
+  if (f.ratios.size() > kWindow) f.ratios.erase(f.ratios.begin());
+}
+
+double MemoryCalibration::Correction(const std::string& family) const {
+  auto it = families_.find(family);
+  if (it == families_.end()) return 1.0;
+  const Family& f = it->second;
+  double c = f.ratios.empty() ? 1.0 : *std::max_element(f.ratios.begin(), f.ratios.end());
+  c = std::max(c, f.oom_floor);
+  return std::clamp(c, kMin, kMax);
+}
+
+int64_t MemoryCalibration::records(const std::string& family) const {
+  auto it = families_.find(family);
+  return it == families_.end() ? 0 : it->second.n;
+}
+
+Json MemoryCalibration::ToJson() const {
+  Json j = Json::object();
+  for (const auto& [name, f] : families_) {
+    j[name] = Json{{"correction", Correction(name)}, {"records", f.n}};
+  }
+  return j;
+}
+
+Json MemoryRecordToJson(const MemoryRecord& r) {
+  return Json{{"family", r.family},
+              {"estimate", r.estimate},
+              {"device_memory", r.device_memory},
+              {"peak", r.peak},
+              {"oom", r.oom}};
+}
+
+std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
+  std::vector<MemoryRecord> out;
+  if (!j.is_object()) return out;
+  auto family = j.find("family");
+  auto estimate = j.find("estimate");
+  if (family == j.end() || !family->is_string() || estimate == j.end() ||
+      !estimate->is_number_integer()) {
+    return out;
+  }
+  MemoryRecord r;
+  r.family = family->get<std::string>();
+  r.estimate = estimate->get<int64_t>();
+  r.device_memory = j.value("device_memory", int64_t{0});
+  r.peak = j.value("peak", int64_t{-1});
+  r.oom = j.value("oom", false);
+  out.push_back(r);
+  auto retries = j.find("oom_retries");
+  if (retries != j.end() && retries->is_array()) {
+    for (const Json& attempt : *retries) {
+      auto e = attempt.find("estimate");
+      if (!attempt.is_object() || e == attempt.end() || !e->is_number_integer()) continue;
+      MemoryRecord failed = r;
+      failed.estimate = e->get<int64_t>();
+      failed.peak = -1;
+      failed.oom = true;
+      out.push_back(failed);
+    }
+  }
+  return out;
+}
+
+MemoryCalibration CalibrationFromHistory(const TrialHistory& history) {
+  MemoryCalibration c;
+  for (const auto& t : history.trials) {
+    if (!t || t->state == TrialState::kRunning || t->state == TrialState::kWaiting) continue;
+    auto it = t->user_attrs.find("memory");
+    if (it == t->user_attrs.end()) continue;
+    for (const MemoryRecord& r : MemoryRecordsFromJson(*it)) c.Add(r);
+  }
+  return c;
+}
+
+const char* AdmissionVerdictName(AdmissionVerdict v) {
+  switch (v) {
+    case AdmissionVerdict::kRun:
+      return "run";
+    case AdmissionVerdict::kRunWithLevers:
+      return "run_with_levers";
+    case AdmissionVerdict::kReject:
+      return "reject";
+  }
+  return "?";
+}
+
+bool HalveMicroBatch(int64_t& batch_size, int64_t& grad_accum) {
+  if (batch_size < 2 || batch_size % 2 != 0) return false;
+  batch_size /= 2;
+  grad_accum *= 2;
+  return true;
+}
+
+namespace {
+
+std::string LeverText(const MemoryRequest& from, const MemoryRequest& to) {
+  std::vector<std::string> parts;
+  if (to.batch_size != from.batch_size) {
+    parts.push_back(fmt::format("batch_size {} -> {}, grad_accum {} -> {}", from.batch_size,
+                                to.batch_size, from.grad_accum, to.grad_accum));
+  }
+  if (to.gradient_checkpointing && !from.gradient_checkpointing) {
+    parts.push_back("gradient_checkpointing on");
+  }
+  return JoinNames(parts);
+}
+
+}  // namespace
+
+Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryModel& device,
+                             int64_t usable, double correction, const GuardOptions& options) {
+  Admission a;
+  a.correction = correction;
+  a.usable = usable;
+  auto predict = [&](const MemoryEstimate& e) {
+    return static_cast<int64_t>(std::ceil(static_cast<double>(e.device_peak) * correction));
+  };
+  TUNE_ASSIGN_OR_RETURN(a.estimate, EstimateMemory(request, device));
+  a.request = request;
+  a.requested_estimate = a.estimate.device_peak;
+  a.predicted = predict(a.estimate);
+  if (a.predicted <= usable) return a;
+
+  // Candidates, cheapest first: smaller micro-batches, then checkpointing with each of them.
+  std::vector<MemoryRequest> candidates;
+  auto add_halvings = [&](MemoryRequest r) {
+    while (options.lever_grad_accum && HalveMicroBatch(r.batch_size, r.grad_accum)) {
+      candidates.push_back(r);
+    }
+  };
+  add_halvings(request);
+  if (options.lever_checkpointing && !request.gradient_checkpointing &&
+      request.architecture != Architecture::kMlp) {
+    MemoryRequest r = request;
+    r.gradient_checkpointing = true;
+    candidates.push_back(r);
+    add_halvings(r);
+  }
+  for (const MemoryRequest& c : candidates) {
+    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(c, device));
+    if (predict(e) <= usable) {
+      a.verdict = AdmissionVerdict::kRunWithLevers;
+      a.request = c;
+      a.estimate = e;
+      a.predicted = predict(e);
+      a.levers = LeverText(request, c);
+      return a;
+    }
+  }
+  a.verdict = AdmissionVerdict::kReject;
+  return a;
+}
+
+}  // namespace tune

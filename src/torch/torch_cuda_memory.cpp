@@ -1,0 +1,81 @@
+#include "torch_cuda_memory.h"
+
+#include <fmt/format.h>
+
+#ifdef TUNE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace tune::cuda_memory {
+
+#ifdef TUNE_WITH_CUDA
+
+namespace {
+// StatType::AGGREGATE; an index, because the enum moved between LibTorch versions.
+constexpr size_t kAggregate = 0;
+}  // namespace
+
+bool Compiled() { return true; }
+
+Result<Stats> GetStats(int device) {
+  Stats s;
+  try {
+    const auto d = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+    s.allocated = d.allocated_bytes[kAggregate].current;
+    s.allocated_peak = d.allocated_bytes[kAggregate].peak;
+    s.reserved = d.reserved_bytes[kAggregate].current;
+    s.reserved_peak = d.reserved_bytes[kAggregate].peak;
+  } catch (const c10::Error& e) {
+    return FailedPreconditionError(
+        fmt::format("CUDA allocator statistics of device {}: {}", device,
+                    e.what_without_backtrace()));
+  }
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  size_t free = 0, total = 0;
+  if (cudaError_t err = cudaMemGetInfo(&free, &total); err != cudaSuccess) {
+    return FailedPreconditionError(fmt::format("cudaMemGetInfo on device {}: {}", device,
+                                               cudaGetErrorString(err)));
+  }
+  s.free = static_cast<int64_t>(free);
+  s.total = static_cast<int64_t>(total);
+  return s;
+}
+
+void EmptyCache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+void ResetPeak(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(device); }
+
+Status SetBudget(int device, int64_t bytes) {
+  TUNE_ASSIGN_OR_RETURN(Stats s, GetStats(device));
+  const double fraction =
+      bytes <= 0 || bytes >= s.total ? 1.0 : static_cast<double>(bytes) / static_cast<double>(s.total);
+  try {
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device);
+  } catch (const c10::Error& e) {
+    return FailedPreconditionError(fmt::format("setMemoryFraction({}, {}): {}", fraction, device,
+                                               e.what_without_backtrace()));
+  }
+  return Status::Ok();
+}
+
+#else
+
+bool Compiled() { return false; }
+
+Result<Stats> GetStats(int /*device*/) {
+  return FailedPreconditionError("tune was built without the CUDA memory backend");
+}
+
+void EmptyCache() {}
+
+void ResetPeak(int /*device*/) {}
+
+Status SetBudget(int /*device*/, int64_t /*bytes*/) {
+  return FailedPreconditionError("tune was built without the CUDA memory backend");
+}
+
+#endif
+
+}  // namespace tune::cuda_memory

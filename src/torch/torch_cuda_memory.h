@@ -1,0 +1,33 @@
+// tune's CUDA memory backend [tune_torch]: the caching allocator's statistics, emptyCache,
+// peak resets and the memory-fraction cap, plus cudaMemGetInfo. Compiled with CUDA only when
+// LibTorch has CUDA (TUNE_WITH_CUDA); otherwise every call reports that CUDA is not compiled in.
+// No LibTorch or CUDA types here. APIs per LibTorch version: memory-reference.md §3.2.
+#pragma once
+
+#include <cstdint>
+
+#include "tune/status.h"
+
+namespace tune::cuda_memory {
+
+struct Stats {
+  int64_t allocated = 0;       // allocated_bytes.current (AGGREGATE)
+  int64_t allocated_peak = 0;  // allocated_bytes.peak since the last ResetPeak
+  int64_t reserved = 0;        // reserved_bytes.current
+  int64_t reserved_peak = 0;
+  int64_t free = 0;   // cudaMemGetInfo: free on the device (every process counts)
+  int64_t total = 0;  // cudaMemGetInfo: the device's memory
+};
+
+// Whether this build has the CUDA backend.
+bool Compiled();
+// FailedPrecondition without the backend or when CUDA fails.
+Result<Stats> GetStats(int device);
+// Returns every unused cached block to the driver (after an OOM and between trials).
+void EmptyCache();
+void ResetPeak(int device);
+// Caps the caching allocator at `bytes` of the device (setMemoryFraction(bytes / total)); a cap
+// of the whole card or more removes it. The OOM message then says "... allowed;".
+Status SetBudget(int device, int64_t bytes);
+
+}  // namespace tune::cuda_memory
