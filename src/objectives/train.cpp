@@ -296,7 +296,7 @@ class TrainObjective final : public Objective {
   MemoryRequest RequestFor(const TrainJob& job) const {
     const int64_t labels = job.tabular != nullptr ? tabular_.num_labels : data_.num_labels;
     MemoryRequest r = MemoryRequestFor(job.model, job.hp, labels, tabular_.num_features);
-    if (job.tabular == nullptr && longest_tokens_ > 0) {
+    if (job.tabular == nullptr && job.hp.padding == Padding::kLongest && longest_tokens_ > 0) {
       r.max_length = std::min(r.max_length, longest_tokens_);
     }
     return r;
@@ -359,7 +359,6 @@ class TrainObjective final : public Objective {
         fmt::format("predicted out of memory: {} (estimate {} x correction {:.3f}) > {} usable",
                     FormatBytes(a.predicted), FormatBytes(a.requested_estimate), correction,
                     FormatBytes(usable));
-    spdlog::info("Trial {} not run: {}", trial.number(), reason);
     TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome,
                           RecordOom(trial, params, details, reason, "predicted"));
     g.reject = std::move(outcome);

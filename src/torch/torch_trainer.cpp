@@ -253,6 +253,18 @@ class LossScaler {
   torch::Tensor scale_, growth_tracker_, found_inf_;
 };
 
+// A backward that fails (out of memory) leaves its pending NodeTasks, and the gradient buffers
+// they hold, in the calling thread's autograd ready queue (LibTorch 1.13 and 2.x); the next
+// backward on the thread pops and drops them. This backward is that next one.
+void DrainAutogradQueue() {
+  try {
+    torch::Tensor x = torch::ones({1}, torch::TensorOptions().requires_grad(true));
+    (x * 2).sum().backward();
+  } catch (const std::exception& e) {
+    spdlog::warn("Draining the autograd queue after a failed backward: {}", e.what());
+  }
+}
+
 class TorchTrainer final : public Trainer {
  public:
   TorchTrainer(torch::Device device, int threads, bool count_memory, int64_t budget)
@@ -306,7 +318,10 @@ class TorchTrainer final : public Trainer {
     }
     // Everything the run allocated (model, optimizer state, gradients, activations, the autocast
     // cache, which AutocastGuard clears) was local to Run() and is released by now; the caching
-    // allocator still holds the blocks.
+    // allocator still holds the blocks. Except after an error in backward: the autograd engine
+    // leaves that backward's pending tasks, holding their gradient buffers, in this thread's
+    // ready queue until the next backward pops them. Run a trivial backward to drain it.
+    if (!error.empty() && progress.phase == "backward") DrainAutogradQueue();
     if (device_.is_cuda()) {
       if (auto s = cuda_memory::GetStats(CudaIndex()); s.ok()) {
         result.peak_memory_bytes = s->allocated_peak - std::max<int64_t>(result.memory_before_bytes, 0);

@@ -13,6 +13,7 @@
 #include "tune/config.h"
 #include "tune/interrupt.h"
 #include "tune/memory/counting_cpu_allocator.h"
+#include "tune/memory/estimator.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -422,6 +423,17 @@ class TrainObjectiveTorchTest : public ::testing::Test {
                     {"intermediate_size", 64},
                     {"vocab_size", 512},
                     {"max_position_embeddings", 64},
+                    {"type_vocab_size", 2}}},
+                  // The same with a large vocabulary: its dense embedding gradient makes the
+                  // run's peak fall in backward.
+                  {"tiny-wide-vocab",
+                   {{"model_type", "bert"},
+                    {"num_hidden_layers", 1},
+                    {"hidden_size", 32},
+                    {"num_attention_heads", 2},
+                    {"intermediate_size", 64},
+                    {"vocab_size", 60000},
+                    {"max_position_embeddings", 64},
                     {"type_vocab_size", 2}}}}},
                 {"search_space", space},
                 {"objective", objective}};
@@ -430,6 +442,7 @@ class TrainObjectiveTorchTest : public ::testing::Test {
   std::unique_ptr<Objective> MakeTrain(const StudyConfig& c) {
     TorchTrainerOptions o;
     o.threads = 1;
+    o.memory_budget_bytes = c.objective.train.guard.device_memory.value_or(-1);
     auto trainer = NewTorchTrainer(o);
     EXPECT_TRUE(trainer.ok());
     auto objective = MakeObjective(c, std::move(trainer).value());
@@ -519,6 +532,129 @@ TEST_F(TrainObjectiveTorchTest, OutOfMemoryUnderAByteBudgetIsPrunedAndMemoryRetu
   FrozenTrial next = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
   EXPECT_EQ(next.state, TrialState::kComplete);
   EXPECT_EQ(GetCpuMemoryStats().live_bytes, baseline);
+}
+
+
+// The memory guard around real training runs, with the counting allocator as the device.
+class MemoryGuardTorchTest : public TrainObjectiveTorchTest {
+ protected:
+  void TearDown() override { SetCpuMemoryBudget(std::nullopt); }
+  // The estimate of the fixture's tiny model at `batch` x 32 tokens, fp32, AdamW.
+  int64_t Estimate(int64_t batch) {
+    auto c = Config({}, {{"learning_rate", Json::array({3e-3})}});
+    EXPECT_TRUE(c.ok());
+    TrainHyperparams hp;  // the objective's keys, as every trial starts from them
+    for (const auto& [key, value] : c->objective.train.defaults.items()) {
+      EXPECT_TRUE(SetHyperparam(hp, key, value).ok()) << key;
+    }
+    hp.batch_size = batch;
+    auto e = EstimateMemory(MemoryRequestFor(*c->space.catalog().Find("tiny").value(), hp, 4),
+                            DeviceMemoryModel::Cpu());
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    return e.ok() ? e->device_peak : 0;
+  }
+  Result<StudyConfig> GuardConfig(int64_t device_memory, const Json& memory) {
+    Json m = memory;
+    m["device_memory"] = device_memory;
+    m["margin"] = 0.0;
+    return Config({{"epochs", 1}, {"batch_size", 64}, {"padding", "max_length"}, {"memory", m}},
+                  {{"learning_rate", Json::array({3e-3})}});
+  }
+};
+
+TEST_F(MemoryGuardTorchTest, AdmissionPrunesAPredictedMisfitWithoutRunningIt) {
+  // Less than the model's weights and AdamW state: no lever helps.
+  auto c = GuardConfig(Estimate(1) / 2, {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);
+  auto study = NewStudy();
+  const int64_t allocations = GetCpuMemoryStats().allocations;
+  FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  EXPECT_EQ(t.state, TrialState::kPruned);
+  EXPECT_EQ(t.user_attrs["oom"], true);
+  EXPECT_EQ(t.user_attrs["reason"], "predicted");
+  EXPECT_FALSE(t.user_attrs.contains("train"));  // it did not run
+  EXPECT_EQ(GetCpuMemoryStats().allocations, allocations);
+  const Json& cfg = t.user_attrs["oom_config"];
+  EXPECT_EQ(cfg["estimate"], Estimate(64));
+  EXPECT_EQ(cfg["batch_size"], 64);
+  EXPECT_EQ(cfg["effective_batch_size"], 64);
+  EXPECT_EQ(cfg["usable"], Estimate(1) / 2);
+  EXPECT_EQ(t.user_attrs["memory"]["admission"], "reject");
+}
+
+TEST_F(MemoryGuardTorchTest, AdmissionRunsAMisfitAtASmallerMicroBatchWithinTheBudget) {
+  // Room for batch 16 (x4 accumulation), not for 64 or 32.
+  const int64_t budget = (Estimate(16) + Estimate(32)) / 2;
+  auto c = GuardConfig(budget, {{"levers", Json::array({"grad_accum"})}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);
+  auto study = NewStudy();
+  FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  ASSERT_EQ(t.state, TrialState::kComplete) << t.user_attrs.dump();
+  const Json& m = t.user_attrs["memory"];
+  EXPECT_EQ(m["admission"], "run_with_levers");
+  EXPECT_EQ(m["batch_size"], 16);
+  EXPECT_EQ(m["grad_accum"], 4);
+  EXPECT_EQ(m["levers"], "batch_size 64 -> 16, grad_accum 1 -> 4");
+  EXPECT_EQ(m["oom"], false);
+  EXPECT_LE(m["peak"].get<int64_t>(), budget);
+  EXPECT_EQ(m["after"], m["before"]);
+}
+
+TEST_F(MemoryGuardTorchTest, OomRetryHalvesTheMicroBatchAndKeepsTheEffectiveBatch) {
+  const int64_t budget = (Estimate(16) + Estimate(32)) / 2;
+  auto c = GuardConfig(budget, {{"admission", false}, {"oom_retry", 3}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto objective = MakeTrain(*c);
+  auto study = NewStudy();
+  FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  ASSERT_EQ(t.state, TrialState::kComplete) << t.user_attrs.dump();
+  const Json& m = t.user_attrs["memory"];
+  ASSERT_EQ(m["oom_retries"].size(), 2u);  // 64 and 32 ran out of memory
+  EXPECT_EQ(m["oom_retries"][0]["batch_size"], 64);
+  EXPECT_EQ(m["oom_retries"][1]["batch_size"], 32);
+  EXPECT_EQ(m["oom_retries"][1]["grad_accum"], 2);
+  EXPECT_EQ(m["batch_size"].get<int64_t>() * m["grad_accum"].get<int64_t>(), 64);
+  EXPECT_EQ(m["after"], m["before"]);
+  // Without retries the same trial is PRUNED as out of memory.
+  auto plain = GuardConfig(budget, {{"admission", false}});
+  ASSERT_TRUE(plain.ok());
+  auto no_retry = MakeTrain(*plain);
+  FrozenTrial pruned = RunTrial(*study, *no_retry, {{"learning_rate", 3e-3}});
+  EXPECT_EQ(pruned.state, TrialState::kPruned);
+  EXPECT_EQ(pruned.user_attrs["reason"], "oom");
+}
+
+TEST_F(MemoryGuardTorchTest, AnOomInBackwardLeavesNoMemoryBehind) {
+  // Measure the run's peak, then lower the budget until the allocation that fails is in
+  // backward (a failed backward leaves gradient buffers in the autograd engine's queue).
+  auto free_run = Config({{"epochs", 1},
+                          {"batch_size", 64},
+                          {"padding", "max_length"},
+                          {"model", "tiny-wide-vocab"},
+                          {"optimizer", "sgd"},
+                          {"momentum", 0.0}},
+                         {{"learning_rate", Json::array({3e-3})}});
+  ASSERT_TRUE(free_run.ok());
+  auto objective = MakeTrain(*free_run);
+  auto study = NewStudy();
+  const int64_t baseline = GetCpuMemoryStats().live_bytes;
+  FrozenTrial ok = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+  ASSERT_EQ(ok.state, TrialState::kComplete);
+  const int64_t peak = ok.user_attrs["memory"]["peak"].get<int64_t>();
+  bool in_backward = false;
+  for (int k = 99; k >= 50 && !in_backward; --k) {
+    SetCpuMemoryBudget(baseline + peak * k / 100);
+    FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
+    SetCpuMemoryBudget(std::nullopt);
+    ASSERT_EQ(t.state, TrialState::kPruned) << k;
+    in_backward = t.user_attrs["oom_config"]["phase"] == "backward";
+    // Whatever the phase, everything is released, the failed backward's buffers included.
+    EXPECT_EQ(t.user_attrs["memory"]["after"], t.user_attrs["memory"]["before"]) << k;
+    EXPECT_EQ(GetCpuMemoryStats().live_bytes, baseline) << k;
+  }
+  EXPECT_TRUE(in_backward) << "no budget between 50% and 99% of the peak failed in backward";
 }
 
 }  // namespace
