@@ -384,8 +384,10 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
 
   const EncoderShape shape{b, t, h, i, a, rows, deberta, pd, pa};
   const LayerTrace trace = TraceEncoderLayer(shape, w);
+  plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
     Layer layer;
+    layer.params.reserve(16);
     for (int k = 0; k < 4; ++k) AddLinear(layer.params, h, h);  // q, k, v, attention output
     AddLayerNorm(layer.params, h);
     AddLinear(layer.params, h, i);
@@ -727,17 +729,15 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
         const Layer& layer = *it;
         // The layer's gradients appear while its saved tensors are still alive; with
         // accumulation they are temporaries added into the existing ones.
-        std::vector<int64_t> grads;
-        for (const Param& p : layer.params) grads.push_back(p.numel * w.param);
         if (layer.grads_after_free) {
           tl.Transient(layer.bwd_transient);
           tl.Free(layer.saved);
           tl.Free(layer.autocast_weights);
         }
-        for (int64_t g : grads) tl.Alloc(g);
+        for (const Param& p : layer.params) tl.Alloc(p.numel * w.param);
         if (!layer.grads_after_free) tl.Transient(layer.bwd_transient);
         if (grads_exist) {
-          for (int64_t g : grads) tl.Free(g);
+          for (const Param& p : layer.params) tl.Free(p.numel * w.param);
         }
         if (!layer.grads_after_free) {
           tl.Free(layer.saved);
