@@ -45,12 +45,44 @@ GRID = [
     ("roberta-base", 4, 128, []),
     ("xlm-roberta-base", 2, 128, []),
     ("xlm-roberta-base", 2, 128, ["--optimizer", "sgd"]),
+    # DeBERTa-v3: c2p/p2c scores against all 2 x 256 relative rows.
+    ("tiny-deberta-v3", 8, 64, []),
+    ("tiny-deberta-v3", 16, 128, []),
+    ("tiny-deberta-v3", 4, 512, []),
+    ("tiny-deberta-v3", 16, 128, ["--gradient-checkpointing"]),
+    ("tiny-deberta-v3", 8, 256, ["--gradient-checkpointing"]),
+    ("tiny-deberta-v3", 16, 128, ["--optimizer", "sgd"]),
+    ("microsoft/deberta-v3-base", 2, 64, []),
+    # bf16 autocast (CPU).
+    ("tiny-bert", 16, 128, ["--precision", "bf16"]),
+    ("tiny-bert", 16, 128, ["--precision", "bf16", "--gradient-checkpointing"]),
+    ("tiny-roberta", 8, 512, ["--precision", "bf16"]),
+    ("mini-bert", 8, 128, ["--precision", "bf16"]),
+    ("mini-bert", 16, 256, ["--precision", "bf16", "--gradient-checkpointing"]),
+    ("mini-bert", 8, 128, ["--precision", "bf16", "--optimizer", "sgd"]),
+    ("tiny-deberta-v3", 8, 256, ["--precision", "bf16"]),
+    ("tiny-deberta-v3", 16, 128, ["--precision", "bf16", "--gradient-checkpointing"]),
+    ("bert-base-uncased", 2, 64, ["--precision", "bf16"]),
     ("mlp", 256, 1, ["--num-features", "32", "--mlp-layers", "2", "--mlp-hidden", "512"]),
     ("mlp", 1024, 1, ["--num-features", "100", "--mlp-layers", "3", "--mlp-hidden", "256",
                       "--optimizer", "sgd"]),
 ]
 
-QUICK = {0, 3, 6, 9, 15, 22}
+QUICK = {0, 3, 6, 9, 15, 23, 29, 36, 38}
+
+
+def user_report_formula(d, batch, length):
+    """The rule of thumb in the user reports (/work/shared/docs/user-reports, 001):
+    GPU memory ~ params x batch x seq_length x 4 bytes x 2.5."""
+    return d["num_parameters"] * batch * length * 4 * 2.5
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
 
 
 def machine():
@@ -99,21 +131,32 @@ def main():
     ap.add_argument("--no-doc", action="store_true")
     args = ap.parse_args()
 
-    rows, errors = [], []
+    rows, errors, peer_errors = [], [], []
     start = time.time()
+    load_before = loadavg()
     for k, (model, batch, length, extra) in enumerate(GRID):
         if args.quick and k not in QUICK:
             continue
         d = run(args.tune, model, batch, length, extra, args.threads)
         err = 100.0 * d["error"]
         errors.append(abs(err))
+        peer = 100.0 * (user_report_formula(d, batch, length) / d["measured_peak"] - 1)
+        peer_errors.append(abs(peer))
         label = " ".join(extra) if extra else "-"
         print(f"{model:22s} b={batch:<5d} T={length:<4d} {label:50s} est {mib(d['allocated_peak']):>10s} "
               f"MiB  measured {mib(d['measured_peak']):>10s} MiB  {err:+6.2f}%  ({d['peak_phase']}, "
               f"{d['seconds']:.0f} s)", file=sys.stderr)
-        rows.append((model, batch, length, label, d, err))
+        rows.append((model, batch, length, label, d, err, peer))
     total = time.time() - start
+    load_after = loadavg()
     median, worst = statistics.median(errors), max(errors)
+    peer_median, peer_worst = statistics.median(peer_errors), max(peer_errors)
+    ratios = [1 + r[6] / 100 for r in rows]
+    if min(ratios) > 1:
+        peer_direction = (f"it overestimates every row, by {min(ratios):,.0f}× to "
+                          f"{max(ratios):,.0f}×")
+    else:
+        peer_direction = "it is off by orders of magnitude in both directions"
     print(f"median |error| {median:.2f}%, worst {worst:.2f}% over {len(errors)} configurations "
           f"({total:.0f} s)", file=sys.stderr)
 
@@ -125,21 +168,33 @@ def main():
         "configuration: the estimator's allocated peak (no LibTorch involved), then the same "
         "configuration trained for two optimizer steps and one evaluation on CPU under the "
         "byte-counting allocator, whose peak above the level before the run is the measurement. "
-        "Random token ids, every example at max_length, fp32, default dropout 0.1, AdamW unless "
-        "stated.",
+        "Random token ids, every example at max_length, dropout 0.1, fp32 and AdamW unless "
+        "stated (bf16 is autocast on CPU, LibTorch's CPU kernels). All rows come from this one "
+        "run.",
         "",
-        f"Machine: {machine()}. Run took {total:.0f} s.",
+        f"Machine: {machine()}. {time.strftime('%Y-%m-%d')}; load average {load_before} at the "
+        f"start, {load_after} at the end (memory figures do not depend on load). Run took "
+        f"{total:.0f} s with --threads {args.threads}.",
         "",
         f"**Median |error| {median:.2f}%, worst {worst:.2f}%** over {len(errors)} configurations "
         "(goal: median ≤ 3%, worst ≤ 10%).",
         "",
-        "| model | batch | max_length | options | estimate (MiB) | measured (MiB) | error | peak phase |",
-        "|---|---:|---:|---|---:|---:|---:|---|",
+        "The last column is the rule of thumb from the user reports, "
+        "`params × batch × seq_length × 4 B × 2.5` (shared/docs/user-reports/001), on the same "
+        f"rows: median |error| {peer_median:,.0f}%, worst {peer_worst:,.0f}%: {peer_direction}. "
+        "It multiplies the parameter count by the tokens, as if every parameter had activations "
+        "per token; weights, gradients and optimizer state do not grow with the batch, and "
+        "activations grow with layers × hidden size (and heads × length), not with parameters.",
+        "",
+        "| model | batch | max_length | options | estimate (MiB) | measured (MiB) | error | "
+        "peak phase | user-report formula error |",
+        "|---|---:|---:|---|---:|---:|---:|---|---:|",
     ]
-    for model, batch, length, label, d, err in rows:
+    for model, batch, length, label, d, err, peer in rows:
         lines.append(f"| {model} | {batch} | {length if model != 'mlp' else '-'} | "
                      f"{label.replace('--', '')} | {mib(d['allocated_peak'])} | "
-                     f"{mib(d['measured_peak'])} | {err:+.2f}% | {d['peak_phase']} |")
+                     f"{mib(d['measured_peak'])} | {err:+.2f}% | {d['peak_phase']} | "
+                     f"{peer:+,.0f}% |")
     lines += ["", "<!-- memory:end -->"]
     section = "\n".join(lines) + "\n"
     if args.no_doc:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 6: builds tune and compares the memory estimator with the measured CPU peak over a grid
 # of configurations, writing the table to the <!-- memory:begin --> section of
-# docs/benchmarks.md. About 5 minutes on 2 cores; needs LibTorch (libtune_torch.so) for --measure.
+# docs/benchmarks.md. About 10 minutes on 2 cores; needs LibTorch (libtune_torch.so) for --measure.
 #
 # Usage: bench/run_memory_bench.sh [--quick]
 # Environment: BUILD_DIR (default build), JOBS (default 2), PYTHON (default /usr/bin/python3).

@@ -85,6 +85,7 @@ struct Widths {
   int64_t fp;      // outputs that stay in the parameters' dtype (embeddings, residual sums,
                    // LayerNorm, the additive mask)
   bool autocast;   // linear inputs in fp32 are cast (a saved copy) and weights cast (cached)
+  bool cpu_autocast = false;  // autocast on LibTorch's CPU kernels (their fp32 temporaries)
 };
 
 Widths WidthsFor(Precision p) {
@@ -114,6 +115,7 @@ struct Layer {
   int64_t fwd_extra = 0;  // temporaries of its forward beyond what it saves (bytes)
   int64_t bwd_transient = 0;  // temporaries alive together in its backward (bytes)
   int64_t autocast_weights = 0;        // low-precision weight copies its saved ops hold
+  int64_t forward_cache = 0;  // low-precision weight copies cached only until the forward ends
   // Its saved tensors are all released before its gradients appear (a Linear after the
   // activation and dropout above it) rather than while they are produced (a transformer layer).
   bool grads_after_free = false;
@@ -151,6 +153,176 @@ struct Plan {
 // Dropout in training: the noise tensor (input dtype) is saved; its output is the next op's.
 int64_t Noise(double p, int64_t bytes) { return p > 0 ? bytes : 0; }
 
+// The forward of one encoder layer, op by op in the order of the trainer's code: what autograd
+// saves (kept until the layer's backward), the named temporaries (freed when the function that
+// holds them returns) and what one op allocates while it runs. Gives the bytes the layer saves
+// and its peak above the live set it started from.
+class LayerTrace {
+ public:
+  void Save(int64_t bytes) {
+    saved_ += bytes;
+    live_ += bytes;
+    Touch();
+  }
+  void Temp(int64_t bytes) {
+    live_ += bytes;
+    Touch();
+  }
+  void Drop(int64_t bytes) { live_ -= bytes; }
+  void During(int64_t bytes) { peak_ = std::max(peak_, live_ + bytes); }
+  // Remembers how much is saved at this point of the forward.
+  void Mark() { marked_ = saved_; }
+  int64_t saved() const { return saved_; }
+  int64_t marked() const { return marked_; }
+  // What the peak exceeds the saved set by.
+  int64_t extra() const { return std::max<int64_t>(0, peak_ - saved_); }
+
+ private:
+  void Touch() { peak_ = std::max(peak_, live_); }
+  int64_t saved_ = 0, live_ = 0, peak_ = 0, marked_ = 0;
+};
+
+// Shapes of an encoder layer's forward.
+struct EncoderShape {
+  int64_t b, t, h, i, a;
+  int64_t rows;  // DeBERTa: relative rows the c2p/p2c scores are computed against (2 x buckets)
+  bool deberta;
+  double pd, pa;  // hidden and attention dropout (0 outside training)
+};
+
+// A Linear from `in_elems` to `out_elems` elements: under autocast an fp32 input is cast and the
+// copy saved (`cast_input`); the output is a temporary. Returns the output's bytes.
+int64_t TraceLinear(LayerTrace& tr, const Widths& w, int64_t in_elems, int64_t out_elems,
+                    bool cast_input) {
+  if (w.autocast && cast_input) tr.Save(in_elems * w.mm);
+  tr.Temp(out_elems * w.mm);
+  // LibTorch 1.13's CPU addmm in bf16 holds, beside its output, an fp32 temporary of twice it.
+  if (w.cpu_autocast) tr.During(out_elems * 8);
+  return out_elems * w.mm;
+}
+
+// One encoder layer's forward in training (src/torch/torch_models.cpp): BertLayer, or
+// DebertaLayer with DisentangledSelfAttention. The layer's input is counted by whoever produced
+// it (the previous layer or the embeddings); its output is counted here when something saves it.
+LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, bti = s.b * s.t * s.i, batt = s.b * s.a * s.t * s.t,
+                bt = s.b * s.t;
+  const int64_t rh = s.rows * s.h, brh = s.b * rh, batr = s.b * s.a * s.t * s.rows,
+                index = s.t * s.t * 8;
+  LayerTrace tr;
+  // Under autocast nothing saves the fp32 input (the Linears save their bf16 casts); it stays
+  // alive as the residual until the layer returns.
+  if (w.autocast) tr.Temp(bth * w.fp);
+  // q, k, v projections (temporaries until the attention returns).
+  int64_t temps = 0;
+  for (int k = 0; k < 3; ++k) temps += TraceLinear(tr, w, bth, bth, true);
+  // matmul(q, k^T) copies q and k per head (saved by bmm); the scores stay a named local.
+  tr.Save(2 * bth * w.mm);
+  tr.Temp(batt * w.mm);
+  temps += batt * w.mm;
+  int64_t pre_softmax_extra = 0;  // what the score sum allocates beyond the three score locals
+  if (s.deberta) {
+    // r = pos_dropout(rel[0:rows]): the noise is saved; r is saved by the two projections in
+    // fp32, or cast by each of them under autocast (r itself then a local).
+    if (s.pd > 0) {
+      tr.Save(rh * w.fp);
+      if (w.autocast) {
+        tr.Temp(rh * w.fp);
+        temps += rh * w.fp;
+      } else {
+        tr.Save(rh * w.fp);
+      }
+    }
+    // pos_key = key_proj(r), pos_query = query_proj(r): [heads, rows, d] locals.
+    temps += TraceLinear(tr, w, rh, rh, true);
+    temps += TraceLinear(tr, w, rh, rh, true);
+    for (int k = 0; k < 2; ++k) {
+      // The clamped index (int64 [T, T], saved by gather), from one or two temporaries.
+      tr.During((k + 2) * index);
+      tr.Save(index);
+      // matmul(q, pos_key^T) broadcasts pos_key over the batch: q copied again and pos_key
+      // repeated per example (both saved by bmm); the [B, heads, T, rows] scores are saved by
+      // gather; the gathered [B, heads, T, T] scores stay a named local.
+      tr.Save(bth * w.mm + brh * w.mm + batr * w.mm);
+      tr.Temp(batt * w.mm);
+      temps += batt * w.mm;
+    }
+    // scores = (scores + c2p + p2c).mul_(scale).add_(mask): two sums alive at once.
+    pre_softmax_extra = 2 * batt * w.mm;
+  }
+  tr.Temp(pre_softmax_extra);
+  // add_(mask) of the fp32 mask into bf16 scores: CPU makes fp32 copies of the scores and of the
+  // result.
+  if (w.cpu_autocast) tr.During(2 * batt * 4);
+  tr.Drop(pre_softmax_extra);  // the first sum and the first scores (replaced by the second sum)
+  tr.Mark();
+  // softmax output (saved), dropout noise and the dropped probabilities (saved by the matmul).
+  tr.Save(batt * w.mm);
+  if (s.pa > 0) tr.Save(2 * batt * w.mm);
+  // matmul(probs, v): v copied per head (saved), its output, and the context reshaped from it
+  // (saved by the output projection).
+  tr.Save(bth * w.mm);
+  tr.Temp(bth * w.mm);
+  tr.Save(bth * w.mm);
+  tr.Drop(bth * w.mm + temps);
+  // Attention output: dense (its output freed inside dropout, which takes it by value), dropout
+  // noise, the residual sum (LayerNorm input) and statistics; the LayerNorm output h is saved by
+  // the feed-forward's Linear in fp32, a local (the residual) under autocast.
+  auto residual_block = [&](int64_t in_elems, bool output_saved) {
+    // (its input is already in the compute dtype: no cast)
+    const int64_t dense = TraceLinear(tr, w, in_elems, bth, false);
+    if (s.pd > 0) {
+      tr.Save(bth * w.mm);       // noise
+      tr.Temp(bth * w.mm);       // dropped output
+      tr.Drop(dense);
+    }
+    if (w.cpu_autocast) tr.During(bth * 4);  // the bf16 operand promoted to fp32
+    tr.Save(bth * w.fp + 2 * bt * 4);
+    if (output_saved) {
+      tr.Save(bth * w.fp);
+    } else {
+      tr.Temp(bth * w.fp);
+    }
+    tr.Drop(s.pd > 0 ? bth * w.mm : dense);
+  };
+  residual_block(bth, !w.autocast);
+  // Feed-forward: the dense input (h, cast under autocast), its output (saved by GELU) and the
+  // GELU output (saved by the output projection).
+  tr.Drop(TraceLinear(tr, w, bth, bti, true));
+  tr.Save(bti * w.mm);
+  tr.Save(bti * w.mm);
+  // Output block; in fp32 its output is saved by the next layer (or the pooler).
+  residual_block(bti, !w.autocast);
+  return tr;
+}
+
+// The largest live total of one encoder layer's forward without a graph (evaluation, and the
+// forward of a checkpointed layer), above its input: one op's inputs and outputs at a time.
+int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, bti = s.b * s.t * s.i, batt = s.b * s.a * s.t * s.t;
+  const int64_t linear = w.cpu_autocast ? 8 : 0;  // CPU bf16 addmm's fp32 temporary, per output
+  const int64_t cast = w.autocast ? bth * w.mm : 0;
+  // Feed-forward: h, the cast, the dense output and GELU output.
+  const int64_t ffn = bth * w.fp + cast + bti * w.mm + std::max(bti * linear, bti * w.mm);
+  if (!s.deberta) {
+    return std::max({6 * bth * w.mm + 2 * batt * w.mm, 2 * bth * w.fp + 2 * bti * w.mm, ffn});
+  }
+  const int64_t rh = s.rows * s.h, brh = s.b * rh, batr = s.b * s.a * s.t * s.rows,
+                index = s.t * s.t * 8;
+  // q, k, v, r, pos_key, pos_query and the two indices stay alive through the attention.
+  const int64_t held = 3 * bth * w.mm + (s.pd > 0 ? rh * w.fp : 0) + 2 * rh * w.mm + 2 * index;
+  const int64_t probs = s.pa > 0 ? 3 * batt * w.mm : batt * w.mm;  // softmax, noise, dropped
+  const int64_t attention = std::max(
+      {batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,       // c2p's matmul
+       2 * batt * w.mm + batr * w.mm,                             // c2p's gather
+       2 * batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,   // p2c's matmul
+       3 * batt * w.mm + batr * w.mm,                             // p2c's gather
+       5 * batt * w.mm + (w.cpu_autocast ? 2 * batt * 4 : 0),    // the score sum and mask
+       3 * batt * w.mm + probs,                                   // softmax and dropout
+       3 * batt * w.mm + batt * w.mm + 2 * bth * w.mm});          // matmul with v
+  return std::max(held + attention, ffn);
+}
+
 Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   const ModelSpec& m = r.model;
   TUNE_RETURN_IF_ERROR(Check(m.hidden_size > 0 && m.num_hidden_layers > 0 &&
@@ -166,7 +338,7 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   const bool deberta = m.position_buckets > 0;
   const int64_t b = r.batch_size, t = r.max_length, h = m.hidden_size, i = m.intermediate_size,
                 a = m.num_attention_heads;
-  const int64_t bth = b * t * h, bti = b * t * i, batt = b * a * t * t, bt = b * t;
+  const int64_t bth = b * t * h, batt = b * a * t * t, bt = b * t;
   const double pd = r.train ? r.dropout : 0, pa = r.train ? r.attention_dropout : 0,
                pc = r.train ? r.classifier_dropout : 0;
 
@@ -179,84 +351,95 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   }
   AddLayerNorm(emb.params, h);
   // Saved: the LayerNorm's input and statistics, the dropout noise, and the output (layer 0's
-  // input). Without dropout the LayerNorm's output is the layer input.
-  emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, bth * w.fp) + bth * w.fp;
+  // input) -- except under autocast, where layer 0 saves bf16 casts of it instead (the fp32
+  // output is then layer 0's temporary). Without dropout the LayerNorm's output is the layer input.
+  // DeBERTa multiplies the LayerNorm output by the float attention mask, which the product saves.
+  // With gradient checkpointing the first checkpoint holds it (counted as layer 0's).
+  const bool checkpointing = r.gradient_checkpointing && r.train;
+  const bool output_saved = !w.autocast && !checkpointing;
+  emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, bth * w.fp) + (output_saved ? bth * w.fp : 0) +
+              (deberta ? bt * w.fp : 0);
   emb.fwd_extra = 2 * bth * w.fp;  // word + position lookups before they are summed
   emb.bwd_transient = 2 * bth * w.fp;
   plan.embedding_gradient = m.vocab_size * h * w.param;
-  // Token ids, attention mask (int64) and the float additive mask; positions for RoBERTa.
-  plan.inputs = 2 * bt * 8 + bt * w.fp + b * 8 + (UsesRobertaPositions(m) ? bt * 8 : t * 8);
+  // Token ids, attention mask (int64) and the float additive mask; positions for BERT/RoBERTa;
+  // DeBERTa's bucketed relative positions ([T, T] int64, cached by the model after the first
+  // forward).
+  plan.inputs = 2 * bt * 8 + bt * w.fp + b * 8 +
+                (deberta ? t * t * 8 : UsesRobertaPositions(m) ? bt * 8 : t * 8);
   plan.layers.push_back(std::move(emb));
 
-  const int64_t buckets = m.position_buckets;
+  // DeBERTa's disentangled attention scores every query against all 2 x position_buckets rows of
+  // the relative table (as Hugging Face's DebertaV2 does), then gathers the T columns it needs.
+  const int64_t rows = deberta ? 2 * m.position_buckets : 0;
   if (deberta) {
-    // Shared relative embeddings and their LayerNorm (encoder.rel_embeddings, LayerNorm).
+    // Shared relative embeddings and their LayerNorm (encoder.rel_embeddings, LayerNorm). The
+    // normalised table (and its statistics) is made once per forward and used by every layer.
     Layer rel;
-    rel.params.push_back({2 * buckets * h, false, true});
+    rel.params.push_back({rows * h, false, true});
     AddLayerNorm(rel.params, h);
-    rel.saved = 2 * buckets * h * w.fp;  // the normalised table, used by every layer
+    rel.saved = rows * h * w.fp + 2 * rows * 4;
     plan.layers.push_back(std::move(rel));
   }
 
+  const EncoderShape shape{b, t, h, i, a, rows, deberta, pd, pa};
+  const LayerTrace trace = TraceEncoderLayer(shape, w);
+  plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
     Layer layer;
+    layer.params.reserve(16);
     for (int k = 0; k < 4; ++k) AddLinear(layer.params, h, h);  // q, k, v, attention output
     AddLayerNorm(layer.params, h);
     AddLinear(layer.params, h, i);
     AddLinear(layer.params, i, h);
     AddLayerNorm(layer.params, h);
-    // Attention: q, k, v made contiguous per head for the batched matmuls (saved by them), the
-    // softmax output, the dropout noise and the dropped probabilities (saved by the matmul with
-    // v), the context (saved by the output projection).
-    int64_t attention_saved =
-        3 * bth * w.mm + batt * w.mm + (pa > 0 ? 2 * batt * w.mm : 0) + bth * w.mm;
-    if (w.autocast) {
-      // Linear inputs in fp32 are cast to the low dtype and the copies saved: the layer input
-      // once per q/k/v projection.
-      attention_saved += 3 * bth * w.mm;
-    }
-    if (deberta) {
-      // Disentangled attention: per layer the relative key/query projections of the shared
-      // table, repeated per example and head ([B*heads, 2k, d], saved by the c2p/p2c matmuls).
-      attention_saved += 2 * b * 2 * buckets * h * w.mm;
-    }
-    int64_t saved = attention_saved;
-    // Attention output: dropout noise, the residual sum (LayerNorm input) and statistics, the
-    // LayerNorm output (the feed-forward input and residual).
-    saved += Noise(pd, bth * w.mm) + bth * w.fp + 2 * bt * 4 + bth * w.fp;
-    // Feed-forward: the GELU input and output.
-    saved += 2 * bti * w.mm;
-    // Output: dropout noise, residual sum, statistics, output (the next layer's input).
-    saved += Noise(pd, bth * w.mm) + bth * w.fp + 2 * bt * 4 + bth * w.fp;
-    if (w.autocast) {
-      // The feed-forward input is cast (a saved copy); the fp32 LayerNorm outputs themselves are
-      // then not saved.
-      saved += bth * w.mm - 2 * bth * w.fp;
-    }
-    // Forward temporaries: while the attention runs, the q/k/v projections and the raw scores
-    // are alive on top of what the attention saves; they are gone before the rest of the layer
-    // saves anything. Only what exceeds the layer's full saved set raises the peak.
-    int64_t attention_temporaries = 3 * bth * w.mm + batt * w.mm;
-    if (deberta) {
-      // c2p/p2c scores against the relative table, before and after the gather.
-      attention_temporaries +=
-          2 * b * a * t * std::min<int64_t>(2 * buckets, 2 * t) * w.mm + 2 * batt * w.mm;
-    }
-    const int64_t fwd_extra = std::max<int64_t>(0, attention_saved + attention_temporaries - saved);
-    layer.saved = saved;
-    layer.fwd_extra = fwd_extra;
+    // Per layer, in elements (fp32, dropout on; TraceEncoderLayer counts op by op):
+    //   BERT: q, k, v, context 4 BTH; softmax output, dropout noise, dropped probabilities
+    //   3 BAT^2; output blocks 6 BTH + 2 BTI + 4 BT (noise, residual sum, LayerNorm statistics
+    //   and output, twice; GELU input and output).
+    //   DeBERTa adds 2 BTH (q and k copied again for the relative matmuls), 2 B R H (pos_key and
+    //   pos_query repeated per example), 2 B A T R (the c2p/p2c scores before the gather), 2 T^2
+    //   int64 indices and 2 R H (the relative table's dropout noise and output), R = 2 buckets.
+    layer.saved = trace.saved();
+    // Forward temporaries beyond what the layer saves: at the end of the attention the q/k/v
+    // projections and the score locals (1 for BERT, 3 for DeBERTa) are still alive.
+    layer.fwd_extra = trace.extra();
     // Backward temporaries: each op frees what it saved as it produces its gradients, so above
     // the saved tensors only the incoming gradient and the one being produced are alive
-    // (measured: the peak sits at the top layer's first ops, about 2 x [B, T, H]).
-    layer.bwd_transient = 2 * bth * w.fp + (deberta ? batt * w.mm : 0);
+    // (measured: the peak sits at the top layer's first ops, about 2 x [B, T, H]). DeBERTa's
+    // gather backward scatters into a zero [B, A, T, R] tensor while the c2p/p2c scores are
+    // still saved, but by then the softmax chain and the output blocks have been freed.
+    layer.bwd_transient = 2 * bth * w.fp;
+    if (deberta) {
+      const int64_t freed = trace.saved() - trace.marked();  // softmax onwards
+      layer.bwd_transient = std::max(
+          layer.bwd_transient, batt * w.mm + b * a * t * rows * w.mm + 2 * bth * w.fp - freed);
+    }
     if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
     if (r.gradient_checkpointing && r.train) {
-      // Only the layer's input is kept; its activations come back while its backward runs,
-      // with the recomputed output and the detached input's gradient (2 x [B, T, H] more).
-      layer.bwd_transient = saved + layer.bwd_transient + 2 * bth * w.fp;
+      // Only the layer's input is kept; in backward the layer runs again with the graph (its
+      // saved tensors and forward temporaries, with the incoming gradient alive), then
+      // back-propagates with its own temporaries, the incoming gradient, and the detached
+      // input's gradient and the recomputed output's alive (3 x [B, T, H] more, measured). Under autocast the recomputation casts its weights again, and its input
+      // (a leaf requiring grad) is cast once, the cast cached for q, k and v; the checkpoint
+      // already holds that fp32 input. The recomputation peaks before the layer's parameter
+      // gradients exist.
+      int64_t recompute_saved = layer.saved, recompute_extra = layer.fwd_extra;
+      if (w.autocast) {
+        recompute_saved += layer.autocast_weights - 2 * bth * w.mm;
+        recompute_extra = std::max<int64_t>(0, recompute_extra - bth * w.fp);
+        // The forward (without a graph) only caches the weight copies until it ends.
+        layer.forward_cache = layer.autocast_weights;
+        layer.autocast_weights = 0;
+      }
+      int64_t grads = 0;
+      for (const Param& p : layer.params) grads += p.numel * w.param;
+      layer.bwd_transient = recompute_saved + std::max(recompute_extra + bth * w.fp - grads,
+                                                       layer.bwd_transient + 3 * bth * w.fp);
+      // The checkpoint keeps the layer's input until the layer's backward is done.
       layer.saved = bth * w.fp;
       // Computed without recording: one op's inputs and outputs at a time.
-      layer.fwd_extra = std::max(6 * bth * w.mm + 2 * batt * w.mm, 2 * bth * w.fp + 2 * bti * w.mm);
+      layer.fwd_extra = NoGradEncoderLayerPeak(shape, w);
     }
     plan.layers.push_back(std::move(layer));
   }
@@ -266,6 +449,9 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   AddLinear(head.params, h, h);
   int64_t width = h;
   int64_t saved = b * h * w.fp + Noise(pc, b * h * w.fp) + b * h * w.fp;  // tanh out, noise, out
+  // With checkpointing in fp32 the pooler's input, a view of the last layer's output, keeps that
+  // output alive (under autocast the pooler saves a bf16 cast of the [CLS] rows instead).
+  if (checkpointing && !w.autocast) saved += bth * w.fp;
   for (int64_t hidden : r.head_hidden) {
     AddLinear(head.params, width, hidden);
     saved += b * hidden * w.fp * (pc > 0 ? 3 : 2);
@@ -280,11 +466,20 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // Evaluation: no graph; one layer's temporaries at a time.
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   const int64_t ebth = eb * t * h, ebti = eb * t * i, ebatt = eb * a * t * t;
-  plan.eval_inputs = 2 * eb * t * 8 + eb * t * w.fp + eb * 8;
-  plan.eval_transient =
-      std::max(ebth * w.fp + 3 * ebth * w.mm + 2 * ebth * w.mm + 2 * ebatt * w.mm +
-                   (deberta ? 2 * ebatt * w.mm : 0),
-               2 * ebth * w.fp + 2 * ebti * w.mm);
+  plan.eval_inputs = 2 * eb * t * 8 + eb * t * w.fp + eb * 8 + (deberta ? t * t * 8 : 0);
+  const EncoderShape eval_shape{eb, t, h, i, a, rows, deberta, 0, 0};
+  if (deberta) {
+    // The layer input and the normalised relative table, then the layer's own temporaries.
+    plan.eval_transient = ebth * w.fp + rows * h * w.fp + NoGradEncoderLayerPeak(eval_shape, w);
+  } else {
+    plan.eval_transient = std::max(ebth * w.fp + 3 * ebth * w.mm + 2 * ebth * w.mm +
+                                       2 * ebatt * w.mm,
+                                   2 * ebth * w.fp + 2 * ebti * w.mm);
+    if (w.autocast) {
+      plan.eval_transient =
+          std::max(plan.eval_transient, ebth * w.fp + NoGradEncoderLayerPeak(eval_shape, w));
+    }
+  }
   return Status::Ok();
 }
 
@@ -410,6 +605,7 @@ DeviceMemoryModel DeviceMemoryModel::Cuda() {
   d.context_bytes = 512 * kMiB;
   d.workspace_bytes = 8 * kMiB + 4 * kMiB;  // cuBLAS: one handle's workspace on the stream
   d.fragmentation = 0.10;
+  d.cpu_kernels = false;
   return d;
 }
 
@@ -458,7 +654,8 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
                                              r.model.max_position_embeddings)));
     }
   }
-  const Widths w = WidthsFor(r.precision);
+  Widths w = WidthsFor(r.precision);
+  w.cpu_autocast = w.autocast && device.cpu_kernels;
   Plan plan;
   switch (r.architecture) {
     case Architecture::kEncoder:
@@ -481,7 +678,7 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
       if (p.decay) largest_decay_param = std::max(largest_decay_param, p.numel);
     }
     e.activations += layer.saved;
-    autocast_weights += layer.autocast_weights;
+    autocast_weights += layer.autocast_weights + layer.forward_cache;
   }
   e.weights = e.num_parameters * w.param;
   e.inputs = plan.inputs;
@@ -526,10 +723,11 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
       tl.Phase(MemoryPhase::kForward);
       tl.Alloc(plan.inputs);
       for (const Layer& layer : plan.layers) {
-        tl.Alloc(layer.autocast_weights);
+        tl.Alloc(layer.autocast_weights + layer.forward_cache);
         tl.Alloc(layer.saved);
         tl.Transient(layer.fwd_extra);
       }
+      for (const Layer& layer : plan.layers) tl.Free(layer.forward_cache);
       tl.Alloc(plan.logits_loss);
       tl.Phase(MemoryPhase::kBackward);
       tl.Free(plan.logits_loss);
@@ -537,17 +735,15 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
         const Layer& layer = *it;
         // The layer's gradients appear while its saved tensors are still alive; with
         // accumulation they are temporaries added into the existing ones.
-        std::vector<int64_t> grads;
-        for (const Param& p : layer.params) grads.push_back(p.numel * w.param);
         if (layer.grads_after_free) {
           tl.Transient(layer.bwd_transient);
           tl.Free(layer.saved);
           tl.Free(layer.autocast_weights);
         }
-        for (int64_t g : grads) tl.Alloc(g);
+        for (const Param& p : layer.params) tl.Alloc(p.numel * w.param);
         if (!layer.grads_after_free) tl.Transient(layer.bwd_transient);
         if (grads_exist) {
-          for (int64_t g : grads) tl.Free(g);
+          for (const Param& p : layer.params) tl.Free(p.numel * w.param);
         }
         if (!layer.grads_after_free) {
           tl.Free(layer.saved);
@@ -565,7 +761,8 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
   }
   tl.Phase(MemoryPhase::kEval);
   tl.Alloc(plan.eval_inputs);
-  tl.Transient(plan.eval_transient);
+  // Under autocast the low-precision weight copies are cached for the whole evaluation forward.
+  tl.Transient(plan.eval_transient + autocast_weights);
   tl.Free(plan.eval_inputs);
 
   const double c = device.correction;

@@ -104,6 +104,98 @@ TEST(MemoryEstimator, SavedActivationsCountEachSavedTensor) {
   EXPECT_EQ(Estimate(r).activations, (64 + 208 + 48) * 4);
 }
 
+// Tiny() as a DeBERTa-v3 (no absolute positions or token types; 4 position buckets, so the
+// relative table has R = 8 rows: RH = 64, B*R*H = 128, B*heads*T*R = 128 elements).
+ModelSpec TinyDeberta() {
+  ModelSpec m = Tiny();
+  m.name = "tiny-deberta";
+  m.model_type = "deberta-v2";
+  m.type_vocab_size = 0;
+  m.position_buckets = 4;
+  return m;
+}
+
+TEST(MemoryEstimator, DebertaScoresEveryQueryAgainstAllRelativeRows) {
+  MemoryRequest r = TinyRequest();
+  r.model = TinyDeberta();
+  MemoryEstimate e = Estimate(r);
+  // Word embeddings 800 + LayerNorm 16; relative table 8*8 + LayerNorm 16; the layer 600 (as
+  // BERT's); pooler 72; classifier 27.
+  EXPECT_EQ(e.num_parameters, 816 + 80 + 600 + 72 + 27);
+  // Ids and mask (int64) 2*8*8, float mask 8*4, labels 2*8, relative positions [T, T] int64.
+  EXPECT_EQ(e.inputs, 128 + 32 + 16 + 16 * 8);
+  // Layer, elements: BERT's 1120; q and k copied again for c2p/p2c 2*64; pos_key and pos_query
+  // repeated per example 2*128; the c2p/p2c scores against all 8 rows, saved by gather, 2*128;
+  // the relative table's dropout noise and output 2*64. Plus two int64 [4, 4] gather indices.
+  // Embeddings: LayerNorm input 64, statistics 16, float mask 8, noise 64, output 64.
+  // Relative table: normalised 64, statistics 16. Head 48.
+  EXPECT_EQ(e.activations, (1120 + 768 + 216 + 80 + 48) * 4 + 2 * 16 * 8);
+
+  // The scores are computed against all 2 x buckets rows, however short the sequence: 4 more
+  // buckets add 8 rows to pos_key/pos_query (2*2*8*8), to both score tensors (2*2*2*4*8), to the
+  // relative table's noise and output (2*8*8) and to the normalised table (8*8 + 2*8).
+  r.model.position_buckets = 8;
+  EXPECT_EQ(Estimate(r).activations, e.activations + (256 + 256 + 128 + 64 + 16) * 4);
+
+  // Without dropout: no noise tensors; the relative table goes to the projections unchanged.
+  r.model.position_buckets = 4;
+  r.dropout = r.attention_dropout = r.classifier_dropout = 0;
+  // Layer: BERT's 864 + 128 + 256 + 256; embeddings 144 + 8; table 80; head 32.
+  EXPECT_EQ(Estimate(r).activations, (864 + 640 + 152 + 80 + 32) * 4 + 2 * 16 * 8);
+}
+
+TEST(MemoryEstimator, Bf16AutocastSavesCastsAndKeepsResidualsInFp32) {
+  MemoryRequest r = TinyRequest();
+  r.precision = Precision::kBf16;
+  MemoryEstimate e = Estimate(r);
+  // Weights, gradients and optimizer state stay fp32.
+  EXPECT_EQ(e.weights, 4 * e.num_parameters);
+  EXPECT_EQ(e.optimizer_state, 8 * e.num_parameters);
+  // Layer, bytes: the fp32 input cast once per q/k/v projection 3*64*2; q and k copies 2*64*2;
+  // softmax output, noise, dropped probabilities 3*64*2; v copy and context 2*64*2;
+  // attention-output noise 64*2, residual sum (fp32) 64*4, LayerNorm statistics 2*8*4; the
+  // LayerNorm output cast for the feed-forward 64*2 (the fp32 output itself is not saved);
+  // GELU input and output 2*128*2; output noise 64*2, residual sum 64*4, statistics 2*8*4.
+  // The layer's fp32 output is not saved either (the next op saves its bf16 cast).
+  const int64_t layer = 384 + 256 + 384 + 256 + (128 + 256 + 64) + 128 + 512 + (128 + 256 + 64);
+  EXPECT_EQ(layer, 2816);
+  // Embeddings (fp32): LayerNorm input 64*4, statistics 64, noise 64*4; head 48*4.
+  EXPECT_EQ(e.activations, layer + (256 + 64 + 256) + 192);
+  // bf16 copies of every Linear weight: q, k, v, output 4*64, feed-forward 2*128, pooler 64,
+  // classifier 24.
+  EXPECT_EQ(e.autocast_cache, (256 + 256 + 64 + 24) * 2);
+
+  // DeBERTa adds, in bf16: the second q/k copies 2*64*2, pos_key/pos_query per example 2*128*2,
+  // the c2p/p2c scores 2*128*2, the int64 indices 2*16*8, the relative table's fp32 dropout noise
+  // 64*4 and its bf16 cast for each projection 2*64*2. Embeddings add the float mask 8*4; the
+  // normalised relative table is fp32 (64*4 + 2*8*4).
+  r.model = TinyDeberta();
+  EXPECT_EQ(Estimate(r).activations,
+            layer + (256 + 512 + 512 + 256 + 256 + 256) + (256 + 64 + 256 + 32) + 320 + 192);
+}
+
+TEST(MemoryEstimator, CpuBf16LinearsHoldAnFp32TemporaryOfTwiceTheirOutput) {
+  // With a wide feed-forward (I = 64, B*T*I = 512 elements) its first Linear sets the forward
+  // peak on LibTorch's CPU kernels. Live above the layer's start when it runs: the fp32 input
+  // 256, the tensors saved so far 1856 (q/k/v casts 384, q/k copies 256, softmax chain 384, v copy
+  // and context 256, noise 128, residual sum and statistics 320, the cast of h 128), h itself 256
+  // and its bf16 output 1024: 3392, plus the fp32 temporary of 512*8 bytes: 7488. Without it the
+  // peak is the layer's end: its saved 4352, the fp32 input, h and output 3*256, the dropped
+  // output 128: 5248.
+  MemoryRequest r = TinyRequest();
+  r.precision = Precision::kBf16;
+  r.model.intermediate_size = 64;
+  DeviceMemoryModel cpu = DeviceMemoryModel::Cpu(), plain = DeviceMemoryModel::Cpu();
+  plain.cpu_kernels = false;
+  const MemoryEstimate with = Estimate(r, cpu), without = Estimate(r, plain);
+  EXPECT_EQ(with.activations, without.activations);
+  EXPECT_EQ(with.forward_peak - without.forward_peak, 7488 - 5248);
+  // fp32 is unaffected.
+  r.precision = Precision::kFp32;
+  EXPECT_EQ(Estimate(r, cpu).forward_peak, Estimate(r, plain).forward_peak);
+  EXPECT_FALSE(DeviceMemoryModel::Cuda().cpu_kernels);
+}
+
 TEST(MemoryEstimator, PeakPhaseMovesToTheOptimizerStepWhenParametersDominate) {
   MemoryRequest r = TinyRequest();
   r.model.vocab_size = 200000;

@@ -69,6 +69,11 @@ struct DeviceMemoryModel {
   int64_t workspace_bytes = 0;  // cuBLAS/cuDNN workspaces inside the allocator
   double fragmentation = 0.0;   // extra reserved memory, as a share of the allocated peak
   double correction = 1.0;      // multiplies the allocated terms (fitted per model family)
+  // LibTorch's CPU kernels under autocast (measured on 1.13): a bf16 Linear (addmm) holds an fp32
+  // temporary of twice its output (8 B per output element) while it runs, and adding an fp32
+  // tensor into a bf16 one (the attention mask) or a bf16 one to an fp32 one (the residuals)
+  // makes fp32 copies of the bf16 operand. CUDA's kernels cast on the fly: false for Cuda().
+  bool cpu_kernels = true;
 
   static DeviceMemoryModel Cpu();
   static DeviceMemoryModel Cuda();
