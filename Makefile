@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo demo-function format clean
+.PHONY: all deps configure build test demo demo-function tune-criteria format clean
 
 all: build
 
@@ -31,6 +31,14 @@ demo: build
 # The built-in 'mixed' error surface with the heavy/base model space: seconds, no LibTorch.
 demo-function: build
 	$(BUILD_DIR)/tune --study demo --storage memory
+
+# The criteria study of the user reports (configs/criteria.json): seven encoders, 5000 trials on a
+# 24 GiB CUDA device under the memory guard; run it again to resume. DEVICE=cpu trains on CPU
+# (slow: full-size models), N_TRIALS=N changes the target, DEVICE_MEMORY=16GiB the card.
+tune-criteria: build
+	/usr/bin/python3 scripts/prepare-fortunes.py --out build/data/fortunes
+	$(BUILD_DIR)/tune --study criteria $(if $(DEVICE),--device $(DEVICE)) \
+	  $(if $(N_TRIALS),--n-trials $(N_TRIALS)) $(if $(DEVICE_MEMORY),--device-memory $(DEVICE_MEMORY))
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cpp')

@@ -64,6 +64,7 @@ struct RunArgs {
   std::optional<double> heartbeat_interval;
   std::optional<double> grace_period;
   std::optional<int64_t> retry_failed;
+  std::optional<std::string> device;         // train objective: cpu, cuda, cuda:N
   std::optional<std::string> device_memory;  // train objective: the memory guard's budget
   std::optional<int64_t> oom_retry;
   std::string format = "table";

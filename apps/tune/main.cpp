@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
                  "Re-enqueue a stale trial with the same params up to K times (default: the "
                  "config's retry_failed, else 0)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--device", run.device,
+                 "train objective: the device trials train on, cpu, cuda or cuda:N (default: the "
+                 "config's objective.device, else cpu)");
   app.add_option("--device-memory", run.device_memory,
                  "train objective: the memory trials may use, e.g. 24GiB (on CPU a simulated "
                  "card; on CUDA at most the card); default: the config's memory.device_memory");

@@ -125,5 +125,70 @@ TEST_F(TrainCli, BadDataExits2NamingTheLine) {
 #endif
 }
 
+
+// The memory guard's settings are checked like every other key, with the closest valid choice.
+TEST_F(TrainCli, MemoryGuardSettingsAreChecked) {
+  ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory",
+                       "--device-memory", "24XB"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--device-memory: invalid memory size '24XB'"), std::string::npos) << r.err;
+  r = Tune({"--study", "t", "--config", WriteConfig({{"memory", {{"levers", {"grad_acum"}}}}}),
+            "--storage", "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/objective/memory/levers: unknown lever 'grad_acum' (did you mean "
+                       "'grad_accum'?)"),
+            std::string::npos)
+      << r.err;
+  r = Tune({"--study", "t", "--config", WriteConfig({{"memory", {{"margin", 1.5}}}}), "--storage",
+            "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/objective/memory/margin: 1.5 must be in [0, 1)"), std::string::npos)
+      << r.err;
+  r = Tune({"--study", "t", "--config",
+            WriteConfig({{"memory", {{"device_memory", "lots"}, {"oom_retries", 1}}}}),
+            "--storage", "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean 'oom_retry'?"), std::string::npos) << r.err;
+  r = Tune({"--study", "d", "--config", std::string(TUNE_SOURCE_DIR) + "/configs/demo.json",
+            "--storage", "memory", "--oom-retry", "2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("apply to the train objective"), std::string::npos) << r.err;
+}
+
+#ifdef TUNE_WITH_TORCH
+// configs/criteria.json (the user reports' seven models, heavy/base spaces) on this test's data
+// and a card far too small for any of them: the guard prunes every trial without running it,
+// and the study ends normally.
+TEST_F(TrainCli, CriteriaConfigUnderTheGuardPrunesWhatCannotFit) {
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/configs/criteria.json");
+  Json doc = Json::parse(in);
+  doc["objective"]["data"] = {{"train", "train.csv"},
+                              {"validation", "val.csv"},
+                              {"text_column", "sentence"},
+                              {"label_column", "topic"}};
+  const std::string config = (dir_.path() / "criteria.json").string();
+  std::ofstream(config) << doc.dump(2);
+  const std::string storage = "sqlite:///" + (dir_.path() / "c.db").string();
+  ProcessRun r = Tune({"--study", "criteria", "--config", config, "--storage", storage,
+                       "--device", "cpu", "--device-memory", "1GiB", "--n-trials", "6"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("no COMPLETE trial"), std::string::npos) << r.err;
+  ProcessRun trials = Tune({"trials", "--study", "criteria", "--storage", storage, "--format",
+                            "json"});
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  Json all = Json::parse(trials.out);
+  ASSERT_EQ(all.size(), 6u);
+  for (const Json& t : all) {
+    EXPECT_EQ(t["state"], "PRUNED");
+    EXPECT_EQ(t["user_attrs"]["reason"], "predicted");
+    const Json& cfg = t["user_attrs"]["oom_config"];
+    EXPECT_EQ(cfg["model"], t["params"]["model"]);
+    EXPECT_GT(cfg["estimate"].get<int64_t>(), cfg["usable"].get<int64_t>());
+    EXPECT_EQ(cfg["usable"], 1020054732);  // 1 GiB x 0.95
+    EXPECT_EQ(cfg["precision"], "bf16");
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace tune

@@ -87,12 +87,14 @@ int RunStudy(const RunArgs& args) {
     return Fail(s);
   }
 
-  if (args.device_memory || args.oom_retry) {
+  if (args.device || args.device_memory || args.oom_retry) {
     if (config.objective.type != "train") {
       return Fail(InvalidArgumentError(fmt::format(
-          "--device-memory and --oom-retry apply to the train objective; {} has objective '{}'",
+          "--device, --device-memory and --oom-retry apply to the train objective; {} has "
+          "objective '{}'",
           config.source, config.objective.type)));
     }
+    if (args.device) config.objective.train.device = *args.device;
     GuardOptions& guard = config.objective.train.guard;
     if (args.device_memory) {
       auto bytes = ParseBytes(*args.device_memory);
