@@ -337,19 +337,35 @@ Status CheckTemplate(const JsonReader& r, const std::string& key, const std::str
 
 // "memory": {...} of a train objective: the memory guard's options (guard.h).
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out) {
-  TUNE_RETURN_IF_ERROR(r.CheckKeys(
-      {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate"}));
-  if (r.Has("device_memory") && !r.json().at("device_memory").is_null()) {
-    const Json& v = r.json().at("device_memory");
-    Result<int64_t> bytes = v.is_string() ? ParseBytes(v.get<std::string>())
-                            : v.is_number_integer()
-                                ? Result<int64_t>(v.get<int64_t>())
-                                : Result<int64_t>(InvalidArgumentError(
-                                      "expected a size such as \"24GiB\" or a number of bytes, got " +
-                                      JsonReader::Describe(v)));
-    if (!bytes.ok()) return r.ChildError("device_memory", bytes.status().message());
-    if (*bytes <= 0) return r.ChildError("device_memory", "must be > 0");
-    out.device_memory = *bytes;
+  TUNE_RETURN_IF_ERROR(r.CheckKeys({"device_memory", "margin", "admission", "levers", "oom_retry",
+                                    "calibrate", "cuda_context", "cuda_workspace",
+                                    "fragmentation"}));
+  // A size: "24GiB", "512MiB" or a number of bytes.
+  auto size = [&](const std::string& key, bool positive) -> Result<std::optional<int64_t>> {
+    if (!r.Has(key) || r.json().at(key).is_null()) return std::optional<int64_t>();
+    const Json& v = r.json().at(key);
+    Result<int64_t> bytes =
+        v.is_string() ? ParseBytes(v.get<std::string>())
+        : v.is_number_integer()
+            ? Result<int64_t>(v.get<int64_t>())
+            : Result<int64_t>(InvalidArgumentError(
+                  "expected a size such as \"24GiB\" or a number of bytes, got " +
+                  JsonReader::Describe(v)));
+    if (!bytes.ok()) return r.ChildError(key, bytes.status().message());
+    if (*bytes < 0 || (positive && *bytes == 0)) {
+      return r.ChildError(key, positive ? "must be > 0" : "must be >= 0");
+    }
+    return std::optional<int64_t>(*bytes);
+  };
+  TUNE_ASSIGN_OR_RETURN(out.device_memory, size("device_memory", true));
+  TUNE_ASSIGN_OR_RETURN(out.cuda_context, size("cuda_context", false));
+  TUNE_ASSIGN_OR_RETURN(out.cuda_workspace, size("cuda_workspace", false));
+  TUNE_ASSIGN_OR_RETURN(auto fragmentation, r.OptNumber("fragmentation"));
+  if (fragmentation) {
+    if (!(*fragmentation >= 0.0 && *fragmentation <= 1.0)) {
+      return r.ChildError("fragmentation", fmt::format("{} must be in [0, 1]", *fragmentation));
+    }
+    out.fragmentation = *fragmentation;
   }
   TUNE_ASSIGN_OR_RETURN(auto margin, r.OptNumber("margin"));
   if (margin) {

@@ -18,6 +18,18 @@ int64_t UsableMemory(int64_t device_memory, double margin) {
   return static_cast<int64_t>(static_cast<double>(device_memory) * (1.0 - margin));
 }
 
+DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_context) {
+  DeviceMemoryModel d = DeviceMemoryModel::Cuda();
+  if (options.cuda_context) {
+    d.context_bytes = *options.cuda_context;
+  } else if (measured_context >= 0) {
+    d.context_bytes = measured_context;
+  }
+  if (options.cuda_workspace) d.workspace_bytes = *options.cuda_workspace;
+  if (options.fragmentation) d.fragmentation = *options.fragmentation;
+  return d;
+}
+
 std::string MemoryFamily(const ModelSpec& model, Precision precision) {
   std::string family = model.model_type.empty() ? model.name : model.model_type;
   if (precision != Precision::kFp32) family += std::string("/") + PrecisionName(precision);

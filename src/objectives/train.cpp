@@ -279,10 +279,9 @@ class TrainObjective final : public Objective {
   // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
   DeviceMemoryModel DeviceModel() const {
     if (!OnCuda()) return DeviceMemoryModel::Cpu();
-    DeviceMemoryModel d = DeviceMemoryModel::Cuda();
     const DeviceMemoryStatus m = trainer_->MemoryStatus();
-    if (m.total > 0 && m.free >= 0 && m.reserved >= 0) d.context_bytes = m.total - m.free - m.reserved;
-    return d;
+    const bool measured = m.total > 0 && m.free >= 0 && m.reserved >= 0;
+    return CudaDeviceModel(options_.guard, measured ? m.total - m.free - m.reserved : -1);
   }
 
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.

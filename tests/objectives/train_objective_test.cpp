@@ -72,6 +72,45 @@ class TrainObjectiveTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+TEST_F(TrainObjectiveTest, MemoryGuardOptionsParseWithUnitsAndRanges) {
+  const Json space = {{"learning_rate", {{"type", "float"}, {"low", 1e-4}, {"high", 1e-2}}}};
+  const Json memory = {{"device_memory", "24GiB"},
+                       {"margin", 0.1},
+                       {"levers", {"gradient_checkpointing"}},
+                       {"oom_retry", 2},
+                       {"calibrate", false},
+                       {"cuda_context", "600MiB"},
+                       {"cuda_workspace", 4194304},
+                       {"fragmentation", 0.2}};
+  auto c = Config(TrainJson({{"memory", memory}}), space);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const GuardOptions& g = c->objective.train.guard;
+  EXPECT_EQ(g.device_memory, int64_t{24} << 30);
+  EXPECT_EQ(g.margin, 0.1);
+  EXPECT_FALSE(g.lever_grad_accum);
+  EXPECT_TRUE(g.lever_checkpointing);
+  EXPECT_EQ(g.oom_retry, 2);
+  EXPECT_FALSE(g.calibrate);
+  const DeviceMemoryModel d = CudaDeviceModel(g, 123);
+  EXPECT_EQ(d.context_bytes, 600 << 20);  // the config's, not the measurement
+  EXPECT_EQ(d.workspace_bytes, 4194304);
+  EXPECT_EQ(d.fragmentation, 0.2);
+  EXPECT_EQ(CudaDeviceModel(GuardOptions{}, 123).context_bytes, 123);  // measured
+  EXPECT_EQ(CudaDeviceModel(GuardOptions{}, -1).context_bytes,
+            DeviceMemoryModel::Cuda().context_bytes);
+
+  for (const auto& [bad_memory, message] : std::vector<std::pair<Json, std::string>>{
+           {{{"device_memory", 0}}, "/objective/memory/device_memory: must be > 0"},
+           {{{"device_memory", true}}, "expected a size such as \"24GiB\""},
+           {{{"fragmentation", 1.5}}, "/objective/memory/fragmentation: 1.5 must be in [0, 1]"},
+           {{{"oom_retry", 11}}, "/objective/memory/oom_retry: 11 must be in [0, 10]"},
+           {{{"cuda_context", "-5MiB"}}, "/objective/memory/cuda_context"}}) {
+    auto bad = Config(TrainJson({{"memory", bad_memory}}), space);
+    ASSERT_FALSE(bad.ok()) << bad_memory.dump();
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST_F(TrainObjectiveTest, TrialParamsOverrideTheObjectivesKeys) {
   auto c = Config(
       TrainJson({{"epochs", 3}, {"lr", 1e-3}, {"batch_size", 4}}),

@@ -44,7 +44,16 @@ struct GuardOptions {
   bool lever_checkpointing = true;  // admission may turn on gradient checkpointing
   int64_t oom_retry = 0;          // run-time OOM: retries at half the micro-batch, ×2 accumulation
   bool calibrate = true;          // fit each model family's correction from the study's trials
+  // The CUDA device model's defaults (estimator.h, DeviceMemoryModel::Cuda()), when set. Unset
+  // context: measured at each trial start as total - free - reserved.
+  std::optional<int64_t> cuda_context;
+  std::optional<int64_t> cuda_workspace;
+  std::optional<double> fragmentation;
 };
+
+// DeviceMemoryModel::Cuda() with the options' overrides, and `measured_context` (bytes, -1:
+// none) where the options set no context.
+DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_context);
 
 // "grad_accum", "gradient_checkpointing".
 const std::vector<std::string>& GuardLeverNames();
