@@ -12,9 +12,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory_accuracy import machine  # noqa: E402
+from benchdoc import machine, markers, write_section  # noqa: E402
 
-BEGIN, END = "<!-- estimator-speed:begin -->", "<!-- estimator-speed:end -->"
+BEGIN, END = markers("estimator-speed")
 
 
 def main():
@@ -68,15 +68,7 @@ def main():
                      f"{r['p99_us']:.1f} | {r['max_batch_size']} |")
     lines += ["", END]
     section = "\n".join(lines) + "\n"
-    with open(args.doc) as f:
-        doc = f.read()
-    b, e = doc.find(BEGIN), doc.find(END)
-    if b >= 0 and e > b:
-        doc = doc[:b] + section + doc[e + len(END) + 1:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    with open(args.doc, "w") as f:
-        f.write(doc)
+    write_section(args.doc, "estimator-speed", section)
     print(f"wrote {args.doc}", file=sys.stderr)
 
 

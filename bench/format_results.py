@@ -13,7 +13,9 @@ import re
 import statistics
 import subprocess
 
-BEGIN, END = "<!-- tpe:begin -->", "<!-- tpe:end -->"
+from benchdoc import markers, write_section
+
+BEGIN, END = markers("tpe")
 FUNCTION_NOTES = {
     "sphere": "2-D, x in [-5, 5]",
     "rosenbrock": "2-D, x in [-5, 10]",
@@ -381,22 +383,7 @@ def main():
         quality = json.load(f)
     section = render(speed, quality, machine(args.build_dir), args)
 
-    if os.path.exists(args.doc):
-        with open(args.doc) as f:
-            doc = f.read()
-    else:
-        doc = ("# Benchmarks\n\nMeasured results, each with the machine it ran on. "
-               "How to reproduce: [bench/README.md](../bench/README.md).\n\n")
-    if BEGIN in doc and END in doc:
-        start = doc.index(BEGIN)
-        end = doc.index(END) + len(END)
-        if end < len(doc) and doc[end] == "\n":
-            end += 1
-        doc = doc[:start] + section + doc[end:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    with open(args.doc, "w") as f:
-        f.write(doc)
+    write_section(args.doc, "tpe", section)
     print(section)
 
 

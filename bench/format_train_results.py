@@ -7,9 +7,10 @@ import datetime
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
+
+from benchdoc import write_section
 
 
 def cpu_model():
@@ -110,13 +111,7 @@ def main():
     lines.append("<!-- train:end -->")
     section = "\n".join(lines) + "\n"
 
-    doc = open(a.doc).read()
-    pattern = re.compile(r"<!-- train:begin -->.*?<!-- train:end -->\n?", re.S)
-    if pattern.search(doc):
-        doc = pattern.sub(lambda _: section, doc)
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    open(a.doc, "w").write(doc)
+    write_section(a.doc, "train", section)
     print(section)
 
 

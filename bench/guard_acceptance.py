@@ -23,11 +23,12 @@ import argparse
 import collections
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
+
+from benchdoc import machine, write_section
 
 MODELS = ["tiny-bert", "tiny-roberta", "tiny-deberta-v3"]
 BATCHES = [8, 16, 32, 64, 128]
@@ -163,18 +164,6 @@ def analyse(trials):
     }
 
 
-def machine():
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem = int(f.readline().split()[1]) / 2**20
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}"
-
-
 def yes(ok):
     return "yes" if ok else "**no**"
 
@@ -288,16 +277,7 @@ def write_doc(doc, results, misfit, load, total, n_trials):
                  f"({yes(C['retried'] > 0 and C['retried_kept_effective_batch'] == C['retried'])}); "
                  f"{C['retried_completed']} of them COMPLETE.")
     lines.append("<!-- guard:end -->")
-    text = open(doc).read()
-    section = "\n".join(lines) + "\n"
-    if "<!-- guard:begin -->" in text:
-        a = text.index("<!-- guard:begin -->")
-        b = text.index("<!-- guard:end -->") + len("<!-- guard:end -->\n")
-        text = text[:a] + section + text[b:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(doc, "w") as f:
-        f.write(text)
+    write_section(doc, "guard", "\n".join(lines))
 
 
 if __name__ == "__main__":

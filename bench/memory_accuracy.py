@@ -14,11 +14,12 @@ Usage: bench/memory_accuracy.py --tune build/tune [--doc docs/benchmarks.md] [--
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
+
+from benchdoc import machine, write_section
 
 # (model, batch, max_length, extra flags). Full-size models at small batches: their training
 # state alone is 1.8 GB (bert-base) and 4.5 GB (xlm-roberta-base) in fp32 with AdamW.
@@ -83,26 +84,6 @@ def loadavg():
             return f.read().split()[0]
     except OSError:
         return "?"
-
-
-def machine():
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            kb = int(f.readline().split()[1])
-            mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return f"{os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}"
 
 
 def run(tune, model, batch, length, extra, threads):
@@ -200,15 +181,7 @@ def main():
     if args.no_doc:
         print(section)
         return
-    with open(args.doc) as f:
-        doc = f.read()
-    b, e = doc.find("<!-- memory:begin -->"), doc.find("<!-- memory:end -->")
-    if b >= 0 and e > b:
-        doc = doc[:b] + section + doc[e + len("<!-- memory:end -->\n"):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + section
-    with open(args.doc, "w") as f:
-        f.write(doc)
+    write_section(args.doc, "memory", section)
     print(f"wrote {args.doc}", file=sys.stderr)
 
 
