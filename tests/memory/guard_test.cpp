@@ -10,18 +10,9 @@ namespace tune {
 namespace {
 
 MemoryRequest BertBase(int64_t batch, int64_t length) {
-  ModelSpec m;
-  m.name = "bert-base-uncased";
-  m.model_type = "bert";
-  m.num_hidden_layers = 12;
-  m.hidden_size = 768;
-  m.num_attention_heads = 12;
-  m.intermediate_size = 3072;
-  m.vocab_size = 30522;
-  m.max_position_embeddings = 512;
-  m.type_vocab_size = 2;
+  static const ModelCatalog catalog = ModelCatalog::Builtin().value();
   MemoryRequest r;
-  r.model = m;
+  r.model = *catalog.Find("bert-base-uncased").value();
   r.batch_size = batch;
   r.max_length = length;
   return r;
