@@ -23,7 +23,6 @@ import argparse
 import collections
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -103,14 +102,12 @@ def run_study(tune, name, config_path, storage, trials, extra):
     cmd = [tune, "--study", name, "--config", config_path, "--storage", storage, "--n-trials",
            str(trials), "--log-level", "warn"] + extra
     t0 = time.time()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = subprocess.run([tune, "trials", "--study", name, "--storage", storage, "--format",
                           "json", "--log-level", "off"], capture_output=True, text=True,
                          check=True)
-    return proc, wall, max(rss, before), json.loads(out.stdout)
+    return proc, wall, json.loads(out.stdout)
 
 
 def analyse(trials):
@@ -129,7 +126,11 @@ def analyse(trials):
               if "before" in t["user_attrs"].get("memory", {})]
     after = [t["user_attrs"]["memory"]["after"] for t in trials
              if "after" in t["user_attrs"].get("memory", {})]
-    last = sorted(trials, key=lambda t: t["number"])[-50:]
+    ordered = sorted(trials, key=lambda t: t["number"])
+    last = ordered[-50:]
+    # The process's resident set after each trial that ran (user attribute memory.rss).
+    rss = [t["user_attrs"]["memory"]["rss"] for t in ordered
+           if "rss" in t["user_attrs"].get("memory", {})]
     retried = [t for t in trials if t["user_attrs"].get("memory", {}).get("oom_retries")]
     kept = 0
     for t in retried:
@@ -147,6 +148,9 @@ def analyse(trials):
         "runtime_ooms": len(runtime),
         "predicted_ooms": len(predicted),
         "bad_oom_records": bad_oom,
+        "rss_after_10": rss[min(9, len(rss) - 1)] if rss else None,
+        "rss_last": rss[-1] if rss else None,
+        "rss_max": max(rss) if rss else None,
         "before_min": min(before) if before else None,
         "before_max": max(before) if before else None,
         "after_max": max(after) if after else None,
@@ -162,6 +166,10 @@ def analyse(trials):
         "first50_runtime_oom": sum(t["user_attrs"].get("reason") == "oom"
                                    for t in sorted(trials, key=lambda t: t["number"])[:50]) / 50,
     }
+
+
+def mib(n):
+    return "-" if n is None else f"{n / 2**20:.0f} MiB"
 
 
 def yes(ok):
@@ -202,9 +210,9 @@ def main():
         path = os.path.join(work, f"guard-{key}.json")
         with open(path, "w") as f:
             json.dump(study_config(data, sampler, admission, seed=7), f, indent=1)
-        proc, wall, rss, trials = run_study(tune, f"guard-{key}", path, storage, n, extra)
+        proc, wall, trials = run_study(tune, f"guard-{key}", path, storage, n, extra)
         r = analyse(trials)
-        r.update(exit=proc.returncode, wall=wall, label=label, rss_kib=rss,
+        r.update(exit=proc.returncode, wall=wall, label=label,
                  stderr_tail=proc.stderr[-400:])
         results[key] = r
         print(f"guard bench {key} ({label}): exit {proc.returncode}, {wall:.0f}s, "
@@ -236,7 +244,7 @@ def write_doc(doc, results, misfit, load, total, n_trials):
     lines.append("")
     lines.append("| study | trials | exit | COMPLETE / PRUNED / FAIL | OOM trials (run-time / predicted) "
                  "| run-time OOMs, first 50 → last 50 | OOM share, last 50 | allocated before a "
-                 "trial (min–max) | peak RSS | wall |")
+                 "trial (min–max) | process RSS after trial 10 → last (max) | wall |")
     lines.append("|---|---:|---:|---|---|---|---:|---|---:|---:|")
     for key in "ABCD":
         r = results[key]
@@ -246,7 +254,8 @@ def write_doc(doc, results, misfit, load, total, n_trials):
             f"{s.get('PRUNED', 0)} / {s.get('FAIL', 0)} | {r['ooms']} ({r['runtime_ooms']} / "
             f"{r['predicted_ooms']}) | {r['first50_runtime_oom']:.0%} → "
             f"{r['last50_runtime_oom']:.0%} | {r['last50_oom']:.0%} | {r['before_min']}–"
-            f"{r['before_max']} B | {r['rss_kib'] / 1024:.0f} MiB | {r['wall']:.0f} s |")
+            f"{r['before_max']} B | {mib(r['rss_after_10'])} → {mib(r['rss_last'])} "
+            f"({mib(r['rss_max'])}) | {r['wall']:.0f} s |")
     lines.append("")
     every_oom_ok = all(not results[k]["bad_oom_records"] for k in "ABCD")
     no_crash = all(results[k]["exit"] == 0 and results[k]["trials"] == n_trials and
@@ -261,7 +270,9 @@ def write_doc(doc, results, misfit, load, total, n_trials):
                  f"{yes(every_oom_ok)} ({sum(results[k]['ooms'] for k in 'ABCD')} OOM trials).")
     lines.append(f"- No growth of baseline memory over 100 OOMs: study D ran {D['runtime_ooms']} "
                  f"run-time OOMs in one process; the allocated bytes before each trial stayed "
-                 f"{D['before_min']}–{D['before_max']} B and at most {D['after_max']} B after: "
+                 f"{D['before_min']}–{D['before_max']} B and at most {D['after_max']} B after, and "
+                 f"the process's resident set went from {mib(D['rss_after_10'])} after trial 10 "
+                 f"to {mib(D['rss_last'])} after the last (largest {mib(D['rss_max'])}): "
                  f"{yes(D['runtime_ooms'] >= 100 and D['before_max'] == D['before_min'])}.")
     lines.append(f"- OOM share in the last 50 trials below 5% (A, the sampler alone learning "
                  f"from run-time OOMs: oom_feasibility and TPE ranking OOM trials worst): "

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 
 #include "tune/memory/estimator.h"
 #include "tune/memory/guard.h"
@@ -27,6 +29,13 @@ const char* TrainEndName(TrainResult::End end) {
       return "interrupted";
   }
   return "?";
+}
+
+int64_t ProcessResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = -1;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
 std::string DeviceMemoryStatusText(const DeviceMemoryStatus& m) {
@@ -400,6 +409,7 @@ class TrainObjective final : public Objective {
     if (result.peak_reserved_bytes >= 0) j["peak_reserved"] = result.peak_reserved_bytes;
     j["before"] = result.memory_before_bytes;
     j["after"] = result.memory_after_bytes;
+    if (const int64_t rss = ProcessResidentBytes(); rss >= 0) j["rss"] = rss;
     j["batch_size"] = job.hp.batch_size;
     j["grad_accum"] = job.hp.grad_accum;
     j["gradient_checkpointing"] = job.hp.gradient_checkpointing;

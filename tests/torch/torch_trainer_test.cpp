@@ -600,6 +600,7 @@ TEST_F(MemoryGuardTorchTest, AdmissionRunsAMisfitAtASmallerMicroBatchWithinTheBu
   EXPECT_EQ(m["oom"], false);
   EXPECT_LE(m["peak"].get<int64_t>(), budget);
   EXPECT_EQ(m["after"], m["before"]);
+  EXPECT_GT(m["rss"].get<int64_t>(), m["peak"].get<int64_t>());  // the process holds more
 }
 
 TEST_F(MemoryGuardTorchTest, OomRetryHalvesTheMicroBatchAndKeepsTheEffectiveBatch) {

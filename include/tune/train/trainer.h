@@ -108,6 +108,9 @@ struct DeviceMemoryStatus {
 // parts).
 std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
 
+// This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
+int64_t ProcessResidentBytes();
+
 const char* TrainEndName(TrainResult::End end);
 
 class Trainer {
