@@ -41,7 +41,10 @@ for config in "${CONFIGS[@]}"; do
   for threads in $THREADS; do
     for ((r = 1; r <= REPEATS; r++)); do
       echo "== $name, $threads thread(s), run $r: tune, then PyTorch" >&2
-      "$BUILD_DIR/bench/tune_bench_train_throughput" "${args[@]}" --threads "$threads" >>"$OUT"
+      # The trainer logs its memory at the start and end of a run on stdout (spdlog's default
+      # logger); keep the JSON line only.
+      "$BUILD_DIR/bench/tune_bench_train_throughput" "${args[@]}" --threads "$threads" |
+        grep '^{' >>"$OUT"
       "$PYTHON" bench/train_throughput.py "${args[@]}" --threads "$threads" >>"$OUT"
     done
   done

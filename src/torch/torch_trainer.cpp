@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "torch/torch_compat.h"
+#include "torch/torch_cpu_malloc.h"
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_models.h"
 #include "torch/torch_pretrained.h"
@@ -547,7 +548,11 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
   }
   int threads = static_cast<int>(options.threads);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (device.is_cpu()) at::set_num_threads(threads);
+  if (device.is_cpu()) {
+    at::set_num_threads(threads);
+    // Keeps the freed activations and gradients of a step in the heap for the next one.
+    internal::ConfigureCpuMalloc();
+  }
   const bool count_memory = device.is_cpu() && (options.count_cpu_memory ||
                                                 options.memory_budget_bytes > 0);
   if (count_memory) {
