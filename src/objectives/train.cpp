@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +37,15 @@ int64_t ProcessResidentBytes() {
   int64_t size = 0, resident = -1;
   if (!(statm >> size >> resident)) return -1;
   return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t ProcessHeapInUseBytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 info = mallinfo2();
+  return static_cast<int64_t>(info.uordblks + info.hblkhd);
+#else
+  return -1;
+#endif
 }
 
 std::string DeviceMemoryStatusText(const DeviceMemoryStatus& m) {
@@ -410,6 +420,7 @@ class TrainObjective final : public Objective {
     j["before"] = result.memory_before_bytes;
     j["after"] = result.memory_after_bytes;
     if (const int64_t rss = ProcessResidentBytes(); rss >= 0) j["rss"] = rss;
+    if (const int64_t heap = ProcessHeapInUseBytes(); heap >= 0) j["heap"] = heap;
     j["batch_size"] = job.hp.batch_size;
     j["grad_accum"] = job.hp.grad_accum;
     j["gradient_checkpointing"] = job.hp.gradient_checkpointing;

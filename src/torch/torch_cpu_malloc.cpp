@@ -26,4 +26,10 @@ void ConfigureCpuMalloc() {
 #endif
 }
 
+void ReleaseFreeCpuMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace tune::internal

@@ -333,6 +333,7 @@ class TorchTrainer final : public Trainer {
       result.peak_memory_bytes =
           GetCpuMemoryStats().peak_bytes - std::max<int64_t>(result.memory_before_bytes, 0);
     }
+    if (device_.is_cpu()) internal::ReleaseFreeCpuMemory();
     result.memory_after_bytes = MemoryStatus().allocated;
     if (result.memory_after_bytes != result.memory_before_bytes) {
       spdlog::warn("Memory after the run: {} bytes allocated, {} before it: the run leaked",

@@ -110,6 +110,9 @@ std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
 
 // This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
 int64_t ProcessResidentBytes();
+// Bytes malloc has handed out and not had back (glibc mallinfo2: heap plus mmapped chunks), or
+// -1 without glibc 2.33. Unlike the resident set it does not count freed memory malloc keeps.
+int64_t ProcessHeapInUseBytes();
 
 const char* TrainEndName(TrainResult::End end);
 
