@@ -130,14 +130,15 @@ HeadConfig MakeHeadConfig(const ModelSpec& model, const TrainHyperparams& hp, in
   return h;
 }
 
-BertEmbeddingsImpl::BertEmbeddingsImpl(const EncoderConfig& c)
-    : roberta_positions_(c.roberta_positions) {
+void EmbeddingsBase::RegisterParts(const EncoderConfig& c, bool absolute_positions) {
   word_embeddings_ = register_module(
       "word_embeddings",
       torch::nn::Embedding(
           torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_id)));
-  position_embeddings_ =
-      register_module("position_embeddings", torch::nn::Embedding(c.max_positions, c.hidden_size));
+  if (absolute_positions) {
+    position_embeddings_ = register_module(
+        "position_embeddings", torch::nn::Embedding(c.max_positions, c.hidden_size));
+  }
   if (c.type_vocab_size > 0) {
     token_type_embeddings_ = register_module(
         "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
@@ -146,6 +147,11 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const EncoderConfig& c)
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
   dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+}
+
+BertEmbeddingsImpl::BertEmbeddingsImpl(const EncoderConfig& c)
+    : roberta_positions_(c.roberta_positions) {
+  RegisterParts(c, /*absolute_positions=*/true);
 }
 
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
@@ -242,18 +248,7 @@ torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t 
 }
 
 DebertaEmbeddingsImpl::DebertaEmbeddingsImpl(const EncoderConfig& c) {
-  word_embeddings_ = register_module(
-      "word_embeddings",
-      torch::nn::Embedding(
-          torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_id)));
-  if (c.type_vocab_size > 0) {
-    token_type_embeddings_ = register_module(
-        "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
-  }
-  layer_norm_ = register_module(
-      "LayerNorm",
-      torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  RegisterParts(c, /*absolute_positions=*/false);
 }
 
 torch::Tensor DebertaEmbeddingsImpl::forward(const torch::Tensor& input_ids,

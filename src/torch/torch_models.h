@@ -65,17 +65,26 @@ class EncoderLayer {
 // is its own bucket; beyond, buckets grow logarithmically up to max_position.
 torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position);
 
-class BertEmbeddingsImpl : public torch::nn::Module {
+// The parts BERT's and DeBERTa's embeddings share, under Hugging Face's names.
+class EmbeddingsBase : public torch::nn::Module {
+ protected:
+  // Registers word_embeddings, position_embeddings (with absolute positions),
+  // token_type_embeddings (when the model has token types), LayerNorm and dropout, in this order.
+  void RegisterParts(const EncoderConfig& c, bool absolute_positions);
+
+  torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr},
+      token_type_embeddings_{nullptr};
+  torch::nn::LayerNorm layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+
+class BertEmbeddingsImpl : public EmbeddingsBase {
  public:
   explicit BertEmbeddingsImpl(const EncoderConfig& c);
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
 
  private:
   bool roberta_positions_;
-  torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr},
-      token_type_embeddings_{nullptr};
-  torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(BertEmbeddings);
 
@@ -145,15 +154,11 @@ TORCH_MODULE(BertLayer);
 
 // DeBERTa-v2's embeddings: word (+ token type when type_vocab_size > 0), LayerNorm, padding rows
 // zeroed, dropout. No absolute positions (position_biased_input false).
-class DebertaEmbeddingsImpl : public torch::nn::Module {
+// No absolute position embeddings (DeBERTa-v3's position_biased_input is false).
+class DebertaEmbeddingsImpl : public EmbeddingsBase {
  public:
   explicit DebertaEmbeddingsImpl(const EncoderConfig& c);
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
-
- private:
-  torch::nn::Embedding word_embeddings_{nullptr}, token_type_embeddings_{nullptr};
-  torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(DebertaEmbeddings);
 
