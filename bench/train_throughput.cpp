@@ -2,11 +2,14 @@
 // bench/train_throughput.py. Trains a BERT-style encoder classifier through the public Trainer
 // API (NewTorchTrainer + Train, exactly what a 'train' trial runs) on synthetic token ids of a
 // fixed length, for two epochs of `steps` optimizer steps each: the first epoch warms up
-// (allocations, AdamW state), the second is timed. Prints one JSON line.
+// (allocations, AdamW state), the second is timed: wall time and the process's CPU time.
+// Prints one JSON line.
 //
 // Usage: tune_bench_train_throughput --layers 4 --hidden 256 --heads 4 --intermediate 1024
 //          --vocab 16384 --batch 16 --length 64 --steps 8 --threads 1
 #include <fmt/format.h>
+
+#include <time.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +54,13 @@ bool Parse(int argc, char** argv, Args& a) {
     *dst = std::atoll(v);
   }
   return true;
+}
+
+// CPU time of the whole process (all threads), in seconds.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 }  // namespace
@@ -106,9 +116,10 @@ int main(int argc, char** argv) {
   job.hp.bucket_batches = 0;
   job.data = &data;
 
-  std::vector<double> seconds;
+  std::vector<double> seconds, cpu;  // cpu: the process's CPU time at the end of each epoch
   auto result = (*trainer)->Train(job, [&](const tune::EpochMetrics& m) {
     seconds.push_back(m.seconds);
+    cpu.push_back(ProcessCpuSeconds());
     return tune::Result<tune::EpochDecision>(tune::EpochDecision::kContinue);
   });
   if (!result.ok() || result->end != tune::TrainResult::End::kCompleted || seconds.size() != 2) {
@@ -119,10 +130,12 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
                    "{{\"impl\": \"tune\", \"name\": \"{}\", \"parameters\": {}, \"threads\": {}, "
                    "\"batch\": {}, \"length\": {}, \"steps\": {}, \"warmup_seconds\": {:.4f}, "
-                   "\"seconds\": {:.4f}, \"samples_per_second\": {:.3f}, \"libtorch\": \"{}\", "
-                   "\"count_memory\": {}, \"peak_memory_bytes\": {}}}",
+                   "\"seconds\": {:.4f}, \"samples_per_second\": {:.3f}, "
+                   "\"cpu_seconds\": {:.4f}, \"samples_per_cpu_second\": {:.3f}, "
+                   "\"libtorch\": \"{}\", \"count_memory\": {}, \"peak_memory_bytes\": {}}}",
                    a.name, result->num_parameters, a.threads, a.batch, a.length, a.steps,
-                   seconds[0], seconds[1], samples / seconds[1], tune::TorchVersion(),
+                   seconds[0], seconds[1], samples / seconds[1], cpu[1] - cpu[0],
+                   samples / (cpu[1] - cpu[0]), tune::TorchVersion(),
                    a.count_memory != 0, result->peak_memory_bytes)
             << std::endl;
   return 0;

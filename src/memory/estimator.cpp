@@ -44,7 +44,12 @@ class Timeline {
  public:
   explicit Timeline(bool caching) : caching_(caching) {}
 
-  void Phase(MemoryPhase p) { phase_ = p; }
+  // A phase's peak is at least what is live when it begins (a fused optimizer step allocates
+  // nothing, yet weights, gradients and state are all live during it).
+  void Phase(MemoryPhase p) {
+    phase_ = p;
+    Touch();
+  }
   void Alloc(int64_t bytes, int64_t count = 1) {
     if (bytes <= 0 || count <= 0) return;
     live_ += bytes * count;
@@ -689,9 +694,12 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
     e.gradients = e.num_parameters * w.param;
     if (r.optimizer == OptimizerKind::kAdamW) {
       e.optimizer_state = 2 * e.num_parameters * w.state;
-      // denom = (exp_avg_sq.sqrt() / sqrt(bias_correction2)).add_(eps): two temporaries of the
-      // parameter's size while the largest parameter is stepped.
-      e.optimizer_transient = 2 * largest_param * w.state;
+      // torch::optim::AdamW's denom = (exp_avg_sq.sqrt() / sqrt(bias_correction2)).add_(eps):
+      // two temporaries of the parameter's size while the largest parameter is stepped. The
+      // trainer's fused CPU step (src/torch/torch_fused_adamw.h) updates fp32 parameters in
+      // place, without temporaries.
+      const bool fused = device.cpu_kernels && w.param == 4;
+      e.optimizer_transient = fused ? 0 : 2 * largest_param * w.state;
     } else {
       e.optimizer_state = r.momentum > 0 ? e.num_parameters * w.state : 0;
       // d_p = grad.add(p, weight_decay) and, with Nesterov, d_p.add(buf, momentum).

@@ -17,6 +17,7 @@
 #include "torch/torch_compat.h"
 #include "torch/torch_cpu_malloc.h"
 #include "torch/torch_cuda_memory.h"
+#include "torch/torch_fused_adamw.h"
 #include "torch/torch_models.h"
 #include "torch/torch_pretrained.h"
 #include "tune/interrupt.h"
@@ -59,6 +60,23 @@ torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols
   return device.is_cpu() ? t.clone() : t.to(device);
 }
 
+// clip_grad_norm_: AdamW folds the coefficient into its step (one pass fewer over the
+// gradients); SGD's gradients are scaled in place.
+void ClipGradients(const std::vector<torch::Tensor>& params, double max_norm,
+                   torch::optim::Optimizer& optimizer) {
+  const double coefficient =
+      internal::ClipCoefficient(internal::GradientNorm(params), max_norm);
+  if (coefficient >= 1.0) return;
+  if (auto* adamw = dynamic_cast<internal::FusedAdamW*>(&optimizer)) {
+    adamw->set_grad_scale(coefficient);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    if (p.grad().defined()) p.grad().mul_(coefficient);
+  }
+}
+
 void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
 }
@@ -82,8 +100,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& h
     };
     groups.emplace_back(decay, options(hp.weight_decay));
     groups.emplace_back(no_decay, options(0.0));
-    return std::make_unique<torch::optim::AdamW>(groups,
-                                                 torch::optim::AdamWOptions(hp.learning_rate));
+    return std::make_unique<internal::FusedAdamW>(groups,
+                                                  torch::optim::AdamWOptions(hp.learning_rate));
   }
   auto options = [&](double wd) {
     auto o = std::make_unique<torch::optim::SGDOptions>(hp.learning_rate);
@@ -443,9 +461,7 @@ class TorchTrainer final : public Trainer {
         // fp16: unscale the gradients; a step with inf/NaN gradients is skipped and the scale
         // backs off (torch.cuda.amp.GradScaler).
         const bool finite = scaler ? scaler->Unscale(model.parameters()) : true;
-        if (finite && hp.max_grad_norm > 0) {
-          torch::nn::utils::clip_grad_norm_(model.parameters(), hp.max_grad_norm);
-        }
+        if (finite && hp.max_grad_norm > 0) ClipGradients(model.parameters(), hp.max_grad_norm, *optimizer);
         lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
         SetLearningRate(*optimizer, lr);
         if (finite) optimizer->step();

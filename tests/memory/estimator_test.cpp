@@ -57,8 +57,10 @@ TEST(MemoryEstimator, PersistentStateFollowsPrecisionAndOptimizer) {
   EXPECT_EQ(e.weights, 4 * p);
   EXPECT_EQ(e.gradients, 4 * p);
   EXPECT_EQ(e.optimizer_state, 8 * p);  // AdamW: m and v
+  // The trainer's fused CPU AdamW steps in place; torch::optim::AdamW (CUDA) makes
   // denom = (exp_avg_sq.sqrt() / c).add_(eps) for the word embeddings: 2 x 100*8 floats.
-  EXPECT_EQ(e.optimizer_transient, 2 * 800 * 4);
+  EXPECT_EQ(e.optimizer_transient, 0);
+  EXPECT_EQ(Estimate(r, DeviceMemoryModel::Cuda()).optimizer_transient, 2 * 800 * 4);
 
   r.precision = Precision::kPureBf16;
   e = Estimate(r);
@@ -199,11 +201,17 @@ TEST(MemoryEstimator, CpuBf16LinearsHoldAnFp32TemporaryOfTwiceTheirOutput) {
 TEST(MemoryEstimator, PeakPhaseMovesToTheOptimizerStepWhenParametersDominate) {
   MemoryRequest r = TinyRequest();
   r.model.vocab_size = 200000;
-  MemoryEstimate e = Estimate(r);
+  // torch::optim::AdamW (CUDA): weights, gradients, m and v, and its two temporaries of the
+  // embedding table.
+  MemoryEstimate e = Estimate(r, DeviceMemoryModel::Cuda());
   EXPECT_EQ(e.peak_phase, MemoryPhase::kOptimizerStep);
-  // Weights, gradients, m and v, and AdamW's two temporaries of the embedding table.
   EXPECT_EQ(e.optimizer_step_peak, 16 * e.num_parameters + 2 * 200000 * 8 * 4);
   EXPECT_EQ(e.allocated_peak, e.optimizer_step_peak);
+  // The fused CPU step: weights, gradients, m and v only, no more than the end of backward.
+  e = Estimate(r);
+  EXPECT_EQ(e.optimizer_step_peak, 16 * e.num_parameters);
+  EXPECT_NE(e.peak_phase, MemoryPhase::kOptimizerStep);
+  EXPECT_GE(e.backward_peak, e.optimizer_step_peak);
 
   r = TinyRequest();
   r.batch_size = 64;
@@ -235,7 +243,9 @@ TEST(MemoryEstimator, CudaAddsRoundingContextWorkspaceAndFragmentation) {
   MemoryRequest r = TinyRequest();
   const DeviceMemoryModel cuda = DeviceMemoryModel::Cuda();
   MemoryEstimate e = Estimate(r, cuda);
-  EXPECT_EQ(e.allocated_peak, Estimate(r).allocated_peak);
+  DeviceMemoryModel plain = DeviceMemoryModel::Cpu();  // LibTorch's kernels without the CPU ones'
+  plain.cpu_kernels = false;
+  EXPECT_EQ(e.allocated_peak, Estimate(r, plain).allocated_peak);
   // Every tensor here is far below 512 B or a little above: rounding is large relative to them.
   EXPECT_GT(e.rounding, 0);
   EXPECT_EQ(e.context, 512 * 1024 * 1024);

@@ -73,6 +73,7 @@ struct DeviceMemoryModel {
   // temporary of twice its output (8 B per output element) while it runs, and adding an fp32
   // tensor into a bf16 one (the attention mask) or a bf16 one to an fp32 one (the residuals)
   // makes fp32 copies of the bf16 operand. CUDA's kernels cast on the fly: false for Cuda().
+  // Also: the trainer's AdamW step on the CPU is fused (no temporaries; see optimizer_transient).
   bool cpu_kernels = true;
 
   static DeviceMemoryModel Cpu();
@@ -94,7 +95,8 @@ struct MemoryEstimate {
   int64_t logits_loss = 0;      // logits and what the loss keeps
   int64_t backward_transient = 0;  // the largest temporaries of one layer's backward
   int64_t embedding_gradient = 0;  // dense word-embedding gradient (a temporary with accumulation)
-  int64_t optimizer_transient = 0; // temporaries of step() (AdamW: 2x the largest parameter)
+  int64_t optimizer_transient = 0; // temporaries of step() (AdamW: 2x the largest parameter;
+                                   // 0 for the trainer's fused CPU AdamW)
   int64_t workspace = 0;        // cuBLAS workspaces (CUDA)
   // Peak of allocated bytes in each phase and overall.
   int64_t forward_peak = 0;

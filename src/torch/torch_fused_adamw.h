@@ -1,0 +1,56 @@
+// AdamW with a fused single-pass CPU step, and gradient-norm clipping folded into it
+// [tune_torch, private].
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace tune::internal {
+
+// torch.optim.AdamW's update (decoupled weight decay; the same formula and float arithmetic as
+// LibTorch's torch::optim::AdamW without amsgrad), with one difference in how it runs: for a
+// dense, contiguous fp32 parameter on the CPU the whole update (decay, both moments, bias
+// corrections, the step) is one pass over the parameter, its gradient and its two moments, split
+// over the intra-op threads, instead of ~10 tensor ops, each a pass over memory, two of them
+// allocating temporaries of the parameter's size. Other parameters (CUDA, other dtypes) take
+// those tensor ops, exactly as torch::optim::AdamW.
+//
+// Measured with PyTorch 1.13's profiler on bench/train_throughput.py: AdamW's step is 12% of a
+// small encoder's training step and 16% of a bert-base-sized one's on one CPU thread (1 s per
+// step for 110 M parameters). Param groups take torch::optim::AdamWOptions (lr, betas, eps,
+// weight_decay; amsgrad is rejected).
+class FusedAdamW : public torch::optim::Optimizer {
+ public:
+  explicit FusedAdamW(std::vector<torch::optim::OptimizerParamGroup> groups,
+                      torch::optim::AdamWOptions defaults = torch::optim::AdamWOptions());
+
+  // The next step() multiplies every gradient by `scale` as it reads it (gradient clipping's
+  // coefficient, without a pass that rewrites the gradients); reset to 1 after the step.
+  void set_grad_scale(double scale) { grad_scale_ = scale; }
+
+  torch::Tensor step(LossClosure closure = nullptr) override;
+
+  // The number of steps taken for `param` (0 before its first).
+  int64_t steps(const torch::Tensor& param) const;
+
+ private:
+  struct State {
+    int64_t step = 0;
+    torch::Tensor exp_avg, exp_avg_sq;
+  };
+  std::unordered_map<const void*, State> states_;
+  double grad_scale_ = 1.0;
+};
+
+// The global 2-norm of the parameters' gradients (those defined), accumulated in double in one
+// read pass per gradient; what torch::nn::utils::clip_grad_norm_ computes, without rewriting the
+// gradients.
+double GradientNorm(const std::vector<torch::Tensor>& params);
+
+// clip_grad_norm_'s coefficient: max_norm / (norm + 1e-6), at most 1.
+double ClipCoefficient(double norm, double max_norm);
+
+}  // namespace tune::internal

@@ -1,0 +1,159 @@
+// The trainer's AdamW (src/torch/torch_fused_adamw.h): its fused CPU step against LibTorch's own
+// torch::optim::AdamW, gradient clipping folded into the step, and the fallback path.
+#include "torch/torch_fused_adamw.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tune::internal {
+namespace {
+
+// Two parameter groups (decayed and not), as the trainer builds them; the matrix spans more
+// than one parallel chunk.
+struct Params {
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<torch::Tensor> all() const {
+    std::vector<torch::Tensor> v = decay;
+    v.insert(v.end(), no_decay.begin(), no_decay.end());
+    return v;
+  }
+};
+
+Params MakeParams(torch::Dtype dtype, uint64_t seed) {
+  torch::manual_seed(seed);
+  Params p;
+  p.decay.push_back(torch::randn({400, 100}, dtype).requires_grad_());
+  p.decay.push_back(torch::randn({7, 3}, dtype).requires_grad_());
+  p.no_decay.push_back(torch::randn({100}, dtype).requires_grad_());
+  return p;
+}
+
+template <typename Optim>
+std::unique_ptr<Optim> MakeAdamW(const Params& p) {
+  auto options = [](double wd) {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(1e-2);
+    o->betas({0.9, 0.98}).eps(1e-6).weight_decay(wd);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(p.decay, options(0.05));
+  groups.emplace_back(p.no_decay, options(0.0));
+  return std::make_unique<Optim>(groups, torch::optim::AdamWOptions(1e-2));
+}
+
+// Gives both parameter sets the same fresh gradients (step-dependent), `scale` times them on
+// the reference side.
+void SetGradients(const Params& a, const Params& b, int step, double scale_b) {
+  torch::manual_seed(1000 + step);
+  auto pa = a.all(), pb = b.all();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    torch::Tensor g = torch::randn(pa[i].sizes(), pa[i].scalar_type());
+    pa[i].mutable_grad() = g.clone();
+    pb[i].mutable_grad() = g * scale_b;
+  }
+}
+
+double MaxRelativeDifference(const Params& a, const Params& b) {
+  double worst = 0;
+  auto pa = a.all(), pb = b.all();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    torch::Tensor d = (pa[i] - pb[i]).abs() / (pb[i].abs() + 1e-3);
+    worst = std::max(worst, d.max().item<double>());
+  }
+  return worst;
+}
+
+void SetLr(torch::optim::Optimizer& o, double lr) {
+  for (auto& g : o.param_groups()) g.options().set_lr(lr);
+}
+
+TEST(FusedAdamW, FusedCpuStepMatchesTorchAdamW) {
+  Params fused = MakeParams(torch::kFloat, 7), reference = MakeParams(torch::kFloat, 7);
+  auto ours = MakeAdamW<FusedAdamW>(fused);
+  auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
+  const Params start = {{fused.decay[0].detach().clone()}, {}};
+  for (int step = 0; step < 6; ++step) {
+    SetGradients(fused, reference, step, 1.0);
+    SetLr(*ours, 1e-2 * (6 - step) / 6.0);  // a schedule: each step's lr counts
+    SetLr(*theirs, 1e-2 * (6 - step) / 6.0);
+    ours->step();
+    theirs->step();
+  }
+  EXPECT_EQ(ours->steps(fused.decay[0]), 6);
+  // The parameters moved (lr 1e-2 over 6 steps) and agree to float rounding.
+  EXPECT_GT((fused.decay[0] - start.decay[0]).abs().max().item<double>(), 1e-2);
+  EXPECT_LT(MaxRelativeDifference(fused, reference), 1e-5);
+}
+
+TEST(FusedAdamW, GradientScaleEqualsScaledGradientsForOneStep) {
+  Params fused = MakeParams(torch::kFloat, 3), reference = MakeParams(torch::kFloat, 3);
+  auto ours = MakeAdamW<FusedAdamW>(fused);
+  auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
+  for (int step = 0; step < 3; ++step) {
+    // Step 1 is clipped on our side by the optimizer, on theirs by scaling the gradients.
+    const double scale = step == 1 ? 0.25 : 1.0;
+    SetGradients(fused, reference, step, scale);
+    ours->set_grad_scale(scale);
+    ours->step();
+    theirs->step();
+  }
+  EXPECT_LT(MaxRelativeDifference(fused, reference), 1e-5);
+  // Without the scale on our side step 1 differs: the scale is applied, and only once.
+  Params unscaled = MakeParams(torch::kFloat, 3);
+  auto plain = MakeAdamW<FusedAdamW>(unscaled);
+  for (int step = 0; step < 3; ++step) {
+    SetGradients(unscaled, reference, step, 1.0);
+    plain->step();
+  }
+  EXPECT_GT(MaxRelativeDifference(unscaled, fused), 1e-4);
+}
+
+TEST(FusedAdamW, OtherDtypesTakeTorchAdamWsTensorOps) {
+  Params fused = MakeParams(torch::kDouble, 5), reference = MakeParams(torch::kDouble, 5);
+  auto ours = MakeAdamW<FusedAdamW>(fused);
+  auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
+  for (int step = 0; step < 4; ++step) {
+    SetGradients(fused, reference, step, 1.0);
+    ours->step();
+    theirs->step();
+  }
+  for (size_t i = 0; i < fused.all().size(); ++i) {
+    EXPECT_TRUE(torch::equal(fused.all()[i], reference.all()[i])) << "parameter " << i;
+  }
+}
+
+TEST(FusedAdamW, SkipsParametersWithoutGradientsAndRejectsAmsgrad) {
+  Params p = MakeParams(torch::kFloat, 9);
+  auto opt = MakeAdamW<FusedAdamW>(p);
+  p.decay[0].mutable_grad() = torch::ones_like(p.decay[0]);
+  const torch::Tensor untouched = p.decay[1].detach().clone();
+  opt->step();
+  EXPECT_EQ(opt->steps(p.decay[0]), 1);
+  EXPECT_EQ(opt->steps(p.decay[1]), 0);
+  EXPECT_TRUE(torch::equal(p.decay[1], untouched));
+
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(p.all());
+  EXPECT_THROW(FusedAdamW(groups, torch::optim::AdamWOptions(1e-3).amsgrad(true)), c10::Error);
+}
+
+TEST(FusedAdamW, GradientNormAndClipCoefficientMatchClipGradNorm) {
+  Params ours = MakeParams(torch::kFloat, 11), theirs = MakeParams(torch::kFloat, 11);
+  SetGradients(ours, theirs, 0, 1.0);
+  ours.decay[1].mutable_grad() = torch::Tensor();  // a parameter without a gradient counts 0
+  theirs.decay[1].mutable_grad() = torch::Tensor();
+  const double norm = GradientNorm(ours.all());
+  const double max_norm = 2.0;
+  const double torch_norm = torch::nn::utils::clip_grad_norm_(theirs.all(), max_norm);
+  EXPECT_NEAR(norm, torch_norm, 1e-5 * torch_norm);
+  EXPECT_GT(norm, 100.0);  // ~sqrt(40100) for N(0, 1) gradients
+  const double c = ClipCoefficient(norm, max_norm);
+  EXPECT_NEAR(c, max_norm / (norm + 1e-6), 1e-12);
+  // clip_grad_norm_ scaled the gradients by exactly that coefficient.
+  EXPECT_TRUE(torch::allclose(ours.decay[0].grad() * c, theirs.decay[0].grad(), 1e-6, 1e-8));
+  EXPECT_EQ(ClipCoefficient(0.5, max_norm), 1.0);
+}
+
+}  // namespace
+}  // namespace tune::internal
