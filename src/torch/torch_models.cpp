@@ -146,7 +146,7 @@ void EmbeddingsBase::RegisterParts(const EncoderConfig& c, bool absolute_positio
   layer_norm_ = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  dropout_ = register_module("dropout", FastDropout(c.hidden_dropout));
 }
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const EncoderConfig& c)
@@ -176,7 +176,7 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const EncoderConfig& c)
   query_ = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
   key_ = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
   value_ = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.attention_dropout));
+  dropout_ = register_module("dropout", FastDropout(c.attention_dropout));
 }
 
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -194,7 +194,7 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const En
   dense_ = register_module("dense", torch::nn::Linear(in, out));
   layer_norm_ = register_module(
       "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({out}).eps(c.layer_norm_eps)));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  dropout_ = register_module("dropout", FastDropout(c.hidden_dropout));
 }
 
 torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& x,
@@ -268,8 +268,8 @@ DisentangledSelfAttentionImpl::DisentangledSelfAttentionImpl(const EncoderConfig
   query_proj_ = register_module("query_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
   key_proj_ = register_module("key_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
   value_proj_ = register_module("value_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
-  pos_dropout_ = register_module("pos_dropout", torch::nn::Dropout(c.hidden_dropout));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.attention_dropout));
+  pos_dropout_ = register_module("pos_dropout", FastDropout(c.hidden_dropout));
+  dropout_ = register_module("dropout", FastDropout(c.attention_dropout));
 }
 
 torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
@@ -332,7 +332,7 @@ ClassifierHeadImpl::ClassifierHeadImpl(int64_t in, const HeadConfig& c)
     width = w;
   }
   out_ = register_module("out", torch::nn::Linear(width, c.num_labels));
-  dropout_ = register_module("dropout", torch::nn::Dropout(c.dropout));
+  dropout_ = register_module("dropout", FastDropout(c.dropout));
 }
 
 torch::Tensor ClassifierHeadImpl::forward(const torch::Tensor& pooled) {
@@ -450,7 +450,7 @@ MlpClassifierImpl::MlpClassifierImpl(int64_t num_features, const TrainHyperparam
     width = hp.mlp_hidden;
   }
   out_ = register_module("out", torch::nn::Linear(width, num_labels));
-  dropout_ = register_module("dropout", torch::nn::Dropout(hp.dropout));
+  dropout_ = register_module("dropout", FastDropout(hp.dropout));
 }
 
 torch::Tensor MlpClassifierImpl::forward(const torch::Tensor& x) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "torch/torch_dropout.h"
 #include "tune/model_catalog.h"
 #include "tune/train/hyperparams.h"
 
@@ -75,7 +76,7 @@ class EmbeddingsBase : public torch::nn::Module {
   torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr},
       token_type_embeddings_{nullptr};
   torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  FastDropout dropout_{nullptr};
 };
 
 class BertEmbeddingsImpl : public EmbeddingsBase {
@@ -98,7 +99,7 @@ class BertSelfAttentionImpl : public torch::nn::Module {
   int64_t heads_, head_dim_;
   double scale_;
   torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  FastDropout dropout_{nullptr};
 };
 TORCH_MODULE(BertSelfAttention);
 
@@ -111,7 +112,7 @@ class BertResidualOutputImpl : public torch::nn::Module {
  private:
   torch::nn::Linear dense_{nullptr};
   torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  FastDropout dropout_{nullptr};
 };
 TORCH_MODULE(BertResidualOutput);
 
@@ -176,7 +177,7 @@ class DisentangledSelfAttentionImpl : public torch::nn::Module {
   int64_t heads_, head_dim_, span_;
   double scale_;
   torch::nn::Linear query_proj_{nullptr}, key_proj_{nullptr}, value_proj_{nullptr};
-  torch::nn::Dropout pos_dropout_{nullptr}, dropout_{nullptr};
+  FastDropout pos_dropout_{nullptr}, dropout_{nullptr};
 };
 TORCH_MODULE(DisentangledSelfAttention);
 
@@ -218,7 +219,7 @@ class ClassifierHeadImpl : public torch::nn::Module {
   Activation activation_;
   torch::nn::ModuleList hidden_;
   torch::nn::Linear out_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  FastDropout dropout_{nullptr};
 };
 TORCH_MODULE(ClassifierHead);
 
@@ -256,7 +257,7 @@ class MlpClassifierImpl : public torch::nn::Module {
   Activation activation_;
   torch::nn::ModuleList hidden_;
   torch::nn::Linear out_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  FastDropout dropout_{nullptr};
 };
 TORCH_MODULE(MlpClassifier);
 

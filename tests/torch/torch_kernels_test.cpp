@@ -1,9 +1,12 @@
-// The trainer's AdamW (src/torch/torch_fused_adamw.h): its fused CPU step against LibTorch's own
-// torch::optim::AdamW, gradient clipping folded into the step, and the fallback path.
+// The trainer's own CPU kernels: AdamW (src/torch/torch_fused_adamw.h), its fused step against
+// LibTorch's torch::optim::AdamW, gradient clipping folded into the step and the fallback path;
+// dropout (src/torch/torch_dropout.h), its keep rate, scaling, gradient and reproducibility.
+#include "torch/torch_dropout.h"
 #include "torch/torch_fused_adamw.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 namespace tune::internal {
@@ -153,6 +156,82 @@ TEST(FusedAdamW, GradientNormAndClipCoefficientMatchClipGradNorm) {
   // clip_grad_norm_ scaled the gradients by exactly that coefficient.
   EXPECT_TRUE(torch::allclose(ours.decay[0].grad() * c, theirs.decay[0].grad(), 1e-6, 1e-8));
   EXPECT_EQ(ClipCoefficient(0.5, max_norm), 1.0);
+}
+
+// The share of kept elements of n Bernoulli(1 - p) draws is within 5 standard deviations.
+void ExpectKeepRate(const torch::Tensor& noise, double p) {
+  const auto n = static_cast<double>(noise.numel());
+  const double kept = noise.ne(0).sum().item<double>() / n;
+  EXPECT_NEAR(kept, 1 - p, 5 * std::sqrt(p * (1 - p) / n)) << "p = " << p;
+}
+
+TEST(Dropout, KeepsOneMinusPOfTheElementsScaledByItsInverse) {
+  const torch::Tensor x = torch::rand({1000, 1000}) + 1.0f;  // no zeros of its own
+  for (double p : {0.1, 0.5, 0.9}) {
+    torch::manual_seed(1);
+    const torch::Tensor y = Dropout(x, p, /*train=*/true);
+    ExpectKeepRate(y, p);
+    const torch::Tensor kept = y.ne(0);
+    EXPECT_TRUE(torch::allclose(y.masked_select(kept), x.masked_select(kept) / (1 - p), 1e-6));
+  }
+  // Two halves of one hash are not correlated: neighbours are kept together at (1 - p)^2.
+  torch::manual_seed(2);
+  const torch::Tensor k = Dropout(x, 0.5, true).ne(0).flatten().to(torch::kFloat);
+  const double both = (k.slice(0, 0, -1) * k.slice(0, 1)).mean().item<double>();
+  EXPECT_NEAR(both, 0.25, 0.005);
+}
+
+TEST(Dropout, IdentityOutsideTrainingOrAtZeroAndZerosAtOne) {
+  const torch::Tensor x = torch::randn({64, 33});
+  EXPECT_TRUE(torch::equal(Dropout(x, 0.3, /*train=*/false), x));
+  EXPECT_TRUE(torch::equal(Dropout(x, 0.0, /*train=*/true), x));
+  EXPECT_TRUE(torch::equal(Dropout(x, 1.0, /*train=*/true), torch::zeros_like(x)));
+  EXPECT_THROW(FastDropout(1.5), c10::Error);
+  FastDropout module(0.3);
+  module->eval();
+  EXPECT_TRUE(torch::equal(module(x), x));
+  module->train();
+  EXPECT_FALSE(torch::equal(module(x), x));
+}
+
+TEST(Dropout, SeededReproducibleAndTheSameOnAnyNumberOfThreads) {
+  const torch::Tensor x = torch::randn({300, 301});  // odd: the last hash is half used
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  torch::manual_seed(42);
+  const torch::Tensor a = Dropout(x, 0.2, true);
+  const torch::Tensor a_next = Dropout(x, 0.2, true);
+  at::set_num_threads(2);
+  torch::manual_seed(42);
+  const torch::Tensor b = Dropout(x, 0.2, true);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(a, b));
+  EXPECT_FALSE(torch::equal(a, a_next));  // each call draws a new seed
+  // Restoring the generator's state (what checkpointing's recomputation does) repeats the mask.
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor state = gen.get_state();
+  const torch::Tensor c = Dropout(x, 0.2, true);
+  gen.set_state(state);
+  EXPECT_TRUE(torch::equal(c, Dropout(x, 0.2, true)));
+}
+
+TEST(Dropout, GradientIsTheNoiseAndBf16IsSupported) {
+  torch::manual_seed(3);
+  const torch::Tensor x = torch::randn({50, 40}).requires_grad_();
+  const torch::Tensor y = Dropout(x, 0.25, true);
+  y.sum().backward();
+  // d(x * noise)/dx = noise = y / x where kept, 0 where dropped.
+  EXPECT_TRUE(torch::allclose(x.grad(), (y / x).detach(), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(x.grad().ne(0), y.ne(0)));
+
+  const torch::Tensor h = (torch::rand({400, 400}) + 1.0f).to(torch::kBFloat16);
+  const torch::Tensor yh = Dropout(h, 0.1, true);
+  EXPECT_EQ(yh.scalar_type(), torch::kBFloat16);
+  ExpectKeepRate(yh, 0.1);
+  // Other dtypes take torch::dropout.
+  const torch::Tensor yd = Dropout(torch::ones({400, 400}, torch::kDouble), 0.1, true);
+  EXPECT_EQ(yd.scalar_type(), torch::kDouble);
+  ExpectKeepRate(yd, 0.1);
 }
 
 }  // namespace
