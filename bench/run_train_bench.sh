@@ -6,7 +6,7 @@
 #
 # Usage: bench/run_train_bench.sh        (from anywhere; about 5 minutes on 2 cores)
 # Environment: BUILD_DIR (default build), JOBS (build jobs, default 2), PYTHON (default
-# /usr/bin/python3, which must import torch), THREADS (default "1 2"), REPEATS (default 2: each
+# /usr/bin/python3, which must import torch), THREADS (default "1 2"), REPEATS (default 3: each
 # side runs this many times, alternating, and the best run counts).
 set -euo pipefail
 
@@ -15,7 +15,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-2}
 PYTHON=${PYTHON:-/usr/bin/python3}
 THREADS=${THREADS:-1 2}
-REPEATS=${REPEATS:-2}
+REPEATS=${REPEATS:-3}
 RESULTS="$BUILD_DIR/bench-results"
 OUT="$RESULTS/train_throughput.jsonl"
 
