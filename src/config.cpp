@@ -534,13 +534,13 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
   TUNE_ASSIGN_OR_RETURN(out.ignore_params, ReadStringArray(r, "ignore_params"));
 
   // A pretrained checkpoint directory (ReadPretrainedCheckpoint put it in the catalog under the
-  // name as written): its vocab.txt is the vocabulary and it is the model.
+  // name as written): its vocab.txt (or vocab.json) is the vocabulary and it is the model.
   TUNE_ASSIGN_OR_RETURN(auto pretrained, r.OptString("pretrained"));
   if (pretrained) {
     if (tabular) return r.ChildError("pretrained", "applies to text_classification only");
     if (out.vocab) {
       return r.ChildError("pretrained",
-                          "the checkpoint brings its own vocab.txt; remove \"tokenizer\": "
+                          "the checkpoint brings its own vocabulary; remove \"tokenizer\": "
                           "{\"vocab\": ...}");
     }
     if (r.Has("model")) {
@@ -548,7 +548,7 @@ Status ParseTrainObjective(const JsonReader& r, const fs::path& base_dir,
                           "\"pretrained\" is the model (its config.json); remove \"model\"");
     }
     out.pretrained = path(*pretrained);
-    out.vocab = (fs::path(*out.pretrained) / "vocab.txt").string();
+    out.vocab = PretrainedVocabPath(*out.pretrained);
   }
 
   // Hyperparameter defaults: checked now, applied in every trial under the trial's params.

@@ -40,26 +40,39 @@ std::string JoinedStrings(const Json& v) {  // a "a|b" string or ["a", "b"]
 
 }  // namespace
 
+std::string PretrainedVocabPath(const std::string& dir) {
+  std::error_code ec;
+  const fs::path txt = fs::path(dir) / "vocab.txt", json = fs::path(dir) / "vocab.json";
+  return (!fs::exists(txt, ec) && fs::exists(json, ec) ? json : txt).string();
+}
+
 Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
                                                       const std::string& name) {
   PretrainedCheckpoint c;
   c.dir = dir;
   c.config_path = (fs::path(dir) / "config.json").string();
   c.weights_path = (fs::path(dir) / "model.safetensors").string();
-  c.vocab_path = (fs::path(dir) / "vocab.txt").string();
+  c.vocab_path = PretrainedVocabPath(dir);
+  const bool bpe = fs::path(c.vocab_path).extension() == ".json";
+  std::string merges_path = (fs::path(dir) / "merges.txt").string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return NotFoundError(fmt::format("pretrained checkpoint '{}' is not a directory", dir));
   }
-  for (const std::string* f : {&c.config_path, &c.weights_path, &c.vocab_path}) {
+  for (const std::string* f : {&c.config_path, &c.weights_path, &c.vocab_path, &merges_path}) {
+    if (f == &merges_path && !bpe) continue;
     if (fs::exists(*f, ec)) continue;
     std::string hint;
     if (f == &c.weights_path && fs::exists(fs::path(dir) / "pytorch_model.bin", ec)) {
       hint = " (pytorch_model.bin is a pickle tune cannot read; convert it to safetensors)";
     }
+    if (f == &c.vocab_path && fs::exists(fs::path(dir) / "sentencepiece.bpe.model", ec)) {
+      hint = " (sentencepiece.bpe.model, XLM-RoBERTa's SentencePiece vocabulary, is not "
+             "supported)";
+    }
     return NotFoundError(fmt::format(
         "{}: not found; a pretrained checkpoint directory needs config.json, model.safetensors "
-        "and vocab.txt{}",
+        "and vocab.txt (WordPiece) or vocab.json + merges.txt (byte-level BPE){}",
         *f, hint));
   }
   std::ifstream in(c.config_path);

@@ -1,10 +1,14 @@
 #include "tune/train/tokenizer.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <filesystem>
 #include <map>
+
+#include "train/byte_bpe.h"
 
 namespace tune {
 
@@ -265,6 +269,12 @@ std::vector<std::u32string> Tokenizer::SplitWordsU32(std::string_view text) cons
 
 std::vector<std::string> Tokenizer::SplitWords(std::string_view text) const {
   std::vector<std::string> out;
+  if (bpe_) {
+    for (const auto& w : internal::GptPreTokenize(internal::DecodeUtf8(text))) {
+      out.push_back(ToUtf8(w));
+    }
+    return out;
+  }
   for (const auto& w : SplitWordsU32(text)) out.push_back(ToUtf8(w));
   return out;
 }
@@ -308,8 +318,27 @@ void Tokenizer::WordPiece(const std::u32string& word, std::vector<int32_t>& out)
   }
 }
 
+void Tokenizer::BytePairEncode(std::string_view text, size_t max_tokens,
+                               std::vector<int32_t>& out) const {
+  std::vector<std::string> pieces;
+  for (const auto& word : internal::GptPreTokenize(internal::DecodeUtf8(text))) {
+    if (out.size() >= max_tokens) break;
+    pieces.clear();
+    bpe_->Split(internal::ByteLevel(ToUtf8(word)), pieces);
+    for (const auto& piece : pieces) {
+      const int32_t id = TokenId(piece);
+      out.push_back(id >= 0 ? id : unk_id_);
+    }
+  }
+  if (out.size() > max_tokens) out.resize(max_tokens);
+}
+
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, size_t max_tokens) const {
   std::vector<int32_t> ids;
+  if (bpe_) {
+    BytePairEncode(text, max_tokens, ids);
+    return ids;
+  }
   for (const auto& w : SplitWordsU32(text)) {
     if (ids.size() >= max_tokens) break;
     WordPiece(w, ids);
@@ -344,7 +373,56 @@ void Tokenizer::Index() {
   for (size_t i = 0; i < tokens_.size(); ++i) ids_[tokens_[i]] = static_cast<int32_t>(i);
 }
 
+Result<Tokenizer> Tokenizer::FromBpeFiles(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));
+  const nlohmann::json vocab = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (vocab.is_discarded() || !vocab.is_object()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: not a JSON object of token -> id (a byte-level BPE vocab.json is expected)", path));
+  }
+  if (vocab.empty()) return InvalidArgumentError(fmt::format("{}: the vocabulary is empty", path));
+  Tokenizer t;
+  t.lowercase_ = false;
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      return InvalidArgumentError(fmt::format("{}: token '{}' has id {}; ids are integers >= 0",
+                                              path, token, id.dump()));
+    }
+    const auto i = static_cast<size_t>(id.get<int64_t>());
+    if (i >= t.tokens_.size()) t.tokens_.resize(i + 1);
+    if (!t.tokens_[i].empty()) {
+      return InvalidArgumentError(fmt::format("{}: tokens '{}' and '{}' share id {}", path,
+                                              t.tokens_[i], token, i));
+    }
+    t.tokens_[i] = token;
+  }
+  t.Index();
+  t.ids_.erase("");  // ids no token has
+  const std::pair<const char*, int32_t*> specials[] = {
+      {"<pad>", &t.pad_id_}, {"<unk>", &t.unk_id_}, {"<s>", &t.cls_id_}, {"</s>", &t.sep_id_}};
+  for (const auto& [name, id] : specials) {
+    const int32_t found = t.TokenId(name);
+    if (found < 0) {
+      return InvalidArgumentError(fmt::format(
+          "{}: the vocabulary has no {} token (a RoBERTa-style byte-level BPE vocab.json is "
+          "expected)",
+          path, name));
+    }
+    *id = found;
+  }
+  const std::string merges = (std::filesystem::path(path).parent_path() / "merges.txt").string();
+  TUNE_ASSIGN_OR_RETURN(internal::ByteBpe bpe, internal::ByteBpe::FromMergesFile(merges));
+  t.description_ = fmt::format("byte-level BPE {} ({} tokens, {} merges)", path, vocab.size(),
+                               bpe.size());
+  t.bpe_ = std::make_shared<const internal::ByteBpe>(std::move(bpe));
+  return t;
+}
+
 Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowercase) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
+    return FromBpeFiles(path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));
   Tokenizer t;

@@ -17,6 +17,7 @@
 #include "tune/train/safetensors.h"
 #include "tune/train/tokenizer.h"
 #include "tune/train/torch_trainer.h"
+#include "train/byte_bpe.h"
 
 namespace tune::internal {
 namespace {
@@ -242,12 +243,34 @@ class PretrainedObjectiveTest : public ::testing::Test {
     vocab_size_ = config["vocab_size"].get<int64_t>();
     std::ofstream(ckpt_ / "config.json") << config.dump();
   }
+  // Turns the checkpoint into a RoBERTa one as published: model_type roberta, a byte-level BPE
+  // vocab.json (the 4 specials, then GPT-2's 256-symbol byte alphabet) and merges.txt, no
+  // vocab.txt; the weights under "roberta.".
+  void MakeRoberta() {
+    std::filesystem::remove(ckpt_ / "vocab.txt");
+    Json vocab = {{"<s>", 0}, {"<pad>", 1}, {"</s>", 2}, {"<unk>", 3}};
+    for (int b = 0; b < 256; ++b) {
+      vocab[ByteLevel(std::string(1, static_cast<char>(b)))] = 4 + b;
+    }
+    // Two merges: "go" and "Ġgo" (the space before a word is "Ġ").
+    vocab["go"] = 260;
+    vocab["\u0120go"] = 261;
+    std::ofstream(ckpt_ / "vocab.json") << vocab.dump();
+    std::ofstream(ckpt_ / "merges.txt") << "#version: 0.2\ng o\n\u0120 go\n";
+    std::ifstream in(ckpt_ / "config.json");
+    Json config = Json::parse(in);
+    config["model_type"] = "roberta";
+    config["vocab_size"] = vocab_size_ = 262;
+    std::ofstream(ckpt_ / "config.json", std::ios::trunc) << config.dump();
+    prefix_ = "roberta.";
+  }
   void WriteWeights(float poison = 0.0f) {
     EncoderConfig c = TinyBertConfig();
     c.vocab_size = vocab_size_;
+    c.roberta_positions = prefix_ == "roberta.";
     TransformerClassifier source = Build(c, 7);
     ASSERT_TRUE(WriteSafetensors((ckpt_ / "model.safetensors").string(),
-                                 Export(source, "bert.", SafetensorsDtype::kF32,
+                                 Export(source, prefix_, SafetensorsDtype::kF32,
                                         [&](SafetensorsWriteTensor& w) {
                                           if (poison != 0.0f &&
                                               w.name.find("word_embeddings") != std::string::npos) {
@@ -287,6 +310,7 @@ class PretrainedObjectiveTest : public ::testing::Test {
   testing::TempDir dir_;
   std::filesystem::path ckpt_ = dir_.path() / "ckpt";
   int64_t vocab_size_ = 0;
+  std::string prefix_ = "bert.";
 };
 
 TEST_F(PretrainedObjectiveTest, TrialsStartFromTheCheckpoint) {
@@ -312,6 +336,21 @@ TEST_F(PretrainedObjectiveTest, TrialsStartFromTheCheckpoint) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->state, TrialState::kFail);
   EXPECT_NE(t->user_attrs["fail_reason"].get<std::string>().find("diverged"), std::string::npos);
+}
+
+TEST_F(PretrainedObjectiveTest, ARobertaCheckpointWithABpeVocabularyTrains) {
+  MakeRoberta();  // no vocab.txt: the trial can only run on vocab.json + merges.txt
+  WriteWeights();
+  auto t = RunOneTrial();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->state, TrialState::kComplete) << t->user_attrs.dump();
+  // "good great" vs "bad awful", byte by byte (and "Ġgo" merged), within 16 tokens.
+  EXPECT_GT(t->value(), 0.8) << t->user_attrs.dump();
+  // The weights reach the trainer under "roberta.": NaN word embeddings diverge.
+  WriteWeights(std::nanf(""));
+  t = RunOneTrial();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->state, TrialState::kFail);
 }
 
 TEST_F(PretrainedObjectiveTest, ACheckpointThatDoesNotFitStopsTheStudyWithTheReason) {

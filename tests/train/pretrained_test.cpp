@@ -95,6 +95,33 @@ TEST_F(PretrainedCheckpointTest, MissingFilesAreNamed) {
   EXPECT_NE(st.message().find("convert it to safetensors"), std::string::npos);
 }
 
+// A RoBERTa checkpoint as published: vocab.json + merges.txt (byte-level BPE), no vocab.txt.
+TEST_F(PretrainedCheckpointTest, RobertaBpeVocabularyWithoutVocabTxt) {
+  Json c = BertConfig();
+  c["model_type"] = "roberta";
+  WriteCheckpoint(c);
+  fs::remove(ckpt_ / "vocab.txt");
+  std::ofstream(ckpt_ / "vocab.json") << R"({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3})";
+  Status st = ReadStatus();
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find((ckpt_ / "merges.txt").string() + ": not found"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("vocab.json + merges.txt (byte-level BPE)"), std::string::npos);
+  std::ofstream(ckpt_ / "merges.txt") << "#version: 0.2\n";
+  auto read = ReadPretrainedCheckpoint(ckpt_.string(), "my-roberta");
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->vocab_path, (ckpt_ / "vocab.json").string());
+  EXPECT_EQ(PretrainedVocabPath(ckpt_.string()), (ckpt_ / "vocab.json").string());
+  // vocab.txt wins when both are there; XLM-RoBERTa's SentencePiece model is named as such.
+  std::ofstream(ckpt_ / "vocab.txt") << "[PAD]\n";
+  EXPECT_EQ(PretrainedVocabPath(ckpt_.string()), (ckpt_ / "vocab.txt").string());
+  fs::remove(ckpt_ / "vocab.txt");
+  fs::remove(ckpt_ / "vocab.json");
+  std::ofstream(ckpt_ / "sentencepiece.bpe.model") << "protobuf";
+  EXPECT_NE(ReadStatus().message().find("SentencePiece vocabulary, is not supported"),
+            std::string::npos);
+}
+
 TEST_F(PretrainedCheckpointTest, ConfigsTheTrainerCannotBuildAreRefusedByKey) {
   auto error = [&](Json config) {
     WriteCheckpoint(config);
@@ -162,7 +189,7 @@ TEST_F(PretrainedCheckpointTest, ObjectiveKeyPretrained) {
             "study.json: /objective/model: \"pretrained\" is the model (its config.json); remove "
             "\"model\"");
   EXPECT_NE(message({{"tokenizer", {{"vocab", "other.txt"}}}})
-                .find("the checkpoint brings its own vocab.txt"),
+                .find("the checkpoint brings its own vocabulary"),
             std::string::npos);
   EXPECT_NE(message(Json::object(), {{"model", Json::array({"tiny-bert"})}})
                 .find("the objective trains its \"pretrained\" checkpoint"),

@@ -1,6 +1,10 @@
 // Tokenizer: text -> token ids for the transformer classifiers (plain C++, no LibTorch).
 //
-// Two vocabularies, one algorithm (BERT's):
+// Three vocabularies. Byte-level BPE (RoBERTa, GPT-2): FromVocabFile with a vocab.json, the
+// merges.txt beside it; the text is pre-tokenized as GPT-2 does (src/train/byte_bpe.h), each
+// piece's UTF-8 bytes are mapped to GPT-2's byte alphabet and merged by rank; the special tokens
+// are <s>, </s>, <pad> and <unk>, and the text is never lowercased (the models are cased).
+// The other two share one algorithm (BERT's):
 //  - FromVocabFile: a BERT WordPiece vocab.txt (one token per line, id = line number), as shipped
 //    with bert-base-uncased and friends. It must contain [PAD], [UNK], [CLS] and [SEP].
 //  - Build: a vocabulary built from the training text, for models trained from scratch:
@@ -22,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +35,10 @@
 #include "tune/status.h"
 
 namespace tune {
+
+namespace internal {
+class ByteBpe;
+}  // namespace internal
 
 struct TokenizerOptions {
   // Lowercase and strip accents (uncased models). BERT: do_lower_case.
@@ -42,8 +51,10 @@ struct TokenizerOptions {
 
 class Tokenizer {
  public:
-  // Reads a WordPiece vocab.txt. NotFound if the file is missing; InvalidArgument if it is empty,
-  // repeats a token (naming the lines) or lacks a special token.
+  // Reads a WordPiece vocab.txt, or, when `path` ends in ".json", a byte-level BPE vocab.json
+  // with the merges.txt of its directory (`lowercase` does not apply). NotFound if a file is
+  // missing; InvalidArgument if it is empty or malformed (naming the line or key) or lacks a
+  // special token.
   static Result<Tokenizer> FromVocabFile(const std::string& path, bool lowercase);
   // Builds a vocabulary from `texts` (see the file comment).
   // REQUIRES: options.vocab_size >= 4 + 2, options.min_count >= 1.
@@ -68,8 +79,8 @@ class Tokenizer {
   const std::string& TokenText(int32_t id) const;
   // The id of `token`, or -1.
   int32_t TokenId(std::string_view token) const;
-  // "WordPiece vocab.txt PATH (30522 tokens)" or "vocabulary built from the training text (N
-  // tokens)".
+  // "WordPiece vocab.txt PATH (30522 tokens)", "byte-level BPE PATH (50265 tokens, 50000
+  // merges)" or "vocabulary built from the training text (N tokens)".
   const std::string& description() const { return description_; }
 
  private:
@@ -78,6 +89,10 @@ class Tokenizer {
   void WordPiece(const std::u32string& word, std::vector<int32_t>& out) const;
   std::vector<std::u32string> SplitWordsU32(std::string_view text) const;
 
+  static Result<Tokenizer> FromBpeFiles(const std::string& vocab_json);
+  void BytePairEncode(std::string_view text, size_t max_tokens, std::vector<int32_t>& out) const;
+
+  std::shared_ptr<const internal::ByteBpe> bpe_;  // set: byte-level BPE
   std::vector<std::string> tokens_;
   std::unordered_map<std::string, int32_t> ids_;
   int32_t pad_id_ = 0, unk_id_ = 1, cls_id_ = 2, sep_id_ = 3;
