@@ -111,8 +111,10 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
                     s.exp_avg_sq.data_ptr<float>(), p.numel(), c);
         continue;
       }
-      // torch::optim::AdamW's tensor ops.
-      const torch::Tensor g = grad_scale != 1.0 ? grad * grad_scale : grad;
+      // torch::optim::AdamW's tensor ops; the clipping scale in place, as clip_grad_norm_ does
+      // (no temporary).
+      if (grad_scale != 1.0) p.mutable_grad().mul_(grad_scale);
+      const torch::Tensor& g = p.grad();
       if (wd != 0) p.mul_(1 - lr * wd);
       s.exp_avg.mul_(beta1).add_(g, 1 - beta1);
       s.exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2);

@@ -27,8 +27,9 @@ class FusedAdamW : public torch::optim::Optimizer {
   explicit FusedAdamW(std::vector<torch::optim::OptimizerParamGroup> groups,
                       torch::optim::AdamWOptions defaults = torch::optim::AdamWOptions());
 
-  // The next step() multiplies every gradient by `scale` as it reads it (gradient clipping's
-  // coefficient, without a pass that rewrites the gradients); reset to 1 after the step.
+  // The next step() multiplies every gradient by `scale` (gradient clipping's coefficient): as
+  // it reads it on the fused path, without a pass that rewrites the gradients; in place on the
+  // other. Reset to 1 after the step.
   void set_grad_scale(double scale) { grad_scale_ = scale; }
 
   torch::Tensor step(LossClosure closure = nullptr) override;

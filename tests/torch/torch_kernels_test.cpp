@@ -117,7 +117,9 @@ TEST(FusedAdamW, OtherDtypesTakeTorchAdamWsTensorOps) {
   auto ours = MakeAdamW<FusedAdamW>(fused);
   auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
   for (int step = 0; step < 4; ++step) {
-    SetGradients(fused, reference, step, 1.0);
+    const double scale = step == 2 ? 0.375 : 1.0;  // clipped, applied to the gradients in place
+    SetGradients(fused, reference, step, scale);
+    ours->set_grad_scale(scale);
     ours->step();
     theirs->step();
   }
