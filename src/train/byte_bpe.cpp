@@ -69,11 +69,6 @@ const std::array<std::string, 256>& ByteAlphabet() {
   return table;
 }
 
-// The byte length of the UTF-8 sequence starting with `lead` (the strings here are valid).
-size_t Utf8Length(unsigned char lead) {
-  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
-
 }  // namespace
 
 std::vector<std::u32string> GptPreTokenize(std::u32string_view s) {
@@ -154,12 +149,8 @@ Result<ByteBpe> ByteBpe::FromMergesFile(const std::string& path) {
 }
 
 void ByteBpe::Split(const std::string& word, std::vector<std::string>& out) const {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < word.size();) {
-    const size_t len = Utf8Length(static_cast<unsigned char>(word[i]));
-    parts.push_back(word.substr(i, len));
-    i += len;
-  }
+  std::vector<std::string> parts;  // one symbol per code point
+  for (char32_t c : DecodeUtf8(word)) AppendUtf8(c, parts.emplace_back());
   std::string key;
   while (parts.size() > 1) {
     int32_t best = std::numeric_limits<int32_t>::max();
