@@ -239,7 +239,7 @@ std::string DistributionClassName(const Distribution& d) {
 }
 
 std::string DistributionToJson(const Distribution& d) {
-  // Key order follows Optuna's attribute assignment order (see optuna-reference §3.4).
+  // Key order follows Optuna's attribute assignment order (docs/cli.md, distribution_json).
   if (const auto* f = std::get_if<FloatDistribution>(&d)) {
     return fmt::format(
         R"({{"name": "FloatDistribution", "attributes": {{"step": {}, "low": {}, "high": {}, "log": {}}}}})",

@@ -67,7 +67,7 @@ TEST(Distributions, ContainsAndSingle) {
 }
 
 TEST(Distributions, JsonIsOptunasText) {
-  // The exact strings of optuna-reference §3.4.
+  // The exact strings of docs/cli.md, distribution_json and param_value.
   EXPECT_EQ(DistributionToJson(*MakeFloatDistribution(1e-6, 1e-3, true)),
             R"({"name": "FloatDistribution", "attributes": {"step": null, "low": 1e-06, "high": 0.001, "log": true}})");
   EXPECT_EQ(DistributionToJson(*MakeFloatDistribution(0.0, 0.1)),

@@ -17,7 +17,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Ranking key of a finished trial; smaller is better (optuna-reference.md §1.3). The first
+// Ranking key of a finished trial; smaller is better (docs/tpe.md#ranking). The first
 // element is 0 for feasible trials and 1 for infeasible ones (only with constraints).
 using RankKey = std::array<double, 3>;
 
@@ -475,8 +475,8 @@ std::map<std::string, double> TpeSampler::SampleRelative(const TrialHistory& his
 
 namespace {
 
-// The split of optuna-reference.md §1.3 for `params`: below/above by rank, then trials lacking
-// a parameter dropped; chronological within each set; RUNNING trials (constant liar) above.
+// The split for `params` (docs/tpe.md#gamma-and-the-split): below/above by rank, then trials
+// lacking a parameter dropped; chronological within each set; RUNNING (constant liar) above.
 Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
                      const std::vector<Param>& params, const FrozenTrial& trial) {
   const size_t dims = params.size();

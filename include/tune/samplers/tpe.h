@@ -1,5 +1,5 @@
 // TpeSampler: the Tree-structured Parzen Estimator, Optuna's TPESampler
-// (optuna-reference.md §1) with typed, incremental history so that a suggest costs arithmetic
+// (docs/tpe.md) with typed, incremental history so that a suggest costs arithmetic
 // over the observations, not a re-read of the study.
 //
 // Per suggest: trials COMPLETE or PRUNED (plus RUNNING ones with constant_liar) are ranked

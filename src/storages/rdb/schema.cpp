@@ -20,7 +20,7 @@ std::string Table(const std::string& name, const std::vector<std::string>& items
 }
 
 // Optuna 3.1's models as SQLAlchemy 1.4.46 creates them. SQLite: dumped from sqlite_master of a
-// file created by Optuna 3.1.0 (shared/docs/optuna-reference.md section 3.1). PostgreSQL: the
+// file created by Optuna 3.1.0 (docs/cli.md, Optuna's schema, The tables). PostgreSQL: the
 // DDL SQLAlchemy compiles for the postgresql dialect from optuna/storages/_rdb/models.py
 // (create_all on a mock engine): SERIAL ids, native ENUM types named after the Python enums,
 // FLOAT(53), TIMESTAMP WITHOUT TIME ZONE, and `key` unquoted.
