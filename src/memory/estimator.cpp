@@ -17,7 +17,7 @@ constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * kKiB;
 constexpr int64_t kGiB = 1024 * kMiB;
 
-// Sizes of the caching allocator (memory-reference §2.1).
+// Sizes of the caching allocator (docs/memory.md#caching-allocator-sizes).
 constexpr int64_t kMinBlock = 512;
 constexpr int64_t kSmallSize = 1 * kMiB;   // requests up to this share small segments
 constexpr int64_t kSmallBuffer = 2 * kMiB; // a small segment

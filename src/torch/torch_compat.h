@@ -1,23 +1,23 @@
-// LibTorch API differences between Debian's 1.13 and 2.x (private to tune_torch; memory-reference
-// §3), chosen with TORCH_VERSION_MAJOR/MINOR at compile time (torch_version.h).
+// LibTorch API differences between Debian's 1.13 and 2.x (docs/memory.md#libtorch-versions),
+// private to tune_torch, chosen with TORCH_VERSION_MAJOR/MINOR at compile time (torch_version.h).
 //
 // Guarded:
-// - Autocast (§3.3), here: 1.13 has per-device setters (set_enabled for CUDA, set_cpu_enabled,
+// - Autocast, here: 1.13 has per-device setters (set_enabled for CUDA, set_cpu_enabled,
 //   set_autocast_gpu_dtype, set_autocast_cpu_dtype); 2.4 (PR #124359) made them device-generic
 //   (is_autocast_enabled / set_autocast_enabled(DeviceType, ...), get_/set_autocast_dtype) and
 //   deprecated the old names. increment_nesting, decrement_nesting, clear_cache and the cache
 //   flag are the same in both.
-// - Allocator (§3.5), in torch_counting_allocator.cpp: allocate() const in 1.13, non-const from
+// - Allocator, in torch_counting_allocator.cpp: allocate() const in 1.13, non-const from
 //   2.3 (PR #120969); copy_data() pure virtual in 2.x (declared `override` from 2.3).
 // Reviewed, the same in 1.13 and 2.x, so not guarded:
-// - Module::zero_grad(bool set_to_none): the default changed (false -> true, §3.6); the trainer
+// - Module::zero_grad(bool set_to_none): the default changed (false -> true); the trainer
 //   always passes true and never calls Optimizer::zero_grad.
-// - c10::OutOfMemoryError and TORCH_CHECK_WITH(OutOfMemoryError, ...) (§3.1), c10::Error::
+// - c10::OutOfMemoryError and TORCH_CHECK_WITH(OutOfMemoryError, ...), c10::Error::
 //   what_without_backtrace, c10::SetCPUAllocator, c10::alloc_cpu/free_cpu.
 // - at::_amp_foreach_non_finite_check_and_unscale_ and at::_amp_update_scale_ (same schemas).
 // - torch::autograd::Function / AutogradContext (saved_data, save_for_backward), Generator
 //   get_state/set_state/mutex, at::globalContext().defaultGenerator(device).
-// - The CUDA caching allocator API of §3.2 is not used by tune_torch yet.
+// - CUDA caching allocator calls in torch_cuda_memory.cpp (docs/memory.md#cuda-allocator-calls).
 //
 // AutocastGuard mirrors torch.autocast's __enter__/__exit__: it saves and restores the enabled
 // flag, the dtype and the cache flag, and nests; the outermost exit clears the cast cache.

@@ -1,7 +1,7 @@
 // tune's CUDA memory backend [tune_torch]: the caching allocator's statistics, emptyCache,
 // peak resets and the memory-fraction cap, plus cudaMemGetInfo. Compiled with CUDA only when
 // LibTorch has CUDA (TUNE_WITH_CUDA); otherwise every call reports that CUDA is not compiled in.
-// No LibTorch or CUDA types here. APIs per LibTorch version: memory-reference.md §3.2.
+// No LibTorch or CUDA types here. APIs per LibTorch version: docs/memory.md#cuda-allocator-calls.
 #pragma once
 
 #include <cstdint>

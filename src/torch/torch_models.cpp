@@ -27,11 +27,11 @@ torch::Tensor Activate(const torch::Tensor& x, Activation a) {
 class ContainerImpl : public torch::nn::Module {};
 
 // Reentrant gradient checkpointing of one encoder layer, ported from torch/utils/checkpoint.py's
-// CheckpointFunction (memory-reference §3.4): forward runs the layer without recording the graph
-// and keeps only its inputs and the RNG state; backward restores that RNG state (so dropout draws
-// the same masks), recomputes the layer with the graph, back-propagates through it (which
-// accumulates the layer's parameter gradients) and returns the gradients of the inputs: the hidden
-// states and, for DeBERTa, the shared relative embeddings.
+// CheckpointFunction (docs/memory.md#gradient-checkpointing): forward runs the layer without
+// recording the graph and keeps only its inputs and the RNG state; backward restores that RNG state
+// (so dropout draws the same masks), recomputes the layer with the graph, back-propagates through
+// it (which accumulates the layer's parameter gradients) and returns the gradients of the inputs:
+// the hidden states and, for DeBERTa, the shared relative embeddings.
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,

@@ -40,7 +40,7 @@ struct Progress {
 };
 
 // Out-of-memory errors that are not c10::OutOfMemoryError: the default CPU allocator's
-// c10::Error, cuBLAS/cuDNN allocation failures (memory-reference §3.1).
+// c10::Error, cuBLAS/cuDNN allocation failures (docs/memory.md#out-of-memory-errors).
 bool LooksLikeOutOfMemory(const std::string& what) {
   static const char* const kPatterns[] = {"out of memory", "can't allocate memory",
                                           "not enough memory", "CUBLAS_STATUS_ALLOC_FAILED",
@@ -229,8 +229,8 @@ class TabularTask final : public Task {
   std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
-// The forward pass of a batch under autocast for bf16/fp16 (memory-reference §3.3); logits come
-// back as float32 so that the loss is computed in full precision, outside autocast.
+// The forward pass of a batch under autocast for bf16/fp16 (docs/memory.md#the-autocast-guard);
+// logits come back as float32 so that the loss is computed in full precision, outside autocast.
 std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& task,
                                                   const std::vector<int64_t>& batch, bool train,
                                                   Progress& p) {

@@ -115,10 +115,10 @@ TEST(TransformerClassifier, DebertaParametersHaveHuggingFaceNames) {
 
 // Checkpointing recomputes DeBERTa's layers in backward; the shared relative embeddings, an input
 // of every checkpointed layer, must still get their gradient.
-// memory-reference §3.3: inside the guard a Linear computes in bf16; the weight's gradient stays
-// fp32; nested guards keep autocast on until the outermost exits; the previous state (enabled,
-// dtype, cache flag) comes back. (CPU autocast in 1.13 accepts only bf16 as its dtype, so the cache
-// flag is the marker that shows the restore.)
+// docs/memory.md#the-autocast-guard: inside the guard a Linear computes in bf16; the weight's
+// gradient stays fp32; nested guards keep autocast on until the outermost exits; the previous state
+// (enabled, dtype, cache flag) comes back. (CPU autocast in 1.13 accepts only bf16 as its dtype, so
+// the cache flag is the marker that shows the restore.)
 TEST(AutocastGuard, Bf16InsideFp32GradsAndTheStateRestored) {
   torch::manual_seed(0);
   torch::nn::Linear linear(8, 4);

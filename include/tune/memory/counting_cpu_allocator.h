@@ -1,7 +1,7 @@
 // A byte-counting CPU allocator for LibTorch [tune_torch]: measures the live and peak bytes of
 // every CPU tensor and can enforce a budget by throwing a real c10::OutOfMemoryError, so that the
 // out-of-memory paths of training run deterministically on a machine without a GPU
-// (../shared/docs/memory-reference.md §3.5).
+// (docs/memory.md#the-counting-cpu-allocator).
 //
 // Installed process-wide with c10::SetCPUAllocator (priority 100). Tensors allocated before the
 // installation keep their own deleter and are not counted. No LibTorch types here.
