@@ -47,8 +47,9 @@ def main():
         f"**Over all {overall['calls']:,} estimates: p50 {overall['p50_us']:.1f} µs, p99 "
         f"{overall['p99_us']:.1f} µs**; the slowest configuration's p99 is {worst_p99:.1f} µs "
         "(goal: under 50 µs per estimate). For comparison, the user reports' rule of thumb "
-        "`params × batch × seq × 4 × 2.5` is one multiplication, but its error on the measured "
-        "grid is in the memory section above (orders of magnitude); `tune estimate --measure`, "
+        "`params × batch × seq × 4 × 2.5` ([memory.md](memory.md#rule-of-thumb)) is one "
+        "multiplication, but its error on the measured grid is in the memory section above "
+        "(orders of magnitude); `tune estimate --measure`, "
         "the ground truth, takes seconds to minutes per configuration. Where a mean exceeds the "
         "p99, a few calls were preempted (the machine is shared; see the load).",
         "",

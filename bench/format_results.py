@@ -352,8 +352,9 @@ def render(speed, quality, info, args):
     lines.append("")
     lines += quality_section(quality)
     lines.append("Notes: Optuna 3.1's continuous truncated-normal kernels lack the −ln σ term "
-                 "(fixed in Optuna 3.5, see optuna-reference.md §1.4); tune uses the corrected "
-                 "density, so for float params the two samplers differ by design. tune's "
+                 "(fixed in Optuna 3.5, see [tpe.md](tpe.md#truncated-normal-density)); tune "
+                 "uses the corrected density, so for float params the two samplers differ by "
+                 "design. tune's "
                  "multivariate mode uses per-dimension bandwidths (Optuna 5.0's rule, "
                  "TpeOptions::multivariate_bandwidth default), Optuna 3.1's multivariate mode the "
                  "Scott-style rule.")

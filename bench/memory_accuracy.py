@@ -73,7 +73,7 @@ QUICK = {0, 3, 6, 9, 15, 23, 29, 36, 38}
 
 
 def user_report_formula(d, batch, length):
-    """The rule of thumb in the user reports (/work/shared/docs/user-reports, 001):
+    """The rule of thumb from users' reports (docs/memory.md#rule-of-thumb):
     GPU memory ~ params x batch x seq_length x 4 bytes x 2.5."""
     return d["num_parameters"] * batch * length * 4 * 2.5
 
@@ -160,9 +160,9 @@ def main():
         f"**Median |error| {median:.2f}%, worst {worst:.2f}%** over {len(errors)} configurations "
         "(goal: median ≤ 3%, worst ≤ 10%).",
         "",
-        "The last column is the rule of thumb from the user reports, "
-        "`params × batch × seq_length × 4 B × 2.5` (shared/docs/user-reports/001), on the same "
-        f"rows: median |error| {peer_median:,.0f}%, worst {peer_worst:,.0f}%: {peer_direction}. "
+        "The last column is the rule of thumb from the user reports, `params × batch × "
+        "seq_length × 4 B × 2.5` ([memory.md](memory.md#rule-of-thumb)), on the same rows: "
+        f"median |error| {peer_median:,.0f}%, worst {peer_worst:,.0f}%: {peer_direction}. "
         "It multiplies the parameter count by the tokens, as if every parameter had activations "
         "per token; weights, gradients and optimizer state do not grow with the batch, and "
         "activations grow with layers × hidden size (and heads × length), not with parameters.",
