@@ -17,7 +17,7 @@
 #include <random>
 #include <string>
 
-#include "tune/train/torch_trainer.h"
+#include "torch/torch_trainer.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // JsonReader: typed, strict reading of a JSON config with errors that name the file, the JSON
-// path and the closest valid key. Private to tune_core.
+// path and the closest valid key. Private to tune (header-only).
 #pragma once
 
 #include <cstdint>
@@ -94,6 +94,21 @@ class JsonReader {
     return std::optional<int64_t>(v.is_number_integer() ? v.get<int64_t>()
                                                         : static_cast<int64_t>(v.get<double>()));
   }
+  // An array of strings; empty when the key is absent.
+  Result<std::vector<std::string>> StringArray(const std::string& key) const {
+    std::vector<std::string> out;
+    if (!Has(key)) return out;
+    const Json& a = json_.at(key);
+    if (!a.is_array()) return ChildError(key, "expected an array of strings, got " + Describe(a));
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_string()) {
+        return ChildError(fmt::format("{}/{}", key, i), "expected a string, got " + Describe(a[i]));
+      }
+      out.push_back(a[i].get<std::string>());
+    }
+    return out;
+  }
+
   Result<bool> Bool(const std::string& key, bool fallback) const {
     if (!Has(key) || json_.at(key).is_null()) return fallback;
     const Json& v = json_.at(key);

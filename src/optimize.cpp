@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "tune/interrupt.h"
@@ -121,14 +122,31 @@ void SleepInterruptibly(double seconds) {
 
 }  // namespace
 
+Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& where) {
+  if (!(settings.heartbeat_interval >= 0)) {
+    return InvalidArgumentError(
+        fmt::format("{}: the heartbeat interval must be >= 0 seconds (0: off), got {}", where,
+                    settings.heartbeat_interval));
+  }
+  if (settings.grace_period && !(*settings.grace_period > settings.heartbeat_interval)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: the grace period ({}s) must be greater than the heartbeat interval ({}s), or running "
+        "trials would be failed as stale between two heartbeats",
+        where, *settings.grace_period, settings.heartbeat_interval));
+  }
+  if (settings.retry_failed < 0) {
+    return InvalidArgumentError(
+        fmt::format("{}: the retry count must be >= 0, got {}", where, settings.retry_failed));
+  }
+  return Status::Ok();
+}
+
 Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Objective& objective,
                                 const OptimizeOptions& options) {
   const auto start = SteadyClock::now();
-  const std::vector<TrialState> finished = {TrialState::kComplete, TrialState::kPruned,
-                                            TrialState::kFail};
-  const double interval = options.heartbeat_interval_seconds.value_or(0.0);
+  const double interval = options.heartbeat_interval;
   const bool heartbeats = interval > 0;
-  const double grace = options.grace_period_seconds.value_or(2 * interval);
+  const double grace = options.GracePeriod();
   if (heartbeats && !(grace > 0)) {
     return InvalidArgumentError("the grace period must be > 0 seconds");
   }
@@ -157,7 +175,7 @@ Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Obj
     }
     // Recounted every time: other workers may share the study.
     TUNE_ASSIGN_OR_RETURN(result.finished_total,
-                          study.storage().CountTrials(study.study_id(), finished));
+                          study.storage().CountTrials(study.study_id(), kFinishedStates));
     if (InterruptRequested()) {
       result.interrupted = true;
       break;

@@ -110,4 +110,22 @@ std::vector<std::pair<std::string, std::string>> SplitUrlQuery(std::string_view 
   return items;
 }
 
+TextPosition LineColumnAt(std::string_view text, size_t byte) {
+  TextPosition p;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++p.line;
+      p.column = 1;
+    } else {
+      ++p.column;
+    }
+  }
+  return p;
+}
+
+std::string JsonSyntaxMessage(const std::string& what) {
+  const auto pos = what.find("syntax error");
+  return pos == std::string::npos ? what : what.substr(pos);
+}
+
 }  // namespace tune

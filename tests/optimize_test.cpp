@@ -156,8 +156,8 @@ TEST(OptimizeHeartbeat, DeadWorkersTrialIsFailedAndRetriedFirst) {
   auto objective = MakeObjective(c).value();
   OptimizeOptions o;
   o.n_trials = 3;
-  o.heartbeat_interval_seconds = 0.05;
-  o.grace_period_seconds = 0.2;
+  o.heartbeat_interval = 0.05;
+  o.grace_period = 0.2;
   o.retry_failed = 1;
   std::vector<FailedStaleTrial> reported;
   o.on_stale_trial = [&](const FailedStaleTrial& s) { reported.push_back(s); };
@@ -195,7 +195,7 @@ TEST(OptimizeHeartbeat, WorkersStopAtExactlyTheTarget) {
       auto obj = MakeObjective(c).value();
       OptimizeOptions o;
       o.n_trials = 50;
-      o.heartbeat_interval_seconds = 0.05;
+      o.heartbeat_interval = 0.05;
       auto r = Optimize(*study, c.space, *obj, o);
       if (!r.ok() || r->finished_total != 50) ++errors;
       if (r.ok()) run += static_cast<int>(r->trials_run);
@@ -220,8 +220,8 @@ TEST(OptimizeHeartbeat, HeartbeatsKeepALongTrialAlive) {
   auto objective = MakeObjective(c).value();
   OptimizeOptions o;
   o.n_trials = 1;
-  o.heartbeat_interval_seconds = 0.05;
-  o.grace_period_seconds = 1.0;
+  o.heartbeat_interval = 0.05;
+  o.grace_period = 1.0;
   Result<OptimizeResult> r = InternalError("not run");
   std::thread worker([&] { r = Optimize(*study, c.space, *objective, o); });
   auto checker = NewStudy(storage);

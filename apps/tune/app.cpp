@@ -70,21 +70,9 @@ Result<Json> ParseJsonArgument(const std::string& flag, const std::string& text)
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
-    // e.byte is 1-based: the character where parsing failed.
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string what = e.what();
-    auto pos = what.find("syntax error");
+    const TextPosition at = LineColumnAt(text, e.byte);
     return InvalidArgumentError(fmt::format("{}: invalid JSON at line {}, column {}: {}", flag,
-                                            line, column,
-                                            pos == std::string::npos ? what : what.substr(pos)));
+                                            at.line, at.column, JsonSyntaxMessage(e.what())));
   }
 }
 

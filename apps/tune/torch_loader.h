@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "tune/status.h"
-#include "tune/train/torch_trainer.h"
+#include "tune/train/torch_plugin.h"
 
 namespace tune::app {
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "tune/objectives/objective.h"
 #include "tune/search_space.h"
@@ -21,7 +22,13 @@
 
 namespace tune {
 
-struct OptimizeOptions {
+// A study config's heartbeat interval when it sets none (seconds). Optimize() itself defaults to
+// no heartbeats (RunSettings).
+inline constexpr double kDefaultHeartbeatInterval = 60.0;
+
+// How long a run goes and how it watches its trials: a study config's settings (config.h, which
+// the command line overrides) and what Optimize() takes.
+struct RunSettings {
   // Stop once the study holds this many finished (COMPLETE, PRUNED, FAIL) trials, counting
   // earlier runs: re-running a study resumes toward the same target. Trials are started only
   // while the study holds fewer than this many started (RUNNING or finished) trials, so several
@@ -33,15 +40,25 @@ struct OptimizeOptions {
   std::optional<int64_t> n_trials;
   // Stop starting trials after this many seconds (Optuna's timeout). Unset: no limit.
   std::optional<double> timeout_seconds;
-  // Seconds between heartbeats of the running trial. Unset or 0: no heartbeats and no
-  // stale-trial check. Optuna: RDBStorage(heartbeat_interval=...).
-  std::optional<double> heartbeat_interval_seconds;
+  // Seconds between heartbeats of the running trial; 0: no heartbeats and no stale-trial check.
+  // Optuna: RDBStorage(heartbeat_interval=...).
+  double heartbeat_interval = 0.0;
   // A RUNNING trial whose last heartbeat is older than this is stale. Unset: twice the
-  // heartbeat interval (Optuna's default). Optuna: RDBStorage(grace_period=...).
-  std::optional<double> grace_period_seconds;
+  // heartbeat interval (Optuna's default; GracePeriod()). Must exceed heartbeat_interval.
+  // Optuna: RDBStorage(grace_period=...).
+  std::optional<double> grace_period;
   // Re-enqueue a stale trial at most this many times per original trial (0: never). Optuna:
   // RetryFailedTrialCallback(max_retry=...).
   int64_t retry_failed = 0;
+
+  double GracePeriod() const { return grace_period.value_or(2 * heartbeat_interval); }
+};
+
+// InvalidArgument unless heartbeat_interval >= 0, grace_period (if set) > heartbeat_interval
+// and retry_failed >= 0. `where` prefixes the message (a file, or "--grace-period").
+Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& where);
+
+struct OptimizeOptions : RunSettings {
   // Called after each trial finishes (logging, progress).
   std::function<void(const FrozenTrial& trial, const TrialOutcome& outcome)> on_trial_finished;
   // Called for each stale trial this worker failed (and its retry, if any).

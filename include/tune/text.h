@@ -1,5 +1,5 @@
 // Small text helpers: the closest valid choice for error messages ("did you mean ...?"), URL
-// %-decoding.
+// %-decoding, positions in JSON texts.
 #pragma once
 
 #include <optional>
@@ -27,6 +27,17 @@ std::optional<std::string> PercentDecode(std::string_view text);
 // The items of a URL query ("a=1&b&&c=x%20y") in order, each split at its first '=' into a
 // key and a value ("" when there is no '='); empty items are skipped; nothing is decoded.
 std::vector<std::pair<std::string, std::string>> SplitUrlQuery(std::string_view query);
+
+// Where a JSON text failed to parse: the 1-based line and column of the 1-based byte offset
+// nlohmann's parse_error reports (`byte`).
+struct TextPosition {
+  size_t line = 1;
+  size_t column = 1;
+};
+TextPosition LineColumnAt(std::string_view text, size_t byte);
+// nlohmann's parse_error::what() from "syntax error" on (its "[json.exception...]" prefix and
+// byte offset dropped).
+std::string JsonSyntaxMessage(const std::string& what);
 
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");

@@ -25,6 +25,9 @@ enum class TrialState { kRunning = 0, kComplete = 1, kPruned = 2, kFail = 3, kWa
 // "RUNNING", "COMPLETE", "PRUNED", "FAIL", "WAITING" (the names Optuna stores).
 const char* TrialStateName(TrialState s);
 Result<TrialState> ParseTrialState(std::string_view name);
+// The states a trial ends in, and the test for them.
+inline const std::vector<TrialState> kFinishedStates = {TrialState::kComplete,
+                                                        TrialState::kPruned, TrialState::kFail};
 inline bool IsFinished(TrialState s) {
   return s == TrialState::kComplete || s == TrialState::kPruned || s == TrialState::kFail;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tune/text.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 
@@ -77,40 +78,29 @@ Json MemoryCalibration::ToJson() const {
 }
 
 Json MemoryRecordToJson(const MemoryRecord& r) {
-  return Json{{"family", r.family},
-              {"estimate", r.estimate},
-              {"device_memory", r.device_memory},
-              {"peak", r.peak},
-              {"oom", r.oom}};
+  MemoryAttr m;
+  m.family = r.family;
+  m.estimate = r.estimate;
+  m.device_memory = r.device_memory;
+  m.peak = r.peak;
+  m.oom = r.oom;
+  return MemoryAttrToJson(m);
 }
 
 std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
   std::vector<MemoryRecord> out;
-  if (!j.is_object()) return out;
-  auto family = j.find("family");
-  auto estimate = j.find("estimate");
-  if (family == j.end() || !family->is_string() || estimate == j.end() ||
-      !estimate->is_number_integer()) {
-    return out;
-  }
-  MemoryRecord r;
-  r.family = family->get<std::string>();
-  r.estimate = estimate->get<int64_t>();
-  r.device_memory = j.value("device_memory", int64_t{0});
-  r.peak = j.value("peak", int64_t{-1});
-  r.oom = j.value("oom", false);
+  const std::optional<MemoryAttr> m = MemoryAttrFromJson(j);
+  if (!m) return out;
+  const MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom};
   out.push_back(r);
-  auto retries = j.find("oom_retries");
-  if (retries != j.end() && retries->is_array()) {
-    for (const Json& attempt : *retries) {
-      auto e = attempt.find("estimate");
-      if (!attempt.is_object() || e == attempt.end() || !e->is_number_integer()) continue;
-      MemoryRecord failed = r;
-      failed.estimate = e->get<int64_t>();
-      failed.peak = -1;
-      failed.oom = true;
-      out.push_back(failed);
-    }
+  if (!m->run) return out;
+  for (const OomAttempt& attempt : m->run->oom_retries) {
+    if (!attempt.estimate) continue;
+    MemoryRecord failed = r;
+    failed.estimate = *attempt.estimate;
+    failed.peak = -1;
+    failed.oom = true;
+    out.push_back(failed);
   }
   return out;
 }
@@ -119,7 +109,7 @@ MemoryCalibration CalibrationFromHistory(const TrialHistory& history) {
   MemoryCalibration c;
   for (const auto& t : history.trials) {
     if (!t || t->state == TrialState::kRunning || t->state == TrialState::kWaiting) continue;
-    auto it = t->user_attrs.find("memory");
+    auto it = t->user_attrs.find(attrs::kMemory);
     if (it == t->user_attrs.end()) continue;
     for (const MemoryRecord& r : MemoryRecordsFromJson(*it)) c.Add(r);
   }

@@ -1,12 +1,8 @@
 #include "tune/objectives/command.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -20,6 +16,8 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/interrupt.h"
+#include "tune/subprocess.h"
+#include "tune/trial_attrs.h"
 
 extern char** environ;
 
@@ -80,7 +78,6 @@ std::string ParamEnvName(const std::string& param) {
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
 
 std::string ValueText(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -149,9 +146,79 @@ Result<std::vector<double>> ReportValues(const Json& j) {
   return vals;
 }
 
-struct Reports {
+// The report protocol on the program's stdout: intermediate values go to the trial and its
+// pruner, the final value is kept.
+class ReportReader {
+ public:
+  explicit ReportReader(Trial& trial) : trial_(trial) {}
+
+  Status OnStdoutLine(const std::string& line) {
+    auto j = ParseLine(line);
+    if (!j || !IsReport(*j)) {
+      spdlog::debug("[trial {}] {}", trial_.number(), line);
+      return Status::Ok();
+    }
+    return OnReport(*j, line);
+  }
+
+  // {"value": x}, {"values": [...]} or {"step": n, "value": x}; `shown` names it in warnings.
+  Status OnReport(const Json& j, const std::string& shown) {
+    Result<std::vector<double>> parsed = ReportValues(j);
+    if (!parsed.ok()) {
+      spdlog::warn("Trial {}: ignoring report {}: {}", trial_.number(), shown,
+                   parsed.status().message());
+      return Status::Ok();
+    }
+    if (!j.contains("step")) {
+      final_values = *parsed;
+      return Status::Ok();
+    }
+    const Json& s = j.at("step");
+    if (!s.is_number_integer() || s.get<int64_t>() < 0 || parsed->size() != 1) {
+      spdlog::warn("Trial {}: ignoring report {}: step must be an integer >= 0 with one value",
+                   trial_.number(), shown);
+      return Status::Ok();
+    }
+    TUNE_RETURN_IF_ERROR(trial_.Report((*parsed)[0], s.get<int64_t>()));
+    TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
+    if (prune && !pruned_step) pruned_step = s.get<int64_t>();
+    return Status::Ok();
+  }
+
+  // {"value": x} (or a bare number) written to $TUNE_RESULT_FILE, when stdout gave no value.
+  Status ReadResultFile(const fs::path& file) {
+    std::ifstream in(file);
+    if (!in) return Status::Ok();
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto j = ParseLine(text);
+    if (!j) {
+      Json bare = Json::parse(text, nullptr, false);
+      if (bare.is_number()) j = Json{{"value", bare}};
+    }
+    if (j && IsReport(*j)) return OnReport(*j, file.string());
+    if (!text.empty()) {
+      spdlog::warn("Trial {}: result file {} holds no {{\"value\": ...}}", trial_.number(),
+                   file.string());
+    }
+    return Status::Ok();
+  }
+
   std::optional<std::vector<double>> final_values;
-  std::optional<int64_t> pruned_step;
+  std::optional<int64_t> pruned_step;  // the step at which the pruner stopped the trial
+
+ private:
+  Trial& trial_;
+};
+
+// Why tune stopped the program before it ended by itself.
+enum class StopCause { kNone, kPruned, kInterrupted, kTimedOut };
+
+struct ProgramRun {
+  StopCause stop = StopCause::kNone;
+  std::string oom_line;  // the first stderr line matching an out-of-memory pattern
+  ExitStatus exit;
+  std::string stderr_tail;
+  double seconds = 0.0;
 };
 
 class CommandObjective : public Objective {
@@ -189,34 +256,14 @@ class CommandObjective : public Objective {
     values["trial.params_file"] = params_file.string();
     values["trial.result_file"] = result_file.string();
 
-    std::vector<std::string> argv;
-    for (const std::string& a : options_.argv) {
-      if (auto e = Expand(a, values)) {
-        argv.push_back(*e);
-      } else if (argv.empty()) {
-        return InvalidArgumentError("the program name \"" + a + "\" names an inactive parameter");
-      } else {
-        spdlog::debug("Trial {}: argument \"{}\" left out (inactive parameter)", trial.number(),
-                      a);
-      }
+    TUNE_ASSIGN_OR_RETURN(std::vector<std::string> argv, ExpandArgv(trial, values));
+    ReportReader reader(trial);
+    TUNE_ASSIGN_OR_RETURN(ProgramRun run,
+                          RunProgram(trial, argv, Environment(params, values), reader));
+    if (!reader.final_values && !reader.pruned_step && run.stop == StopCause::kNone) {
+      TUNE_RETURN_IF_ERROR(reader.ReadResultFile(result_file));
     }
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) {
-      // Inherited TUNE_* variables and those the config overrides are not passed twice.
-      std::string_view kv(*e);
-      std::string name(kv.substr(0, kv.find('=')));
-      if (name.rfind("TUNE_", 0) != 0 && !options_.env.count(name)) env.emplace_back(kv);
-    }
-    for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + ValueText(v));
-    env.push_back("TUNE_TRIAL_NUMBER=" + values["trial.number"]);
-    env.push_back("TUNE_STUDY_NAME=" + trial.study_name());
-    env.push_back("TUNE_TRIAL_DIR=" + dir.string());
-    env.push_back("TUNE_PARAMS_FILE=" + params_file.string());
-    env.push_back("TUNE_RESULT_FILE=" + result_file.string());
-    for (const auto& [k, v] : options_.env) {
-      if (auto e = Expand(v, values)) env.push_back(k + "=" + *e);
-    }
-    return Execute(trial, params, argv, env, result_file);
+    return Decide(trial, params, reader, run);
   }
 
  private:
@@ -238,254 +285,130 @@ class CommandObjective : public Objective {
     return fs::path(templ);
   }
 
-  Result<TrialOutcome> Execute(Trial& trial, const Json& params,
-                               const std::vector<std::string>& argv,
-                               const std::vector<std::string>& env, const fs::path& result_file) {
-    int out_pipe[2], err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0) return InternalError("pipe: " + std::string(std::strerror(errno)));
-    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-      close(out_pipe[0]);
-      close(out_pipe[1]);
-      return InternalError("pipe: " + std::string(std::strerror(errno)));
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-    if (options_.cwd) posix_spawn_file_actions_addchdir_np(&fa, options_.cwd->c_str());
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t empty, defaults;
-    sigemptyset(&empty);
-    sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);  // own process group: we can stop all its children
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-    std::vector<char*> cargv, cenv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-    cenv.push_back(nullptr);
-    pid_t pid = -1;
-    int rc = posix_spawnp(&pid, cargv[0], &fa, &attr, cargv.data(), cenv.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    if (rc != 0) {
-      close(out_pipe[0]);
-      close(err_pipe[0]);
-      return InvalidArgumentError(fmt::format("cannot start '{}': {}{}", argv[0],
-                                              std::strerror(rc),
-                                              options_.cwd ? " (cwd " + *options_.cwd + ")" : ""));
-    }
-    spdlog::debug("Trial {}: started pid {}: {}", trial.number(), pid, fmt::join(argv, " "));
-
-    const auto start = SteadyClock::now();
-    std::optional<SteadyClock::time_point> term_sent, child_exited_at;
-    std::string why_killed;
-    std::string out_buf, err_line, err_tail, oom_line;
-    Reports reports;
-    int status = 0;
-    bool reaped = false;
-    bool out_open = true, err_open = true;
-    fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
-    fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
-
-    auto kill_group = [&](const std::string& why) {
-      if (term_sent || reaped) return;
-      why_killed = why;
-      kill(-pid, SIGTERM);
-      term_sent = SteadyClock::now();
-    };
-    // Handles one report object ({"value": x}, {"values": [...]}, {"step": n, "value": x}).
-    auto on_report = [&](const Json& j, const std::string& shown) -> Status {
-      Result<std::vector<double>> parsed = ReportValues(j);
-      if (!parsed.ok()) {
-        spdlog::warn("Trial {}: ignoring report {}: {}", trial.number(), shown,
-                     parsed.status().message());
-        return Status::Ok();
-      }
-      const std::vector<double>& vals = *parsed;
-      if (j.contains("step")) {
-        const Json& s = j.at("step");
-        if (!s.is_number_integer() || s.get<int64_t>() < 0 || vals.size() != 1) {
-          spdlog::warn("Trial {}: ignoring report {}: step must be an integer >= 0 with one value",
-                       trial.number(), shown);
-          return Status::Ok();
-        }
-        TUNE_RETURN_IF_ERROR(trial.Report(vals[0], s.get<int64_t>()));
-        TUNE_ASSIGN_OR_RETURN(bool prune, trial.ShouldPrune());
-        if (prune && !reports.pruned_step) {
-          reports.pruned_step = s.get<int64_t>();
-          kill_group(fmt::format("pruned at step {}", s.get<int64_t>()));
-        }
+  // The argv templates expanded; an argument naming an inactive parameter is left out.
+  Result<std::vector<std::string>> ExpandArgv(
+      const Trial& trial, const std::map<std::string, std::string>& values) const {
+    std::vector<std::string> argv;
+    for (const std::string& a : options_.argv) {
+      if (auto e = Expand(a, values)) {
+        argv.push_back(*e);
+      } else if (argv.empty()) {
+        return InvalidArgumentError("the program name \"" + a + "\" names an inactive parameter");
       } else {
-        reports.final_values = vals;
+        spdlog::debug("Trial {}: argument \"{}\" left out (inactive parameter)", trial.number(),
+                      a);
       }
+    }
+    return argv;
+  }
+
+  // tune's environment without inherited TUNE_* variables and those the config sets, plus
+  // TUNE_PARAM_<NAME> per parameter, the trial's TUNE_* variables and the config's `env`.
+  std::vector<std::string> Environment(const Json& params,
+                                       const std::map<std::string, std::string>& values) const {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string_view kv(*e);
+      std::string name(kv.substr(0, kv.find('=')));
+      if (name.rfind("TUNE_", 0) != 0 && !options_.env.count(name)) env.emplace_back(kv);
+    }
+    for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + ValueText(v));
+    env.push_back("TUNE_TRIAL_NUMBER=" + values.at("trial.number"));
+    env.push_back("TUNE_STUDY_NAME=" + values.at("study.name"));
+    env.push_back("TUNE_TRIAL_DIR=" + values.at("trial.dir"));
+    env.push_back("TUNE_PARAMS_FILE=" + values.at("trial.params_file"));
+    env.push_back("TUNE_RESULT_FILE=" + values.at("trial.result_file"));
+    for (const auto& [k, v] : options_.env) {
+      if (auto e = Expand(v, values)) env.push_back(k + "=" + *e);
+    }
+    return env;
+  }
+
+  // Runs the program to its end, feeding stdout to `reader`; stops it when the pruner says so,
+  // on Ctrl-C and at the timeout. A non-OK Status: tune could not run it or store a report.
+  Result<ProgramRun> RunProgram(const Trial& trial, const std::vector<std::string>& argv,
+                                std::vector<std::string> env, ReportReader& reader) const {
+    SubprocessOptions so;
+    so.argv = argv;
+    so.env = std::move(env);
+    so.cwd = options_.cwd;
+    so.kill_grace_seconds = options_.kill_grace_seconds;
+    so.stderr_tail_bytes = options_.stderr_tail_bytes;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> program, Subprocess::Spawn(so));
+    spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
+                  fmt::join(argv, " "));
+    ProgramRun run;
+    const Subprocess::LineHandler on_line = [&](Stream stream, const std::string& line) {
+      if (stream == Stream::kStdout) return reader.OnStdoutLine(line);
+      spdlog::debug("[trial {} stderr] {}", trial.number(), line);
+      if (run.oom_line.empty() && MatchesOom(line)) run.oom_line = line.substr(0, 500);
       return Status::Ok();
     };
-    auto on_stdout_line = [&](const std::string& line) -> Status {
-      auto j = ParseLine(line);
-      if (!j || !IsReport(*j)) {
-        spdlog::debug("[trial {}] {}", trial.number(), line);
-        return Status::Ok();
-      }
-      return on_report(*j, line);
+    auto stop = [&](StopCause cause) {
+      if (program->stop_requested() || program->exited()) return;
+      run.stop = cause;
+      program->Stop();
     };
-    auto on_stderr_line = [&](const std::string& line) {
-      spdlog::debug("[trial {} stderr] {}", trial.number(), line);
-      if (oom_line.empty()) {
-        for (const auto& p : patterns_) {
-          if (line.find(p) != std::string::npos) {
-            oom_line = line.substr(0, 500);
-            break;
-          }
-        }
+    while (!program->finished()) {
+      TUNE_RETURN_IF_ERROR(program->Poll(std::chrono::milliseconds(100), on_line));
+      if (reader.pruned_step) stop(StopCause::kPruned);
+      if (InterruptRequested()) stop(StopCause::kInterrupted);
+      if (options_.timeout_seconds && program->seconds() > *options_.timeout_seconds) {
+        stop(StopCause::kTimedOut);
       }
-    };
-    auto drain = [&](int fd, bool& open, bool is_stdout) -> Status {
-      char buf[8192];
-      while (true) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n > 0) {
-          std::string& acc = is_stdout ? out_buf : err_line;
-          if (!is_stdout) {
-            err_tail.append(buf, static_cast<size_t>(n));
-            if (err_tail.size() > 2 * options_.stderr_tail_bytes) {
-              err_tail.erase(0, err_tail.size() - options_.stderr_tail_bytes);
-            }
-          }
-          acc.append(buf, static_cast<size_t>(n));
-          size_t pos;
-          while ((pos = acc.find('\n')) != std::string::npos) {
-            std::string line = acc.substr(0, pos);
-            acc.erase(0, pos + 1);
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            if (is_stdout) {
-              TUNE_RETURN_IF_ERROR(on_stdout_line(line));
-            } else {
-              on_stderr_line(line);
-            }
-          }
-          if (acc.size() > (1 << 20)) acc.erase(0, acc.size() - (1 << 16));  // runaway line
-          continue;
-        }
-        if (n == 0) {
-          open = false;
-          close(fd);
-          if (is_stdout && !out_buf.empty()) TUNE_RETURN_IF_ERROR(on_stdout_line(out_buf));
-          if (!is_stdout && !err_line.empty()) on_stderr_line(err_line);
-        }
-        return Status::Ok();  // EAGAIN or EOF
-      }
-    };
+    }
+    run.exit = program->exit_status();
+    run.stderr_tail = program->stderr_tail();
+    run.seconds = program->seconds();
+    return run;
+  }
 
-    Status loop_status;
-    while (true) {
-      std::vector<pollfd> fds;
-      if (out_open) fds.push_back({out_pipe[0], POLLIN, 0});
-      if (err_open) fds.push_back({err_pipe[0], POLLIN, 0});
-      if (!fds.empty()) poll(fds.data(), fds.size(), 100);
-      else if (!reaped) usleep(20000);
-      if (out_open && loop_status.ok()) loop_status = drain(out_pipe[0], out_open, true);
-      if (err_open) (void)drain(err_pipe[0], err_open, false);
-      if (!loop_status.ok()) kill_group("internal error");
+  bool MatchesOom(const std::string& line) const {
+    return std::any_of(patterns_.begin(), patterns_.end(),
+                       [&](const std::string& p) { return line.find(p) != std::string::npos; });
+  }
 
-      if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
-        reaped = true;
-        child_exited_at = SteadyClock::now();
-      }
-      const auto now = SteadyClock::now();
-      if (InterruptRequested()) kill_group("interrupted");
-      if (options_.timeout_seconds &&
-          std::chrono::duration<double>(now - start).count() > *options_.timeout_seconds) {
-        kill_group(fmt::format("timed out after {}s", *options_.timeout_seconds));
-      }
-      if (term_sent && !reaped &&
-          std::chrono::duration<double>(now - *term_sent).count() > options_.kill_grace_seconds) {
-        kill(-pid, SIGKILL);
-      }
-      if (reaped) {
-        // Leftover children of the program may still hold the pipes: give them a moment, then
-        // stop the whole process group so no orphan keeps GPU memory.
-        if (!out_open && !err_open) break;
-        if (std::chrono::duration<double>(now - *child_exited_at).count() > 2.0) {
-          kill(-pid, SIGKILL);
-          if (out_open) close(out_pipe[0]);
-          if (err_open) close(err_pipe[0]);
-          break;
-        }
-      }
+  // The trial's outcome from how the program ended (see command.h).
+  Result<TrialOutcome> Decide(Trial& trial, const Json& params, const ReportReader& reader,
+                              const ProgramRun& run) const {
+    if (reader.pruned_step) {
+      return TrialOutcome{TrialState::kPruned, {},
+                          fmt::format("pruned at step {}", *reader.pruned_step)};
     }
-    kill(-pid, SIGKILL);  // nothing of the trial outlives it (ESRCH when already gone)
-    const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-    TUNE_RETURN_IF_ERROR(loop_status);
-
-    std::string tail = err_tail.size() > options_.stderr_tail_bytes
-                           ? err_tail.substr(err_tail.size() - options_.stderr_tail_bytes)
-                           : err_tail;
-    const bool exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    Json exit_status = WIFEXITED(status) ? Json(WEXITSTATUS(status)) : Json(nullptr);
-
-    if (!reports.final_values && !reports.pruned_step && why_killed.empty()) {
-      std::ifstream in(result_file);
-      if (in) {
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        auto j = ParseLine(text);
-        if (!j) {
-          Json bare = Json::parse(text, nullptr, false);
-          if (bare.is_number()) j = Json{{"value", bare}};
-        }
-        if (j && IsReport(*j)) {
-          TUNE_RETURN_IF_ERROR(on_report(*j, result_file.string()));
-        } else if (!text.empty()) {
-          spdlog::warn("Trial {}: result file {} holds no {{\"value\": ...}}", trial.number(),
-                       result_file.string());
-        }
-      }
+    if (run.stop == StopCause::kInterrupted) {
+      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kInterrupted, true));
+      TUNE_RETURN_IF_ERROR(
+          trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
+      return Fail(trial, run, "interrupted by the user");
     }
-
-    auto fail = [&](const std::string& reason) -> Result<TrialOutcome> {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("fail_reason", reason));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("exit_status", exit_status));
-      if (WIFSIGNALED(status)) {
-        TUNE_RETURN_IF_ERROR(trial.SetUserAttr("signal", strsignal(WTERMSIG(status))));
-      }
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("stderr_tail", tail));
-      return TrialOutcome{TrialState::kFail, {}, reason};
-    };
-
-    if (reports.pruned_step) {
-      return TrialOutcome{TrialState::kPruned, {}, why_killed};
+    if (run.stop == StopCause::kTimedOut) {
+      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kTimeout, true));
+      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
+      return Fail(trial, run, fmt::format("timed out after {}s", *options_.timeout_seconds));
     }
-    if (why_killed == "interrupted") {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("interrupted", true));
-      return fail("interrupted by the user");
+    if (!run.oom_line.empty() && (!run.exit.success() || !reader.final_values)) {
+      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kStderrTail, run.stderr_tail));
+      return RecordOom(trial, params, {{"error", run.oom_line}}, "out of memory: " + run.oom_line);
     }
-    if (!why_killed.empty() && why_killed.rfind("timed out", 0) == 0) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("timeout", true));
-      return fail(why_killed);
-    }
-    if (!oom_line.empty() && (!exited_ok || !reports.final_values)) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr("stderr_tail", tail));
-      return RecordOom(trial, params, {{"error", oom_line}}, "out of memory: " + oom_line);
-    }
-    if (WIFSIGNALED(status)) {
-      return fail(fmt::format("killed by signal {} ({})", WTERMSIG(status),
-                              strsignal(WTERMSIG(status))));
-    }
-    if (!exited_ok) return fail(fmt::format("exit status {}", WEXITSTATUS(status)));
-    if (!reports.final_values) {
-      return fail("no value reported: print {\"value\": X} on stdout or write it to "
+    if (!run.exit.success()) return Fail(trial, run, run.exit.Describe());
+    if (!reader.final_values) {
+      return Fail(trial, run,
+                  "no value reported: print {\"value\": X} on stdout or write it to "
                   "$TUNE_RESULT_FILE");
     }
-    spdlog::debug("Trial {}: program finished in {:.2f}s", trial.number(), seconds);
-    return TrialOutcome{TrialState::kComplete, *reports.final_values, ""};
+    spdlog::debug("Trial {}: program finished in {:.2f}s", trial.number(), run.seconds);
+    return TrialOutcome{TrialState::kComplete, *reader.final_values, ""};
+  }
+
+  static Result<TrialOutcome> Fail(Trial& trial, const ProgramRun& run, const std::string& reason) {
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, reason));
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(
+        attrs::kExitStatus, run.exit.exited ? Json(run.exit.code) : Json(nullptr)));
+    if (run.exit.signal != 0) {
+      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kSignal, run.exit.SignalName()));
+    }
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kStderrTail, run.stderr_tail));
+    return TrialOutcome{TrialState::kFail, {}, reason};
   }
 
   CommandOptions options_;

@@ -1,9 +1,11 @@
 #include "tune/objectives/objective.h"
 
+#include "tune/trial_attrs.h"
+
 namespace tune {
 
 Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& details,
-                               const std::string& reason, const std::string& oom_reason) {
+                               const std::string& reason, EndReason oom_reason) {
   Json oom_config = params;
   auto bs = params.find("batch_size");
   auto ga = params.find("grad_accum");
@@ -11,10 +13,18 @@ Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& det
     oom_config["effective_batch_size"] = bs->get<double>() * ga->get<double>();
   }
   for (const auto& [k, v] : details.items()) oom_config[k] = v;
-  TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom", true));
-  TUNE_RETURN_IF_ERROR(trial.SetUserAttr("reason", oom_reason));
-  TUNE_RETURN_IF_ERROR(trial.SetUserAttr("oom_config", oom_config));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kOom, true));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(oom_reason)));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kOomConfig, oom_config));
   return TrialOutcome{TrialState::kPruned, {}, reason};
+}
+
+Result<TrialOutcome> RecordInterrupted(Trial& trial) {
+  const std::string message = "interrupted by the user";
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kInterrupted, true));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, message));
+  return TrialOutcome{TrialState::kFail, {}, message};
 }
 
 }  // namespace tune

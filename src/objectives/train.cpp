@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "tune/device.h"
 #include "tune/memory/estimator.h"
 #include "tune/memory/guard.h"
 #include "tune/text.h"
@@ -114,6 +115,67 @@ std::string FirstLine(const std::string& s) {
   return line.size() > 300 ? line.substr(0, 297) + "..." : line;
 }
 
+// The epoch callback's state: the best value so far, early stopping and pruning.
+class EpochTracker {
+ public:
+  EpochTracker(Trial& trial, TrainMetric metric, const TrainHyperparams& hp)
+      : trial_(trial), metric_(metric), hp_(hp) {}
+
+  Result<EpochDecision> OnEpoch(const EpochMetrics& m) {
+    const double value = TrainMetricValue(metric_, m);
+    spdlog::info(
+        "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
+        "macro_f1={:.4f} ({:.1f}s)",
+        trial_.number(), m.epoch + 1, hp_.epochs, m.train_loss, m.validation_loss, m.accuracy,
+        m.macro_f1, m.seconds);
+    TUNE_RETURN_IF_ERROR(trial_.Report(value, m.epoch));
+    if (Improves(value)) {
+      best = value;
+      best_epoch = m.epoch;
+      since_best_ = 0;
+    } else {
+      ++since_best_;
+    }
+    TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
+    if (prune) {
+      pruned = true;
+      return EpochDecision::kStop;
+    }
+    if (hp_.patience > 0 && since_best_ >= hp_.patience && m.epoch + 1 < hp_.epochs) {
+      stopped_early = true;
+      return EpochDecision::kStop;
+    }
+    return EpochDecision::kContinue;
+  }
+
+  // Forgets the run (a retry starts over).
+  void Reset() {
+    best.reset();
+    best_epoch = -1;
+    since_best_ = 0;
+    pruned = stopped_early = false;
+  }
+
+  std::optional<double> best;
+  int64_t best_epoch = -1;
+  bool pruned = false;
+  bool stopped_early = false;
+
+ private:
+  bool Improves(double value) const {
+    if (!best) return true;
+    if (!std::isfinite(value)) return false;
+    return TrainMetricDirection(metric_) == StudyDirection::kMaximize
+               ? value > *best + hp_.min_delta
+               : value < *best - hp_.min_delta;
+  }
+
+  Trial& trial_;
+  const TrainMetric metric_;
+  const TrainHyperparams& hp_;  // the job's: a retry changes the batch, not the epochs
+  int64_t since_best_ = 0;
+};
+
 class TrainObjective final : public Objective {
  public:
   TrainObjective(TrainObjectiveOptions options, ModelCatalog catalog,
@@ -138,148 +200,22 @@ class TrainObjective final : public Objective {
   }
 
   Result<TrialOutcome> Run(Trial& trial, const Json& params) override {
-    TrainHyperparams hp = base_;
-    for (const auto& [key, value] : params.items()) {
-      if (std::find(options_.ignore_params.begin(), options_.ignore_params.end(), key) !=
-          options_.ignore_params.end()) {
-        continue;
-      }
-      Status st = SetHyperparam(hp, key, value);
-      if (!st.ok()) return st;
-    }
     TrainJob job;
-    job.hp = hp;
-    if (options_.task == TrainTask::kTabularClassification) {
-      job.model.name = job.model.model_type = "mlp";
-      job.tabular = &tabular_;
-    } else {
-      if (hp.model.empty()) {
-        return InvalidArgumentError(
-            "no model: set the objective's \"model\" or a 'model' parameter");
-      }
-      TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog_.Find(hp.model));
-      if (Status st = CheckModelForTraining(*spec, hp); !st.ok()) return Fail(trial, st.message());
-      if (data_.vocab_size > spec->vocab_size) {
-        return Fail(trial, fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
-                                       data_.vocab_size, spec->name, spec->vocab_size));
-      }
-      job.model = *spec;
-      job.data = &data_;
-    }
-    const auto number = trial.number();
-    spdlog::info("Trial {} memory at trial start: {}", number,
+    std::string unfit;  // why this trial's configuration cannot train
+    TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
+    if (!unfit.empty()) return Fail(trial, unfit);
+    spdlog::info("Trial {} memory at trial start: {}", trial.number(),
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
     if (guarded.reject) return *guarded.reject;
-    const StudyDirection direction = TrainMetricDirection(options_.metric);
-    std::optional<double> best;
-    int64_t best_epoch = -1, since_best = 0;
-    bool pruned = false, stopped_early = false;
-    EpochCallback on_epoch = [&](const EpochMetrics& m) -> Result<EpochDecision> {
-      const double value = TrainMetricValue(options_.metric, m);
-      spdlog::info(
-          "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
-          "macro_f1={:.4f} ({:.1f}s)",
-          number, m.epoch + 1, hp.epochs, m.train_loss, m.validation_loss, m.accuracy, m.macro_f1,
-          m.seconds);
-      TUNE_RETURN_IF_ERROR(trial.Report(value, m.epoch));
-      const bool improved =
-          !best || (std::isfinite(value) &&
-                    (direction == StudyDirection::kMaximize ? value > *best + hp.min_delta
-                                                            : value < *best - hp.min_delta));
-      if (improved) {
-        best = value;
-        best_epoch = m.epoch;
-        since_best = 0;
-      } else {
-        ++since_best;
-      }
-      TUNE_ASSIGN_OR_RETURN(bool prune, trial.ShouldPrune());
-      if (prune) {
-        pruned = true;
-        return EpochDecision::kStop;
-      }
-      if (hp.patience > 0 && since_best >= hp.patience && m.epoch + 1 < hp.epochs) {
-        stopped_early = true;
-        return EpochDecision::kStop;
-      }
-      return EpochDecision::kContinue;
-    };
-
-    // Runs the trial; after an out-of-memory error, with oom_retry, again at half the micro-batch
-    // and twice the accumulation (the effective batch stays the same).
-    Json retries = Json::array();
-    TrainResult result;
-    for (;;) {
-      TUNE_ASSIGN_OR_RETURN(result, trainer_->Train(job, on_epoch));
-      if (result.end != TrainResult::End::kOutOfMemory ||
-          static_cast<int64_t>(retries.size()) >= options_.guard.oom_retry) {
-        break;
-      }
-      TrainHyperparams next = job.hp;
-      if (!HalveMicroBatch(next.batch_size, next.grad_accum)) break;
-      Json attempt{{"batch_size", job.hp.batch_size},
-                   {"grad_accum", job.hp.grad_accum},
-                   {"phase", result.details.value("phase", std::string("training"))},
-                   {"error", FirstLine(result.message)},
-                   {"peak_memory_bytes", result.peak_memory_bytes}};
-      if (guarded.estimate) attempt["estimate"] = *guarded.estimate;
-      retries.push_back(std::move(attempt));
-      spdlog::warn("Trial {}: out of memory at batch_size {} x grad_accum {}; retry {}/{} at "
-                   "batch_size {} x grad_accum {}",
-                   number, job.hp.batch_size, job.hp.grad_accum, retries.size(),
-                   options_.guard.oom_retry, next.batch_size, next.grad_accum);
-      job.hp = next;
-      guarded.estimate = EstimateFor(job);
-      best.reset();
-      best_epoch = -1;
-      since_best = 0;
-      pruned = stopped_early = false;
-    }
+    EpochTracker tracker(trial, options_.metric, job.hp);
+    std::vector<OomAttempt> retries;
+    TUNE_ASSIGN_OR_RETURN(TrainResult result, TrainWithRetries(trial, job, guarded, tracker, retries));
     TUNE_RETURN_IF_ERROR(RecordMemory(trial, job, guarded, result, retries));
-    spdlog::info("Trial {} memory at trial end: {}", number,
+    spdlog::info("Trial {} memory at trial end: {}", trial.number(),
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
-
-    Json summary{{"end", TrainEndName(result.end)},
-                 {"epochs_run", result.epochs.size()},
-                 {"num_parameters", result.num_parameters},
-                 {"metric", TrainMetricName(options_.metric)}};
-    if (best_epoch >= 0) summary["best_epoch"] = best_epoch;
-    if (stopped_early) summary["stopped_early"] = true;
-    if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
-    Json history = Json::array();
-    for (const auto& m : result.epochs) history.push_back(EpochToJson(m));
-    summary["history"] = std::move(history);
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr("train", summary));
-
-    switch (result.end) {
-      case TrainResult::End::kOutOfMemory: {
-        Json details = result.details;
-        details.update(ConfigDetails(job));
-        if (guarded.estimate) details["estimate"] = *guarded.estimate;
-        if (!guarded.levers.empty()) details["levers"] = guarded.levers;
-        if (!retries.empty()) details["retries"] = retries;
-        details["error"] = FirstLine(result.message);
-        if (result.peak_memory_bytes >= 0) details["peak_memory_bytes"] = result.peak_memory_bytes;
-        std::string phase = details.value("phase", std::string("training"));
-        spdlog::warn("Trial {}: out of memory in {}: {}", number, phase, FirstLine(result.message));
-        return RecordOom(trial, params, details, "out of memory in " + phase);
-      }
-      case TrainResult::End::kFailed:
-        return Fail(trial, result.message);
-      case TrainResult::End::kInterrupted:
-        TUNE_RETURN_IF_ERROR(trial.SetUserAttr("interrupted", true));
-        return Fail(trial, "interrupted by the user");
-      case TrainResult::End::kCompleted:
-      case TrainResult::End::kStopped:
-        break;
-    }
-    if (pruned) {
-      return TrialOutcome{
-          TrialState::kPruned, {}, fmt::format("pruned after epoch {}", result.epochs.size())};
-    }
-    if (!best) return Fail(trial, "the run finished without an evaluated epoch");
-    return TrialOutcome{TrialState::kComplete, {*best}, ""};
+    TUNE_RETURN_IF_ERROR(RecordSummary(trial, result, tracker));
+    return Outcome(trial, params, job, guarded, result, retries, tracker);
   }
 
  private:
@@ -292,7 +228,129 @@ class TrainObjective final : public Objective {
     std::string family;                  // MemoryFamily
   };
 
-  bool OnCuda() const { return options_.device.rfind("cuda", 0) == 0; }
+  // The trial's hyperparameters (the objective's, overridden by the params) and its model.
+  // `unfit` says why the configuration cannot train (the trial fails); a non-OK Status is a
+  // parameter tune cannot apply.
+  Status BuildJob(const Json& params, TrainJob& job, std::string& unfit) const {
+    job.hp = base_;
+    for (const auto& [key, value] : params.items()) {
+      if (std::find(options_.ignore_params.begin(), options_.ignore_params.end(), key) !=
+          options_.ignore_params.end()) {
+        continue;
+      }
+      TUNE_RETURN_IF_ERROR(SetHyperparam(job.hp, key, value));
+    }
+    if (options_.task == TrainTask::kTabularClassification) {
+      job.model.name = job.model.model_type = "mlp";
+      job.tabular = &tabular_;
+      return Status::Ok();
+    }
+    if (job.hp.model.empty()) {
+      return InvalidArgumentError("no model: set the objective's \"model\" or a 'model' parameter");
+    }
+    TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog_.Find(job.hp.model));
+    if (Status st = CheckModelForTraining(*spec, job.hp); !st.ok()) {
+      unfit = st.message();
+    } else if (data_.vocab_size > spec->vocab_size) {
+      unfit = fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
+                          data_.vocab_size, spec->name, spec->vocab_size);
+    }
+    job.model = *spec;
+    job.data = &data_;
+    return Status::Ok();
+  }
+
+  // Trains; after an out-of-memory error, with oom_retry, again at half the micro-batch and
+  // twice the accumulation (the effective batch stays the same). Each retried attempt is
+  // appended to `retries`.
+  Result<TrainResult> TrainWithRetries(Trial& trial, TrainJob& job, Guarded& guarded,
+                                       EpochTracker& tracker, std::vector<OomAttempt>& retries) {
+    const EpochCallback on_epoch = [&](const EpochMetrics& m) { return tracker.OnEpoch(m); };
+    for (;;) {
+      TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer_->Train(job, on_epoch));
+      TrainHyperparams next = job.hp;
+      if (result.end != TrainResult::End::kOutOfMemory ||
+          static_cast<int64_t>(retries.size()) >= options_.guard.oom_retry ||
+          !HalveMicroBatch(next.batch_size, next.grad_accum)) {
+        return result;
+      }
+      retries.push_back(OomAttempt{job.hp.batch_size, job.hp.grad_accum,
+                                   result.details.value("phase", std::string("training")),
+                                   FirstLine(result.message), result.peak_memory_bytes,
+                                   guarded.estimate});
+      spdlog::warn("Trial {}: out of memory at batch_size {} x grad_accum {}; retry {}/{} at "
+                   "batch_size {} x grad_accum {}",
+                   trial.number(), job.hp.batch_size, job.hp.grad_accum, retries.size(),
+                   options_.guard.oom_retry, next.batch_size, next.grad_accum);
+      job.hp = next;
+      guarded.estimate = EstimateFor(job);
+      tracker.Reset();
+    }
+  }
+
+  // User attribute "train": how the run ended, its epochs and the best one.
+  Status RecordSummary(Trial& trial, const TrainResult& result,
+                       const EpochTracker& tracker) const {
+    Json summary{{"end", TrainEndName(result.end)},
+                 {"epochs_run", result.epochs.size()},
+                 {"num_parameters", result.num_parameters},
+                 {"metric", TrainMetricName(options_.metric)}};
+    if (tracker.best_epoch >= 0) summary["best_epoch"] = tracker.best_epoch;
+    if (tracker.stopped_early) summary["stopped_early"] = true;
+    if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
+    Json history = Json::array();
+    for (const auto& m : result.epochs) history.push_back(EpochToJson(m));
+    summary["history"] = std::move(history);
+    return trial.SetUserAttr(attrs::kTrain, summary);
+  }
+
+  Result<TrialOutcome> Outcome(Trial& trial, const Json& params, const TrainJob& job,
+                               const Guarded& guarded, const TrainResult& result,
+                               const std::vector<OomAttempt>& retries,
+                               const EpochTracker& tracker) {
+    switch (result.end) {
+      case TrainResult::End::kOutOfMemory:
+        return RecordRunTimeOom(trial, params, job, guarded, result, retries);
+      case TrainResult::End::kFailed:
+        return Fail(trial, result.message);
+      case TrainResult::End::kInterrupted:
+        spdlog::warn("Trial {} failed: interrupted by the user", trial.number());
+        return RecordInterrupted(trial);
+      case TrainResult::End::kCompleted:
+      case TrainResult::End::kStopped:
+        break;
+    }
+    if (tracker.pruned) {
+      return TrialOutcome{
+          TrialState::kPruned, {}, fmt::format("pruned after epoch {}", result.epochs.size())};
+    }
+    if (!tracker.best) return Fail(trial, "the run finished without an evaluated epoch");
+    return TrialOutcome{TrialState::kComplete, {*tracker.best}, ""};
+  }
+
+  Result<TrialOutcome> RecordRunTimeOom(Trial& trial, const Json& params, const TrainJob& job,
+                                        const Guarded& guarded, const TrainResult& result,
+                                        const std::vector<OomAttempt>& retries) {
+    Json details = result.details;
+    details.update(ConfigDetails(job));
+    if (guarded.estimate) details["estimate"] = *guarded.estimate;
+    if (!guarded.levers.empty()) details["levers"] = guarded.levers;
+    if (!retries.empty()) {
+      Json j = MemoryAttrToJson(MemoryAttr{.run = MemoryAttr::Run{.oom_retries = retries}});
+      details["retries"] = j["oom_retries"];
+    }
+    details["error"] = FirstLine(result.message);
+    if (result.peak_memory_bytes >= 0) details["peak_memory_bytes"] = result.peak_memory_bytes;
+    const std::string phase = details.value("phase", std::string("training"));
+    spdlog::warn("Trial {}: out of memory in {}: {}", trial.number(), phase,
+                 FirstLine(result.message));
+    return RecordOom(trial, params, details, "out of memory in " + phase);
+  }
+
+  bool OnCuda() const {
+    auto device = ParseDevice(options_.device);
+    return device.ok() && device->is_cuda();
+  }
 
   // CUDA: the caching-allocator model with the context (and other processes' memory) measured
   // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
@@ -366,21 +424,26 @@ class TrainObjective final : public Objective {
       case AdmissionVerdict::kReject:
         break;
     }
-    Json memory = AdmissionToJson(g, *device_memory);
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr("memory", memory));
+    TUNE_ASSIGN_OR_RETURN(g.reject, Reject(trial, params, job, g, *device_memory));
+    return g;
+  }
+
+  // A trial admission does not run: PRUNED with reason "predicted".
+  Result<TrialOutcome> Reject(Trial& trial, const Json& params, const TrainJob& job,
+                              const Guarded& g, int64_t device_memory) {
+    const Admission& a = *g.admission;
+    TUNE_RETURN_IF_ERROR(
+        trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(AdmissionAttr(g, device_memory))));
     Json details = ConfigDetails(job);
     details["estimate"] = a.requested_estimate;
     details["predicted"] = a.predicted;
-    details["usable"] = usable;
-    details["correction"] = correction;
+    details["usable"] = a.usable;
+    details["correction"] = a.correction;
     const std::string reason =
         fmt::format("predicted out of memory: {} (estimate {} x correction {:.3f}) > {} usable",
-                    FormatBytes(a.predicted), FormatBytes(a.requested_estimate), correction,
-                    FormatBytes(usable));
-    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome,
-                          RecordOom(trial, params, details, reason, "predicted"));
-    g.reject = std::move(outcome);
-    return g;
+                    FormatBytes(a.predicted), FormatBytes(a.requested_estimate), a.correction,
+                    FormatBytes(a.usable));
+    return RecordOom(trial, params, details, reason, EndReason::kPredicted);
   }
 
   static Json ConfigDetails(const TrainJob& job) {
@@ -393,44 +456,44 @@ class TrainObjective final : public Objective {
                 {"gradient_checkpointing", job.hp.gradient_checkpointing}};
   }
 
-  Json AdmissionToJson(const Guarded& g, std::optional<int64_t> device_memory) const {
-    MemoryRecord record;
-    record.family = g.family;
-    record.estimate = g.estimate.value_or(0);
-    record.device_memory = device_memory.value_or(0);
-    Json j = MemoryRecordToJson(record);
+  static MemoryAttr AdmissionAttr(const Guarded& g, std::optional<int64_t> device_memory) {
+    MemoryAttr m;
+    m.family = g.family;
+    m.estimate = g.estimate.value_or(0);
+    m.device_memory = device_memory.value_or(0);
     if (g.admission) {
-      j["admission"] = AdmissionVerdictName(g.admission->verdict);
-      j["predicted"] = g.admission->predicted;
-      j["correction"] = g.admission->correction;
-      j["usable"] = g.admission->usable;
-      if (!g.levers.empty()) j["levers"] = g.levers;
+      m.admission = AdmissionVerdictName(g.admission->verdict);
+      m.predicted = g.admission->predicted;
+      m.correction = g.admission->correction;
+      m.usable = g.admission->usable;
+      m.levers = g.levers;
     }
-    return j;
+    return m;
   }
 
   // User attribute "memory" of a trial that ran: the admission, the estimate of what ran, the
   // measured peak and the allocated memory before and after, read back by calibration.
   Status RecordMemory(Trial& trial, const TrainJob& job, const Guarded& g,
-                      const TrainResult& result, const Json& retries) {
-    Json j = AdmissionToJson(g, DeviceMemory());
-    j["peak"] = result.peak_memory_bytes;
-    j["oom"] = result.end == TrainResult::End::kOutOfMemory;
-    if (result.peak_reserved_bytes >= 0) j["peak_reserved"] = result.peak_reserved_bytes;
-    j["before"] = result.memory_before_bytes;
-    j["after"] = result.memory_after_bytes;
-    if (const int64_t rss = ProcessResidentBytes(); rss >= 0) j["rss"] = rss;
-    if (const int64_t heap = ProcessHeapInUseBytes(); heap >= 0) j["heap"] = heap;
-    j["batch_size"] = job.hp.batch_size;
-    j["grad_accum"] = job.hp.grad_accum;
-    j["gradient_checkpointing"] = job.hp.gradient_checkpointing;
-    if (!retries.empty()) j["oom_retries"] = retries;
-    return trial.SetUserAttr("memory", j);
+                      const TrainResult& result, const std::vector<OomAttempt>& retries) {
+    MemoryAttr m = AdmissionAttr(g, DeviceMemory());
+    m.peak = result.peak_memory_bytes;
+    m.oom = result.end == TrainResult::End::kOutOfMemory;
+    MemoryAttr::Run& run = m.run.emplace();
+    run.peak_reserved = result.peak_reserved_bytes;
+    run.before = result.memory_before_bytes;
+    run.after = result.memory_after_bytes;
+    run.rss = ProcessResidentBytes();
+    run.heap = ProcessHeapInUseBytes();
+    run.batch_size = job.hp.batch_size;
+    run.grad_accum = job.hp.grad_accum;
+    run.gradient_checkpointing = job.hp.gradient_checkpointing;
+    run.oom_retries = retries;
+    return trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(m));
   }
 
   Result<TrialOutcome> Fail(Trial& trial, const std::string& reason) {
     spdlog::warn("Trial {} failed: {}", trial.number(), FirstLine(reason));
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr("fail_reason", reason));
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, reason));
     return TrialOutcome{TrialState::kFail, {}, FirstLine(reason)};
   }
 

@@ -1,4 +1,4 @@
-#include "tune/samplers/parzen_estimator.h"
+#include "samplers/parzen_estimator.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "tune/samplers/truncnorm.h"
+#include "samplers/truncnorm.h"
 
 namespace tune {
 namespace {

@@ -9,7 +9,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "samplers/parzen_estimator.h"
 #include "tune/samplers/random.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 namespace {
@@ -234,7 +236,7 @@ class TpeSampler::Index {
     if (inserted) signatures_.push_back(sig);
     trials_[number].signature = it->second;
     trials_[number].ingested = true;
-    trials_[number].oom = t.state == TrialState::kPruned && t.user_attrs.value("oom", false);
+    trials_[number].oom = IsOomTrial(t);
     any_oom_ = any_oom_ || trials_[number].oom;
     for (auto& [k, col] : columns_) col[number] = Convert(k.first, number, k.second);
     for (auto& [k, sorted] : sorted_columns_) {

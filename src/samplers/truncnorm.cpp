@@ -1,4 +1,4 @@
-#include "tune/samplers/truncnorm.h"
+#include "samplers/truncnorm.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-// The counting CPU allocator (counting_cpu_allocator.h). Only c10 headers: cheap to compile.
+// The counting CPU allocator (torch_counting_allocator.h). Only c10 headers: cheap to compile.
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "torch/torch_version.h"
-#include "tune/memory/counting_cpu_allocator.h"
+#include "torch/torch_counting_allocator.h"
 
 // LibTorch >= 2.3 made Allocator::allocate non-const (PR #120969) and has copy_data() as a pure
 // virtual (copy-on-write storage); 1.13 has neither.

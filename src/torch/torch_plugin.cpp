@@ -1,6 +1,7 @@
-// The C entry points the tune binary finds with dlsym (torch_trainer.h). No LibTorch here: the
-// trainer's own files include it.
-#include "tune/train/torch_trainer.h"
+// The C entry points the tune binary finds with dlsym (tune/train/torch_plugin.h). No LibTorch
+// here: the trainer's own files include it.
+#include "torch/torch_trainer.h"
+#include "tune/train/torch_plugin.h"
 
 extern "C" {
 

@@ -1,5 +1,5 @@
 // The LibTorch trainer (torch_trainer.h).
-#include "tune/train/torch_trainer.h"
+#include "torch/torch_trainer.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,8 +20,9 @@
 #include "torch/torch_fused_adamw.h"
 #include "torch/torch_models.h"
 #include "torch/torch_pretrained.h"
+#include "tune/device.h"
 #include "tune/interrupt.h"
-#include "tune/memory/counting_cpu_allocator.h"
+#include "torch/torch_counting_allocator.h"
 #include "tune/train/batching.h"
 #include "tune/train/metrics.h"
 
@@ -535,13 +536,11 @@ class TorchTrainer final : public Trainer {
 std::string TorchVersion() { return TORCH_VERSION; }
 
 Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options) {
-  torch::Device device(torch::kCPU);
-  try {
-    device = torch::Device(options.device);
-  } catch (const c10::Error& e) {
-    return InvalidArgumentError(
-        fmt::format("unknown device '{}': {}", options.device, e.what_without_backtrace()));
-  }
+  TUNE_ASSIGN_OR_RETURN(const Device parsed, ParseDevice(options.device));
+  const torch::Device device =
+      parsed.is_cuda()
+          ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(parsed.index.value_or(-1)))
+          : torch::Device(torch::kCPU);
   if (device.is_cuda()) {
     if (!at::hasCUDA()) {
       return FailedPreconditionError(fmt::format(
@@ -559,9 +558,6 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
                                                  options.device, count,
                                                  count == 1 ? " is" : "s are"));
     }
-  } else if (!device.is_cpu()) {
-    return InvalidArgumentError(
-        fmt::format("device '{}': only cpu and cuda are supported", options.device));
   }
   int threads = static_cast<int>(options.threads);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -87,11 +87,9 @@ Status ReadJsonl(const std::string& content, DataTable& table) {
     try {
       value = Json::parse(line);
     } catch (const Json::parse_error& e) {
-      std::string what = e.what();
-      auto pos = what.find("syntax error");
       return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", table.path, line_no,
-                                              std::max<size_t>(e.byte, 1),
-                                              pos == std::string::npos ? what : what.substr(pos)));
+                                              LineColumnAt(line, e.byte).column,
+                                              JsonSyntaxMessage(e.what())));
     }
     if (!value.is_object()) {
       return InvalidArgumentError(

@@ -1,10 +1,17 @@
 // The 'train' objective through the `tune` binary: a tiny study on a small synthetic text set.
 // Without LibTorch the same config must fail with a clear message instead.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -102,6 +109,75 @@ TEST_F(TrainCli, MissingOrForeignTrainerLibraryIsAClearError) {
   unsetenv("TUNE_TORCH_LIBRARY");
   EXPECT_EQ(r.code, 0) << r.err;
 }
+
+#ifdef TUNE_WITH_TORCH
+// Ctrl-C during a training trial, through the real binary and the real LibTorch plugin (which
+// reads the interrupt flag the binary's signal handler sets): tune stops within 5 s, mid-epoch,
+// the trial is FAIL with reason "interrupted" and its memory released; the resumed study's next
+// trial starts from an empty allocator and completes.
+TEST_F(TrainCli, CtrlCStopsATrainingTrialMidEpoch) {
+  {
+    std::ofstream train(dir_.path() / "train.csv", std::ios::app);
+    for (int i = 0; i < 3000; ++i) {
+      train << "\"the " << (i % 2 ? "goal match" : "rain cloud") << " number " << i << "\","
+            << (i % 2 ? "sports" : "weather") << "\n";
+    }
+  }
+  const std::string config = WriteConfig({{"epochs", 200}, {"batch_size", 4}});
+  const std::string storage = "sqlite:///" + (dir_.path() / "c.db").string();
+  const std::string log = (dir_.path() / "run.log").string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(TUNE_BINARY, TUNE_BINARY, "--study", "t", "--config", config.c_str(), "--storage",
+          storage.c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until the first epoch is over, so that the signal lands inside a later epoch.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (testing::Slurp(log).find("Trial 0 epoch 1/200") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(testing::Slurp(log).find("Trial 0 epoch 1/200"), std::string::npos)
+      << testing::Slurp(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string err = testing::Slurp(log);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_LT(seconds, 5.0) << err;
+  EXPECT_EQ(err.find("Trial 0 epoch 200/200"), std::string::npos) << err;
+
+  ProcessRun trials = Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"});
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  Json stopped = Json::parse(trials.out).at(0);
+  EXPECT_EQ(stopped["state"], "FAIL");
+  EXPECT_EQ(stopped["user_attrs"]["reason"], "interrupted");
+  const Json& memory = stopped["user_attrs"]["memory"];
+  EXPECT_GT(memory["peak"].get<int64_t>(), 0);  // it was training
+  EXPECT_EQ(memory["after"], memory["before"]);
+
+  // Resume with one short trial: it starts from an empty allocator and completes.
+  const std::string again = WriteConfig({{"epochs", 1}, {"batch_size", 16}});
+  ProcessRun resumed =
+      Tune({"--study", "t", "--config", again, "--storage", storage, "--n-trials", "2"});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  trials = Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"});
+  Json next = Json::parse(trials.out).at(1);
+  EXPECT_EQ(next["state"], "COMPLETE");
+  EXPECT_EQ(next["user_attrs"]["memory"]["before"], 0);
+  EXPECT_EQ(next["user_attrs"]["memory"]["after"], 0);
+}
+#endif
 
 #ifdef TUNE_WITH_TORCH
 TEST_F(TrainCli, UnusableDeviceStopsBeforeTheStudy) {

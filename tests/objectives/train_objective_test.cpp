@@ -320,7 +320,7 @@ TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
 TEST(TrainObjectiveConfig, FortunesDemoConfigParses) {
   auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes.json");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->objective.type, "train");
+  EXPECT_EQ(c->objective.type, ObjectiveType::kTrain);
   EXPECT_EQ(c->objective.train.metric, TrainMetric::kMacroF1);
   EXPECT_EQ(c->objective.train.models, (std::vector<std::string>{"tiny-bert", "tiny-roberta"}));
   EXPECT_EQ(c->objective.train.threads, 1);

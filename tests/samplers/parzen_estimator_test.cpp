@@ -1,6 +1,6 @@
 // Statistical and hand-computed checks of the truncated-normal helpers and the Parzen
 // estimator TPE builds (tune/samplers/truncnorm.h, parzen_estimator.h).
-#include "tune/samplers/parzen_estimator.h"
+#include "samplers/parzen_estimator.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "tune/samplers/truncnorm.h"
+#include "samplers/truncnorm.h"
 
 namespace tune {
 namespace {

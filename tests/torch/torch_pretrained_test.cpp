@@ -16,7 +16,7 @@
 #include "tune/storages/in_memory.h"
 #include "tune/train/safetensors.h"
 #include "tune/train/tokenizer.h"
-#include "tune/train/torch_trainer.h"
+#include "torch/torch_trainer.h"
 #include "train/byte_bpe.h"
 
 namespace tune::internal {

@@ -2,7 +2,7 @@
 // accumulation, stopping, the train objective end to end (early stopping, pruning), out-of-memory
 // under a byte budget, and device errors. Every run uses one intra-op thread: ctest runs tests in
 // parallel on the CI's two cores.
-#include "tune/train/torch_trainer.h"
+#include "torch/torch_trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "testing/temp_dir.h"
 #include "tune/config.h"
 #include "tune/interrupt.h"
-#include "tune/memory/counting_cpu_allocator.h"
+#include "torch/torch_counting_allocator.h"
 #include "tune/memory/estimator.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app.h"
+#include "commands.h"
 
 namespace tune::app {
 
@@ -23,6 +24,14 @@ int DeleteStudy(const DeleteStudyArgs& args) {
   spdlog::info("Deleted study '{}' and its {} trial(s) from {}", args.study, info->n_trials,
                storage.url());
   return kExitOk;
+}
+
+std::function<int()> DeclareDeleteStudy(CLI::App& command) {
+  auto args = std::make_shared<DeleteStudyArgs>();
+  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--storage", args->storage,
+                     "Storage URL: sqlite:///PATH (default: sqlite:///tune.db); never created");
+  return [args] { return DeleteStudy(*args); };
 }
 
 }  // namespace tune::app

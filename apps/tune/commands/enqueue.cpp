@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app.h"
+#include "commands.h"
 #include "tune/study.h"
 #include "tune/text.h"
 
@@ -109,6 +110,19 @@ int Enqueue(const EnqueueArgs& args) {
   }
   std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
   return kExitOk;
+}
+
+std::function<int()> DeclareEnqueue(CLI::App& command) {
+  auto args = std::make_shared<EnqueueArgs>();
+  command.add_option("--study", args->study, "Study name")->required();
+  command
+      .add_option("--params", args->params,
+                  "The parameter values, a JSON object: '{\"x\": 1.5, \"opt\": \"adam\"}'")
+      ->required();
+  command.add_option("--storage", args->storage,
+                     "Storage URL: sqlite:///PATH (default: sqlite:///tune.db); never created");
+  command.add_option("--format", args->format, "table, json or csv");
+  return [args] { return Enqueue(*args); };
 }
 
 }  // namespace tune::app

@@ -8,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include "app.h"
+#include "commands.h"
 #include "torch_loader.h"
+#include "tune/device.h"
 #include "tune/memory/estimator.h"
 #include "tune/model_catalog.h"
 #include "tune/train/trainer.h"
@@ -97,10 +99,12 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
 }
 
 Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
-  if (args.device == "cpu") return DeviceMemoryModel::Cpu();
-  if (args.device == "cuda") return DeviceMemoryModel::Cuda();
-  return Status(StatusCode::kInvalidArgument,
-                fmt::format("unknown --device '{}'; valid: cpu, cuda", args.device));
+  auto device = ParseDevice(args.device);
+  if (!device.ok()) {
+    return InvalidArgumentError(
+        fmt::format("unknown --device '{}'; valid: cpu, cuda, cuda:N", args.device));
+  }
+  return device->is_cuda() ? DeviceMemoryModel::Cuda() : DeviceMemoryModel::Cpu();
 }
 
 // Trains the configuration for a few optimizer steps and one evaluation on CPU under the
@@ -329,6 +333,56 @@ int Estimate(const EstimateArgs& args) {
   }
   if (usable >= 0 && estimate->device_peak > usable) return kExitFailure;
   return kExitOk;
+}
+
+std::function<int()> DeclareEstimate(CLI::App& command) {
+  auto args = std::make_shared<EstimateArgs>();
+  command.add_option("--model", args->model, "Catalog model (or 'mlp' with --num-features)")
+      ->required();
+  command.add_option("--catalog", args->catalog, "A model catalog file merged into the built-in one");
+  command.add_option("--architecture", args->architecture,
+                       "encoder (classifier, default) or decoder (GPT-2-style LM)");
+  command.add_option("--batch-size", args->batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
+  command.add_option("--max-length", args->max_length, "Tokens per example")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--max-lengths", args->max_lengths,
+                       "--max-batch: sequence lengths to tabulate (default 64..2048 up to the model's)")
+      ->delimiter(',');
+  command.add_option("--grad-accum", args->grad_accum, "Micro-batches per optimizer step")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--eval-batch-size", args->eval_batch_size, "Evaluation batch (default: batch size)");
+  command.add_option("--precision", args->precision, "fp32, bf16, fp16 (autocast) or pure_bf16");
+  command.add_flag("--gradient-checkpointing", args->gradient_checkpointing,
+                     "Recompute each layer in backward");
+  command.add_option("--optimizer", args->optimizer, "adamw or sgd");
+  command.add_option("--momentum", args->momentum, "SGD momentum (0: no buffer)");
+  command.add_option("--weight-decay", args->weight_decay, "Weight decay");
+  command.add_option("--dropout", args->dropout, "Dropout probability (0: no dropout masks)");
+  command.add_option("--num-labels", args->num_labels, "Classifier outputs")->check(CLI::PositiveNumber);
+  command.add_option("--classifier-layers", args->classifier_layers, "Hidden layers in the head (0-3)");
+  command.add_option("--classifier-hidden", args->classifier_hidden,
+                       "Their width (default: the model's hidden size)");
+  command.add_option("--num-features", args->num_features, "MLP input features");
+  command.add_option("--mlp-layers", args->mlp_layers, "MLP hidden layers");
+  command.add_option("--mlp-hidden", args->mlp_hidden, "MLP hidden width");
+  command.add_flag("--eval-only", args->eval_only, "Evaluation only: no gradients or optimizer");
+  command.add_option("--device", args->device,
+                     "cuda or cuda:N (caching allocator, context; default) or cpu");
+  command.add_option("--device-memory", args->device_memory,
+                       "Memory the run may use, e.g. 24GiB: says whether it fits");
+  command.add_option("--margin", args->margin, "Safety margin as a share of --device-memory (0.05)");
+  command.add_flag("--max-batch", args->max_batch,
+                     "Print the largest batch that fits --device-memory per sequence length");
+  command.add_option("--batch-limit", args->batch_limit, "--max-batch: largest batch tried (4096)")
+      ->check(CLI::PositiveNumber);
+  command.add_flag("--measure", args->measure,
+                     "Also run the configuration on CPU under the counting allocator and print "
+                     "the measured peak");
+  command.add_option("--measure-steps", args->measure_steps, "--measure: optimizer steps (>= 2)");
+  command.add_option("--threads", args->threads, "--measure: CPU threads (0: all)");
+  command.add_option("--format", args->format, "table, json or csv");
+
+  return [args] { return Estimate(*args); };
 }
 
 }  // namespace tune::app

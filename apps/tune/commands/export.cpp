@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "commands.h"
 #include "tune/text.h"
 
 namespace tune::app {
@@ -149,6 +150,15 @@ int ExportStudy(const ExportArgs& args) {
   spdlog::info("Exported {} trial(s) of study '{}' to {} ({})", trials->size(), args.study,
                *args.output, args.format);
   return kExitOk;
+}
+
+std::function<int()> DeclareExport(CLI::App& command) {
+  auto args = std::make_shared<ExportArgs>();
+  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--format", args->format, "csv (default) or json");
+  command.add_option("--output", args->output, "Write to FILE instead of stdout");
+  command.add_option("--storage", args->storage, kReadOnlyStorageHelp);
+  return [args] { return ExportStudy(*args); };
 }
 
 }  // namespace tune::app

@@ -1,6 +1,6 @@
 // `tune --study NAME ...`: runs (or resumes) a study from its config.
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 
@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app.h"
+#include "commands.h"
 #include "torch_loader.h"
 #include "tune/config.h"
 #include "tune/interrupt.h"
@@ -51,16 +52,30 @@ Result<StudyConfig> LoadConfig(const RunArgs& args) {
   return config;
 }
 
-}  // namespace
+// --device, --device-memory, --oom-retry: the train objective's settings.
+Status ApplyTrainFlags(const RunArgs& args, StudyConfig& config) {
+  if (!args.device && !args.device_memory && !args.oom_retry) return Status::Ok();
+  if (config.objective.type != ObjectiveType::kTrain) {
+    return InvalidArgumentError(fmt::format(
+        "--device, --device-memory and --oom-retry apply to the train objective; {} has "
+        "objective '{}'",
+        config.source, ObjectiveTypeName(config.objective.type)));
+  }
+  if (args.device) config.objective.train.device = *args.device;
+  GuardOptions& guard = config.objective.train.guard;
+  if (args.device_memory) {
+    auto bytes = ParseBytes(*args.device_memory);
+    if (!bytes.ok()) {
+      return InvalidArgumentError("--device-memory: " + bytes.status().message());
+    }
+    guard.device_memory = *bytes;
+  }
+  if (args.oom_retry) guard.oom_retry = *args.oom_retry;
+  return Status::Ok();
+}
 
-int RunStudy(const RunArgs& args) {
-  auto format = ParseFormat(args.format);
-  if (!format.ok()) return Fail(format.status());
-  auto loaded = LoadConfig(args);
-  if (!loaded.ok()) return Fail(loaded.status());
-  StudyConfig config = std::move(loaded).value();
-
-  // Command-line values override the config's.
+// Command-line values override the config's.
+Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
   if (args.n_trials) config.n_trials = *args.n_trials;
   if (args.timeout) config.timeout_seconds = *args.timeout;
   if (args.storage) config.storage = *args.storage;
@@ -79,158 +94,194 @@ int RunStudy(const RunArgs& args) {
   if (args.heartbeat_interval) config.heartbeat_interval = *args.heartbeat_interval;
   if (args.grace_period) config.grace_period = *args.grace_period;
   if (args.retry_failed) config.retry_failed = *args.retry_failed;
-  if (Status s = CheckHeartbeatSettings(
-          config, args.heartbeat_interval || args.grace_period || args.retry_failed
-                      ? "--heartbeat-interval/--grace-period/--retry-failed"
-                      : config.source);
-      !s.ok()) {
-    return Fail(s);
-  }
+  TUNE_RETURN_IF_ERROR(CheckHeartbeatSettings(
+      config, args.heartbeat_interval || args.grace_period || args.retry_failed
+                  ? "--heartbeat-interval/--grace-period/--retry-failed"
+                  : config.source));
+  return ApplyTrainFlags(args, config);
+}
 
-  if (args.device || args.device_memory || args.oom_retry) {
-    if (config.objective.type != "train") {
-      return Fail(InvalidArgumentError(fmt::format(
-          "--device, --device-memory and --oom-retry apply to the train objective; {} has "
-          "objective '{}'",
-          config.source, config.objective.type)));
-    }
-    if (args.device) config.objective.train.device = *args.device;
-    GuardOptions& guard = config.objective.train.guard;
-    if (args.device_memory) {
-      auto bytes = ParseBytes(*args.device_memory);
-      if (!bytes.ok()) {
-        return Fail(InvalidArgumentError("--device-memory: " + bytes.status().message()));
-      }
-      guard.device_memory = *bytes;
-    }
-    if (args.oom_retry) guard.oom_retry = *args.oom_retry;
-  }
+// The LibTorch trainer for a train objective (loaded from libtune_torch.so); null otherwise.
+Result<std::unique_ptr<Trainer>> LoadTrainerFor(const StudyConfig& config) {
+  if (config.objective.type != ObjectiveType::kTrain) return std::unique_ptr<Trainer>();
+  TorchTrainerOptions options;
+  options.device = config.objective.train.device;
+  options.threads = config.objective.train.threads;
+  options.memory_budget_bytes = config.objective.train.guard.device_memory.value_or(-1);
+  return LoadTorchTrainer(options);
+}
 
-  auto sampler = MakeSampler(config.sampler);
-  if (!sampler.ok()) return Fail(sampler.status());
-  auto pruner = MakePruner(config.pruner);
-  if (!pruner.ok()) return Fail(pruner.status());
-  std::unique_ptr<Trainer> trainer;
-  if (config.objective.type == "train") {
-    TorchTrainerOptions trainer_options;
-    trainer_options.device = config.objective.train.device;
-    trainer_options.threads = config.objective.train.threads;
-    trainer_options.memory_budget_bytes =
-        config.objective.train.guard.device_memory.value_or(-1);
-    auto t = LoadTorchTrainer(trainer_options);
-    if (!t.ok()) return Fail(t.status());
-    trainer = std::move(t).value();
-  }
-  auto objective = MakeObjective(config, std::move(trainer));
-  if (!objective.ok()) return Fail(objective.status());
-  auto storage = OpenStorage(config.storage);
-  if (!storage.ok()) return Fail(storage.status());
-  auto study = Study::CreateOrLoad(*storage, args.study, config.directions,
-                                   std::move(sampler).value(), std::move(pruner).value(),
-                                   config.sampler.seed);
-  if (!study.ok()) return Fail(study.status());
-  Study& s = **study;
+struct OpenedStudy {
+  std::unique_ptr<Study> study;
+  std::unique_ptr<Objective> objective;
+};
 
-  auto existing = s.storage().CountTrials(s.study_id());
-  if (!existing.ok()) return Fail(existing.status());
-  if (*existing == 0) {
+// The sampler, pruner, objective (with its trainer), storage and study of `config`; enqueues
+// the config's trials into a new study.
+Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config) {
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(config.sampler));
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(config.pruner));
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTrainerFor(config));
+  OpenedStudy opened;
+  TUNE_ASSIGN_OR_RETURN(opened.objective, MakeObjective(config, std::move(trainer)));
+  TUNE_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, OpenStorage(config.storage));
+  TUNE_ASSIGN_OR_RETURN(opened.study,
+                        Study::CreateOrLoad(storage, name, config.directions, std::move(sampler),
+                                            std::move(pruner), config.sampler.seed));
+  Study& s = *opened.study;
+  TUNE_ASSIGN_OR_RETURN(int64_t existing, s.storage().CountTrials(s.study_id()));
+  if (existing == 0) {
     for (const Json& params : config.enqueue_trials) {
-      auto t = s.EnqueueTrial(params);
-      if (!t.ok()) return Fail(t.status());
+      TUNE_RETURN_IF_ERROR(s.EnqueueTrial(params).status());
     }
   } else {
-    spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), *existing);
+    spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), existing);
   }
+  return opened;
+}
+
+void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& config) {
   spdlog::info("Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
                "trials{}",
                s.name(), StudyDirectionName(s.direction()), s.storage().url(),
-               s.sampler().name(), s.pruner().name(), (*objective)->name(),
+               s.sampler().name(), s.pruner().name(), objective.name(),
                config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
                config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
   if (config.heartbeat_interval > 0) {
     spdlog::info(
         "Heartbeat every {}s; RUNNING trials silent for more than {}s are failed as "
         "stale{}",
-        config.heartbeat_interval, config.grace_period.value_or(2 * config.heartbeat_interval),
+        config.heartbeat_interval, config.GracePeriod(),
         config.retry_failed > 0 ? fmt::format(" and retried up to {} time(s)", config.retry_failed)
                                 : "");
   }
   if (!config.n_trials && !config.timeout_seconds) {
     spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
   }
+}
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+// Logs each finished trial and the progress of the run.
+class ProgressLog {
+ public:
+  ProgressLog(Study& study, const StudyConfig& config) : study_(study), config_(config) {
+    if (auto prev = study.BestTrial(); prev.ok()) best_ = *prev;
+    auto finished = study.storage().CountTrials(study.study_id(), kFinishedStates);
+    done_ = finished.ok() ? *finished : 0;
+  }
 
-  const auto start = std::chrono::steady_clock::now();
-  // n_retried: stale trials this run re-enqueued; each raises its target by one (optimize.h).
-  int64_t n_pruned = 0, n_failed = 0, n_run = 0, n_retried = 0;
-  std::optional<FrozenTrial> best;
-  OptimizeOptions opts;
-  opts.n_trials = config.n_trials;
-  opts.timeout_seconds = config.timeout_seconds;
-  opts.heartbeat_interval_seconds = config.heartbeat_interval;
-  opts.grace_period_seconds = config.grace_period;
-  opts.retry_failed = config.retry_failed;
-  if (auto prev = s.BestTrial(); prev.ok()) best = *prev;
-  auto finished_before = s.storage().CountTrials(
-      s.study_id(), {TrialState::kComplete, TrialState::kPruned, TrialState::kFail});
-  int64_t done = finished_before.ok() ? *finished_before : 0;
-  opts.on_trial_finished = [&](const FrozenTrial& t, const TrialOutcome& outcome) {
-    ++n_run;
-    ++done;
-    n_pruned += t.state == TrialState::kPruned;
-    n_failed += t.state == TrialState::kFail;
+  void OnTrialFinished(const FrozenTrial& t, const TrialOutcome& outcome) {
+    ++run_;
+    ++done_;
+    pruned_ += t.state == TrialState::kPruned;
+    failed_ += t.state == TrialState::kFail;
     auto d = t.duration_seconds();
     std::string dur = d ? fmt::format("{:.2f}s", *d) : "-";
     if (t.state == TrialState::kComplete) {
       spdlog::info("Trial {} COMPLETE value={} duration={} params: {}", t.number, ValueText(t), dur,
                    ParamsText(t));
       if (t.values.size() == 1 &&
-          (!best || IsBetter(s.direction(), t.value(), best->value()))) {
-        best = t;
+          (!best_ || IsBetter(study_.direction(), t.value(), best_->value()))) {
+        best_ = t;
       }
     } else {
       spdlog::log(t.state == TrialState::kFail ? spdlog::level::warn : spdlog::level::info,
                   "Trial {} {} ({}) duration={} params: {}", t.number, TrialStateName(t.state),
                   outcome.reason, dur, ParamsText(t));
     }
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string eta = "?";
-    if (config.n_trials) {
-      double left =
-          static_cast<double>(std::max<int64_t>(0, *config.n_trials + n_retried - done));
-      eta = Clock(elapsed / static_cast<double>(n_run) * left);
-    }
-    if (config.timeout_seconds) {
-      eta = eta == "?" ? Clock(std::max(0.0, *config.timeout_seconds - elapsed))
-                       : eta;
-    }
-    spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
-                 "| ETA {}",
-                 done, config.n_trials ? std::to_string(*config.n_trials + n_retried) : "-",
-                 n_pruned, n_failed,
-                 best ? fmt::format("{} (trial {})", ValueText(*best), best->number) : "-",
-                 Clock(elapsed), eta);
-  };
-  opts.on_stale_trial = [&](const FailedStaleTrial& stale) {
-    ++done;
+    LogProgress();
+  }
+
+  // n_retried: stale trials this run re-enqueued; each raises the target by one (optimize.h).
+  void OnStaleTrial(const FailedStaleTrial& stale) {
+    ++done_;
     const FrozenTrial& t = stale.failed;
     std::string retry = "not retried";
     if (stale.retry) {
-      ++n_retried;
+      ++retried_;
       const Json& history = stale.retry->system_attrs["retry_history"];
       retry = fmt::format("re-enqueued as trial {} with the same params (retry {} of {})",
-                          stale.retry->number, history.size(), config.retry_failed);
-    } else if (config.retry_failed > 0) {
-      retry = fmt::format("not retried: {} retries done", config.retry_failed);
+                          stale.retry->number, history.size(), config_.retry_failed);
+    } else if (config_.retry_failed > 0) {
+      retry = fmt::format("not retried: {} retries done", config_.retry_failed);
     }
     spdlog::warn("Trial {} FAIL (stale: no heartbeat for {:.1f}s; its worker died or hung); {}",
                  t.number, stale.heartbeat_age_seconds, retry);
+  }
+
+ private:
+  void LogProgress() const {
+    const double elapsed = std::chrono::duration<double>(Now() - start_).count();
+    std::string eta = "?";
+    if (config_.n_trials) {
+      double left = static_cast<double>(std::max<int64_t>(0, *config_.n_trials + retried_ - done_));
+      eta = Clock(elapsed / static_cast<double>(run_) * left);
+    }
+    if (config_.timeout_seconds && eta == "?") {
+      eta = Clock(std::max(0.0, *config_.timeout_seconds - elapsed));
+    }
+    spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
+                 "| ETA {}",
+                 done_, config_.n_trials ? std::to_string(*config_.n_trials + retried_) : "-",
+                 pruned_, failed_,
+                 best_ ? fmt::format("{} (trial {})", ValueText(*best_), best_->number) : "-",
+                 Clock(elapsed), eta);
+  }
+  static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
+
+  Study& study_;
+  const StudyConfig& config_;
+  const std::chrono::steady_clock::time_point start_ = Now();
+  int64_t pruned_ = 0, failed_ = 0, run_ = 0, retried_ = 0, done_ = 0;
+  std::optional<FrozenTrial> best_;
+};
+
+// The train objective's flags.
+void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
+  app.add_option("--device", run.device,
+                 "train objective: the device trials train on, cpu, cuda or cuda:N (default: the "
+                 "config's objective.device, else cpu)");
+  app.add_option("--device-memory", run.device_memory,
+                 "train objective: the memory trials may use, e.g. 24GiB (on CPU a simulated "
+                 "card; on CUDA at most the card); default: the config's memory.device_memory");
+  app.add_option("--oom-retry", run.oom_retry,
+                 "train objective: retry a trial that runs out of memory up to K times at half "
+                 "the micro-batch and twice the accumulation (default: the config's "
+                 "memory.oom_retry, else 0)")
+      ->check(CLI::Range(0, 10));
+}
+
+// Optimize() with Ctrl-C and SIGTERM turned into a clean stop.
+Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
+                                           Objective& objective, ProgressLog& progress) {
+  OptimizeOptions options;
+  static_cast<RunSettings&>(options) = config;
+  options.on_trial_finished = [&](const FrozenTrial& t, const TrialOutcome& o) {
+    progress.OnTrialFinished(t, o);
   };
-  auto result = Optimize(s, config.space, **objective, opts);
+  options.on_stale_trial = [&](const FailedStaleTrial& stale) { progress.OnStaleTrial(stale); };
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  auto result = Optimize(s, config.space, objective, options);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  return result;
+}
+
+}  // namespace
+
+int RunStudy(const RunArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto loaded = LoadConfig(args);
+  if (!loaded.ok()) return Fail(loaded.status());
+  StudyConfig config = std::move(loaded).value();
+  if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
+  auto opened = OpenStudy(args.study, config);
+  if (!opened.ok()) return Fail(opened.status());
+  Study& s = *opened->study;
+  LogStudyStart(s, *opened->objective, config);
+  ProgressLog progress(s, config);
+  auto result = OptimizeWithSignals(s, config, *opened->objective, progress);
   if (!result.ok()) return Fail(result.status());
 
   auto best_trial = s.BestTrial();
@@ -246,6 +297,47 @@ int RunStudy(const RunArgs& args) {
     return kExitInterrupted;
   }
   return kExitOk;
+}
+
+std::function<int()> DeclareRun(CLI::App& app) {
+  auto run = std::make_shared<RunArgs>();
+  app.add_option("--study", run->study, "Study name (and configs/NAME.json by default)");
+  app.add_option("--config", run->config, "Study config file (default: configs/NAME.json)");
+  app.add_option("--n-trials", run->n_trials,
+                 "Stop when the study holds N finished trials (resumes count earlier runs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", run->timeout, "Stop starting trials after S seconds")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--storage", run->storage,
+                 "Storage URL: sqlite:///PATH[?schema=v3.0.0.d], "
+                 "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB or memory (default: the "
+                 "config's storage, else sqlite:///tune.db)");
+  app.add_option("--sampler", run->sampler, "Sampler name (" + JoinNames(SamplerNames()) + ")");
+  app.add_option("--seed", run->seed, "Sampler seed (reproducible runs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--heartbeat-interval", run->heartbeat_interval,
+                 fmt::format("Seconds between heartbeats of a running trial; 0: off (default: "
+                             "the config's heartbeat_interval, else {})",
+                             kDefaultHeartbeatInterval))
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grace-period", run->grace_period,
+                 "RUNNING trials without a heartbeat for this long are failed as stale "
+                 "(default: the config's grace_period, else 2 x the heartbeat interval)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retry-failed", run->retry_failed,
+                 "Re-enqueue a stale trial with the same params up to K times (default: the "
+                 "config's retry_failed, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  DeclareTrainFlags(app, *run);
+  app.add_option("--format", run->format, "Output of the best trial: table, json or csv");
+  return [run] {
+    if (run->study.empty()) {
+      std::cerr << "tune: --study NAME is required to run a study\n"
+                   "Run 'tune --help' for usage.\n";
+      return static_cast<int>(kExitUsage);
+    }
+    return RunStudy(*run);
+  };
 }
 
 }  // namespace tune::app

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "app.h"
+#include "commands.h"
 #include "tune/study.h"
 
 namespace tune::app {
@@ -108,6 +109,42 @@ int ShowBestTrial(const ShowArgs& args) {
   if (!best) return Fail(FailedPreconditionError(fmt::format("study '{}' has no COMPLETE trial", args.study)));
   PrintBestTrial(*best, *format);
   return kExitOk;
+}
+
+namespace {
+
+// --study (unless listing studies) and --storage, bound to the returned arguments.
+std::shared_ptr<ShowArgs> DeclareShowArgs(CLI::App& command, bool study) {
+  auto args = std::make_shared<ShowArgs>();
+  if (study) command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--storage", args->storage, kReadOnlyStorageHelp);
+  return args;
+}
+
+void DeclareFormat(CLI::App& command, ShowArgs& args) {
+  command.add_option("--format", args.format, "table, json or csv");
+}
+
+}  // namespace
+
+std::function<int()> DeclareStudies(CLI::App& command) {
+  auto args = DeclareShowArgs(command, /*study=*/false);
+  DeclareFormat(command, *args);
+  return [args] { return ListStudies(*args); };
+}
+
+std::function<int()> DeclareTrials(CLI::App& command) {
+  auto args = DeclareShowArgs(command, /*study=*/true);
+  command.add_option("--state", args->states,
+                     "Only trials in this state (RUNNING, COMPLETE, PRUNED, FAIL, WAITING)");
+  DeclareFormat(command, *args);
+  return [args] { return ListTrials(*args); };
+}
+
+std::function<int()> DeclareBestTrial(CLI::App& command) {
+  auto args = DeclareShowArgs(command, /*study=*/true);
+  DeclareFormat(command, *args);
+  return [args] { return ShowBestTrial(*args); };
 }
 
 }  // namespace tune::app

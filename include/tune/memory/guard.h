@@ -1,4 +1,4 @@
-// The memory guard's decisions [tune_core]: what to do with a trial before it runs (admission),
+// The memory guard's decisions [tune_train]: what to do with a trial before it runs (admission),
 // how to shrink it after an out-of-memory error (retry), and what the study's own trials say
 // about the estimator (calibration). No LibTorch here: the train objective (train.cpp) applies
 // these decisions around the Trainer, which measures and enforces the budget.
@@ -10,8 +10,9 @@
 // while the micro-batch is even), then gradient checkpointing with each of those micro-batches.
 // The first configuration that fits runs; if none does the trial is pruned without running.
 //
-// Calibration: every trial the guard ran records user attribute "memory" (MemoryRecord below):
-// the estimate, the measured peak and whether it ran out of memory. A family's correction is the
+// Calibration: every trial the guard ran records user attribute "memory" (MemoryAttr in
+// trial_attrs.h, read back as the MemoryRecords below): the estimate, the measured peak and
+// whether it ran out of memory. A family's correction is the
 // largest of measured/estimate over its last trials (at least 1 - 1/8 of the estimate's own
 // value: the estimator is never trusted to overestimate by more), and every run-time OOM at
 // estimate E under a budget D raises it to at least D/E plus a step, so a configuration like

@@ -19,10 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "tune/samplers/parzen_estimator.h"
 #include "tune/samplers/sampler.h"
 
 namespace tune {
+
+// How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): the
+// univariate neighbour-gap rule per dimension (Optuna 5.0, the default) or Scott's rule
+// (Optuna 3.1-4.9).
+enum class MultivariateBandwidth { kPerDimension, kScott };
 
 struct TpeOptions {
   // Optuna's names and defaults (Optuna 4.9; see docs/config.md for 5.0's).

@@ -1,4 +1,4 @@
-// ParzenEstimator: the kernel mixture TPE builds for the "below" (l) and "above" (g) trials,
+// ParzenEstimator (private to tune_core): the kernel mixture TPE builds for the "below" (l) and "above" (g) trials,
 // as Optuna's _ParzenEstimator / _MixtureOfProductDistribution (docs/tpe.md#the-parzen-estimator).
 //
 // Works in TPE's transformed space: a log distribution's values are ln x, a categorical's are
@@ -18,6 +18,7 @@
 
 #include "tune/distributions.h"
 #include "tune/samplers/sampler.h"
+#include "tune/samplers/tpe.h"  // MultivariateBandwidth
 
 namespace tune {
 
@@ -40,8 +41,6 @@ ParzenDimension MakeParzenDimension(const Distribution& distribution);
 double ToParzenSpace(const Distribution& distribution, double internal);
 // Snaps to the distribution (grid, bounds) and returns the internal representation.
 double FromParzenSpace(const Distribution& distribution, double t);
-
-enum class MultivariateBandwidth { kPerDimension, kScott };
 
 struct ParzenOptions {
   double prior_weight = 1.0;

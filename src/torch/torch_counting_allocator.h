@@ -1,4 +1,4 @@
-// A byte-counting CPU allocator for LibTorch [tune_torch]: measures the live and peak bytes of
+// A byte-counting CPU allocator for LibTorch [tune_torch, private]: measures the live and peak bytes of
 // every CPU tensor and can enforce a budget by throwing a real c10::OutOfMemoryError, so that the
 // out-of-memory paths of training run deterministically on a machine without a GPU
 // (docs/memory.md#the-counting-cpu-allocator).

@@ -1,0 +1,22 @@
+#include "commands.h"
+
+namespace tune::app {
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {"", "Run (or resume) the study NAME", DeclareRun},
+      {"studies", "List the studies in a storage", DeclareStudies},
+      {"trials", "List the trials of a study", DeclareTrials},
+      {"best-trial", "Show the best trial of a study", DeclareBestTrial},
+      {"delete-study", "Delete a study and all its trials", DeclareDeleteStudy},
+      {"enqueue", "Add a WAITING trial with fixed params; workers run it before new ones",
+       DeclareEnqueue},
+      {"export", "Write every trial of a study as CSV (Optuna's trials_dataframe) or JSON",
+       DeclareExport},
+      {"estimate", "Predict a configuration's peak memory; --max-batch: the largest batch that fits",
+       DeclareEstimate},
+  };
+  return kCommands;
+}
+
+}  // namespace tune::app

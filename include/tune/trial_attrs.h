@@ -1,0 +1,97 @@
+// The user attributes tune writes on trials, in one place: their names and (de)serialisation.
+//
+// Objectives and the storages write them; TPE's oom_feasibility, the memory guard's calibration
+// and the management commands read them back. Optuna and optuna-dashboard show them as ordinary
+// user attributes, so every value is plain JSON.
+//
+//   reason       why a trial is not COMPLETE, when tune knows more than its state (EndReason)
+//   oom          true: the trial ran, or would have run, out of memory (PRUNED)
+//   oom_config   the configuration that did not fit: params, effective batch size, estimate, ...
+//   memory       what the trial taught about memory (MemoryAttr)
+//   fail_reason  a FAIL trial's message
+//   interrupted  true: stopped by Ctrl-C (FAIL)
+//   timeout      true: a command trial ran past its timeout (FAIL)
+//   exit_status, signal, stderr_tail   a command trial's program (FAIL)
+//   train        the train objective's summary: epochs, best epoch, per-epoch metrics
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/trial.h"
+
+namespace tune {
+namespace attrs {
+inline constexpr const char* kReason = "reason";
+inline constexpr const char* kOom = "oom";
+inline constexpr const char* kOomConfig = "oom_config";
+inline constexpr const char* kMemory = "memory";
+inline constexpr const char* kFailReason = "fail_reason";
+inline constexpr const char* kInterrupted = "interrupted";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kExitStatus = "exit_status";
+inline constexpr const char* kSignal = "signal";
+inline constexpr const char* kStderrTail = "stderr_tail";
+inline constexpr const char* kTrain = "train";
+}  // namespace attrs
+
+// The values of the user attribute "reason".
+enum class EndReason {
+  kOom,          // "oom": ran out of memory at run time (PRUNED, oom=true)
+  kPredicted,    // "predicted": the memory guard predicted it would not fit and did not run it
+  kInterrupted,  // "interrupted": stopped by Ctrl-C (FAIL)
+  kTimeout,      // "timeout": a command trial ran past its timeout (FAIL)
+};
+const char* EndReasonName(EndReason reason);
+// nullopt for a trial without a known "reason".
+std::optional<EndReason> TrialEndReason(const FrozenTrial& trial);
+
+// A PRUNED trial with oom=true: it ran out of memory, or the guard predicted it would.
+bool IsOomTrial(const FrozenTrial& trial);
+
+// One out-of-memory attempt that oom_retry shrank and ran again ("memory"/"oom_retries").
+struct OomAttempt {
+  int64_t batch_size = 0;
+  int64_t grad_accum = 0;
+  std::string phase;                    // setup, forward, backward, optimizer_step, evaluation
+  std::string error;                    // the first line of the error
+  int64_t peak_memory_bytes = -1;       // measured; -1: not measured
+  std::optional<int64_t> estimate;      // device_peak estimated for the attempt
+};
+
+// The user attribute "memory" of a train trial (bytes throughout; -1: not measured).
+struct MemoryAttr {
+  std::string family;          // calibration key: model_type[/precision]
+  int64_t estimate = 0;        // device_peak estimated for the configuration that ran
+  int64_t device_memory = 0;   // the memory the trial could use; 0: no limit
+  int64_t peak = -1;           // measured: allocated bytes above the level at the start
+  bool oom = false;            // ran out of memory at run time
+  // Admission, when it ran: its verdict ("run", "run_with_levers", "reject"), the prediction
+  // (estimate x correction), the correction and the usable memory, and the levers applied.
+  std::optional<std::string> admission;
+  int64_t predicted = 0;
+  double correction = 1.0;
+  int64_t usable = 0;
+  std::string levers;
+  // What the trainer measured; unset for a trial that did not run.
+  struct Run {
+    int64_t peak_reserved = -1;  // CUDA: the caching allocator's peak
+    int64_t before = -1;         // allocated when the run started and after it was released
+    int64_t after = -1;
+    int64_t rss = -1;            // the process's resident set and malloc's in-use bytes after it
+    int64_t heap = -1;
+    int64_t batch_size = 0;      // the batch as it ran (levers and retries applied)
+    int64_t grad_accum = 0;
+    bool gradient_checkpointing = false;
+    std::vector<OomAttempt> oom_retries;
+  };
+  std::optional<Run> run;
+};
+Json MemoryAttrToJson(const MemoryAttr& memory);
+// nullopt unless `j` has at least a string "family" and an integer "estimate".
+std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j);
+
+}  // namespace tune

@@ -1,0 +1,34 @@
+// Parsing of the "objective" section of a study config [tune_config, private]: the objective
+// family's table (objective_table.cpp) and the train objective's options (train_config.cpp).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "family_table.h"
+#include "json_reader.h"
+#include "tune/config.h"
+#include "tune/objectives/registry.h"
+
+namespace tune::internal {
+
+// What parsing an objective needs from the rest of the config.
+struct ObjectiveContext {
+  std::vector<std::string> param_names;  // the search space's parameters (command templates)
+  std::filesystem::path base_dir;        // relative paths resolve against it
+};
+
+// "objective": {"type": ..., ...}: the row of "type" checks the keys and parses its options.
+Status ParseObjective(const JsonReader& r, const ObjectiveContext& context, ObjectiveConfig& out);
+
+// The train objective's keys (its own, then every hyperparameter name and alias) and parser.
+std::vector<OptionKey> TrainObjectiveKeys();
+Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
+                           ObjectiveConfig& out);
+// The train objective against the search space and the study direction: every parameter must
+// be a training parameter (or ignored) whose values fit; every model must be trainable.
+Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
+                           TrainObjectiveOptions& out);
+
+}  // namespace tune::internal

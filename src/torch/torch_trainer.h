@@ -1,0 +1,37 @@
+// The LibTorch trainer [tune_torch, private]: trains the transformer encoder classifiers of the
+// model catalog in process (BERT/RoBERTa-style: word, position and token-type embeddings, post-LN
+// self-attention layers with GELU feed-forward, tanh pooler on [CLS]; or DeBERTa-v3: relative
+// positions and disentangled attention, GELU pooler; then a head with 0-3 hidden layers), with
+// AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping, optional
+// gradient checkpointing, and evaluates after every epoch; or an MLP on tabular rows. The tune
+// binary reaches it through the plugin entry points of tune/train/torch_plugin.h. No LibTorch
+// types here.
+//
+// Out-of-memory (c10::OutOfMemoryError, a c10::Error whose message says out of memory, or
+// std::bad_alloc) and other LibTorch errors are caught here and become TrainResult::End values,
+// after the run's model, optimizer state and gradients are released (see trainer.h).
+//
+// Ctrl-C: the run checks InterruptRequested() (interrupt.h) before every micro-batch and every
+// evaluation batch and ends with TrainResult::End::kInterrupted, released like after an OOM.
+//
+// Reproducibility: a run seeds torch::manual_seed and its data order from hp.seed; the same job on
+// the same machine, LibTorch and thread count gives the same metrics.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tune/status.h"
+#include "tune/train/torch_plugin.h"
+#include "tune/train/trainer.h"
+
+namespace tune {
+
+// InvalidArgument for a malformed device; FailedPrecondition for a CUDA device this LibTorch
+// cannot use (Debian's LibTorch is built without CUDA) or that does not exist.
+Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options);
+
+// "1.13.0".
+std::string TorchVersion();
+
+}  // namespace tune
