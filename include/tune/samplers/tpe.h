@@ -63,6 +63,17 @@ struct TpeSplit {
   std::vector<int64_t> above;
 };
 
+// What TPE builds to sample a set of parameters jointly (one parameter: independent sampling):
+// the split and the estimators l (of the below trials) and g (of the above ones), whose
+// dimensions are the parameters in name order. For tests and diagnostics (the differential test
+// against Optuna, tests/differential/).
+struct TpeModel {
+  TpeSplit split;
+  std::vector<std::string> names;
+  ParzenEstimator below;  // l
+  ParzenEstimator above;  // g
+};
+
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(TpeOptions options = {});
@@ -81,6 +92,9 @@ class TpeSampler : public Sampler {
   // The split SampleIndependent would use for `name` (chronological numbers).
   TpeSplit Split(const TrialHistory& history, const FrozenTrial& trial, const std::string& name,
                  const Distribution& distribution);
+  // The model SampleRelative (all of `space`) or SampleIndependent (`space` of one parameter)
+  // builds, whatever the startup phase. REQUIRES: space is not empty.
+  TpeModel Model(const TrialHistory& history, const FrozenTrial& trial, const SearchSpace& space);
   // The parameter groups of group=true (names), for tests.
   std::vector<std::vector<std::string>> Groups(const TrialHistory& history);
 
