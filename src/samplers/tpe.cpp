@@ -257,8 +257,16 @@ class TpeSampler::Index {
       }
       return kInf;
     }
+    // Optuna's _get_infeasible_trial_score: the sum of the entries > 0, so a NaN entry counts as
+    // satisfied (std::max(NaN, 0.0) would be NaN and make the whole trial feasible).
     double v = 0.0;
-    for (const Json& c : *it) v += c.is_number() ? std::max(c.get<double>(), 0.0) : kInf;
+    for (const Json& c : *it) {
+      if (!c.is_number()) {
+        v = kInf;
+      } else if (double x = c.get<double>(); x > 0.0) {
+        v += x;
+      }
+    }
     return v;
   }
 
