@@ -42,7 +42,7 @@ def main() -> int:
 
     failures = []
     counts = {"checks": 0, "pruned": 0, "attrs": 0, "brackets": 0}
-    per_kind = {k: [0, 0] for k in KINDS}  # studies, checks
+    per_kind = {k: [0, 0, 0] for k in KINDS}  # studies, checks, prunes
     for case, exp, got in zip(cases, expected, results):
         kind = case["pruner"]["kind"]
         per_kind[kind][0] += 1
@@ -56,6 +56,7 @@ def main() -> int:
         for i, (g, e) in enumerate(zip(got["decisions"], exp["decisions"])):
             counts["checks"] += 1
             per_kind[kind][1] += 1
+            per_kind[kind][2] += e["prune"]
             counts["pruned"] += e["prune"]
             counts["attrs"] += len(e["attrs"])
             if g["prune"] != e["prune"] or g["attrs"] != e["attrs"]:
@@ -74,8 +75,8 @@ def main() -> int:
     print(f"Pruners vs Optuna 4.9: {len(cases)} studies, {counts['checks']} prune checks "
           f"({counts['pruned']} prune), {counts['attrs']} system attributes written, "
           f"{counts['brackets']} hyperband bracket assignments compared")
-    print("  per pruner (studies, checks): " + ", ".join(
-        f"{k} {s}/{c}" for k, (s, c) in per_kind.items()))
+    print("  per pruner (studies/checks/prunes): " + ", ".join(
+        f"{k} {s}/{c}/{p}" for k, (s, c, p) in per_kind.items()))
     print(f"  time: Optuna {optuna_s:.1f} s, tune driver {driver_s:.2f} s")
     if failures:
         print(f"FAILED: {len(failures)} differences")
