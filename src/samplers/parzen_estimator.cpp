@@ -276,6 +276,17 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
   }
 }
 
+std::vector<double> ParzenEstimator::CategoricalProbabilities(size_t d, size_t component) const {
+  const DimState& st = dim_state_[d];
+  const int32_t observed = st.choice[component];
+  std::vector<double> p(static_cast<size_t>(dims_[d].n_choices));
+  for (size_t c = 0; c < p.size(); ++c) {
+    p[c] = std::exp(static_cast<int32_t>(c) == observed ? st.log_hit[component]
+                                                         : st.log_miss[component]);
+  }
+  return p;
+}
+
 std::vector<std::vector<double>> ParzenEstimator::Sample(Rng& rng, int n) const {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<size_t> active(static_cast<size_t>(n));

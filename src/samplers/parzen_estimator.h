@@ -70,6 +70,9 @@ class ParzenEstimator {
   // Kernel centres and bandwidths of a numerical dimension (prior last).
   const std::vector<double>& mus(size_t d) const { return dim_state_[d].mu; }
   const std::vector<double>& sigmas(size_t d) const { return dim_state_[d].sigma; }
+  const ParzenDimension& dim(size_t d) const { return dims_[d]; }
+  // The probabilities of the choices under one component of a categorical dimension.
+  std::vector<double> CategoricalProbabilities(size_t d, size_t component) const;
 
   // n points drawn from the mixture; result[d][j], on the grid for discrete dimensions.
   std::vector<std::vector<double>> Sample(Rng& rng, int n) const;

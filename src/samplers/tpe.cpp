@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "samplers/parzen_estimator.h"
+#include "samplers/tpe_model.h"
 #include "tune/samplers/random.h"
 #include "tune/trial_attrs.h"
 
@@ -259,8 +260,16 @@ class TpeSampler::Index {
       }
       return kInf;
     }
+    // Optuna's _get_infeasible_trial_score: the sum of the entries > 0, so a NaN entry counts as
+    // satisfied (std::max(NaN, 0.0) would be NaN and make the whole trial feasible).
     double v = 0.0;
-    for (const Json& c : *it) v += c.is_number() ? std::max(c.get<double>(), 0.0) : kInf;
+    for (const Json& c : *it) {
+      if (!c.is_number()) {
+        v = kInf;
+      } else if (double x = c.get<double>(); x > 0.0) {
+        v += x;
+      }
+    }
     return v;
   }
 
@@ -339,6 +348,13 @@ struct Observations {
 
 Observations Collect(TpeSampler::Index& index, const TpeOptions& options,
                      const std::vector<Param>& params, const FrozenTrial& trial);
+// The split and the estimators l and g for `params`.
+struct Estimators {
+  Observations obs;
+  ParzenEstimator l, g;
+};
+Estimators BuildEstimators(TpeSampler::Index& index, const TpeOptions& options,
+                           const std::vector<Param>& params, const FrozenTrial& trial);
 // Joint TPE proposal for `params` (one of them for independent sampling).
 std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
                                           const std::vector<Param>& params,
@@ -377,6 +393,22 @@ TpeSplit TpeSampler::Split(const TrialHistory& history, const FrozenTrial& trial
       {name, distribution, index_->ParamId(name), index_->DistId(distribution)}};
   Observations obs = Collect(*index_, options_, params, trial);
   return {obs.below_numbers, obs.above_numbers};
+}
+
+TpeModel TpeSampler::Model(const TrialHistory& history, const FrozenTrial& trial,
+                           const SearchSpace& space) {
+  index_->Sync(history);
+  std::vector<Param> params;
+  for (const auto& [name, d] : space) {
+    params.push_back({name, d, index_->ParamId(name), index_->DistId(d)});
+  }
+  Estimators e = BuildEstimators(*index_, options_, params, trial);
+  TpeModel model{{std::move(e.obs.below_numbers), std::move(e.obs.above_numbers)},
+                 {},
+                 std::move(e.l),
+                 std::move(e.g)};
+  for (const Param& p : params) model.names.push_back(p.name);
+  return model;
 }
 
 SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
@@ -617,9 +649,8 @@ std::vector<double> LogFeasibility(TpeSampler::Index& index, const TpeOptions& o
   return log_fits;
 }
 
-std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
-                                          const std::vector<Param>& params,
-                                          const FrozenTrial& trial, Rng& rng) {
+Estimators BuildEstimators(TpeSampler::Index& index, const TpeOptions& options,
+                           const std::vector<Param>& params, const FrozenTrial& trial) {
   const size_t dims = params.size();
   std::vector<ParzenDimension> pdims(dims);
   for (size_t d = 0; d < dims; ++d) pdims[d] = MakeParzenDimension(params[d].distribution);
@@ -640,6 +671,16 @@ std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOpt
                     obs.below_order.empty() ? nullptr : &obs.below_order);
   ParzenEstimator g(pdims, obs_above, weights(obs_above), popt,
                     obs.above_order.empty() ? nullptr : &obs.above_order);
+  return {std::move(obs), std::move(l), std::move(g)};
+}
+
+std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOptions& options,
+                                          const std::vector<Param>& params,
+                                          const FrozenTrial& trial, Rng& rng) {
+  const size_t dims = params.size();
+  Estimators e = BuildEstimators(index, options, params, trial);
+  const ParzenEstimator& l = e.l;
+  const ParzenEstimator& g = e.g;
   auto candidates = l.Sample(rng, options.n_ei_candidates);
   std::vector<double> ll = l.LogPdf(candidates);
   std::vector<double> lg = g.LogPdf(candidates);

@@ -150,6 +150,25 @@ TEST(Tpe, ConstraintsRankFeasibleFirstThenLeastViolating) {
   EXPECT_EQ(s.above, (std::vector<int64_t>{0, 3}));
 }
 
+TEST(Tpe, NaNConstraintEntriesCountAsSatisfied) {
+  // Optuna sums the entries > 0 (NaN > 0 is false), so [NaN, 2] violates by 2 and [NaN] is
+  // feasible; the codec turns Optuna's stored NaN into a NaN number. Found by the differential
+  // test against Optuna 4.9 (tests/differential/tpe_diff.py): the NaN used to make the whole sum
+  // NaN, and the trial feasible.
+  TpeOptions o;
+  o.constraints = true;
+  o.gamma_ratio = 0.5;  // gamma(4) = 2
+  TpeSampler tpe(o);
+  auto c = [](std::vector<double> v) { return Json{{"constraints", v}}; };
+  auto h = History({{TrialState::kComplete, 0.1, {}, true, c({kNaN, 2.0})},  // violation 2
+                    {TrialState::kComplete, 9.0, {}, true, c({kNaN})},       // feasible
+                    {TrialState::kComplete, 5.0, {}, true, c({-1.0})},       // feasible
+                    {TrialState::kComplete, 0.3, {}, true, c({1.0})}});      // violation 1
+  TpeSplit s = tpe.Split(h, Current(4), "x", X());
+  EXPECT_EQ(s.below, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(s.above, (std::vector<int64_t>{0, 3}));
+}
+
 TEST(Tpe, FilteredHistoriesOnlyUseTheirOwnTrials) {
   // A Hyperband bracket hands the sampler a subset; the index must not leak other trials.
   TpeOptions o;

@@ -67,6 +67,11 @@ struct TpeSplit {
   std::vector<int64_t> above;
 };
 
+// What TPE builds to sample a set of parameters: the split and the estimators l and g. Defined
+// in the private src/samplers/tpe_model.h, for tests and diagnostics (the differential test
+// against Optuna, tests/differential/).
+struct TpeModel;
+
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(TpeOptions options = {});
@@ -85,6 +90,9 @@ class TpeSampler : public Sampler {
   // The split SampleIndependent would use for `name` (chronological numbers).
   TpeSplit Split(const TrialHistory& history, const FrozenTrial& trial, const std::string& name,
                  const Distribution& distribution);
+  // The model SampleRelative (all of `space`) or SampleIndependent (`space` of one parameter)
+  // builds, whatever the startup phase. REQUIRES: space is not empty.
+  TpeModel Model(const TrialHistory& history, const FrozenTrial& trial, const SearchSpace& space);
   // The parameter groups of group=true (names), for tests.
   std::vector<std::vector<std::string>> Groups(const TrialHistory& history);
 

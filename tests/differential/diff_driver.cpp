@@ -1,0 +1,378 @@
+// The tune side of the differential tests against Optuna (tests/differential/README.md).
+//
+//   tune_diff_driver tpe     < cases.json > tune.json
+//   tune_diff_driver pruners < cases.json > tune.json
+//
+// Reads a JSON document of cases on stdin and prints what tune computes for them, for
+// tests/differential/tpe_diff.py and pruner_diff.py to compare with Optuna 4.9. Non-finite
+// numbers travel as the strings "nan", "inf" and "-inf" both ways (JSON has no literal for them).
+//
+// tpe: each case is a study snapshot (trials with states, values, reports, params, attributes),
+// the asking trial's number, TPE options and queries; a query is a search space (one parameter:
+// independent sampling; several: joint sampling) and candidate points. Output per query: the
+// below/above split, every kernel of l and g (mixture weight; per dimension mu, sigma and the
+// domain [low, high] in the transformed space, or the choice probabilities) and ln l, ln g at the
+// points. Per case also the relative search space (multivariate) and the groups (group).
+//
+// pruners: each case is a pruner configuration and a script of events (trial starts, reports,
+// prune checks, finishes), replayed on an in-memory study: output the decision and the system
+// attributes written at every prune check, and the hyperband bracket of each trial number.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tune/distributions.h"
+#include "tune/pruners/hyperband.h"
+#include "tune/pruners/patient.h"
+#include "tune/pruners/percentile.h"
+#include "tune/pruners/pruner.h"
+#include "tune/pruners/successive_halving.h"
+#include "tune/pruners/threshold.h"
+#include "samplers/parzen_estimator.h"
+#include "samplers/tpe_model.h"
+#include "tune/samplers/tpe.h"
+#include "tune/trial.h"
+
+namespace tune {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "tune_diff_driver: %s\n", message.c_str());
+  std::exit(2);
+}
+
+// A number, or one of the strings "nan", "inf", "-inf".
+double Num(const Json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s == "nan") return kNaN;
+    if (s == "inf") return kInf;
+    if (s == "-inf") return -kInf;
+  }
+  Die("not a number: " + j.dump());
+}
+
+Json Out(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+Json OutVector(const std::vector<double>& v) {
+  Json a = Json::array();
+  for (double x : v) a.push_back(Out(x));
+  return a;
+}
+
+// Decodes "nan"/"inf"/"-inf" strings inside attribute values (constraints lists).
+Json DecodeAttrs(const Json& j) {
+  if (j.is_array()) {
+    Json a = Json::array();
+    for (const Json& e : j) a.push_back(DecodeAttrs(e));
+    return a;
+  }
+  if (j.is_object()) {
+    Json o = Json::object();
+    for (const auto& [k, v] : j.items()) o[k] = DecodeAttrs(v);
+    return o;
+  }
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s == "nan" || s == "inf" || s == "-inf") return Num(j);
+  }
+  return j;
+}
+
+Distribution ParseDistribution(const Json& j) {
+  Result<Distribution> d = DistributionFromJson(j.get<std::string>());
+  if (!d.ok()) Die("bad distribution " + j.dump() + ": " + d.status().ToString());
+  return *d;
+}
+
+TrialState ParseState(const Json& j) {
+  Result<TrialState> s = ParseTrialState(j.get<std::string>());
+  if (!s.ok()) Die("bad state " + j.dump());
+  return *s;
+}
+
+StudyDirection ParseDirection(const Json& j) {
+  Result<StudyDirection> d = ParseStudyDirection(j.get<std::string>());
+  if (!d.ok()) Die("bad direction " + j.dump());
+  return *d;
+}
+
+// {"number", "state", "values", "intermediate": [[step, value], ...], "params": {name: internal},
+//  "distributions": {name: distribution JSON}, "user_attrs", "system_attrs"}
+FrozenTrial ParseTrial(const Json& j) {
+  FrozenTrial t;
+  t.number = j.at("number").get<int64_t>();
+  t.trial_id = t.number + 1;
+  t.state = ParseState(j.at("state"));
+  for (const Json& v : j.value("values", Json::array())) t.values.push_back(Num(v));
+  for (const Json& r : j.value("intermediate", Json::array())) {
+    t.intermediate_values[r.at(0).get<int64_t>()] = Num(r.at(1));
+  }
+  const Json distributions = j.value("distributions", Json::object());
+  for (const auto& [name, d] : distributions.items()) {
+    t.distributions[name] = ParseDistribution(d);
+    t.params[name] = Num(j.at("params").at(name));
+  }
+  t.user_attrs = DecodeAttrs(j.value("user_attrs", Json::object()));
+  t.system_attrs = DecodeAttrs(j.value("system_attrs", Json::object()));
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tpe
+
+TpeOptions ParseTpeOptions(const Json& j) {
+  TpeOptions o;
+  o.n_startup_trials = 0;
+  o.prior_weight = j.value("prior_weight", 1.0);
+  o.consider_magic_clip = j.value("consider_magic_clip", true);
+  o.consider_endpoints = j.value("consider_endpoints", false);
+  o.multivariate = j.value("multivariate", false);
+  o.group = j.value("group", false);
+  o.constant_liar = j.value("constant_liar", false);
+  o.constraints = j.value("constraints", false);
+  // Optuna 4.9's multivariate rule; the default per-dimension rule is Optuna 5.0's.
+  o.multivariate_bandwidth = j.value("multivariate_bandwidth", std::string("scott")) == "scott"
+                                 ? MultivariateBandwidth::kScott
+                                 : MultivariateBandwidth::kPerDimension;
+  o.oom_feasibility = false;  // not part of the model (docs/tpe.md#oom-feasibility)
+  const Json& gamma = j.value("gamma", Json("default"));
+  if (gamma.is_number()) {
+    o.gamma_ratio = gamma.get<double>();
+  } else if (gamma == "hyperopt") {
+    o.gamma_hyperopt = true;
+  }
+  o.uniform_weights = j.value("weights", std::string("default")) == "uniform";
+  return o;
+}
+
+Json EstimatorJson(const ParzenEstimator& e, const std::vector<std::string>& names) {
+  Json out;
+  out["weights"] = OutVector(e.weights());
+  Json dims = Json::object();
+  for (size_t d = 0; d < e.n_dims(); ++d) {
+    const ParzenDimension& dim = e.dim(d);
+    Json k;
+    if (dim.kind == KernelKind::kCategorical) {
+      k["kind"] = "categorical";
+      Json rows = Json::array();
+      for (size_t i = 0; i < e.n_components(); ++i) {
+        rows.push_back(OutVector(e.CategoricalProbabilities(d, i)));
+      }
+      k["probs"] = rows;
+    } else {
+      k["kind"] = dim.kind == KernelKind::kContinuous ? "continuous" : "discrete";
+      k["mu"] = OutVector(e.mus(d));
+      k["sigma"] = OutVector(e.sigmas(d));
+      k["low"] = Out(dim.low);
+      k["high"] = Out(dim.high);
+    }
+    dims[names[d]] = k;
+  }
+  out["dims"] = dims;
+  return out;
+}
+
+Json RunTpeCase(const Json& c) {
+  TrialHistory h;
+  h.study_name = c.value("study_name", std::string("diff"));
+  h.directions = {ParseDirection(c.at("direction"))};
+  for (const Json& t : c.at("trials")) {
+    h.trials.push_back(std::make_shared<const FrozenTrial>(ParseTrial(t)));
+  }
+  const int64_t asking_number = c.at("trial_number").get<int64_t>();
+  FrozenTrial asking;
+  asking.number = asking_number;
+  for (const auto& t : h.trials) {
+    if (t->number == asking_number) asking = *t;
+  }
+
+  TpeSampler tpe(ParseTpeOptions(c.at("options")));
+  Json out;
+  out["id"] = c.at("id");
+  if (tpe.options().multivariate) {
+    Json space = Json::object();
+    for (const auto& [name, d] : tpe.InferRelativeSearchSpace(h)) {
+      space[name] = DistributionToJson(d);
+    }
+    out["relative_space"] = space;
+    if (tpe.options().group) out["groups"] = tpe.Groups(h);
+  }
+  Json queries = Json::array();
+  for (const Json& q : c.at("queries")) {
+    SearchSpace space;
+    for (const auto& [name, d] : q.at("distributions").items()) {
+      space[name] = ParseDistribution(d);
+    }
+    TpeModel model = tpe.Model(h, asking, space);
+    // Candidate points, internal representation -> the estimators' transformed space.
+    std::vector<std::vector<double>> points;
+    for (const std::string& name : model.names) {
+      std::vector<double> column;
+      for (const Json& v : q.at("points").at(name)) {
+        column.push_back(ToParzenSpace(space.at(name), Num(v)));
+      }
+      points.push_back(std::move(column));
+    }
+    Json r;
+    r["below"] = model.split.below;
+    r["above"] = model.split.above;
+    r["l"] = EstimatorJson(model.below, model.names);
+    r["g"] = EstimatorJson(model.above, model.names);
+    r["log_l"] = OutVector(model.below.LogPdf(points));
+    r["log_g"] = OutVector(model.above.LogPdf(points));
+    queries.push_back(r);
+  }
+  out["queries"] = queries;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pruners
+
+std::unique_ptr<Pruner> MakePruner(const Json& j) {
+  const std::string kind = j.at("kind").get<std::string>();
+  if (kind == "median" || kind == "percentile") {
+    PercentileOptions o;
+    o.percentile = j.value("percentile", 50.0);
+    o.n_startup_trials = j.value("n_startup_trials", int64_t{5});
+    o.n_warmup_steps = j.value("n_warmup_steps", int64_t{0});
+    o.interval_steps = j.value("interval_steps", int64_t{1});
+    o.n_min_trials = j.value("n_min_trials", int64_t{1});
+    if (kind == "median") return std::make_unique<MedianPruner>(o);
+    return std::make_unique<PercentilePruner>(o);
+  }
+  if (kind == "successive_halving") {
+    SuccessiveHalvingOptions o;
+    if (j.contains("min_resource") && j.at("min_resource").is_number()) {
+      o.min_resource = j.at("min_resource").get<int64_t>();
+    }
+    o.reduction_factor = j.value("reduction_factor", int64_t{4});
+    o.min_early_stopping_rate = j.value("min_early_stopping_rate", int64_t{0});
+    o.bootstrap_count = j.value("bootstrap_count", int64_t{0});
+    return std::make_unique<SuccessiveHalvingPruner>(o);
+  }
+  if (kind == "hyperband") {
+    HyperbandOptions o;
+    o.min_resource = j.value("min_resource", int64_t{1});
+    if (j.contains("max_resource") && j.at("max_resource").is_number()) {
+      o.max_resource = j.at("max_resource").get<int64_t>();
+    }
+    o.reduction_factor = j.value("reduction_factor", int64_t{3});
+    o.bootstrap_count = j.value("bootstrap_count", int64_t{0});
+    return std::make_unique<HyperbandPruner>(o);
+  }
+  if (kind == "patient") {
+    PatientOptions o;
+    o.patience = j.at("patience").get<int64_t>();
+    o.min_delta = j.value("min_delta", 0.0);
+    std::unique_ptr<Pruner> wrapped;
+    if (j.contains("wrapped") && !j.at("wrapped").is_null()) wrapped = MakePruner(j.at("wrapped"));
+    return std::make_unique<PatientPruner>(std::move(wrapped), o);
+  }
+  if (kind == "threshold") {
+    ThresholdOptions o;
+    if (j.contains("lower") && !j.at("lower").is_null()) o.lower = Num(j.at("lower"));
+    if (j.contains("upper") && !j.at("upper").is_null()) o.upper = Num(j.at("upper"));
+    o.n_warmup_steps = j.value("n_warmup_steps", int64_t{0});
+    o.interval_steps = j.value("interval_steps", int64_t{1});
+    return std::make_unique<ThresholdPruner>(o);
+  }
+  Die("unknown pruner " + kind);
+}
+
+// Replays the events on an in-memory study, as tune's Study/Trial do (src/study.cpp): a report
+// is stored at once (a repeated step is ignored), a prune check hands the pruner the study as it
+// is now and this trial, and the system attributes the pruner returns are stored on the trial.
+// Events: {"op": "start"} (the next number), {"op": "report", "trial", "step", "value"},
+// {"op": "check", "trial"}, {"op": "finish", "trial", "state", "value"}.
+Json RunPrunerCase(const Json& c) {
+  std::unique_ptr<Pruner> pruner = MakePruner(c.at("pruner"));
+  std::string study_name = c.value("study_name", std::string("diff"));
+  StudyDirection direction = ParseDirection(c.at("direction"));
+  std::vector<FrozenTrial> trials;
+  Json decisions = Json::array();
+  Json brackets = Json::array();
+  auto* hyperband = dynamic_cast<HyperbandPruner*>(pruner.get());
+  for (const Json& e : c.at("events")) {
+    const std::string op = e.at("op").get<std::string>();
+    if (op == "start") {
+      FrozenTrial t;
+      t.number = static_cast<int64_t>(trials.size());
+      t.trial_id = t.number + 1;
+      t.state = TrialState::kRunning;
+      trials.push_back(std::move(t));
+      continue;
+    }
+    FrozenTrial& t = trials.at(e.at("trial").get<size_t>());
+    if (op == "report") {
+      t.intermediate_values.try_emplace(e.at("step").get<int64_t>(), Num(e.at("value")));
+    } else if (op == "check") {
+      TrialHistory h;
+      h.study_name = study_name;
+      h.directions = {direction};
+      for (const FrozenTrial& x : trials) h.trials.push_back(std::make_shared<FrozenTrial>(x));
+      PruneDecision d = pruner->Prune(h, t);
+      for (const auto& [key, value] : d.system_attrs.items()) t.system_attrs[key] = value;
+      Json attrs = Json::object();
+      for (const auto& [key, value] : d.system_attrs.items()) {
+        attrs[key] = value.is_number() ? Out(value.get<double>()) : value;
+      }
+      decisions.push_back({{"trial", t.number}, {"prune", d.prune}, {"attrs", attrs}});
+    } else if (op == "finish") {
+      t.state = ParseState(e.at("state"));
+      t.values.clear();
+      if (e.contains("value") && !e.at("value").is_null()) t.values = {Num(e.at("value"))};
+    } else {
+      Die("unknown event " + op);
+    }
+  }
+  if (hyperband != nullptr) {
+    for (int64_t n = 0; n < c.value("bracket_numbers", int64_t{0}); ++n) {
+      brackets.push_back(hyperband->BracketId(study_name, n));
+    }
+  }
+  Json out;
+  out["id"] = c.at("id");
+  out["decisions"] = decisions;
+  out["brackets"] = brackets;
+  return out;
+}
+
+}  // namespace
+}  // namespace tune
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (std::string(argv[1]) != "tpe" && std::string(argv[1]) != "pruners")) {
+    std::fprintf(stderr, "usage: tune_diff_driver tpe|pruners < cases.json > results.json\n");
+    return 2;
+  }
+  const bool tpe = std::string(argv[1]) == "tpe";
+  tune::Json in;
+  try {
+    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    in = tune::Json::parse(text);
+  } catch (const std::exception& e) {
+    tune::Die(std::string("bad JSON on stdin: ") + e.what());
+  }
+  tune::Json results = tune::Json::array();
+  for (const tune::Json& c : in.at("cases")) {
+    results.push_back(tpe ? tune::RunTpeCase(c) : tune::RunPrunerCase(c));
+  }
+  std::cout << tune::Json{{"results", results}}.dump() << "\n";
+  return 0;
+}
