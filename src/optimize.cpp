@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/interrupt.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 namespace {
@@ -141,118 +142,165 @@ Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& wh
   return Status::Ok();
 }
 
+namespace {
+
+// One call of Optimize(): ask, sample, run, tell, with the stale-trial checks and the wait for
+// other workers' running trials in between.
+class OptimizeLoop {
+ public:
+  OptimizeLoop(Study& study, const ConditionalSpace& space, Objective& objective,
+               const OptimizeOptions& options)
+      : study_(study),
+        space_(space),
+        objective_(objective),
+        options_(options),
+        interval_(options.heartbeat_interval),
+        grace_(options.GracePeriod()) {}
+
+  Result<OptimizeResult> Run() {
+    if (heartbeats() && !(grace_ > 0)) {
+      return InvalidArgumentError("the grace period must be > 0 seconds");
+    }
+    if (heartbeats()) heartbeat_.emplace(study_.storage(), interval_);
+    while (true) {
+      TUNE_RETURN_IF_ERROR(CheckStaleTrials());
+      // Recounted every time: other workers may share the study.
+      TUNE_ASSIGN_OR_RETURN(result_.finished_total,
+                            study_.storage().CountTrials(study_.study_id(), kFinishedStates));
+      if (Done()) break;
+      StartTrialOptions start_options;
+      start_options.max_started = Target();
+      start_options.heartbeat = heartbeats();
+      TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, study_.Ask(start_options));
+      if (!trial) {
+        TUNE_ASSIGN_OR_RETURN(bool stop, WaitForRunningTrials());
+        if (stop) break;
+        continue;
+      }
+      waiting_ = false;
+      TUNE_RETURN_IF_ERROR(RunTrial(*trial));
+    }
+    return result_;
+  }
+
+ private:
+  bool heartbeats() const { return interval_ > 0; }
+
+  // n_trials plus the stale trials this worker re-enqueued.
+  std::optional<int64_t> Target() const {
+    if (!options_.n_trials) return std::nullopt;
+    return *options_.n_trials + extra_target_;
+  }
+
+  // Ctrl-C, the target reached, or the timeout passed.
+  bool Done() {
+    if (InterruptRequested()) {
+      result_.interrupted = true;
+      return true;
+    }
+    if (Target() && result_.finished_total >= *Target()) return true;
+    if (options_.timeout_seconds && SecondsSince(start_) >= *options_.timeout_seconds) {
+      result_.timed_out = true;
+      return true;
+    }
+    return false;
+  }
+
+  // With heartbeats: at the start, then once per interval (every loop while waiting).
+  Status CheckStaleTrials() {
+    if (!heartbeats() ||
+        (last_stale_check_ && SecondsSince(*last_stale_check_) < interval_ && !waiting_)) {
+      return Status::Ok();
+    }
+    last_stale_check_ = SteadyClock::now();
+    TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
+                          study_.FailStaleTrials(grace_, options_.retry_failed));
+    for (const FailedStaleTrial& s : stale) {
+      ++result_.stale_failed;
+      if (s.retry) {
+        ++result_.stale_retried;
+        ++extra_target_;
+      }
+      if (options_.on_stale_trial) options_.on_stale_trial(s);
+    }
+    return Status::Ok();
+  }
+
+  // The target is taken by running trials (of other workers, or of dead ones). Without
+  // heartbeats, or with none running, stop; otherwise wait for them to finish or go stale (a dead
+  // worker's trial heartbeated last before now, so it goes stale within the grace period).
+  // Returns whether to stop.
+  Result<bool> WaitForRunningTrials() {
+    const std::optional<int64_t> target = Target();
+    TUNE_ASSIGN_OR_RETURN(int64_t running,
+                          study_.storage().CountTrials(study_.study_id(), {TrialState::kRunning}));
+    const double patience = grace_ + interval_ + 1.0;
+    if (!heartbeats() || running == 0) {
+      spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s); not "
+                   "starting another",
+                   *target, running);
+      return true;
+    }
+    if (!waiting_) {
+      waiting_ = true;
+      waiting_since_ = SteadyClock::now();
+      spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s): waiting "
+                   "up to {:.0f}s for them to finish (or go stale, if their worker died)",
+                   *target, running, patience);
+    } else if (SecondsSince(waiting_since_) > patience) {
+      spdlog::info("{} trial(s) still RUNNING after {:.0f}s, with live heartbeats: other "
+                   "workers will finish them; stopping",
+                   running, patience);
+      return true;
+    }
+    SleepInterruptibly(std::min(interval_, 1.0));
+    return false;
+  }
+
+  // Samples and runs one trial and tells its outcome. A non-OK Status (tune could not run the
+  // trial, or not store its outcome) fails the trial, so the study stays consistent, and stops.
+  Status RunTrial(Trial& trial) {
+    if (heartbeat_) heartbeat_->Watch(trial.trial_id());
+    Result<Json> params = space_.Sample(trial);
+    Result<TrialOutcome> outcome =
+        params.ok() ? objective_.Run(trial, *params) : Result<TrialOutcome>(params.status());
+    if (heartbeat_) heartbeat_->Unwatch();
+    Result<FrozenTrial> told = outcome.ok() ? study_.Tell(trial, outcome->state, outcome->values)
+                                            : Result<FrozenTrial>(outcome.status());
+    if (!told.ok()) {
+      if (LostToStaleCheck(study_, trial, told.status())) {
+        ++result_.trials_lost;
+        return Status::Ok();
+      }
+      (void)trial.SetUserAttr(attrs::kFailReason, told.status().message());
+      (void)study_.Tell(trial, TrialState::kFail);
+      return told.status().WithContext("trial " + std::to_string(trial.number()));
+    }
+    ++result_.trials_run;
+    if (options_.on_trial_finished) options_.on_trial_finished(*told, *outcome);
+    return Status::Ok();
+  }
+
+  Study& study_;
+  const ConditionalSpace& space_;
+  Objective& objective_;
+  const OptimizeOptions& options_;
+  const double interval_;
+  const double grace_;
+  const SteadyClock::time_point start_ = SteadyClock::now();
+  std::optional<HeartbeatThread> heartbeat_;
+  OptimizeResult result_;
+  std::optional<SteadyClock::time_point> last_stale_check_;
+  bool waiting_ = false;  // for running trials (of others) to finish or go stale
+  SteadyClock::time_point waiting_since_{};
+  int64_t extra_target_ = 0;  // stale trials this worker re-enqueued
+};
+
+}  // namespace
+
 Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Objective& objective,
                                 const OptimizeOptions& options) {
-  const auto start = SteadyClock::now();
-  const double interval = options.heartbeat_interval;
-  const bool heartbeats = interval > 0;
-  const double grace = options.GracePeriod();
-  if (heartbeats && !(grace > 0)) {
-    return InvalidArgumentError("the grace period must be > 0 seconds");
-  }
-  std::optional<HeartbeatThread> heartbeat;
-  if (heartbeats) heartbeat.emplace(study.storage(), interval);
-
-  OptimizeResult result;
-  std::optional<SteadyClock::time_point> last_stale_check;
-  bool waiting = false;  // for running trials (of others) to finish or go stale
-  SteadyClock::time_point waiting_since{};
-  int64_t extra_target = 0;  // stale trials this worker re-enqueued
-  while (true) {
-    if (heartbeats &&
-        (!last_stale_check || SecondsSince(*last_stale_check) >= interval || waiting)) {
-      last_stale_check = SteadyClock::now();
-      TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
-                            study.FailStaleTrials(grace, options.retry_failed));
-      for (const FailedStaleTrial& s : stale) {
-        ++result.stale_failed;
-        if (s.retry) {
-          ++result.stale_retried;
-          ++extra_target;
-        }
-        if (options.on_stale_trial) options.on_stale_trial(s);
-      }
-    }
-    // Recounted every time: other workers may share the study.
-    TUNE_ASSIGN_OR_RETURN(result.finished_total,
-                          study.storage().CountTrials(study.study_id(), kFinishedStates));
-    if (InterruptRequested()) {
-      result.interrupted = true;
-      break;
-    }
-    std::optional<int64_t> target;
-    if (options.n_trials) target = *options.n_trials + extra_target;
-    if (target && result.finished_total >= *target) break;
-    if (options.timeout_seconds && SecondsSince(start) >= *options.timeout_seconds) {
-      result.timed_out = true;
-      break;
-    }
-    StartTrialOptions start_options;
-    start_options.max_started = target;
-    start_options.heartbeat = heartbeats;
-    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, study.Ask(start_options));
-    if (!trial) {
-      // The target is taken by running trials (of other workers, or of dead ones).
-      TUNE_ASSIGN_OR_RETURN(int64_t running,
-                            study.storage().CountTrials(study.study_id(), {TrialState::kRunning}));
-      // A dead worker's trial heartbeated last before now: it goes stale within `grace`, and
-      // the check below runs at least once per interval while waiting.
-      const double patience = grace + interval + 1.0;
-      if (!heartbeats || running == 0) {
-        spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s); not "
-                     "starting another",
-                     *target, running);
-        break;
-      }
-      if (!waiting) {
-        waiting = true;
-        waiting_since = SteadyClock::now();
-        spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s): waiting "
-                     "up to {:.0f}s for them to finish (or go stale, if their worker died)",
-                     *target, running, patience);
-      } else if (SecondsSince(waiting_since) > patience) {
-        spdlog::info("{} trial(s) still RUNNING after {:.0f}s, with live heartbeats: other "
-                     "workers will finish them; stopping",
-                     running, patience);
-        break;
-      }
-      SleepInterruptibly(std::min(interval, 1.0));
-      continue;
-    }
-    waiting = false;
-    if (heartbeat) heartbeat->Watch(trial->trial_id());
-    Result<Json> params = space.Sample(*trial);
-    Result<TrialOutcome> outcome =
-        params.ok() ? objective.Run(*trial, *params) : Result<TrialOutcome>(params.status());
-    if (heartbeat) heartbeat->Unwatch();
-    if (!outcome.ok()) {
-      if (LostToStaleCheck(study, *trial, outcome.status())) {
-        ++result.trials_lost;
-        continue;
-      }
-      // tune could not run the trial (bad parameter, program not startable): record why, fail the
-      // trial so the study stays consistent, and stop.
-      Status st = outcome.status();
-      (void)trial->SetUserAttr("fail_reason", st.message());
-      (void)study.Tell(*trial, TrialState::kFail);
-      return st.WithContext("trial " + std::to_string(trial->number()));
-    }
-    Result<FrozenTrial> told = study.Tell(*trial, outcome->state, outcome->values);
-    if (!told.ok()) {
-      if (LostToStaleCheck(study, *trial, told.status())) {
-        ++result.trials_lost;
-        continue;
-      }
-      // For example the wrong number of values: fail the trial rather than leave it RUNNING.
-      (void)trial->SetUserAttr("fail_reason", told.status().message());
-      (void)study.Tell(*trial, TrialState::kFail);
-      return told.status().WithContext("trial " + std::to_string(trial->number()));
-    }
-    const FrozenTrial& frozen = *told;
-    ++result.trials_run;
-    if (options.on_trial_finished) options.on_trial_finished(frozen, *outcome);
-  }
-  return result;
+  return OptimizeLoop(study, space, objective, options).Run();
 }
 
 }  // namespace tune

@@ -508,14 +508,12 @@ class TrainObjective final : public Objective {
 
 }  // namespace
 
-Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
-                                                     ModelCatalog catalog,
-                                                     std::unique_ptr<Trainer> trainer) {
-  TrainHyperparams base;
-  for (const auto& [key, value] : options.defaults.items()) {
-    TUNE_RETURN_IF_ERROR(SetHyperparam(base, key, value));
-  }
-  // The models trials may use bound the vocabulary and the sequence length.
+namespace {
+
+// The models trials may use (they bound the vocabulary and the sequence length).
+Result<std::vector<const ModelSpec*>> ModelsOf(const TrainObjectiveOptions& options,
+                                               const ModelCatalog& catalog,
+                                               const TrainHyperparams& base) {
   std::vector<const ModelSpec*> models;
   for (const auto& name : options.models) {
     TUNE_ASSIGN_OR_RETURN(const ModelSpec* m, catalog.Find(name));
@@ -525,36 +523,31 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
     TUNE_ASSIGN_OR_RETURN(const ModelSpec* m, catalog.Find(base.model));
     models.push_back(m);
   }
-  int64_t max_length = 0;
-  int64_t min_vocab = INT64_MAX;
-  for (const ModelSpec* m : models) {
-    max_length = std::max(max_length, MaxSequenceLength(*m));
-    min_vocab = std::min(min_vocab, m->vocab_size);
-  }
-  if (models.empty()) max_length = 512;
+  return models;
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  if (options.task == TrainTask::kTabularClassification) {
-    TUNE_ASSIGN_OR_RETURN(TabularDataset dataset, LoadTabularDataset(options.tabular));
-    TabularTrainData tabular;
-    tabular.num_features = static_cast<int64_t>(dataset.features.size());
-    tabular.num_labels = static_cast<int64_t>(dataset.labels.size());
-    tabular.train_x = std::move(dataset.train_x);
-    tabular.train_labels = std::move(dataset.train_y);
-    tabular.validation_x = std::move(dataset.validation_x);
-    tabular.validation_labels = std::move(dataset.validation_y);
-    spdlog::info(
-        "Train data: {} training rows ({}), {} validation rows ({}), {} features ({}), {} "
-        "labels",
-        tabular.train_labels.size(), dataset.train_source, tabular.validation_labels.size(),
-        dataset.validation_source, tabular.num_features, JoinNames(dataset.features),
-        tabular.num_labels);
-    return std::unique_ptr<Objective>(
-        std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
-                                         TextTrainData{}, std::move(tabular), std::move(base)));
-  }
-  TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
-  std::optional<Tokenizer> tokenizer;
+Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
+  TUNE_ASSIGN_OR_RETURN(TabularDataset dataset, LoadTabularDataset(options));
+  TabularTrainData tabular;
+  tabular.num_features = static_cast<int64_t>(dataset.features.size());
+  tabular.num_labels = static_cast<int64_t>(dataset.labels.size());
+  tabular.train_x = std::move(dataset.train_x);
+  tabular.train_labels = std::move(dataset.train_y);
+  tabular.validation_x = std::move(dataset.validation_x);
+  tabular.validation_labels = std::move(dataset.validation_y);
+  spdlog::info(
+      "Train data: {} training rows ({}), {} validation rows ({}), {} features ({}), {} "
+      "labels",
+      tabular.train_labels.size(), dataset.train_source, tabular.validation_labels.size(),
+      dataset.validation_source, tabular.num_features, JoinNames(dataset.features),
+      tabular.num_labels);
+  return tabular;
+}
+
+// The vocabulary file's tokenizer (checked against every model's embedding table), or one
+// built from the training texts, no larger than the smallest model's vocabulary.
+Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const TextDataset& dataset,
+                                const std::vector<const ModelSpec*>& models) {
   if (options.vocab) {
     TUNE_ASSIGN_OR_RETURN(Tokenizer t,
                           Tokenizer::FromVocabFile(*options.vocab, options.tokenizer.lowercase));
@@ -565,33 +558,41 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
                         *options.vocab, t.vocab_size(), m->name, m->vocab_size));
       }
     }
-    tokenizer = std::move(t);
-  } else {
-    TokenizerOptions to = options.tokenizer;
-    if (!models.empty()) to.vocab_size = std::min(to.vocab_size, min_vocab);
-    std::vector<std::string> texts;
-    texts.reserve(dataset.train.size());
-    for (const auto& e : dataset.train) texts.push_back(e.text);
-    tokenizer = Tokenizer::Build(texts, to);
+    return t;
   }
+  TokenizerOptions to = options.tokenizer;
+  for (const ModelSpec* m : models) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
+  std::vector<std::string> texts;
+  texts.reserve(dataset.train.size());
+  for (const auto& e : dataset.train) texts.push_back(e.text);
+  return Tokenizer::Build(texts, to);
+}
 
+// Every text tokenized once, cut to the longest sequence any model takes.
+Result<TextTrainData> LoadText(const TrainObjectiveOptions& options,
+                               const std::vector<const ModelSpec*>& models) {
+  const auto start = std::chrono::steady_clock::now();
+  int64_t max_length = models.empty() ? 512 : 0;
+  for (const ModelSpec* m : models) max_length = std::max(max_length, MaxSequenceLength(*m));
+  TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
+  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, dataset, models));
   TextTrainData data;
   data.num_labels = static_cast<int64_t>(dataset.labels.size());
-  data.vocab_size = tokenizer->vocab_size();
-  data.pad_id = tokenizer->pad_id();
-  data.cls_id = tokenizer->cls_id();
-  data.sep_id = tokenizer->sep_id();
+  data.vocab_size = tokenizer.vocab_size();
+  data.pad_id = tokenizer.pad_id();
+  data.cls_id = tokenizer.cls_id();
+  data.sep_id = tokenizer.sep_id();
   const auto cap = static_cast<size_t>(std::max<int64_t>(max_length - 2, 0));
   int64_t tokens = 0, longest = 0;
   for (const auto& e : dataset.train) {
-    data.train_ids.push_back(tokenizer->Encode(e.text, cap + 1));
+    data.train_ids.push_back(tokenizer.Encode(e.text, cap + 1));
     tokens += static_cast<int64_t>(data.train_ids.back().size());
     longest = std::max<int64_t>(longest, static_cast<int64_t>(data.train_ids.back().size()));
     if (data.train_ids.back().size() > cap) data.train_ids.back().resize(cap);
     data.train_labels.push_back(e.label);
   }
   for (const auto& e : dataset.validation) {
-    data.validation_ids.push_back(tokenizer->Encode(e.text, cap));
+    data.validation_ids.push_back(tokenizer.Encode(e.text, cap));
     data.validation_labels.push_back(e.label);
   }
   const double secs =
@@ -600,16 +601,36 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
       "Train data: {} training examples ({}), {} validation examples ({}), {} labels; "
       "{}; {:.1f} tokens per training text on average{}; prepared in {:.1f}s",
       data.train_ids.size(), dataset.train_source, data.validation_ids.size(),
-      dataset.validation_source, data.num_labels, tokenizer->description(),
+      dataset.validation_source, data.num_labels, tokenizer.description(),
       data.train_ids.empty()
           ? 0.0
           : static_cast<double>(tokens) / static_cast<double>(data.train_ids.size()),
       longest > static_cast<int64_t>(cap) ? fmt::format(", the longest over {} (truncated)", cap)
                                           : "",
       secs);
-  return std::unique_ptr<Objective>(
-      std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
-                                       std::move(data), TabularTrainData{}, std::move(base)));
+  return data;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
+                                                     ModelCatalog catalog,
+                                                     std::unique_ptr<Trainer> trainer) {
+  TrainHyperparams base;
+  for (const auto& [key, value] : options.defaults.items()) {
+    TUNE_RETURN_IF_ERROR(SetHyperparam(base, key, value));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::vector<const ModelSpec*> models, ModelsOf(options, catalog, base));
+  TextTrainData text;
+  TabularTrainData tabular;
+  if (options.task == TrainTask::kTabularClassification) {
+    TUNE_ASSIGN_OR_RETURN(tabular, LoadTabular(options.tabular));
+  } else {
+    TUNE_ASSIGN_OR_RETURN(text, LoadText(options, models));
+  }
+  return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
+      std::move(options), std::move(catalog), std::move(trainer), std::move(text),
+      std::move(tabular), std::move(base)));
 }
 
 }  // namespace tune
