@@ -15,6 +15,7 @@ const std::vector<Command>& Commands() {
        DeclareExport},
       {"estimate", "Predict a configuration's peak memory; --max-batch: the largest batch that fits",
        DeclareEstimate},
+      {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;
 }
