@@ -201,10 +201,10 @@ class JobsLoop {
         continue;
       }
       std::unique_ptr<Job> done = Take(it++);
+      if (options_.on_jobs_changed) options_.on_jobs_changed(State());
       Result<TrialOutcome> outcome = done->process->Finish();
       if (!outcome.ok()) return Fail(*done, outcome.status());
       TUNE_RETURN_IF_ERROR(Tell(*done, *outcome));
-      if (options_.on_jobs_changed) options_.on_jobs_changed(State());
     }
     return Status::Ok();
   }

@@ -34,6 +34,7 @@ std::function<int()> DeclareDeleteStudy(CLI::App& command);
 std::function<int()> DeclareEnqueue(CLI::App& command);
 std::function<int()> DeclareExport(CLI::App& command);
 std::function<int()> DeclareEstimate(CLI::App& command);
+std::function<int()> DeclarePlan(CLI::App& command);
 std::function<int()> DeclareRunTrial(CLI::App& command);
 
 // The --storage help of the read-only management commands.

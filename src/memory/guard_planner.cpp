@@ -54,9 +54,6 @@ std::optional<int64_t> EmpiricalPeak(const std::vector<std::pair<double, double>
     }
     const double x = tokens / scale;
     predicted = coef[0] + coef[1] * x + coef[2] * x * x;
-    for (const auto& [px, py] : points) {  // never below a proportional scaling of a point
-      if (px <= tokens) predicted = std::max(predicted, py * tokens / std::max(px, 1.0) * 0.5);
-    }
   }
   return static_cast<int64_t>(std::llround(std::max(predicted, 0.0) * 1.1));
 }
@@ -106,6 +103,7 @@ class GuardPlanner : public MemoryPlanner {
     const double correction = options_.guard.calibrate
                                   ? CalibrationFromHistory(trial.history()).Correction(attr.family)
                                   : 1.0;
+    if (!options_.guard.admission) return PlanWithoutAdmission(request, correction, plan, attr);
     TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(request, device_, *Capacity(), correction,
                                                   options_.guard));
     attr.estimate = a.estimate.device_peak;
@@ -141,9 +139,8 @@ class GuardPlanner : public MemoryPlanner {
     return trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(m));
   }
 
-  std::vector<std::string> Environment(const TrialPlan& plan) const override {
+  std::vector<std::string> Environment(const TrialPlan& /*plan*/) const override {
     std::vector<std::string> env;
-    if (plan.reservation > 0) env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.reservation));
     if (options_.guard.simulate) {
       env.push_back("TUNE_SIMULATED_CARD=" + *options_.guard.simulate);
       env.push_back(fmt::format("TUNE_SIMULATED_CARD_BYTES={}", *options_.guard.device_memory));
@@ -201,6 +198,16 @@ class GuardPlanner : public MemoryPlanner {
       }
     }
     return r;
+  }
+
+  // "admission": false: the trial runs as it is; it reserves its prediction all the same.
+  Result<TrialPlan> PlanWithoutAdmission(const MemoryRequest& request, double correction,
+                                         TrialPlan& plan, MemoryAttr& attr) const {
+    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(request, device_));
+    attr.estimate = e.device_peak;
+    plan.reservation = static_cast<int64_t>(static_cast<double>(e.device_peak) * correction);
+    plan.summary = fmt::format("predicted {} (no admission)", FormatBytes(plan.reservation));
+    return plan;
   }
 
   void ApplyLevers(const MemoryRequest& admitted, Json& params) const {

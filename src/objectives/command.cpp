@@ -376,13 +376,17 @@ class CommandObjective : public Objective {
     return Objective::Plan(trial, params);
   }
 
+  // Several trials at once: the program learns its reservation (TUNE_MEMORY_BUDGET, bytes), to
+  // cap itself there (for example torch.cuda.set_per_process_memory_fraction), so that a wrong
+  // prediction runs only this trial out of memory.
   Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
-    return StartProgram(trial, plan);
+    return StartProgram(trial, plan, /*with_budget=*/true);
   }
 
  private:
   // Writes the trial's directory and params file and starts the program with the plan's params.
-  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan) {
+  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan,
+                                                     bool with_budget = false) {
     const Json& params = plan.params;
     TUNE_ASSIGN_OR_RETURN(fs::path path, MakeTrialDir(trial));
     auto dir = std::make_unique<TrialDir>(path, !options_.work_dir.has_value());
@@ -404,6 +408,9 @@ class CommandObjective : public Objective {
     so.env = Environment(params, values);
     if (planner_) {
       for (std::string& e : planner_->Environment(plan)) so.env.push_back(std::move(e));
+    }
+    if (with_budget && plan.reservation > 0) {
+      so.env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.reservation));
     }
     so.cwd = options_.cwd;
     so.kill_grace_seconds = options_.kill_grace_seconds;

@@ -172,7 +172,7 @@ Result<std::unique_ptr<Objective>> MakeCommand(const StudyConfig& config,
 
 Result<std::unique_ptr<Objective>> MakeTrain(const StudyConfig& config,
                                              std::unique_ptr<Trainer> trainer) {
-  if (!trainer) {
+  if (!trainer && config.objective.train.child_command.empty()) {
     return FailedPreconditionError(
         "the 'train' objective needs LibTorch, and this tune was built without it (CMake did "
         "not find Torch): install libtorch-dev (scripts/install-deps.sh) and rebuild");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -217,6 +218,73 @@ TEST_F(JobsCli, AKilledTuneLeavesNoTrialProcessAndItsTrialsGoStale) {
             std::string::npos);
   EXPECT_EQ(trials[2]["state"], "COMPLETE");
   EXPECT_EQ(trials[3]["state"], "COMPLETE");
+}
+
+// The device peak `tune estimate` predicts for a bf16 training configuration on CUDA.
+int64_t DevicePeak(const std::string& model, int batch) {
+  ProcessRun r = Tune({"estimate", "--model", model, "--batch-size", std::to_string(batch),
+                       "--max-length", "128", "--precision", "bf16", "--format", "json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return Json::parse(r.out)["device_peak"].get<int64_t>();
+}
+
+// A command objective with a "memory" section: admission halves the batch (the program's argv
+// and TUNE_PARAM_* show the shrunk values) and a configuration that cannot fit is pruned without
+// running.
+TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
+  const int64_t b16 = DevicePeak("bert-base-uncased", 16), b32 = DevicePeak("bert-base-uncased", 32);
+  const int64_t large = DevicePeak("roberta-large", 1);
+  ASSERT_LT(b16, b32);
+  ASSERT_LT(b32, large);  // a card between bert-base at 16 and 32 cannot hold roberta-large
+  const int64_t usable = (b16 + b32) / 2;
+  const int64_t device_memory = static_cast<int64_t>(static_cast<double>(usable) / 0.95) + 1;
+  const std::string program = std::string(TUNE_TEST_DATA_DIR) + "/memory_objective.py";
+  Json doc = {
+      {"direction", "maximize"},
+      {"n_trials", 2},
+      {"search_space",
+       {{"model", {{"type", "model"}, {"choices", {"bert-base-uncased", "roberta-large"}}}},
+        {"batch_size", {32}},
+        {"max_length", {128}},
+        {"grad_accum", {1}}}},
+      {"enqueue_trials",
+       {{{"model", "bert-base-uncased"}, {"batch_size", 32}, {"max_length", 128}, {"grad_accum", 1}},
+        {{"model", "roberta-large"}, {"batch_size", 32}, {"max_length", 128}, {"grad_accum", 1}}}},
+      {"objective",
+       {{"type", "command"},
+        {"argv",
+         {"/usr/bin/python3", program, "--per_device_train_batch_size={batch_size}",
+          "--gradient_accumulation_steps={grad_accum}"}},
+        {"work_dir", (dir_.path() / "trials").string()},
+        {"memory",
+         {{"device_memory", device_memory},
+          {"levers", {"grad_accum"}},
+          {"model", "{model}"},
+          {"batch_size", "{batch_size}"},
+          {"max_length", "{max_length}"},
+          {"grad_accum", "{grad_accum}"},
+          {"precision", "bf16"}}}}}};
+  const std::string config = (dir_.path() / "memory.json").string();
+  std::ofstream(config) << doc.dump(2);
+  ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json trials = Trials();
+  ASSERT_EQ(trials.size(), 2u);
+  // Trial 0 ran at half the batch and twice the accumulation, and says so everywhere.
+  const Json ran = Json::parse(Slurp(dir_.path() / "trials" / "trial_0" / "ran.json"));
+  EXPECT_EQ(ran["argv"], Json({"--per_device_train_batch_size=16", "--gradient_accumulation_steps=2"}));
+  EXPECT_EQ(ran["params"]["batch_size"], "16");
+  EXPECT_EQ(trials[0]["state"], "COMPLETE");
+  EXPECT_EQ(trials[0]["value"], 16.0);
+  EXPECT_EQ(trials[0]["params"]["batch_size"], 32);  // the trial keeps what the sampler chose
+  const Json& memory = trials[0]["user_attrs"]["memory"];
+  EXPECT_EQ(memory["admission"], "run_with_levers") << memory.dump();
+  EXPECT_EQ(memory["peak"], 123456789);  // the program's {"memory_peak": ...}
+  EXPECT_EQ(memory["batch_size"], 16);
+  // Trial 1 never ran.
+  EXPECT_EQ(trials[1]["state"], "PRUNED");
+  EXPECT_EQ(trials[1]["user_attrs"]["reason"], "predicted");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / "trial_1" / "ran.json"));
 }
 
 TEST_F(JobsCli, BadJobsValuesAreUsageErrors) {

@@ -26,7 +26,7 @@ class MemoryPlanner {
   // After it ran: its measured peak (bytes; -1: unknown) and whether it ran out of memory, for
   // the trial's "memory" attribute and the next predictions.
   virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) = 0;
-  // Variables for the program's environment (its memory budget, a simulated card).
+  // Variables for the program's environment (a simulated card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
 };
 
