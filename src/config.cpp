@@ -158,8 +158,9 @@ Status MergeCatalogFile(const JsonReader& r, const fs::path& base_dir, ModelCata
 }
 
 // The model catalog: built in, + a catalog file, + inline "models", + a train objective's
-// pretrained checkpoint (its config.json, named as the key's value), before the search space
-// and the objective look models up.
+// pretrained checkpoint (its config.json, named as the key's value) or, with "init":
+// "pretrained", every model name's checkpoint, before the search space and the objective look
+// models up.
 Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir) {
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
   TUNE_RETURN_IF_ERROR(MergeCatalogFile(r, base_dir, catalog));
@@ -175,6 +176,7 @@ Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir)
     if (!checkpoint.ok()) return obj.ChildError("pretrained", checkpoint.status().message());
     catalog.Put(checkpoint->model);
   }
+  TUNE_RETURN_IF_ERROR(internal::ResolveCheckpoints(r, base_dir, catalog));
   return catalog;
 }
 

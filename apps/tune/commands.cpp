@@ -17,6 +17,8 @@ const std::vector<Command>& Commands() {
        DeclareEstimate},
       {"plan", "Will these models and N parallel requests fit on the device? --suggest: what to change",
        DeclarePlan},
+      {"predict", "Label texts with a model saved by --save-best; prints the metric when labelled",
+       DeclarePredict},
       {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;

@@ -45,6 +45,7 @@ class TrainCli : public ::testing::Test {
                         {"text_column", "sentence"},
                         {"label_column", "topic"}}},
                       {"model", "tiny-bert"},
+                      {"init", "scratch"},
                       {"epochs", 2},
                       {"batch_size", 16},
                       {"max_length", 16},
@@ -274,6 +275,7 @@ TEST_F(TrainCli, CriteriaConfigUnderTheGuardPrunesWhatCannotFit) {
                               {"validation", "val.csv"},
                               {"text_column", "sentence"},
                               {"label_column", "topic"}};
+  doc["objective"]["init"] = "scratch";  // the catalog's shapes; no checkpoints here
   const std::string config = (dir_.path() / "criteria.json").string();
   std::ofstream(config) << doc.dump(2);
   const std::string storage = "sqlite:///" + (dir_.path() / "c.db").string();
