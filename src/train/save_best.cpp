@@ -192,7 +192,10 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
   }
   const Json tune = config.value("tune", Json::object());
   s.metric = tune.value("metric", s.metric);
-  for (const auto& [key, value] : tune.value("hyperparams", Json::object()).items()) {
+  const Json hyperparams = tune.contains("hyperparams") && tune["hyperparams"].is_object()
+                               ? tune["hyperparams"]
+                               : Json::object();
+  for (const auto& [key, value] : hyperparams.items()) {
     if (value.is_null()) continue;
     if (Status st = SetHyperparam(s.hp, key, value); !st.ok()) {
       return InvalidArgumentError(fmt::format("{}: /tune/hyperparams/{}: {}",
