@@ -24,7 +24,7 @@ const std::vector<std::string> kTopKeys = {
     "description",  "direction",   "directions", "n_trials",       "timeout",
     "storage",      "sampler",     "pruner",     "models",         "model_catalog",
     "search_space", "conditional", "objective",  "enqueue_trials", "heartbeat_interval",
-    "grace_period", "retry_failed"};
+    "grace_period", "retry_failed", "jobs",      "max_jobs"};
 
 // "direction": "maximize" or "directions": ["minimize", "maximize"].
 Status ParseDirections(const JsonReader& r, StudyConfig& config) {
@@ -56,7 +56,27 @@ Status ParseDirections(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
-// n_trials, timeout, storage, heartbeat_interval, grace_period, retry_failed.
+// "jobs": N or "auto", "max_jobs": N (RunSettings).
+Status ParseJobs(const JsonReader& r, StudyConfig& config) {
+  if (r.Has("jobs")) {
+    const Json& j = r.json().at("jobs");
+    if (j.is_string() && j == "auto") {
+      config.jobs = kJobsAuto;
+    } else {
+      auto jobs = ParseJobsValue(j.is_string() ? j.get<std::string>() : j.dump());
+      if (!jobs.ok()) return r.ChildError("jobs", jobs.status().message());
+      config.jobs = *jobs;
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> max_jobs, r.OptInt("max_jobs"));
+  if (max_jobs) {
+    if (*max_jobs < 1 || *max_jobs > 256) return r.ChildError("max_jobs", "must be in 1..256");
+    config.max_jobs = *max_jobs;
+  }
+  return Status::Ok();
+}
+
+// n_trials, timeout, storage, heartbeat_interval, grace_period, retry_failed, jobs, max_jobs.
 Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
   TUNE_ASSIGN_OR_RETURN(config.n_trials, r.OptInt("n_trials"));
   if (config.n_trials && *config.n_trials < 0) return r.ChildError("n_trials", "must be >= 0");
@@ -82,7 +102,7 @@ Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
     if (*retry_failed < 0) return r.ChildError("retry_failed", "must be >= 0");
     config.retry_failed = *retry_failed;
   }
-  return Status::Ok();
+  return ParseJobs(r, config);
 }
 
 // "sampler" and "pruner": the name (and the sampler's seed), the rest is the row's options.

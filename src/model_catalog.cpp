@@ -47,6 +47,94 @@ int64_t EncoderParameterCount(const ModelSpec& m) {
   return embeddings + m.num_hidden_layers * layer + extra;
 }
 
+bool IsDecoderModelType(const std::string& model_type) {
+  return model_type == "gpt2" || model_type == "llama" || model_type == "mistral";
+}
+
+namespace {
+
+// An integer in ModelSpec::extra, or `fallback` when absent.
+Result<int64_t> ExtraInt(const ModelSpec& m, const char* key, int64_t fallback) {
+  if (!m.extra.contains(key) || m.extra.at(key).is_null()) return fallback;
+  const Json& v = m.extra.at(key);
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+    return InvalidArgumentError(
+        fmt::format("model '{}': {} must be a positive integer, got {}", m.name, key, v.dump()));
+  }
+  return v.get<int64_t>();
+}
+
+bool ExtraBool(const ModelSpec& m, const char* key, bool fallback) {
+  if (!m.extra.contains(key) || !m.extra.at(key).is_boolean()) return fallback;
+  return m.extra.at(key).get<bool>();
+}
+
+}  // namespace
+
+Result<DecoderShape> DecoderShapeOf(const ModelSpec& m) {
+  if (!IsDecoderModelType(m.model_type)) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}': model_type '{}' is not a decoder LM (gpt2, llama, mistral)", m.name,
+        m.model_type));
+  }
+  DecoderShape s;
+  const bool gpt2 = m.model_type == "gpt2";
+  s.family = gpt2 ? DecoderFamily::kGpt2 : DecoderFamily::kLlama;
+  s.layers = m.num_hidden_layers;
+  s.hidden = m.hidden_size;
+  s.heads = m.num_attention_heads;
+  s.vocab = m.vocab_size;
+  s.max_positions = m.max_position_embeddings;
+  s.intermediate = m.intermediate_size > 0 ? m.intermediate_size : (gpt2 ? 4 * s.hidden : 0);
+  if (s.layers <= 0 || s.hidden <= 0 || s.heads <= 0 || s.vocab <= 0 || s.intermediate <= 0) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}' needs num_hidden_layers, hidden_size, num_attention_heads, "
+        "intermediate_size and vocab_size > 0",
+        m.name));
+  }
+  if (!m.extra.contains("head_dim") && s.hidden % s.heads != 0) {
+    return InvalidArgumentError(
+        fmt::format("model '{}': num_attention_heads {} does not divide hidden_size {}", m.name,
+                    s.heads, s.hidden));
+  }
+  TUNE_ASSIGN_OR_RETURN(s.head_dim, ExtraInt(m, "head_dim", s.hidden / s.heads));
+  TUNE_ASSIGN_OR_RETURN(s.kv_heads, ExtraInt(m, "num_key_value_heads", s.heads));
+  if (s.heads % s.kv_heads != 0) {
+    return InvalidArgumentError(fmt::format(
+        "model '{}': num_key_value_heads {} does not divide num_attention_heads {} (grouped-query "
+        "attention shares each key/value head among a whole number of query heads)",
+        m.name, s.kv_heads, s.heads));
+  }
+  s.tie_word_embeddings = ExtraBool(m, "tie_word_embeddings", gpt2);
+  s.attention_bias = ExtraBool(m, "attention_bias", gpt2);
+  s.mlp_bias = ExtraBool(m, "mlp_bias", gpt2);
+  return s;
+}
+
+int64_t DecoderParameterCount(const DecoderShape& s) {
+  const int64_t h = s.hidden, q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim,
+                i = s.intermediate;
+  const int64_t embeddings = s.vocab * h;
+  const int64_t head = s.tie_word_embeddings ? 0 : s.vocab * h;
+  if (s.family == DecoderFamily::kGpt2) {
+    // wte, wpe; per layer ln_1, c_attn (h -> 3h), c_proj, ln_2, c_fc, c_proj (all with biases);
+    // ln_f.
+    const int64_t layer = 2 * h + (h * 3 * q + 3 * q) + (q * h + h) + 2 * h + (h * i + i) +
+                          (i * h + h);
+    return embeddings + s.max_positions * h + s.layers * layer + 2 * h + head;
+  }
+  // embed_tokens; per layer input_layernorm, q/k/v/o projections, post_attention_layernorm,
+  // gate/up/down projections; the final norm (RMSNorm: a weight only).
+  const int64_t attention = h * q + 2 * h * kv + q * h + (s.attention_bias ? q + 2 * kv + h : 0);
+  const int64_t mlp = 3 * h * i + (s.mlp_bias ? 2 * i + h : 0);
+  return embeddings + s.layers * (2 * h + attention + mlp) + h + head;
+}
+
+int64_t DecoderParameterCount(const ModelSpec& m) {
+  auto s = DecoderShapeOf(m);
+  return s.ok() ? DecoderParameterCount(*s) : 0;
+}
+
 namespace {
 
 const std::vector<std::string> kModelKeys = {
@@ -113,7 +201,10 @@ Status ModelCatalog::Merge(const Json& models, const std::string& file,
     m.name = name;
     std::optional<bool> heavy_stated;
     TUNE_RETURN_IF_ERROR(ReadModel(r.Child(name), m, heavy_stated));
-    if (!r.json().at(name).contains("num_parameters")) m.num_parameters = EncoderParameterCount(m);
+    if (!r.json().at(name).contains("num_parameters")) {
+      m.num_parameters = IsDecoderModelType(m.model_type) ? DecoderParameterCount(m)
+                                                          : EncoderParameterCount(m);
+    }
     if (heavy_stated) heavy_stated_[name] = *heavy_stated;
     auto stated = heavy_stated_.find(name);
     m.heavy = stated != heavy_stated_.end() ? stated->second : m.num_parameters >= heavy_threshold_;

@@ -1,127 +1,37 @@
 #include "tune/optimize.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "optimize_internal.h"
 #include "tune/interrupt.h"
 #include "tune/trial_attrs.h"
 
 namespace tune {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double SecondsSince(SteadyClock::time_point t) {
-  return std::chrono::duration<double>(SteadyClock::now() - t).count();
-}
-
-// Records a heartbeat for the watched trial every `interval` on its own thread (Optuna's
-// HeartbeatThread). A failed heartbeat is logged and retried at the next interval; a trial that
-// has finished under it (failed as stale by another worker) is no longer watched.
-class HeartbeatThread {
- public:
-  HeartbeatThread(Storage& storage, double interval_seconds)
-      : storage_(storage),
-        interval_(std::chrono::duration_cast<SteadyClock::duration>(
-            std::chrono::duration<double>(interval_seconds))),
-        thread_([this] { Loop(); }) {}
-
-  ~HeartbeatThread() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
-  HeartbeatThread(const HeartbeatThread&) = delete;
-  HeartbeatThread& operator=(const HeartbeatThread&) = delete;
-
-  // Heartbeats for `trial_id` from one interval from now on (the start recorded the first).
-  void Watch(int64_t trial_id) {
-    {
-      std::lock_guard lock(mu_);
-      trial_ = trial_id;
-      due_ = SteadyClock::now() + interval_;
-    }
-    cv_.notify_all();
-  }
-
-  void Unwatch() {
-    std::lock_guard lock(mu_);
-    trial_.reset();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      if (!trial_) {
-        cv_.wait(lock);
-        continue;
-      }
-      if (SteadyClock::now() < due_) {
-        cv_.wait_until(lock, due_);
-        continue;
-      }
-      const int64_t id = *trial_;
-      due_ = SteadyClock::now() + interval_;
-      lock.unlock();
-      Status s = storage_.RecordHeartbeat(id);
-      lock.lock();
-      if (s.ok() || trial_ != id) continue;
-      if (s.code() == StatusCode::kFailedPrecondition) {
-        spdlog::warn("Heartbeat of trial id {} refused ({}); no more heartbeats for it", id,
-                     s.message());
-        trial_.reset();
-      } else {
-        spdlog::warn("Heartbeat of trial id {} failed: {}; retrying in the next interval", id,
-                     s.message());
-      }
-    }
-  }
-
-  Storage& storage_;
-  const SteadyClock::duration interval_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<int64_t> trial_;  // guarded by mu_
-  SteadyClock::time_point due_;   // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
-  std::thread thread_;            // last: starts after the members above exist
-};
-
-// True if `status` came from writing to a trial that another worker has failed as stale
-// meanwhile; logs it.
-bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status) {
-  if (status.code() != StatusCode::kFailedPrecondition) return false;
-  Result<FrozenTrial> now = study.storage().GetTrial(trial.trial_id());
-  if (!now.ok() || now->state != TrialState::kFail) return false;
-  spdlog::warn(
-      "Trial {} was failed as stale by another worker while it ran (its heartbeats did not reach "
-      "the storage within the grace period); its result is dropped",
-      trial.number());
-  return true;
-}
-
-// Sleeps `seconds` in short steps, returning early on Ctrl-C.
-void SleepInterruptibly(double seconds) {
-  const auto until = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                              std::chrono::duration<double>(seconds));
-  while (!InterruptRequested() && SteadyClock::now() < until) {
-    std::this_thread::sleep_for(
-        std::min<SteadyClock::duration>(std::chrono::milliseconds(50), until - SteadyClock::now()));
-  }
-}
+using internal::HeartbeatThread;
+using internal::LostToStaleCheck;
+using internal::SecondsSince;
+using internal::SleepInterruptibly;
+using internal::SteadyClock;
 
 }  // namespace
+
+Result<int64_t> ParseJobsValue(const std::string& text) {
+  if (text == "auto") return kJobsAuto;
+  int64_t jobs = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), jobs);
+  if (ec != std::errc() || end != text.data() + text.size() || jobs < 1 || jobs > 256) {
+    return InvalidArgumentError(fmt::format(
+        "expected \"auto\" or a number of trials from 1 to 256, got {}", text));
+  }
+  return jobs;
+}
 
 Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& where) {
   if (!(settings.heartbeat_interval >= 0)) {
@@ -264,7 +174,7 @@ class OptimizeLoop {
     Result<Json> params = space_.Sample(trial);
     Result<TrialOutcome> outcome =
         params.ok() ? objective_.Run(trial, *params) : Result<TrialOutcome>(params.status());
-    if (heartbeat_) heartbeat_->Unwatch();
+    if (heartbeat_) heartbeat_->Unwatch(trial.trial_id());
     Result<FrozenTrial> told = outcome.ok() ? study_.Tell(trial, outcome->state, outcome->values)
                                             : Result<FrozenTrial>(outcome.status());
     if (!told.ok()) {
@@ -300,6 +210,7 @@ class OptimizeLoop {
 
 Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Objective& objective,
                                 const OptimizeOptions& options) {
+  if (options.jobs != 1) return internal::OptimizeWithJobs(study, space, objective, options);
   return OptimizeLoop(study, space, objective, options).Run();
 }
 

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,8 @@
 #include <thread>
 
 #include <fmt/format.h>
+
+extern char** environ;
 
 namespace tune {
 namespace {
@@ -24,36 +28,6 @@ double SecondsBetween(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double>(b - a).count();
 }
 
-// posix_spawn's file actions and attributes, destroyed with the scope.
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-
-  SpawnSetup(int out_fd, int err_fd, const std::optional<std::string>& cwd) {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-    if (cwd) posix_spawn_file_actions_addchdir_np(&actions, cwd->c_str());
-    posix_spawnattr_init(&attr);
-    sigset_t empty, defaults;
-    sigemptyset(&empty);
-    sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attr, &empty);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);  // its own process group: Stop() reaches its children
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
-
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
@@ -62,7 +36,68 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return out;
 }
 
+// What the child does between fork() and exec(): only async-signal-safe calls.
+struct ChildSetup {
+  std::vector<char*> argv, env;
+  const char* cwd = nullptr;
+  int stdin_fd = -1;  // -1: /dev/null
+  int out_fd = -1, err_fd = -1;
+  int report_fd = -1;  // exec failures: the child writes errno here (close-on-exec)
+  bool die_with_parent = true;
+  pid_t parent = 0;
+};
+
+// Tells the parent why the child cannot exec, and ends it.
+[[noreturn]] void FailChild(int report_fd, int err) {
+  (void)!write(report_fd, &err, sizeof err);
+  _exit(127);
+}
+
+[[noreturn]] void ExecChild(const ChildSetup& c) {
+  if (c.die_with_parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != c.parent) _exit(127);  // the parent died before prctl
+  }
+  setpgid(0, 0);  // its own process group: Stop() reaches its children
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT}) sigaction(sig, &dfl, nullptr);
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  const int in = c.stdin_fd >= 0 ? c.stdin_fd : open("/dev/null", O_RDONLY);
+  if (in < 0 || dup2(in, 0) < 0 || dup2(c.out_fd, 1) < 0 || dup2(c.err_fd, 2) < 0) {
+    FailChild(c.report_fd, errno);
+  }
+  if (c.cwd != nullptr && chdir(c.cwd) != 0) FailChild(c.report_fd, errno);
+  execvpe(c.argv[0], c.argv.data(), c.env.data());
+  FailChild(c.report_fd, errno);
+}
+
+// The fds a spawn opens, closed unless handed on.
+struct Pipes {
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, report[2] = {-1, -1};
+  ~Pipes() {
+    for (int* p : {out, err, in, report}) {
+      for (int i = 0; i < 2; ++i) {
+        if (p[i] >= 0) close(p[i]);
+      }
+    }
+  }
+  static int Take(int& fd) {
+    const int taken = fd;
+    fd = -1;
+    return taken;
+  }
+};
+
 }  // namespace
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
 
 std::string ExitStatus::SignalName() const {
   return signal != 0 ? std::string(strsignal(signal)) : std::string();
@@ -77,31 +112,72 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SubprocessOptions& o
   if (options.argv.empty() || options.argv[0].empty()) {
     return InvalidArgumentError("cannot start a program without a name (argv is empty)");
   }
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return InternalError("pipe: " + std::string(std::strerror(errno)));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    const int e = errno;
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return InternalError("pipe: " + std::string(std::strerror(e)));
+  Pipes pipes;
+  for (int* p : {pipes.out, pipes.err, pipes.report}) {
+    if (pipe2(p, O_CLOEXEC) != 0) return InternalError("pipe: " + std::string(std::strerror(errno)));
   }
-  pid_t pid = -1;
-  int rc = 0;
-  {
-    SpawnSetup setup(out_pipe[1], err_pipe[1], options.cwd);
-    std::vector<char*> argv = CStrings(options.argv), env = CStrings(options.env);
-    rc = posix_spawnp(&pid, argv[0], &setup.actions, &setup.attr, argv.data(), env.data());
+  if (options.stdin_pipe && pipe2(pipes.in, O_CLOEXEC) != 0) {
+    return InternalError("pipe: " + std::string(std::strerror(errno)));
   }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (rc != 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
+  ChildSetup child;
+  child.argv = CStrings(options.argv);
+  child.env = CStrings(options.env);
+  child.cwd = options.cwd ? options.cwd->c_str() : nullptr;
+  child.stdin_fd = pipes.in[0];
+  child.out_fd = pipes.out[1];
+  child.err_fd = pipes.err[1];
+  child.report_fd = pipes.report[1];
+  child.die_with_parent = options.die_with_parent;
+  child.parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return InternalError("fork: " + std::string(std::strerror(errno)));
+  if (pid == 0) ExecChild(child);
+  setpgid(pid, pid);  // also here: no race with a Stop() right after the start
+  close(Pipes::Take(pipes.report[1]));
+  int err = 0;
+  ssize_t n;
+  while ((n = read(pipes.report[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  if (n > 0) {  // exec failed
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     return InvalidArgumentError(fmt::format("cannot start '{}': {}{}", options.argv[0],
-                                            std::strerror(rc),
+                                            std::strerror(err),
                                             options.cwd ? " (cwd " + *options.cwd + ")" : ""));
   }
-  return std::unique_ptr<Subprocess>(new Subprocess(pid, out_pipe[0], err_pipe[0], options));
+  auto p = std::unique_ptr<Subprocess>(new Subprocess(pid, Pipes::Take(pipes.out[0]),
+                                                      Pipes::Take(pipes.err[0]), options));
+  p->in_fd_ = Pipes::Take(pipes.in[1]);
+  return p;
+}
+
+Status Subprocess::WriteLine(const std::string& line) {
+  if (in_fd_ < 0) return FailedPreconditionError("the program has no stdin pipe");
+  // A program that exited closes its stdin: EPIPE, not a SIGPIPE that would end tune.
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  const std::string text = line + "\n";
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(in_fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (err == EPIPE) {
+    const timespec zero{0, 0};
+    sigtimedwait(&pipe_set, nullptr, &zero);  // the SIGPIPE the write raised
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err != 0) return UnavailableError("cannot write to the program: " + std::string(std::strerror(err)));
+  return Status::Ok();
 }
 
 Subprocess::Subprocess(pid_t pid, int out_fd, int err_fd, const SubprocessOptions& options)
@@ -121,6 +197,7 @@ Subprocess::~Subprocess() {
   }
   Close(out_);
   Close(err_);
+  if (in_fd_ >= 0) close(in_fd_);
 }
 
 void Subprocess::KillGroup(int sig) const { kill(-pid_, sig); }
@@ -189,8 +266,10 @@ Status Subprocess::Drain(Pipe& pipe, Stream stream, const LineHandler& on_line) 
 void Subprocess::Reap() {
   if (reaped_) return;
   int status = 0;
-  if (waitpid(pid_, &status, WNOHANG) != pid_) return;
+  struct rusage usage {};
+  if (wait4(pid_, &status, WNOHANG, &usage) != pid_) return;
   reaped_ = true;
+  exit_status_.max_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   exited_at_ = Clock::now();
   exit_status_.exited = WIFEXITED(status);
   exit_status_.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

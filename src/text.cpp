@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
 
 namespace tune {
 
@@ -126,6 +130,61 @@ TextPosition LineColumnAt(std::string_view text, size_t byte) {
 std::string JsonSyntaxMessage(const std::string& what) {
   const auto pos = what.find("syntax error");
   return pos == std::string::npos ? what : what.substr(pos);
+}
+
+namespace {
+constexpr int64_t kKiBytes = int64_t{1} << 10;
+constexpr int64_t kMiBytes = int64_t{1} << 20;
+constexpr int64_t kGiBytes = int64_t{1} << 30;
+}  // namespace
+
+std::string FormatBytes(int64_t bytes) {
+  const double v = static_cast<double>(bytes);
+  const int64_t mag = bytes < 0 ? -bytes : bytes;
+  if (mag >= kGiBytes) return fmt::format("{:.2f} GiB", v / static_cast<double>(kGiBytes));
+  if (mag >= kMiBytes) return fmt::format("{:.1f} MiB", v / static_cast<double>(kMiBytes));
+  if (mag >= kKiBytes) return fmt::format("{:.1f} KiB", v / static_cast<double>(kKiBytes));
+  return fmt::format("{} B", bytes);
+}
+
+Result<int64_t> ParseBytes(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("invalid memory size '{}': {} (examples: 24GiB, 1.5GB, 512MiB, "
+                              "1000000)",
+                              text, why));
+  };
+  size_t k = 0;
+  while (k < text.size() && (std::isdigit(static_cast<unsigned char>(text[k])) || text[k] == '.')) {
+    ++k;
+  }
+  if (k == 0) return bad("no number");
+  double number = 0;
+  try {
+    size_t used = 0;
+    number = std::stod(std::string(text.substr(0, k)), &used);
+    if (used != k) return bad("not a number");
+  } catch (const std::exception&) {
+    return bad("not a number");
+  }
+  std::string unit(text.substr(k));
+  unit.erase(0, unit.find_first_not_of(' '));
+  std::string lower;
+  for (char ch : unit) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  if (lower.empty() || lower == "b") scale = 1;
+  else if (lower == "k" || lower == "kib") scale = static_cast<double>(kKiBytes);
+  else if (lower == "kb") scale = 1e3;
+  else if (lower == "m" || lower == "mib") scale = static_cast<double>(kMiBytes);
+  else if (lower == "mb") scale = 1e6;
+  else if (lower == "g" || lower == "gib") scale = static_cast<double>(kGiBytes);
+  else if (lower == "gb") scale = 1e9;
+  else if (lower == "t" || lower == "tib") scale = static_cast<double>(kGiBytes) * 1024;
+  else if (lower == "tb") scale = 1e12;
+  else return bad(fmt::format("unknown unit '{}'", unit));
+  const double bytes = number * scale;
+  if (!(bytes > 0) || bytes > 9e18) return bad("out of range");
+  return static_cast<int64_t>(std::llround(bytes));
 }
 
 }  // namespace tune

@@ -95,6 +95,7 @@ Json MemoryAttrToJson(const MemoryAttr& m) {
   if (r.heap >= 0) j["heap"] = r.heap;
   j["batch_size"] = r.batch_size;
   j["grad_accum"] = r.grad_accum;
+  if (r.max_length > 0) j["max_length"] = r.max_length;
   j["gradient_checkpointing"] = r.gradient_checkpointing;
   if (!r.oom_retries.empty()) {
     Json retries = Json::array();
@@ -134,6 +135,7 @@ std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
     r.heap = Get<int64_t>(j, "heap", -1);
     r.batch_size = Get<int64_t>(j, "batch_size", 0);
     r.grad_accum = Get<int64_t>(j, "grad_accum", 0);
+    r.max_length = Get<int64_t>(j, "max_length", 0);
     r.gradient_checkpointing = Get<bool>(j, "gradient_checkpointing", false);
     auto retries = j.find("oom_retries");
     if (retries != j.end() && retries->is_array()) {

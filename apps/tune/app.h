@@ -67,6 +67,8 @@ struct RunArgs {
   std::optional<std::string> device;         // train objective: cpu, cuda, cuda:N
   std::optional<std::string> device_memory;  // train objective: the memory guard's budget
   std::optional<int64_t> oom_retry;
+  std::optional<std::string> jobs;  // N or "auto"
+  std::optional<int64_t> max_jobs;
   std::string format = "table";
 };
 int RunStudy(const RunArgs& args);

@@ -15,6 +15,9 @@ const std::vector<Command>& Commands() {
        DeclareExport},
       {"estimate", "Predict a configuration's peak memory; --max-batch: the largest batch that fits",
        DeclareEstimate},
+      {"plan", "Will these models and N parallel requests fit on the device? --suggest: what to change",
+       DeclarePlan},
+      {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;
 }

@@ -18,7 +18,7 @@ using DeclareCommand = std::function<int()> (*)(CLI::App& command);
 
 struct Command {
   const char* name;  // "" for the study run itself (the top-level options)
-  const char* help;
+  const char* help;  // "": hidden from --help (internal commands)
   DeclareCommand declare;
 };
 
@@ -34,6 +34,8 @@ std::function<int()> DeclareDeleteStudy(CLI::App& command);
 std::function<int()> DeclareEnqueue(CLI::App& command);
 std::function<int()> DeclareExport(CLI::App& command);
 std::function<int()> DeclareEstimate(CLI::App& command);
+std::function<int()> DeclarePlan(CLI::App& command);
+std::function<int()> DeclareRunTrial(CLI::App& command);
 
 // The --storage help of the read-only management commands.
 inline constexpr const char* kReadOnlyStorageHelp =

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
   for (const tune::app::Command& c : tune::app::Commands()) {
     CLI::App* command = *c.name == '\0' ? &app : app.add_subcommand(c.name, c.help);
+    if (*c.help == '\0') command->group("");  // internal: not in --help
     commands.emplace_back(command, c.declare(*command));
     command->add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   }

@@ -48,6 +48,33 @@ struct ModelSpec {
 // Parameters of the encoder (embeddings, layers, pooler) for BERT-like and DeBERTa-v2 models.
 int64_t EncoderParameterCount(const ModelSpec& m);
 
+// Decoder LMs (model_type "gpt2", or "llama"/"mistral": RMSNorm, rotary positions, SwiGLU MLP,
+// grouped-query attention). Their extra config.json keys live in ModelSpec::extra under the
+// Hugging Face names: num_key_value_heads, head_dim, tie_word_embeddings, attention_bias,
+// mlp_bias.
+bool IsDecoderModelType(const std::string& model_type);
+
+enum class DecoderFamily { kGpt2, kLlama };
+
+// A decoder's shape, with the Hugging Face defaults filled in (num_key_value_heads: the heads;
+// head_dim: hidden / heads; GPT-2: intermediate 4 x hidden, biases, tied embeddings).
+struct DecoderShape {
+  DecoderFamily family = DecoderFamily::kLlama;
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0;
+  int64_t vocab = 0, max_positions = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v/o biases (GPT-2: true)
+  bool mlp_bias = false;        // MLP biases (GPT-2: true)
+};
+
+// InvalidArgument naming the model and the key for an impossible shape (heads not dividing the
+// hidden size without head_dim, num_key_value_heads not dividing num_attention_heads, ...).
+Result<DecoderShape> DecoderShapeOf(const ModelSpec& m);
+// Parameters of a decoder LM with its LM head (counted once when tied), as Hugging Face's
+// model.num_parameters() counts them; 0 for an invalid shape.
+int64_t DecoderParameterCount(const DecoderShape& s);
+int64_t DecoderParameterCount(const ModelSpec& m);
+
 class ModelCatalog {
  public:
   // The catalog compiled in from configs/models.json.

@@ -22,6 +22,9 @@
 
 namespace tune {
 
+// RunSettings::jobs for "auto".
+inline constexpr int64_t kJobsAuto = 0;
+
 // A study config's heartbeat interval when it sets none (seconds). Optimize() itself defaults to
 // no heartbeats (RunSettings).
 inline constexpr double kDefaultHeartbeatInterval = 60.0;
@@ -50,17 +53,44 @@ struct RunSettings {
   // Re-enqueue a stale trial at most this many times per original trial (0: never). Optuna:
   // RetryFailedTrialCallback(max_retry=...).
   int64_t retry_failed = 0;
+  // Trials running at once. 1: one at a time, in this process. N > 1: up to N, each in its own
+  // process (Objective::Start), packed by the memory each reserves when the objective predicts
+  // it (Objective::DeviceCapacity). kJobsAuto: as many as the device's memory holds, at most
+  // max_jobs.
+  int64_t jobs = 1;
+  int64_t max_jobs = 8;
 
   double GracePeriod() const { return grace_period.value_or(2 * heartbeat_interval); }
 };
+
+// "auto" (kJobsAuto) or an integer in 1..256 (--jobs, the config's "jobs"); InvalidArgument
+// otherwise.
+Result<int64_t> ParseJobsValue(const std::string& text);
 
 // InvalidArgument unless heartbeat_interval >= 0, grace_period (if set) > heartbeat_interval
 // and retry_failed >= 0. `where` prefixes the message (a file, or "--grace-period").
 Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& where);
 
+// With jobs != 1: what runs now. The device's memory is shared by reservations: a trial starts
+// when its reservation fits beside the running ones' (see docs/cli.md, "Several trials at
+// once").
+struct JobsState {
+  int64_t running = 0;
+  int64_t waiting = 0;                  // asked and planned, waiting for memory
+  int64_t reserved = 0;                 // bytes the running trials reserve
+  std::optional<int64_t> capacity;      // bytes they may reserve; unset: not tracked
+};
+// "3 running, 17.2 GiB of 22.8 GiB reserved, 1 waiting".
+std::string JobsStateText(const JobsState& state);
+
 struct OptimizeOptions : RunSettings {
   // Called after each trial finishes (logging, progress).
   std::function<void(const FrozenTrial& trial, const TrialOutcome& outcome)> on_trial_finished;
+  // With jobs != 1: called when a trial starts in its process, with its plan and what runs now.
+  std::function<void(const Trial& trial, const TrialPlan& plan, const JobsState& jobs)>
+      on_trial_started;
+  // With jobs != 1: what runs now, after every start and finish.
+  std::function<void(const JobsState& jobs)> on_jobs_changed;
   // Called for each stale trial this worker failed (and its retry, if any).
   std::function<void(const FailedStaleTrial& stale)> on_stale_trial;
 };
@@ -76,6 +106,7 @@ struct OptimizeResult {
 };
 
 // REQUIRES: at least one of n_trials, timeout_seconds is set, or the caller interrupts.
+// With jobs != 1 the trials run in their own processes (OptimizeWithJobs, optimize_jobs.cpp).
 Result<OptimizeResult> Optimize(Study& study, const ConditionalSpace& space, Objective& objective,
                                 const OptimizeOptions& options);
 

@@ -27,11 +27,28 @@ namespace tune {
 
 class Study;
 
-class Trial {
+// What an objective sees of a running trial: its number, its intermediate values and the pruner,
+// and its attributes. Trial implements it over the study; a trial that runs in a child process
+// (--jobs) sees one that forwards each call to the parent, which owns the study.
+class TrialHandle {
  public:
-  int64_t number() const { return number_; }
+  virtual ~TrialHandle() = default;
+  virtual int64_t number() const = 0;
+  virtual const std::string& study_name() const = 0;
+  // Optuna's trial.report(value, step).
+  virtual Status Report(double value, int64_t step) = 0;
+  // Asks the study's pruner, given the latest report.
+  virtual Result<bool> ShouldPrune() = 0;
+  virtual Status SetUserAttr(const std::string& key, const Json& value) = 0;
+  // The study's trials when this one started (what the sampler saw); empty in a child process.
+  virtual const TrialHistory& history() const = 0;
+};
+
+class Trial : public TrialHandle {
+ public:
+  int64_t number() const override { return number_; }
   int64_t trial_id() const { return trial_id_; }
-  const std::string& study_name() const;
+  const std::string& study_name() const override;
 
   // Optuna's Trial._suggest: returns the external value of `name`. In order: a value this trial
   // already has; an enqueued (fixed) value; the only value of a single() distribution; the
@@ -45,11 +62,11 @@ class Trial {
 
   // Optuna's trial.report(value, step). A step reported twice keeps the first value (Optuna
   // warns and ignores the repeat).
-  Status Report(double value, int64_t step);
+  Status Report(double value, int64_t step) override;
   // Asks the study's pruner, given the latest report.
-  Result<bool> ShouldPrune();
+  Result<bool> ShouldPrune() override;
 
-  Status SetUserAttr(const std::string& key, const Json& value);
+  Status SetUserAttr(const std::string& key, const Json& value) override;
   Status SetSystemAttr(const std::string& key, const Json& value);
 
   // The params suggested so far (external representation).
@@ -57,7 +74,7 @@ class Trial {
   // The trial as stored now.
   Result<FrozenTrial> Snapshot() const;
   // The study's trials when this one started (what the sampler saw).
-  const TrialHistory& history() const { return *history_; }
+  const TrialHistory& history() const override { return *history_; }
 
  private:
   friend class Study;

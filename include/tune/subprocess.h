@@ -1,5 +1,5 @@
-// Subprocess: a program started without a shell, in its own process group, whose stdout and
-// stderr are read line by line. Stopping it signals the whole group (SIGTERM, then SIGKILL after
+// Subprocess: a program started without a shell (fork + exec), in its own process group, whose
+// stdout and stderr are read line by line, and that dies with tune (PR_SET_PDEATHSIG). Stopping it signals the whole group (SIGTERM, then SIGKILL after
 // a grace period), so no child of the program outlives it holding a GPU's memory.
 //
 // Example:
@@ -36,6 +36,11 @@ struct SubprocessOptions {
   // After the program exits, how long its leftover children may hold the pipes open before the
   // group is killed.
   double linger_seconds = 2.0;
+  // A pipe to the program's stdin (WriteLine); otherwise it reads /dev/null.
+  bool stdin_pipe = false;
+  // The program gets SIGKILL when tune dies (PR_SET_PDEATHSIG), even by SIGKILL. (Its own
+  // children are reached through the process group only while tune lives.)
+  bool die_with_parent = true;
 };
 
 // How a program ended.
@@ -43,6 +48,7 @@ struct ExitStatus {
   bool exited = false;  // it called exit(): `code` is its status
   int code = -1;
   int signal = 0;       // it was killed by this signal (0: not signalled)
+  int64_t max_rss_bytes = -1;  // the largest resident set of the program or a child it waited for
 
   bool success() const { return exited && code == 0; }
   // "exit status 3", "killed by signal 11 (Segmentation fault)".
@@ -52,6 +58,9 @@ struct ExitStatus {
 };
 
 enum class Stream { kStdout, kStderr };
+
+// This process's environment, "NAME=value" each (for SubprocessOptions::env).
+std::vector<std::string> CurrentEnvironment();
 
 class Subprocess {
  public:
@@ -73,6 +82,10 @@ class Subprocess {
   // it has exited and escalates a Stop() to SIGKILL after the grace period. The first non-OK
   // Status of `on_line` stops the program; Poll returns it once the program is gone.
   Status Poll(std::chrono::milliseconds wait, const LineHandler& on_line);
+
+  // Writes `line` and a newline to the program's stdin (REQUIRES: options.stdin_pipe).
+  // Unavailable once the program has closed it.
+  Status WriteLine(const std::string& line);
 
   // True once the program has exited and its output is read (or given up after linger_seconds).
   bool finished() const;
@@ -104,6 +117,7 @@ class Subprocess {
 
   pid_t pid_;
   Pipe out_, err_;
+  int in_fd_ = -1;
   SubprocessOptions options_;
   Clock::time_point start_;
   std::optional<Clock::time_point> term_sent_, exited_at_;

@@ -2,11 +2,14 @@
 // %-decoding, positions in JSON texts.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tune/status.h"
 
 namespace tune {
 
@@ -38,6 +41,11 @@ TextPosition LineColumnAt(std::string_view text, size_t byte);
 // nlohmann's parse_error::what() from "syntax error" on (its "[json.exception...]" prefix and
 // byte offset dropped).
 std::string JsonSyntaxMessage(const std::string& what);
+
+// "1.50 GiB", "312.0 MiB", "512 B".
+std::string FormatBytes(int64_t bytes);
+// "24GiB", "24 GB", "1.5G", "512MiB", "1000000" (bytes). InvalidArgument naming the text.
+Result<int64_t> ParseBytes(std::string_view text);
 
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");

@@ -13,6 +13,8 @@
 //   timeout      true: a command trial ran past its timeout (FAIL)
 //   exit_status, signal, stderr_tail   a command trial's program (FAIL)
 //   train        the train objective's summary: epochs, best epoch, per-epoch metrics
+//   schedule     with --jobs: when the trial was queued, started and ended, the memory it
+//                reserved and the job limit
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@ inline constexpr const char* kExitStatus = "exit_status";
 inline constexpr const char* kSignal = "signal";
 inline constexpr const char* kStderrTail = "stderr_tail";
 inline constexpr const char* kTrain = "train";
+inline constexpr const char* kSchedule = "schedule";
 }  // namespace attrs
 
 // The values of the user attribute "reason".
@@ -85,6 +88,7 @@ struct MemoryAttr {
     int64_t heap = -1;
     int64_t batch_size = 0;      // the batch as it ran (levers and retries applied)
     int64_t grad_accum = 0;
+    int64_t max_length = 0;      // command trials: the request's tokens per example
     bool gradient_checkpointing = false;
     std::vector<OomAttempt> oom_retries;
   };

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/interrupt.h"
+#include "tune/objectives/memory_planner.h"
 #include "tune/subprocess.h"
 #include "tune/trial_attrs.h"
 
@@ -76,18 +77,14 @@ std::string ParamEnvName(const std::string& param) {
   return out;
 }
 
-namespace {
-
-
-std::string ValueText(const Json& v) {
+std::string TemplateValueText(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_float()) return PyFloatRepr(v.get<double>());
   return v.dump();
 }
 
-// Expands placeholders; nullopt when one names a value that is not defined for this trial.
-std::optional<std::string> Expand(const std::string& text,
-                                  const std::map<std::string, std::string>& values) {
+std::optional<std::string> ExpandTemplate(const std::string& text,
+                                          const std::map<std::string, std::string>& values) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -106,6 +103,9 @@ std::optional<std::string> Expand(const std::string& text,
   }
   return out;
 }
+
+namespace {
+
 
 Result<double> ToNumber(const Json& v) {
   if (v.is_number() && !v.is_boolean()) return v.get<double>();
@@ -150,10 +150,14 @@ Result<std::vector<double>> ReportValues(const Json& j) {
 // pruner, the final value is kept.
 class ReportReader {
  public:
-  explicit ReportReader(Trial& trial) : trial_(trial) {}
+  explicit ReportReader(TrialHandle& trial) : trial_(trial) {}
 
   Status OnStdoutLine(const std::string& line) {
     auto j = ParseLine(line);
+    if (j && j->contains("memory_peak") && (*j)["memory_peak"].is_number_integer()) {
+      memory_peak = (*j)["memory_peak"].get<int64_t>();
+      return Status::Ok();
+    }
     if (!j || !IsReport(*j)) {
       spdlog::debug("[trial {}] {}", trial_.number(), line);
       return Status::Ok();
@@ -205,69 +209,220 @@ class ReportReader {
 
   std::optional<std::vector<double>> final_values;
   std::optional<int64_t> pruned_step;  // the step at which the pruner stopped the trial
+  std::optional<int64_t> memory_peak;  // {"memory_peak": BYTES}, when the program reports it
 
  private:
-  Trial& trial_;
+  TrialHandle& trial_;
 };
 
 // Why tune stopped the program before it ended by itself.
 enum class StopCause { kNone, kPruned, kInterrupted, kTimedOut };
 
-struct ProgramRun {
-  StopCause stop = StopCause::kNone;
-  std::string oom_line;  // the first stderr line matching an out-of-memory pattern
-  ExitStatus exit;
-  std::string stderr_tail;
-  double seconds = 0.0;
+// A trial directory that is removed with the trial unless the config keeps them (work_dir).
+struct TrialDir {
+  fs::path path;
+  bool remove = true;
+  TrialDir(fs::path p, bool r) : path(std::move(p)), remove(r) {}
+  ~TrialDir() {
+    std::error_code ec;
+    if (remove) fs::remove_all(path, ec);
+  }
+  TrialDir(const TrialDir&) = delete;
+  TrialDir& operator=(const TrialDir&) = delete;
+};
+
+// One trial's program, started by CommandObjective: stopped when the pruner says so, on Ctrl-C
+// and at the timeout; its outcome decided from how it ended (command.h).
+class CommandProcess : public TrialProcess {
+ public:
+  CommandProcess(TrialHandle& trial, TrialPlan plan, MemoryPlanner* planner,
+                 const CommandOptions& options, const std::vector<std::string>& patterns,
+                 std::unique_ptr<TrialDir> dir, std::unique_ptr<Subprocess> program)
+      : trial_(trial),
+        params_(plan.params),
+        plan_(std::move(plan)),
+        planner_(planner),
+        options_(options),
+        patterns_(patterns),
+        dir_(std::move(dir)),
+        program_(std::move(program)),
+        reader_(trial) {}
+
+  Status Poll(std::chrono::milliseconds wait) override {
+    const Subprocess::LineHandler on_line = [this](Stream stream, const std::string& line) {
+      if (stream == Stream::kStdout) return reader_.OnStdoutLine(line);
+      spdlog::debug("[trial {} stderr] {}", trial_.number(), line);
+      if (oom_line_.empty() && MatchesOom(line)) oom_line_ = line.substr(0, 500);
+      return Status::Ok();
+    };
+    TUNE_RETURN_IF_ERROR(program_->Poll(wait, on_line));
+    if (reader_.pruned_step) Stop(StopCause::kPruned);
+    if (InterruptRequested()) Stop(StopCause::kInterrupted);
+    if (options_.timeout_seconds && program_->seconds() > *options_.timeout_seconds) {
+      Stop(StopCause::kTimedOut);
+    }
+    return Status::Ok();
+  }
+
+  bool finished() const override { return program_->finished(); }
+  void Interrupt() override { Stop(StopCause::kInterrupted); }
+
+  Result<TrialOutcome> Finish() override {
+    if (!reader_.final_values && !reader_.pruned_step && stop_ == StopCause::kNone) {
+      TUNE_RETURN_IF_ERROR(reader_.ReadResultFile(dir_->path / "result.json"));
+    }
+    spdlog::debug("Trial {}: program ended after {:.2f}s ({})", trial_.number(),
+                  program_->seconds(), program_->exit_status().Describe());
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide());
+    if (planner_ != nullptr) {
+      const int64_t peak = reader_.memory_peak.value_or(program_->exit_status().max_rss_bytes);
+      const bool oom = outcome.state == TrialState::kPruned && !oom_line_.empty();
+      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, oom));
+    }
+    return outcome;
+  }
+
+ private:
+  void Stop(StopCause cause) {
+    if (program_->stop_requested() || program_->exited()) return;
+    stop_ = cause;
+    program_->Stop();
+  }
+
+  bool MatchesOom(const std::string& line) const {
+    return std::any_of(patterns_.begin(), patterns_.end(),
+                       [&](const std::string& p) { return line.find(p) != std::string::npos; });
+  }
+
+  // The trial's outcome from how the program ended (see command.h).
+  Result<TrialOutcome> Decide() {
+    const ExitStatus& exit = program_->exit_status();
+    if (reader_.pruned_step) {
+      return TrialOutcome{TrialState::kPruned, {},
+                          fmt::format("pruned at step {}", *reader_.pruned_step)};
+    }
+    if (stop_ == StopCause::kInterrupted) {
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kInterrupted, true));
+      TUNE_RETURN_IF_ERROR(
+          trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
+      return Fail("interrupted by the user");
+    }
+    if (stop_ == StopCause::kTimedOut) {
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kTimeout, true));
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
+      return Fail(fmt::format("timed out after {}s", *options_.timeout_seconds));
+    }
+    if (!oom_line_.empty() && (!exit.success() || !reader_.final_values)) {
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, program_->stderr_tail()));
+      return RecordOom(trial_, params_, {{"error", oom_line_}}, "out of memory: " + oom_line_);
+    }
+    if (!exit.success()) return Fail(exit.Describe());
+    if (!reader_.final_values) {
+      return Fail("no value reported: print {\"value\": X} on stdout or write it to "
+                  "$TUNE_RESULT_FILE");
+    }
+    return TrialOutcome{TrialState::kComplete, *reader_.final_values, ""};
+  }
+
+  Result<TrialOutcome> Fail(const std::string& reason) {
+    const ExitStatus& exit = program_->exit_status();
+    TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kFailReason, reason));
+    TUNE_RETURN_IF_ERROR(
+        trial_.SetUserAttr(attrs::kExitStatus, exit.exited ? Json(exit.code) : Json(nullptr)));
+    if (exit.signal != 0) TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kSignal, exit.SignalName()));
+    TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, program_->stderr_tail()));
+    return TrialOutcome{TrialState::kFail, {}, reason};
+  }
+
+  TrialHandle& trial_;
+  const Json params_;
+  const TrialPlan plan_;
+  MemoryPlanner* planner_;  // null: no memory section
+  const CommandOptions& options_;
+  const std::vector<std::string>& patterns_;
+  std::unique_ptr<TrialDir> dir_;
+  std::unique_ptr<Subprocess> program_;
+  ReportReader reader_;
+  StopCause stop_ = StopCause::kNone;
+  std::string oom_line_;  // the first stderr line matching an out-of-memory pattern
 };
 
 class CommandObjective : public Objective {
  public:
-  explicit CommandObjective(CommandOptions options) : options_(std::move(options)) {
+  CommandObjective(CommandOptions options, std::unique_ptr<MemoryPlanner> planner)
+      : options_(std::move(options)), planner_(std::move(planner)) {
     patterns_ = DefaultOomPatterns();
     patterns_.insert(patterns_.end(), options_.oom_patterns.begin(), options_.oom_patterns.end());
   }
 
   std::string name() const override { return "command:" + options_.argv.at(0); }
 
-  Result<TrialOutcome> Run(Trial& trial, const Json& params) override {
-    TUNE_ASSIGN_OR_RETURN(fs::path dir, MakeTrialDir(trial));
-    struct Cleanup {
-      fs::path dir;
-      bool remove;
-      ~Cleanup() {
-        std::error_code ec;
-        if (remove) fs::remove_all(dir, ec);
-      }
-    } cleanup{dir, !options_.work_dir.has_value()};
+  Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) override {
+    TUNE_ASSIGN_OR_RETURN(TrialPlan plan, Plan(trial, params));
+    if (plan.outcome) return *plan.outcome;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> process, StartProgram(trial, plan));
+    while (!process->finished()) {
+      TUNE_RETURN_IF_ERROR(process->Poll(std::chrono::milliseconds(100)));
+    }
+    return process->Finish();
+  }
 
-    const fs::path params_file = dir / "params.json";
-    const fs::path result_file = dir / "result.json";
+  std::optional<int64_t> DeviceCapacity() const override {
+    return planner_ ? planner_->Capacity() : std::nullopt;
+  }
+
+  Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
+    if (planner_) return planner_->Plan(trial, params);
+    return Objective::Plan(trial, params);
+  }
+
+  // Several trials at once: the program learns its reservation (TUNE_MEMORY_BUDGET, bytes), to
+  // cap itself there (for example torch.cuda.set_per_process_memory_fraction), so that a wrong
+  // prediction runs only this trial out of memory.
+  Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
+    return StartProgram(trial, plan, /*with_budget=*/true);
+  }
+
+ private:
+  // Writes the trial's directory and params file and starts the program with the plan's params.
+  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan,
+                                                     bool with_budget = false) {
+    const Json& params = plan.params;
+    TUNE_ASSIGN_OR_RETURN(fs::path path, MakeTrialDir(trial));
+    auto dir = std::make_unique<TrialDir>(path, !options_.work_dir.has_value());
+    const fs::path params_file = path / "params.json";
     {
       std::ofstream out(params_file);
       out << params.dump(2) << "\n";
       if (!out) return InternalError("cannot write " + params_file.string());
     }
     std::map<std::string, std::string> values;
-    for (const auto& [name, v] : params.items()) values[name] = ValueText(v);
+    for (const auto& [name, v] : params.items()) values[name] = TemplateValueText(v);
     values["trial.number"] = std::to_string(trial.number());
     values["study.name"] = trial.study_name();
-    values["trial.dir"] = dir.string();
+    values["trial.dir"] = path.string();
     values["trial.params_file"] = params_file.string();
-    values["trial.result_file"] = result_file.string();
-
-    TUNE_ASSIGN_OR_RETURN(std::vector<std::string> argv, ExpandArgv(trial, values));
-    ReportReader reader(trial);
-    TUNE_ASSIGN_OR_RETURN(ProgramRun run,
-                          RunProgram(trial, argv, Environment(params, values), reader));
-    if (!reader.final_values && !reader.pruned_step && run.stop == StopCause::kNone) {
-      TUNE_RETURN_IF_ERROR(reader.ReadResultFile(result_file));
+    values["trial.result_file"] = (path / "result.json").string();
+    SubprocessOptions so;
+    TUNE_ASSIGN_OR_RETURN(so.argv, ExpandArgv(trial, values));
+    so.env = Environment(params, values);
+    if (planner_) {
+      for (std::string& e : planner_->Environment(plan)) so.env.push_back(std::move(e));
     }
-    return Decide(trial, params, reader, run);
+    if (with_budget && plan.reservation > 0) {
+      so.env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.reservation));
+    }
+    so.cwd = options_.cwd;
+    so.kill_grace_seconds = options_.kill_grace_seconds;
+    so.stderr_tail_bytes = options_.stderr_tail_bytes;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> program, Subprocess::Spawn(so));
+    spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
+                  fmt::join(so.argv, " "));
+    return std::unique_ptr<TrialProcess>(std::make_unique<CommandProcess>(
+        trial, plan, planner_.get(), options_, patterns_, std::move(dir), std::move(program)));
   }
 
- private:
-  Result<fs::path> MakeTrialDir(const Trial& trial) const {
+  Result<fs::path> MakeTrialDir(const TrialHandle& trial) const {
     std::error_code ec;
     if (options_.work_dir) {
       fs::path dir = fs::path(*options_.work_dir) / fmt::format("trial_{}", trial.number());
@@ -287,10 +442,10 @@ class CommandObjective : public Objective {
 
   // The argv templates expanded; an argument naming an inactive parameter is left out.
   Result<std::vector<std::string>> ExpandArgv(
-      const Trial& trial, const std::map<std::string, std::string>& values) const {
+      const TrialHandle& trial, const std::map<std::string, std::string>& values) const {
     std::vector<std::string> argv;
     for (const std::string& a : options_.argv) {
-      if (auto e = Expand(a, values)) {
+      if (auto e = ExpandTemplate(a, values)) {
         argv.push_back(*e);
       } else if (argv.empty()) {
         return InvalidArgumentError("the program name \"" + a + "\" names an inactive parameter");
@@ -312,113 +467,28 @@ class CommandObjective : public Objective {
       std::string name(kv.substr(0, kv.find('=')));
       if (name.rfind("TUNE_", 0) != 0 && !options_.env.count(name)) env.emplace_back(kv);
     }
-    for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + ValueText(v));
+    for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + TemplateValueText(v));
     env.push_back("TUNE_TRIAL_NUMBER=" + values.at("trial.number"));
     env.push_back("TUNE_STUDY_NAME=" + values.at("study.name"));
     env.push_back("TUNE_TRIAL_DIR=" + values.at("trial.dir"));
     env.push_back("TUNE_PARAMS_FILE=" + values.at("trial.params_file"));
     env.push_back("TUNE_RESULT_FILE=" + values.at("trial.result_file"));
     for (const auto& [k, v] : options_.env) {
-      if (auto e = Expand(v, values)) env.push_back(k + "=" + *e);
+      if (auto e = ExpandTemplate(v, values)) env.push_back(k + "=" + *e);
     }
     return env;
   }
 
-  // Runs the program to its end, feeding stdout to `reader`; stops it when the pruner says so,
-  // on Ctrl-C and at the timeout. A non-OK Status: tune could not run it or store a report.
-  Result<ProgramRun> RunProgram(const Trial& trial, const std::vector<std::string>& argv,
-                                std::vector<std::string> env, ReportReader& reader) const {
-    SubprocessOptions so;
-    so.argv = argv;
-    so.env = std::move(env);
-    so.cwd = options_.cwd;
-    so.kill_grace_seconds = options_.kill_grace_seconds;
-    so.stderr_tail_bytes = options_.stderr_tail_bytes;
-    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> program, Subprocess::Spawn(so));
-    spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
-                  fmt::join(argv, " "));
-    ProgramRun run;
-    const Subprocess::LineHandler on_line = [&](Stream stream, const std::string& line) {
-      if (stream == Stream::kStdout) return reader.OnStdoutLine(line);
-      spdlog::debug("[trial {} stderr] {}", trial.number(), line);
-      if (run.oom_line.empty() && MatchesOom(line)) run.oom_line = line.substr(0, 500);
-      return Status::Ok();
-    };
-    auto stop = [&](StopCause cause) {
-      if (program->stop_requested() || program->exited()) return;
-      run.stop = cause;
-      program->Stop();
-    };
-    while (!program->finished()) {
-      TUNE_RETURN_IF_ERROR(program->Poll(std::chrono::milliseconds(100), on_line));
-      if (reader.pruned_step) stop(StopCause::kPruned);
-      if (InterruptRequested()) stop(StopCause::kInterrupted);
-      if (options_.timeout_seconds && program->seconds() > *options_.timeout_seconds) {
-        stop(StopCause::kTimedOut);
-      }
-    }
-    run.exit = program->exit_status();
-    run.stderr_tail = program->stderr_tail();
-    run.seconds = program->seconds();
-    return run;
-  }
-
-  bool MatchesOom(const std::string& line) const {
-    return std::any_of(patterns_.begin(), patterns_.end(),
-                       [&](const std::string& p) { return line.find(p) != std::string::npos; });
-  }
-
-  // The trial's outcome from how the program ended (see command.h).
-  Result<TrialOutcome> Decide(Trial& trial, const Json& params, const ReportReader& reader,
-                              const ProgramRun& run) const {
-    if (reader.pruned_step) {
-      return TrialOutcome{TrialState::kPruned, {},
-                          fmt::format("pruned at step {}", *reader.pruned_step)};
-    }
-    if (run.stop == StopCause::kInterrupted) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kInterrupted, true));
-      TUNE_RETURN_IF_ERROR(
-          trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
-      return Fail(trial, run, "interrupted by the user");
-    }
-    if (run.stop == StopCause::kTimedOut) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kTimeout, true));
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
-      return Fail(trial, run, fmt::format("timed out after {}s", *options_.timeout_seconds));
-    }
-    if (!run.oom_line.empty() && (!run.exit.success() || !reader.final_values)) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kStderrTail, run.stderr_tail));
-      return RecordOom(trial, params, {{"error", run.oom_line}}, "out of memory: " + run.oom_line);
-    }
-    if (!run.exit.success()) return Fail(trial, run, run.exit.Describe());
-    if (!reader.final_values) {
-      return Fail(trial, run,
-                  "no value reported: print {\"value\": X} on stdout or write it to "
-                  "$TUNE_RESULT_FILE");
-    }
-    spdlog::debug("Trial {}: program finished in {:.2f}s", trial.number(), run.seconds);
-    return TrialOutcome{TrialState::kComplete, *reader.final_values, ""};
-  }
-
-  static Result<TrialOutcome> Fail(Trial& trial, const ProgramRun& run, const std::string& reason) {
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, reason));
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(
-        attrs::kExitStatus, run.exit.exited ? Json(run.exit.code) : Json(nullptr)));
-    if (run.exit.signal != 0) {
-      TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kSignal, run.exit.SignalName()));
-    }
-    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kStderrTail, run.stderr_tail));
-    return TrialOutcome{TrialState::kFail, {}, reason};
-  }
-
   CommandOptions options_;
+  std::unique_ptr<MemoryPlanner> planner_;  // null: no memory section
   std::vector<std::string> patterns_;
 };
 
 }  // namespace
 
-std::unique_ptr<Objective> NewCommandObjective(CommandOptions options) {
-  return std::make_unique<CommandObjective>(std::move(options));
+std::unique_ptr<Objective> NewCommandObjective(CommandOptions options,
+                                               std::unique_ptr<MemoryPlanner> planner) {
+  return std::make_unique<CommandObjective>(std::move(options), std::move(planner));
 }
 
 }  // namespace tune

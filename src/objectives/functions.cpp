@@ -101,7 +101,7 @@ class FunctionObjective : public Objective {
 
   std::string name() const override { return "function:" + options_.name; }
 
-  Result<TrialOutcome> Run(Trial& trial, const Json& params) override {
+  Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) override {
     Result<double> value = EvaluateFunction(options_, catalog_, params);
     if (!value.ok() && value.status().code() == StatusCode::kResourceExhausted) {
       return RecordOom(trial, params, {{"memory_proxy", MixedMemoryProxy(catalog_, params)}},

@@ -26,6 +26,10 @@ Status ParseObjective(const JsonReader& r, const ObjectiveContext& context, Obje
 std::vector<OptionKey> TrainObjectiveKeys();
 Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
                            ObjectiveConfig& out);
+// "memory": the memory guard's options (guard.h); `keys` are the caller's own keys besides
+// the guard's (a command objective's request templates).
+Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys = {});
+
 // The train objective against the search space and the study direction: every parameter must
 // be a training parameter (or ignored) whose values fit; every model must be trainable.
 Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include "objectives/objective_config.h"
+#include "tune/memory/guard_planner.h"
+#include "tune/objectives/memory_planner.h"
 #include "tune/text.h"
+#include "tune/train/hyperparams.h"
 
 namespace tune {
 namespace internal {
@@ -57,7 +60,7 @@ std::vector<OptionKey> CommandKeys() {
   return {{"argv", nullptr},         {"env", Json::object()},
           {"cwd", nullptr},          {"timeout", nullptr},
           {"work_dir", nullptr},     {"oom_patterns", Json::array()},
-          {"stderr_tail_bytes", d.stderr_tail_bytes}};
+          {"stderr_tail_bytes", d.stderr_tail_bytes}, {"memory", nullptr}};
 }
 
 Status CheckTemplate(const JsonReader& r, const std::string& key, const std::string& text,
@@ -97,6 +100,9 @@ Status ParseCommandTemplates(const JsonReader& r, const ObjectiveContext& contex
   return Status::Ok();
 }
 
+Status ParseCommandMemory(const JsonReader& parent, const ObjectiveContext& context,
+                          ObjectiveConfig& out);
+
 Status ParseCommand(const JsonReader& r, const ObjectiveContext& context, ObjectiveConfig& out) {
   CommandOptions& c = out.command;
   TUNE_RETURN_IF_ERROR(ParseCommandTemplates(r, context, c));
@@ -118,17 +124,55 @@ Status ParseCommand(const JsonReader& r, const ObjectiveContext& context, Object
     if (*tail < 0) return r.ChildError("stderr_tail_bytes", "must be >= 0");
     c.stderr_tail_bytes = static_cast<size_t>(*tail);
   }
+  if (r.Has("memory")) return ParseCommandMemory(r, context, out);
+  return Status::Ok();
+}
+
+// "memory": the guard's options, the request's templates (hyperparameter names and
+// num_labels; guard_planner.h) and the device model of the estimates.
+Status ParseCommandMemory(const JsonReader& parent, const ObjectiveContext& context,
+                          ObjectiveConfig& out) {
+  JsonReader r = parent.Child("memory");
+  std::vector<std::string> fields = HyperparamNamesAndAliases();
+  fields.push_back("num_labels");
+  std::vector<std::string> keys = fields;
+  keys.push_back("device");
+  CommandMemoryOptions m;
+  TUNE_RETURN_IF_ERROR(ParseGuardOptions(r, m.guard, keys));
+  if (!m.guard.device_memory) {
+    return r.Error("missing required key 'device_memory' (the card's memory, e.g. \"24GiB\")");
+  }
+  TUNE_ASSIGN_OR_RETURN(m.device, r.String("device", m.device));
+  if (m.device != "cpu" && m.device != "cuda") {
+    return r.ChildError("device", fmt::format("unknown device model '{}'{}; valid: cuda, cpu",
+                                              m.device, DidYouMean(m.device, {"cuda", "cpu"})));
+  }
+  for (const auto& [key, value] : r.json().items()) {
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) continue;
+    if (value.is_string()) {
+      TUNE_RETURN_IF_ERROR(CheckTemplate(r, key, value.get<std::string>(), context.param_names));
+    }
+    m.request[key] = value;
+  }
+  if (!m.request.count("model")) {
+    return r.Error("missing required key 'model' (a catalog name or \"{model}\")");
+  }
+  out.command_memory = std::move(m);
   return Status::Ok();
 }
 
 Result<std::unique_ptr<Objective>> MakeCommand(const StudyConfig& config,
                                                std::unique_ptr<Trainer>) {
-  return NewCommandObjective(config.objective.command);
+  std::unique_ptr<MemoryPlanner> planner;
+  if (config.objective.command_memory) {
+    planner = NewGuardPlanner(*config.objective.command_memory, config.space.catalog());
+  }
+  return NewCommandObjective(config.objective.command, std::move(planner));
 }
 
 Result<std::unique_ptr<Objective>> MakeTrain(const StudyConfig& config,
                                              std::unique_ptr<Trainer> trainer) {
-  if (!trainer) {
+  if (!trainer && config.objective.train.child_command.empty()) {
     return FailedPreconditionError(
         "the 'train' objective needs LibTorch, and this tune was built without it (CMake did "
         "not find Torch): install libtorch-dev (scripts/install-deps.sh) and rebuild");

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "tune/device.h"
+#include "tune/objectives/trial_protocol.h"
 #include "tune/memory/estimator.h"
 #include "tune/memory/guard.h"
 #include "tune/text.h"
@@ -118,7 +119,7 @@ std::string FirstLine(const std::string& s) {
 // The epoch callback's state: the best value so far, early stopping and pruning.
 class EpochTracker {
  public:
-  EpochTracker(Trial& trial, TrainMetric metric, const TrainHyperparams& hp)
+  EpochTracker(TrialHandle& trial, TrainMetric metric, const TrainHyperparams& hp)
       : trial_(trial), metric_(metric), hp_(hp) {}
 
   Result<EpochDecision> OnEpoch(const EpochMetrics& m) {
@@ -170,7 +171,7 @@ class EpochTracker {
                : value < *best - hp_.min_delta;
   }
 
-  Trial& trial_;
+  TrialHandle& trial_;
   const TrainMetric metric_;
   const TrainHyperparams& hp_;  // the job's: a retry changes the batch, not the epochs
   int64_t since_best_ = 0;
@@ -196,10 +197,14 @@ class TrainObjective final : public Objective {
   }
 
   std::string name() const override {
-    return fmt::format("train ({}, {})", TrainMetricName(options_.metric), trainer_->name());
+    return fmt::format("train ({}, {})", TrainMetricName(options_.metric),
+                       trainer_ ? trainer_->name() : "in child processes");
   }
 
-  Result<TrialOutcome> Run(Trial& trial, const Json& params) override {
+  Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) override {
+    if (!trainer_) {
+      return FailedPreconditionError("this train objective runs trials in child processes only");
+    }
     TrainJob job;
     std::string unfit;  // why this trial's configuration cannot train
     TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
@@ -216,6 +221,59 @@ class TrainObjective final : public Objective {
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_RETURN_IF_ERROR(RecordSummary(trial, result, tracker));
     return Outcome(trial, params, job, guarded, result, retries, tracker);
+  }
+
+  std::optional<int64_t> DeviceCapacity() const override {
+    const std::optional<int64_t> d = DeviceMemory();
+    if (!d) return std::nullopt;
+    return UsableMemory(*d, options_.guard.margin);
+  }
+
+  // --jobs: admission in this process, which holds the study's history; the child runs the
+  // admitted configuration within its reservation.
+  Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
+    TrialPlan plan;
+    TrainJob job;
+    std::string unfit;
+    TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
+    if (!unfit.empty()) {
+      TUNE_ASSIGN_OR_RETURN(plan.outcome, Fail(trial, unfit));
+      return plan;
+    }
+    TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
+    if (guarded.reject) {
+      plan.outcome = *guarded.reject;
+      return plan;
+    }
+    plan.params = params;
+    plan.params["batch_size"] = job.hp.batch_size;
+    plan.params["grad_accum"] = job.hp.grad_accum;
+    plan.params["gradient_checkpointing"] = job.hp.gradient_checkpointing;
+    plan.reservation = guarded.admission ? guarded.admission->predicted : guarded.estimate.value_or(0);
+    plan.exclusive = !guarded.estimate;
+    plan.summary = guarded.admission ? fmt::format("predicted {} (estimate {} x correction {:.3f})",
+                                                   FormatBytes(guarded.admission->predicted),
+                                                   FormatBytes(*guarded.estimate),
+                                                   guarded.admission->correction)
+                                     : "memory unknown: runs alone";
+    plan_json_[trial.number()] = GuardedToJson(guarded);
+    return plan;
+  }
+
+  Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
+    if (options_.child_command.empty()) return Objective::Start(trial, plan);
+    SubprocessOptions so;
+    so.argv = options_.child_command;
+    for (const std::string& arg :
+         {std::string("--trial-number"), std::to_string(trial.number()), std::string("--params"),
+          plan.params.dump(), std::string("--plan"), plan_json_[trial.number()].dump(),
+          std::string("--budget"), std::to_string(plan.reservation)}) {
+      so.argv.push_back(arg);
+    }
+    plan_json_.erase(trial.number());
+    so.env = CurrentEnvironment();
+    so.kill_grace_seconds = 3.0;
+    return ChildTrialProcess::Start(trial, plan.params, std::move(so));
   }
 
  private:
@@ -263,7 +321,7 @@ class TrainObjective final : public Objective {
   // Trains; after an out-of-memory error, with oom_retry, again at half the micro-batch and
   // twice the accumulation (the effective batch stays the same). Each retried attempt is
   // appended to `retries`.
-  Result<TrainResult> TrainWithRetries(Trial& trial, TrainJob& job, Guarded& guarded,
+  Result<TrainResult> TrainWithRetries(TrialHandle& trial, TrainJob& job, Guarded& guarded,
                                        EpochTracker& tracker, std::vector<OomAttempt>& retries) {
     const EpochCallback on_epoch = [&](const EpochMetrics& m) { return tracker.OnEpoch(m); };
     for (;;) {
@@ -289,7 +347,7 @@ class TrainObjective final : public Objective {
   }
 
   // User attribute "train": how the run ended, its epochs and the best one.
-  Status RecordSummary(Trial& trial, const TrainResult& result,
+  Status RecordSummary(TrialHandle& trial, const TrainResult& result,
                        const EpochTracker& tracker) const {
     Json summary{{"end", TrainEndName(result.end)},
                  {"epochs_run", result.epochs.size()},
@@ -304,7 +362,7 @@ class TrainObjective final : public Objective {
     return trial.SetUserAttr(attrs::kTrain, summary);
   }
 
-  Result<TrialOutcome> Outcome(Trial& trial, const Json& params, const TrainJob& job,
+  Result<TrialOutcome> Outcome(TrialHandle& trial, const Json& params, const TrainJob& job,
                                const Guarded& guarded, const TrainResult& result,
                                const std::vector<OomAttempt>& retries,
                                const EpochTracker& tracker) {
@@ -328,7 +386,7 @@ class TrainObjective final : public Objective {
     return TrialOutcome{TrialState::kComplete, {*tracker.best}, ""};
   }
 
-  Result<TrialOutcome> RecordRunTimeOom(Trial& trial, const Json& params, const TrainJob& job,
+  Result<TrialOutcome> RecordRunTimeOom(TrialHandle& trial, const Json& params, const TrainJob& job,
                                         const Guarded& guarded, const TrainResult& result,
                                         const std::vector<OomAttempt>& retries) {
     Json details = result.details;
@@ -356,7 +414,7 @@ class TrainObjective final : public Objective {
   // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
   DeviceMemoryModel DeviceModel() const {
     if (!OnCuda()) return DeviceMemoryModel::Cpu();
-    const DeviceMemoryStatus m = trainer_->MemoryStatus();
+    const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
     const bool measured = m.total > 0 && m.free >= 0 && m.reserved >= 0;
     return CudaDeviceModel(options_.guard, measured ? m.total - m.free - m.reserved : -1);
   }
@@ -364,7 +422,7 @@ class TrainObjective final : public Objective {
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
   std::optional<int64_t> DeviceMemory() const {
     std::optional<int64_t> d = options_.guard.device_memory;
-    const DeviceMemoryStatus m = trainer_->MemoryStatus();
+    const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
     if (OnCuda() && m.total > 0) d = d ? std::min(*d, m.total) : m.total;
     return d;
   }
@@ -385,7 +443,8 @@ class TrainObjective final : public Objective {
   }
 
   // Admission (guard.h): runs the trial as it is, with levers applied to job.hp, or not at all.
-  Result<Guarded> Admit(Trial& trial, const Json& params, TrainJob& job) {
+  Result<Guarded> Admit(TrialHandle& trial, const Json& params, TrainJob& job) {
+    if (options_.planned) return GuardedFromJson(*options_.planned, job);
     Guarded g;
     g.family = MemoryFamily(job.model, job.hp.precision);
     const std::optional<int64_t> device_memory = DeviceMemory();
@@ -429,7 +488,7 @@ class TrainObjective final : public Objective {
   }
 
   // A trial admission does not run: PRUNED with reason "predicted".
-  Result<TrialOutcome> Reject(Trial& trial, const Json& params, const TrainJob& job,
+  Result<TrialOutcome> Reject(TrialHandle& trial, const Json& params, const TrainJob& job,
                               const Guarded& g, int64_t device_memory) {
     const Admission& a = *g.admission;
     TUNE_RETURN_IF_ERROR(
@@ -456,6 +515,38 @@ class TrainObjective final : public Objective {
                 {"gradient_checkpointing", job.hp.gradient_checkpointing}};
   }
 
+  // The parent's admission, for the child process (--plan).
+  static Json GuardedToJson(const Guarded& g) {
+    Json j{{"family", g.family}, {"levers", g.levers}};
+    if (g.estimate) j["estimate"] = *g.estimate;
+    if (g.admission) {
+      j["predicted"] = g.admission->predicted;
+      j["correction"] = g.admission->correction;
+      j["usable"] = g.admission->usable;
+      j["verdict"] = AdmissionVerdictName(g.admission->verdict);
+    }
+    return j;
+  }
+
+  // The child's Guarded: the parent's admission (the levers are already in the params).
+  static Guarded GuardedFromJson(const Json& j, const TrainJob& job) {
+    Guarded g;
+    g.family = j.value("family", MemoryFamily(job.model, job.hp.precision));
+    g.levers = j.value("levers", std::string());
+    if (j.contains("estimate")) g.estimate = j["estimate"].get<int64_t>();
+    if (j.contains("predicted")) {
+      Admission a;
+      a.verdict = j.value("verdict", std::string()) == "run_with_levers"
+                      ? AdmissionVerdict::kRunWithLevers
+                      : AdmissionVerdict::kRun;
+      a.predicted = j["predicted"].get<int64_t>();
+      a.correction = j.value("correction", 1.0);
+      a.usable = j.value("usable", int64_t{0});
+      g.admission = a;
+    }
+    return g;
+  }
+
   static MemoryAttr AdmissionAttr(const Guarded& g, std::optional<int64_t> device_memory) {
     MemoryAttr m;
     m.family = g.family;
@@ -473,7 +564,7 @@ class TrainObjective final : public Objective {
 
   // User attribute "memory" of a trial that ran: the admission, the estimate of what ran, the
   // measured peak and the allocated memory before and after, read back by calibration.
-  Status RecordMemory(Trial& trial, const TrainJob& job, const Guarded& g,
+  Status RecordMemory(TrialHandle& trial, const TrainJob& job, const Guarded& g,
                       const TrainResult& result, const std::vector<OomAttempt>& retries) {
     MemoryAttr m = AdmissionAttr(g, DeviceMemory());
     m.peak = result.peak_memory_bytes;
@@ -491,7 +582,7 @@ class TrainObjective final : public Objective {
     return trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(m));
   }
 
-  Result<TrialOutcome> Fail(Trial& trial, const std::string& reason) {
+  Result<TrialOutcome> Fail(TrialHandle& trial, const std::string& reason) {
     spdlog::warn("Trial {} failed: {}", trial.number(), FirstLine(reason));
     TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, reason));
     return TrialOutcome{TrialState::kFail, {}, FirstLine(reason)};
@@ -504,6 +595,7 @@ class TrainObjective final : public Objective {
   TabularTrainData tabular_;
   TrainHyperparams base_;
   int64_t longest_tokens_ = 0;  // the longest text with [CLS] and [SEP]
+  std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
 };
 
 }  // namespace

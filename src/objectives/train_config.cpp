@@ -2,6 +2,7 @@
 // docs/config.md): the data, tokenizer, metric, device, pretrained checkpoint, memory guard and
 // the hyperparameter defaults (every other key must be a training parameter, hyperparams.h).
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -216,10 +217,44 @@ Result<TrainHyperparams> ParseHyperparamDefaults(const JsonReader& r, TrainObjec
 }
 
 // "memory": {...} of a train objective: the memory guard's options (guard.h).
-Status ParseGuardOptions(const JsonReader& r, GuardOptions& out) {
-  TUNE_RETURN_IF_ERROR(r.CheckKeys({"device_memory", "margin", "admission", "levers", "oom_retry",
-                                    "calibrate", "cuda_context", "cuda_workspace",
-                                    "fragmentation"}));
+// "simulate": true (the card "tune") or a card name: every trial process charges one simulated
+// card of device_memory bytes in shared memory (simulated_card.h).
+Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
+  if (!r.Has("simulate") || r.json().at("simulate").is_null()) return Status::Ok();
+  const Json& v = r.json().at("simulate");
+  if (v.is_boolean()) {
+    if (v.get<bool>()) out.simulate = "tune";
+  } else if (v.is_string()) {
+    out.simulate = v.get<std::string>();
+  } else {
+    return r.ChildError("simulate", "expected true or a card name, got " + JsonReader::Describe(v));
+  }
+  if (!out.simulate) return Status::Ok();
+  const std::string& name = *out.simulate;
+  const bool ok = !name.empty() && name.size() <= 64 &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                           c == '.';
+                  });
+  if (!ok) {
+    return r.ChildError("simulate", fmt::format("card name '{}': use 1-64 letters, digits, '-', "
+                                                "'_' or '.'",
+                                                name));
+  }
+  if (!out.device_memory) {
+    return r.ChildError("simulate", "needs \"device_memory\": the simulated card's size");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys) {
+  for (const char* k : {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate",
+                        "cuda_context", "cuda_workspace", "fragmentation", "simulate"}) {
+    keys.emplace_back(k);
+  }
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(keys));
   // A size: "24GiB", "512MiB" or a number of bytes.
   auto size = [&](const std::string& key, bool positive) -> Result<std::optional<int64_t>> {
     if (!r.Has(key) || r.json().at(key).is_null()) return std::optional<int64_t>();
@@ -278,8 +313,10 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out) {
       }
     }
   }
-  return Status::Ok();
+  return ParseSimulate(r, out);
 }
+
+namespace {
 
 void CollectParams(const SpaceBlock& block, std::vector<const ParamSpec*>& out) {
   for (const auto& p : block.params) out.push_back(&p);

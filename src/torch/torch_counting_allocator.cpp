@@ -12,6 +12,7 @@
 
 #include "torch/torch_version.h"
 #include "torch/torch_counting_allocator.h"
+#include "tune/memory/simulated_card.h"
 
 // LibTorch >= 2.3 made Allocator::allocate non-const (PR #120969) and has copy_data() as a pure
 // virtual (copy-on-write storage); 1.13 has neither.
@@ -65,6 +66,13 @@ class CountingCpuAllocator final : public c10::Allocator {
                          "; ", Bytes(live), " of the ", Bytes(budget), " budget in use");
       }
     }
+    if (SimulatedCard* card = ProcessSimulatedCard(); card != nullptr && bytes > 0) {
+      const Status charged = card->Charge(bytes);
+      if (!charged.ok()) {
+        s.ooms.fetch_add(1, std::memory_order_relaxed);
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory (", charged.message(), ")");
+      }
+    }
     void* data = c10::alloc_cpu(n);  // throws c10::Error when malloc fails
     if (data != nullptr) {
       {
@@ -102,6 +110,9 @@ class CountingCpuAllocator final : public c10::Allocator {
       }
     }
     s.live.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+    if (SimulatedCard* card = ProcessSimulatedCard(); card != nullptr && n > 0) {
+      (void)card->Charge(-static_cast<int64_t>(n));
+    }
     c10::free_cpu(data);
   }
 };

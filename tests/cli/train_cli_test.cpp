@@ -185,6 +185,38 @@ TEST_F(TrainCli, CtrlCStopsATrainingTrialMidEpoch) {
 #endif
 
 #ifdef TUNE_WITH_TORCH
+// --jobs 2 on a simulated shared card: every trial runs in its own `tune run-trial` process and
+// finishes with exactly the value the same params and seed give in one process.
+TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
+  const std::string card = "train-cli-" + std::to_string(getpid());
+  const std::string config =
+      WriteConfig({{"memory", {{"device_memory", "2GiB"}, {"simulate", card}}}});
+  const std::string seq = "sqlite:///" + (dir_.path() / "seq.db").string();
+  const std::string par = "sqlite:///" + (dir_.path() / "par.db").string();
+  ProcessRun a = Tune({"--study", "t", "--config", config, "--storage", seq, "--n-trials", "4"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  ProcessRun b = Tune({"--study", "t", "--config", config, "--storage", par, "--n-trials", "4",
+                       "--jobs", "2"});
+  std::filesystem::remove("/dev/shm/tune-card-" + card);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("Jobs: 2, each trial in its own process"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("Trial 1 epoch 2/2"), std::string::npos) << b.err;  // the child's log
+  const Json one = Json::parse(Tune({"trials", "--study", "t", "--storage", seq, "--format", "json"}).out);
+  const Json two = Json::parse(Tune({"trials", "--study", "t", "--storage", par, "--format", "json"}).out);
+  ASSERT_EQ(one.size(), 4u);
+  ASSERT_EQ(two.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(two[i]["state"], "COMPLETE") << two[i].dump();
+    EXPECT_EQ(two[i]["params"], one[i]["params"]);
+    EXPECT_EQ(two[i]["value"], one[i]["value"]) << "trial " << i;
+    EXPECT_EQ(two[i]["intermediate_values"], one[i]["intermediate_values"]);
+    EXPECT_GT(two[i]["user_attrs"]["schedule"]["reservation"].get<int64_t>(), 0);
+    EXPECT_GT(two[i]["user_attrs"]["memory"]["peak"].get<int64_t>(), 0);
+  }
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
 TEST_F(TrainCli, UnusableDeviceStopsBeforeTheStudy) {
   ProcessRun r = Tune(
       {"--study", "t", "--config", WriteConfig({{"device", "cuda:0"}}), "--storage", "memory"});

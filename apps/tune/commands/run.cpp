@@ -13,6 +13,7 @@
 #include "tune/config.h"
 #include "tune/interrupt.h"
 #include "tune/memory/estimator.h"
+#include "tune/memory/simulated_card.h"
 #include "tune/optimize.h"
 #include "tune/study.h"
 #include "tune/text.h"
@@ -94,6 +95,12 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
   if (args.heartbeat_interval) config.heartbeat_interval = *args.heartbeat_interval;
   if (args.grace_period) config.grace_period = *args.grace_period;
   if (args.retry_failed) config.retry_failed = *args.retry_failed;
+  if (args.jobs) {
+    auto jobs = ParseJobsValue(*args.jobs);
+    if (!jobs.ok()) return InvalidArgumentError("--jobs: " + jobs.status().message());
+    config.jobs = *jobs;
+  }
+  if (args.max_jobs) config.max_jobs = *args.max_jobs;
   TUNE_RETURN_IF_ERROR(CheckHeartbeatSettings(
       config, args.heartbeat_interval || args.grace_period || args.retry_failed
                   ? "--heartbeat-interval/--grace-period/--retry-failed"
@@ -101,9 +108,43 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
   return ApplyTrainFlags(args, config);
 }
 
-// The LibTorch trainer for a train objective (loaded from libtune_torch.so); null otherwise.
+// With several trials at once: TPE counts the running trials as bad ones (constant liar) unless
+// the config says otherwise, and train trials run in child `tune run-trial` processes, so that
+// this process never initialises the device.
+void PrepareJobs(const std::string& study, StudyConfig& config) {
+  if (config.jobs == 1) return;
+  if (config.sampler.name == "tpe" && !config.sampler.options.contains("constant_liar")) {
+    config.sampler.options["constant_liar"] = true;
+    spdlog::info("Several trials at once: TPE's constant_liar is on (running trials count as "
+                 "bad ones), so that they do not all try the same region");
+  }
+  if (config.objective.type != ObjectiveType::kTrain) return;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const TrainObjectiveOptions& train = config.objective.train;
+  config.objective.train.child_command = {
+      ec ? std::string("tune") : self.string(),
+      "run-trial",
+      "--config",
+      fs::absolute(config.source).string(),
+      "--study",
+      study,
+      "--device",
+      train.device,
+      "--oom-retry",
+      std::to_string(train.guard.oom_retry),
+      "--log-level",
+      std::string(spdlog::level::to_string_view(spdlog::get_level()).data())};
+}
+
+// The LibTorch trainer for a train objective (loaded from libtune_torch.so); null otherwise, and
+// with several trials at once (each child loads its own).
 Result<std::unique_ptr<Trainer>> LoadTrainerFor(const StudyConfig& config) {
-  if (config.objective.type != ObjectiveType::kTrain) return std::unique_ptr<Trainer>();
+  if (config.objective.type != ObjectiveType::kTrain || config.jobs != 1) {
+    return std::unique_ptr<Trainer>();
+  }
+  const GuardOptions& guard = config.objective.train.guard;
+  if (guard.simulate) TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*guard.simulate, *guard.device_memory));
   TorchTrainerOptions options;
   options.device = config.objective.train.device;
   options.threads = config.objective.train.threads;
@@ -158,6 +199,16 @@ void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& conf
   if (!config.n_trials && !config.timeout_seconds) {
     spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
   }
+  if (config.jobs != 1) {
+    const std::optional<int64_t> capacity = objective.DeviceCapacity();
+    spdlog::info("Jobs: {}, each trial in its own process; {}",
+                 config.jobs == kJobsAuto
+                     ? fmt::format("auto (as many as the memory holds, at most {})", config.max_jobs)
+                     : std::to_string(config.jobs),
+                 capacity ? fmt::format("trials reserve their predicted peak of {} usable",
+                                        FormatBytes(*capacity))
+                          : std::string("no memory prediction: nothing is reserved"));
+  }
 }
 
 // Logs each finished trial and the progress of the run.
@@ -191,6 +242,15 @@ class ProgressLog {
     LogProgress();
   }
 
+  void OnTrialStarted(const Trial& t, const TrialPlan& plan, const JobsState& jobs) {
+    jobs_ = jobs;
+    spdlog::info("Trial {} started{}: {}; params: {}", t.number(),
+                 plan.reservation > 0 ? fmt::format(", reserving {}", FormatBytes(plan.reservation))
+                                      : "",
+                 JobsStateText(jobs), plan.params.dump());
+  }
+  void set_jobs(const JobsState& jobs) { jobs_ = jobs; }
+
   // n_retried: stale trials this run re-enqueued; each raises the target by one (optimize.h).
   void OnStaleTrial(const FailedStaleTrial& stale) {
     ++done_;
@@ -220,11 +280,11 @@ class ProgressLog {
       eta = Clock(std::max(0.0, *config_.timeout_seconds - elapsed));
     }
     spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
-                 "| ETA {}",
+                 "| ETA {}{}",
                  done_, config_.n_trials ? std::to_string(*config_.n_trials + retried_) : "-",
                  pruned_, failed_,
                  best_ ? fmt::format("{} (trial {})", ValueText(*best_), best_->number) : "-",
-                 Clock(elapsed), eta);
+                 Clock(elapsed), eta, jobs_ ? " | " + JobsStateText(*jobs_) : "");
   }
   static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
 
@@ -233,6 +293,7 @@ class ProgressLog {
   const std::chrono::steady_clock::time_point start_ = Now();
   int64_t pruned_ = 0, failed_ = 0, run_ = 0, retried_ = 0, done_ = 0;
   std::optional<FrozenTrial> best_;
+  std::optional<JobsState> jobs_;  // with several jobs
 };
 
 // The train objective's flags.
@@ -259,6 +320,10 @@ Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
     progress.OnTrialFinished(t, o);
   };
   options.on_stale_trial = [&](const FailedStaleTrial& stale) { progress.OnStaleTrial(stale); };
+  options.on_trial_started = [&](const Trial& t, const TrialPlan& plan, const JobsState& jobs) {
+    progress.OnTrialStarted(t, plan, jobs);
+  };
+  options.on_jobs_changed = [&](const JobsState& jobs) { progress.set_jobs(jobs); };
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   auto result = Optimize(s, config.space, objective, options);
@@ -276,6 +341,7 @@ int RunStudy(const RunArgs& args) {
   if (!loaded.ok()) return Fail(loaded.status());
   StudyConfig config = std::move(loaded).value();
   if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
+  PrepareJobs(args.study, config);
   auto opened = OpenStudy(args.study, config);
   if (!opened.ok()) return Fail(opened.status());
   Study& s = *opened->study;
@@ -328,6 +394,11 @@ std::function<int()> DeclareRun(CLI::App& app) {
                  "Re-enqueue a stale trial with the same params up to K times (default: the "
                  "config's retry_failed, else 0)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--jobs", run->jobs,
+                 "Trials at once, each in its own process: N, or auto (as many as the device's "
+                 "memory holds, at most max_jobs); default: the config's jobs, else 1");
+  app.add_option("--max-jobs", run->max_jobs, "With --jobs auto: at most this many (default 8)")
+      ->check(CLI::Range(1, 256));
   DeclareTrainFlags(app, *run);
   app.add_option("--format", run->format, "Output of the best trial: table, json or csv");
   return [run] {

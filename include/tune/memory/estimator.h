@@ -22,6 +22,7 @@
 #include "tune/distributions.h"
 #include "tune/model_catalog.h"
 #include "tune/status.h"
+#include "tune/text.h"
 #include "tune/train/hyperparams.h"
 
 namespace tune {
@@ -123,9 +124,6 @@ Json MemoryEstimateToJson(const MemoryEstimate& e);
 Result<int64_t> MaxBatchSize(MemoryRequest request, const DeviceMemoryModel& device,
                              int64_t budget_bytes, int64_t limit = 4096);
 
-// "1.50 GiB", "312.0 MiB", "512 B".
-std::string FormatBytes(int64_t bytes);
-// "24GiB", "24 GB", "1.5G", "512MiB", "1000000" (bytes). InvalidArgument naming the text.
-Result<int64_t> ParseBytes(std::string_view text);
+// FormatBytes and ParseBytes are in text.h.
 
 }  // namespace tune

@@ -50,6 +50,9 @@ struct GuardOptions {
   std::optional<int64_t> cuda_context;
   std::optional<int64_t> cuda_workspace;
   std::optional<double> fragmentation;
+  // CPU tests and benchmarks: the name of a simulated card of device_memory bytes that every
+  // trial process charges (simulated_card.h); unset: none.
+  std::optional<std::string> simulate;
 };
 
 // DeviceMemoryModel::Cuda() with the options' overrides, and `measured_context` (bytes, -1:

@@ -7,6 +7,9 @@
 // example the program cannot be started): the trial is failed and the study stops.
 #pragma once
 
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,18 +31,54 @@ struct TrialOutcome {
 // kPredicted: the memory guard did not run it) and oom_config = the params, their effective
 // batch size (batch_size * grad_accum, when both are numbers) and `details`. Returns the PRUNED
 // outcome with `reason`.
-Result<TrialOutcome> RecordOom(Trial& trial, const Json& params, const Json& details,
+Result<TrialOutcome> RecordOom(TrialHandle& trial, const Json& params, const Json& details,
                                const std::string& reason, EndReason oom_reason = EndReason::kOom);
 
 // Records a trial stopped by Ctrl-C (interrupted=true, reason="interrupted", fail_reason) and
 // returns its FAIL outcome.
-Result<TrialOutcome> RecordInterrupted(Trial& trial);
+Result<TrialOutcome> RecordInterrupted(TrialHandle& trial);
+
+// How a trial will run when several run at once (--jobs), decided before it starts.
+struct TrialPlan {
+  // Set: the trial does not run; its outcome is already recorded (for example the memory guard
+  // predicted that it does not fit even alone).
+  std::optional<TrialOutcome> outcome;
+  Json params = Json::object();  // what it runs with (memory levers applied)
+  int64_t reservation = 0;       // bytes of the device it holds while it runs (0: none)
+  bool exclusive = false;        // its memory is unknown: it runs only on an idle device
+  std::string summary;           // how the reservation was reached, for the log
+};
+
+// A trial running in a child process (--jobs), started by Objective::Start and driven by the
+// run's loop in the parent, which alone owns the study: the process forwards the child's
+// reports, pruning questions and attributes to the trial.
+class TrialProcess {
+ public:
+  virtual ~TrialProcess() = default;
+  // Handles the child's output for up to `wait`.
+  virtual Status Poll(std::chrono::milliseconds wait) = 0;
+  virtual bool finished() const = 0;
+  // Ctrl-C: stops the child; the trial then finishes as interrupted.
+  virtual void Interrupt() = 0;
+  // REQUIRES: finished(). The trial's outcome; its user attributes are recorded.
+  virtual Result<TrialOutcome> Finish() = 0;
+};
 
 class Objective {
  public:
   virtual ~Objective() = default;
   virtual std::string name() const = 0;
-  virtual Result<TrialOutcome> Run(Trial& trial, const Json& params) = 0;
+  // Runs the trial in this process and returns its outcome.
+  virtual Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) = 0;
+
+  // The memory of the device the trials share that they may reserve (bytes), when this
+  // objective predicts trials' memory; nullopt: nothing to reserve (--jobs N runs N at once).
+  virtual std::optional<int64_t> DeviceCapacity() const { return std::nullopt; }
+  // Plans a trial before it starts (--jobs). Default: it runs with its params, reserving nothing.
+  virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
+  // Starts a planned trial in its own process (--jobs). Default: runs it here and now, and
+  // returns it finished (objectives that take microseconds, like the test functions).
+  virtual Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan);
 };
 
 }  // namespace tune

@@ -4,11 +4,13 @@
 // docs/config.md documents each row.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tune/distributions.h"
+#include "tune/memory/guard_planner.h"
 #include "tune/objectives/command.h"
 #include "tune/objectives/functions.h"
 #include "tune/objectives/train.h"
@@ -33,6 +35,7 @@ struct ObjectiveConfig {
   ObjectiveType type = ObjectiveType::kFunction;
   FunctionOptions function;
   CommandOptions command;
+  std::optional<CommandMemoryOptions> command_memory;  // the command objective's "memory"
   TrainObjectiveOptions train;
 };
 

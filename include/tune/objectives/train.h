@@ -72,11 +72,19 @@ struct TrainObjectiveOptions {
   Json defaults = Json::object();   // hyperparameters set by the objective's keys (canonical)
   std::vector<std::string> models;  // every model a trial may choose (vocabulary and length checks)
   GuardOptions guard;               // the memory guard ("memory": {...}; guard.h)
+  // --jobs: the command that runs one trial in a child process (`tune run-trial ...`), set by
+  // the tune binary; the objective appends the trial's number, params, plan and memory budget.
+  // Empty: trials run in this process only.
+  std::vector<std::string> child_command;
+  // In a child process: the parent's admission of this trial (TrialPlanToJson), used instead of
+  // admitting it again (the parent holds the study's history).
+  std::optional<Json> planned;
 };
 
 // Reads the data and builds the tokenizer; InvalidArgument/NotFound for bad data (see
 // text_data.h) or a vocabulary larger than one of `options.models` can embed.
-// REQUIRES: trainer != nullptr.
+// REQUIRES: trainer != nullptr, unless options.child_command is set (then trials run only in
+// child processes, and this process never initialises the device).
 Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
                                                      ModelCatalog catalog,
                                                      std::unique_ptr<Trainer> trainer);

@@ -1,0 +1,91 @@
+// `tune run-trial` (hidden): one trial of a train study in a child process, for a parent `tune`
+// running several trials at once (--jobs). The parent alone owns the study: this process runs
+// the objective against a RemoteTrialHandle that forwards reports, pruning questions and
+// attributes over stdout/stdin (tune/objectives/trial_protocol.h), within the memory budget the
+// parent reserved for it. Its logs go to stderr, which the parent logs.
+#include <csignal>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app.h"
+#include "commands.h"
+#include "torch_loader.h"
+#include "tune/config.h"
+#include "tune/interrupt.h"
+#include "tune/memory/simulated_card.h"
+#include "tune/objectives/trial_protocol.h"
+
+namespace tune::app {
+namespace {
+
+struct RunTrialArgs {
+  std::string config;
+  std::string study;
+  int64_t trial_number = 0;
+  std::string params;  // JSON object
+  std::string plan;    // JSON object: the parent's admission
+  int64_t budget = 0;  // bytes; 0: none
+  std::string device = "cpu";
+  int64_t oom_retry = 0;
+};
+
+extern "C" void OnChildSignal(int) { RequestInterrupt(); }
+
+Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
+  TUNE_ASSIGN_OR_RETURN(StudyConfig config, LoadStudyConfig(args.config));
+  if (config.objective.type != ObjectiveType::kTrain) {
+    return InvalidArgumentError(args.config + ": run-trial runs train objectives only");
+  }
+  TrainObjectiveOptions& train = config.objective.train;
+  if (train.guard.simulate) {  // the whole card, before device_memory becomes this trial's budget
+    TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*train.guard.simulate, *train.guard.device_memory));
+  }
+  train.device = args.device;
+  train.guard.oom_retry = args.oom_retry;
+  if (args.budget > 0) train.guard.device_memory = args.budget;
+  TUNE_ASSIGN_OR_RETURN(Json plan, ParseJsonArgument("--plan", args.plan));
+  train.planned = plan;
+  return config;
+}
+
+int RunTrial(const RunTrialArgs& args) {
+  spdlog::set_pattern("[%l] %v");
+  std::signal(SIGINT, OnChildSignal);
+  std::signal(SIGTERM, OnChildSignal);
+  auto config = ChildConfig(args);
+  if (!config.ok()) return Fail(config.status());
+  auto params = ParseJsonArgument("--params", args.params);
+  if (!params.ok()) return Fail(params.status());
+  TorchTrainerOptions trainer_options;
+  trainer_options.device = config->objective.train.device;
+  trainer_options.threads = config->objective.train.threads;
+  trainer_options.memory_budget_bytes = args.budget > 0 ? args.budget : -1;
+  auto trainer = LoadTorchTrainer(trainer_options);
+  if (!trainer.ok()) return Fail(trainer.status());
+  auto objective = MakeObjective(*config, std::move(trainer).value());
+  if (!objective.ok()) return Fail(objective.status());
+  RemoteTrialHandle trial(args.trial_number, args.study, std::cin, std::cout);
+  auto outcome = (*objective)->Run(trial, *params);
+  if (!outcome.ok()) return Fail(outcome.status());
+  if (Status s = trial.SendOutcome(*outcome); !s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> DeclareRunTrial(CLI::App& command) {
+  auto args = std::make_shared<RunTrialArgs>();
+  command.add_option("--config", args->config, "Study config file")->required();
+  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--trial-number", args->trial_number, "The trial's number")->required();
+  command.add_option("--params", args->params, "The trial's params (JSON)")->required();
+  command.add_option("--plan", args->plan, "The parent's admission (JSON)")->required();
+  command.add_option("--budget", args->budget, "Memory budget in bytes (0: none)");
+  command.add_option("--device", args->device, "cpu, cuda or cuda:N");
+  command.add_option("--oom-retry", args->oom_retry, "Retries after an out-of-memory error");
+  return [args] { return RunTrial(*args); };
+}
+
+}  // namespace tune::app

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Packing benchmark (issue 17): trials of the user reports' criteria space on one simulated
+shared 24 GiB card, run as the user reports ran them -- PAR = 1, 2, 3, 4 independent tune
+workers on one study, no ledger, no admission -- and with `tune --jobs auto` (admission, levers,
+reservations, calibration). Every trial is bench/synthetic_trial.py: it holds its configuration's
+true peak on the card (tune's estimate x a per-model factor tune is not told) for a time
+proportional to its FLOPs.
+
+Prints one JSON line per mode and writes the table to docs/benchmarks.md (section "packing").
+
+Usage: bench/packing_bench.py --tune build/tune [--trials 300] [--seconds-per-pflop 40]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+
+import benchdoc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CARD_BYTES = 24 * 2**30
+
+
+def bench_config(tune, workdir, card, admission, args):
+    with open(os.path.join(ROOT, "configs", "criteria.json")) as f:
+        criteria = json.load(f)
+    return {
+        "direction": "maximize",
+        "sampler": {"name": "tpe", "n_startup_trials": 20, "seed": args.seed},
+        "search_space": criteria["search_space"],
+        "conditional": criteria["conditional"],
+        "heartbeat_interval": 0,
+        "objective": {
+            "type": "command",
+            "argv": ["/usr/bin/python3", os.path.join(HERE, "synthetic_trial.py")],
+            "env": {"TUNE_BINARY": tune,
+                    "BENCH_SECONDS_PER_PFLOP": str(args.seconds_per_pflop),
+                    "BENCH_ESTIMATE_CACHE": os.path.join(args.cache_dir, "estimates.json")},
+            "memory": {"device_memory": CARD_BYTES, "simulate": card, "admission": admission,
+                       "levers": ["grad_accum"], "model": "{model}",
+                       "batch_size": "{batch_size}", "max_length": "{max_length}",
+                       "grad_accum": "{grad_accum}", "precision": "bf16",
+                       "classifier_layers": "{classifier_layers}", "dropout": "{dropout}"},
+        },
+    }
+
+
+def run_mode(name, tune, args, par=None, jobs=None):
+    """Runs one mode in a fresh directory; returns its trials (tune trials --format json)."""
+    workdir = tempfile.mkdtemp(prefix=f"packing-{name}-")
+    card = f"packing-{os.getpid()}-{name}"
+    config = os.path.join(workdir, "study.json")
+    with open(config, "w") as f:
+        json.dump(bench_config(tune, workdir, card, jobs is not None, args), f, indent=1)
+    storage = f"sqlite:///{workdir}/study.db"
+    base = [tune, "--study", "packing", "--config", config, "--storage", storage,
+            "--n-trials", str(args.trials), "--log-level", "warn"]
+    start = time.time()
+    if jobs is not None:
+        procs = [subprocess.Popen(base + ["--jobs", jobs, "--max-jobs", str(args.max_jobs)],
+                                  stdout=subprocess.DEVNULL)]
+    else:
+        # Independent workers: the first creates the study, the others join it.
+        procs = [subprocess.Popen(base, stdout=subprocess.DEVNULL)]
+        time.sleep(1.0)
+        procs += [subprocess.Popen(base, stdout=subprocess.DEVNULL) for _ in range(par - 1)]
+    codes = [p.wait() for p in procs]
+    wall = time.time() - start
+    out = subprocess.run([tune, "trials", "--study", "packing", "--storage", storage, "--format",
+                          "json"], check=True, capture_output=True, text=True).stdout
+    if os.path.exists(f"/dev/shm/tune-card-{card}"):
+        os.remove(f"/dev/shm/tune-card-{card}")
+    return json.loads(out), wall, codes
+
+
+def when(text):
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+
+
+def summarise(name, trials, wall, codes):
+    finished = [t for t in trials if t["state"] in ("COMPLETE", "PRUNED", "FAIL")]
+    complete = [t for t in finished if t["state"] == "COMPLETE"]
+    reason = lambda t: t["user_attrs"].get("reason")
+    runtime_oom = [t for t in finished if reason(t) == "oom"]
+    predicted = [t for t in finished if reason(t) == "predicted"]
+    fail = [t for t in finished if t["state"] == "FAIL"]
+    starts = [when(t["datetime_start"]) for t in finished if t.get("datetime_start")]
+    ends = [when(t["datetime_complete"]) for t in finished if t.get("datetime_complete")]
+    span = max(ends) - min(starts) if starts and ends else wall
+    used = reserved = 0.0
+    waits = []
+    for t in finished:
+        if not (t.get("datetime_start") and t.get("datetime_complete")):
+            continue
+        seconds = when(t["datetime_complete"]) - when(t["datetime_start"])
+        peak = t["user_attrs"].get("memory", {}).get("peak", -1)
+        if t["state"] == "COMPLETE" and peak > 0:
+            used += peak * seconds
+        schedule = t["user_attrs"].get("schedule")
+        if schedule and "started" in schedule:
+            run = when(schedule["ended"]) - when(schedule["started"])
+            reserved += schedule["reservation"] * run
+            waits.append(when(schedule["started"]) - when(schedule["queued"]))
+    waits.sort()
+    late_oom = [t for t in runtime_oom if t["number"] >= 20]
+    return {
+        "mode": name,
+        "exit_codes": codes,
+        "trials": len(finished),
+        "complete": len(complete),
+        "runtime_oom": len(runtime_oom),
+        "runtime_oom_after_20": len(late_oom),
+        "predicted_misfit": len(predicted),
+        "fail": len(fail),
+        "wall_seconds": round(span, 1),
+        "complete_per_hour": round(len(complete) / span * 3600, 1),
+        "finished_per_hour": round(len(finished) / span * 3600, 1),
+        "mean_used_share": round(used / (CARD_BYTES * span), 3),
+        "mean_reserved_share": round(reserved / (CARD_BYTES * span), 3) if waits else None,
+        "p95_wait_seconds": round(waits[int(0.95 * (len(waits) - 1))], 2) if waits else 0.0,
+    }
+
+
+def write_doc(rows, args, total):
+    best = max((r for r in rows if r["mode"].startswith("PAR")), key=lambda r: r["complete_per_hour"])
+    auto = next(r for r in rows if r["mode"] == "--jobs auto")
+    lines = [
+        "`bench/run_packing_bench.sh` runs "
+        f"{args.trials} trials of the criteria space (seven models, heavy/base) on one simulated "
+        "24 GiB card: PAR = 1-4 independent `tune` workers on one study (no ledger, no admission, "
+        "as the user reports ran them) and `tune --jobs auto` (admission, levers, reservations, "
+        f"at most {args.max_jobs} at once). Each trial holds its true peak on the card (tune's "
+        "estimate times a per-model factor of 0.90-1.15 that tune is not told) for a time "
+        f"proportional to its FLOPs ({args.seconds_per_pflop} s per PFLOP). Throughput counts "
+        "COMPLETE trials; run-time OOMs are trials that ran out of memory on the card or over "
+        "their own reservation; used share = the true peaks held, averaged over the run.",
+        "",
+        "| mode | finished | COMPLETE | COMPLETE / h | run-time OOMs (after trial 20) | predicted misfits | FAIL | mean used share | mean reserved share | p95 wait (s) | wall (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        reserved = "-" if r["mean_reserved_share"] is None else f"{r['mean_reserved_share']:.2f}"
+        lines.append(f"| {r['mode']} | {r['trials']} | {r['complete']} | {r['complete_per_hour']} | "
+                     f"{r['runtime_oom']} ({r['runtime_oom_after_20']}) | {r['predicted_misfit']} | "
+                     f"{r['fail']} | {r['mean_used_share']:.2f} | {reserved} | "
+                     f"{r['p95_wait_seconds']} | {r['wall_seconds']} |")
+    ratio = auto["complete_per_hour"] / best["complete_per_hour"] if best["complete_per_hour"] else 0
+    lines += ["",
+              f"`--jobs auto` / best fixed PAR ({best['mode']}): {ratio:.2f}x COMPLETE trials per "
+              f"hour (goal >= 1.25x); run-time OOMs after trial 20: "
+              f"{auto['runtime_oom_after_20']} (goal 0); FAIL: {auto['fail']} (goal 0). Whole "
+              f"benchmark: {total:.0f} s."]
+    begin, end = benchdoc.markers("packing")
+    section = "\n".join([begin, "## Packing trials on one card: --jobs auto vs fixed PAR", "",
+                          f"Machine: {benchdoc.machine()}; load before the run: {args.loadavg}.",
+                          ""] + lines + [end])
+    benchdoc.write_section(os.path.join(ROOT, "docs", "benchmarks.md"), "packing", section)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--tune", required=True)
+    p.add_argument("--trials", type=int, default=300)
+    p.add_argument("--seconds-per-pflop", type=float, default=40.0)
+    p.add_argument("--max-jobs", type=int, default=8)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--modes", default="1,2,3,4,auto")
+    p.add_argument("--no-doc", action="store_true")
+    args = p.parse_args()
+    args.tune = os.path.abspath(args.tune)
+    args.cache_dir = tempfile.mkdtemp(prefix="packing-cache-")
+    with open("/proc/loadavg") as f:
+        args.loadavg = " ".join(f.read().split()[:3])
+    start = time.time()
+    rows = []
+    for mode in args.modes.split(","):
+        name = "--jobs auto" if mode == "auto" else f"PAR={mode}"
+        trials, wall, codes = (run_mode("auto", args.tune, args, jobs="auto") if mode == "auto"
+                               else run_mode(f"par{mode}", args.tune, args, par=int(mode)))
+        rows.append(summarise(name, trials, wall, codes))
+        print(json.dumps(rows[-1]), flush=True)
+    if not args.no_doc and any(r["mode"] == "--jobs auto" for r in rows):
+        write_doc(rows, args, time.time() - start)
+
+
+if __name__ == "__main__":
+    main()

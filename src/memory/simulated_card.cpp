@@ -1,0 +1,249 @@
+#include "tune/memory/simulated_card.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "tune/text.h"
+
+namespace tune {
+namespace {
+
+constexpr uint64_t kMagic = 0x74756e6563617264;  // "tunecard"
+constexpr size_t kSlots = 1024;
+
+std::string ShmName(const std::string& name) { return "/tune-card-" + name; }
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+}  // namespace
+
+struct SimulatedCard::Shared {
+  std::atomic<uint64_t> magic;  // kMagic once initialised
+  std::atomic<int32_t> state;   // 0 new, 1 initialising, 2 ready
+  int64_t capacity;
+  int64_t total;  // the bytes of all slots; guarded by mu
+  pthread_mutex_t mu;
+  struct Slot {
+    pid_t pid;  // 0: free
+    int64_t bytes;
+  } slots[kSlots];
+
+  // REQUIRES: mu held. Frees the slots of dead processes; returns the bytes of the live ones.
+  int64_t Reclaim() {
+    for (Slot& s : slots) {
+      if (s.pid != 0 && !Alive(s.pid)) {
+        total -= s.bytes;
+        s = Slot{0, 0};
+      }
+    }
+    return total;
+  }
+
+  // REQUIRES: mu held. This process's slot, claimed if needed (nullptr when all are taken).
+  Slot* Mine() {
+    const pid_t me = getpid();
+    Slot* free_slot = nullptr;
+    for (Slot& s : slots) {
+      if (s.pid == me) return &s;
+      if (s.pid == 0 && free_slot == nullptr) free_slot = &s;
+    }
+    if (free_slot != nullptr) *free_slot = Slot{me, 0};
+    return free_slot;
+  }
+};
+
+namespace {
+
+// Locks the card's mutex; recovers it when its owner died holding it.
+class CardLock {
+ public:
+  explicit CardLock(pthread_mutex_t* mu) : mu_(mu) {
+    if (pthread_mutex_lock(mu_) == EOWNERDEAD) pthread_mutex_consistent(mu_);
+  }
+  ~CardLock() { pthread_mutex_unlock(mu_); }
+  CardLock(const CardLock&) = delete;
+  CardLock& operator=(const CardLock&) = delete;
+
+ private:
+  pthread_mutex_t* mu_;
+};
+
+void Initialise(SimulatedCard::Shared* s, int64_t capacity) {
+  int32_t expected = 0;
+  if (s->state.compare_exchange_strong(expected, 1)) {
+    s->capacity = capacity;
+    s->total = 0;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&s->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    std::memset(static_cast<void*>(s->slots), 0, sizeof s->slots);
+    s->magic.store(kMagic);
+    s->state.store(2);
+    return;
+  }
+  while (s->state.load() != 2) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SimulatedCard>> SimulatedCard::Open(const std::string& name,
+                                                           int64_t capacity) {
+  if (!ValidName(name)) {
+    return InvalidArgumentError(fmt::format(
+        "simulated card name '{}': use 1-64 letters, digits, '-', '_' or '.'", name));
+  }
+  if (capacity <= 0) return InvalidArgumentError("a simulated card needs a capacity > 0 bytes");
+  const std::string shm = ShmName(name);
+  const int fd = shm_open(shm.c_str(), O_RDWR | O_CREAT, 0600);
+  if (fd < 0) {
+    return FailedPreconditionError(
+        fmt::format("cannot open the simulated card /dev/shm{}: {}", shm, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_size < static_cast<off_t>(sizeof(Shared))) {
+    (void)!ftruncate(fd, sizeof(Shared));  // zero-filled: state 0
+  }
+  void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    return FailedPreconditionError(fmt::format("cannot map the simulated card /dev/shm{}: {}",
+                                               shm, std::strerror(errno)));
+  }
+  auto* shared = static_cast<Shared*>(p);
+  Initialise(shared, capacity);
+  if (shared->capacity != capacity) {
+    const int64_t existing = shared->capacity;
+    munmap(p, sizeof(Shared));
+    return FailedPreconditionError(fmt::format(
+        "the simulated card '{}' exists with {} ({} requested); use another name, or remove "
+        "/dev/shm{} when no run uses it",
+        name, FormatBytes(existing), FormatBytes(capacity), shm));
+  }
+  return std::unique_ptr<SimulatedCard>(new SimulatedCard(name, shared));
+}
+
+SimulatedCard::~SimulatedCard() { munmap(shared_, sizeof(Shared)); }
+
+Status SimulatedCard::Charge(int64_t bytes) {
+  CardLock lock(&shared_->mu);
+  Shared::Slot* mine = shared_->Mine();
+  if (mine == nullptr) return ResourceExhaustedError("the simulated card has no free slot");
+  if (bytes > 0 && shared_->total + bytes > shared_->capacity &&
+      shared_->Reclaim() + bytes > shared_->capacity) {
+    return ResourceExhaustedError(fmt::format(
+        "simulated card '{}' out of memory: tried to allocate {}; {} of {} in use ({} by this "
+        "process)",
+        name_, FormatBytes(bytes), FormatBytes(shared_->total), FormatBytes(shared_->capacity),
+        FormatBytes(mine->bytes)));
+  }
+  const int64_t change = std::max(bytes, -mine->bytes);  // never below nothing
+  mine->bytes += change;
+  shared_->total += change;
+  return Status::Ok();
+}
+
+int64_t SimulatedCard::used() const {
+  CardLock lock(&shared_->mu);
+  return shared_->Reclaim();
+}
+
+int64_t SimulatedCard::mine() const {
+  CardLock lock(&shared_->mu);
+  for (const Shared::Slot& s : shared_->slots) {
+    if (s.pid == getpid()) return s.bytes;
+  }
+  return 0;
+}
+
+int64_t SimulatedCard::capacity() const { return shared_->capacity; }
+
+Status SimulatedCard::Remove(const std::string& name) {
+  if (shm_unlink(ShmName(name).c_str()) != 0 && errno != ENOENT) {
+    return InternalError(fmt::format("cannot remove the simulated card '{}': {}", name,
+                                     std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
+namespace {
+std::unique_ptr<SimulatedCard>& ProcessCardSlot() {
+  static std::unique_ptr<SimulatedCard> card;
+  return card;
+}
+}  // namespace
+
+SimulatedCard* ProcessSimulatedCard() { return ProcessCardSlot().get(); }
+
+Status SetProcessSimulatedCard(const std::string& name, int64_t capacity) {
+  if (ProcessCardSlot() && ProcessCardSlot()->name() == name) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(ProcessCardSlot(), SimulatedCard::Open(name, capacity));
+  return Status::Ok();
+}
+
+}  // namespace tune
+
+namespace {
+
+// Cards opened through the C functions, by name.
+tune::SimulatedCard* CardFor(const char* name, int64_t capacity) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<tune::SimulatedCard>> cards;
+  std::lock_guard lock(mu);
+  auto it = cards.find(name);
+  if (it != cards.end()) return it->second.get();
+  auto card = tune::SimulatedCard::Open(name, capacity);
+  if (!card.ok()) {
+    std::fprintf(stderr, "tune: %s\n", card.status().message().c_str());
+    return nullptr;
+  }
+  return cards.emplace(name, std::move(card).value()).first->second.get();
+}
+
+}  // namespace
+
+extern "C" {
+
+int tune_simulated_card_charge(const char* name, int64_t capacity, int64_t bytes) {
+  tune::SimulatedCard* card = CardFor(name, capacity);
+  if (card == nullptr) return -1;
+  const tune::Status s = card->Charge(bytes);
+  if (s.ok()) return 0;
+  std::fprintf(stderr, "%s\n", s.message().c_str());
+  return s.code() == tune::StatusCode::kResourceExhausted ? 1 : -1;
+}
+
+int64_t tune_simulated_card_used(const char* name, int64_t capacity) {
+  tune::SimulatedCard* card = CardFor(name, capacity);
+  return card == nullptr ? -1 : card->used();
+}
+
+}  // extern "C"

@@ -1,0 +1,311 @@
+// The optimize loop with several trials at once (RunSettings::jobs != 1): each trial runs in its
+// own process (Objective::Start); this process alone owns the study, the sampler, the storage,
+// the heartbeats and the memory ledger.
+//
+// Scheduling: a trial is asked, sampled and planned (Objective::Plan: its reservation, or its
+// outcome when it cannot fit even alone) one at a time. It starts when fewer than the job limit
+// run and its reservation fits beside the running trials' reservations; otherwise it waits at
+// the head of the line, and no later trial is asked before it starts (first come, first served:
+// a large trial never starves, at the price of idle memory while it waits). A trial whose
+// memory is unknown (TrialPlan::exclusive) starts only on an idle device.
+#include <algorithm>
+#include <list>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "optimize_internal.h"
+#include "tune/interrupt.h"
+#include "tune/optimize.h"
+#include "tune/text.h"
+#include "tune/trial_attrs.h"
+
+namespace tune {
+
+std::string JobsStateText(const JobsState& s) {
+  std::string text = fmt::format("{} running", s.running);
+  if (s.capacity) {
+    text += fmt::format(", {} of {} reserved", FormatBytes(s.reserved), FormatBytes(*s.capacity));
+  }
+  if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
+  return text;
+}
+
+namespace internal {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+struct Job {
+  std::unique_ptr<Trial> trial;
+  TrialPlan plan;
+  std::unique_ptr<TrialProcess> process;  // set once started
+  Clock::time_point queued, started;
+};
+
+class JobsLoop {
+ public:
+  JobsLoop(Study& study, const ConditionalSpace& space, Objective& objective,
+           const OptimizeOptions& options)
+      : study_(study),
+        space_(space),
+        objective_(objective),
+        options_(options),
+        capacity_(objective.DeviceCapacity()),
+        limit_(options.jobs == kJobsAuto ? options.max_jobs : options.jobs) {}
+
+  Result<OptimizeResult> Run() {
+    if (options_.heartbeat_interval > 0 && !(options_.GracePeriod() > 0)) {
+      return InvalidArgumentError("the grace period must be > 0 seconds");
+    }
+    if (options_.heartbeat_interval > 0) {
+      heartbeat_.emplace(study_.storage(), options_.heartbeat_interval);
+    }
+    while (true) {
+      Result<bool> more = Step();
+      if (!more.ok()) {
+        Drain();
+        return more.status();
+      }
+      if (!*more) break;
+    }
+    return result_;
+  }
+
+ private:
+  std::optional<int64_t> Target() const {
+    if (!options_.n_trials) return std::nullopt;
+    return *options_.n_trials + extra_target_;
+  }
+  bool TargetReached() const { return Target() && result_.finished_total >= *Target(); }
+  bool TimedOut() {
+    if (!options_.timeout_seconds || SecondsSince(start_) < *options_.timeout_seconds) return false;
+    result_.timed_out = true;
+    return true;
+  }
+
+  // One round: heartbeats, the running trials, then start or plan the next. False when done.
+  Result<bool> Step() {
+    TUNE_RETURN_IF_ERROR(CheckStaleTrials());
+    TUNE_RETURN_IF_ERROR(PollRunning());
+    if (InterruptRequested() && !result_.interrupted) TUNE_RETURN_IF_ERROR(InterruptAll());
+    TUNE_ASSIGN_OR_RETURN(result_.finished_total,
+                          study_.storage().CountTrials(study_.study_id(), kFinishedStates));
+    const bool stopping = result_.interrupted || TargetReached() || TimedOut();
+    if (stopping && running_.empty() && !waiting_) return false;
+    if (!stopping && !waiting_ && running_.size() < static_cast<size_t>(limit_)) {
+      TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
+      if (!asked && running_.empty()) return false;  // the target is taken by others' trials
+    }
+    if (waiting_ && !result_.interrupted) TUNE_RETURN_IF_ERROR(StartWaitingIfItFits());
+    return true;
+  }
+
+  JobsState State() const {
+    JobsState s;
+    s.running = static_cast<int64_t>(running_.size());
+    s.waiting = waiting_ ? 1 : 0;
+    s.reserved = reserved_;
+    s.capacity = capacity_;
+    return s;
+  }
+
+  Status CheckStaleTrials() {
+    const double interval = options_.heartbeat_interval;
+    if (interval <= 0 || (last_stale_check_ && SecondsSince(*last_stale_check_) < interval)) {
+      return Status::Ok();
+    }
+    last_stale_check_ = SteadyClock::now();
+    TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
+                          study_.FailStaleTrials(options_.GracePeriod(), options_.retry_failed));
+    for (const FailedStaleTrial& s : stale) {
+      ++result_.stale_failed;
+      if (s.retry) {
+        ++result_.stale_retried;
+        ++extra_target_;
+      }
+      if (options_.on_stale_trial) options_.on_stale_trial(s);
+    }
+    return Status::Ok();
+  }
+
+  // Asks the next trial, samples and plans it: it waits for memory, or its plan already decided
+  // its outcome (told here). False when no trial could be started (the target is taken).
+  Result<bool> AskAndPlan() {
+    StartTrialOptions start_options;
+    start_options.max_started = Target();
+    start_options.heartbeat = options_.heartbeat_interval > 0;
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, study_.Ask(start_options));
+    if (!trial) {
+      if (running_.empty()) {
+        spdlog::info("The target of {} trials is reached counting RUNNING trials of other "
+                     "workers; not starting another",
+                     *Target());
+      }
+      internal::SleepInterruptibly(0.05);
+      return false;
+    }
+    if (heartbeat_) heartbeat_->Watch(trial->trial_id());
+    auto job = std::make_unique<Job>();
+    job->queued = Clock::now();
+    Result<Json> params = space_.Sample(*trial);
+    Result<TrialPlan> plan =
+        params.ok() ? objective_.Plan(*trial, *params) : Result<TrialPlan>(params.status());
+    job->trial = std::move(trial);
+    if (!plan.ok()) return Fail(*job, plan.status());
+    job->plan = std::move(plan).value();
+    if (job->plan.outcome) {
+      TUNE_RETURN_IF_ERROR(Tell(*job, *job->plan.outcome));
+      return true;
+    }
+    waiting_ = std::move(job);
+    return true;
+  }
+
+  bool Fits(const TrialPlan& plan) const {
+    if (plan.exclusive) return running_.empty();
+    if (!capacity_ || running_.empty()) return true;
+    return reserved_ + plan.reservation <= *capacity_;
+  }
+
+  Status StartWaitingIfItFits() {
+    if (!Fits(waiting_->plan)) {
+      internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
+      return Status::Ok();
+    }
+    std::unique_ptr<Job> job = std::move(waiting_);
+    job->started = Clock::now();
+    Result<std::unique_ptr<TrialProcess>> process = objective_.Start(*job->trial, job->plan);
+    if (!process.ok()) return Fail(*job, process.status());
+    job->process = std::move(process).value();
+    reserved_ += job->plan.reservation;
+    running_.push_back(std::move(job));
+    if (options_.on_trial_started) {
+      options_.on_trial_started(*running_.back()->trial, running_.back()->plan, State());
+    }
+    if (options_.on_jobs_changed) options_.on_jobs_changed(State());
+    return Status::Ok();
+  }
+
+  // Polls every running trial's process for a short while; tells the finished ones.
+  Status PollRunning() {
+    if (running_.empty()) return Status::Ok();
+    const auto wait = std::chrono::milliseconds(std::max<int64_t>(
+        5, 50 / static_cast<int64_t>(running_.size())));
+    for (auto it = running_.begin(); it != running_.end();) {
+      Job& job = **it;
+      Status polled = job.process->Poll(wait);
+      if (!polled.ok() || !job.process->finished()) {
+        if (!polled.ok()) return Fail(*Take(it), polled);
+        ++it;
+        continue;
+      }
+      std::unique_ptr<Job> done = Take(it++);
+      if (options_.on_jobs_changed) options_.on_jobs_changed(State());
+      Result<TrialOutcome> outcome = done->process->Finish();
+      if (!outcome.ok()) return Fail(*done, outcome.status());
+      TUNE_RETURN_IF_ERROR(Tell(*done, *outcome));
+    }
+    return Status::Ok();
+  }
+
+  // Ctrl-C: the running trials' processes are stopped (they finish as interrupted); a trial
+  // waiting for memory is failed as interrupted at once.
+  Status InterruptAll() {
+    result_.interrupted = true;
+    for (auto& job : running_) job->process->Interrupt();
+    if (waiting_) {
+      std::unique_ptr<Job> job = std::move(waiting_);
+      TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, RecordInterrupted(*job->trial));
+      TUNE_RETURN_IF_ERROR(Tell(*job, outcome));
+    }
+    return Status::Ok();
+  }
+
+  // Records when the trial was queued, started and ended and what it reserved, and tells it.
+  Status Tell(Job& job, const TrialOutcome& outcome) {
+    if (heartbeat_) heartbeat_->Unwatch(job.trial->trial_id());
+    Json schedule{{"queued", FormatDatetime(job.queued)},
+                  {"ended", FormatDatetime(Clock::now())},
+                  {"reservation", job.plan.reservation},
+                  {"jobs", limit_}};
+    if (job.process) schedule["started"] = FormatDatetime(job.started);
+    Status attr = job.trial->SetUserAttr(attrs::kSchedule, schedule);
+    Result<FrozenTrial> told =
+        attr.ok() ? study_.Tell(*job.trial, outcome.state, outcome.values) : Result<FrozenTrial>(attr);
+    if (!told.ok()) {
+      if (LostToStaleCheck(study_, *job.trial, told.status())) {
+        ++result_.trials_lost;
+        return Status::Ok();
+      }
+      return Fail(job, told.status());
+    }
+    ++result_.trials_run;
+    if (options_.on_trial_finished) options_.on_trial_finished(*told, outcome);
+    return Status::Ok();
+  }
+
+  // Removes a running job from the list (its reservation released) and hands it over.
+  std::unique_ptr<Job> Take(std::list<std::unique_ptr<Job>>::iterator it) {
+    std::unique_ptr<Job> job = std::move(*it);
+    running_.erase(it);
+    reserved_ -= job->plan.reservation;
+    return job;
+  }
+
+  // tune could not run or record `job`: fail it, so the study stays consistent, and return
+  // `status` with the trial's number (Run() then drains the other trials).
+  Status Fail(Job& job, const Status& status) {
+    if (heartbeat_) heartbeat_->Unwatch(job.trial->trial_id());
+    (void)job.trial->SetUserAttr(attrs::kFailReason, status.message());
+    (void)study_.Tell(*job.trial, TrialState::kFail);
+    return status.WithContext("trial " + std::to_string(job.trial->number()));
+  }
+
+  // After an error: stops every other trial and records how each ended, best effort.
+  void Drain() {
+    for (auto& job : running_) job->process->Interrupt();
+    if (waiting_) {
+      std::unique_ptr<Job> job = std::move(waiting_);
+      if (RecordInterrupted(*job->trial).ok()) (void)Tell(*job, {TrialState::kFail, {}, ""});
+    }
+    while (!running_.empty()) {
+      for (auto it = running_.begin(); it != running_.end();) {
+        if (!(*it)->process->Poll(std::chrono::milliseconds(20)).ok() ||
+            (*it)->process->finished()) {
+          std::unique_ptr<Job> job = Take(it++);
+          Result<TrialOutcome> outcome =
+              job->process->finished() ? job->process->Finish() : Result<TrialOutcome>(TrialOutcome{TrialState::kFail, {}, ""});
+          (void)Tell(*job, outcome.ok() ? *outcome : TrialOutcome{TrialState::kFail, {}, ""});
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+
+  Study& study_;
+  const ConditionalSpace& space_;
+  Objective& objective_;
+  const OptimizeOptions& options_;
+  const std::optional<int64_t> capacity_;
+  const int64_t limit_;
+  const SteadyClock::time_point start_ = SteadyClock::now();
+  std::optional<HeartbeatThread> heartbeat_;
+  std::list<std::unique_ptr<Job>> running_;
+  std::unique_ptr<Job> waiting_;
+  int64_t reserved_ = 0;
+  OptimizeResult result_;
+  std::optional<SteadyClock::time_point> last_stale_check_;
+  int64_t extra_target_ = 0;
+};
+
+}  // namespace
+
+Result<OptimizeResult> OptimizeWithJobs(Study& study, const ConditionalSpace& space,
+                                        Objective& objective, const OptimizeOptions& options) {
+  return JobsLoop(study, space, objective, options).Run();
+}
+
+}  // namespace internal
+}  // namespace tune

@@ -1,0 +1,15 @@
+#!/usr/bin/env python3
+"""Trial program for the command objective's memory section: records what it was started with
+(argv and TUNE_PARAM_* values) in its trial directory, reports a peak and a value."""
+import json
+import os
+import sys
+
+record = {"argv": sys.argv[1:],
+          "params": {k[len("TUNE_PARAM_"):].lower(): v for k, v in os.environ.items()
+                     if k.startswith("TUNE_PARAM_")},
+          "budget": os.environ.get("TUNE_MEMORY_BUDGET")}
+with open(os.path.join(os.environ["TUNE_TRIAL_DIR"], "ran.json"), "w") as f:
+    json.dump(record, f)
+print(json.dumps({"memory_peak": 123456789}))
+print(json.dumps({"value": float(os.environ["TUNE_PARAM_BATCH_SIZE"])}))
