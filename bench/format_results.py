@@ -375,6 +375,13 @@ def render(speed, quality, info, args):
                  "TPE defaults otherwise (n_startup_trials=10, n_ei_candidates=24; tune's "
                  "`optuna` preset).")
     lines.append("")
+    if args.speed_from:
+        measured = datetime.datetime.fromtimestamp(os.path.getmtime(args.speed_from),
+                                                   datetime.timezone.utc)
+        lines.append(f"These rows were measured earlier the same day "
+                     f"({measured:%Y-%m-%d %H:%M} UTC, same machine) and reported again "
+                     "(`SPEED_FROM`): the TPE code they timed is this run's.")
+        lines.append("")
     lines += speed_section(speed)
     lines.append("")
     lines.append(f"Notes: tune's figures pool {sp['tune_reps']} fresh studies × "
@@ -392,6 +399,15 @@ def render(speed, quality, info, args):
         f"{v:.0f} s ({tool_name(k)})" for k, v in speed["seconds"].items())
                  + "; quality " + ", ".join(f"{v:.0f} s ({tool_name(k)})" for k, v in sec.items())
                  + f" (Optuna in {quality['jobs']} processes).")
+    reused = quality.get("reused") or {}
+    if reused:
+        lines.append("")
+        lines.append("The " + " and ".join(tool_name(t) for t in reused) + " runs were made "
+                     "first, by `bench/tpe_quality.py` with the same settings, and taken from "
+                     "its output (`OPTUNA_FROM`, checked run by run: same problems, modes, seeds, "
+                     "trials and startup points); their wall time is that run's. "
+                     + " ".join(f"{tool_name(t)}: {r['runs']} of {r['of']} runs."
+                                for t, r in reused.items() if isinstance(r, dict)))
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -432,6 +448,7 @@ def main():
     ap.add_argument("--total-seconds", type=float, required=True)
     ap.add_argument("--loadavg", default="")
     ap.add_argument("--loadavg-end", default="")
+    ap.add_argument("--speed-from", default="", help="the earlier tpe_speed.json reported")
     ap.add_argument("--date", default=datetime.datetime.now().astimezone().strftime(
         "%Y-%m-%d %H:%M %Z"))
     args = ap.parse_args()

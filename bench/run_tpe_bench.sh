@@ -12,6 +12,12 @@
 #   FUNCTIONS  problems (default: all of tpe_quality.py) MODES  independent,multivariate
 #   PROCS      parallel Optuna processes (default 2; keep it at most the number of cores)
 #   NICE       niceness (default 10)
+#   OPTUNA_FROM  earlier tpe_quality.json files, comma-separated (e.g. tpe_quality.py runs with
+#              --tune-samplers ""): its Optuna runs are reused when they are the same runs
+#              (problems, modes, seeds, trials, startup points), so the peers can run first;
+#              OPTUNA_SUBSET_OK=1 takes the ones it holds even if some are missing
+#   OPTUNA     Optuna versions of the quality comparison (default 4.9,3.1)
+#   SPEED_FROM an earlier tpe_speed.json to report instead of timing again
 #   BASELINE_BIN, BASELINE_LABEL  a tune_bench_tpe_speed built from another commit and what it
 #              is, to time beside this one ("tune before" column; optional)
 # Optuna 4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the
@@ -46,19 +52,27 @@ baseline=()
 if [ -n "${BASELINE_BIN:-}" ]; then
   baseline=(--baseline-binary "$BASELINE_BIN" --baseline-label "${BASELINE_LABEL:-}")
 fi
-"$PYTHON" bench/tpe_speed.py --tune-binary "$BUILD_DIR/bench/tune_bench_tpe_speed" \
-  --modes "$MODES" "${baseline[@]}" --out "$RESULTS/tpe_speed.json"
+if [ -n "${SPEED_FROM:-}" ]; then
+  echo "(taken from $SPEED_FROM)" >&2
+  [ "$SPEED_FROM" -ef "$RESULTS/tpe_speed.json" ] || cp "$SPEED_FROM" "$RESULTS/tpe_speed.json"
+else
+  "$PYTHON" bench/tpe_speed.py --tune-binary "$BUILD_DIR/bench/tune_bench_tpe_speed" \
+    --modes "$MODES" "${baseline[@]}" --out "$RESULTS/tpe_speed.json"
+fi
 
 echo "== optimisation quality (parity check, tune, then Optuna 4.9 and 3.1)" >&2
 functions=()
 if [ -n "${FUNCTIONS:-}" ]; then functions=(--functions "$FUNCTIONS"); fi
+if [ -n "${OPTUNA_FROM:-}" ]; then functions+=(--optuna-from "$OPTUNA_FROM"); fi
+if [ -n "${OPTUNA_SUBSET_OK:-}" ]; then functions+=(--optuna-subset-ok); fi
 "$PYTHON" bench/tpe_quality.py --tune-binary "$BUILD_DIR/bench/tune_bench_tpe_quality" \
   --seeds "$SEEDS" --trials "$TRIALS" --modes "$MODES" --jobs "$PROCS" "${functions[@]}" \
+  --optuna "${OPTUNA:-4.9,3.1}" \
   --out "$RESULTS/tpe_quality.json"
 
 end=$(date +%s)
 "$PYTHON" bench/format_results.py --speed "$RESULTS/tpe_speed.json" \
   --quality "$RESULTS/tpe_quality.json" --doc docs/benchmarks.md --build-dir "$BUILD_DIR" \
-  --total-seconds $((end - start)) --loadavg "$loadavg" \
+  --total-seconds $((end - start)) --loadavg "$loadavg" --speed-from "${SPEED_FROM:-}" \
   --loadavg-end "$(cut -d' ' -f1-3 /proc/loadavg)" >/dev/null
 echo "== wrote docs/benchmarks.md ($((end - start)) s; raw results in $RESULTS)" >&2

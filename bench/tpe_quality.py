@@ -36,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBLEMS = ["sphere", "rosenbrock", "branin", "hartmann6", "rosenbrock10", "sphere20", "mixed",
             "mixed_oom", "mixed_cond", "mixed_cond_oom"]
 OOM_PROBLEMS = ("mixed_oom", "mixed_cond_oom")
+REUSED = {}  # tool -> the file its runs were taken from (--optuna-from)
 DEFAULT_TUNE_SAMPLERS = 'tune={"preset": "optuna"};tune_tuned={"preset": "tuned"}'
 
 
@@ -352,31 +353,48 @@ def optuna49_path():
     return os.path.abspath(path) if os.path.isdir(os.path.join(path, "optuna")) else None
 
 
-def reused_optuna(path, tool, jobs):
-    """The runs of `tool` in an earlier output (--optuna-from) when they are exactly `jobs`
-    (same problems, modes, seeds, trials, startup points and threshold); else None."""
-    if not path or not os.path.exists(path):
-        return None
-    with open(path) as f:
-        doc = json.load(f)
-    runs = [r for r in doc["runs"] if r["tool"] == tool]
+def reused_optuna(paths, tool, jobs, subset_ok=False):
+    """The runs of `tool` in earlier outputs (--optuna-from, comma-separated) when they are
+    exactly `jobs` (same problems, modes, seeds, trials, startup points and threshold); else
+    None. With `subset_ok`, the ones they hold, even if not all (peers run piecewise or cut
+    short). Returns (runs, version, seconds summed over the files)."""
+    have, versions, seconds, files = {}, set(), 0.0, []
     key = lambda r: (r["function"], r["mode"], r["seed"])
-    have = {key(r): r for r in runs}
-    startup = doc.get("startup", {})
+    for path in filter(None, (paths or "").split(",")):
+        with open(path) as f:
+            doc = json.load(f)
+        if tool not in doc.get("versions", {}):
+            continue
+        if doc["settings"]["oom_threshold"] != jobs[0]["oom_threshold"]:
+            continue
+        startup = doc.get("startup", {})
+        for r in doc["runs"]:
+            if (r["tool"] == tool and startup.get(r["function"], {}).get(str(r["seed"]))
+                    is not None):
+                have[key(r)] = (r, startup[r["function"]][str(r["seed"])])
+        versions.add(doc["versions"][tool])
+        seconds += doc["seconds"][tool]
+        files.append(os.path.basename(path))
+    if len(versions) != 1:
+        return None
+    taken = []
     for job in jobs:
-        r = have.get(key(job))
-        if (r is None or len(r["values"]) != job["trials"]
-                or startup.get(job["function"], {}).get(str(job["seed"])) != job["startup"]
-                or doc["settings"]["oom_threshold"] != job["oom_threshold"]):
+        r, start = have.get(key(job), (None, None))
+        if r is not None and len(r["values"]) == job["trials"] and start == job["startup"]:
+            taken.append(r)
+        elif not subset_ok:
             return None
-    print(f"{tool}: {len(jobs)} runs reused from {path}", file=sys.stderr)
-    return ([have[key(j)] for j in jobs], doc["versions"][tool], doc["seconds"][tool])
+    print(f"{tool}: {len(taken)} of {len(jobs)} runs reused from {', '.join(files)}",
+          file=sys.stderr)
+    REUSED[tool] = {"files": files, "runs": len(taken), "of": len(jobs)}
+    return taken, versions.pop(), seconds
 
 
-def run_optuna(tool, pythonpath, jobs, n_jobs, out_prefix, reuse_from=None):
+def run_optuna(tool, pythonpath, jobs, n_jobs, out_prefix, reuse_from=None, subset_ok=False):
     """Runs `jobs` in a worker process with `pythonpath` (None: Debian's Optuna), or takes them
-    from an earlier output (`reuse_from`) when it holds exactly these runs."""
-    reused = reused_optuna(reuse_from, tool, jobs)
+    from an earlier output (`reuse_from`) when it holds exactly these runs (or, `subset_ok`,
+    some of them)."""
+    reused = reused_optuna(reuse_from, tool, jobs, subset_ok)
     if reused is not None:
         return reused
     jobs_path, out_path = f"{out_prefix}.{tool}.jobs.json", f"{out_prefix}.{tool}.json"
@@ -439,8 +457,12 @@ def main():
     ap.add_argument("--tune-samplers", default=DEFAULT_TUNE_SAMPLERS,
                     help="label=JSON;... : the tune columns and their tpe options")
     ap.add_argument("--optuna", default="4.9,3.1", help="Optuna versions to run (4.9, 3.1)")
-    ap.add_argument("--optuna-from", help="an earlier output whose Optuna runs are reused when "
-                    "they are the same runs (problems, modes, seeds, trials, startup points)")
+    ap.add_argument("--optuna-from", help="earlier outputs (comma-separated) whose Optuna runs "
+                    "are reused when they are the same runs (problems, modes, seeds, trials, "
+                    "startup points)")
+    ap.add_argument("--optuna-subset-ok", action="store_true",
+                    help="with --optuna-from: take the Optuna runs it holds even if not all "
+                    "(the missing cells are shown as such)")
     ap.add_argument("--parity-points", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=2, help="parallel Optuna processes")
     ap.add_argument("--optuna-worker", help=argparse.SUPPRESS)
@@ -479,18 +501,20 @@ def main():
                   "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
         else:
             r, versions["optuna49"], seconds["optuna49"] = run_optuna(
-                "optuna49", path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from)
+                "optuna49", path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
+                args.optuna_subset_ok)
             runs += r
     if "3.1" in wanted:
         r, versions["optuna31"], seconds["optuna31"] = run_optuna(
-            "optuna31", None, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from)
+            "optuna31", None, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
+                args.optuna_subset_ok)
         runs += r
 
     oom_share = {f: random_oom_share(catalog, spaces[f], args.oom_threshold)
                  for f in functions if f in OOM_PROBLEMS}
     with open(args.out, "w") as f:
         json.dump({"runs": runs, "parity": parity, "random_oom_share": oom_share,
-                   "startup": startup,
+                   "startup": startup, "reused": REUSED,
                    "seconds": seconds, "versions": versions, "samplers": samplers,
                    "jobs": args.jobs, "settings": vars(args)}, f)
 
