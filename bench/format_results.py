@@ -351,7 +351,9 @@ def render(speed, quality, info, args):
     s = quality["settings"]
     sp = speed["settings"]
     lines = [BEGIN, "## TPE sampler: tune vs Optuna 4.9 and 3.1 (issues 3, 19)", ""]
-    lines.append(f"Measured {args.date} by `bench/run_tpe_bench.sh` in one run "
+    how = ("; the Optuna runs were made earlier that day and reused, see the end of this "
+           "section" if quality.get("reused") else " in one run")
+    lines.append(f"Measured {args.date} by `bench/run_tpe_bench.sh`{how} "
                  f"(total {args.total_seconds / 60:.1f} min, under `nice`).")
     lines.append("")
     lines.append(f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram']} RAM; "
