@@ -78,10 +78,14 @@ struct ShowArgs {
   std::string study;
   std::string format = "table";
   std::vector<std::string> states;
+  std::vector<std::string> filters;  // tune trials --filter KEY=VALUE
+  std::optional<std::string> sort;   // tune trials --sort KEY[:desc]
+  std::optional<int64_t> limit;      // tune trials --limit N
 };
 int ListStudies(const ShowArgs& args);
 int ListTrials(const ShowArgs& args);
 int ShowBestTrial(const ShowArgs& args);
+int ShowBestTrials(const ShowArgs& args);  // the Pareto front
 
 struct DeleteStudyArgs {
   std::string storage = kDefaultStorage;

@@ -367,7 +367,7 @@ int RunStudy(const RunArgs& args) {
 
 std::function<int()> DeclareRun(CLI::App& app) {
   auto run = std::make_shared<RunArgs>();
-  app.add_option("--study", run->study, "Study name (and configs/NAME.json by default)");
+  app.add_option("--study,--study-name", run->study, "Study name (and configs/NAME.json by default)");
   app.add_option("--config", run->config, "Study config file (default: configs/NAME.json)");
   app.add_option("--n-trials", run->n_trials,
                  "Stop when the study holds N finished trials (resumes count earlier runs)")
