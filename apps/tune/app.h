@@ -8,6 +8,7 @@
 
 #include "tune/config.h"
 #include "tune/status.h"
+#include "tune/study_summary.h"
 #include "tune/storages/storage.h"
 #include "tune/trial.h"
 
@@ -142,6 +143,12 @@ struct EstimateArgs {
   std::string format = "table";
 };
 int Estimate(const EstimateArgs& args);
+
+// The study summary (commands/summary.cpp) as text lines and as JSON.
+std::string SummaryText(const std::string& study, const std::vector<StudyDirection>& directions,
+                        const StudySummary& summary);
+Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& directions,
+                 const StudySummary& summary);
 
 // Prints the best trial of `trials` to stdout in `format`.
 void PrintBestTrial(const FrozenTrial& best, Format format);

@@ -23,6 +23,8 @@ const std::vector<Command>& Commands() {
       {"ask", "Start a trial and print its number and params as JSON (Optuna's ask)", DeclareAsk},
       {"tell", "Finish a trial started by ask with its values or state (Optuna's tell)",
        DeclareTell},
+      {"summary", "Trials by outcome and time, memory estimate error, levers, best trial",
+       DeclareSummary},
       {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;
