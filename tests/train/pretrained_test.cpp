@@ -245,7 +245,7 @@ TEST_F(PretrainedCheckpointTest, SentencePieceCheckpointsAreUsable) {
   const std::string train_spm =
       "/usr/bin/python3 -c \"import sentencepiece as s; s.SentencePieceTrainer.train(input='" +
       (dir_.path() / "corpus.txt").string() + "', model_prefix='" + (ckpt_ / "spm").string() +
-      "', vocab_size=40, minloglevel=2, pad_id=0, pad_piece='[PAD]', bos_id=1, "
+      "', vocab_size=40, hard_vocab_limit=False, minloglevel=2, pad_id=0, pad_piece='[PAD]', bos_id=1, "
       "bos_piece='[CLS]', eos_id=2, eos_piece='[SEP]', unk_id=3, unk_piece='[UNK]')\" 2>/dev/null";
   if (std::system(train_spm.c_str()) != 0) {
     GTEST_SKIP() << "python3-sentencepiece cannot train a model (Debian: python3-sentencepiece)";
