@@ -1,5 +1,6 @@
 #include "tune/study.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -278,6 +279,34 @@ Result<std::vector<FailedStaleTrial>> Study::FailStaleTrials(double grace_period
 }
 
 Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<double> values) {
+  std::optional<double> last;
+  if (!trial.reported_.empty()) last = trial.reported_.rbegin()->second;
+  TUNE_ASSIGN_OR_RETURN(FrozenTrial told,
+                        Finish(trial.trial_id(), trial.number(), state, std::move(values), last));
+  return told;
+}
+
+Result<FrozenTrial> Study::TellNumber(int64_t number, TrialState state,
+                                      std::vector<double> values) {
+  TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> found,
+                        storage_->GetTrialsSince(study_id_, number, {}));
+  if (found.empty() || found.front().number != number) {
+    return NotFoundError(fmt::format("study '{}' has no trial {}", name_, number));
+  }
+  const FrozenTrial& t = found.front();
+  if (IsFinished(t.state)) return TrialFinishedError(number);
+  if (t.state != TrialState::kRunning) {
+    return FailedPreconditionError(fmt::format(
+        "trial {} is {}, not RUNNING; only a trial that was asked for can be told", number,
+        TrialStateName(t.state)));
+  }
+  std::optional<double> last;
+  if (!t.intermediate_values.empty()) last = t.intermediate_values.rbegin()->second;
+  return Finish(t.trial_id, number, state, std::move(values), last);
+}
+
+Result<FrozenTrial> Study::Finish(int64_t trial_id, int64_t number, TrialState state,
+                                  std::vector<double> values, std::optional<double> last_reported) {
   if (state == TrialState::kRunning || state == TrialState::kWaiting) {
     return InvalidArgumentError(fmt::format("cannot tell a trial the state {}; use COMPLETE, "
                                             "PRUNED or FAIL",
@@ -286,13 +315,14 @@ Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<doub
   if (state == TrialState::kComplete) {
     if (values.size() != directions_.size()) {
       return InvalidArgumentError(fmt::format(
-          "trial {}: {} value(s) given, but the study has {} objective(s)", trial.number(),
+          "trial {}: {} value(s) given, but the study has {} objective(s)", number,
           values.size(), directions_.size()));
     }
     for (double v : values) {
       if (std::isnan(v)) {
-        spdlog::warn("Trial {} failed because the objective returned NaN", trial.number());
-        TUNE_RETURN_IF_ERROR(trial.SetSystemAttr("fail_reason", "objective returned NaN"));
+        spdlog::warn("Trial {} failed because the objective returned NaN", number);
+        TUNE_RETURN_IF_ERROR(
+            storage_->SetTrialSystemAttr(trial_id, "fail_reason", "objective returned NaN"));
         state = TrialState::kFail;
         values.clear();
         break;
@@ -300,17 +330,15 @@ Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<doub
     }
   } else if (state == TrialState::kPruned) {
     values.clear();
-    if (!trial.reported_.empty() && !std::isnan(trial.reported_.rbegin()->second) &&
-        directions_.size() == 1) {
-      values.push_back(trial.reported_.rbegin()->second);
+    if (last_reported && !std::isnan(*last_reported) && directions_.size() == 1) {
+      values.push_back(*last_reported);
     }
   } else {
     values.clear();
   }
-  TUNE_ASSIGN_OR_RETURN(bool applied, storage_->SetTrialStateValues(trial.trial_id(), state,
-                                                                    values));
+  TUNE_ASSIGN_OR_RETURN(bool applied, storage_->SetTrialStateValues(trial_id, state, values));
   if (!applied) return InternalError("trial state update was not applied");
-  return storage_->GetTrial(trial.trial_id());
+  return storage_->GetTrial(trial_id);
 }
 
 Result<FrozenTrial> Study::EnqueueTrial(const Json& params, const Json& user_attrs) {
@@ -336,6 +364,45 @@ std::optional<FrozenTrial> FindBestTrial(const std::vector<FrozenTrial>& trials,
     if (!best || IsBetter(direction, t.value(), best->value())) best = t;
   }
   return best;
+}
+
+namespace {
+
+// True when `a` is no worse than `b` in every objective and better in one.
+bool Dominates(const std::vector<double>& a, const std::vector<double>& b,
+               const std::vector<StudyDirection>& directions) {
+  bool better = false;
+  for (size_t i = 0; i < directions.size(); ++i) {
+    if (IsBetter(directions[i], b[i], a[i])) return false;
+    better = better || IsBetter(directions[i], a[i], b[i]);
+  }
+  return better;
+}
+
+}  // namespace
+
+std::vector<FrozenTrial> FindBestTrials(const std::vector<FrozenTrial>& trials,
+                                        const std::vector<StudyDirection>& directions) {
+  std::vector<const FrozenTrial*> complete;
+  for (const FrozenTrial& t : trials) {
+    if (t.state == TrialState::kComplete && t.values.size() == directions.size()) {
+      complete.push_back(&t);
+    }
+  }
+  std::vector<FrozenTrial> front;
+  for (const FrozenTrial* t : complete) {
+    bool dominated = false;
+    for (const FrozenTrial* other : complete) {
+      if (Dominates(other->values, t->values, directions)) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) front.push_back(*t);
+  }
+  std::sort(front.begin(), front.end(),
+            [](const FrozenTrial& a, const FrozenTrial& b) { return a.number < b.number; });
+  return front;
 }
 
 Result<FrozenTrial> Study::BestTrial() {

@@ -8,6 +8,7 @@
 
 #include "tune/config.h"
 #include "tune/status.h"
+#include "tune/study_summary.h"
 #include "tune/storages/storage.h"
 #include "tune/trial.h"
 
@@ -79,10 +80,14 @@ struct ShowArgs {
   std::string study;
   std::string format = "table";
   std::vector<std::string> states;
+  std::vector<std::string> filters;  // tune trials --filter KEY=VALUE
+  std::optional<std::string> sort;   // tune trials --sort KEY[:desc]
+  std::optional<int64_t> limit;      // tune trials --limit N
 };
 int ListStudies(const ShowArgs& args);
 int ListTrials(const ShowArgs& args);
 int ShowBestTrial(const ShowArgs& args);
+int ShowBestTrials(const ShowArgs& args);  // the Pareto front
 
 struct DeleteStudyArgs {
   std::string storage = kDefaultStorage;
@@ -139,6 +144,12 @@ struct EstimateArgs {
   std::string format = "table";
 };
 int Estimate(const EstimateArgs& args);
+
+// The study summary (commands/summary.cpp) as text lines and as JSON.
+std::string SummaryText(const std::string& study, const std::vector<StudyDirection>& directions,
+                        const StudySummary& summary);
+Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& directions,
+                 const StudySummary& summary);
 
 // Prints the best trial of `trials` to stdout in `format`.
 void PrintBestTrial(const FrozenTrial& best, Format format);

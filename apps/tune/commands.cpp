@@ -19,6 +19,14 @@ const std::vector<Command>& Commands() {
        DeclarePlan},
       {"predict", "Label texts with a model saved by --save-best; prints the metric when labelled",
        DeclarePredict},
+      {"best-trials", "Show the trials on the Pareto front of a (multi-objective) study",
+       DeclareBestTrials},
+      {"create-study", "Create a new study (Optuna's create-study)", DeclareCreateStudy},
+      {"ask", "Start a trial and print its number and params as JSON (Optuna's ask)", DeclareAsk},
+      {"tell", "Finish a trial started by ask with its values or state (Optuna's tell)",
+       DeclareTell},
+      {"summary", "Trials by outcome and time, memory estimate error, levers, best trial",
+       DeclareSummary},
       {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;

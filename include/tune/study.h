@@ -131,6 +131,11 @@ class Study {
   // objective (a NaN value turns the trial into FAIL, as Optuna does). PRUNED stores the last
   // intermediate value, if any. FAIL stores no value.
   Result<FrozenTrial> Tell(Trial& trial, TrialState state, std::vector<double> values = {});
+  // Optuna's study.tell(trial_number, ...): finishes the RUNNING trial `number`, which another
+  // process may have asked for (`tune ask`). As Tell above; PRUNED stores the trial's last
+  // stored intermediate value. NotFound for an unknown number, FailedPrecondition for a trial
+  // that is not RUNNING (Optuna's message for a finished one).
+  Result<FrozenTrial> TellNumber(int64_t number, TrialState state, std::vector<double> values = {});
 
   // Optuna's enqueue_trial: a WAITING trial whose params are fixed to `params` (a JSON object).
   Result<FrozenTrial> EnqueueTrial(const Json& params, const Json& user_attrs = Json::object());
@@ -154,6 +159,9 @@ class Study {
   Study(std::shared_ptr<Storage> storage, std::string name, int64_t study_id,
         std::vector<StudyDirection> directions, std::unique_ptr<Sampler> sampler,
         std::unique_ptr<Pruner> pruner, std::optional<uint64_t> seed);
+  // Tell's work on a stored trial: `last_reported` is the value PRUNED stores.
+  Result<FrozenTrial> Finish(int64_t trial_id, int64_t number, TrialState state,
+                             std::vector<double> values, std::optional<double> last_reported);
   // The live handle of a trial just started: history snapshot, pruner view, RNG.
   Result<std::unique_ptr<Trial>> MakeTrial(FrozenTrial frozen);
 
@@ -174,5 +182,12 @@ class Study {
 // The best COMPLETE trial among `trials` (single objective), or nullopt.
 std::optional<FrozenTrial> FindBestTrial(const std::vector<FrozenTrial>& trials,
                                          StudyDirection direction);
+
+// Optuna's study.best_trials: the COMPLETE trials that no other COMPLETE trial dominates (the
+// Pareto front; trials with equal values are all kept), in order of number. A trial dominates
+// another when it is no worse in every objective and better in at least one. Trials whose
+// number of values differs from `directions` are left out.
+std::vector<FrozenTrial> FindBestTrials(const std::vector<FrozenTrial>& trials,
+                                        const std::vector<StudyDirection>& directions);
 
 }  // namespace tune

@@ -28,7 +28,7 @@ int DeleteStudy(const DeleteStudyArgs& args) {
 
 std::function<int()> DeclareDeleteStudy(CLI::App& command) {
   auto args = std::make_shared<DeleteStudyArgs>();
-  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--study,--study-name", args->study, "Study name")->required();
   command.add_option("--storage", args->storage,
                      "Storage URL: sqlite:///PATH (default: sqlite:///tune.db); never created");
   return [args] { return DeleteStudy(*args); };

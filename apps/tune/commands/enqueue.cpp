@@ -114,7 +114,7 @@ int Enqueue(const EnqueueArgs& args) {
 
 std::function<int()> DeclareEnqueue(CLI::App& command) {
   auto args = std::make_shared<EnqueueArgs>();
-  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--study,--study-name", args->study, "Study name")->required();
   command
       .add_option("--params", args->params,
                   "The parameter values, a JSON object: '{\"x\": 1.5, \"opt\": \"adam\"}'")

@@ -154,7 +154,7 @@ int ExportStudy(const ExportArgs& args) {
 
 std::function<int()> DeclareExport(CLI::App& command) {
   auto args = std::make_shared<ExportArgs>();
-  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--study,--study-name", args->study, "Study name")->required();
   command.add_option("--format", args->format, "csv (default) or json");
   command.add_option("--output", args->output, "Write to FILE instead of stdout");
   command.add_option("--storage", args->storage, kReadOnlyStorageHelp);

@@ -16,6 +16,7 @@
 #include "tune/memory/simulated_card.h"
 #include "tune/optimize.h"
 #include "tune/study.h"
+#include "tune/study_summary.h"
 #include "tune/text.h"
 
 namespace tune::app {
@@ -348,6 +349,20 @@ Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
   return result;
 }
 
+// The end-of-run summary of the whole study, on stderr (not at --log-level warn and above).
+void PrintRunSummary(Study& s, const OptimizeResult& result, double elapsed_seconds) {
+  if (spdlog::get_level() > spdlog::level::info) return;
+  auto trials = s.Trials();
+  if (!trials.ok()) {
+    spdlog::warn("No summary: {}", trials.status().message());
+    return;
+  }
+  std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
+                           elapsed_seconds)
+            << SummaryText(s.name(), s.directions(), SummarizeTrials(*trials, s.directions()));
+  std::cerr.flush();
+}
+
 }  // namespace
 
 int RunStudy(const RunArgs& args) {
@@ -363,13 +378,14 @@ int RunStudy(const RunArgs& args) {
   Study& s = *opened->study;
   LogStudyStart(s, *opened->objective, config);
   ProgressLog progress(s, config);
+  const auto run_start = std::chrono::steady_clock::now();
   auto result = OptimizeWithSignals(s, config, *opened->objective, progress);
   if (!result.ok()) return Fail(result.status());
 
+  PrintRunSummary(s, *result,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
   auto best_trial = s.BestTrial();
   if (best_trial.ok()) {
-    spdlog::info("Best trial: {} value={} params: {}", best_trial->number, ValueText(*best_trial),
-                 ParamsText(*best_trial));
     PrintBestTrial(*best_trial, *format);
   } else {
     spdlog::warn("{}", best_trial.status().message());
@@ -383,7 +399,7 @@ int RunStudy(const RunArgs& args) {
 
 std::function<int()> DeclareRun(CLI::App& app) {
   auto run = std::make_shared<RunArgs>();
-  app.add_option("--study", run->study, "Study name (and configs/NAME.json by default)");
+  app.add_option("--study,--study-name", run->study, "Study name (and configs/NAME.json by default)");
   app.add_option("--config", run->config, "Study config file (default: configs/NAME.json)");
   app.add_option("--n-trials", run->n_trials,
                  "Stop when the study holds N finished trials (resumes count earlier runs)")

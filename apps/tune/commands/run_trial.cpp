@@ -80,7 +80,7 @@ int RunTrial(const RunTrialArgs& args) {
 std::function<int()> DeclareRunTrial(CLI::App& command) {
   auto args = std::make_shared<RunTrialArgs>();
   command.add_option("--config", args->config, "Study config file")->required();
-  command.add_option("--study", args->study, "Study name")->required();
+  command.add_option("--study,--study-name", args->study, "Study name")->required();
   command.add_option("--trial-number", args->trial_number, "The trial's number")->required();
   command.add_option("--params", args->params, "The trial's params (JSON)")->required();
   command.add_option("--plan", args->plan, "The parent's admission (JSON)")->required();

@@ -5,6 +5,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "trial_query.h"
 #include "tune/study.h"
 
 namespace tune::app {
@@ -42,29 +43,19 @@ int ListStudies(const ShowArgs& args) {
   return kExitOk;
 }
 
-int ListTrials(const ShowArgs& args) {
-  auto format = ParseFormat(args.format);
-  if (!format.ok()) return Fail(format.status());
-  std::vector<TrialState> states;
-  for (const auto& name : args.states) {
-    auto s = ParseTrialState(name);
-    if (!s.ok()) return Fail(s.status().WithContext("--state"));
-    states.push_back(*s);
-  }
-  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
-  if (!opened.ok()) return Fail(opened.status());
-  Storage& storage = *opened->storage;
-  const int64_t id = opened->id;
-  auto trials = storage.GetAllTrials(id, states);
-  if (!trials.ok()) return Fail(trials.status());
-  if (*format == Format::kJson) {
+namespace {
+
+// Trials as JSON (an array of TrialToJson), or a table/CSV: number, state, value, duration and
+// one params_<name> column per parameter any of them has.
+void PrintTrials(const std::vector<FrozenTrial>& trials, Format format) {
+  if (format == Format::kJson) {
     Json out = Json::array();
-    for (const auto& t : *trials) out.push_back(TrialToJson(t));
+    for (const auto& t : trials) out.push_back(TrialToJson(t));
     std::cout << out.dump(2) << "\n";
-    return kExitOk;
+    return;
   }
   std::vector<std::string> param_names;
-  for (const auto& t : *trials) {
+  for (const auto& t : trials) {
     for (const auto& [name, v] : t.params) {
       if (std::find(param_names.begin(), param_names.end(), name) == param_names.end()) {
         param_names.push_back(name);
@@ -75,7 +66,7 @@ int ListTrials(const ShowArgs& args) {
   std::vector<std::string> header = {"number", "state", "value", "duration"};
   for (const auto& n : param_names) header.push_back("params_" + n);
   rows.push_back(header);
-  for (const auto& t : *trials) {
+  for (const auto& t : trials) {
     auto d = t.duration_seconds();
     std::vector<std::string> row = {std::to_string(t.number), TrialStateName(t.state), ValueText(t),
                                     d ? fmt::format("{:.3f}", *d) : ""};
@@ -87,7 +78,55 @@ int ListTrials(const ShowArgs& args) {
     }
     rows.push_back(row);
   }
-  std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+  std::cout << (format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+}
+
+// --filter, --sort and --limit of `tune trials`.
+Result<std::vector<FrozenTrial>> SelectTrials(std::vector<FrozenTrial> trials,
+                                              const ShowArgs& args) {
+  std::vector<TrialFilter> filters;
+  for (const std::string& text : args.filters) {
+    TUNE_ASSIGN_OR_RETURN(TrialFilter f, ParseTrialFilter(text));
+    filters.push_back(f);
+  }
+  std::optional<TrialSort> sort;
+  if (args.sort) {
+    TUNE_ASSIGN_OR_RETURN(sort, ParseTrialSort(*args.sort));
+  }
+  return QueryTrials(std::move(trials), filters, sort, args.limit);
+}
+
+}  // namespace
+
+int ListTrials(const ShowArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  std::vector<TrialState> states;
+  for (const auto& name : args.states) {
+    auto s = ParseTrialState(name);
+    if (!s.ok()) return Fail(s.status().WithContext("--state"));
+    states.push_back(*s);
+  }
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
+  if (!opened.ok()) return Fail(opened.status());
+  auto trials = opened->storage->GetAllTrials(opened->id, states);
+  if (!trials.ok()) return Fail(trials.status());
+  auto selected = SelectTrials(std::move(trials).value(), args);
+  if (!selected.ok()) return Fail(selected.status());
+  PrintTrials(*selected, *format);
+  return kExitOk;
+}
+
+int ShowBestTrials(const ShowArgs& args) {
+  auto format = ParseFormat(args.format);
+  if (!format.ok()) return Fail(format.status());
+  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
+  if (!opened.ok()) return Fail(opened.status());
+  auto info = opened->storage->GetStudy(opened->id);
+  if (!info.ok()) return Fail(info.status());
+  auto trials = opened->storage->GetAllTrials(opened->id, {TrialState::kComplete});
+  if (!trials.ok()) return Fail(trials.status());
+  PrintTrials(FindBestTrials(*trials, info->directions), *format);
   return kExitOk;
 }
 
@@ -116,7 +155,7 @@ namespace {
 // --study (unless listing studies) and --storage, bound to the returned arguments.
 std::shared_ptr<ShowArgs> DeclareShowArgs(CLI::App& command, bool study) {
   auto args = std::make_shared<ShowArgs>();
-  if (study) command.add_option("--study", args->study, "Study name")->required();
+  if (study) command.add_option("--study,--study-name", args->study, "Study name")->required();
   command.add_option("--storage", args->storage, kReadOnlyStorageHelp);
   return args;
 }
@@ -137,8 +176,22 @@ std::function<int()> DeclareTrials(CLI::App& command) {
   auto args = DeclareShowArgs(command, /*study=*/true);
   command.add_option("--state", args->states,
                      "Only trials in this state (RUNNING, COMPLETE, PRUNED, FAIL, WAITING)");
+  command.add_option("--filter", args->filters,
+                     "KEY=VALUE (or !=, <, <=, >, >=) on a field, params_NAME or a user "
+                     "attribute: state=PRUNED, reason=oom, value<0.3; repeat: all must hold");
+  command.add_option("--sort", args->sort,
+                     "KEY[:asc|:desc]: number (default), value, duration, datetime_start, "
+                     "params_NAME, a user attribute (memory.peak)");
+  command.add_option("--limit", args->limit, "At most N trials (after --filter and --sort)")
+      ->check(CLI::NonNegativeNumber);
   DeclareFormat(command, *args);
   return [args] { return ListTrials(*args); };
+}
+
+std::function<int()> DeclareBestTrials(CLI::App& command) {
+  auto args = DeclareShowArgs(command, /*study=*/true);
+  DeclareFormat(command, *args);
+  return [args] { return ShowBestTrials(*args); };
 }
 
 std::function<int()> DeclareBestTrial(CLI::App& command) {
