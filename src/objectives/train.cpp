@@ -636,16 +636,13 @@ Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
   return tabular;
 }
 
-// The pretrained checkpoint's or the vocabulary file's tokenizer (checked against every model's
-// embedding table), or one built from the training texts, no larger than the smallest model's
-// vocabulary.
+// The vocabulary file's tokenizer (checked against every model's embedding table), or one
+// built from the training texts, no larger than the smallest model's vocabulary.
 Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const TextDataset& dataset,
                                 const std::vector<const ModelSpec*>& models) {
   if (options.vocab) {
-    TUNE_ASSIGN_OR_RETURN(
-        Tokenizer t, options.pretrained
-                         ? Tokenizer::FromCheckpointDir(*options.pretrained, options.tokenizer)
-                         : Tokenizer::FromVocabFile(*options.vocab, options.tokenizer.lowercase));
+    TUNE_ASSIGN_OR_RETURN(Tokenizer t,
+                          Tokenizer::FromVocabFile(*options.vocab, options.tokenizer.lowercase));
     for (const ModelSpec* m : models) {
       if (t.vocab_size() > m->vocab_size) {
         return InvalidArgumentError(

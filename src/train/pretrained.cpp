@@ -8,7 +8,6 @@
 #include "json_reader.h"
 #include "tune/text.h"
 #include "tune/train/safetensors.h"
-#include "tune/train/tokenizer.h"
 
 namespace tune {
 namespace {
@@ -42,7 +41,9 @@ std::string JoinedStrings(const Json& v) {  // a "a|b" string or ["a", "b"]
 }  // namespace
 
 std::string PretrainedVocabPath(const std::string& dir) {
-  return Tokenizer::CheckpointTokenizerFile(dir);
+  std::error_code ec;
+  const fs::path txt = fs::path(dir) / "vocab.txt", json = fs::path(dir) / "vocab.json";
+  return (!fs::exists(txt, ec) && fs::exists(json, ec) ? json : txt).string();
 }
 
 Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
@@ -65,10 +66,13 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
     if (f == &c.weights_path && fs::exists(fs::path(dir) / "pytorch_model.bin", ec)) {
       hint = " (pytorch_model.bin is a pickle tune cannot read; convert it to safetensors)";
     }
+    if (f == &c.vocab_path && fs::exists(fs::path(dir) / "sentencepiece.bpe.model", ec)) {
+      hint = " (sentencepiece.bpe.model, XLM-RoBERTa's SentencePiece vocabulary, is not "
+             "supported)";
+    }
     return NotFoundError(fmt::format(
         "{}: not found; a pretrained checkpoint directory needs config.json, model.safetensors "
-        "and a tokenizer: vocab.txt (WordPiece), vocab.json + merges.txt (byte-level BPE), "
-        "spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or tokenizer.json{}",
+        "and vocab.txt (WordPiece) or vocab.json + merges.txt (byte-level BPE){}",
         *f, hint));
   }
   std::ifstream in(c.config_path);
