@@ -285,7 +285,8 @@ def goal_lines(summary):
         lower = sum(lower for *_, lower in tuned)
         met = not worse and lower > len(tuned) / 2
         out.append(f"Goal 2, `tuned` better than Optuna 4.9 in median on most rows and not worse "
-                   f"on any: {'met' if met else '**NOT met**'} (median lower on {lower} of "
+                   f"on any: {'met' if met else '**NOT met**, so it is not offered as a preset'} "
+                   f"(median lower on {lower} of "
                    f"{len(tuned)} rows, *better* on "
                    f"{sum(v == '*better*' for _, _, _, v, _ in tuned)}, **worse** on "
                    f"{len(worse)}{': ' + ', '.join(worse) if worse else ''}).")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""How the "tuned" TPE preset was chosen (issue 19): runs tune with candidate settings on seeds
+"""How the "tuned" TPE candidate was chosen (issue 19; withdrawn: it did not beat Optuna 4.9): runs tune with candidate settings on seeds
 disjoint from the published benchmark's (default 1000..1039, the benchmark uses 0..19) and
 compares each with tune's "optuna" preset, which the differential tests hold to Optuna 4.9.
 

@@ -23,7 +23,7 @@
 // mixed_oom / mixed_cond_oom (the same with --oom-threshold: an OOM trial is told PRUNED
 // without reports, with user attribute oom=true as tune's objectives record it).
 // --sampler JSON holds the "tpe" sampler's options as a config writes them (e.g.
-// {"preset": "tuned"}); the mode sets "multivariate" and --n-startup-trials
+// {"min_bandwidth_factor": 0.025}); the mode sets "multivariate" and --n-startup-trials
 // "n_startup_trials". --startup FILE holds the startup points per problem and seed
 // ({problem: {seed: [params, ...]}}), enqueued before the first ask, so that tune and Optuna
 // start from the same trials.

@@ -37,7 +37,8 @@ PROBLEMS = ["sphere", "rosenbrock", "branin", "hartmann6", "rosenbrock10", "sphe
             "mixed_oom", "mixed_cond", "mixed_cond_oom"]
 OOM_PROBLEMS = ("mixed_oom", "mixed_cond_oom")
 REUSED = {}  # tool -> the file its runs were taken from (--optuna-from)
-DEFAULT_TUNE_SAMPLERS = 'tune={"preset": "optuna"};tune_tuned={"preset": "tuned"}'
+DEFAULT_TUNE_SAMPLERS = ('tune={"preset": "optuna"};'
+                         'tune_tuned={"min_bandwidth_factor": 0.025, "prior_weight": 1.5}')
 
 
 # --- the model catalog (src/model_catalog.cpp) -------------------------------------------------

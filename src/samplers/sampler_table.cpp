@@ -31,8 +31,15 @@ Result<std::unique_ptr<Sampler>> MakeRandom(const JsonReader&) {
 // "preset": a named set of options, applied before the explicit keys (which override it).
 Status ParsePreset(const JsonReader& r, TpeOptions& o) {
   static const std::vector<std::pair<std::string, TpePreset>> kPresets = {
-      {"optuna", TpePreset::kOptuna}, {"tuned", TpePreset::kTuned}};
+      {"optuna", TpePreset::kOptuna}};
   TUNE_ASSIGN_OR_RETURN(std::string preset, r.String("preset", "optuna"));
+  if (preset == "tuned") {
+    return r.ChildError("preset",
+                        "the 'tuned' preset was withdrawn: it did not beat Optuna 4.9 in the "
+                        "quality benchmark (docs/tpe.md#presets); valid: optuna. Its options can "
+                        "still be set one by one: \"min_bandwidth_factor\": 0.025, "
+                        "\"prior_weight\": 1.5");
+  }
   std::vector<std::string> names;
   for (const auto& [name, value] : kPresets) {
     if (name == preset) {
@@ -173,8 +180,8 @@ Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
     o.multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
   } else if (bandwidth) {
     return r.ChildError("multivariate_bandwidth",
-                        fmt::format("unknown bandwidth rule '{}'{}; valid: per_dimension (Optuna "
-                                    "5.0), scott (Optuna 3.1-4.9)",
+                        fmt::format("unknown bandwidth rule '{}'{}; valid: scott (Optuna "
+                                    "3.1-4.9), per_dimension (Optuna 5.0)",
                                     *bandwidth, DidYouMean(*bandwidth, {"per_dimension", "scott"})));
   }
   TUNE_ASSIGN_OR_RETURN(o.group, r.Bool("group", o.group));
@@ -216,7 +223,7 @@ const std::vector<SamplerRow>& SamplerTable() {
         {"bandwidth", "optuna"},
         {"categorical_prior_weight", nullptr},
         {"multivariate", tpe.multivariate},
-        {"multivariate_bandwidth", "per_dimension"},
+        {"multivariate_bandwidth", "scott"},
         {"group", tpe.group},
         {"constant_liar", tpe.constant_liar},
         {"constraints", tpe.constraints},

@@ -26,17 +26,7 @@ using RankKey = std::array<double, 3>;
 
 }  // namespace
 
-TpeOptions TpePresetOptions(TpePreset preset) {
-  TpeOptions o;
-  if (preset == TpePreset::kTuned) {
-    // Chosen by bench/tpe_preset_search.py and validated against Optuna 4.9 on seeds that the
-    // published benchmark does not use (docs/tpe.md#presets): a larger bandwidth floor and a
-    // heavier prior keep multivariate TPE from settling early.
-    o.min_bandwidth_factor = 0.025;
-    o.prior_weight = 1.5;
-  }
-  return o;
-}
+TpeOptions TpePresetOptions(TpePreset /*preset*/) { return TpeOptions(); }
 
 int TpeGamma(const TpeOptions& options, int n) {
   double g = options.gamma_hyperopt

@@ -433,8 +433,9 @@ TEST(Tpe, ConfigOptionsAreCheckedStrictly) {
       << random_opts.status().message();
 }
 
-// "preset" (docs/tpe.md#presets): "optuna" is TpeOptions' defaults, "tuned" its own set; the
-// explicit keys override the preset; a bad name is an error in the usual style.
+// "preset" (docs/tpe.md#presets): "optuna" is TpeOptions' defaults (Optuna 4.9's, Scott's
+// multivariate bandwidth included); the explicit keys override the preset; the withdrawn "tuned"
+// says why it is gone; a bad name is an error in the usual style.
 TEST(Tpe, PresetsAndTheirOverrides) {
   auto parse = [](const std::string& sampler) {
     return ParseStudyConfig(
@@ -456,23 +457,20 @@ TEST(Tpe, PresetsAndTheirOverrides) {
   EXPECT_EQ(optuna.consider_endpoints, defaults.consider_endpoints);
   EXPECT_EQ(optuna.prior_weight, defaults.prior_weight);
   EXPECT_EQ(optuna.multivariate, defaults.multivariate);
+  EXPECT_EQ(optuna.multivariate_bandwidth, MultivariateBandwidth::kScott);
 
   auto plain = parse(R"({"name": "tpe"})");
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_EQ(options(*plain).bandwidth, BandwidthRule::kOptuna);
-  const TpeOptions tuned = TpePresetOptions(TpePreset::kTuned);
+  EXPECT_EQ(options(*plain).multivariate_bandwidth, MultivariateBandwidth::kScott);
   auto t = parse(R"({"name": "tpe", "preset": "tuned"})");
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(options(*t).bandwidth, tuned.bandwidth);
-  EXPECT_EQ(options(*t).weights, tuned.weights);
-  EXPECT_EQ(options(*t).categorical_prior_weight, tuned.categorical_prior_weight);
-  EXPECT_EQ(options(*t).magic_clip_exponent, tuned.magic_clip_exponent);
-  EXPECT_EQ(options(*t).min_bandwidth_factor, tuned.min_bandwidth_factor);
-  EXPECT_EQ(options(*t).prior_weight, tuned.prior_weight);
-  EXPECT_NE(tuned.prior_weight, defaults.prior_weight);  // the preset changes something
-  EXPECT_FALSE(options(*t).multivariate);  // the mode is the user's choice, not the preset's
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("c.json: /sampler/preset: the 'tuned' preset was withdrawn"),
+            std::string::npos)
+      << t.status().message();
+  EXPECT_NE(t.status().message().find("\"min_bandwidth_factor\": 0.025"), std::string::npos);
 
-  auto over = parse(R"({"name": "tpe", "preset": "tuned", "bandwidth": "optuna",
+  auto over = parse(R"({"name": "tpe", "preset": "optuna", "bandwidth": "optuna",
                         "weights": "default", "gamma": "default", "magic_clip_exponent": 1,
                         "min_bandwidth_factor": 0.01, "categorical_prior_weight": null,
                         "consider_endpoints": false, "prior_weight": 1})");
@@ -491,8 +489,11 @@ TEST(Tpe, PresetsAndTheirOverrides) {
   auto bad = parse(R"({"name": "tpe", "preset": "tunde"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "c.json: /sampler/preset: unknown preset 'tunde' (did you mean 'tuned'?); valid: "
-            "optuna, tuned");
+            "c.json: /sampler/preset: unknown preset 'tunde'; valid: optuna");
+  auto per_dimension = parse(R"({"name": "tpe", "multivariate": true,
+                                 "multivariate_bandwidth": "per_dimension"})");
+  ASSERT_TRUE(per_dimension.ok()) << per_dimension.status().ToString();
+  EXPECT_EQ(options(*per_dimension).multivariate_bandwidth, MultivariateBandwidth::kPerDimension);
 }
 
 TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
@@ -541,7 +542,8 @@ TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
 // kind of distribution, in both modes.
 TEST(Tpe, EveryOptionSamplesTheMixedSpace) {
   const std::vector<std::string> samplers = {
-      R"({"preset": "tuned"})", R"({"bandwidth": "hyperopt"})", R"({"bandwidth": "scott"})",
+      R"({"min_bandwidth_factor": 0.025, "prior_weight": 1.5})",
+      R"({"multivariate_bandwidth": "per_dimension"})", R"({"bandwidth": "hyperopt"})", R"({"bandwidth": "scott"})",
       R"({"weights": "expected_improvement"})", R"({"categorical_prior_weight": 0.3})",
       R"({"magic_clip_exponent": 2, "min_bandwidth_factor": 0.001})"};
   for (const std::string& extra : samplers) {

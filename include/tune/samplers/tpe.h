@@ -24,9 +24,9 @@
 
 namespace tune {
 
-// How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): the
-// univariate rule (`bandwidth`) per dimension (Optuna 5.0, the default) or Optuna 3.1-4.9's
-// 0.2 m^(-1/(D+4)) (H - L) ("scott" in Optuna's code).
+// How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): Optuna
+// 3.1-4.9's 0.2 m^(-1/(D+4)) (H - L) ("scott" in Optuna's code, the default) or the univariate
+// rule (`bandwidth`) per dimension (Optuna 5.0).
 enum class MultivariateBandwidth { kPerDimension, kScott };
 
 // The univariate bandwidth rule of a numerical kernel (docs/tpe.md#numerical-kernels-and-
@@ -41,8 +41,8 @@ enum class BandwidthRule { kOptuna, kHyperopt, kScott };
 enum class WeightRule { kOptuna, kUniform, kExpectedImprovement };
 
 // A named set of TpeOptions (docs/tpe.md#presets): kOptuna is Optuna 4.9's TPESampler (the
-// defaults below), kTuned the setting the quality benchmark chose (docs/benchmarks.md).
-enum class TpePreset { kOptuna, kTuned };
+// defaults below). No other preset beat it in the quality benchmark (docs/benchmarks.md).
+enum class TpePreset { kOptuna };
 
 struct TpeOptions {
   // Optuna's names and defaults (Optuna 4.9; see docs/config.md for 5.0's).
@@ -67,7 +67,7 @@ struct TpeOptions {
   // over the choices); b in [0, 1]: 1 - b on the observed choice, b / (K - 1) on each other.
   std::optional<double> categorical_prior_weight;
   bool multivariate = false;
-  MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
+  MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kScott;
   bool group = false;          // requires multivariate
   bool constant_liar = false;  // RUNNING trials count as "above"
   // Rank by the trial system attribute "constraints" (a list; <= 0 each = feasible), as
