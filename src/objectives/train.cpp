@@ -751,7 +751,8 @@ Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
   return tabular;
 }
 
-// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's, the vocabulary
+// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's (each model's with
+// "init": "pretrained", else "pretrained"'s; Tokenizer::FromCheckpointDir), the vocabulary
 // file's, or one built from the training texts no larger than the smallest model's vocabulary;
 // checked against every model's embedding table.
 Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std::string& key,
@@ -765,10 +766,11 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
     for (const auto& e : dataset.train) texts.push_back(e.text);
     return Tokenizer::Build(texts, to);
   }
-  const std::string file = key.empty() ? *options.vocab : PretrainedVocabPath(key);
+  const std::optional<std::string> dir = key.empty() ? options.pretrained : key;
+  const std::string file = dir ? PretrainedVocabPath(*dir) : *options.vocab;
   TUNE_ASSIGN_OR_RETURN(Tokenizer t,
-                        key.empty() ? Tokenizer::FromVocabFile(file, options.tokenizer.lowercase)
-                                    : LoadCheckpointTokenizer(key, options.tokenizer.lowercase));
+                        dir ? Tokenizer::FromCheckpointDir(*dir, options.tokenizer)
+                            : Tokenizer::FromVocabFile(file, options.tokenizer.lowercase));
   for (const ModelSpec* m : models) {
     if (t.vocab_size() > m->vocab_size) {
       return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "

@@ -24,6 +24,7 @@ using testing::Tune;
 const char* kBert = "tiny-org/bert-wp";
 const char* kRoberta = "tiny-org/roberta-bpe";
 const char* kDeberta = "tiny-org/deberta-wp";
+const char* kDebertaSpm = "tiny-org/deberta-spm";  // spm.model: only with python3-sentencepiece
 
 class CheckpointCli : public ::testing::Test {
  protected:
@@ -124,6 +125,33 @@ TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
     ASSERT_TRUE(m.is_object()) << model;
     EXPECT_NEAR(m["loss"].get<double>(), first, 1e-5) << model;
   }
+}
+
+// A SentencePiece checkpoint (DeBERTa's spm.model) trains per trial beside a WordPiece one, each
+// with its own tokenizer, and `tune predict` on it reads the same tokenizer (same first loss).
+TEST_F(CheckpointCli, SentencePieceCheckpointTrainsWithItsOwnTokenizer) {
+  if (!fs::exists(Snapshot(kDebertaSpm) / "spm.model")) {
+    GTEST_SKIP() << "python3-sentencepiece is not installed: no SentencePiece test checkpoint";
+  }
+  const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  Json enqueue = Json::array({{{"model", kDebertaSpm}}, {{"model", kBert}}});
+  const std::string config = WriteConfig(Json::array({kBert, kDebertaSpm}), {{"epochs", 1}},
+                                         {{"learning_rate", Json::array({1e-12})}},
+                                         {{"enqueue_trials", enqueue}});
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "2"},
+                      dir_.path().string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ProcessRun trials = TrialsJson(storage);
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  std::map<std::string, double> loss;
+  for (const Json& t : Json::parse(trials.out)) {
+    ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+    loss[t["params"]["model"]] = t["user_attrs"]["train"]["history"][0]["validation_loss"];
+  }
+  ASSERT_EQ(loss.count(kDebertaSpm), 1u) << trials.out;
+  Json m = PredictMetrics(Snapshot(kDebertaSpm).string());
+  ASSERT_TRUE(m.is_object());
+  EXPECT_NEAR(m["loss"].get<double>(), loss[kDebertaSpm], 1e-5);
 }
 
 // --save-best keeps the best trial's model; `tune predict` on it reproduces the trial's value.
