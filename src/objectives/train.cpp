@@ -184,7 +184,8 @@ class EpochTracker {
 };
 
 // The texts tokenized once per tokenizer: by checkpoint directory with "init": "pretrained",
-// else one set under "" (a vocabulary file's tokenizer, or `built` from the training text).
+// else one set under "" (`built`: a vocabulary file's tokenizer, or one built from the training
+// text; none for a `pretrained` directory's).
 struct TextSets {
   std::map<std::string, TextTrainData> data;
   std::optional<Tokenizer> built;
@@ -367,11 +368,11 @@ class TrainObjective final : public Objective {
     }
     const SavedTrial saved{trial.study_name(), trial.number(), params, outcome.values[0],
                            TrainMetricName(options_.metric)};
-    const Tokenizer* built = TokenizerKey(options_, job.model).empty() && text_.built
-                                 ? &*text_.built
-                                 : nullptr;
-    TUNE_RETURN_IF_ERROR(
-        WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names, saved, built));
+    const bool scratch = TokenizerKey(options_, job.model).empty() && text_.built;
+    const Tokenizer* built = scratch ? &*text_.built : nullptr;
+    const std::string vocab = scratch && options_.vocab ? *options_.vocab : std::string();
+    TUNE_RETURN_IF_ERROR(WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names,
+                                              saved, built, vocab));
     if (options_.planned) return Status::Ok();  // a --jobs child: the parent promotes it
     return Promote(trial.number(), outcome, BestCompleteValue(trial.history()));
   }
@@ -833,7 +834,7 @@ Result<TextSets> LoadText(const TrainObjectiveOptions& options,
     for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));
     TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, key, dataset, group));
     sets.data[key] = Tokenize(dataset, tokenizer, max_length);
-    if (key.empty() && !options.vocab) sets.built = std::move(tokenizer);
+    if (key.empty() && !options.pretrained) sets.built = std::move(tokenizer);
   }
   return sets;
 }

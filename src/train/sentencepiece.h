@@ -1,6 +1,9 @@
 // A SentencePiece model file (spm.model, sentencepiece.bpe.model) through Debian's
-// libsentencepiece [tune_train, private]. Its errors become Status values here; nothing of
-// SentencePiece's API leaks out of sentencepiece.cpp.
+// libsentencepiece [tune_train, private]. tune_train does not link libsentencepiece: it opens
+// libtune_spm.so (spm_shim/spm_shim.h) with dlopen(RTLD_LOCAL | RTLD_DEEPBIND), because
+// libsentencepiece's embedded protobuf would otherwise clash with LibTorch's in the same
+// process. The shim's errors become Status values here; nothing of it leaks out of
+// sentencepiece.cpp.
 #pragma once
 
 #include <memory>
@@ -10,9 +13,7 @@
 
 #include "tune/status.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}  // namespace sentencepiece
+struct tune_spm;
 
 namespace tune::internal {
 
@@ -20,7 +21,11 @@ class SentencePieceModel {
  public:
   // NotFound for a missing file; InvalidArgument (naming the file) for one SentencePiece cannot
   // parse.
+  // FailedPrecondition when libtune_spm.so cannot be loaded (naming where it was looked for).
   static Result<std::shared_ptr<const SentencePieceModel>> Load(const std::string& path);
+  // The shim's path: $TUNE_SPM_LIBRARY, else libtune_spm.so next to libtune_train.so, else
+  // where the build put it.
+  static std::vector<std::string> ShimCandidates();
   ~SentencePieceModel();
 
   // The model's piece ids of `text` (its own normalization included).
@@ -35,8 +40,13 @@ class SentencePieceModel {
   int unk_id() const;
 
  private:
-  SentencePieceModel();
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  struct Api;
+  // The shim, opened once per process.
+  static Result<const Api*> Shim();
+  SentencePieceModel(const Api* api, tune_spm* model);
+  std::vector<int> Encode(std::string_view text, std::vector<std::string>* pieces) const;
+  const Api* api_;
+  tune_spm* model_;
 };
 
 }  // namespace tune::internal

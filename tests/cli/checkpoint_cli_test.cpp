@@ -135,7 +135,10 @@ TEST_F(CheckpointCli, SentencePieceCheckpointTrainsWithItsOwnTokenizer) {
   }
   const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
   Json enqueue = Json::array({{{"model", kDebertaSpm}}, {{"model", kBert}}});
-  const std::string config = WriteConfig(Json::array({kBert, kDebertaSpm}), {{"epochs", 1}},
+  // The spm.model's 60 pieces spell the texts in up to 23 ids: max_length 32 cuts none, as
+  // `tune predict` (the checkpoint's positions) does not.
+  const std::string config = WriteConfig(Json::array({kBert, kDebertaSpm}),
+                                         {{"epochs", 1}, {"max_length", 32}},
                                          {{"learning_rate", Json::array({1e-12})}},
                                          {{"enqueue_trials", enqueue}});
   ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "2"},
@@ -194,6 +197,32 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
     for (const auto& e : fs::directory_iterator(dir_.path())) {  // no staging left behind
       EXPECT_EQ(e.path().filename().string().find(".best"), std::string::npos) << e.path();
     }
+  }
+}
+
+// "init": "scratch" with the objective's vocabulary file (tokenizer.vocab): --save-best copies
+// that file into DIR and `tune predict` reproduces the best value with it.
+TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
+  for (const char* vocab : {"vocab.txt", "vocab.json"}) {
+    SCOPED_TRACE(vocab);
+    const fs::path source = Snapshot(std::string(vocab) == "vocab.txt" ? kBert : kRoberta);
+    const std::string best = (dir_.path() / ("best-" + std::string(vocab))).string();
+    const std::string storage =
+        "sqlite:///" + (dir_.path() / (std::string(vocab) + ".db")).string();
+    const std::string config = WriteConfig(
+        Json::array({std::string(vocab) == "vocab.txt" ? "tiny-bert" : "tiny-roberta"}),
+        {{"init", "scratch"}, {"tokenizer", {{"vocab", (source / vocab).string()}}}});
+    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
+                         "2", "--save-best", best},
+                        dir_.path().string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.find("no tokenizer to save"), std::string::npos) << r.err;
+    ASSERT_TRUE(fs::exists(fs::path(best) / vocab)) << r.err;
+    ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
+    ASSERT_EQ(top.code, 0) << top.err;
+    Json m = PredictMetrics(best);
+    ASSERT_TRUE(m.is_object());
+    EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6);
   }
 }
 #endif
