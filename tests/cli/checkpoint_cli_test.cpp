@@ -95,15 +95,23 @@ class CheckpointCli : public ::testing::Test {
 // Each trial starts from its checkpoint: with a learning rate of 1e-12 the first evaluation
 // (before any useful step) equals `tune predict` on the checkpoint directory itself (BERT's
 // classifier head comes from the checkpoint; RoBERTa's and DeBERTa's are initialised with the
-// trial's seed, as predict does).
+// trial's seed, as predict does). The families: BERT + WordPiece, RoBERTa + byte-level BPE,
+// DeBERTa-v3 + WordPiece and DeBERTa-v3 + SentencePiece (spm.model trained on the fortunes by
+// python3-sentencepiece, when it is installed), chosen by the `model` parameter. The best
+// trial, kept with --save-best, is reproduced by `tune predict` to 1e-6.
 TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
   const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  const std::string best = (dir_.path() / "best").string();
+  std::vector<std::string> models = {kBert, kRoberta, kDeberta};
+  if (fs::exists(Snapshot(kDebertaSpm) / "spm.model")) models.push_back(kDebertaSpm);
   Json enqueue = Json::array();
-  for (const char* m : {kBert, kRoberta, kDeberta, kBert}) enqueue.push_back({{"model", m}});
-  const std::string config = WriteConfig(Json::array({kBert, kRoberta, kDeberta}), {{"epochs", 1}},
+  for (const std::string& m : models) enqueue.push_back({{"model", m}});
+  enqueue.push_back({{"model", kBert}});
+  const std::string config = WriteConfig(Json(models), {{"epochs", 1}, {"max_length", 32}},
                                          {{"learning_rate", Json::array({1e-12})}},
                                          {{"enqueue_trials", enqueue}});
-  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "4"},
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
+                       std::to_string(enqueue.size()), "--save-best", best},
                       dir_.path().string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("are newly initialized: [classifier.out.weight, classifier.out.bias]"),
@@ -119,12 +127,18 @@ TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
     if (loss.count(model)) EXPECT_DOUBLE_EQ(loss[model], first);
     loss[model] = first;
   }
-  ASSERT_EQ(loss.size(), 3u);
+  ASSERT_EQ(loss.size(), models.size());
   for (const auto& [model, first] : loss) {
     Json m = PredictMetrics(Snapshot(model).string());
     ASSERT_TRUE(m.is_object()) << model;
     EXPECT_NEAR(m["loss"].get<double>(), first, 1e-5) << model;
   }
+  ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
+  ASSERT_EQ(top.code, 0) << top.err;
+  Json m = PredictMetrics(best);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6)
+      << m.dump();
 }
 
 // A SentencePiece checkpoint (DeBERTa's spm.model) trains per trial beside a WordPiece one, each
@@ -164,9 +178,15 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
     SCOPED_TRACE(jobs);
     const std::string storage = "sqlite:///" + (dir_.path() / (std::string(jobs) + ".db")).string();
     const std::string best = (dir_.path() / (std::string("best") + jobs)).string();
+    Json models = Json::array({kBert, kRoberta});
+    Json top_extra = Json::object();
+    if (fs::exists(Snapshot(kDebertaSpm) / "spm.model")) {  // a SentencePiece trial too
+      models.push_back(kDebertaSpm);
+      top_extra["enqueue_trials"] = {{{"model", kDebertaSpm}, {"learning_rate", 1e-2}}};
+    }
     const std::string config =
-        WriteConfig(Json::array({kBert, kRoberta}), {{"epochs", 3}},
-                    {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}});
+        WriteConfig(models, {{"epochs", 3}, {"max_length", 32}},
+                    {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}}, top_extra);
     ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
                          "4", "--save-best", best, "--jobs", jobs},
                         dir_.path().string());

@@ -8,11 +8,13 @@ make_checkpoints.py OUT writes
       no classifier head (tune initialises it)
   OUT/hub/models--tiny-org--deberta-wp/...    DeBERTa-v2 (v3 settings) + WordPiece vocab.txt
   OUT/hub/models--tiny-org--deberta-spm/...   DeBERTa-v2 (v3 settings) + SentencePiece spm.model
-      (only when python3-sentencepiece is installed)
+      trained by python3-sentencepiece on Debian's fortunes and the data's words (only when
+      python3-sentencepiece is installed; without the fortunes package, on the words alone)
   OUT/train.jsonl, OUT/validation.jsonl      a two-label text set
 Weights are random (torch.manual_seed), written as safetensors by hand: an 8-byte little-endian
 header length, the JSON header, then the raw little-endian F32 data. Needs python3-torch only.
 """
+import glob
 import json
 import os
 import struct
@@ -24,6 +26,8 @@ WORDS = {"pos": ["good", "great", "fine", "happy", "sunny", "bright"],
          "neg": ["bad", "awful", "poor", "sad", "rainy", "dark"]}
 FILLER = ["the", "a", "day", "was", "and", "very", "today", "it"]
 HIDDEN, LAYERS, HEADS, INTER, POSITIONS = 32, 2, 2, 64, 64
+FORTUNES = "/usr/share/games/fortunes"
+SPM_PIECES = 400  # the spm.model's pieces (fewer when the corpus is too small for them)
 
 
 def write_safetensors(path, tensors):
@@ -170,6 +174,16 @@ def write_deberta(hub):
     write_safetensors(os.path.join(d, "model.safetensors"), t)
 
 
+def fortune_lines():
+    """Lines of Debian's fortunes (package 'fortunes'), or none when it is not installed."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(FORTUNES, "*"))):
+        if os.path.isfile(path) and "." not in os.path.basename(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines += [l.strip() for l in f if l.strip() and l.strip() != "%"]
+    return lines
+
+
 def write_deberta_spm(hub, out):
     try:
         import sentencepiece
@@ -178,10 +192,13 @@ def write_deberta_spm(hub, out):
     d = snapshot(hub, "tiny-org/deberta-spm")
     corpus = os.path.join(out, "spm_corpus.txt")
     with open(corpus, "w") as f:
+        for line in fortune_lines()[:4000]:
+            f.write(line + "\n")
         for ws in list(WORDS.values()) + [FILLER]:
             f.write(" ".join(ws) + "\n")
     sentencepiece.SentencePieceTrainer.train(
-        input=corpus, model_prefix=os.path.join(d, "spm"), vocab_size=60, hard_vocab_limit=False,
+        input=corpus, model_prefix=os.path.join(d, "spm"), vocab_size=SPM_PIECES,
+        hard_vocab_limit=False,
         minloglevel=2, pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]", eos_id=2,
         eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]")
     os.remove(os.path.join(d, "spm.vocab"))
