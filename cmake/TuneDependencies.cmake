@@ -29,3 +29,17 @@ if(TUNE_WITH_TORCH)
     set(TUNE_WITH_TORCH OFF)
   endif()
 endif()
+
+# The tokenizers (tune_train): ICU's Unicode data (Debian: libicu-dev) for BERT's BasicTokenizer
+# and GPT-2's pre-tokenizer, and SentencePiece (Debian: libsentencepiece-dev) for DeBERTa's
+# spm.model and XLM-RoBERTa's sentencepiece.bpe.model.
+find_package(ICU REQUIRED COMPONENTS uc)
+find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+find_library(SENTENCEPIECE_LIBRARY sentencepiece)
+if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+  message(FATAL_ERROR "SentencePiece not found (Debian: libsentencepiece-dev; "
+                      "scripts/install-deps.sh installs it)")
+endif()
+add_library(tune_sentencepiece INTERFACE)
+target_include_directories(tune_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
+target_link_libraries(tune_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})

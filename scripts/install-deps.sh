@@ -14,8 +14,11 @@ set -euo pipefail
 
 # libpq-dev: the PostgreSQL storage; postgresql: the throwaway server `make test` starts;
 # python3-psycopg2: lets the Optuna compatibility test open tune's PostgreSQL studies.
+# libicu-dev + libsentencepiece-dev: the checkpoints' tokenizers (BERT's Unicode rules, GPT-2's
+# pre-tokenizer, SentencePiece models); python3-sentencepiece + python3-regex: their parity tests.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache)
+      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
+      libicu-dev libsentencepiece-dev python3-sentencepiece python3-regex)
 torch=1
 for arg in "$@"; do
   case "$arg" in

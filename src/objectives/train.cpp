@@ -184,7 +184,8 @@ class EpochTracker {
 };
 
 // The texts tokenized once per tokenizer: by checkpoint directory with "init": "pretrained",
-// else one set under "" (a vocabulary file's tokenizer, or `built` from the training text).
+// else one set under "" (`built`: a vocabulary file's tokenizer, or one built from the training
+// text; none for a `pretrained` directory's).
 struct TextSets {
   std::map<std::string, TextTrainData> data;
   std::optional<Tokenizer> built;
@@ -367,11 +368,11 @@ class TrainObjective final : public Objective {
     }
     const SavedTrial saved{trial.study_name(), trial.number(), params, outcome.values[0],
                            TrainMetricName(options_.metric)};
-    const Tokenizer* built = TokenizerKey(options_, job.model).empty() && text_.built
-                                 ? &*text_.built
-                                 : nullptr;
-    TUNE_RETURN_IF_ERROR(
-        WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names, saved, built));
+    const bool scratch = TokenizerKey(options_, job.model).empty() && text_.built;
+    const Tokenizer* built = scratch ? &*text_.built : nullptr;
+    const std::string vocab = scratch && options_.vocab ? *options_.vocab : std::string();
+    TUNE_RETURN_IF_ERROR(WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names,
+                                              saved, built, vocab));
     if (options_.planned) return Status::Ok();  // a --jobs child: the parent promotes it
     return Promote(trial.number(), outcome, BestCompleteValue(trial.history()));
   }
@@ -751,7 +752,8 @@ Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
   return tabular;
 }
 
-// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's, the vocabulary
+// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's (each model's with
+// "init": "pretrained", else "pretrained"'s; Tokenizer::FromCheckpointDir), the vocabulary
 // file's, or one built from the training texts no larger than the smallest model's vocabulary;
 // checked against every model's embedding table.
 Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std::string& key,
@@ -765,10 +767,11 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
     for (const auto& e : dataset.train) texts.push_back(e.text);
     return Tokenizer::Build(texts, to);
   }
-  const std::string file = key.empty() ? *options.vocab : PretrainedVocabPath(key);
+  const std::optional<std::string> dir = key.empty() ? options.pretrained : key;
+  const std::string file = dir ? PretrainedVocabPath(*dir) : *options.vocab;
   TUNE_ASSIGN_OR_RETURN(Tokenizer t,
-                        key.empty() ? Tokenizer::FromVocabFile(file, options.tokenizer.lowercase)
-                                    : LoadCheckpointTokenizer(key, options.tokenizer.lowercase));
+                        dir ? Tokenizer::FromCheckpointDir(*dir, options.tokenizer)
+                            : Tokenizer::FromVocabFile(file, options.tokenizer.lowercase));
   for (const ModelSpec* m : models) {
     if (t.vocab_size() > m->vocab_size) {
       return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "
@@ -831,7 +834,7 @@ Result<TextSets> LoadText(const TrainObjectiveOptions& options,
     for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));
     TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, key, dataset, group));
     sets.data[key] = Tokenize(dataset, tokenizer, max_length);
-    if (key.empty() && !options.vocab) sets.built = std::move(tokenizer);
+    if (key.empty() && !options.pretrained) sets.built = std::move(tokenizer);
   }
   return sets;
 }

@@ -179,7 +179,8 @@ Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
 }
 
 // A pretrained checkpoint directory (ParseStudyConfig put it in the catalog under the name as
-// written): its vocab.txt (or vocab.json) is the vocabulary and it is the model.
+// written): its tokenizer files (Tokenizer::FromCheckpointDir) are the vocabulary and it is the
+// model.
 Status ParsePretrained(const JsonReader& r, const PathResolver& path, TrainObjectiveOptions& out) {
   TUNE_ASSIGN_OR_RETURN(auto pretrained, r.OptString("pretrained"));
   if (!pretrained) return Status::Ok();

@@ -6,51 +6,13 @@
 #include <fstream>
 #include <limits>
 
+#include "train/unicode.h"
 #include "tune/train/tokenizer.h"
 
 namespace tune::internal {
 namespace {
 
-bool IsSpace(char32_t c) {
-  return c == ' ' || (c >= '\t' && c <= '\r') || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
-}
-
-bool IsNumber(char32_t c) {
-  if (c < 0x80) return c >= '0' && c <= '9';
-  return c == 0xB2 || c == 0xB3 || c == 0xB9 || (c >= 0xBC && c <= 0xBE) ||
-         (c >= 0x660 && c <= 0x669) || (c >= 0x6F0 && c <= 0x6F9) ||
-         (c >= 0x966 && c <= 0x96F) || (c >= 0x9E6 && c <= 0x9EF) ||
-         (c >= 0x2070 && c <= 0x2079 && c != 0x2071 && c != 0x2072 && c != 0x2073) ||
-         (c >= 0x2080 && c <= 0x2089) || (c >= 0x2150 && c <= 0x2189) ||
-         (c >= 0x2460 && c <= 0x249B) || (c >= 0x2776 && c <= 0x2793) ||
-         (c >= 0xFF10 && c <= 0xFF19);
-}
-
-bool IsLetter(char32_t c) {
-  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  if (c < 0x100) return c == 0xAA || c == 0xB5 || c == 0xBA || (c >= 0xC0 && c != 0xD7 && c != 0xF7);
-  return (c <= 0x2AF) ||                        // Latin Extended, IPA
-         (c >= 0x370 && c <= 0x3FF && c != 0x37E && c != 0x387) ||  // Greek
-         (c >= 0x400 && c <= 0x52F && !(c >= 0x482 && c <= 0x489)) ||  // Cyrillic
-         (c >= 0x531 && c <= 0x587) ||          // Armenian
-         (c >= 0x5D0 && c <= 0x5F2) ||          // Hebrew letters
-         (c >= 0x620 && c <= 0x64A) || (c >= 0x671 && c <= 0x6D3) ||  // Arabic letters
-         (c >= 0x904 && c <= 0x939) ||          // Devanagari letters
-         (c >= 0xE01 && c <= 0xE30) ||          // Thai
-         (c >= 0x10A0 && c <= 0x10FF) ||        // Georgian
-         (c >= 0x1100 && c <= 0x11FF) ||        // Hangul Jamo
-         (c >= 0x1E00 && c <= 0x1FFF && c != 0x1FBD && !(c >= 0x1FBF && c <= 0x1FC1) &&
-          !(c >= 0x1FCD && c <= 0x1FCF) && !(c >= 0x1FDD && c <= 0x1FDF) &&
-          !(c >= 0x1FED && c <= 0x1FEF) && c != 0x1FFD && c != 0x1FFE) ||  // Latin/Greek ext.
-         (c >= 0x3041 && c <= 0x3096) || (c >= 0x30A1 && c <= 0x30FA) ||  // kana
-         (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||  // CJK ideographs
-         (c >= 0xAC00 && c <= 0xD7A3) ||        // Hangul syllables
-         (c >= 0xF900 && c <= 0xFAFF) ||        // CJK compatibility ideographs
-         (c >= 0xFF21 && c <= 0xFF3A) || (c >= 0xFF41 && c <= 0xFF5A) ||  // fullwidth Latin
-         (c >= 0x20000 && c <= 0x2FA1F);        // CJK extensions
-}
+bool IsSpace(char32_t c) { return internal::IsWhiteSpace(c); }
 
 bool IsOther(char32_t c) { return !IsSpace(c) && !IsLetter(c) && !IsNumber(c); }
 
@@ -118,6 +80,25 @@ std::string ByteLevel(std::string_view utf8) {
   return out;
 }
 
+Status ByteBpe::AddMerge(std::string_view pair, const std::string& where) {
+  const size_t space = pair.find(' ');
+  if (space == std::string::npos || space == 0 || space + 1 == pair.size() ||
+      pair.find(' ', space + 1) != std::string::npos) {
+    return InvalidArgumentError(
+        fmt::format("{}: '{}' is not a merge (two tokens separated by one space)", where,
+                    pair.substr(0, 80)));
+  }
+  if (FindInvalidUtf8(pair) != std::string::npos) {
+    return InvalidArgumentError(fmt::format("{}: invalid UTF-8", where));
+  }
+  if (ranks_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return InvalidArgumentError(fmt::format("{}: too many merges", where));
+  }
+  // The first occurrence of a pair keeps its rank, as Hugging Face's tokenizers do.
+  ranks_.emplace(std::string(pair), static_cast<int32_t>(ranks_.size()));
+  return Status::Ok();
+}
+
 Result<ByteBpe> ByteBpe::FromMergesFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot open the BPE merges file", path));
@@ -128,23 +109,19 @@ Result<ByteBpe> ByteBpe::FromMergesFile(const std::string& path) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
-    const size_t space = line.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
-        line.find(' ', space + 1) != std::string::npos) {
-      return InvalidArgumentError(
-          fmt::format("{}:{}: '{}' is not a merge (two tokens separated by one space)", path,
-                      line_no, line.substr(0, 80)));
-    }
-    if (FindInvalidUtf8(line) != std::string::npos) {
-      return InvalidArgumentError(fmt::format("{}:{}: invalid UTF-8", path, line_no));
-    }
-    if (bpe.ranks_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-      return InvalidArgumentError(fmt::format("{}: too many merges", path));
-    }
-    // The first occurrence of a pair keeps its rank, as Hugging Face's tokenizers do.
-    bpe.ranks_.emplace(line, static_cast<int32_t>(bpe.ranks_.size()));
+    TUNE_RETURN_IF_ERROR(bpe.AddMerge(line, fmt::format("{}:{}", path, line_no)));
   }
   if (bpe.ranks_.empty()) return InvalidArgumentError(fmt::format("{}: no merges", path));
+  return bpe;
+}
+
+Result<ByteBpe> ByteBpe::FromMerges(const std::vector<std::string>& pairs,
+                                    const std::string& source) {
+  ByteBpe bpe;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    TUNE_RETURN_IF_ERROR(bpe.AddMerge(pairs[i], fmt::format("{}: merges[{}]", source, i)));
+  }
+  if (bpe.ranks_.empty()) return InvalidArgumentError(fmt::format("{}: no merges", source));
   return bpe;
 }
 

@@ -9,6 +9,7 @@
 #include "json_reader.h"
 #include "tune/text.h"
 #include "tune/train/safetensors.h"
+#include "tune/train/tokenizer.h"
 
 namespace tune {
 namespace {
@@ -153,24 +154,13 @@ Status CheckCheckpointFiles(const PretrainedCheckpoint& c) {
                   "supported)"
                 : " (model.safetensors)"));
   }
-  if (!fs::exists(c.vocab_path, ec)) {
-    std::string hint;
-    if (fs::exists(dir / "sentencepiece.bpe.model", ec)) {
-      hint = " (sentencepiece.bpe.model, XLM-RoBERTa's SentencePiece vocabulary, is not supported)";
-    } else if (fs::exists(dir / "spm.model", ec)) {
-      hint = " (spm.model, DeBERTa's SentencePiece vocabulary, is not supported)";
-    } else if (fs::exists(dir / "tokenizer.json", ec)) {
-      hint = " (a tokenizer.json alone is not supported)";
-    }
+  if (!fs::exists(c.vocab_path, ec) ||
+      (fs::path(c.vocab_path).filename() == "vocab.json" && !fs::exists(dir / "merges.txt", ec))) {
     return NotFoundError(fmt::format(
-        "{}: not found; the checkpoint's tokenizer needs vocab.txt (WordPiece) or vocab.json + "
-        "merges.txt (byte-level BPE){}",
-        c.vocab_path, hint));
-  }
-  if (fs::path(c.vocab_path).extension() == ".json" && !fs::exists(dir / "merges.txt", ec)) {
-    return NotFoundError(fmt::format("{}: not found; the checkpoint's tokenizer needs vocab.txt "
-                                     "(WordPiece) or vocab.json + merges.txt (byte-level BPE)",
-                                     (dir / "merges.txt").string()));
+        "{}: not found; a pretrained checkpoint directory needs config.json, model.safetensors "
+        "and a tokenizer: vocab.txt (WordPiece), vocab.json + merges.txt (byte-level BPE), "
+        "spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or tokenizer.json",
+        fs::exists(c.vocab_path, ec) ? (dir / "merges.txt").string() : c.vocab_path));
   }
   return Status::Ok();
 }
@@ -178,9 +168,7 @@ Status CheckCheckpointFiles(const PretrainedCheckpoint& c) {
 }  // namespace
 
 std::string PretrainedVocabPath(const std::string& dir) {
-  std::error_code ec;
-  const fs::path txt = fs::path(dir) / "vocab.txt", json = fs::path(dir) / "vocab.json";
-  return (!fs::exists(txt, ec) && fs::exists(json, ec) ? json : txt).string();
+  return Tokenizer::CheckpointTokenizerFile(dir);
 }
 
 Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
@@ -204,7 +192,7 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
   c.model.checkpoint = dir;
   c.model.num_parameters = EncoderParameterCount(c.model);
   TUNE_RETURN_IF_ERROR(SafetensorsFile::Open(c.weights_path).status());
-  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, LoadCheckpointTokenizer(dir));
+  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromCheckpointDir(dir, TokenizerOptions{}));
   if (tokenizer.vocab_size() > c.model.vocab_size) {
     return InvalidArgumentError(fmt::format(
         "{}: the tokenizer has {} tokens but {} says vocab_size {}: the tokenizer does not "
@@ -212,19 +200,6 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
         c.vocab_path, tokenizer.vocab_size(), c.config_path, c.model.vocab_size));
   }
   return c;
-}
-
-Result<Tokenizer> LoadCheckpointTokenizer(const std::string& dir, bool lowercase) {
-  const fs::path config = fs::path(dir) / "tokenizer_config.json";
-  std::error_code ec;
-  if (fs::exists(config, ec)) {
-    std::ifstream in(config);
-    Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_object() && doc.contains("do_lower_case") && doc["do_lower_case"].is_boolean()) {
-      lowercase = doc["do_lower_case"].get<bool>();
-    }
-  }
-  return Tokenizer::FromVocabFile(PretrainedVocabPath(dir), lowercase);
 }
 
 std::vector<std::string> CheckpointTokenizerFiles(const std::string& dir) {

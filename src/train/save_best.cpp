@@ -57,13 +57,35 @@ Result<Json> ReadJsonFile(const fs::path& path) {
   return doc;
 }
 
-// The tokenizer files: copied from the checkpoint, or the built vocabulary as vocab.txt.
-Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tokenizer* built) {
+// A scratch trial's vocabulary file (and merges.txt beside a vocab.json) under the name
+// Tokenizer::FromCheckpointDir reads.
+Status CopyVocabFile(const fs::path& staging, const std::string& vocab_file) {
+  const fs::path from(vocab_file);
+  const bool bpe = from.extension() == ".json";
+  std::vector<std::pair<fs::path, fs::path>> copies = {
+      {from, staging / (bpe ? "vocab.json" : "vocab.txt")}};
+  if (bpe) copies.emplace_back(from.parent_path() / "merges.txt", staging / "merges.txt");
+  for (const auto& [src, dst] : copies) {
+    std::error_code ec;
+    fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+    if (ec) return InternalError(fmt::format("cannot copy {}: {}", src.string(), ec.message()));
+  }
+  return Status::Ok();
+}
+
+// The tokenizer files: copied from the checkpoint or the vocabulary file, or the built
+// vocabulary as vocab.txt.
+Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tokenizer* built,
+                      const std::string& vocab_file) {
   std::error_code ec;
   if (built != nullptr || model.checkpoint.empty()) {
     if (built == nullptr) return InvalidArgumentError("no tokenizer to save");
-    std::ofstream vocab(staging / "vocab.txt", std::ios::trunc);
-    for (int32_t id = 0; id < built->vocab_size(); ++id) vocab << built->TokenText(id) << "\n";
+    if (!vocab_file.empty()) {
+      TUNE_RETURN_IF_ERROR(CopyVocabFile(staging, vocab_file));
+    } else {
+      std::ofstream vocab(staging / "vocab.txt", std::ios::trunc);
+      for (int32_t id = 0; id < built->vocab_size(); ++id) vocab << built->TokenText(id) << "\n";
+    }
     return WriteJson(staging / "tokenizer_config.json", {{"do_lower_case", built->lowercase()}});
   }
   for (const std::string& file : CheckpointTokenizerFiles(model.checkpoint)) {
@@ -85,7 +107,8 @@ std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_numbe
 
 Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
                             const TrainHyperparams& hp, const std::vector<std::string>& labels,
-                            const SavedTrial& trial, const Tokenizer* built) {
+                            const SavedTrial& trial, const Tokenizer* built,
+                            const std::string& vocab_file) {
   const fs::path dir(staging);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -106,7 +129,7 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
                     {"metric", trial.metric},
                     {"model", model.name}};
   TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));
-  TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built));
+  TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built, vocab_file));
   return WriteJson(dir / "trial.json", {{"study", trial.study},
                                         {"number", trial.number},
                                         {"params", trial.params},

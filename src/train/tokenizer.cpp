@@ -1,7 +1,6 @@
 #include "tune/train/tokenizer.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -9,6 +8,8 @@
 #include <map>
 
 #include "train/byte_bpe.h"
+#include "train/sentencepiece.h"
+#include "train/unicode.h"
 
 namespace tune {
 
@@ -95,139 +96,23 @@ namespace {
 
 using internal::AppendUtf8;
 
-constexpr size_t kMaxCharsPerWord = 100;  // BERT: max_input_chars_per_word
+// What Python's str.split() splits on, of the characters BERT's cleaning leaves: the space it
+// writes for whitespace, and the line and paragraph separators (Zl, Zp: neither Zs nor C*).
+bool IsSplitSpace(char32_t c) { return c == ' ' || c == 0x2028 || c == 0x2029; }
 
-bool IsWhitespace(char32_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x00A0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
-}
-
-// Cc and the common Cf characters (BERT's _is_control), NUL and U+FFFD: removed.
-bool IsControl(char32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;
-  return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x00AD || (c >= 0x200B && c <= 0x200F) ||
-         (c >= 0x202A && c <= 0x202E) || (c >= 0x2060 && c <= 0x2064) || c == 0xFEFF || c == 0xFFFD;
-}
-
-bool IsPunctuation(char32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-      (c >= 123 && c <= 126)) {
-    return true;  // every non-alphanumeric ASCII character, as BERT does
+// Hugging Face's _run_split_on_punc: every punctuation character is a word of its own.
+void SplitOnPunctuation(const std::u32string& word, std::vector<std::u32string>& out) {
+  std::u32string cur;
+  for (char32_t c : word) {
+    if (internal::IsBertPunctuation(c)) {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+      out.emplace_back(1, c);
+    } else {
+      cur.push_back(c);
+    }
   }
-  return c == 0x00A1 || c == 0x00A7 || c == 0x00AB || c == 0x00B6 || c == 0x00B7 || c == 0x00BB ||
-         c == 0x00BF || (c >= 0x2010 && c <= 0x2027) || (c >= 0x2030 && c <= 0x205E) ||
-         (c >= 0x3001 && c <= 0x3003) || (c >= 0x3008 && c <= 0x3011) ||
-         (c >= 0x3014 && c <= 0x301F) ||
-         (c >= 0xFF01 && c <= 0xFF0F && c != 0xFF04 && c != 0xFF0B) || c == 0xFF1A || c == 0xFF1B ||
-         c == 0xFF1F || c == 0xFF20 || (c >= 0xFF3B && c <= 0xFF3F) || c == 0xFF5B || c == 0xFF5D ||
-         (c >= 0xFF5F && c <= 0xFF65);
-}
-
-bool IsCjk(char32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
-         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-bool IsCombiningMark(char32_t c) { return c >= 0x0300 && c <= 0x036F; }
-
-char32_t ToLower(char32_t c) {
-  if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
-  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
-  if (c >= 0x100 && c <= 0x17F) {
-    if (((c <= 0x137) || (c >= 0x14A && c <= 0x177)) && c % 2 == 0) return c + 1;
-    if (((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) && c % 2 == 1) return c + 1;
-    if (c == 0x178) return 0xFF;
-    return c;
-  }
-  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
-  switch (c) {
-    case 0x386:
-      return 0x3AC;
-    case 0x388:
-      return 0x3AD;
-    case 0x389:
-      return 0x3AE;
-    case 0x38A:
-      return 0x3AF;
-    case 0x38C:
-      return 0x3CC;
-    case 0x38E:
-      return 0x3CD;
-    case 0x38F:
-      return 0x3CE;
-    case 0x3AA:
-      return 0x3CA;
-    case 0x3AB:
-      return 0x3CB;
-    default:
-      break;
-  }
-  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
-  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
-  return c;
-}
-
-// The base letter of an accented lowercase letter (what NFD + dropping marks gives), or `c`.
-char32_t StripAccent(char32_t c) {
-  static const char kLatin1[] = "aaaaaa.ceeeeiiii.nooooo..uuuuy.y";  // U+00E0..U+00FF
-  // U+0100..U+017F, 16 per line.
-  static const char kLatinExtA[] =
-      "aaaaaaccccccccdd"
-      "..eeeeeeeeeegggg"
-      "gggghh..iiiiiiii"
-      "i...jjkk.llllll."
-      "...nnnnnn...oooo"
-      "oo..rrrrrrssssss"
-      "sstttt..uuuuuuuu"
-      "uuuuwwyyyzzzzzz.";
-  static_assert(sizeof(kLatin1) == 0x20 + 1 && sizeof(kLatinExtA) == 0x80 + 1);
-  if (c >= 0xE0 && c <= 0xFF) {
-    char b = kLatin1[c - 0xE0];
-    return b == '.' ? c : static_cast<char32_t>(b);
-  }
-  if (c >= 0x100 && c <= 0x17F) {
-    char b = kLatinExtA[c - 0x100];
-    return b == '.' ? c : static_cast<char32_t>(b);
-  }
-  switch (c) {
-    case 0x3AC:
-      return 0x3B1;
-    case 0x3AD:
-      return 0x3B5;
-    case 0x3AE:
-      return 0x3B7;
-    case 0x3AF:
-    case 0x3CA:
-    case 0x390:
-      return 0x3B9;
-    case 0x3CC:
-      return 0x3BF;
-    case 0x3CD:
-    case 0x3CB:
-    case 0x3B0:
-      return 0x3C5;
-    case 0x3CE:
-      return 0x3C9;
-    case 0x439:
-    case 0x45D:
-      return 0x438;
-    case 0x450:
-    case 0x451:
-      return 0x435;
-    case 0x453:
-      return 0x433;
-    case 0x457:
-      return 0x456;
-    case 0x45C:
-      return 0x43A;
-    case 0x45E:
-      return 0x443;
-    default:
-      return c;
-  }
+  if (!cur.empty()) out.push_back(std::move(cur));
 }
 
 std::string ToUtf8(const std::u32string& s) {
@@ -239,38 +124,43 @@ std::string ToUtf8(const std::u32string& s) {
 
 }  // namespace
 
+// Hugging Face's BasicTokenizer.tokenize (the file comment lists its steps).
 std::vector<std::u32string> Tokenizer::SplitWordsU32(std::string_view text) const {
-  std::vector<std::u32string> words;
-  std::u32string cur;
-  auto flush = [&] {
-    if (!cur.empty()) words.push_back(std::move(cur));
-    cur.clear();
-  };
+  std::u32string cleaned;
   for (char32_t c : internal::DecodeUtf8(text)) {
-    if (c == 0 || IsControl(c)) continue;
-    if (IsWhitespace(c)) {
-      flush();
-      continue;
+    if (c == 0 || c == 0xFFFD || internal::IsBertControl(c)) continue;
+    if (internal::IsBertWhitespace(c)) {
+      cleaned.push_back(' ');
+    } else if (chinese_chars_ && internal::IsCjkIdeograph(c)) {
+      cleaned.append({U' ', c, U' '});
+    } else {
+      cleaned.push_back(c);
     }
-    if (lowercase_) {
-      if (IsCombiningMark(c)) continue;
-      c = StripAccent(ToLower(c));
-    }
-    if (IsPunctuation(c) || IsCjk(c)) {
-      flush();
-      words.push_back(std::u32string(1, c));
-      continue;
-    }
-    cur.push_back(c);
   }
-  flush();
+  std::vector<std::u32string> words;
+  const std::u32string normalized = internal::Nfc(cleaned);
+  size_t i = 0;
+  while (i < normalized.size()) {
+    if (IsSplitSpace(normalized[i])) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < normalized.size() && !IsSplitSpace(normalized[end])) ++end;
+    std::u32string word = normalized.substr(i, end - i);
+    if (lowercase_) word = internal::Lowercase(word);
+    if (strip_accents_) word = internal::StripAccents(word);
+    SplitOnPunctuation(word, words);
+    i = end;
+  }
   return words;
 }
 
 std::vector<std::string> Tokenizer::SplitWords(std::string_view text) const {
   std::vector<std::string> out;
+  if (spm_) return spm_->EncodePieces(text);
   if (bpe_) {
-    for (const auto& w : internal::GptPreTokenize(internal::DecodeUtf8(text))) {
+    for (const auto& w : internal::GptPreTokenize(BpeInput(text))) {
       out.push_back(ToUtf8(w));
     }
     return out;
@@ -280,7 +170,7 @@ std::vector<std::string> Tokenizer::SplitWords(std::string_view text) const {
 }
 
 void Tokenizer::WordPiece(const std::u32string& word, std::vector<int32_t>& out) const {
-  if (word.size() > kMaxCharsPerWord) {
+  if (word.size() > max_chars_per_word_) {
     out.push_back(unk_id_);
     return;
   }
@@ -299,7 +189,7 @@ void Tokenizer::WordPiece(const std::u32string& word, std::vector<int32_t>& out)
     size_t end = word.size();
     int32_t found = -1;
     while (end > start) {
-      key.assign(start > 0 ? "##" : "");
+      key.assign(start > 0 ? continuation_ : std::string());
       key.append(utf8, offsets[start], offsets[end] - offsets[start]);
       auto it = ids_.find(key);
       if (it != ids_.end()) {
@@ -318,10 +208,17 @@ void Tokenizer::WordPiece(const std::u32string& word, std::vector<int32_t>& out)
   }
 }
 
+std::u32string Tokenizer::BpeInput(std::string_view text) const {
+  std::u32string s = internal::DecodeUtf8(text);
+  // tokenizers' ByteLevel add_prefix_space: a space before text that does not start with one.
+  if (bpe_prefix_space_ && (s.empty() || s[0] != U' ')) s.insert(s.begin(), U' ');
+  return s;
+}
+
 void Tokenizer::BytePairEncode(std::string_view text, size_t max_tokens,
                                std::vector<int32_t>& out) const {
   std::vector<std::string> pieces;
-  for (const auto& word : internal::GptPreTokenize(internal::DecodeUtf8(text))) {
+  for (const auto& word : internal::GptPreTokenize(BpeInput(text))) {
     if (out.size() >= max_tokens) break;
     pieces.clear();
     bpe_->Split(internal::ByteLevel(ToUtf8(word)), pieces);
@@ -333,8 +230,22 @@ void Tokenizer::BytePairEncode(std::string_view text, size_t max_tokens,
   if (out.size() > max_tokens) out.resize(max_tokens);
 }
 
+// XLMRobertaTokenizer's _convert_token_to_id: SentencePiece's unknown (id 0) is <unk>, every
+// other id moves up by fairseq's offset. DeBERTa's ids are the model's own.
+void Tokenizer::SentencePieceEncode(std::string_view text, size_t max_tokens,
+                                    std::vector<int32_t>& out) const {
+  for (int id : spm_->EncodeIds(text)) {
+    if (out.size() >= max_tokens) break;
+    out.push_back(spm_offset_ > 0 && id == 0 ? unk_id_ : static_cast<int32_t>(id) + spm_offset_);
+  }
+}
+
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, size_t max_tokens) const {
   std::vector<int32_t> ids;
+  if (spm_) {
+    SentencePieceEncode(text, max_tokens, ids);
+    return ids;
+  }
   if (bpe_) {
     BytePairEncode(text, max_tokens, ids);
     return ids;
@@ -373,60 +284,16 @@ void Tokenizer::Index() {
   for (size_t i = 0; i < tokens_.size(); ++i) ids_[tokens_[i]] = static_cast<int32_t>(i);
 }
 
-Result<Tokenizer> Tokenizer::FromBpeFiles(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));
-  const nlohmann::json vocab = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (vocab.is_discarded() || !vocab.is_object()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: not a JSON object of token -> id (a byte-level BPE vocab.json is expected)", path));
-  }
-  if (vocab.empty()) return InvalidArgumentError(fmt::format("{}: the vocabulary is empty", path));
-  Tokenizer t;
-  t.lowercase_ = false;
-  for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return InvalidArgumentError(fmt::format("{}: token '{}' has id {}; ids are integers >= 0",
-                                              path, token, id.dump()));
-    }
-    const auto i = static_cast<size_t>(id.get<int64_t>());
-    if (i >= t.tokens_.size()) t.tokens_.resize(i + 1);
-    if (!t.tokens_[i].empty()) {
-      return InvalidArgumentError(fmt::format("{}: tokens '{}' and '{}' share id {}", path,
-                                              t.tokens_[i], token, i));
-    }
-    t.tokens_[i] = token;
-  }
-  t.Index();
-  t.ids_.erase("");  // ids no token has
-  const std::pair<const char*, int32_t*> specials[] = {
-      {"<pad>", &t.pad_id_}, {"<unk>", &t.unk_id_}, {"<s>", &t.cls_id_}, {"</s>", &t.sep_id_}};
-  for (const auto& [name, id] : specials) {
-    const int32_t found = t.TokenId(name);
-    if (found < 0) {
-      return InvalidArgumentError(fmt::format(
-          "{}: the vocabulary has no {} token (a RoBERTa-style byte-level BPE vocab.json is "
-          "expected)",
-          path, name));
-    }
-    *id = found;
-  }
-  const std::string merges = (std::filesystem::path(path).parent_path() / "merges.txt").string();
-  TUNE_ASSIGN_OR_RETURN(internal::ByteBpe bpe, internal::ByteBpe::FromMergesFile(merges));
-  t.description_ = fmt::format("byte-level BPE {} ({} tokens, {} merges)", path, vocab.size(),
-                               bpe.size());
-  t.bpe_ = std::make_shared<const internal::ByteBpe>(std::move(bpe));
-  return t;
-}
-
 Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowercase) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
-    return FromBpeFiles(path);
+    return FromBpeFiles(path, (std::filesystem::path(path).parent_path() / "merges.txt").string());
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));
+  TUNE_RETURN_IF_ERROR(internal::CheckUnicodeData());
   Tokenizer t;
   t.lowercase_ = lowercase;
+  t.strip_accents_ = lowercase;
   std::string line;
   int64_t line_no = 0;
   while (std::getline(in, line)) {
@@ -456,6 +323,7 @@ Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowerca
     }
     *id = found;
   }
+  t.mask_id_ = t.TokenId("[MASK]");
   t.description_ = fmt::format("WordPiece vocab.txt {} ({} tokens)", path, t.tokens_.size());
   return t;
 }
@@ -463,6 +331,8 @@ Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowerca
 Tokenizer Tokenizer::Build(const std::vector<std::string>& texts, const TokenizerOptions& options) {
   Tokenizer t;
   t.lowercase_ = options.lowercase;
+  t.strip_accents_ = options.strip_accents.value_or(options.lowercase);
+  t.chinese_chars_ = options.tokenize_chinese_chars;
   std::unordered_map<std::string, int64_t> word_counts;
   std::map<char32_t, int64_t> char_counts;
   for (const auto& text : texts) {

@@ -24,6 +24,7 @@ using testing::Tune;
 const char* kBert = "tiny-org/bert-wp";
 const char* kRoberta = "tiny-org/roberta-bpe";
 const char* kDeberta = "tiny-org/deberta-wp";
+const char* kDebertaSpm = "tiny-org/deberta-spm";  // spm.model: only with python3-sentencepiece
 
 class CheckpointCli : public ::testing::Test {
  protected:
@@ -94,15 +95,23 @@ class CheckpointCli : public ::testing::Test {
 // Each trial starts from its checkpoint: with a learning rate of 1e-12 the first evaluation
 // (before any useful step) equals `tune predict` on the checkpoint directory itself (BERT's
 // classifier head comes from the checkpoint; RoBERTa's and DeBERTa's are initialised with the
-// trial's seed, as predict does).
+// trial's seed, as predict does). The families: BERT + WordPiece, RoBERTa + byte-level BPE,
+// DeBERTa-v3 + WordPiece and DeBERTa-v3 + SentencePiece (spm.model trained on the fortunes by
+// python3-sentencepiece, when it is installed), chosen by the `model` parameter. The best
+// trial, kept with --save-best, is reproduced by `tune predict` to 1e-6.
 TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
   const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  const std::string best = (dir_.path() / "best").string();
+  std::vector<std::string> models = {kBert, kRoberta, kDeberta};
+  if (fs::exists(Snapshot(kDebertaSpm) / "spm.model")) models.push_back(kDebertaSpm);
   Json enqueue = Json::array();
-  for (const char* m : {kBert, kRoberta, kDeberta, kBert}) enqueue.push_back({{"model", m}});
-  const std::string config = WriteConfig(Json::array({kBert, kRoberta, kDeberta}), {{"epochs", 1}},
+  for (const std::string& m : models) enqueue.push_back({{"model", m}});
+  enqueue.push_back({{"model", kBert}});
+  const std::string config = WriteConfig(Json(models), {{"epochs", 1}, {"max_length", 32}},
                                          {{"learning_rate", Json::array({1e-12})}},
                                          {{"enqueue_trials", enqueue}});
-  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "4"},
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
+                       std::to_string(enqueue.size()), "--save-best", best},
                       dir_.path().string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("are newly initialized: [classifier.out.weight, classifier.out.bias]"),
@@ -118,12 +127,48 @@ TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
     if (loss.count(model)) EXPECT_DOUBLE_EQ(loss[model], first);
     loss[model] = first;
   }
-  ASSERT_EQ(loss.size(), 3u);
+  ASSERT_EQ(loss.size(), models.size());
   for (const auto& [model, first] : loss) {
     Json m = PredictMetrics(Snapshot(model).string());
     ASSERT_TRUE(m.is_object()) << model;
     EXPECT_NEAR(m["loss"].get<double>(), first, 1e-5) << model;
   }
+  ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
+  ASSERT_EQ(top.code, 0) << top.err;
+  Json m = PredictMetrics(best);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6)
+      << m.dump();
+}
+
+// A SentencePiece checkpoint (DeBERTa's spm.model) trains per trial beside a WordPiece one, each
+// with its own tokenizer, and `tune predict` on it reads the same tokenizer (same first loss).
+TEST_F(CheckpointCli, SentencePieceCheckpointTrainsWithItsOwnTokenizer) {
+  if (!fs::exists(Snapshot(kDebertaSpm) / "spm.model")) {
+    GTEST_SKIP() << "python3-sentencepiece is not installed: no SentencePiece test checkpoint";
+  }
+  const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  Json enqueue = Json::array({{{"model", kDebertaSpm}}, {{"model", kBert}}});
+  // The spm.model's 60 pieces spell the texts in up to 23 ids: max_length 32 cuts none, as
+  // `tune predict` (the checkpoint's positions) does not.
+  const std::string config = WriteConfig(Json::array({kBert, kDebertaSpm}),
+                                         {{"epochs", 1}, {"max_length", 32}},
+                                         {{"learning_rate", Json::array({1e-12})}},
+                                         {{"enqueue_trials", enqueue}});
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "2"},
+                      dir_.path().string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ProcessRun trials = TrialsJson(storage);
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  std::map<std::string, double> loss;
+  for (const Json& t : Json::parse(trials.out)) {
+    ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+    loss[t["params"]["model"]] = t["user_attrs"]["train"]["history"][0]["validation_loss"];
+  }
+  ASSERT_EQ(loss.count(kDebertaSpm), 1u) << trials.out;
+  Json m = PredictMetrics(Snapshot(kDebertaSpm).string());
+  ASSERT_TRUE(m.is_object());
+  EXPECT_NEAR(m["loss"].get<double>(), loss[kDebertaSpm], 1e-5);
 }
 
 // --save-best keeps the best trial's model; `tune predict` on it reproduces the trial's value.
@@ -133,9 +178,15 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
     SCOPED_TRACE(jobs);
     const std::string storage = "sqlite:///" + (dir_.path() / (std::string(jobs) + ".db")).string();
     const std::string best = (dir_.path() / (std::string("best") + jobs)).string();
+    Json models = Json::array({kBert, kRoberta});
+    Json top_extra = Json::object();
+    if (fs::exists(Snapshot(kDebertaSpm) / "spm.model")) {  // a SentencePiece trial too
+      models.push_back(kDebertaSpm);
+      top_extra["enqueue_trials"] = {{{"model", kDebertaSpm}, {"learning_rate", 1e-2}}};
+    }
     const std::string config =
-        WriteConfig(Json::array({kBert, kRoberta}), {{"epochs", 3}},
-                    {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}});
+        WriteConfig(models, {{"epochs", 3}, {"max_length", 32}},
+                    {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}}, top_extra);
     ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
                          "4", "--save-best", best, "--jobs", jobs},
                         dir_.path().string());
@@ -166,6 +217,32 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
     for (const auto& e : fs::directory_iterator(dir_.path())) {  // no staging left behind
       EXPECT_EQ(e.path().filename().string().find(".best"), std::string::npos) << e.path();
     }
+  }
+}
+
+// "init": "scratch" with the objective's vocabulary file (tokenizer.vocab): --save-best copies
+// that file into DIR and `tune predict` reproduces the best value with it.
+TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
+  for (const char* vocab : {"vocab.txt", "vocab.json"}) {
+    SCOPED_TRACE(vocab);
+    const fs::path source = Snapshot(std::string(vocab) == "vocab.txt" ? kBert : kRoberta);
+    const std::string best = (dir_.path() / ("best-" + std::string(vocab))).string();
+    const std::string storage =
+        "sqlite:///" + (dir_.path() / (std::string(vocab) + ".db")).string();
+    const std::string config = WriteConfig(
+        Json::array({std::string(vocab) == "vocab.txt" ? "tiny-bert" : "tiny-roberta"}),
+        {{"init", "scratch"}, {"tokenizer", {{"vocab", (source / vocab).string()}}}});
+    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
+                         "2", "--save-best", best},
+                        dir_.path().string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.find("no tokenizer to save"), std::string::npos) << r.err;
+    ASSERT_TRUE(fs::exists(fs::path(best) / vocab)) << r.err;
+    ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
+    ASSERT_EQ(top.code, 0) << top.err;
+    Json m = PredictMetrics(best);
+    ASSERT_TRUE(m.is_object());
+    EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6);
   }
 }
 #endif

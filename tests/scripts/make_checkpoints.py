@@ -7,10 +7,14 @@ make_checkpoints.py OUT writes
   OUT/hub/models--tiny-org--roberta-bpe/...   RoBERTa + byte-level BPE vocab.json/merges.txt,
       no classifier head (tune initialises it)
   OUT/hub/models--tiny-org--deberta-wp/...    DeBERTa-v2 (v3 settings) + WordPiece vocab.txt
+  OUT/hub/models--tiny-org--deberta-spm/...   DeBERTa-v2 (v3 settings) + SentencePiece spm.model
+      trained by python3-sentencepiece on Debian's fortunes and the data's words (only when
+      python3-sentencepiece is installed; without the fortunes package, on the words alone)
   OUT/train.jsonl, OUT/validation.jsonl      a two-label text set
 Weights are random (torch.manual_seed), written as safetensors by hand: an 8-byte little-endian
 header length, the JSON header, then the raw little-endian F32 data. Needs python3-torch only.
 """
+import glob
 import json
 import os
 import struct
@@ -22,6 +26,8 @@ WORDS = {"pos": ["good", "great", "fine", "happy", "sunny", "bright"],
          "neg": ["bad", "awful", "poor", "sad", "rainy", "dark"]}
 FILLER = ["the", "a", "day", "was", "and", "very", "today", "it"]
 HIDDEN, LAYERS, HEADS, INTER, POSITIONS = 32, 2, 2, 64, 64
+FORTUNES = "/usr/share/games/fortunes"
+SPM_PIECES = 400  # the spm.model's pieces (fewer when the corpus is too small for them)
 
 
 def write_safetensors(path, tensors):
@@ -168,6 +174,46 @@ def write_deberta(hub):
     write_safetensors(os.path.join(d, "model.safetensors"), t)
 
 
+def fortune_lines():
+    """Lines of Debian's fortunes (package 'fortunes'), or none when it is not installed."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(FORTUNES, "*"))):
+        if os.path.isfile(path) and "." not in os.path.basename(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines += [l.strip() for l in f if l.strip() and l.strip() != "%"]
+    return lines
+
+
+def write_deberta_spm(hub, out):
+    try:
+        import sentencepiece
+    except ImportError:
+        return
+    d = snapshot(hub, "tiny-org/deberta-spm")
+    corpus = os.path.join(out, "spm_corpus.txt")
+    with open(corpus, "w") as f:
+        for line in fortune_lines()[:4000]:
+            f.write(line + "\n")
+        for ws in list(WORDS.values()) + [FILLER]:
+            f.write(" ".join(ws) + "\n")
+    sentencepiece.SentencePieceTrainer.train(
+        input=corpus, model_prefix=os.path.join(d, "spm"), vocab_size=SPM_PIECES,
+        hard_vocab_limit=False,
+        minloglevel=2, pad_id=0, pad_piece="[PAD]", bos_id=1, bos_piece="[CLS]", eos_id=2,
+        eos_piece="[SEP]", unk_id=3, unk_piece="[UNK]")
+    os.remove(os.path.join(d, "spm.vocab"))
+    pieces = sentencepiece.SentencePieceProcessor(
+        model_file=os.path.join(d, "spm.model")).get_piece_size()
+    vocab = pieces + 1  # [MASK]: the id after the last piece, as in deberta-v3
+    json.dump(config("deberta-v2", vocab, type_vocab_size=0, layer_norm_eps=1e-7,
+                     relative_attention=True, position_biased_input=False, share_att_key=True,
+                     pos_att_type="p2c|c2p", norm_rel_ebd="layer_norm", position_buckets=8,
+                     max_relative_positions=-1),
+              open(os.path.join(d, "config.json"), "w"))
+    t, _ = encoder_tensors("deberta.", vocab, False, 0, True)
+    write_safetensors(os.path.join(d, "model.safetensors"), t)
+
+
 def write_data(out):
     import random
     rng = random.Random(5)
@@ -187,6 +233,7 @@ def main():
     write_bert(hub)
     write_roberta(hub)
     write_deberta(hub)
+    write_deberta_spm(hub, out)
     write_data(out)
 
 

@@ -38,6 +38,16 @@ TEST(ByteBpe, PreTokenizesAsGpt2sPattern) {
   // Letters beyond ASCII: Latin-1, Cyrillic, CJK; a sign between letters is its own token.
   EXPECT_EQ(PreTokens("Crème Ёлка 東京 a+b"), (Words{"Crème", " Ёлка", " 東京", " a", "+", "b"}));
   EXPECT_TRUE(PreTokens("").empty());
+  // \p{L}, \p{N} and \s from Unicode (expected values from the `regex` module): Thai letters,
+  // Devanagari's marks (neither letters nor numbers), Arabic-Indic digits, U+2028 and U+0085
+  // as white space; Roman numerals, fractions and mathematical digits are numbers; runes letters.
+  EXPECT_EQ(PreTokens("ภาษาไทย हिन्द"
+                      "ी ١٢٣ x y z"),
+            (Words{"ภาษาไทย", " ह", "ि", "न",
+                   "्", "द", "ी", " ١٢٣", " x", " ", "y", " ",
+                   "", "z"}));
+  EXPECT_EQ(PreTokens("Ⅻ½ 𝟘𝟙 ᚠᛇ"),
+            (Words{"Ⅻ½", " 𝟘𝟙", " ᚠᛇ"}));
 }
 
 TEST(ByteBpe, MapsBytesToGpt2sAlphabet) {

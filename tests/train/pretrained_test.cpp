@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
+#include "testing/scripted_trainer.h"
 #include "testing/temp_dir.h"
 #include "tune/config.h"
 #include "tune/train/safetensors.h"
@@ -172,14 +174,24 @@ TEST_F(PretrainedCheckpointTest, RobertaBpeVocabularyWithoutVocabTxt) {
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read->vocab_path, (ckpt_ / "vocab.json").string());
   EXPECT_EQ(PretrainedVocabPath(ckpt_.string()), (ckpt_ / "vocab.json").string());
-  // vocab.txt wins when both are there; XLM-RoBERTa's SentencePiece model is named as such.
+  // vocab.txt wins when both are there; SentencePiece models are tokenizers too.
   std::ofstream(ckpt_ / "vocab.txt") << "[PAD]\n";
   EXPECT_EQ(PretrainedVocabPath(ckpt_.string()), (ckpt_ / "vocab.txt").string());
   fs::remove(ckpt_ / "vocab.txt");
   fs::remove(ckpt_ / "vocab.json");
   std::ofstream(ckpt_ / "sentencepiece.bpe.model") << "protobuf";
-  EXPECT_NE(ReadStatus().message().find("SentencePiece vocabulary, is not supported"),
-            std::string::npos);
+  // The tokenizer is loaded with the checkpoint: a corrupt one is an error there.
+  EXPECT_NE(ReadStatus().message().find((ckpt_ / "sentencepiece.bpe.model").string() +
+                                        ": not a valid SentencePiece model"),
+            std::string::npos)
+      << ReadStatus().ToString();
+  EXPECT_EQ(PretrainedVocabPath(ckpt_.string()), (ckpt_ / "sentencepiece.bpe.model").string());
+  fs::remove(ckpt_ / "sentencepiece.bpe.model");
+  fs::remove(ckpt_ / "merges.txt");
+  EXPECT_NE(ReadStatus().message().find("spm.model (DeBERTa), sentencepiece.bpe.model "
+                                        "(XLM-RoBERTa) or tokenizer.json"),
+            std::string::npos)
+      << ReadStatus().message();
 }
 
 TEST_F(PretrainedCheckpointTest, ConfigsTheTrainerCannotBuildAreRefusedByKey) {
@@ -259,6 +271,51 @@ TEST_F(PretrainedCheckpointTest, ObjectiveKeyPretrained) {
             std::string::npos);
   std::ofstream(ckpt_ / "config.json", std::ios::trunc) << "{";
   EXPECT_NE(message(Json::object()).find("config.json: not valid JSON"), std::string::npos);
+}
+
+// A DeBERTa-v3 checkpoint brings spm.model: the objective loads it when it is made, and a corrupt
+// one is an error naming the file (InvalidArgument: exit 2) before any trial.
+TEST_F(PretrainedCheckpointTest, SentencePieceCheckpointsAreUsable) {
+  Json config = DebertaV3Config();
+  config["vocab_size"] = 128;
+  WriteCheckpoint(config);
+  fs::remove(ckpt_ / "vocab.txt");
+  std::ofstream train(dir_.path() / "train.jsonl");
+  for (int i = 0; i < 10; ++i) {
+    train << Json{{"text", i % 2 ? "the quick fox" : "a lazy dog"}, {"label", i % 2 ? "a" : "b"}}
+                 .dump()
+          << "\n";
+  }
+  train.close();
+  Json doc = {{"direction", "maximize"},
+              {"search_space", {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-3}}}}},
+              {"objective",
+               {{"type", "train"}, {"data", {{"train", "train.jsonl"}}}, {"pretrained", "ckpt"}}}};
+  auto make = [&]() -> Status {
+    auto c = ParseStudyConfig(doc, "study.json", dir_.path());
+    if (!c.ok()) return c.status();
+    return MakeObjective(*c, std::make_unique<testing::ScriptedTrainer>(std::vector<double>{0.5}))
+        .status();
+  };
+  std::ofstream(ckpt_ / "spm.model") << "truncated";
+  Status corrupt = make();
+  EXPECT_EQ(corrupt.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(corrupt.message().find((ckpt_ / "spm.model").string() +
+                                   ": not a valid SentencePiece model"),
+            std::string::npos)
+      << corrupt.message();
+
+  std::ofstream(dir_.path() / "corpus.txt") << "the quick brown fox jumps over a lazy dog\n";
+  const std::string train_spm =
+      "/usr/bin/python3 -c \"import sentencepiece as s; s.SentencePieceTrainer.train(input='" +
+      (dir_.path() / "corpus.txt").string() + "', model_prefix='" + (ckpt_ / "spm").string() +
+      "', vocab_size=40, hard_vocab_limit=False, minloglevel=2, pad_id=0, pad_piece='[PAD]', bos_id=1, "
+      "bos_piece='[CLS]', eos_id=2, eos_piece='[SEP]', unk_id=3, unk_piece='[UNK]')\" 2>/dev/null";
+  if (std::system(train_spm.c_str()) != 0) {
+    GTEST_SKIP() << "python3-sentencepiece cannot train a model (Debian: python3-sentencepiece)";
+  }
+  Status ok = make();
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
 }
 
 }  // namespace

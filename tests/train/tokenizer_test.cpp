@@ -43,6 +43,23 @@ TEST(Tokenizer, SplitsLikeBertsBasicTokenizer) {
             (Words{"a", "\xE2\x80\x94", "b", "\xC2\xBF", "que", "?"}));
 }
 
+// Cases the Unicode data decides (expected values from Hugging Face's BasicTokenizer on Python's
+// unicodedata): full case mapping with the final sigma, NFD accent stripping that drops only
+// nonspacing marks (Devanagari's spacing vowel signs stay), line separators split like spaces,
+// soft hyphens (Cf) removed, no compatibility folding, NFC for cased text.
+TEST(Tokenizer, BasicTokenizerUsesUnicodeCategories) {
+  testing::TempDir dir;
+  Tokenizer t = BertLike(dir);
+  EXPECT_EQ(t.SplitWords("ΟΔΟΣ.Σ İstanbul x y a­b ﬁ"),
+            (Words{"οδοσ", ".", "ς", "istanbul", "x", "y", "ab",
+                   "ﬁ"}));
+  EXPECT_EQ(t.SplitWords("हिन्दी ก่า 東京abc"),
+            (Words{"हिनदी", "กา", "東", "京", "abc"}));
+  auto cased = Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);
+  ASSERT_TRUE(cased.ok());
+  EXPECT_EQ(cased->SplitWords("été Å"), (Words{"été", "Å"}));
+}
+
 TEST(Tokenizer, CasedKeepsCaseAndAccents) {
   testing::TempDir dir;
   auto t = Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);

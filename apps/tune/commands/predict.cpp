@@ -37,7 +37,8 @@ struct PredictArgs {
 Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
                        std::vector<std::string>& texts, bool& labelled) {
   TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(args.data, args.data_format));
-  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, LoadCheckpointTokenizer(model.checkpoint.dir));
+  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer,
+                        Tokenizer::FromCheckpointDir(model.checkpoint.dir, TokenizerOptions{}));
   data.num_labels = static_cast<int64_t>(model.labels.size());
   data.label_names = model.labels;
   data.vocab_size = tokenizer.vocab_size();

@@ -2,11 +2,11 @@
 // text (or an MLP on tabular data) in process for every trial and returns its validation metric.
 //
 // Once, when the objective is made: the data set is read and checked (text_data.h), the tokenizer
-// is loaded from a vocab.txt or built from the training text (tokenizer.h), and every text is
-// tokenized. Per trial: the hyperparameters are the objective's keys overridden by the trial's
-// params (hyperparams.h); the Trainer trains the model; after each epoch the metric is reported
-// (trial.Report(value, epoch)) and the pruner asked. Early stopping ends a trial after `patience`
-// epochs without an improvement larger than `min_delta`.
+// is loaded from a vocab.txt or a checkpoint's tokenizer files, or built from the training text
+// (tokenizer.h), and every text is tokenized. Per trial: the hyperparameters are the objective's
+// keys overridden by the trial's params (hyperparams.h); the Trainer trains the model; after
+// each epoch the metric is reported (trial.Report(value, epoch)) and the pruner asked. Early
+// stopping ends a trial after `patience` epochs without an improvement larger than `min_delta`.
 //
 // The memory guard (guard.h), per trial: memory is logged at trial start and end (the trainer
 // logs training start and end); with a device_memory (always on CUDA) and admission on, the
@@ -62,7 +62,8 @@ struct TrainObjectiveOptions {
   TabularDataOptions tabular;        // tabular_classification
   std::optional<std::string> vocab;  // a BERT WordPiece vocab.txt; unset: built from the text
   // A Hugging Face-style checkpoint directory (pretrained.h): the model (defaults["model"] names
-  // its catalog entry, whose `pretrained` points at the weights) and the vocab.txt above.
+  // its catalog entry, whose `pretrained` points at the weights) and its tokenizer
+  // (Tokenizer::FromCheckpointDir; `vocab` above is then its tokenizer file, for messages).
   std::optional<std::string> pretrained;
   // "init": true (pretrained, the default): every model is a checkpoint directory (its catalog
   // entry's `checkpoint`), tokenized with its own tokenizer; false (scratch): random weights

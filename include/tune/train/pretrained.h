@@ -2,9 +2,9 @@
 //
 //   config.json        the architecture (model_type, hidden_size, num_hidden_layers, ...)
 //   model.safetensors  the weights (safetensors.h), F32, F16 or BF16
-//   vocab.txt          the WordPiece vocabulary the tokenizer uses (BERT), or
-//   vocab.json + merges.txt   a byte-level BPE vocabulary (RoBERTa), used when there is no
-//                      vocab.txt
+//   the tokenizer      vocab.txt (BERT's WordPiece), vocab.json + merges.txt (byte-level BPE),
+//                      spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or
+//                      tokenizer.json: the first present (Tokenizer::FromCheckpointDir)
 //
 // ReadPretrainedCheckpoint turns config.json into a ModelSpec the trainer can build (BERT, RoBERTa,
 // XLM-RoBERTa, CamemBERT, DeBERTa-v2/v3 with the settings of the published v3 checkpoints) and
@@ -27,14 +27,15 @@ struct PretrainedCheckpoint {
   std::string dir;
   std::string config_path;   // dir/config.json
   std::string weights_path;  // dir/model.safetensors
-  std::string vocab_path;    // dir/vocab.txt, or dir/vocab.json (PretrainedVocabPath)
+  std::string vocab_path;    // the tokenizer file (PretrainedVocabPath)
   // The architecture; model.pretrained = weights_path, model.name = `name`;
   // model.extra["layer_norm_eps"] from config.json when given.
   ModelSpec model;
 };
 
-// The vocabulary a checkpoint directory's tokenizer reads: dir/vocab.txt when it exists, else
-// dir/vocab.json when it exists, else dir/vocab.txt (which is then reported missing).
+// The tokenizer file a checkpoint directory's tokenizer reads (Tokenizer::CheckpointTokenizerFile:
+// vocab.txt, vocab.json, spm.model, sentencepiece.bpe.model, tokenizer.json, the first present;
+// dir/vocab.txt, then reported missing, when none is).
 std::string PretrainedVocabPath(const std::string& dir);
 
 // NotFound for a missing file (naming it; a pytorch_model.bin-only directory says how to convert
@@ -44,10 +45,6 @@ std::string PretrainedVocabPath(const std::string& dir);
 // model.checkpoint = dir.
 Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
                                                       const std::string& name);
-
-// The tokenizer of a checkpoint directory: the one place tune loads a checkpoint's tokenizer
-// (PretrainedVocabPath; tokenizer_config.json's do_lower_case when given, else `lowercase`).
-Result<Tokenizer> LoadCheckpointTokenizer(const std::string& dir, bool lowercase = true);
 
 // The tokenizer files of a checkpoint directory that exist (vocab.txt, vocab.json, merges.txt,
 // tokenizer.json, tokenizer_config.json, special_tokens_map.json, spm.model,

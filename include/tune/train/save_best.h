@@ -8,7 +8,7 @@
 // trials, with num_labels, id2label, label2id and a "tune" object: the trial's hyperparameters
 // and metric), model.safetensors (the encoder under Hugging Face's names, the classifier head
 // under tune's "classifier.*" names), the tokenizer files (copied from the checkpoint, or the
-// vocab.txt tune built) and trial.json ({"study", "number", "params", "value", "metric"}).
+// vocab.txt tune built, or the objective's vocabulary file) and trial.json ({"study", "number", "params", "value", "metric"}).
 #pragma once
 
 #include <optional>
@@ -35,11 +35,13 @@ struct SavedTrial {
   std::string metric;  // "macro_f1", "accuracy" or "loss"
 };
 
-// Everything but model.safetensors into `staging` (created if needed). `built` is the tokenizer
-// tune built from the training text (scratch trials without a vocabulary file), else null.
+// Everything but model.safetensors into `staging` (created if needed). `built` is a scratch
+// trial's tokenizer (built from the training text, or read from the objective's vocabulary file
+// `vocab_file`, which is then copied), else null (the checkpoint's tokenizer files are copied).
 Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
                             const TrainHyperparams& hp, const std::vector<std::string>& labels,
-                            const SavedTrial& trial, const Tokenizer* built);
+                            const SavedTrial& trial, const Tokenizer* built,
+                            const std::string& vocab_file = "");
 
 // Moves `staging` to `save_best` when `value` is better (under `direction`) than the value in
 // save_best/trial.json (if any) and than `study_best` (the study's best COMPLETE value in the
