@@ -75,6 +75,7 @@ def study_config(data_dir, sampler, admission, seed):
         },
         "objective": {
             "type": "train",
+            "init": "scratch",
             "data": {"train": os.path.join(data_dir, "train.jsonl"),
                      "validation": os.path.join(data_dir, "validation.jsonl")},
             "metric": "macro_f1", "epochs": 2, "threads": 1, "seed": 0,

@@ -99,10 +99,12 @@ def summarise(name, trials, wall, codes):
         if not (t.get("datetime_start") and t.get("datetime_complete")):
             continue
         seconds = when(t["datetime_complete"]) - when(t["datetime_start"])
+        schedule = t["user_attrs"].get("schedule")
+        if schedule and "started" in schedule:  # --jobs: the trial is created when it is queued
+            seconds = when(schedule["ended"]) - when(schedule["started"])
         peak = t["user_attrs"].get("memory", {}).get("peak", -1)
         if t["state"] == "COMPLETE" and peak > 0:
             used += peak * seconds
-        schedule = t["user_attrs"].get("schedule")
         if schedule and "started" in schedule:
             run = when(schedule["ended"]) - when(schedule["started"])
             reserved += schedule["reservation"] * run

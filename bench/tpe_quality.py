@@ -1,20 +1,24 @@
 #!/usr/bin/python3
-"""TPE optimisation quality, tune vs Debian's Optuna 3.1, in one run (issue 3).
+"""TPE optimisation quality: tune vs Optuna 4.9 and Debian's Optuna 3.1, in one run (issue 19).
 
 1. Parity: Python copies of the built-in functions (src/objectives/functions.cpp, with the
    model catalog read from configs/models.json) must equal tune's on random points
    (`tune_bench_tpe_quality --eval`) to 1e-9; otherwise this script stops with exit code 1.
-2. tune: `tune_bench_tpe_quality --run` (TpeSampler, n_startup_trials=10, independent and
-   multivariate), seeds 0..S-1, T trials each.
-3. Optuna: TPESampler(seed=s, n_startup_trials=10, multivariate=...) on the same spaces (read
-   from `tune_bench_tpe_quality --space`, suggested in the same order) and the same functions.
-   Both tools start from the same 10 startup points per (function, seed), drawn here and
-   enqueued in each. "mixed_oom" is mixed with an OOM threshold: such a trial is told PRUNED
-   without reports (tune also records user attribute oom=true, as its objectives do) and does
-   not count towards the best value.
-Writes the per-trial values of every run to one JSON file; bench/format_results.py summarises.
+2. Startup points: n_startup_trials points per (problem, seed), drawn here (uniformly, seeded by
+   problem and seed); every tool enqueues the same ones, so the runs are paired and every tool's
+   TPE starts from the same history.
+3. tune: `tune_bench_tpe_quality --run` once per sampler setting (--tune-samplers: label=JSON of
+   "tpe" options, e.g. tune={"preset": "optuna"}), independent and multivariate.
+4. Optuna: TPESampler(seed=s, n_startup_trials=10, multivariate=...) of each Optuna found, in
+   worker processes (at most --jobs at a time) started with that Optuna on PYTHONPATH. Optuna
+   4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the source
+   tree (skipped with a message when absent); Optuna 3.1 is Debian's python3-optuna.
+An OOM trial (mixed_oom, mixed_cond_oom) is told PRUNED without reports in every tool (tune also
+records user attribute oom=true, as its objectives do) and does not count towards the best
+value. Writes the per-trial values of every run to one JSON file; bench/format_results.py
+summarises.
 
-Run with /usr/bin/python3 (Debian's python3-optuna).
+Run with /usr/bin/python3.
 """
 
 import argparse
@@ -29,7 +33,11 @@ import time
 import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FUNCTIONS = ["sphere", "rosenbrock", "branin", "hartmann6", "mixed", "mixed_oom"]
+PROBLEMS = ["sphere", "rosenbrock", "branin", "hartmann6", "rosenbrock10", "sphere20", "mixed",
+            "mixed_oom", "mixed_cond", "mixed_cond_oom"]
+OOM_PROBLEMS = ("mixed_oom", "mixed_cond_oom")
+REUSED = {}  # tool -> the file its runs were taken from (--optuna-from)
+DEFAULT_TUNE_SAMPLERS = 'tune={"preset": "optuna"};tune_tuned={"preset": "tuned"}'
 
 
 # --- the model catalog (src/model_catalog.cpp) -------------------------------------------------
@@ -135,8 +143,17 @@ def mixed_memory_proxy(catalog, params):
     return _number_or(params, "batch_size", 16) * _number_or(params, "max_length", 256) * scale
 
 
-def evaluate(name, catalog, params, oom_threshold=None):
-    """(value, oom): value is None when the mixed function runs out of memory."""
+def base_function(problem):
+    """The built-in function a problem evaluates."""
+    if problem.startswith("mixed"):
+        return "mixed"
+    return {"rosenbrock10": "rosenbrock", "sphere20": "sphere"}.get(problem, problem)
+
+
+def evaluate(problem, catalog, params, oom_threshold=None):
+    """(value, oom) at the function's parameters; value is None when a mixed problem runs out
+    of memory."""
+    name = base_function(problem)
     if name in ("sphere", "rosenbrock"):
         x = [float(params[f"x{i}"]) for i in range(len(params))]
         f = 0.0
@@ -155,41 +172,57 @@ def evaluate(name, catalog, params, oom_threshold=None):
         if oom_threshold is not None and mixed_memory_proxy(catalog, params) > oom_threshold:
             return None, True
         return mixed(catalog, params), False
-    raise ValueError(f"unknown function {name}")
+    raise ValueError(f"unknown problem {problem}")
 
 
 # --- spaces and sampling ------------------------------------------------------------------------
 
-def base_name(function):
-    return "mixed" if function == "mixed_oom" else function
+def read_space(binary, problem):
+    """[{name, param, spec, when_heavy}] in suggest order (tune_bench_tpe_quality --space)."""
+    out = subprocess.run([binary, "--space", problem], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
 
 
-def read_space(binary, function):
-    out = subprocess.run([binary, "--space", base_name(function)], check=True,
-                         capture_output=True, text=True).stdout
-    return [(name, spec) for name, spec in json.loads(out)]
+def active(entry, catalog, chosen):
+    """Whether a space entry is suggested, given the trial parameters chosen so far."""
+    if entry["when_heavy"] is None:
+        return True
+    return catalog[chosen["model"]]["heavy"] == entry["when_heavy"]
 
 
-def random_point(space, rng):
+def function_params(space, trial_params):
+    """The function's parameters from a trial's parameters."""
+    return {e["param"]: trial_params[e["name"]] for e in space if e["name"] in trial_params}
+
+
+def random_point(space, catalog, rng):
     p = {}
-    for name, spec in space:
+    for e in space:
+        if not active(e, catalog, p):
+            continue
+        spec = e["spec"]
         t = spec["type"]
         if t == "float":
             if spec.get("log"):
-                p[name] = math.exp(rng.uniform(math.log(spec["low"]), math.log(spec["high"])))
+                p[e["name"]] = math.exp(rng.uniform(math.log(spec["low"]), math.log(spec["high"])))
             else:
-                p[name] = rng.uniform(spec["low"], spec["high"])
+                p[e["name"]] = rng.uniform(spec["low"], spec["high"])
         elif t == "int":
             step = spec.get("step", 1)
-            p[name] = spec["low"] + step * rng.randrange((spec["high"] - spec["low"]) // step + 1)
+            p[e["name"]] = spec["low"] + step * rng.randrange(
+                (spec["high"] - spec["low"]) // step + 1)
         else:
-            p[name] = rng.choice(spec["choices"])
+            p[e["name"]] = rng.choice(spec["choices"])
     return p
 
 
-def suggest(trial, space):
+def suggest(trial, space, catalog):
     p = {}
-    for name, spec in space:
+    for e in space:
+        if not active(e, catalog, p):
+            continue
+        spec, name = e["spec"], e["name"]
         t = spec["type"]
         if t == "float":
             p[name] = trial.suggest_float(name, spec["low"], spec["high"],
@@ -202,91 +235,212 @@ def suggest(trial, space):
     return p
 
 
+def random_oom_share(catalog, space, oom_threshold):
+    """Exact share of uniformly random configs above the memory threshold: model uniform, then
+    the batch sizes and lengths of its branch uniform."""
+    def values(e):
+        s = e["spec"]
+        return s["choices"] if "choices" in s else range(s["low"], s["high"] + 1, s["step"])
+    shares = []
+    models = next(e for e in space if e["param"] == "model")["spec"]["choices"]
+    for model in models:
+        chosen = {"model": model}
+        entries = {e["param"]: e for e in space if active(e, catalog, chosen)}
+        total = over = 0
+        for bs in values(entries["batch_size"]):
+            for length in values(entries["max_length"]):
+                total += 1
+                over += mixed_memory_proxy(
+                    catalog, {"model": model, "batch_size": bs, "max_length": length}) > oom_threshold
+        shares.append(over / total)
+    return sum(shares) / len(shares)
+
+
 # --- 1. parity ----------------------------------------------------------------------------------
 
 def parity_check(binary, catalog, spaces, oom_threshold, n_points, abs_tol=1e-9, rel_tol=1e-12):
     rng = random.Random(12345)
     report = {}
-    for function in FUNCTIONS:
-        name = base_name(function)
-        threshold = oom_threshold if function == "mixed_oom" else None
-        points = [random_point(spaces[function], rng) for _ in range(n_points)]
-        cmd = [binary, "--eval", name]
+    for problem, space in spaces.items():
+        threshold = oom_threshold if problem in OOM_PROBLEMS else None
+        points = [function_params(space, random_point(space, catalog, rng))
+                  for _ in range(n_points)]
+        cmd = [binary, "--eval", problem]
         if threshold is not None:
             cmd += ["--oom-threshold", repr(threshold)]
         out = subprocess.run(cmd, input="".join(json.dumps(p) + "\n" for p in points),
                              check=True, capture_output=True, text=True).stdout
         results = [json.loads(line) for line in out.splitlines() if line.strip()]
         if len(results) != len(points):
-            sys.exit(f"PARITY FAILURE: {function}: {len(points)} points, {len(results)} answers")
-        max_diff = 0.0
-        n_oom = 0
+            sys.exit(f"PARITY FAILURE: {problem}: {len(points)} points, {len(results)} answers")
+        max_diff, n_oom = 0.0, 0
         for p, r in zip(points, results):
-            value, oom = evaluate(name, catalog, p, threshold)
+            value, oom = evaluate(problem, catalog, p, threshold)
             if oom != bool(r.get("oom", False)):
-                sys.exit(f"PARITY FAILURE: {function}: OOM differs at {json.dumps(p)}: "
+                sys.exit(f"PARITY FAILURE: {problem}: OOM differs at {json.dumps(p)}: "
                          f"python {oom}, tune {r}")
             n_oom += oom
             pairs = [] if oom else [(value, r["value"])]
-            if name == "mixed":
+            if base_function(problem) == "mixed":
                 pairs.append((mixed_memory_proxy(catalog, p), r["proxy"]))
             for a, b in pairs:
                 diff = abs(a - b)
                 max_diff = max(max_diff, diff)
                 if diff > abs_tol and diff > rel_tol * abs(b):
-                    sys.exit(f"PARITY FAILURE: {function} at {json.dumps(p)}: python {a!r}, "
+                    sys.exit(f"PARITY FAILURE: {problem} at {json.dumps(p)}: python {a!r}, "
                              f"tune {b!r} (|diff| {diff:.3g})")
-        report[function] = {"points": n_points, "max_abs_diff": max_diff, "oom_points": n_oom}
-        print(f"parity {function}: {n_points} points, max |diff| {max_diff:.3g}, "
-              f"{n_oom} OOM", file=sys.stderr)
+        report[problem] = {"points": n_points, "max_abs_diff": max_diff, "oom_points": n_oom}
+        print(f"parity {problem}: {n_points} points, max |diff| {max_diff:.3g}, {n_oom} OOM",
+              file=sys.stderr)
     return report
 
 
-# --- 3. Optuna ----------------------------------------------------------------------------------
+# --- 4. Optuna (in worker processes) --------------------------------------------------------------
 
 def optuna_run(job):
-    function, mode, seed, n_trials, n_startup, oom_threshold, space, catalog, startup = job
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore")
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup,
-                                         multivariate=(mode == "multivariate"))
+    sampler = optuna.samplers.TPESampler(seed=job["seed"], n_startup_trials=job["n_startup"],
+                                         multivariate=(job["mode"] == "multivariate"))
     study = optuna.create_study(sampler=sampler, direction="minimize")
-    for params in startup:  # the same startup points as tune (issue 3: "same startup trials")
+    for params in job["startup"]:  # the same startup points as tune
         study.enqueue_trial(params)
-    name = base_name(function)
-    threshold = oom_threshold if function == "mixed_oom" else None
+    threshold = job["oom_threshold"] if job["function"] in OOM_PROBLEMS else None
+    catalog, space = job["catalog"], job["space"]
     values, ooms = [], []
     t0 = time.perf_counter()
-    for _ in range(n_trials):
+    for _ in range(job["trials"]):
         trial = study.ask()
-        params = suggest(trial, space)
-        value, oom = evaluate(name, catalog, params, threshold)
+        params = function_params(space, suggest(trial, space, catalog))
+        value, oom = evaluate(job["function"], catalog, params, threshold)
         if oom:
             study.tell(trial, state=optuna.trial.TrialState.PRUNED)
         else:
             study.tell(trial, value)
         values.append(value)
         ooms.append(int(oom))
-    return {"tool": "optuna", "mode": mode, "function": function, "seed": seed,
-            "values": values, "oom": ooms, "seconds": time.perf_counter() - t0}
+    return {"tool": job["tool"], "mode": job["mode"], "function": job["function"],
+            "seed": job["seed"], "values": values, "oom": ooms,
+            "seconds": time.perf_counter() - t0}
 
 
-def random_oom_share(catalog, space, oom_threshold):
-    """Exact share of the (discrete) memory-proxy grid above the threshold under uniform
-    sampling: model x batch_size x max_length."""
-    dims = {name: spec for name, spec in space}
-    lengths = range(dims["max_length"]["low"], dims["max_length"]["high"] + 1,
-                    dims["max_length"]["step"])
-    total = over = 0
-    for model in dims["model"]["choices"]:
-        for bs in dims["batch_size"]["choices"]:
-            for length in lengths:
-                total += 1
-                over += mixed_memory_proxy(
-                    catalog, {"model": model, "batch_size": bs, "max_length": length}) > oom_threshold
-    return over / total
+def optuna_worker(jobs_path, out_path, n_jobs):
+    """Runs the jobs of one Optuna version (the one on this process's PYTHONPATH)."""
+    import optuna
+
+    with open(jobs_path) as f:
+        jobs = json.load(f)
+    runs = []
+    t0 = time.perf_counter()
+    with multiprocessing.Pool(n_jobs) as pool:
+        for i, run in enumerate(pool.imap(optuna_run, jobs), 1):
+            runs.append(run)
+            if i % 20 == 0 or i == len(jobs):
+                print(f"optuna {optuna.__version__}: {i}/{len(jobs)} runs, "
+                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+                # Written as it goes: an interrupted run leaves the finished runs behind.
+                with open(out_path + ".partial", "w") as f:
+                    json.dump({"version": optuna.__version__, "runs": runs}, f)
+    with open(out_path, "w") as f:
+        json.dump({"version": optuna.__version__, "runs": runs}, f)
+
+
+def optuna49_path():
+    path = os.environ.get("TUNE_OPTUNA49_PATH") or os.path.join(ROOT, "..", "shared", "vendor",
+                                                                 "optuna-4.9")
+    return os.path.abspath(path) if os.path.isdir(os.path.join(path, "optuna")) else None
+
+
+def reused_optuna(paths, tool, jobs, subset_ok=False):
+    """The runs of `tool` in earlier outputs (--optuna-from, comma-separated) when they are
+    exactly `jobs` (same problems, modes, seeds, trials, startup points and threshold); else
+    None. With `subset_ok`, the ones they hold, even if not all (peers run piecewise or cut
+    short). Returns (runs, version, seconds summed over the files)."""
+    have, versions, seconds, files = {}, set(), 0.0, []
+    key = lambda r: (r["function"], r["mode"], r["seed"])
+    for path in filter(None, (paths or "").split(",")):
+        with open(path) as f:
+            doc = json.load(f)
+        if tool not in doc.get("versions", {}):
+            continue
+        if doc["settings"]["oom_threshold"] != jobs[0]["oom_threshold"]:
+            continue
+        startup = doc.get("startup", {})
+        for r in doc["runs"]:
+            if (r["tool"] == tool and startup.get(r["function"], {}).get(str(r["seed"]))
+                    is not None):
+                have[key(r)] = (r, startup[r["function"]][str(r["seed"])])
+        versions.add(doc["versions"][tool])
+        seconds += doc["seconds"][tool]
+        files.append(os.path.basename(path))
+    if len(versions) != 1:
+        return None
+    taken = []
+    for job in jobs:
+        r, start = have.get(key(job), (None, None))
+        if r is not None and len(r["values"]) == job["trials"] and start == job["startup"]:
+            taken.append(r)
+        elif not subset_ok:
+            return None
+    print(f"{tool}: {len(taken)} of {len(jobs)} runs reused from {', '.join(files)}",
+          file=sys.stderr)
+    REUSED[tool] = {"files": files, "runs": len(taken), "of": len(jobs)}
+    return taken, versions.pop(), seconds
+
+
+def run_optuna(tool, pythonpath, jobs, n_jobs, out_prefix, reuse_from=None, subset_ok=False):
+    """Runs `jobs` in a worker process with `pythonpath` (None: Debian's Optuna), or takes them
+    from an earlier output (`reuse_from`) when it holds exactly these runs (or, `subset_ok`,
+    some of them)."""
+    reused = reused_optuna(reuse_from, tool, jobs, subset_ok)
+    if reused is not None:
+        return reused
+    jobs_path, out_path = f"{out_prefix}.{tool}.jobs.json", f"{out_prefix}.{tool}.json"
+    for job in jobs:
+        job["tool"] = tool
+    with open(jobs_path, "w") as f:
+        json.dump(jobs, f)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--optuna-worker", jobs_path,
+                    "--out", out_path, "--jobs", str(n_jobs)], check=True, env=env)
+    with open(out_path) as f:
+        result = json.load(f)
+    return result["runs"], result["version"], time.perf_counter() - t0
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+def parse_samplers(text):
+    """'label=JSON;label=JSON' -> {label: options}."""
+    out = {}
+    for item in filter(None, (s.strip() for s in text.split(";"))):
+        label, _, options = item.partition("=")
+        out[label.strip()] = json.loads(options)
+    return out
+
+
+def run_tune(args, samplers, startup_path, functions):
+    runs, seconds = [], {}
+    for label, options in samplers.items():
+        t0 = time.perf_counter()
+        out = subprocess.run([args.tune_binary, "--run", "--startup", startup_path,
+                              "--functions", ",".join(functions), "--modes", args.modes,
+                              "--seeds", str(args.seeds), "--first-seed", str(args.first_seed),
+                              "--trials", str(args.trials), "--oom-threshold",
+                              repr(args.oom_threshold), "--n-startup-trials",
+                              str(args.n_startup_trials), "--sampler", json.dumps(options),
+                              "--label", label],
+                             check=True, capture_output=True, text=True).stdout
+        runs += [json.loads(line) for line in out.splitlines() if line.strip()]
+        seconds[label] = time.perf_counter() - t0
+        print(f"{label}: {len(runs)} runs so far, {seconds[label]:.1f} s", file=sys.stderr)
+    return runs, seconds
 
 
 def main():
@@ -294,65 +448,75 @@ def main():
     ap.add_argument("--tune-binary", default="build/bench/tune_bench_tpe_quality")
     ap.add_argument("--catalog", default=os.path.join(ROOT, "configs", "models.json"))
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--n-startup-trials", type=int, default=10)
     ap.add_argument("--oom-threshold", type=float, default=16000.0)
-    ap.add_argument("--functions", default=",".join(FUNCTIONS))
-    ap.add_argument("--tune-modes", default="independent,multivariate")
-    ap.add_argument("--optuna-modes", default="independent,multivariate")
+    ap.add_argument("--functions", default=",".join(PROBLEMS))
+    ap.add_argument("--modes", default="independent,multivariate")
+    ap.add_argument("--tune-samplers", default=DEFAULT_TUNE_SAMPLERS,
+                    help="label=JSON;... : the tune columns and their tpe options")
+    ap.add_argument("--optuna", default="4.9,3.1", help="Optuna versions to run (4.9, 3.1)")
+    ap.add_argument("--optuna-from", help="earlier outputs (comma-separated) whose Optuna runs "
+                    "are reused when they are the same runs (problems, modes, seeds, trials, "
+                    "startup points)")
+    ap.add_argument("--optuna-subset-ok", action="store_true",
+                    help="with --optuna-from: take the Optuna runs it holds even if not all "
+                    "(the missing cells are shown as such)")
     ap.add_argument("--parity-points", type=int, default=50)
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="parallel Optuna processes (quality only; nothing is timed)")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel Optuna processes")
+    ap.add_argument("--optuna-worker", help=argparse.SUPPRESS)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    if args.optuna_worker:
+        return optuna_worker(args.optuna_worker, args.out, args.jobs)
     functions = args.functions.split(",")
 
     catalog = load_catalog(args.catalog)
-    spaces = {f: read_space(args.tune_binary, f) for f in FUNCTIONS}
+    spaces = {f: read_space(args.tune_binary, f) for f in functions}
     parity = parity_check(args.tune_binary, catalog, spaces, args.oom_threshold,
                           args.parity_points)
-
-    # Both tools start from the same n_startup_trials points per (function, seed), enqueued
-    # before the first ask; TPE then takes over in each.
-    startup = {f: {str(seed): [random_point(spaces[f], random.Random(f"startup-{f}-{seed}"))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    startup = {f: {str(seed): [random_point(spaces[f], catalog,
+                                            random.Random(f"startup-{f}-{seed}"))
                                for _ in range(args.n_startup_trials)]
-                   for seed in range(args.seeds)}
+                   for seed in seeds}
                for f in functions}
     startup_path = args.out + ".startup.json"
     with open(startup_path, "w") as f:
         json.dump(startup, f)
 
-    t0 = time.perf_counter()
-    out = subprocess.run([args.tune_binary, "--run", "--startup", startup_path,
-                          "--functions", ",".join(functions),
-                          "--modes", args.tune_modes, "--seeds", str(args.seeds),
-                          "--trials", str(args.trials), "--oom-threshold",
-                          repr(args.oom_threshold), "--n-startup-trials",
-                          str(args.n_startup_trials)],
-                         check=True, capture_output=True, text=True).stdout
-    runs = [json.loads(line) for line in out.splitlines() if line.strip()]
-    tune_s = time.perf_counter() - t0
-    print(f"tune: {len(runs)} runs in {tune_s:.1f} s", file=sys.stderr)
+    samplers = parse_samplers(args.tune_samplers)
+    runs, seconds = run_tune(args, samplers, startup_path, functions)
+    versions = {}
+    jobs = [{"function": f, "mode": mode, "seed": seed, "trials": args.trials,
+             "n_startup": args.n_startup_trials, "oom_threshold": args.oom_threshold,
+             "space": spaces[f], "catalog": catalog, "startup": startup[f][str(seed)]}
+            for mode in args.modes.split(",") if mode for f in functions for seed in seeds]
+    wanted = args.optuna.split(",")
+    if "4.9" in wanted:
+        path = optuna49_path()
+        if path is None:
+            print("SKIPPED Optuna 4.9: not found at $TUNE_OPTUNA49_PATH or "
+                  "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
+        else:
+            r, versions["optuna49"], seconds["optuna49"] = run_optuna(
+                "optuna49", path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
+                args.optuna_subset_ok)
+            runs += r
+    if "3.1" in wanted:
+        r, versions["optuna31"], seconds["optuna31"] = run_optuna(
+            "optuna31", None, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
+                args.optuna_subset_ok)
+        runs += r
 
-    t0 = time.perf_counter()
-    jobs = [(f, mode, seed, args.trials, args.n_startup_trials, args.oom_threshold, spaces[f],
-             catalog, startup[f][str(seed)])
-            for mode in args.optuna_modes.split(",") if mode
-            for f in functions for seed in range(args.seeds)]
-    with multiprocessing.Pool(args.jobs) as pool:
-        for i, run in enumerate(pool.imap(optuna_run, jobs), 1):
-            runs.append(run)
-            if i % 20 == 0 or i == len(jobs):
-                print(f"optuna: {i}/{len(jobs)} runs, {time.perf_counter() - t0:.0f} s",
-                      file=sys.stderr, flush=True)
-    optuna_s = time.perf_counter() - t0
-
+    oom_share = {f: random_oom_share(catalog, spaces[f], args.oom_threshold)
+                 for f in functions if f in OOM_PROBLEMS}
     with open(args.out, "w") as f:
-        json.dump({"runs": runs, "parity": parity,
-                   "random_oom_share": random_oom_share(catalog, spaces["mixed_oom"],
-                                                        args.oom_threshold),
-                   "seconds": {"tune": tune_s, "optuna": optuna_s, "optuna_jobs": args.jobs},
-                   "settings": vars(args)}, f)
+        json.dump({"runs": runs, "parity": parity, "random_oom_share": oom_share,
+                   "startup": startup, "reused": REUSED,
+                   "seconds": seconds, "versions": versions, "samplers": samplers,
+                   "jobs": args.jobs, "settings": vars(args)}, f)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""TPE suggest latency, tune vs Debian's Optuna 3.1, in one run (issue 3).
+"""TPE suggest latency, tune vs Optuna 4.9 and Debian's Optuna 3.1, in one run (issues 3, 19).
 
-Runs build/bench/tune_bench_tpe_speed (tune's side; see bench/tpe_speed.cpp), then the same
-method with optuna.samplers.TPESampler: for each mode (independent, multivariate) and history
-size N, an in-memory study gets N COMPLETE trials with uniformly random params
-(study.add_trials) and the same synthetic value as the C++ side, then K full trials are timed,
-each ask + 6 suggest_* + tell. Writes one JSON document with both tools' rows.
+Runs build/bench/tune_bench_tpe_speed (tune's side; see bench/tpe_speed.cpp), optionally the same
+program built from another commit (--baseline-binary, to show that a change kept tune's speed),
+then the same method with optuna.samplers.TPESampler of each Optuna, each in its own process
+with that Optuna on PYTHONPATH: for each mode (independent, multivariate) and history size N, an
+in-memory study gets N COMPLETE trials with uniformly random params (study.add_trials) and the
+same synthetic value as the C++ side, then K full trials are timed, each ask + 6 suggest_* +
+tell. Writes one JSON document with every tool's rows.
 
-Run with /usr/bin/python3 (Debian's python3-optuna).
+Optuna 4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the
+source tree (skipped with a message when absent). Run with /usr/bin/python3.
 """
 
 import argparse
 import json
 import math
+import os
 import random
 import statistics
 import subprocess
@@ -35,7 +39,7 @@ def synthetic_value(model_index, batch_size, grad_accum, max_length, lr, weight_
             + ((max_length - 256.0) / 256.0) ** 2 + 0.01 * model_index)
 
 
-def optuna_rows(sizes, timed, seed, modes):
+def optuna_rows(sizes, timed, seed, modes, tool):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -83,7 +87,7 @@ def optuna_rows(sizes, timed, seed, modes):
                 wd = trial.suggest_float("weight_decay", 0.0, 0.1)
                 study.tell(trial, synthetic_value(MODELS.index(model), bs, ga, ml, lr, wd))
                 ms.append((time.perf_counter() - t0) * 1e3)
-            row = {"tool": "optuna", "mode": mode, "n_history": n, "timed_trials": k, "reps": 1,
+            row = {"tool": tool, "mode": mode, "n_history": n, "timed_trials": k, "reps": 1,
                    "median_ms": statistics.median(ms), "mean_ms": statistics.fmean(ms),
                    "q1_ms": quantile(ms, 0.25), "q3_ms": quantile(ms, 0.75),
                    "min_ms": min(ms), "max_ms": max(ms), "first_median_ms": ms[0],
@@ -93,9 +97,37 @@ def optuna_rows(sizes, timed, seed, modes):
     return rows
 
 
+def tune_rows(binary, args, tool):
+    t0 = time.perf_counter()
+    out = subprocess.run([binary, "--sizes", args.sizes, "--modes", args.modes,
+                          "--timed", str(args.tune_timed), "--reps", str(args.tune_reps),
+                          "--seed", str(args.seed)],
+                         check=True, capture_output=True, text=True).stdout
+    rows = [dict(json.loads(line), tool=tool) for line in out.splitlines() if line.strip()]
+    for row in rows:
+        print(json.dumps(row), file=sys.stderr)
+    return rows, time.perf_counter() - t0
+
+
+def optuna_in_process(tool, pythonpath, argv):
+    """Runs this script with --optuna-only under `pythonpath` (None: Debian's Optuna)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--optuna-only", tool] + argv,
+                         check=True, stdout=subprocess.PIPE, text=True, env=env).stdout
+    doc = json.loads(out)
+    return doc["rows"], doc["version"], time.perf_counter() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tune-binary", default="build/bench/tune_bench_tpe_speed")
+    ap.add_argument("--baseline-binary", default="",
+                    help="tune_bench_tpe_speed built from another commit (column 'tune before')")
+    ap.add_argument("--baseline-label", default="", help="what the baseline is, for the doc")
     ap.add_argument("--sizes", default="100,1000,3000,5000")
     ap.add_argument("--modes", default="independent,multivariate")
     ap.add_argument("--tune-timed", type=int, default=20, help="timed trials per repetition")
@@ -105,29 +137,47 @@ def main():
                     help="timed Optuna trials for N >= --large")
     ap.add_argument("--large", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--out", required=True, help="JSON result file")
-    args = ap.parse_args()
+    ap.add_argument("--optuna", default="4.9,3.1", help="Optuna versions to time")
+    ap.add_argument("--optuna-only", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help="JSON result file")
+    args, _ = ap.parse_known_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     modes = args.modes.split(",")
-
-    t0 = time.perf_counter()
-    out = subprocess.run([args.tune_binary, "--sizes", args.sizes, "--modes", args.modes,
-                          "--timed", str(args.tune_timed), "--reps", str(args.tune_reps),
-                          "--seed", str(args.seed)],
-                         check=True, capture_output=True, text=True).stdout
-    tune_rows = [json.loads(line) for line in out.splitlines() if line.strip()]
-    for row in tune_rows:
-        print(json.dumps(row), file=sys.stderr)
-    tune_s = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
     timed = lambda n: args.optuna_timed_large if n >= args.large else args.optuna_timed
-    opt_rows = optuna_rows(sizes, timed, args.seed, modes)
-    optuna_s = time.perf_counter() - t0
+    if args.optuna_only:
+        import optuna
+        rows = optuna_rows(sizes, timed, args.seed, modes, args.optuna_only)
+        print(json.dumps({"rows": rows, "version": optuna.__version__}))
+        return
+    if not args.out:
+        ap.error("--out is required")
+
+    rows, seconds, versions = [], {}, {}
+    if args.baseline_binary:
+        r, seconds["tune_before"] = tune_rows(args.baseline_binary, args, "tune_before")
+        rows += r
+    r, seconds["tune"] = tune_rows(args.tune_binary, args, "tune")
+    rows += r
+    argv = ["--sizes", args.sizes, "--modes", args.modes, "--optuna-timed", str(args.optuna_timed),
+            "--optuna-timed-large", str(args.optuna_timed_large), "--large", str(args.large),
+            "--seed", str(args.seed)]
+    wanted = args.optuna.split(",")
+    if "4.9" in wanted:
+        from tpe_quality import optuna49_path
+        path = optuna49_path()
+        if path is None:
+            print("SKIPPED Optuna 4.9: not found at $TUNE_OPTUNA49_PATH or "
+                  "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
+        else:
+            r, versions["optuna49"], seconds["optuna49"] = optuna_in_process("optuna49", path, argv)
+            rows += r
+    if "3.1" in wanted:
+        r, versions["optuna31"], seconds["optuna31"] = optuna_in_process("optuna31", None, argv)
+        rows += r
 
     with open(args.out, "w") as f:
-        json.dump({"rows": tune_rows + opt_rows, "seconds": {"tune": tune_s, "optuna": optuna_s},
-                   "settings": vars(args)}, f, indent=1)
+        json.dump({"rows": rows, "seconds": seconds, "versions": versions,
+                   "baseline_label": args.baseline_label, "settings": vars(args)}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,8 @@ set -euo pipefail
 
 # libpq-dev: the PostgreSQL storage; postgresql: the throwaway server `make test` starts;
 # python3-psycopg2: lets the Optuna compatibility test open tune's PostgreSQL studies.
-# libicu-dev + libsentencepiece-dev: the checkpoints' tokenizers (BERT's Unicode rules, GPT-2's
-# pre-tokenizer, SentencePiece models); python3-sentencepiece + python3-regex: their parity tests.
-# libjs-chart.js: the charts `tune report` inlines; chromium: the browser test of that page.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
-      libicu-dev libsentencepiece-dev python3-sentencepiece python3-regex libjs-chart.js chromium)
+      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache)
 torch=1
 for arg in "$@"; do
   case "$arg" in

@@ -158,8 +158,9 @@ Status MergeCatalogFile(const JsonReader& r, const fs::path& base_dir, ModelCata
 }
 
 // The model catalog: built in, + a catalog file, + inline "models", + a train objective's
-// pretrained checkpoint (its config.json, named as the key's value), before the search space
-// and the objective look models up.
+// pretrained checkpoint (its config.json, named as the key's value) or, with "init":
+// "pretrained", every model name's checkpoint, before the search space and the objective look
+// models up.
 Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir) {
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
   TUNE_RETURN_IF_ERROR(MergeCatalogFile(r, base_dir, catalog));
@@ -175,6 +176,7 @@ Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir)
     if (!checkpoint.ok()) return obj.ChildError("pretrained", checkpoint.status().message());
     catalog.Put(checkpoint->model);
   }
+  TUNE_RETURN_IF_ERROR(internal::ResolveCheckpoints(r, base_dir, catalog));
   return catalog;
 }
 
@@ -182,7 +184,7 @@ Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir)
 // a "search_space" brings its own (validated first: its errors beat "the search space has no
 // parameters").
 Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, ModelCatalog catalog,
-                              StudyConfig& config) {
+                              const SpaceKeyOrder& key_order, StudyConfig& config) {
   const Json& doc = r.json();
   Json objective_json = doc.contains("objective") ? doc["objective"] : Json::object();
   Json space_json = doc.contains("search_space") ? doc["search_space"] : Json();
@@ -197,7 +199,8 @@ Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, Mod
     return r.Error("missing 'search_space': declare the parameters to tune");
   }
   TUNE_ASSIGN_OR_RETURN(config.space,
-                        ParseSearchSpace(space_json, conditional_json, std::move(catalog), r.file()));
+                        ParseSearchSpace(space_json, conditional_json, std::move(catalog), r.file(),
+                                         key_order));
   if (config.space.ParamNames().empty()) return r.Error("the search space has no parameters");
   if (!doc.contains("objective")) {
     return r.Error("missing 'objective' (\"function\", \"command\" or \"train\")");
@@ -230,10 +233,33 @@ Status ParseEnqueuedTrials(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
+// Records the key order of the search_space object at `pointer` of `doc` and of those nested in
+// its "conditional" blocks.
+void CollectKeyOrder(const nlohmann::ordered_json& doc, const std::string& pointer,
+                     SpaceKeyOrder& out) {
+  if (!doc.is_object()) return;
+  if (auto s = doc.find("search_space"); s != doc.end() && s->is_object()) {
+    std::vector<std::string>& keys = out[pointer + "/search_space"];
+    for (const auto& [key, value] : s->items()) keys.push_back(key);
+  }
+  auto c = doc.find("conditional");
+  if (c == doc.end() || !c->is_array()) return;
+  for (size_t i = 0; i < c->size(); ++i) {
+    CollectKeyOrder((*c)[i], fmt::format("{}/conditional/{}", pointer, i), out);
+  }
+}
+
 }  // namespace
 
+SpaceKeyOrder SearchSpaceKeyOrder(const std::string& text) {
+  SpaceKeyOrder out;
+  const auto doc = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_discarded()) CollectKeyOrder(doc, "", out);
+  return out;
+}
+
 Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
-                                     const fs::path& base_dir) {
+                                     const fs::path& base_dir, const SpaceKeyOrder& key_order) {
   JsonReader r(doc, source);
   TUNE_RETURN_IF_ERROR(r.CheckKeys(kTopKeys));
   StudyConfig config;
@@ -242,7 +268,7 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
   TUNE_RETURN_IF_ERROR(ParseRunSettings(r, config));
   TUNE_RETURN_IF_ERROR(ParseSamplerAndPruner(r, config));
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, BuildCatalog(r, base_dir));
-  TUNE_RETURN_IF_ERROR(ParseSpaceAndObjective(r, base_dir, std::move(catalog), config));
+  TUNE_RETURN_IF_ERROR(ParseSpaceAndObjective(r, base_dir, std::move(catalog), key_order, config));
   TUNE_RETURN_IF_ERROR(ParseEnqueuedTrials(r, config));
   return config;
 }
@@ -263,7 +289,7 @@ Result<StudyConfig> LoadStudyConfig(const fs::path& path) {
     return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", path.string(), at.line,
                                             at.column, JsonSyntaxMessage(e.what())));
   }
-  return ParseStudyConfig(doc, path.string(), path.parent_path());
+  return ParseStudyConfig(doc, path.string(), path.parent_path(), SearchSpaceKeyOrder(text));
 }
 
 }  // namespace tune

@@ -25,6 +25,7 @@ Json ModelSpec::Attributes() const {
   a["num_parameters"] = num_parameters;
   a["heavy"] = heavy;
   if (!pretrained.empty()) a["pretrained"] = pretrained;
+  if (!checkpoint.empty()) a["checkpoint"] = checkpoint;
   return a;
 }
 

@@ -123,17 +123,7 @@ class OptimizeLoop {
       return Status::Ok();
     }
     last_stale_check_ = SteadyClock::now();
-    TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
-                          study_.FailStaleTrials(grace_, options_.retry_failed));
-    for (const FailedStaleTrial& s : stale) {
-      ++result_.stale_failed;
-      if (s.retry) {
-        ++result_.stale_retried;
-        ++extra_target_;
-      }
-      if (options_.on_stale_trial) options_.on_stale_trial(s);
-    }
-    return Status::Ok();
+    return internal::FailStaleTrials(study_, options_, grace_, result_, extra_target_);
   }
 
   // The target is taken by running trials (of other workers, or of dead ones). Without

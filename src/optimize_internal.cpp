@@ -66,6 +66,21 @@ void HeartbeatThread::Loop() {
   }
 }
 
+Status FailStaleTrials(Study& study, const OptimizeOptions& options, double grace,
+                       OptimizeResult& result, int64_t& extra_target) {
+  TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
+                        study.FailStaleTrials(grace, options.retry_failed));
+  for (const FailedStaleTrial& s : stale) {
+    ++result.stale_failed;
+    if (s.retry) {
+      ++result.stale_retried;
+      ++extra_target;
+    }
+    if (options.on_stale_trial) options.on_stale_trial(s);
+  }
+  return Status::Ok();
+}
+
 bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status) {
   if (status.code() != StatusCode::kFailedPrecondition) return false;
   Result<FrozenTrial> now = study.storage().GetTrial(trial.trial_id());

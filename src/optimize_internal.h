@@ -51,6 +51,12 @@ class HeartbeatThread {
 // meanwhile; logs it.
 bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status);
 
+// Fails the study's trials without a heartbeat for `grace` seconds (Study::FailStaleTrials),
+// counts them and their retries in `result`, raises `extra_target` by one per retry (so it runs)
+// and calls options.on_stale_trial for each.
+Status FailStaleTrials(Study& study, const OptimizeOptions& options, double grace,
+                       OptimizeResult& result, int64_t& extra_target);
+
 // Sleeps `seconds` in short steps, returning early on Ctrl-C.
 void SleepInterruptibly(double seconds);
 

@@ -116,17 +116,7 @@ class JobsLoop {
       return Status::Ok();
     }
     last_stale_check_ = SteadyClock::now();
-    TUNE_ASSIGN_OR_RETURN(std::vector<FailedStaleTrial> stale,
-                          study_.FailStaleTrials(options_.GracePeriod(), options_.retry_failed));
-    for (const FailedStaleTrial& s : stale) {
-      ++result_.stale_failed;
-      if (s.retry) {
-        ++result_.stale_retried;
-        ++extra_target_;
-      }
-      if (options_.on_stale_trial) options_.on_stale_trial(s);
-    }
-    return Status::Ok();
+    return FailStaleTrials(study_, options_, options_.GracePeriod(), result_, extra_target_);
   }
 
   // Asks the next trial, samples and plans it: it waits for memory, or its plan already decided

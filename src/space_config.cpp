@@ -152,7 +152,20 @@ Result<ParamSpec> ParseParam(const JsonReader& r, const std::string& name,
 struct SpaceParser {
   const ModelCatalog& catalog;
   std::string source;
+  const SpaceKeyOrder& key_order;
   std::vector<ParamSpec> declared;  // in sampling order
+
+  // The parameter names of a search_space object in sampling order: the file's order when
+  // `key_order` has it for this object (and it names the same keys), else name order.
+  std::vector<std::string> KeysInOrder(const JsonReader& space) const {
+    std::vector<std::string> keys;
+    for (const auto& [name, value] : space.json().items()) keys.push_back(name);
+    auto it = key_order.find(space.path());
+    if (it == key_order.end() || it->second.size() != keys.size()) return keys;
+    std::vector<std::string> sorted = it->second;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted == keys ? it->second : keys;  // `keys` come sorted from Json
+  }
 
   std::vector<std::string> DeclaredNames() const {
     std::vector<std::string> names;
@@ -294,7 +307,7 @@ struct SpaceParser {
   Status ParseBlock(const JsonReader* space, const JsonReader* conditional, SpaceBlock& block) {
     if (space) {
       TUNE_RETURN_IF_ERROR(space->ExpectObject());
-      for (const auto& [name, value] : space->json().items()) {
+      for (const std::string& name : KeysInOrder(*space)) {
         if (name.empty()) return space->Error("a parameter name must not be empty");
         TUNE_ASSIGN_OR_RETURN(ParamSpec p, ParseParam(space->Child(name), name, catalog));
         if (const ParamSpec* prev = FindDeclared(name)) {
@@ -340,8 +353,9 @@ struct SpaceParser {
 }  // namespace
 
 Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,
-                                          ModelCatalog catalog, const std::string& source) {
-  SpaceParser parser{catalog, source, {}};
+                                          ModelCatalog catalog, const std::string& source,
+                                          const SpaceKeyOrder& key_order) {
+  SpaceParser parser{catalog, source, key_order, {}};
   SpaceBlock root;
   std::optional<JsonReader> s, c;
   if (!search_space.is_null()) s.emplace(search_space, source, "/search_space");

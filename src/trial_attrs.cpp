@@ -79,6 +79,8 @@ Json MemoryAttrToJson(const MemoryAttr& m) {
          {"device_memory", m.device_memory},
          {"peak", m.peak},
          {"oom", m.oom}};
+  if (!m.model.empty()) j["model"] = m.model;
+  if (m.cap > 0) j["cap"] = m.cap;
   if (m.admission) {
     j["admission"] = *m.admission;
     j["predicted"] = m.predicted;
@@ -119,6 +121,8 @@ std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
   m.device_memory = Get<int64_t>(j, "device_memory", 0);
   m.peak = Get<int64_t>(j, "peak", -1);
   m.oom = Get<bool>(j, "oom", false);
+  m.model = Get<std::string>(j, "model", "");
+  m.cap = Get<int64_t>(j, "cap", 0);
   if (j.contains("admission")) {
     m.admission = Get<std::string>(j, "admission", "");
     m.predicted = Get<int64_t>(j, "predicted", 0);

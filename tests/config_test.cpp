@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
+#include "tune/samplers/random.h"
+#include "tune/storages/in_memory.h"
+#include "tune/study.h"
 
 namespace tune {
 namespace {
@@ -198,6 +201,68 @@ TEST(Config, UserModelsInTheConfig) {
   auto c = ParseStudyConfig(d, "study.json", ".");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE((*c->space.catalog().Find("my-bert"))->heavy);
+}
+
+// A sampler that records the order in which parameters are asked for (and samples at random).
+class RecordingSampler : public RandomSampler {
+ public:
+  explicit RecordingSampler(std::vector<std::string>* names) : names_(names) {}
+  double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
+                           const std::string& name, const Distribution& distribution,
+                           Rng& rng) override {
+    names_->push_back(name);
+    return RandomSampler::SampleIndependent(history, trial, name, distribution, rng);
+  }
+
+ private:
+  std::vector<std::string>* names_;
+};
+
+// Parameters are suggested in the order the file writes them (issue 19), as Optuna's
+// define-by-run code does, not in name order; conditional blocks keep theirs.
+TEST(Config, SearchSpaceKeepsTheFileOrder) {
+  testing::TempDir dir;
+  auto path = dir.path() / "order.json";
+  std::ofstream(path) << R"({
+    "search_space": {"z_lr": {"type": "float", "low": 1e-5, "high": 1e-2, "log": true},
+                     "m_optimizer": ["sgd", "adamw"],
+                     "a_batch": [8, 16]},
+    "conditional": [{"when": {"m_optimizer": "sgd"},
+                     "search_space": {"y_momentum": {"type": "float", "low": 0, "high": 0.9},
+                                      "b_nesterov": [true, false]}}],
+    "objective": {"type": "function", "name": "mixed"}
+  })";
+  auto c = LoadStudyConfig(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->space.ParamNames(), (std::vector<std::string>{"z_lr", "m_optimizer", "a_batch",
+                                                              "y_momentum", "b_nesterov"}));
+  std::vector<std::string> asked;
+  auto study = Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMinimize},
+                                   std::make_unique<RecordingSampler>(&asked),
+                                   std::make_unique<NopPruner>(), 1)
+                   .value();
+  auto trial = study->Ask().value();
+  ASSERT_TRUE(c->space.Sample(*trial).ok());
+  ASSERT_GE(asked.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(asked.begin(), asked.begin() + 3),
+            (std::vector<std::string>{"z_lr", "m_optimizer", "a_batch"}));
+  if (asked.size() == 5) {
+    EXPECT_EQ(asked[3], "y_momentum");
+  }
+
+  // The same document as a Json object alone has no file order: name order.
+  std::ifstream in(path);
+  auto sorted = ParseStudyConfig(Json::parse(in), "order.json", dir.path());
+  ASSERT_TRUE(sorted.ok());
+  EXPECT_EQ(sorted->space.root().params[0].name, "a_batch");
+  // SearchSpaceKeyOrder is what LoadStudyConfig passes: one entry per search_space object.
+  std::ifstream again(path);
+  std::string text((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  const SpaceKeyOrder order = SearchSpaceKeyOrder(text);
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order.at("/conditional/0/search_space"),
+            (std::vector<std::string>{"y_momentum", "b_nesterov"}));
+  EXPECT_TRUE(SearchSpaceKeyOrder("{not json").empty());
 }
 
 TEST(Config, FileErrors) {

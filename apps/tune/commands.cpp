@@ -17,6 +17,8 @@ const std::vector<Command>& Commands() {
        DeclareEstimate},
       {"plan", "Will these models and N parallel requests fit on the device? --suggest: what to change",
        DeclarePlan},
+      {"predict", "Label texts with a model saved by --save-best; prints the metric when labelled",
+       DeclarePredict},
       {"best-trials", "Show the trials on the Pareto front of a (multi-objective) study",
        DeclareBestTrials},
       {"create-study", "Create a new study (Optuna's create-study)", DeclareCreateStudy},

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,18 +45,30 @@ struct StudyConfig : RunSettings {
   std::vector<Json> enqueue_trials;  // params objects, enqueued when the study is created
 };
 
+// The order in which a config file writes the keys of each "search_space" object, by the
+// object's JSON pointer ("/search_space", "/conditional/0/search_space", ...). Json sorts object
+// keys; parameters are suggested in the file's order instead, as Optuna's define-by-run code
+// suggests them in the order it is written (docs/config.md#search-space). A search_space object
+// without an entry (or whose keys differ from its entry's) is read in name order.
+using SpaceKeyOrder = std::map<std::string, std::vector<std::string>>;
+
+// The key order of every search_space object of a config's text (empty if it is not JSON).
+SpaceKeyOrder SearchSpaceKeyOrder(const std::string& text);
+
 // Parses a config document. Relative paths inside (model_catalog, cwd, work_dir) are resolved
 // against `base_dir`.
 Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
-                                     const std::filesystem::path& base_dir);
+                                     const std::filesystem::path& base_dir,
+                                     const SpaceKeyOrder& key_order = {});
 
 // Reads and parses a file (NotFound if it does not exist, InvalidArgument for bad JSON with the
-// line and column).
+// line and column), with the file's key order.
 Result<StudyConfig> LoadStudyConfig(const std::filesystem::path& path);
 
 // Parses a space ("search_space" + "conditional") on its own, for tests and tools.
 Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,
-                                          ModelCatalog catalog, const std::string& source);
+                                          ModelCatalog catalog, const std::string& source,
+                                          const SpaceKeyOrder& key_order = {});
 
 // The objective of `config` (objectives/registry.h). The "train" objective needs a Trainer
 // (tune_torch's, loaded by the tune binary); without one it is a FailedPrecondition saying

@@ -39,6 +39,8 @@ struct ModelSpec {
   // A model.safetensors whose weights initialise the encoder (objective key "pretrained",
   // pretrained.h); empty: trained from scratch.
   std::string pretrained;
+  // The checkpoint directory the model was read from (config.json, tokenizer); empty: scratch.
+  std::string checkpoint;
   Json extra = Json::object();  // any other keys, usable in conditions
 
   // All attributes as JSON (what conditions such as "model.heavy" read).

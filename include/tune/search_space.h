@@ -2,7 +2,8 @@
 //
 // A space is a tree of blocks. Each block has a condition ("when"), parameters and child blocks.
 // Sampling walks the tree (define-by-run, like Optuna's suggest_* calls): within one block the
-// parameters in name order (JSON objects are read as sorted maps), then the child blocks in order;
+// parameters in the order the config file writes them (SpaceKeyOrder in config.h; name order for
+// a space built from a Json object alone), then the child blocks in order;
 // a block's parameters are suggested only when its condition holds for the values sampled so far.
 // Conditions read sampled values ("optimizer": "sgd") or attributes of a catalog model chosen by a
 // parameter of type "model" ("model.heavy": true).

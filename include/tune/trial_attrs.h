@@ -70,6 +70,8 @@ struct MemoryAttr {
   std::string family;          // calibration key: model_type[/precision]
   int64_t estimate = 0;        // device_peak estimated for the configuration that ran
   int64_t device_memory = 0;   // the memory the trial could use; 0: no limit
+  std::string model;           // the model's name (per-model calibration); "" when not recorded
+  int64_t cap = 0;             // --jobs: the reservation it was capped at; 0: none
   int64_t peak = -1;           // measured: allocated bytes above the level at the start
   bool oom = false;            // ran out of memory at run time
   // Admission, when it ran: its verdict ("run", "run_with_levers", "reject"), the prediction

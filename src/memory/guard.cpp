@@ -39,15 +39,18 @@ std::string MemoryFamily(const ModelSpec& model, Precision precision) {
 
 void MemoryCalibration::Add(const MemoryRecord& r) {
   if (r.estimate <= 0) return;
-  Family& f = families_[r.family];
+  AddTo(families_[r.family], r);
+  if (!r.model.empty()) AddTo(models_[{r.family, r.model}], r);
+}
+
+void MemoryCalibration::AddTo(Family& f, const MemoryRecord& r) {
   ++f.n;
   const auto estimate = static_cast<double>(r.estimate);
   if (r.oom) {
     // It needed more than the budget: the estimate was at least budget/estimate too low.
-    if (r.device_memory > 0) {
-      f.oom_floor = std::max(f.oom_floor,
-                             static_cast<double>(r.device_memory) / estimate * kOomStep);
-    }
+    const int64_t budget = r.cap > 0 ? r.cap : r.device_memory;
+    const double step = r.cap > 0 ? kCappedOomStep : kOomStep;
+    if (budget > 0) f.oom_floor = std::max(f.oom_floor, static_cast<double>(budget) / estimate * step);
     return;
   }
   if (r.peak < 0) return;
@@ -55,10 +58,17 @@ void MemoryCalibration::Add(const MemoryRecord& r) {
   if (f.ratios.size() > kWindow) f.ratios.erase(f.ratios.begin());
 }
 
-double MemoryCalibration::Correction(const std::string& family) const {
+double MemoryCalibration::Correction(const std::string& family, const std::string& model) const {
+  if (!model.empty()) {
+    auto m = models_.find({family, model});
+    if (m != models_.end()) return CorrectionOf(m->second);
+  }
   auto it = families_.find(family);
-  if (it == families_.end()) return 1.0;
-  const Family& f = it->second;
+  const double c = it == families_.end() ? 1.0 : CorrectionOf(it->second);
+  return model.empty() ? c : std::max(1.0, c) * kUnmeasuredHeadroom;
+}
+
+double MemoryCalibration::CorrectionOf(const Family& f) {
   double c = f.ratios.empty() ? 1.0 : *std::max_element(f.ratios.begin(), f.ratios.end());
   c = std::max(c, f.oom_floor);
   return std::clamp(c, kMin, kMax);
@@ -84,6 +94,8 @@ Json MemoryRecordToJson(const MemoryRecord& r) {
   m.device_memory = r.device_memory;
   m.peak = r.peak;
   m.oom = r.oom;
+  m.model = r.model;
+  m.cap = r.cap;
   return MemoryAttrToJson(m);
 }
 
@@ -91,7 +103,8 @@ std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
   std::vector<MemoryRecord> out;
   const std::optional<MemoryAttr> m = MemoryAttrFromJson(j);
   if (!m) return out;
-  const MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom};
+  const MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom, m->model,
+                       m->cap};
   out.push_back(r);
   if (!m->run) return out;
   for (const OomAttempt& attempt : m->run->oom_retries) {

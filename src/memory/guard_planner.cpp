@@ -100,9 +100,11 @@ class GuardPlanner : public MemoryPlanner {
     if (!spec.ok()) return PlanEmpirical(trial, r, plan, attr);
     const MemoryRequest request = MemoryRequestFor(**spec, r.hp, r.num_labels, 0);
     attr.family = "command:" + MemoryFamily(**spec, r.hp.precision);
-    const double correction = options_.guard.calibrate
-                                  ? CalibrationFromHistory(trial.history()).Correction(attr.family)
-                                  : 1.0;
+    attr.model = r.hp.model;
+    const double correction =
+        options_.guard.calibrate
+            ? CalibrationFromHistory(trial.history()).Correction(attr.family, attr.model)
+            : 1.0;
     if (!options_.guard.admission) return PlanWithoutAdmission(request, correction, plan, attr);
     TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(request, device_, *Capacity(), correction,
                                                   options_.guard));
@@ -128,6 +130,7 @@ class GuardPlanner : public MemoryPlanner {
     attrs_.erase(it);
     m.peak = oom ? -1 : peak;
     m.oom = oom;
+    m.cap = plan.cap;  // it ran (or ran out) under its reservation
     MemoryAttr::Run& run = m.run.emplace();
     auto r = RequestFor(plan.params);
     if (r.ok()) {

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tune/interrupt.h"
+#include "tune/memory/gpu_process_memory.h"
 #include "tune/objectives/memory_planner.h"
 #include "tune/subprocess.h"
 #include "tune/trial_attrs.h"
@@ -231,13 +232,34 @@ struct TrialDir {
   TrialDir& operator=(const TrialDir&) = delete;
 };
 
+// A program's device peak: the memory the driver reports for its process group, sampled every
+// half second while it runs (NVML; none without it). Short spikes between samples are missed;
+// PyTorch's caching allocator keeps what it reserved, so its peak is seen.
+class DevicePeakSampler {
+ public:
+  explicit DevicePeakSampler(const GpuProcessMemory* gpu) : gpu_(gpu) {}
+  void Sample(pid_t pgid) {
+    const auto now = std::chrono::steady_clock::now();
+    if (gpu_ == nullptr || now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    if (auto used = gpu_->UsedBy(ProcessGroupMembers(pgid))) peak_ = std::max(peak_, *used);
+  }
+  int64_t peak() const { return peak_; }  // 0: nothing seen on a device
+
+ private:
+  const GpuProcessMemory* gpu_;
+  std::chrono::steady_clock::time_point last_{};
+  int64_t peak_ = 0;
+};
+
 // One trial's program, started by CommandObjective: stopped when the pruner says so, on Ctrl-C
 // and at the timeout; its outcome decided from how it ended (command.h).
 class CommandProcess : public TrialProcess {
  public:
   CommandProcess(TrialHandle& trial, TrialPlan plan, MemoryPlanner* planner,
                  const CommandOptions& options, const std::vector<std::string>& patterns,
-                 std::unique_ptr<TrialDir> dir, std::unique_ptr<Subprocess> program)
+                 std::unique_ptr<TrialDir> dir, std::unique_ptr<Subprocess> program,
+                 const GpuProcessMemory* gpu)
       : trial_(trial),
         params_(plan.params),
         plan_(std::move(plan)),
@@ -246,7 +268,8 @@ class CommandProcess : public TrialProcess {
         patterns_(patterns),
         dir_(std::move(dir)),
         program_(std::move(program)),
-        reader_(trial) {}
+        reader_(trial),
+        device_peak_(gpu) {}
 
   Status Poll(std::chrono::milliseconds wait) override {
     const Subprocess::LineHandler on_line = [this](Stream stream, const std::string& line) {
@@ -256,6 +279,7 @@ class CommandProcess : public TrialProcess {
       return Status::Ok();
     };
     TUNE_RETURN_IF_ERROR(program_->Poll(wait, on_line));
+    if (planner_ != nullptr && !program_->exited()) device_peak_.Sample(program_->pid());
     if (reader_.pruned_step) Stop(StopCause::kPruned);
     if (InterruptRequested()) Stop(StopCause::kInterrupted);
     if (options_.timeout_seconds && program_->seconds() > *options_.timeout_seconds) {
@@ -275,7 +299,9 @@ class CommandProcess : public TrialProcess {
                   program_->seconds(), program_->exit_status().Describe());
     TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide());
     if (planner_ != nullptr) {
-      const int64_t peak = reader_.memory_peak.value_or(program_->exit_status().max_rss_bytes);
+      // What the program reported, else what the driver saw on a device, else its resident set.
+      const int64_t peak = reader_.memory_peak.value_or(
+          device_peak_.peak() > 0 ? device_peak_.peak() : program_->exit_status().max_rss_bytes);
       const bool oom = outcome.state == TrialState::kPruned && !oom_line_.empty();
       TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, oom));
     }
@@ -345,12 +371,18 @@ class CommandProcess : public TrialProcess {
   ReportReader reader_;
   StopCause stop_ = StopCause::kNone;
   std::string oom_line_;  // the first stderr line matching an out-of-memory pattern
+  DevicePeakSampler device_peak_;
 };
 
 class CommandObjective : public Objective {
  public:
   CommandObjective(CommandOptions options, std::unique_ptr<MemoryPlanner> planner)
       : options_(std::move(options)), planner_(std::move(planner)) {
+    if (planner_) {
+      std::string why;
+      gpu_ = GpuProcessMemory::Open(&why);
+      spdlog::debug("Command trials' device peaks: {}", gpu_ ? "sampled from NVML" : why);
+    }
     patterns_ = DefaultOomPatterns();
     patterns_.insert(patterns_.end(), options_.oom_patterns.begin(), options_.oom_patterns.end());
   }
@@ -380,13 +412,14 @@ class CommandObjective : public Objective {
   // cap itself there (for example torch.cuda.set_per_process_memory_fraction), so that a wrong
   // prediction runs only this trial out of memory.
   Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
-    return StartProgram(trial, plan, /*with_budget=*/true);
+    TrialPlan capped = plan;
+    capped.cap = plan.reservation;
+    return StartProgram(trial, capped);
   }
 
  private:
   // Writes the trial's directory and params file and starts the program with the plan's params.
-  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan,
-                                                     bool with_budget = false) {
+  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan) {
     const Json& params = plan.params;
     TUNE_ASSIGN_OR_RETURN(fs::path path, MakeTrialDir(trial));
     auto dir = std::make_unique<TrialDir>(path, !options_.work_dir.has_value());
@@ -409,9 +442,7 @@ class CommandObjective : public Objective {
     if (planner_) {
       for (std::string& e : planner_->Environment(plan)) so.env.push_back(std::move(e));
     }
-    if (with_budget && plan.reservation > 0) {
-      so.env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.reservation));
-    }
+    if (plan.cap > 0) so.env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.cap));
     so.cwd = options_.cwd;
     so.kill_grace_seconds = options_.kill_grace_seconds;
     so.stderr_tail_bytes = options_.stderr_tail_bytes;
@@ -419,7 +450,8 @@ class CommandObjective : public Objective {
     spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
                   fmt::join(so.argv, " "));
     return std::unique_ptr<TrialProcess>(std::make_unique<CommandProcess>(
-        trial, plan, planner_.get(), options_, patterns_, std::move(dir), std::move(program)));
+        trial, plan, planner_.get(), options_, patterns_, std::move(dir), std::move(program),
+        gpu_.get()));
   }
 
   Result<fs::path> MakeTrialDir(const TrialHandle& trial) const {
@@ -481,6 +513,7 @@ class CommandObjective : public Objective {
 
   CommandOptions options_;
   std::unique_ptr<MemoryPlanner> planner_;  // null: no memory section
+  std::shared_ptr<GpuProcessMemory> gpu_;     // NVML, when a planner needs device peaks
   std::vector<std::string> patterns_;
 };
 

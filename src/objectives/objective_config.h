@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,25 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std
 // be a training parameter (or ignored) whose values fit; every model must be trainable.
 Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
                            TrainObjectiveOptions& out);
+
+// The train objective's "init" and "models_dir" (train_checkpoints.cpp).
+struct CheckpointKeys {
+  bool pretrained = true;                 // "init": "pretrained" (default) or "scratch"
+  std::optional<std::string> models_dir;  // absolute
+  std::string hub_cache;                  // HuggingFaceHubCache() when read
+};
+Result<CheckpointKeys> ReadCheckpointKeys(const JsonReader& objective,
+                                          const std::filesystem::path& base_dir);
+// The checkpoint directory of `name` (pretrained.h: ResolveCheckpoint, with the catalog entry's
+// "checkpoint"), or NotFound listing every place searched.
+Result<std::string> ResolveModelCheckpoint(const std::string& name, const ModelCatalog& catalog,
+                                           const CheckpointKeys& keys,
+                                           const std::filesystem::path& base_dir);
+// With "init": "pretrained": every model name of the config (`r`: the whole document) resolved
+// and read (ReadPretrainedCheckpoint), its config.json put in the catalog under the name.
+// NotFound listing each name that resolves nowhere, where it looked, and "init": "scratch";
+// InvalidArgument/NotFound naming the file for a checkpoint tune cannot use.
+Status ResolveCheckpoints(const JsonReader& r, const std::filesystem::path& base_dir,
+                          ModelCatalog& catalog);
 
 }  // namespace tune::internal

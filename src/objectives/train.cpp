@@ -8,13 +8,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include "tune/device.h"
 #include "tune/objectives/trial_protocol.h"
 #include "tune/memory/estimator.h"
 #include "tune/memory/guard.h"
 #include "tune/text.h"
+#include "tune/train/pretrained.h"
+#include "tune/train/save_best.h"
 
 namespace tune {
 
@@ -130,7 +135,8 @@ class EpochTracker {
         trial_.number(), m.epoch + 1, hp_.epochs, m.train_loss, m.validation_loss, m.accuracy,
         m.macro_f1, m.seconds);
     TUNE_RETURN_IF_ERROR(trial_.Report(value, m.epoch));
-    if (Improves(value)) {
+    const bool improved = Improves(value);
+    if (improved) {
       best = value;
       best_epoch = m.epoch;
       since_best_ = 0;
@@ -146,7 +152,7 @@ class EpochTracker {
       stopped_early = true;
       return EpochDecision::kStop;
     }
-    return EpochDecision::kContinue;
+    return improved ? EpochDecision::kKeep : EpochDecision::kContinue;
   }
 
   // Forgets the run (a retry starts over).
@@ -177,21 +183,57 @@ class EpochTracker {
   int64_t since_best_ = 0;
 };
 
+// The texts tokenized once per tokenizer: by checkpoint directory with "init": "pretrained",
+// else one set under "" (a vocabulary file's tokenizer, or `built` from the training text).
+struct TextSets {
+  std::map<std::string, TextTrainData> data;
+  std::optional<Tokenizer> built;
+};
+
+// Which of the TextSets a model trains on.
+std::string TokenizerKey(const TrainObjectiveOptions& options, const ModelSpec& model) {
+  return options.init_pretrained ? model.checkpoint : std::string();
+}
+
+// --jobs with save_best: the child trained and staged the trial's model; when the trial
+// finishes here, the parent (which holds the study) promotes it if it is the best.
+class PromotingProcess final : public TrialProcess {
+ public:
+  PromotingProcess(std::unique_ptr<TrialProcess> inner,
+                   std::function<Status(const TrialOutcome&)> on_finish)
+      : inner_(std::move(inner)), on_finish_(std::move(on_finish)) {}
+  Status Poll(std::chrono::milliseconds wait) override { return inner_->Poll(wait); }
+  bool finished() const override { return inner_->finished(); }
+  void Interrupt() override { inner_->Interrupt(); }
+  Result<TrialOutcome> Finish() override {
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, inner_->Finish());
+    TUNE_RETURN_IF_ERROR(on_finish_(outcome));
+    return outcome;
+  }
+
+ private:
+  std::unique_ptr<TrialProcess> inner_;
+  std::function<Status(const TrialOutcome&)> on_finish_;
+};
+
 class TrainObjective final : public Objective {
  public:
   TrainObjective(TrainObjectiveOptions options, ModelCatalog catalog,
-                 std::unique_ptr<Trainer> trainer, TextTrainData data, TabularTrainData tabular,
+                 std::unique_ptr<Trainer> trainer, TextSets text, TabularTrainData tabular,
                  TrainHyperparams base)
       : options_(std::move(options)),
         catalog_(std::move(catalog)),
         trainer_(std::move(trainer)),
-        data_(std::move(data)),
+        text_(std::move(text)),
         tabular_(std::move(tabular)),
         base_(std::move(base)) {
     // Batches are padded to their longest text, so no batch is wider than the longest text.
-    for (const auto* set : {&data_.train_ids, &data_.validation_ids}) {
-      for (const auto& ids : *set) {
-        longest_tokens_ = std::max<int64_t>(longest_tokens_, static_cast<int64_t>(ids.size()) + 2);
+    for (const auto& [key, data] : text_.data) {
+      int64_t& longest = longest_tokens_[key];
+      for (const auto* set : {&data.train_ids, &data.validation_ids}) {
+        for (const auto& ids : *set) {
+          longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.size()) + 2);
+        }
       }
     }
   }
@@ -213,6 +255,7 @@ class TrainObjective final : public Objective {
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
     if (guarded.reject) return *guarded.reject;
+    TUNE_RETURN_IF_ERROR(PrepareStaging(trial, job));
     EpochTracker tracker(trial, options_.metric, job.hp);
     std::vector<OomAttempt> retries;
     TUNE_ASSIGN_OR_RETURN(TrainResult result, TrainWithRetries(trial, job, guarded, tracker, retries));
@@ -220,7 +263,10 @@ class TrainObjective final : public Objective {
     spdlog::info("Trial {} memory at trial end: {}", trial.number(),
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_RETURN_IF_ERROR(RecordSummary(trial, result, tracker));
-    return Outcome(trial, params, job, guarded, result, retries, tracker);
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome,
+                          Outcome(trial, params, job, guarded, result, retries, tracker));
+    TUNE_RETURN_IF_ERROR(StageBest(trial, params, job, outcome));
+    return outcome;
   }
 
   std::optional<int64_t> DeviceCapacity() const override {
@@ -273,7 +319,15 @@ class TrainObjective final : public Objective {
     plan_json_.erase(trial.number());
     so.env = CurrentEnvironment();
     so.kill_grace_seconds = 3.0;
-    return ChildTrialProcess::Start(trial, plan.params, std::move(so));
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> child,
+                          ChildTrialProcess::Start(trial, plan.params, std::move(so)));
+    if (!options_.save_best) return child;
+    const int64_t number = trial.number();
+    const std::optional<double> study_best = BestCompleteValue(trial.history());
+    return std::unique_ptr<TrialProcess>(std::make_unique<PromotingProcess>(
+        std::move(child), [this, number, study_best](const TrialOutcome& outcome) {
+          return Promote(number, outcome, study_best);
+        }));
   }
 
  private:
@@ -285,6 +339,61 @@ class TrainObjective final : public Objective {
     std::string levers;                  // the levers admission applied
     std::string family;                  // MemoryFamily
   };
+
+  // save_best: the trial's staging directory, which the trainer writes the best epoch's weights
+  // into.
+  Status PrepareStaging(TrialHandle& trial, TrainJob& job) const {
+    if (!options_.save_best || job.data == nullptr) return Status::Ok();
+    const std::string staging = SaveBestStagingDir(*options_.save_best, trial.number());
+    std::error_code ec;
+    std::filesystem::remove_all(staging, ec);
+    std::filesystem::create_directories(staging, ec);
+    if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
+    job.save_weights = (std::filesystem::path(staging) / "model.safetensors").string();
+    return Status::Ok();
+  }
+
+  // save_best, after the trial: a COMPLETE trial's staging directory is completed (config,
+  // tokenizer, trial.json) and, in this process (not a --jobs child), promoted if best.
+  Status StageBest(TrialHandle& trial, const Json& params, const TrainJob& job,
+                   const TrialOutcome& outcome) {
+    if (job.save_weights.empty()) return Status::Ok();
+    const std::string staging = SaveBestStagingDir(*options_.save_best, trial.number());
+    std::error_code ec;
+    if (outcome.state != TrialState::kComplete || outcome.values.size() != 1 ||
+        !std::filesystem::exists(job.save_weights, ec)) {
+      std::filesystem::remove_all(staging, ec);
+      return Status::Ok();
+    }
+    const SavedTrial saved{trial.study_name(), trial.number(), params, outcome.values[0],
+                           TrainMetricName(options_.metric)};
+    const Tokenizer* built = TokenizerKey(options_, job.model).empty() && text_.built
+                                 ? &*text_.built
+                                 : nullptr;
+    TUNE_RETURN_IF_ERROR(
+        WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names, saved, built));
+    if (options_.planned) return Status::Ok();  // a --jobs child: the parent promotes it
+    return Promote(trial.number(), outcome, BestCompleteValue(trial.history()));
+  }
+
+  // Moves the trial's staged model to save_best when it beats the study's best (or removes it).
+  Status Promote(int64_t number, const TrialOutcome& outcome, std::optional<double> study_best) {
+    const std::string staging = SaveBestStagingDir(*options_.save_best, number);
+    std::error_code ec;
+    if (outcome.state != TrialState::kComplete || outcome.values.size() != 1 ||
+        !std::filesystem::exists(std::filesystem::path(staging) / "trial.json", ec)) {
+      std::filesystem::remove_all(staging, ec);
+      return Status::Ok();
+    }
+    TUNE_ASSIGN_OR_RETURN(bool promoted,
+                          PromoteIfBest(staging, *options_.save_best, outcome.values[0],
+                                        TrainMetricDirection(options_.metric), study_best));
+    if (promoted) {
+      spdlog::info("Trial {} is the best so far ({} {}): saved its model to {}", number,
+                   TrainMetricName(options_.metric), outcome.values[0], *options_.save_best);
+    }
+    return Status::Ok();
+  }
 
   // The trial's hyperparameters (the objective's, overridden by the params) and its model.
   // `unfit` says why the configuration cannot train (the trial fails); a non-OK Status is a
@@ -307,14 +416,18 @@ class TrainObjective final : public Objective {
       return InvalidArgumentError("no model: set the objective's \"model\" or a 'model' parameter");
     }
     TUNE_ASSIGN_OR_RETURN(const ModelSpec* spec, catalog_.Find(job.hp.model));
+    auto data = text_.data.find(TokenizerKey(options_, *spec));
+    if (data == text_.data.end()) {
+      return InvalidArgumentError(fmt::format("model '{}' has no tokenized data", spec->name));
+    }
     if (Status st = CheckModelForTraining(*spec, job.hp); !st.ok()) {
       unfit = st.message();
-    } else if (data_.vocab_size > spec->vocab_size) {
+    } else if (data->second.vocab_size > spec->vocab_size) {
       unfit = fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
-                          data_.vocab_size, spec->name, spec->vocab_size);
+                          data->second.vocab_size, spec->name, spec->vocab_size);
     }
     job.model = *spec;
-    job.data = &data_;
+    job.data = &data->second;
     return Status::Ok();
   }
 
@@ -428,10 +541,12 @@ class TrainObjective final : public Objective {
   }
 
   MemoryRequest RequestFor(const TrainJob& job) const {
-    const int64_t labels = job.tabular != nullptr ? tabular_.num_labels : data_.num_labels;
+    const int64_t labels = job.tabular != nullptr ? tabular_.num_labels : job.data->num_labels;
     MemoryRequest r = MemoryRequestFor(job.model, job.hp, labels, tabular_.num_features);
-    if (job.tabular == nullptr && job.hp.padding == Padding::kLongest && longest_tokens_ > 0) {
-      r.max_length = std::min(r.max_length, longest_tokens_);
+    const auto longest = longest_tokens_.find(TokenizerKey(options_, job.model));
+    if (job.tabular == nullptr && job.hp.padding == Padding::kLongest &&
+        longest != longest_tokens_.end() && longest->second > 0) {
+      r.max_length = std::min(r.max_length, longest->second);
     }
     return r;
   }
@@ -591,10 +706,10 @@ class TrainObjective final : public Objective {
   TrainObjectiveOptions options_;
   ModelCatalog catalog_;
   std::unique_ptr<Trainer> trainer_;
-  TextTrainData data_;
+  TextSets text_;
   TabularTrainData tabular_;
   TrainHyperparams base_;
-  int64_t longest_tokens_ = 0;  // the longest text with [CLS] and [SEP]
+  std::map<std::string, int64_t> longest_tokens_;  // per TextSets key, with [CLS] and [SEP]
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
 };
 
@@ -636,40 +751,40 @@ Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
   return tabular;
 }
 
-// The vocabulary file's tokenizer (checked against every model's embedding table), or one
-// built from the training texts, no larger than the smallest model's vocabulary.
-Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const TextDataset& dataset,
+// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's, the vocabulary
+// file's, or one built from the training texts no larger than the smallest model's vocabulary;
+// checked against every model's embedding table.
+Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std::string& key,
+                                const TextDataset& dataset,
                                 const std::vector<const ModelSpec*>& models) {
-  if (options.vocab) {
-    TUNE_ASSIGN_OR_RETURN(Tokenizer t,
-                          Tokenizer::FromVocabFile(*options.vocab, options.tokenizer.lowercase));
-    for (const ModelSpec* m : models) {
-      if (t.vocab_size() > m->vocab_size) {
-        return InvalidArgumentError(
-            fmt::format("{} has {} tokens but model '{}' embeds only {} (vocab_size)",
-                        *options.vocab, t.vocab_size(), m->name, m->vocab_size));
-      }
-    }
-    return t;
+  if (key.empty() && !options.vocab) {
+    TokenizerOptions to = options.tokenizer;
+    for (const ModelSpec* m : models) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
+    std::vector<std::string> texts;
+    texts.reserve(dataset.train.size());
+    for (const auto& e : dataset.train) texts.push_back(e.text);
+    return Tokenizer::Build(texts, to);
   }
-  TokenizerOptions to = options.tokenizer;
-  for (const ModelSpec* m : models) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
-  std::vector<std::string> texts;
-  texts.reserve(dataset.train.size());
-  for (const auto& e : dataset.train) texts.push_back(e.text);
-  return Tokenizer::Build(texts, to);
+  const std::string file = key.empty() ? *options.vocab : PretrainedVocabPath(key);
+  TUNE_ASSIGN_OR_RETURN(Tokenizer t,
+                        key.empty() ? Tokenizer::FromVocabFile(file, options.tokenizer.lowercase)
+                                    : LoadCheckpointTokenizer(key, options.tokenizer.lowercase));
+  for (const ModelSpec* m : models) {
+    if (t.vocab_size() > m->vocab_size) {
+      return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "
+                                              "(vocab_size)",
+                                              file, t.vocab_size(), m->name, m->vocab_size));
+    }
+  }
+  return t;
 }
 
-// Every text tokenized once, cut to the longest sequence any model takes.
-Result<TextTrainData> LoadText(const TrainObjectiveOptions& options,
-                               const std::vector<const ModelSpec*>& models) {
+// Every text tokenized once by `tokenizer`, cut to `max_length` (with the special tokens).
+TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, int64_t max_length) {
   const auto start = std::chrono::steady_clock::now();
-  int64_t max_length = models.empty() ? 512 : 0;
-  for (const ModelSpec* m : models) max_length = std::max(max_length, MaxSequenceLength(*m));
-  TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
-  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, dataset, models));
   TextTrainData data;
   data.num_labels = static_cast<int64_t>(dataset.labels.size());
+  data.label_names = dataset.labels;
   data.vocab_size = tokenizer.vocab_size();
   data.pad_id = tokenizer.pad_id();
   data.cls_id = tokenizer.cls_id();
@@ -703,6 +818,24 @@ Result<TextTrainData> LoadText(const TrainObjectiveOptions& options,
   return data;
 }
 
+// The data set read once and tokenized by each tokenizer the models need.
+Result<TextSets> LoadText(const TrainObjectiveOptions& options,
+                          const std::vector<const ModelSpec*>& models) {
+  TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
+  std::map<std::string, std::vector<const ModelSpec*>> groups;
+  for (const ModelSpec* m : models) groups[TokenizerKey(options, *m)].push_back(m);
+  if (groups.empty()) groups[""];
+  TextSets sets;
+  for (const auto& [key, group] : groups) {
+    int64_t max_length = group.empty() ? 512 : 0;
+    for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));
+    TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, key, dataset, group));
+    sets.data[key] = Tokenize(dataset, tokenizer, max_length);
+    if (key.empty() && !options.vocab) sets.built = std::move(tokenizer);
+  }
+  return sets;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
@@ -713,7 +846,7 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
     TUNE_RETURN_IF_ERROR(SetHyperparam(base, key, value));
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<const ModelSpec*> models, ModelsOf(options, catalog, base));
-  TextTrainData text;
+  TextSets text;
   TabularTrainData tabular;
   if (options.task == TrainTask::kTabularClassification) {
     TUNE_ASSIGN_OR_RETURN(tabular, LoadTabular(options.tabular));

@@ -28,6 +28,9 @@ std::vector<OptionKey> OwnKeys() {
           {"threads", d.threads},
           {"ignore_params", Json::array()},
           {"pretrained", nullptr},
+          {"init", "pretrained"},
+          {"models_dir", nullptr},
+          {"save_best", nullptr},
           {"memory", nullptr}};
 }
 
@@ -194,6 +197,25 @@ Status ParsePretrained(const JsonReader& r, const PathResolver& path, TrainObjec
   out.pretrained = path(*pretrained);
   out.vocab = PretrainedVocabPath(*out.pretrained);
   out.defaults["model"] = *pretrained;  // the catalog entry is named as written
+  return Status::Ok();
+}
+
+// "init", "models_dir" (read again where the checkpoints are resolved, ResolveCheckpoints) and
+// "save_best".
+Status ParseCheckpointOptions(const JsonReader& r, const ObjectiveContext& context,
+                              TrainObjectiveOptions& out) {
+  TUNE_ASSIGN_OR_RETURN(CheckpointKeys keys, ReadCheckpointKeys(r, context.base_dir));
+  const bool text = out.task == TrainTask::kTextClassification;
+  out.init_pretrained = text && keys.pretrained && !out.pretrained;
+  if (out.init_pretrained && out.vocab) {
+    return r.ChildError("tokenizer", "with \"init\": \"pretrained\" each checkpoint brings its "
+                                     "own tokenizer; remove \"vocab\" or set \"init\": \"scratch\"");
+  }
+  TUNE_ASSIGN_OR_RETURN(auto save_best, r.OptString("save_best"));
+  if (save_best) {
+    if (!text) return r.ChildError("save_best", "applies to text_classification only");
+    out.save_best = PathResolver{context.base_dir}(*save_best);
+  }
   return Status::Ok();
 }
 
@@ -385,6 +407,7 @@ Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
   TUNE_RETURN_IF_ERROR(ParseTokenizer(r, path, out));
   TUNE_RETURN_IF_ERROR(ParseRunOptions(r, out));
   TUNE_RETURN_IF_ERROR(ParsePretrained(r, path, out));
+  TUNE_RETURN_IF_ERROR(ParseCheckpointOptions(r, context, out));
   TUNE_ASSIGN_OR_RETURN(TrainHyperparams probe, ParseHyperparamDefaults(r, out));
   if (r.Has("memory")) TUNE_RETURN_IF_ERROR(ParseGuardOptions(r.Child("memory"), out.guard));
   if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
@@ -427,6 +450,16 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
   const ModelCatalog& catalog = config.space.catalog();
   for (const auto& name : models) {
     auto spec = catalog.Find(name);
+    if (out.init_pretrained && (!spec.ok() || (*spec)->checkpoint.empty())) {
+      // A name ResolveCheckpoints did not see (a "model" parameter without "choices").
+      TUNE_ASSIGN_OR_RETURN(CheckpointKeys keys, ReadCheckpointKeys(r, fs::path(r.file()).parent_path()));
+      auto dir = ResolveModelCheckpoint(name, catalog, keys, fs::path(r.file()).parent_path());
+      return NotFoundError(fmt::format(
+          "{}: /objective: \"init\" is \"pretrained\", but {}; set \"init\": \"scratch\" to "
+          "train it from random weights",
+          r.file(), dir.ok() ? fmt::format("model '{}' was not resolved", name)
+                             : dir.status().message()));
+    }
     if (!spec.ok()) return r.Error(spec.status().message());
     TrainHyperparams probe;
     probe.max_length = 2;

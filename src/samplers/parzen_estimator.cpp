@@ -159,19 +159,8 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
 
   for (size_t d = 0; d < dims_.size(); ++d) {
     assert(observations[d].size() == m);
-    const ParzenDimension& dim = dims_[d];
-    DimState& st = dim_state_[d];
-    if (dim.kind == KernelKind::kCategorical) {
-      const double k = dim.n_choices;
-      const double a = options.prior_weight / static_cast<double>(m + 1);
-      const double norm = 1.0 + k * a;
-      st.choice.resize(m + 1);
-      st.log_hit.assign(m + 1, std::log((a + 1.0) / norm));
-      st.log_miss.assign(m + 1, std::log(a / norm));
-      for (size_t i = 0; i < m; ++i) st.choice[i] = static_cast<int32_t>(observations[d][i]);
-      st.choice[m] = -1;
-      st.log_hit[m] = st.log_miss[m] = -std::log(k);
-      st.hit_probability = 1.0 / norm;
+    if (dims_[d].kind == KernelKind::kCategorical) {
+      ComputeCategorical(d, observations[d], options);
     } else {
       const std::vector<uint32_t>* order = nullptr;
       if (sorted_order != nullptr && d < sorted_order->size() && (*sorted_order)[d].size() == m) {
@@ -179,6 +168,98 @@ ParzenEstimator::ParzenEstimator(std::vector<ParzenDimension> dims,
       }
       ComputeNumerical(d, observations[d], options, order);
     }
+  }
+}
+
+void ParzenEstimator::ComputeCategorical(size_t d, const std::vector<double>& obs,
+                                         const ParzenOptions& options) {
+  DimState& st = dim_state_[d];
+  const size_t m = obs.size();
+  const double k = dims_[d].n_choices;
+  st.choice.resize(m + 1);
+  for (size_t i = 0; i < m; ++i) st.choice[i] = static_cast<int32_t>(obs[i]);
+  st.choice[m] = -1;
+  if (options.categorical_prior_weight && k > 1) {
+    // 1 - b on the observed choice, b spread over the others (docs/tpe.md#categorical-kernel).
+    const double b = *options.categorical_prior_weight;
+    st.log_hit.assign(m + 1, std::log(1.0 - b));
+    st.log_miss.assign(m + 1, std::log(b / (k - 1.0)));
+    st.hit_probability = 1.0 - b;
+    st.miss_others_only = true;
+  } else {
+    const double a = options.prior_weight / static_cast<double>(m + 1);
+    const double norm = 1.0 + k * a;
+    st.log_hit.assign(m + 1, std::log((a + 1.0) / norm));
+    st.log_miss.assign(m + 1, std::log(a / norm));
+    st.hit_probability = 1.0 / norm;
+  }
+  st.log_hit[m] = st.log_miss[m] = -std::log(k);
+}
+
+namespace {
+
+// numpy.percentile's default (linear) interpolation of sorted values.
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Scott's rule of thumb over sorted values: 1.059 min(IQR / 1.34, std) n^(-1/5), std with
+// ddof 1 (0 for a single value).
+double ScottBandwidth(const std::vector<double>& sorted) {
+  const auto n = static_cast<double>(sorted.size());
+  double mean = 0.0;
+  for (double v : sorted) mean += v;
+  mean /= n;
+  double ss = 0.0;
+  for (double v : sorted) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / (sorted.size() > 1 ? n - 1.0 : n));
+  const double iqr = Percentile(sorted, 0.75) - Percentile(sorted, 0.25);
+  return 1.059 * std::min(iqr / 1.34, sd) * std::pow(n, -0.2);
+}
+
+}  // namespace
+
+void ParzenEstimator::NeighborBandwidths(const ParzenDimension& dim,
+                                         const std::vector<std::pair<double, uint32_t>>& sorted,
+                                         const ParzenOptions& options,
+                                         std::vector<double>& sigma) {
+  const size_t m = sorted.size();
+  if (options.rule == BandwidthRule::kOptuna) {
+    // Larger gap to a sorted neighbour, the domain ends acting as neighbours.
+    for (size_t j = 0; j < m; ++j) {
+      double v = sorted[j].first;
+      double left = v - (j == 0 ? dim.low : sorted[j - 1].first);
+      double right = (j + 1 == m ? dim.high : sorted[j + 1].first) - v;
+      double s = std::max(left, right);
+      if (!options.consider_endpoints && m >= 2) {
+        if (j == 0) s = right;
+        if (j + 1 == m) s = left;
+      }
+      sigma[sorted[j].second] = s;
+    }
+    return;
+  }
+  // Hyperopt's rule and Scott's: the prior's centre counts among the values.
+  std::vector<double> values;
+  values.reserve(m + 1);
+  for (const auto& entry : sorted) values.push_back(entry.first);
+  const double centre = 0.5 * (dim.low + dim.high);
+  const auto p = static_cast<size_t>(std::upper_bound(values.begin(), values.end(), centre) -
+                                     values.begin());
+  values.insert(values.begin() + static_cast<ptrdiff_t>(p), centre);
+  if (options.rule == BandwidthRule::kScott) {
+    const double s = ScottBandwidth(values);
+    for (const auto& entry : sorted) sigma[entry.second] = s;
+    return;
+  }
+  for (size_t j = 0; j < m; ++j) {
+    const size_t k = j < p ? j : j + 1;  // position among `values`
+    const double left = values[k] - (k == 0 ? dim.low : values[k - 1]);
+    const double right = (k + 1 == values.size() ? dim.high : values[k + 1]) - values[k];
+    sigma[sorted[j].second] = std::max(left, right);
   }
 }
 
@@ -212,25 +293,18 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
     std::sort(sorted.begin(), sorted.end());
   }
   if (!(options.multivariate && options.bandwidth == MultivariateBandwidth::kScott)) {
-    // Larger gap to a sorted neighbour, the domain ends acting as neighbours.
-    for (size_t j = 0; j < m; ++j) {
-      double v = sorted[j].first;
-      double left = v - (j == 0 ? dim.low : sorted[j - 1].first);
-      double right = (j + 1 == m ? dim.high : sorted[j + 1].first) - v;
-      double s = std::max(left, right);
-      if (!options.consider_endpoints && m >= 2) {
-        if (j == 0) s = right;
-        if (j + 1 == m) s = left;
-      }
-      st.sigma[sorted[j].second] = s;
-    }
+    NeighborBandwidths(dim, sorted, options, st.sigma);
   }
   if (dims_.size() == 1 && dim.kind == KernelKind::kContinuous) {
     st.order.resize(m);
     for (size_t j = 0; j < m; ++j) st.order[j] = sorted[j].second;
   }
+  // Optuna's (H - L) / min(100, m + 2) with the defaults 0.01 and 1, exactly.
   const double min_sigma =
-      options.consider_magic_clip ? width / std::min(100.0, static_cast<double>(m) + 2.0) : kEps;
+      options.consider_magic_clip
+          ? width / std::min(1.0 / options.min_bandwidth_factor,
+                             std::pow(static_cast<double>(m) + 2.0, options.magic_clip_exponent))
+          : kEps;
   for (size_t i = 0; i < m; ++i) st.sigma[i] = std::clamp(st.sigma[i], min_sigma, width);
   st.sigma[m] = width;
 
@@ -303,10 +377,19 @@ std::vector<std::vector<double>> ParzenEstimator::Sample(Rng& rng, int n) const 
     for (size_t j = 0; j < active.size(); ++j) {
       size_t c = active[j];
       if (dim.kind == KernelKind::kCategorical) {
-        // Row c = hit_probability * [observed choice] + (1 - hit_probability) * uniform.
-        std::uniform_int_distribution<int> any(0, dim.n_choices - 1);
-        bool hit = st.choice[c] >= 0 && unit(rng) < st.hit_probability;
-        out[d][j] = hit ? st.choice[c] : any(rng);
+        // Row c = hit_probability * [observed choice] + (1 - hit_probability) * uniform (over
+        // the other choices with categorical_prior_weight, over all of them otherwise).
+        const bool observed = st.choice[c] >= 0;
+        if (observed && unit(rng) < st.hit_probability) {
+          out[d][j] = st.choice[c];
+        } else if (observed && st.miss_others_only) {
+          std::uniform_int_distribution<int> other(0, dim.n_choices - 2);
+          const int o = other(rng);
+          out[d][j] = o >= st.choice[c] ? o + 1 : o;
+        } else {
+          std::uniform_int_distribution<int> any(0, dim.n_choices - 1);
+          out[d][j] = any(rng);
+        }
         continue;
       }
       double a = (dim.low - st.mu[c]) * st.inv_sigma[c];

@@ -7,13 +7,16 @@
 //   continuous  truncated normal on [L, H], correctly normalised (the -ln sigma of Optuna 3.5)
 //   discrete    the normal mass of the value's bin (step grids: width q; int log: [ln(x-1/2),
 //               ln(x+1/2)] as Optuna >= 4.7), divided by the mass of [L, H]
-//   categorical (prior_weight/(m+1) + [c == c_i]) / (1 + K prior_weight/(m+1))
-// Bandwidths: univariate neighbour gaps without the prior mean (Optuna 4.9), clipped to
-// [(H-L)/min(100, m+2), H-L] (magic clip); multivariate either the same rule per dimension
-// (Optuna 5.0, the default) or Scott's 0.2 m^(-1/(D+4)) (H-L) (Optuna 3.1-4.9).
+//   categorical (prior_weight/(m+1) + [c == c_i]) / (1 + K prior_weight/(m+1)), or with
+//               categorical_prior_weight b: 1 - b on c_i, b/(K-1) on each other choice
+// Bandwidths: univariate neighbour gaps without the prior mean (Optuna 4.9; or Hyperopt's gaps,
+// or Scott's rule, ParzenOptions::rule), clipped to [(H-L)/min(100, m+2), H-L] (magic clip, its
+// 100 and exponent configurable); multivariate either the same rule per dimension (Optuna 5.0,
+// the default) or Optuna's 0.2 m^(-1/(D+4)) (H-L) (Optuna 3.1-4.9).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tune/distributions.h"
@@ -45,9 +48,13 @@ double FromParzenSpace(const Distribution& distribution, double t);
 struct ParzenOptions {
   double prior_weight = 1.0;
   bool consider_magic_clip = true;
+  double min_bandwidth_factor = 0.01;  // sigma_min = width / min(1/factor, (m+2)^exponent)
+  double magic_clip_exponent = 1.0;
   bool consider_endpoints = false;
+  BandwidthRule rule = BandwidthRule::kOptuna;  // per dimension (see TpeOptions::bandwidth)
   bool multivariate = false;  // selects `bandwidth` for numerical dimensions
   MultivariateBandwidth bandwidth = MultivariateBandwidth::kPerDimension;
+  std::optional<double> categorical_prior_weight;  // see TpeOptions
 };
 
 class ParzenEstimator {
@@ -90,6 +97,7 @@ class ParzenEstimator {
     std::vector<int32_t> choice;  // -1 for the prior
     std::vector<double> log_hit, log_miss;
     double hit_probability = 1.0;  // P(choose the observed choice outright) when sampling
+    bool miss_others_only = false;  // otherwise draw among the other choices (else among all)
   };
   // The bin edges of a discrete value t (clipped to the domain).
   static void BinEdges(const ParzenDimension& d, double t, double* lo, double* hi);
@@ -97,6 +105,12 @@ class ParzenEstimator {
   std::vector<double> LogPdfContinuous1D(const std::vector<double>& xs) const;
   void ComputeNumerical(size_t d, const std::vector<double>& obs, const ParzenOptions& options,
                         const std::vector<uint32_t>* order);
+  void ComputeCategorical(size_t d, const std::vector<double>& obs, const ParzenOptions& options);
+  // The bandwidths of the observations (sigma[i] for obs i, unclipped) by options.rule, from
+  // the observations sorted by value.
+  static void NeighborBandwidths(const ParzenDimension& dim,
+                                 const std::vector<std::pair<double, uint32_t>>& sorted,
+                                 const ParzenOptions& options, std::vector<double>& sigma);
 
   std::vector<ParzenDimension> dims_;
   std::vector<DimState> dim_state_;

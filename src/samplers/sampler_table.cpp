@@ -28,10 +28,31 @@ Result<std::unique_ptr<Sampler>> MakeRandom(const JsonReader&) {
   return std::unique_ptr<Sampler>(std::make_unique<RandomSampler>());
 }
 
-// "gamma": "default" (min(ceil(0.1 n), 25)), "hyperopt" or a ratio in (0, 1].
+// "preset": a named set of options, applied before the explicit keys (which override it).
+Status ParsePreset(const JsonReader& r, TpeOptions& o) {
+  static const std::vector<std::pair<std::string, TpePreset>> kPresets = {
+      {"optuna", TpePreset::kOptuna}, {"tuned", TpePreset::kTuned}};
+  TUNE_ASSIGN_OR_RETURN(std::string preset, r.String("preset", "optuna"));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : kPresets) {
+    if (name == preset) {
+      o = TpePresetOptions(value);
+      return Status::Ok();
+    }
+    names.push_back(name);
+  }
+  return r.ChildError("preset", fmt::format("unknown preset '{}'{}; valid: {}", preset,
+                                            DidYouMean(preset, names), JoinNames(names)));
+}
+
+// "gamma": "default" (min(ceil(0.1 n), 25)), "hyperopt", a ratio in (0, 1] or {"sqrt": beta}.
 Status ParseGamma(const JsonReader& r, TpeOptions& o) {
   if (!r.Has("gamma") || r.json().at("gamma").is_null()) return Status::Ok();
   const Json& g = r.json().at("gamma");
+  const TpeOptions defaults;
+  o.gamma_ratio = defaults.gamma_ratio;
+  o.gamma_hyperopt = false;
+  o.gamma_sqrt_beta = defaults.gamma_sqrt_beta;
   if (g.is_string() && g == "default") return Status::Ok();
   if (g.is_string() && g == "hyperopt") {
     o.gamma_hyperopt = true;
@@ -41,9 +62,37 @@ Status ParseGamma(const JsonReader& r, TpeOptions& o) {
     o.gamma_ratio = g.get<double>();
     return Status::Ok();
   }
+  if (g.is_object() && g.size() == 1 && g.contains("sqrt") && g.at("sqrt").is_number() &&
+      g.at("sqrt").get<double>() > 0.0 && g.at("sqrt").get<double>() <= 25.0) {
+    o.gamma_hyperopt = true;
+    o.gamma_sqrt_beta = g.at("sqrt").get<double>();
+    return Status::Ok();
+  }
   return r.ChildError("gamma", "expected \"default\" (min(ceil(0.1 n), 25)), \"hyperopt\" "
-                               "(min(ceil(0.25 sqrt(n)), 25)) or a ratio in (0, 1], got " +
+                               "(min(ceil(0.25 sqrt(n)), 25)), a ratio r in (0, 1] "
+                               "(min(ceil(r n), 25)) or {\"sqrt\": beta}, beta in (0, 25] "
+                               "(min(ceil(beta sqrt(n)), 25)), got " +
                                    JsonReader::Describe(g));
+}
+
+// "weights": "default" (Optuna's), "uniform" or "expected_improvement".
+Status ParseWeights(const JsonReader& r, TpeOptions& o) {
+  static const std::vector<std::pair<std::string, WeightRule>> kRules = {
+      {"default", WeightRule::kOptuna},
+      {"uniform", WeightRule::kUniform},
+      {"expected_improvement", WeightRule::kExpectedImprovement}};
+  TUNE_ASSIGN_OR_RETURN(auto weights, r.OptString("weights"));
+  if (!weights) return Status::Ok();
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : kRules) {
+    if (name == *weights) {
+      o.weights = rule;
+      return Status::Ok();
+    }
+    names.push_back(name);
+  }
+  return r.ChildError("weights", fmt::format("unknown weights '{}'{}; valid: {}", *weights,
+                                             DidYouMean(*weights, names), JoinNames(names)));
 }
 
 // The counts and the shape of the weights and the prior.
@@ -61,13 +110,7 @@ Status ParseTpeModel(const JsonReader& r, TpeOptions& o) {
     o.n_ei_candidates = static_cast<int>(*candidates);
   }
   TUNE_RETURN_IF_ERROR(ParseGamma(r, o));
-  TUNE_ASSIGN_OR_RETURN(std::string weights, r.String("weights", "default"));
-  if (weights != "default" && weights != "uniform") {
-    return r.ChildError("weights", fmt::format("unknown weights '{}'{}; valid: default, uniform",
-                                               weights,
-                                               DidYouMean(weights, {"default", "uniform"})));
-  }
-  o.uniform_weights = weights == "uniform";
+  TUNE_RETURN_IF_ERROR(ParseWeights(r, o));
   TUNE_ASSIGN_OR_RETURN(auto prior, r.OptNumber("prior_weight"));
   if (prior) {
     if (!(*prior >= 0.0) || std::isinf(*prior)) {
@@ -75,23 +118,64 @@ Status ParseTpeModel(const JsonReader& r, TpeOptions& o) {
     }
     o.prior_weight = *prior;
   }
+  return Status::Ok();
+}
+
+// The kernels: bandwidth rule and its clip, and the categorical kernel.
+Status ParseTpeKernels(const JsonReader& r, TpeOptions& o) {
   TUNE_ASSIGN_OR_RETURN(o.consider_magic_clip, r.Bool("consider_magic_clip", o.consider_magic_clip));
   TUNE_ASSIGN_OR_RETURN(o.consider_endpoints, r.Bool("consider_endpoints", o.consider_endpoints));
+  TUNE_ASSIGN_OR_RETURN(auto factor, r.OptNumber("min_bandwidth_factor"));
+  if (factor) {
+    if (!(*factor > 0.0 && *factor <= 1.0)) {
+      return r.ChildError("min_bandwidth_factor", "must be in (0, 1]");
+    }
+    o.min_bandwidth_factor = *factor;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto exponent, r.OptNumber("magic_clip_exponent"));
+  if (exponent) {
+    if (!(*exponent > 0.0)) return r.ChildError("magic_clip_exponent", "must be > 0");
+    o.magic_clip_exponent = *exponent;
+  }
+  static const std::vector<std::pair<std::string, BandwidthRule>> kRules = {
+      {"optuna", BandwidthRule::kOptuna},
+      {"hyperopt", BandwidthRule::kHyperopt},
+      {"scott", BandwidthRule::kScott}};
+  TUNE_ASSIGN_OR_RETURN(auto bandwidth, r.OptString("bandwidth"));
+  if (bandwidth) {
+    std::vector<std::string> names;
+    for (const auto& [name, rule] : kRules) names.push_back(name);
+    auto it = std::find(names.begin(), names.end(), *bandwidth);
+    if (it == names.end()) {
+      return r.ChildError("bandwidth",
+                          fmt::format("unknown bandwidth rule '{}'{}; valid: {}", *bandwidth,
+                                      DidYouMean(*bandwidth, names), JoinNames(names)));
+    }
+    o.bandwidth = kRules[static_cast<size_t>(it - names.begin())].second;
+  }
+  if (r.Has("categorical_prior_weight")) {
+    TUNE_ASSIGN_OR_RETURN(auto b, r.OptNumber("categorical_prior_weight"));
+    if (b && !(*b >= 0.0 && *b <= 1.0)) {
+      return r.ChildError("categorical_prior_weight", "must be null (Optuna's kernel) or in [0, 1]");
+    }
+    o.categorical_prior_weight = b;
+  }
   return Status::Ok();
 }
 
 // Multivariate mode, groups, constant liar, constraints and tune's OOM feasibility.
 Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
   TUNE_ASSIGN_OR_RETURN(o.multivariate, r.Bool("multivariate", o.multivariate));
-  TUNE_ASSIGN_OR_RETURN(std::string bandwidth,
-                        r.String("multivariate_bandwidth", "per_dimension"));
+  TUNE_ASSIGN_OR_RETURN(auto bandwidth, r.OptString("multivariate_bandwidth"));
   if (bandwidth == "scott") {
     o.multivariate_bandwidth = MultivariateBandwidth::kScott;
-  } else if (bandwidth != "per_dimension") {
+  } else if (bandwidth == "per_dimension") {
+    o.multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
+  } else if (bandwidth) {
     return r.ChildError("multivariate_bandwidth",
                         fmt::format("unknown bandwidth rule '{}'{}; valid: per_dimension (Optuna "
                                     "5.0), scott (Optuna 3.1-4.9)",
-                                    bandwidth, DidYouMean(bandwidth, {"per_dimension", "scott"})));
+                                    *bandwidth, DidYouMean(*bandwidth, {"per_dimension", "scott"})));
   }
   TUNE_ASSIGN_OR_RETURN(o.group, r.Bool("group", o.group));
   if (o.group && !o.multivariate) {
@@ -107,7 +191,9 @@ Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
 
 Result<std::unique_ptr<Sampler>> MakeTpe(const JsonReader& r) {
   TpeOptions o;
+  TUNE_RETURN_IF_ERROR(ParsePreset(r, o));
   TUNE_RETURN_IF_ERROR(ParseTpeModel(r, o));
+  TUNE_RETURN_IF_ERROR(ParseTpeKernels(r, o));
   TUNE_RETURN_IF_ERROR(ParseTpeModes(r, o));
   return std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o));
 }
@@ -117,13 +203,18 @@ const std::vector<SamplerRow>& SamplerTable() {
   static const std::vector<SamplerRow> kRows = {
       {"random", {}, MakeRandom},
       {"tpe",
-       {{"n_startup_trials", tpe.n_startup_trials},
+       {{"preset", "optuna"},
+        {"n_startup_trials", tpe.n_startup_trials},
         {"n_ei_candidates", tpe.n_ei_candidates},
         {"gamma", "default"},
         {"weights", "default"},
         {"prior_weight", tpe.prior_weight},
         {"consider_magic_clip", tpe.consider_magic_clip},
         {"consider_endpoints", tpe.consider_endpoints},
+        {"min_bandwidth_factor", tpe.min_bandwidth_factor},
+        {"magic_clip_exponent", tpe.magic_clip_exponent},
+        {"bandwidth", "optuna"},
+        {"categorical_prior_weight", nullptr},
         {"multivariate", tpe.multivariate},
         {"multivariate_bandwidth", "per_dimension"},
         {"group", tpe.group},

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -33,6 +34,10 @@ std::vector<std::string> Candidates(const std::string& name, const std::string& 
 
 std::vector<int64_t> Shape(const torch::Tensor& t) { return t.sizes().vec(); }
 
+bool IsFloat(SafetensorsDtype d) {
+  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 || d == SafetensorsDtype::kBF16;
+}
+
 }  // namespace
 
 Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
@@ -62,7 +67,24 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
     const std::string& name = item.key();
     const torch::Tensor& param = item.value();
     if (StartsWith(name, "classifier.")) {
-      report.fresh.push_back(name);
+      // The head: tune's own names (a saved model), or BERT's "classifier.weight/bias" for a
+      // head without hidden layers; newly initialised when absent or of another shape.
+      const SafetensorsTensorInfo* head = file.Find(name);
+      if (head == nullptr && StartsWith(name, "classifier.out.")) {
+        head = file.Find("classifier." + name.substr(std::string("classifier.out.").size()));
+      }
+      if (head != nullptr && head->shape == Shape(param) && IsFloat(head->dtype)) {
+        used.insert(head->name);
+        plan.emplace_back(param, head);
+      } else {
+        if (head != nullptr) {
+          report.resized.push_back(fmt::format("{}: found shape {} in the checkpoint, the model "
+                                               "needs {}",
+                                               head->name, ShapeString(head->shape),
+                                               ShapeString(Shape(param))));
+        }
+        report.fresh.push_back(name);
+      }
       continue;
     }
     const SafetensorsTensorInfo* found = nullptr;
@@ -85,8 +107,7 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
                                      ShapeString(found->shape)));
       continue;
     }
-    if (found->dtype != SafetensorsDtype::kF32 && found->dtype != SafetensorsDtype::kF16 &&
-        found->dtype != SafetensorsDtype::kBF16) {
+    if (!IsFloat(found->dtype)) {
       problems.push_back(fmt::format("tensor '{}': dtype {}, expected F32, F16 or BF16",
                                      found->name, SafetensorsDtypeName(found->dtype)));
       continue;
@@ -116,6 +137,34 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
     ++report.loaded;
   }
   return report;
+}
+
+std::string PretrainedPrefix(const std::string& model_type) {
+  if (model_type == "bert") return "bert.";
+  if (model_type == "deberta-v2") return "deberta.";
+  return "roberta.";  // roberta, xlm-roberta, camembert
+}
+
+Status SavePretrainedWeights(torch::nn::Module& model, const std::string& prefix,
+                             const std::string& path) {
+  std::vector<SafetensorsWriteTensor> tensors;
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor t = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
+    SafetensorsWriteTensor w;
+    const bool bare = StartsWith(name, "classifier.") ||
+                      (StartsWith(name, "pooler.") && prefix == "deberta.");
+    w.name = (bare ? "" : prefix) + name;
+    w.shape = t.sizes().vec();
+    w.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    tensors.push_back(std::move(w));
+  }
+  const std::string tmp = path + ".tmp";
+  TUNE_RETURN_IF_ERROR(WriteSafetensors(tmp, tensors, {{"format", "pt"}}));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return InternalError(fmt::format("cannot rename {} to {}", tmp, path));
+  }
+  return Status::Ok();
 }
 
 }  // namespace tune::internal

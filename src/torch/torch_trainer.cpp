@@ -11,7 +11,9 @@
 #include <cmath>
 #include <new>
 #include <optional>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "torch/torch_compat.h"
@@ -133,6 +135,7 @@ class TextTask final : public Task {
       : data_(*job.data),
         hp_(job.hp),
         device_(device),
+        model_type_(job.model.model_type),
         model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
                internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
     model_->to(device);
@@ -141,24 +144,36 @@ class TextTask final : public Task {
     for (const auto& ids : data_.validation_ids)
       eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
   }
-  // Copies the checkpoint's weights into the encoder (a non-OK Status when they do not fit).
+  // Copies the checkpoint's weights into the model (a non-OK Status when they do not fit). What
+  // is newly initialised and what the checkpoint has that the model does not use are logged
+  // once per checkpoint and process, as Hugging Face's from_pretrained does.
   Status LoadPretrained(const std::string& weights_path) {
     TUNE_ASSIGN_OR_RETURN(internal::PretrainedLoadReport report,
                           internal::LoadPretrainedWeights(*model_, weights_path));
-    spdlog::info("Loaded {} tensors from {}{}; freshly initialised: {}", report.loaded,
-                 weights_path,
-                 report.prefix.empty() ? "" : fmt::format(" (prefix '{}')", report.prefix),
-                 fmt::join(report.fresh, ", "));
+    static std::mutex mu;
+    static std::set<std::string> logged;
+    std::lock_guard<std::mutex> lock(mu);
+    const bool first = logged.insert(weights_path).second;
+    const auto level = first ? spdlog::level::info : spdlog::level::debug;
+    spdlog::log(level, "Loaded {} tensors from {}{}", report.loaded, weights_path,
+                report.prefix.empty() ? "" : fmt::format(" (prefix '{}')", report.prefix));
+    if (!report.fresh.empty()) {
+      spdlog::log(level, "Some weights of the model were not initialized from the checkpoint at "
+                  "{} and are newly initialized: [{}]{}",
+                  weights_path, fmt::join(report.fresh, ", "),
+                  report.resized.empty()
+                      ? ""
+                      : fmt::format(" ({})", fmt::join(report.resized, "; ")));
+    }
     if (!report.unexpected.empty()) {
-      const size_t shown = std::min<size_t>(report.unexpected.size(), 6);
-      spdlog::info("{} tensors of {} are not used by the classifier: {}{}",
-                   report.unexpected.size(), weights_path,
-                   fmt::join(report.unexpected.begin(), report.unexpected.begin() +
-                                                            static_cast<std::ptrdiff_t>(shown),
-                             ", "),
-                   shown < report.unexpected.size() ? ", ..." : "");
+      spdlog::log(level, "Some weights of the checkpoint at {} were not used: [{}]", weights_path,
+                  fmt::join(report.unexpected, ", "));
     }
     return Status::Ok();
+  }
+  // The model as a model.safetensors that LoadPretrained reads back (torch_pretrained.h).
+  Status SaveWeights(const std::string& path) {
+    return internal::SavePretrainedWeights(*model_, internal::PretrainedPrefix(model_type_), path);
   }
   torch::nn::Module& module() override { return *model_; }
   int64_t num_labels() const override { return data_.num_labels; }
@@ -183,6 +198,7 @@ class TextTask final : public Task {
   const TextTrainData& data_;
   const TrainHyperparams& hp_;
   torch::Device device_;
+  std::string model_type_;
   TransformerClassifier model_;
   std::vector<int64_t> train_lengths_, eval_lengths_;
 };
@@ -312,6 +328,34 @@ class TorchTrainer final : public Trainer {
     return m;
   }
 
+  Result<std::vector<std::vector<float>>> Predict(const TrainJob& job) override {
+    if (job.data == nullptr) return InvalidArgumentError("Predict needs text data");
+    try {
+      torch::manual_seed(job.hp.seed);
+      TextTask task(job, device_);
+      TUNE_RETURN_IF_ERROR(task.LoadPretrained(job.model.pretrained));
+      task.module().train(false);
+      torch::NoGradGuard no_grad;
+      Progress p;
+      std::vector<std::vector<float>> out(job.data->validation_ids.size());
+      const int64_t batch_size = job.hp.eval_batch_size > 0 ? job.hp.eval_batch_size
+                                                            : job.hp.batch_size;
+      for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
+        if (InterruptRequested()) return CancelledError("interrupted");
+        torch::Tensor logits =
+            task.Forward(batch, /*train=*/false, p).first.to(torch::kCPU, torch::kFloat).contiguous();
+        const int64_t labels = logits.size(1);
+        for (size_t row = 0; row < batch.size(); ++row) {
+          const float* v = logits.data_ptr<float>() + static_cast<int64_t>(row) * labels;
+          out[static_cast<size_t>(batch[row])].assign(v, v + labels);
+        }
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return InternalError(fmt::format("LibTorch error while predicting: {}", e.what()));
+    }
+  }
+
   Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
     TrainResult result;
     Progress progress;
@@ -385,6 +429,7 @@ class TorchTrainer final : public Trainer {
     std::mt19937_64 rng(hp.seed);
 
     std::unique_ptr<Task> task;
+    TextTask* text_task = nullptr;
     if (job.tabular != nullptr) {
       task = std::make_unique<TabularTask>(job, device_);
     } else {
@@ -392,6 +437,7 @@ class TorchTrainer final : public Trainer {
       if (!job.model.pretrained.empty()) {
         TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
       }
+      text_task = text.get();
       task = std::move(text);
     }
     torch::nn::Module& model = task->module();
@@ -490,6 +536,10 @@ class TorchTrainer final : public Trainer {
       if (*decision == EpochDecision::kStop) {
         result.end = TrainResult::End::kStopped;
         return Status::Ok();
+      }
+      if (*decision == EpochDecision::kKeep && text_task != nullptr && !job.save_weights.empty()) {
+        p.phase = "saving";
+        TUNE_RETURN_IF_ERROR(text_task->SaveWeights(job.save_weights));
       }
     }
     result.end = TrainResult::End::kCompleted;

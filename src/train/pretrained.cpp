@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -38,58 +39,50 @@ std::string JoinedStrings(const Json& v) {  // a "a|b" string or ["a", "b"]
   return out;
 }
 
-}  // namespace
-
-std::string PretrainedVocabPath(const std::string& dir) {
-  std::error_code ec;
-  const fs::path txt = fs::path(dir) / "vocab.txt", json = fs::path(dir) / "vocab.json";
-  return (!fs::exists(txt, ec) && fs::exists(json, ec) ? json : txt).string();
+// DeBERTa-v2/v3's keys: what the published v3 checkpoints use; other variants are rejected, not
+// misread.
+Status ReadDebertaConfig(const internal::JsonReader& r, const Json& doc, ModelSpec& m) {
+  TUNE_ASSIGN_OR_RETURN(bool relative, r.Bool("relative_attention", false));
+  if (!relative) return r.ChildError("relative_attention", "must be true (DeBERTa-v3)");
+  TUNE_ASSIGN_OR_RETURN(bool biased, r.Bool("position_biased_input", true));
+  if (biased) return r.ChildError("position_biased_input", "must be false (DeBERTa-v3)");
+  TUNE_ASSIGN_OR_RETURN(bool share, r.Bool("share_att_key", false));
+  if (!share) return r.ChildError("share_att_key", "must be true (DeBERTa-v3)");
+  const std::string att = r.Has("pos_att_type") ? JoinedStrings(doc["pos_att_type"]) : "";
+  if (!Contains(att, "c2p") || !Contains(att, "p2c")) {
+    return r.ChildError("pos_att_type", "must contain c2p and p2c (DeBERTa-v3: \"p2c|c2p\")");
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string norm, r.String("norm_rel_ebd", "none"));
+  if (!Contains(norm, "layer_norm")) {
+    return r.ChildError("norm_rel_ebd", "must be \"layer_norm\" (DeBERTa-v3)");
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> buckets, r.OptInt("position_buckets"));
+  if (!buckets || *buckets <= 0) {
+    return r.ChildError("position_buckets", "must be > 0 (DeBERTa-v3: 256)");
+  }
+  m.position_buckets = *buckets;
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> max_rel, r.OptInt("max_relative_positions"));
+  if (max_rel && *max_rel >= 1 && *max_rel != m.max_position_embeddings) {
+    return r.ChildError("max_relative_positions",
+                        fmt::format("must be -1 or max_position_embeddings ({})",
+                                    m.max_position_embeddings));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> conv, r.OptInt("conv_kernel_size"));
+  if (conv && *conv > 0) return r.ChildError("conv_kernel_size", "convolution layers are not supported");
+  return Status::Ok();
 }
 
-Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
-                                                      const std::string& name) {
-  PretrainedCheckpoint c;
-  c.dir = dir;
-  c.config_path = (fs::path(dir) / "config.json").string();
-  c.weights_path = (fs::path(dir) / "model.safetensors").string();
-  c.vocab_path = PretrainedVocabPath(dir);
-  const bool bpe = fs::path(c.vocab_path).extension() == ".json";
-  std::string merges_path = (fs::path(dir) / "merges.txt").string();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return NotFoundError(fmt::format("pretrained checkpoint '{}' is not a directory", dir));
-  }
-  for (const std::string* f : {&c.config_path, &c.weights_path, &c.vocab_path, &merges_path}) {
-    if (f == &merges_path && !bpe) continue;
-    if (fs::exists(*f, ec)) continue;
-    std::string hint;
-    if (f == &c.weights_path && fs::exists(fs::path(dir) / "pytorch_model.bin", ec)) {
-      hint = " (pytorch_model.bin is a pickle tune cannot read; convert it to safetensors)";
-    }
-    if (f == &c.vocab_path && fs::exists(fs::path(dir) / "sentencepiece.bpe.model", ec)) {
-      hint = " (sentencepiece.bpe.model, XLM-RoBERTa's SentencePiece vocabulary, is not "
-             "supported)";
-    }
-    return NotFoundError(fmt::format(
-        "{}: not found; a pretrained checkpoint directory needs config.json, model.safetensors "
-        "and vocab.txt (WordPiece) or vocab.json + merges.txt (byte-level BPE){}",
-        *f, hint));
-  }
-  std::ifstream in(c.config_path);
-  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgumentError(c.config_path + ": not valid JSON");
-  internal::JsonReader r(doc, c.config_path);
+// config.json's architecture into `m` (model_type, sizes, layer_norm_eps, DeBERTa's settings).
+Status ReadCheckpointConfig(const Json& doc, const std::string& config_path, ModelSpec& m) {
+  internal::JsonReader r(doc, config_path);
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
-
-  ModelSpec& m = c.model;
-  m.name = name;
-  m.pretrained = c.weights_path;
   TUNE_ASSIGN_OR_RETURN(m.model_type, r.RequiredString("model_type"));
   const std::vector<std::string> types = {"bert", "roberta", "xlm-roberta", "camembert",
                                           "deberta-v2"};
   if (std::find(types.begin(), types.end(), m.model_type) == types.end()) {
-    return r.ChildError("model_type", fmt::format("'{}' is not supported; valid: {}", m.model_type,
-                                                  JoinNames(types)));
+    return r.ChildError("model_type",
+                        fmt::format("'{}' is not supported{}; valid: {}", m.model_type,
+                                    DidYouMean(m.model_type, types), JoinNames(types)));
   }
   const bool deberta = m.model_type == "deberta-v2";
   struct IntField {
@@ -130,39 +123,186 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
   if (r.Has("embedding_size") && doc["embedding_size"] != doc["hidden_size"]) {
     return r.ChildError("embedding_size", "an embedding size other than hidden_size is not supported");
   }
-  if (deberta) {
-    // What the published DeBERTa-v3 checkpoints use; other variants are rejected, not misread.
-    TUNE_ASSIGN_OR_RETURN(bool relative, r.Bool("relative_attention", false));
-    if (!relative) return r.ChildError("relative_attention", "must be true (DeBERTa-v3)");
-    TUNE_ASSIGN_OR_RETURN(bool biased, r.Bool("position_biased_input", true));
-    if (biased) return r.ChildError("position_biased_input", "must be false (DeBERTa-v3)");
-    TUNE_ASSIGN_OR_RETURN(bool share, r.Bool("share_att_key", false));
-    if (!share) return r.ChildError("share_att_key", "must be true (DeBERTa-v3)");
-    const std::string att = r.Has("pos_att_type") ? JoinedStrings(doc["pos_att_type"]) : "";
-    if (!Contains(att, "c2p") || !Contains(att, "p2c")) {
-      return r.ChildError("pos_att_type", "must contain c2p and p2c (DeBERTa-v3: \"p2c|c2p\")");
-    }
-    TUNE_ASSIGN_OR_RETURN(std::string norm, r.String("norm_rel_ebd", "none"));
-    if (!Contains(norm, "layer_norm")) {
-      return r.ChildError("norm_rel_ebd", "must be \"layer_norm\" (DeBERTa-v3)");
-    }
-    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> buckets, r.OptInt("position_buckets"));
-    if (!buckets || *buckets <= 0) {
-      return r.ChildError("position_buckets", "must be > 0 (DeBERTa-v3: 256)");
-    }
-    m.position_buckets = *buckets;
-    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> max_rel, r.OptInt("max_relative_positions"));
-    if (max_rel && *max_rel >= 1 && *max_rel != m.max_position_embeddings) {
-      return r.ChildError("max_relative_positions",
-                          fmt::format("must be -1 or max_position_embeddings ({})",
-                                      m.max_position_embeddings));
-    }
-    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> conv, r.OptInt("conv_kernel_size"));
-    if (conv && *conv > 0) return r.ChildError("conv_kernel_size", "convolution layers are not supported");
+  if (deberta) TUNE_RETURN_IF_ERROR(ReadDebertaConfig(r, doc, m));
+  return Status::Ok();
+}
+
+// The files a checkpoint directory needs, each missing one named with what to do.
+Status CheckCheckpointFiles(const PretrainedCheckpoint& c) {
+  const fs::path dir(c.dir);
+  std::error_code ec;
+  if (!fs::exists(c.config_path, ec)) {
+    return NotFoundError(fmt::format("{}: not found; a checkpoint directory needs config.json, "
+                                     "model.safetensors and its tokenizer files",
+                                     c.config_path));
   }
-  m.num_parameters = EncoderParameterCount(m);
+  if (!fs::exists(c.weights_path, ec)) {
+    if (fs::exists(dir / "pytorch_model.bin", ec)) {
+      return NotFoundError(fmt::format(
+          "{}: not found; {} is a PyTorch pickle, which tune does not read. Convert it once "
+          "to safetensors:\n  python3 -c \"import torch; from safetensors.torch import "
+          "save_file; sd = torch.load('{}', map_location='cpu'); save_file({{k: v.contiguous() "
+          "for k, v in sd.items()}}, '{}', metadata={{'format': 'pt'}})\"",
+          c.weights_path, (dir / "pytorch_model.bin").string(),
+          (dir / "pytorch_model.bin").string(), c.weights_path));
+    }
+    const bool sharded = fs::exists(dir / "model.safetensors.index.json", ec);
+    return NotFoundError(fmt::format(
+        "{}: not found; the checkpoint directory has no weights{}", c.weights_path,
+        sharded ? " tune can read (sharded model-0000N-of-0000M.safetensors files are not "
+                  "supported)"
+                : " (model.safetensors)"));
+  }
+  if (!fs::exists(c.vocab_path, ec)) {
+    std::string hint;
+    if (fs::exists(dir / "sentencepiece.bpe.model", ec)) {
+      hint = " (sentencepiece.bpe.model, XLM-RoBERTa's SentencePiece vocabulary, is not supported)";
+    } else if (fs::exists(dir / "spm.model", ec)) {
+      hint = " (spm.model, DeBERTa's SentencePiece vocabulary, is not supported)";
+    } else if (fs::exists(dir / "tokenizer.json", ec)) {
+      hint = " (a tokenizer.json alone is not supported)";
+    }
+    return NotFoundError(fmt::format(
+        "{}: not found; the checkpoint's tokenizer needs vocab.txt (WordPiece) or vocab.json + "
+        "merges.txt (byte-level BPE){}",
+        c.vocab_path, hint));
+  }
+  if (fs::path(c.vocab_path).extension() == ".json" && !fs::exists(dir / "merges.txt", ec)) {
+    return NotFoundError(fmt::format("{}: not found; the checkpoint's tokenizer needs vocab.txt "
+                                     "(WordPiece) or vocab.json + merges.txt (byte-level BPE)",
+                                     (dir / "merges.txt").string()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string PretrainedVocabPath(const std::string& dir) {
+  std::error_code ec;
+  const fs::path txt = fs::path(dir) / "vocab.txt", json = fs::path(dir) / "vocab.json";
+  return (!fs::exists(txt, ec) && fs::exists(json, ec) ? json : txt).string();
+}
+
+Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
+                                                      const std::string& name) {
+  PretrainedCheckpoint c;
+  c.dir = dir;
+  c.config_path = (fs::path(dir) / "config.json").string();
+  c.weights_path = (fs::path(dir) / "model.safetensors").string();
+  c.vocab_path = PretrainedVocabPath(dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return NotFoundError(fmt::format("pretrained checkpoint '{}' is not a directory", dir));
+  }
+  TUNE_RETURN_IF_ERROR(CheckCheckpointFiles(c));
+  std::ifstream in(c.config_path);
+  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError(c.config_path + ": not valid JSON");
+  TUNE_RETURN_IF_ERROR(ReadCheckpointConfig(doc, c.config_path, c.model));
+  c.model.name = name;
+  c.model.pretrained = c.weights_path;
+  c.model.checkpoint = dir;
+  c.model.num_parameters = EncoderParameterCount(c.model);
   TUNE_RETURN_IF_ERROR(SafetensorsFile::Open(c.weights_path).status());
+  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, LoadCheckpointTokenizer(dir));
+  if (tokenizer.vocab_size() > c.model.vocab_size) {
+    return InvalidArgumentError(fmt::format(
+        "{}: the tokenizer has {} tokens but {} says vocab_size {}: the tokenizer does not "
+        "belong to this model",
+        c.vocab_path, tokenizer.vocab_size(), c.config_path, c.model.vocab_size));
+  }
   return c;
 }
+
+Result<Tokenizer> LoadCheckpointTokenizer(const std::string& dir, bool lowercase) {
+  const fs::path config = fs::path(dir) / "tokenizer_config.json";
+  std::error_code ec;
+  if (fs::exists(config, ec)) {
+    std::ifstream in(config);
+    Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_object() && doc.contains("do_lower_case") && doc["do_lower_case"].is_boolean()) {
+      lowercase = doc["do_lower_case"].get<bool>();
+    }
+  }
+  return Tokenizer::FromVocabFile(PretrainedVocabPath(dir), lowercase);
+}
+
+std::vector<std::string> CheckpointTokenizerFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const char* f : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer.json",
+                        "tokenizer_config.json", "special_tokens_map.json", "spm.model",
+                        "sentencepiece.bpe.model", "added_tokens.json"}) {
+    if (fs::exists(fs::path(dir) / f, ec)) out.push_back((fs::path(dir) / f).string());
+  }
+  return out;
+}
+
+std::string HuggingFaceHubCache() {
+  if (const char* hub = std::getenv("HF_HUB_CACHE"); hub != nullptr && *hub != '\0') return hub;
+  if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
+    return (fs::path(home) / "hub").string();
+  }
+  const char* user = std::getenv("HOME");
+  return (fs::path(user != nullptr ? user : "") / ".cache" / "huggingface" / "hub").string();
+}
+
+namespace {
+
+// models--ORG--NAME/snapshots/<rev>/ with refs/main naming <rev> (or the only snapshot).
+std::optional<fs::path> HubSnapshot(const std::string& name, const std::string& cache,
+                                    std::string& where) {
+  std::string folder = "models--" + name;
+  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at + 2)) {
+    folder.replace(at, 1, "--");
+  }
+  const fs::path repo = fs::path(cache) / folder;
+  std::error_code ec;
+  std::ifstream ref(repo / "refs" / "main");
+  std::string rev;
+  if (ref >> rev) {
+    where = (repo / "snapshots" / rev).string() + " (refs/main)";
+    if (fs::is_directory(repo / "snapshots" / rev, ec)) return repo / "snapshots" / rev;
+    return std::nullopt;
+  }
+  where = (repo / "snapshots" / "<rev>").string() + " (no refs/main)";
+  std::vector<fs::path> snapshots;
+  for (fs::directory_iterator it(repo / "snapshots", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) snapshots.push_back(it->path());
+  }
+  if (snapshots.size() == 1) return snapshots[0];
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointSearch& search) {
+  std::vector<std::string> searched;
+  std::error_code ec;
+  auto at = [&](const fs::path& p, const std::string& what) -> std::optional<std::string> {
+    const fs::path abs = fs::absolute(p, ec).lexically_normal();
+    searched.push_back(fmt::format("{} {}", what, abs.string()));
+    if (fs::is_directory(abs, ec)) return abs.string();
+    return std::nullopt;
+  };
+  const fs::path as_path = fs::path(name).is_absolute() ? fs::path(name) : search.base_dir / name;
+  if (auto d = at(as_path, "path")) return *d;
+  if (search.catalog_checkpoint) {
+    const fs::path p = fs::path(*search.catalog_checkpoint).is_absolute()
+                           ? fs::path(*search.catalog_checkpoint)
+                           : search.base_dir / *search.catalog_checkpoint;
+    if (auto d = at(p, "the catalog entry's \"checkpoint\"")) return *d;
+  }
+  if (search.models_dir) {
+    if (auto d = at(fs::path(*search.models_dir) / name, "models_dir")) return *d;
+  }
+  const std::string cache = search.hub_cache.empty() ? HuggingFaceHubCache() : search.hub_cache;
+  std::string where;
+  if (auto d = HubSnapshot(name, cache, where)) return fs::absolute(*d, ec).string();
+  searched.push_back("the Hugging Face cache " + where);
+  return NotFoundError(fmt::format("model '{}' names no checkpoint directory; searched: {}", name,
+                                   JoinNames(searched, "; ")));
+}
+
 
 }  // namespace tune

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tune/memory/guard.h"
+
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -236,7 +238,10 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
   const int64_t large = DevicePeak("roberta-large", 1);
   ASSERT_LT(b16, b32);
   ASSERT_LT(b32, large);  // a card between bert-base at 16 and 32 cannot hold roberta-large
-  const int64_t usable = (b16 + b32) / 2;
+  // A model never measured is predicted at its estimate x kUnmeasuredHeadroom: the card holds
+  // bert-base at 16 with that headroom, not at 32.
+  const auto usable = static_cast<int64_t>(MemoryCalibration::kUnmeasuredHeadroom *
+                                           static_cast<double>(b16 + b32) / 2);
   const int64_t device_memory = static_cast<int64_t>(static_cast<double>(usable) / 0.95) + 1;
   const std::string program = std::string(TUNE_TEST_DATA_DIR) + "/memory_objective.py";
   Json doc = {

@@ -157,6 +157,7 @@ TEST_F(SummaryCli, EstimatorErrorOverTrialsThatMeasuredAPeak) {
                 {"data", {{"train", "train.csv"}, {"validation", "val.csv"},
                           {"text_column", "sentence"}, {"label_column", "topic"}}},
                 {"model", "tiny-bert"},
+                {"init", "scratch"},
                 {"epochs", 1},
                 {"max_length", 16},
                 {"threads", 1},

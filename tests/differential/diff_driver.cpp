@@ -156,7 +156,7 @@ TpeOptions ParseTpeOptions(const Json& j) {
   } else if (gamma == "hyperopt") {
     o.gamma_hyperopt = true;
   }
-  o.uniform_weights = j.value("weights", std::string("default")) == "uniform";
+  if (j.value("weights", std::string("default")) == "uniform") o.weights = WeightRule::kUniform;
   return o;
 }
 

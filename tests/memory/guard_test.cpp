@@ -155,6 +155,38 @@ TEST(MemoryCalibration, FitsTheLargestMeasuredRatioAndLearnsFromOoms) {
   EXPECT_EQ(c.records("bert"), 3);
 }
 
+TEST(MemoryCalibration, ModelsLearnTheirOwnCorrectionAndUnseenOnesTheFamilysAtLeastOne) {
+  MemoryCalibration c;
+  c.Add({"bert", 1000, 10000, 900, false, "bert-base-uncased"});
+  c.Add({"bert", 1000, 10000, 1150, false, "bert-large-uncased"});
+  EXPECT_DOUBLE_EQ(c.Correction("bert", "bert-base-uncased"), 0.9);
+  EXPECT_DOUBLE_EQ(c.Correction("bert", "bert-large-uncased"), 1.15);
+  EXPECT_DOUBLE_EQ(c.Correction("bert"), 1.15);  // the family: the largest of its models
+  // A model never measured: the family's, at least 1, with headroom.
+  EXPECT_DOUBLE_EQ(c.Correction("bert", "prajjwal1/bert-mini"),
+                   1.15 * MemoryCalibration::kUnmeasuredHeadroom);
+  c = MemoryCalibration();
+  c.Add({"roberta", 1000, 10000, 900, false, "roberta-base"});
+  EXPECT_DOUBLE_EQ(c.Correction("roberta", "roberta-large"), MemoryCalibration::kUnmeasuredHeadroom);
+  EXPECT_DOUBLE_EQ(c.Correction("deberta-v2", "microsoft/deberta-v3-base"),
+                   MemoryCalibration::kUnmeasuredHeadroom);
+}
+
+TEST(MemoryCalibration, AnOomUnderAJobsCapRaisesThatModelByTheCappedStep) {
+  MemoryCalibration c;
+  // Reserved (and capped at) 1100 for an estimate of 1000: it needed more than 1100.
+  c.Add({"bert", 1000, 24000, -1, true, "bert-large-uncased", 1100});
+  EXPECT_DOUBLE_EQ(c.Correction("bert", "bert-large-uncased"),
+                   1.1 * MemoryCalibration::kCappedOomStep);
+  // The device's size does not enter: the cap was the budget.
+  EXPECT_LT(c.Correction("bert"), 2.0);
+  const MemoryRecord r{"bert", 1000, 24000, -1, true, "bert-large-uncased", 1100};
+  const auto back = MemoryRecordsFromJson(MemoryRecordToJson(r));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].model, "bert-large-uncased");
+  EXPECT_EQ(back[0].cap, 1100);
+}
+
 TEST(MemoryCalibration, OnlyTheLatestWindowOfMeasurementsCounts) {
   MemoryCalibration c;
   c.Add({"bert", 1000, 10000, 2000, false});

@@ -43,7 +43,8 @@ class TrainObjectiveTest : public ::testing::Test {
   Json TrainJson(Json extra = Json::object()) {
     Json o = {{"type", "train"},
               {"data", {{"train", "train.jsonl"}, {"validation", "val.jsonl"}}},
-              {"model", "prajjwal1/bert-tiny"}};
+              {"model", "prajjwal1/bert-tiny"},
+              {"init", "scratch"}};
     for (const auto& [k, v] : extra.items()) o[k] = v;
     return o;
   }

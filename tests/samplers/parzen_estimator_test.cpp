@@ -200,6 +200,83 @@ TEST(ParzenEstimator, UnivariateBandwidthFollowsOptuna49) {
   EXPECT_NEAR(Make(d, {0.2}).sigmas(0)[0], 0.8, 1e-12);
 }
 
+// Watanabe (2023)'s alternatives to Optuna's rule (TpeOptions::bandwidth): Hyperopt's
+// neighbour gaps count the prior's centre among the values and always the domain ends; Scott's
+// rule is one bandwidth from the values with the prior's centre.
+TEST(ParzenEstimator, HyperoptAndScottBandwidths) {
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  ParzenOptions hyperopt;
+  hyperopt.rule = BandwidthRule::kHyperopt;
+  // Values 0.1, 0.2, 0.5 (the prior's centre), 0.9 with the ends 0 and 1 as neighbours; clip
+  // min 1/min(100, 3 + 2) = 0.2.
+  auto h = Make(d, {0.9, 0.1, 0.2}, hyperopt);
+  EXPECT_NEAR(h.sigmas(0)[0], 0.4, 1e-12);  // 0.9: max(0.4, 0.1)
+  EXPECT_NEAR(h.sigmas(0)[1], 0.2, 1e-12);  // 0.1: max(0.1, 0.1), clipped up
+  EXPECT_NEAR(h.sigmas(0)[2], 0.3, 1e-12);  // 0.2: max(0.1, 0.3 to the centre)
+  EXPECT_NEAR(h.sigmas(0)[3], 1.0, 1e-12);  // prior
+
+  ParzenOptions scott;
+  scott.rule = BandwidthRule::kScott;
+  scott.consider_magic_clip = false;
+  auto sc = Make(d, {0.9, 0.1, 0.2}, scott);
+  // numpy: v = [0.1, 0.2, 0.5, 0.9]; std(ddof=1); IQR = percentile 75 - 25 (linear).
+  const std::vector<double> v{0.1, 0.2, 0.5, 0.9};
+  const double mean = (0.1 + 0.2 + 0.5 + 0.9) / 4;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / 3);
+  const double iqr = (0.5 + 0.25 * (0.9 - 0.5)) - (0.1 + 0.75 * (0.2 - 0.1));
+  const double expected = 1.059 * std::min(iqr / 1.34, sd) * std::pow(4.0, -0.2);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(sc.sigmas(0)[i], expected, 1e-12) << i;
+  EXPECT_NEAR(sc.sigmas(0)[3], 1.0, 1e-12);
+  // Equal values: Scott's bandwidth is 0 and the clip (on) widens it.
+  auto same = Make(d, {0.5, 0.5}, ParzenOptions{.rule = BandwidthRule::kScott});
+  EXPECT_NEAR(same.sigmas(0)[0], 0.25, 1e-12);  // 1 / min(100, 2 + 2)
+}
+
+// The magic clip's floor: (H - L) / min(1 / min_bandwidth_factor, (m + 2)^exponent).
+TEST(ParzenEstimator, MagicClipFactorAndExponent) {
+  auto d = *MakeFloatDistribution(0.0, 1.0);
+  const std::vector<double> close{0.5, 0.5001, 0.5002};  // gaps far below any floor
+  EXPECT_NEAR(Make(d, close).sigmas(0)[1], 0.2, 1e-12);  // Optuna: 1 / min(100, 5)
+  ParzenOptions squared;
+  squared.magic_clip_exponent = 2.0;  // 1 / min(100, 25)
+  EXPECT_NEAR(Make(d, close, squared).sigmas(0)[1], 0.04, 1e-12);
+  ParzenOptions floor;
+  floor.magic_clip_exponent = 2.0;
+  floor.min_bandwidth_factor = 0.1;  // 1 / min(10, 25)
+  EXPECT_NEAR(Make(d, close, floor).sigmas(0)[1], 0.1, 1e-12);
+  std::vector<double> many(200, 0.5);
+  EXPECT_NEAR(Make(d, many).sigmas(0)[7], 0.01, 1e-15);  // 1 / min(100, 202)
+}
+
+// categorical_prior_weight b: 1 - b on the observed choice, b / (K - 1) on each other; the
+// prior stays uniform; sampling follows the same probabilities.
+TEST(ParzenEstimator, CategoricalPriorWeightKernel) {
+  auto c = *MakeCategoricalDistribution({"a", "b", "c", "d", "e"});
+  ParzenOptions o;
+  o.categorical_prior_weight = 0.2;
+  auto e = Make(c, {1, 1, 3}, o);
+  const auto row = e.CategoricalProbabilities(0, 2);
+  EXPECT_NEAR(row[3], 0.8, 1e-12);
+  EXPECT_NEAR(row[0], 0.05, 1e-12);
+  const auto prior = e.CategoricalProbabilities(0, 3);
+  EXPECT_NEAR(prior[4], 0.2, 1e-12);
+  // Mixture: weights 1/4 each; p(b) = 2/4 * 0.8 + 1/4 * 0.05 + 1/4 * 0.2.
+  auto lp = e.LogPdf({{0, 1, 2, 3, 4}});
+  EXPECT_NEAR(std::exp(lp[1]), 0.4 + 0.0125 + 0.05, 1e-12);
+  double total = 0;
+  for (double x : lp) total += std::exp(x);
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  Rng rng(5);
+  const int n = 40000;
+  auto s = e.Sample(rng, n);
+  for (int k = 0; k < 5; ++k) {
+    double freq = static_cast<double>(std::count(s[0].begin(), s[0].end(), k)) / n;
+    EXPECT_NEAR(freq, std::exp(lp[static_cast<size_t>(k)]), 0.01) << k;
+  }
+}
+
 TEST(ParzenEstimator, ScottBandwidthFollowsOptuna31) {
   auto x = *MakeFloatDistribution(0.0, 10.0);
   ParzenOptions o;

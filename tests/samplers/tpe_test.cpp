@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "samplers/tpe_model.h"
 #include "tune/config.h"
 #include "tune/optimize.h"
 #include "tune/samplers/random.h"
@@ -67,6 +68,8 @@ TEST(Tpe, GammaAndWeightsAsOptuna) {
   o.gamma_hyperopt = true;
   EXPECT_EQ(TpeGamma(o, 100), 3);  // ceil(0.25 * 10) = 3
   EXPECT_EQ(TpeGamma(o, 20000), 25);
+  o.gamma_sqrt_beta = 0.75;
+  EXPECT_EQ(TpeGamma(o, 100), 8);  // ceil(0.75 * 10)
 
   TpeOptions w;
   EXPECT_TRUE(TpeWeights(w, 0).empty());
@@ -77,8 +80,38 @@ TEST(Tpe, GammaAndWeightsAsOptuna) {
   EXPECT_NEAR(w30[1], 1.0 / 30 + (1 - 1.0 / 30) / 4, 1e-15);
   EXPECT_NEAR(w30[4], 1.0, 1e-15);
   EXPECT_EQ(w30[29], 1.0);
-  w.uniform_weights = true;
+  w.weights = WeightRule::kUniform;
   EXPECT_EQ(TpeWeights(w, 30), std::vector<double>(30, 1.0));
+  w.weights = WeightRule::kExpectedImprovement;  // above: uniform; below: see the next test
+  EXPECT_EQ(TpeWeights(w, 30), std::vector<double>(30, 1.0));
+}
+
+// WeightRule::kExpectedImprovement (Watanabe 2023): a below trial weighs max(1e-12, t - value),
+// t the value of the best trial above, and the below estimator's prior weighs their mean.
+TEST(Tpe, ExpectedImprovementWeightsTheBelowSet) {
+  const std::vector<double> values = {5, 1, 4, 2, 9, 3, 7, 8, 6, 0.5};
+  std::vector<T> spec;
+  for (double v : values) spec.push_back({TrialState::kComplete, v});
+  TpeOptions o;
+  o.gamma_ratio = 0.3;  // gamma(10) = 3: trials 1 (1), 3 (2), 9 (0.5); t = 3 (trial 5)
+  o.weights = WeightRule::kExpectedImprovement;
+  TpeSampler tpe(o);
+  TpeModel m = tpe.Model(History(spec), Current(10), {{"x", X()}});
+  ASSERT_EQ(m.split.below, (std::vector<int64_t>{1, 3, 9}));
+  const double prior = (2.0 + 1.0 + 2.5) / 3, total = 5.5 + prior;
+  ASSERT_EQ(m.below.weights().size(), 4u);
+  EXPECT_NEAR(m.below.weights()[0], 2.0 / total, 1e-12);
+  EXPECT_NEAR(m.below.weights()[1], 1.0 / total, 1e-12);
+  EXPECT_NEAR(m.below.weights()[2], 2.5 / total, 1e-12);
+  EXPECT_NEAR(m.below.weights()[3], prior / total, 1e-12);
+  EXPECT_NEAR(m.above.weights()[0], 1.0 / 8, 1e-12);  // 7 uniform observations + the prior
+
+  // Without a finite value at the threshold (the best trial above is PRUNED): uniform.
+  std::vector<T> pruned = {{TrialState::kComplete, 1.0}, {TrialState::kPruned, std::nullopt},
+                           {TrialState::kPruned, std::nullopt}, {TrialState::kPruned, std::nullopt}};
+  o.gamma_ratio = 0.25;
+  TpeModel u = TpeSampler(o).Model(History(pruned), Current(4), {{"x", X()}});
+  EXPECT_NEAR(u.below.weights()[0], 0.5, 1e-12);
 }
 
 TEST(Tpe, SplitRanksCompleteThenDeeperPrunedThenUnreportedPruned) {
@@ -398,6 +431,142 @@ TEST(Tpe, ConfigOptionsAreCheckedStrictly) {
   ASSERT_FALSE(random_opts.ok());
   EXPECT_NE(random_opts.status().message().find("unknown key 'multivariate'"), std::string::npos)
       << random_opts.status().message();
+}
+
+// "preset" (docs/tpe.md#presets): "optuna" is TpeOptions' defaults, "tuned" its own set; the
+// explicit keys override the preset; a bad name is an error in the usual style.
+TEST(Tpe, PresetsAndTheirOverrides) {
+  auto parse = [](const std::string& sampler) {
+    return ParseStudyConfig(
+        Json::parse(R"({"objective": {"type": "function", "name": "sphere"}, "sampler": )" +
+                    sampler + "}"),
+        "c.json", ".");
+  };
+  auto options = [](const StudyConfig& c) {
+    auto s = std::move(MakeSampler(c.sampler)).value();
+    return dynamic_cast<const TpeSampler&>(*s).options();
+  };
+  const TpeOptions defaults, optuna = TpePresetOptions(TpePreset::kOptuna);
+  EXPECT_EQ(optuna.gamma_ratio, defaults.gamma_ratio);
+  EXPECT_EQ(optuna.weights, defaults.weights);
+  EXPECT_EQ(optuna.bandwidth, defaults.bandwidth);
+  EXPECT_EQ(optuna.min_bandwidth_factor, defaults.min_bandwidth_factor);
+  EXPECT_EQ(optuna.magic_clip_exponent, defaults.magic_clip_exponent);
+  EXPECT_EQ(optuna.categorical_prior_weight, defaults.categorical_prior_weight);
+  EXPECT_EQ(optuna.consider_endpoints, defaults.consider_endpoints);
+  EXPECT_EQ(optuna.prior_weight, defaults.prior_weight);
+  EXPECT_EQ(optuna.multivariate, defaults.multivariate);
+
+  auto plain = parse(R"({"name": "tpe"})");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(options(*plain).bandwidth, BandwidthRule::kOptuna);
+  const TpeOptions tuned = TpePresetOptions(TpePreset::kTuned);
+  auto t = parse(R"({"name": "tpe", "preset": "tuned"})");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(options(*t).bandwidth, tuned.bandwidth);
+  EXPECT_EQ(options(*t).weights, tuned.weights);
+  EXPECT_EQ(options(*t).categorical_prior_weight, tuned.categorical_prior_weight);
+  EXPECT_EQ(options(*t).magic_clip_exponent, tuned.magic_clip_exponent);
+  EXPECT_EQ(options(*t).min_bandwidth_factor, tuned.min_bandwidth_factor);
+  EXPECT_EQ(options(*t).prior_weight, tuned.prior_weight);
+  EXPECT_NE(tuned.prior_weight, defaults.prior_weight);  // the preset changes something
+  EXPECT_FALSE(options(*t).multivariate);  // the mode is the user's choice, not the preset's
+
+  auto over = parse(R"({"name": "tpe", "preset": "tuned", "bandwidth": "optuna",
+                        "weights": "default", "gamma": "default", "magic_clip_exponent": 1,
+                        "min_bandwidth_factor": 0.01, "categorical_prior_weight": null,
+                        "consider_endpoints": false, "prior_weight": 1})");
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  const TpeOptions o = options(*over);
+  EXPECT_EQ(o.bandwidth, BandwidthRule::kOptuna);
+  EXPECT_EQ(o.weights, WeightRule::kOptuna);
+  EXPECT_FALSE(o.gamma_hyperopt);
+  EXPECT_EQ(o.gamma_ratio, 0.1);
+  EXPECT_EQ(o.magic_clip_exponent, 1.0);
+  EXPECT_EQ(o.min_bandwidth_factor, 0.01);
+  EXPECT_FALSE(o.categorical_prior_weight.has_value());
+  EXPECT_FALSE(o.consider_endpoints);
+  EXPECT_EQ(o.prior_weight, 1.0);
+
+  auto bad = parse(R"({"name": "tpe", "preset": "tunde"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "c.json: /sampler/preset: unknown preset 'tunde' (did you mean 'tuned'?); valid: "
+            "optuna, tuned");
+}
+
+TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
+  auto parse = [](const std::string& sampler) {
+    return ParseStudyConfig(
+        Json::parse(R"({"objective": {"type": "function", "name": "sphere"}, "sampler": )" +
+                    sampler + "}"),
+        "c.json", ".");
+  };
+  auto ok = parse(R"({"name": "tpe", "bandwidth": "hyperopt", "weights": "expected_improvement",
+                      "gamma": {"sqrt": 0.75}, "min_bandwidth_factor": 0.03,
+                      "magic_clip_exponent": 2, "categorical_prior_weight": 0.2})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  auto s = std::move(MakeSampler(ok->sampler)).value();
+  const TpeOptions& o = dynamic_cast<const TpeSampler&>(*s).options();
+  EXPECT_EQ(o.bandwidth, BandwidthRule::kHyperopt);
+  EXPECT_EQ(o.weights, WeightRule::kExpectedImprovement);
+  EXPECT_TRUE(o.gamma_hyperopt);
+  EXPECT_EQ(o.gamma_sqrt_beta, 0.75);
+  EXPECT_EQ(o.min_bandwidth_factor, 0.03);
+  EXPECT_EQ(o.magic_clip_exponent, 2.0);
+  EXPECT_EQ(o.categorical_prior_weight, 0.2);
+  auto scott = parse(R"({"name": "tpe", "bandwidth": "scott"})");
+  ASSERT_TRUE(scott.ok());
+
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {R"("bandwidth": "hyperpot")",
+       "/sampler/bandwidth: unknown bandwidth rule 'hyperpot' (did you mean 'hyperopt'?); "
+       "valid: optuna, hyperopt, scott"},
+      {R"("weights": "ei")", "/sampler/weights: unknown weights 'ei'"},
+      {R"("gamma": {"sqrt": 0})", "/sampler/gamma: expected"},
+      {R"("min_bandwidth_factor": 0)", "/sampler/min_bandwidth_factor: must be in (0, 1]"},
+      {R"("magic_clip_exponent": -1)", "/sampler/magic_clip_exponent: must be > 0"},
+      {R"("categorical_prior_weight": 1.5)", "/sampler/categorical_prior_weight: must be null"},
+      {R"("categorical_prior_weight": "x")", "/sampler/categorical_prior_weight: expected a number"},
+  };
+  for (const auto& [key, message] : errors) {
+    auto r = parse(R"({"name": "tpe", )" + key + "}");
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_NE(r.status().message().find("c.json: " + message), std::string::npos)
+        << r.status().message();
+  }
+}
+
+// Every option of the presets and of Watanabe's study samples valid values on a space with every
+// kind of distribution, in both modes.
+TEST(Tpe, EveryOptionSamplesTheMixedSpace) {
+  const std::vector<std::string> samplers = {
+      R"({"preset": "tuned"})", R"({"bandwidth": "hyperopt"})", R"({"bandwidth": "scott"})",
+      R"({"weights": "expected_improvement"})", R"({"categorical_prior_weight": 0.3})",
+      R"({"magic_clip_exponent": 2, "min_bandwidth_factor": 0.001})"};
+  for (const std::string& extra : samplers) {
+    for (bool mv : {false, true}) {
+      Json sampler = Json::parse(extra);
+      sampler["name"] = "tpe";
+      sampler["multivariate"] = mv;
+      auto c = ParseStudyConfig(
+          Json{{"objective", {{"type", "function"}, {"name", "mixed"}, {"oom_threshold", 16000}}},
+               {"sampler", sampler}},
+          "t.json", ".");
+      ASSERT_TRUE(c.ok()) << c.status().ToString();
+      auto objective = std::move(MakeObjective(*c)).value();
+      auto study = NewStudy(std::move(MakeSampler(c->sampler)).value(), 3);
+      OptimizeOptions oo;
+      oo.n_trials = 40;
+      ASSERT_TRUE(Optimize(*study, c->space, *objective, oo).ok()) << extra;
+      const std::vector<FrozenTrial> trials = study->Trials().value();
+      for (const FrozenTrial& t : trials) {
+        EXPECT_TRUE(t.state == TrialState::kComplete || t.state == TrialState::kPruned)
+            << extra << " trial " << t.number;
+      }
+      EXPECT_LT((*study->BestTrial()).values[0], 0.3) << extra;
+    }
+  }
 }
 
 }  // namespace

@@ -408,6 +408,7 @@ class TrainObjectiveTorchTest : public ::testing::Test {
     Json objective = {{"type", "train"},
                       {"data", {{"train", "train.jsonl"}, {"validation", "validation.jsonl"}}},
                       {"model", "tiny"},
+                      {"init", "scratch"},
                       {"threads", 1},
                       {"max_length", 32},
                       {"dropout", 0.0},

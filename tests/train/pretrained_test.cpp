@@ -92,7 +92,67 @@ TEST_F(PretrainedCheckpointTest, MissingFilesAreNamed) {
   std::ofstream(ckpt_ / "pytorch_model.bin") << "pickle";
   st = ReadStatus();
   EXPECT_NE(st.message().find("model.safetensors: not found"), std::string::npos);
-  EXPECT_NE(st.message().find("convert it to safetensors"), std::string::npos);
+  EXPECT_NE(st.message().find("Convert it once to safetensors"), std::string::npos);
+  EXPECT_NE(st.message().find("from safetensors.torch import save_file"), std::string::npos);
+  // A tokenizer larger than the model's embedding table does not belong to it.
+  WriteCheckpoint(BertConfig());
+  {
+    std::ofstream vocab(ckpt_ / "vocab.txt", std::ios::app);
+    for (int i = 0; i < 40; ++i) vocab << "w" << i << "\n";
+  }
+  st = ReadStatus();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find((ckpt_ / "vocab.txt").string() +
+                              ": the tokenizer has 48 tokens but " +
+                              (ckpt_ / "config.json").string() + " says vocab_size 40"),
+            std::string::npos)
+      << st.message();
+}
+
+// Where a model name resolves (docs/config.md "Checkpoints"): a path, the catalog entry's
+// "checkpoint", models_dir, the Hugging Face cache (refs/main picks the snapshot).
+TEST_F(PretrainedCheckpointTest, ResolvesNamesInOrder) {
+  CheckpointSearch s;
+  s.base_dir = dir_.path();
+  s.hub_cache = (dir_.path() / "hub").string();
+  auto missing = ResolveCheckpoint("org/model", s);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find((dir_.path() / "org" / "model").string()),
+            std::string::npos);
+  EXPECT_NE(missing.status().message().find(
+                (dir_.path() / "hub" / "models--org--model" / "snapshots").string()),
+            std::string::npos)
+      << missing.status().message();
+  const fs::path repo = dir_.path() / "hub" / "models--org--model";
+  fs::create_directories(repo / "snapshots" / "aaa");
+  fs::create_directories(repo / "snapshots" / "bbb");
+  EXPECT_FALSE(ResolveCheckpoint("org/model", s).ok());  // two snapshots, no refs/main
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << "bbb";
+  EXPECT_EQ(*ResolveCheckpoint("org/model", s), (repo / "snapshots" / "bbb").string());
+  fs::create_directories(dir_.path() / "models" / "org" / "model");
+  s.models_dir = (dir_.path() / "models").string();
+  EXPECT_EQ(*ResolveCheckpoint("org/model", s), (dir_.path() / "models" / "org" / "model").string());
+  s.catalog_checkpoint = "ckpt";
+  EXPECT_EQ(*ResolveCheckpoint("org/model", s), ckpt_.string());
+  fs::create_directories(dir_.path() / "org" / "model");
+  EXPECT_EQ(*ResolveCheckpoint("org/model", s), (dir_.path() / "org" / "model").string());
+}
+
+TEST_F(PretrainedCheckpointTest, HubCacheFromTheEnvironment) {
+  const char* keep_hub = std::getenv("HF_HUB_CACHE");
+  const char* keep_home = std::getenv("HF_HOME");
+  const std::string saved_hub = keep_hub ? keep_hub : "", saved_home = keep_home ? keep_home : "";
+  setenv("HF_HUB_CACHE", "/x/hub", 1);
+  EXPECT_EQ(HuggingFaceHubCache(), "/x/hub");
+  unsetenv("HF_HUB_CACHE");
+  setenv("HF_HOME", "/y", 1);
+  EXPECT_EQ(HuggingFaceHubCache(), "/y/hub");
+  unsetenv("HF_HOME");
+  EXPECT_NE(HuggingFaceHubCache().find(".cache/huggingface/hub"), std::string::npos);
+  if (keep_hub) setenv("HF_HUB_CACHE", saved_hub.c_str(), 1);
+  if (keep_home) setenv("HF_HOME", saved_home.c_str(), 1);
 }
 
 // A RoBERTa checkpoint as published: vocab.json + merges.txt (byte-level BPE), no vocab.txt.
@@ -107,7 +167,7 @@ TEST_F(PretrainedCheckpointTest, RobertaBpeVocabularyWithoutVocabTxt) {
   EXPECT_NE(st.message().find((ckpt_ / "merges.txt").string() + ": not found"), std::string::npos)
       << st.message();
   EXPECT_NE(st.message().find("vocab.json + merges.txt (byte-level BPE)"), std::string::npos);
-  std::ofstream(ckpt_ / "merges.txt") << "#version: 0.2\n";
+  std::ofstream(ckpt_ / "merges.txt") << "#version: 0.2\nc a\n";
   auto read = ReadPretrainedCheckpoint(ckpt_.string(), "my-roberta");
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read->vocab_path, (ckpt_ / "vocab.json").string());

@@ -56,12 +56,20 @@ Result<StudyConfig> LoadConfig(const RunArgs& args) {
 
 // --device, --device-memory, --oom-retry: the train objective's settings.
 Status ApplyTrainFlags(const RunArgs& args, StudyConfig& config) {
-  if (!args.device && !args.device_memory && !args.oom_retry) return Status::Ok();
+  if (!args.device && !args.device_memory && !args.oom_retry && !args.save_best) {
+    return Status::Ok();
+  }
   if (config.objective.type != ObjectiveType::kTrain) {
     return InvalidArgumentError(fmt::format(
-        "--device, --device-memory and --oom-retry apply to the train objective; {} has "
-        "objective '{}'",
+        "--device, --device-memory, --oom-retry and --save-best apply to the train objective; "
+        "{} has objective '{}'",
         config.source, ObjectiveTypeName(config.objective.type)));
+  }
+  if (args.save_best) {
+    if (config.objective.train.task != TrainTask::kTextClassification) {
+      return InvalidArgumentError("--save-best applies to text_classification only");
+    }
+    config.objective.train.save_best = fs::absolute(*args.save_best).lexically_normal().string();
   }
   if (args.device) config.objective.train.device = *args.device;
   GuardOptions& guard = config.objective.train.guard;
@@ -136,6 +144,10 @@ void PrepareJobs(const std::string& study, StudyConfig& config) {
       std::to_string(train.guard.oom_retry),
       "--log-level",
       std::string(spdlog::level::to_string_view(spdlog::get_level()).data())};
+  if (train.save_best) {
+    config.objective.train.child_command.push_back("--save-best");
+    config.objective.train.child_command.push_back(*train.save_best);
+  }
 }
 
 // The LibTorch trainer for a train objective (loaded from libtune_torch.so); null otherwise, and
@@ -310,6 +322,10 @@ void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
                  "the micro-batch and twice the accumulation (default: the config's "
                  "memory.oom_retry, else 0)")
       ->check(CLI::Range(0, 10));
+  app.add_option("--save-best", run.save_best,
+                 "train objective: keep the study's best model in DIR (a Hugging Face-style "
+                 "directory; `tune predict --model DIR`), replaced whenever a trial beats the "
+                 "study's best (default: the config's objective.save_best)");
 }
 
 // Optimize() with Ctrl-C and SIGTERM turned into a clean stop.

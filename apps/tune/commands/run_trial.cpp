@@ -29,6 +29,7 @@ struct RunTrialArgs {
   int64_t budget = 0;  // bytes; 0: none
   std::string device = "cpu";
   int64_t oom_retry = 0;
+  std::string save_best;  // the parent's --save-best (staged here, promoted by the parent)
 };
 
 extern "C" void OnChildSignal(int) { RequestInterrupt(); }
@@ -44,6 +45,7 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
   }
   train.device = args.device;
   train.guard.oom_retry = args.oom_retry;
+  if (!args.save_best.empty()) train.save_best = args.save_best;
   if (args.budget > 0) train.guard.device_memory = args.budget;
   TUNE_ASSIGN_OR_RETURN(Json plan, ParseJsonArgument("--plan", args.plan));
   train.planned = plan;
@@ -85,6 +87,7 @@ std::function<int()> DeclareRunTrial(CLI::App& command) {
   command.add_option("--budget", args->budget, "Memory budget in bytes (0: none)");
   command.add_option("--device", args->device, "cpu, cuda or cuda:N");
   command.add_option("--oom-retry", args->oom_retry, "Retries after an out-of-memory error");
+  command.add_option("--save-best", args->save_best, "The study's best-model directory");
   return [args] { return RunTrial(*args); };
 }
 

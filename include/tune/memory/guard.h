@@ -72,6 +72,8 @@ struct MemoryRecord {
   int64_t device_memory = 0;  // the budget it ran under
   int64_t peak = -1;         // measured peak; -1: not measured
   bool oom = false;          // ran out of memory at run time
+  std::string model;         // the model's name; "": only the family learns
+  int64_t cap = 0;           // --jobs: the reservation it was capped at (0: device_memory)
 };
 
 // The calibration key of a configuration: the model's model_type, plus "/<precision>" when not
@@ -84,11 +86,20 @@ class MemoryCalibration {
   static constexpr double kMin = 0.875;   // never trust an estimate to be more than 1/8 high
   static constexpr double kMax = 4.0;     // a correction above this means a broken estimate
   static constexpr double kOomStep = 1.02;
+  // An OOM under a --jobs cap (the trial's own prediction): the prediction was low by an unknown
+  // amount, so the next one grows by this step rather than creeping up.
+  static constexpr double kCappedOomStep = 1.15;
+  // A model with no record yet reserves this much more than its family's correction (at least
+  // 1): the estimator has not been checked on it, and an OOM costs a whole trial.
+  static constexpr double kUnmeasuredHeadroom = 1.15;
   static constexpr size_t kWindow = 64;   // measured records per family that count
 
   void Add(const MemoryRecord& record);
-  // 1.0 for a family with no records.
-  double Correction(const std::string& family) const;
+  // 1.0 for a family with no records. With `model`: the model's own correction once it has
+  // records (the estimator's error differs between sizes of one family), else the family's, at
+  // least 1.0, times kUnmeasuredHeadroom (a model never measured is not trusted to be
+  // overestimated like its relatives).
+  double Correction(const std::string& family, const std::string& model = "") const;
   int64_t records(const std::string& family) const;
   Json ToJson() const;
 
@@ -98,7 +109,10 @@ class MemoryCalibration {
     double oom_floor = 0.0;      // from run-time OOMs
     int64_t n = 0;
   };
+  static void AddTo(Family& f, const MemoryRecord& r);
+  static double CorrectionOf(const Family& f);
   std::map<std::string, Family> families_;
+  std::map<std::pair<std::string, std::string>, Family> models_;  // (family, model)
 };
 
 // The records of the finished trials in `history` (user attribute "memory").

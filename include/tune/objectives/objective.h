@@ -46,6 +46,9 @@ struct TrialPlan {
   Json params = Json::object();  // what it runs with (memory levers applied)
   int64_t reservation = 0;       // bytes of the device it holds while it runs (0: none)
   bool exclusive = false;        // its memory is unknown: it runs only on an idle device
+  // The memory the trial was capped at while it ran (--jobs: its reservation); 0: the device's.
+  // An out-of-memory error under a cap tells calibration about that cap, not the device.
+  int64_t cap = 0;
   std::string summary;           // how the reservation was reached, for the log
 };
 

@@ -64,6 +64,13 @@ struct TrainObjectiveOptions {
   // A Hugging Face-style checkpoint directory (pretrained.h): the model (defaults["model"] names
   // its catalog entry, whose `pretrained` points at the weights) and the vocab.txt above.
   std::optional<std::string> pretrained;
+  // "init": true (pretrained, the default): every model is a checkpoint directory (its catalog
+  // entry's `checkpoint`), tokenized with its own tokenizer; false (scratch): random weights
+  // and one tokenizer (`vocab` or built from the text) for all models.
+  bool init_pretrained = true;
+  // "save_best" / --save-best: the directory that holds the study's best trial's model
+  // (save_best.h); unset: nothing is saved.
+  std::optional<std::string> save_best;
   TokenizerOptions tokenizer;
   TrainMetric metric = TrainMetric::kMacroF1;
   std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,25 +25,47 @@
 namespace tune {
 
 // How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): the
-// univariate neighbour-gap rule per dimension (Optuna 5.0, the default) or Scott's rule
-// (Optuna 3.1-4.9).
+// univariate rule (`bandwidth`) per dimension (Optuna 5.0, the default) or Optuna 3.1-4.9's
+// 0.2 m^(-1/(D+4)) (H - L) ("scott" in Optuna's code).
 enum class MultivariateBandwidth { kPerDimension, kScott };
+
+// The univariate bandwidth rule of a numerical kernel (docs/tpe.md#numerical-kernels-and-
+// bandwidth): the larger gap to a sorted neighbour (Optuna's, the default); the same with the
+// prior's centre among the neighbours and the domain ends always counted (Hyperopt's); or Scott's
+// rule of thumb 1.059 min(IQR/1.34, std) n^(-1/5) over the observations and the prior's centre.
+enum class BandwidthRule { kOptuna, kHyperopt, kScott };
+
+// The weights of the observations of an estimator (docs/tpe.md#weights): Optuna's (the newest
+// 25 get 1, older ones ramp up from 1/m), uniform, or, for the below set only, expected
+// improvement (the gap to the best trial above; uniform above).
+enum class WeightRule { kOptuna, kUniform, kExpectedImprovement };
+
+// A named set of TpeOptions (docs/tpe.md#presets): kOptuna is Optuna 4.9's TPESampler (the
+// defaults below), kTuned the setting the quality benchmark chose (docs/benchmarks.md).
+enum class TpePreset { kOptuna, kTuned };
 
 struct TpeOptions {
   // Optuna's names and defaults (Optuna 4.9; see docs/config.md for 5.0's).
   int n_startup_trials = 10;
   int n_ei_candidates = 24;
   // gamma(n) = min(ceil(gamma_ratio * n), gamma_max) ("default": 0.1, 25), or with
-  // gamma_hyperopt: min(ceil(0.25 sqrt(n)), gamma_max).
+  // gamma_hyperopt: min(ceil(gamma_sqrt_beta * sqrt(n)), gamma_max) ("hyperopt": 0.25).
   double gamma_ratio = 0.1;
   int gamma_max = 25;
   bool gamma_hyperopt = false;
-  // Weights of the "above" observations, oldest first: "default" ramps linearly from 1/m to 1
-  // except the newest 25; "uniform": all 1.
-  bool uniform_weights = false;
+  double gamma_sqrt_beta = 0.25;
+  WeightRule weights = WeightRule::kOptuna;
   double prior_weight = 1.0;
+  // sigma_min = (H - L) / min(1 / min_bandwidth_factor, (m + 2)^magic_clip_exponent) with the
+  // magic clip (Optuna: 0.01 and 1, i.e. (H - L) / min(100, m + 2)), 1e-12 without it.
   bool consider_magic_clip = true;
+  double min_bandwidth_factor = 0.01;
+  double magic_clip_exponent = 1.0;
   bool consider_endpoints = false;
+  BandwidthRule bandwidth = BandwidthRule::kOptuna;
+  // The categorical kernel of an observation: unset, Optuna's (prior_weight / (m + 1) spread
+  // over the choices); b in [0, 1]: 1 - b on the observed choice, b / (K - 1) on each other.
+  std::optional<double> categorical_prior_weight;
   bool multivariate = false;
   MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
   bool group = false;          // requires multivariate
@@ -56,6 +79,9 @@ struct TpeOptions {
   // parameters the trial already has. No effect on studies without OOM trials.
   bool oom_feasibility = true;
 };
+
+// The options of a preset (everything else at its default).
+TpeOptions TpePresetOptions(TpePreset preset);
 
 // gamma(n) and weights(m) as configured (exposed for tests).
 int TpeGamma(const TpeOptions& options, int n);

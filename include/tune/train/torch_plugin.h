@@ -33,7 +33,8 @@ struct TorchTrainerOptions {
 // Changes whenever TorchTrainerOptions, Trainer or what they use change shape, or how the two
 // sides share state, so that a stale library next to a new binary is refused instead of misread.
 // 5: tune_core and tune_train are shared libraries (one copy of process state).
-inline constexpr int kTorchPluginAbi = 5;
+// 6: Trainer::Predict, TrainJob::save_weights, TextTrainData::label_names, EpochDecision::kKeep.
+inline constexpr int kTorchPluginAbi = 6;
 
 }  // namespace tune
 

@@ -38,6 +38,7 @@ struct TextTrainData {
   int64_t num_labels = 0;
   int64_t vocab_size = 0;  // of the tokenizer; <= the model's vocab_size
   int32_t pad_id = 0, cls_id = 2, sep_id = 3;
+  std::vector<std::string> label_names;  // by label index
 };
 
 // Standardized tabular data: row-major [rows x num_features] floats.
@@ -57,6 +58,9 @@ struct TrainJob {
   TrainHyperparams hp;
   const TextTrainData* data = nullptr;
   const TabularTrainData* tabular = nullptr;
+  // Text: a model.safetensors path the trainer (re)writes, atomically, after every epoch whose
+  // callback answers kKeep (the best epoch so far); empty: nothing is written.
+  std::string save_weights;
 };
 
 struct EpochMetrics {
@@ -70,7 +74,8 @@ struct EpochMetrics {
   double learning_rate = 0.0;   // the last step's
 };
 
-enum class EpochDecision { kContinue, kStop };
+// kKeep: continue; this epoch is the best so far (TrainJob::save_weights keeps its weights).
+enum class EpochDecision { kContinue, kStop, kKeep };
 using EpochCallback = std::function<Result<EpochDecision>(const EpochMetrics&)>;
 
 struct TrainResult {
@@ -123,6 +128,13 @@ class Trainer {
   virtual std::string name() const = 0;
   virtual Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) = 0;
   virtual DeviceMemoryStatus MemoryStatus() const { return {}; }
+  // The logits ([examples][labels]) of job.data's validation texts from the model job.model
+  // names, its weights (classifier head included) read from job.model.pretrained, in evaluation
+  // mode. InvalidArgument when the weights do not fit the model; FailedPrecondition by default.
+  virtual Result<std::vector<std::vector<float>>> Predict(const TrainJob& job) {
+    (void)job;
+    return FailedPreconditionError("this trainer cannot predict");
+  }
 };
 
 }  // namespace tune

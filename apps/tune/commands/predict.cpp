@@ -1,0 +1,196 @@
+// `tune predict --model DIR --data FILE [--output FILE] [--format jsonl|csv]`: labels text with a
+// model saved by --save-best (or any checkpoint directory with a classifier head), and prints the
+// metric when the data has labels.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "app.h"
+#include "commands.h"
+#include "torch_loader.h"
+#include "tune/objectives/train.h"
+#include "tune/train/metrics.h"
+#include "tune/train/save_best.h"
+#include "tune/train/text_data.h"
+
+namespace tune::app {
+namespace {
+
+struct PredictArgs {
+  std::string model;
+  std::string data;
+  std::string output;  // empty: stdout
+  std::string format = "jsonl";
+  std::string data_format = "auto";
+  std::string text_column = "text";
+  std::string label_column = "label";
+  std::string device = "cpu";
+  int64_t threads = 0;
+  int64_t batch_size = 0;  // 0: the saved trial's
+};
+
+// The texts tokenized by the model's tokenizer, with their labels (-1: none) in
+// data.validation_*; `texts` keeps the raw text. NotFound/InvalidArgument naming file and line.
+Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
+                       std::vector<std::string>& texts, bool& labelled) {
+  TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(args.data, args.data_format));
+  TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, LoadCheckpointTokenizer(model.checkpoint.dir));
+  data.num_labels = static_cast<int64_t>(model.labels.size());
+  data.label_names = model.labels;
+  data.vocab_size = tokenizer.vocab_size();
+  data.pad_id = tokenizer.pad_id();
+  data.cls_id = tokenizer.cls_id();
+  data.sep_id = tokenizer.sep_id();
+  const auto cap = static_cast<size_t>(std::max<int64_t>(MaxSequenceLength(model.checkpoint.model) - 2, 0));
+  labelled = !table.rows.empty();
+  for (const DataRow& row : table.rows) {
+    const Json& text = row.fields.value(args.text_column, Json());
+    if (!text.is_string()) {
+      return InvalidArgumentError(fmt::format("{}:{}: no text column '{}'", args.data, row.line,
+                                              args.text_column));
+    }
+    texts.push_back(text.get<std::string>());
+    data.validation_ids.push_back(tokenizer.Encode(texts.back(), cap));
+    const Json& label = row.fields.value(args.label_column, Json());
+    const std::string name = label.is_string() ? label.get<std::string>() : label.dump();
+    auto at = std::find(model.labels.begin(), model.labels.end(), name);
+    if (label.is_null()) {
+      labelled = false;
+    } else if (at == model.labels.end()) {
+      return InvalidArgumentError(fmt::format("{}:{}: label '{}' is not one of the model's: {}",
+                                              args.data, row.line, name,
+                                              JoinNames(model.labels)));
+    }
+    data.validation_labels.push_back(at == model.labels.end() ? 0 : at - model.labels.begin());
+  }
+  return Status::Ok();
+}
+
+std::vector<double> Softmax(const std::vector<float>& logits) {
+  double top = -INFINITY, sum = 0;
+  for (float v : logits) top = std::max(top, static_cast<double>(v));
+  std::vector<double> p;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - top);
+  for (float v : logits) p.push_back(std::exp(static_cast<double>(v) - top) / sum);
+  return p;
+}
+
+std::string CsvField(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// One line per text; the predicted label and each label's probability.
+void WritePredictions(const PredictArgs& args, const SavedModel& model,
+                      const std::vector<std::string>& texts,
+                      const std::vector<std::vector<float>>& logits,
+                      std::vector<int64_t>& predictions, std::ostream& out) {
+  if (args.format == "csv") {
+    out << "text,label";
+    for (const auto& l : model.labels) out << "," << CsvField("p_" + l);
+    out << "\n";
+  }
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::vector<double> p = Softmax(logits[i]);
+    const auto best = static_cast<int64_t>(std::max_element(p.begin(), p.end()) - p.begin());
+    predictions.push_back(best);
+    const std::string& label = model.labels[static_cast<size_t>(best)];
+    if (args.format == "csv") {
+      out << CsvField(texts[i]) << "," << CsvField(label);
+      for (double v : p) out << "," << fmt::format("{:.6f}", v);
+      out << "\n";
+    } else {
+      Json probs = Json::object();
+      for (size_t k = 0; k < p.size(); ++k) probs[model.labels[k]] = p[k];
+      out << Json{{"text", texts[i]}, {"label", label}, {"probabilities", probs},
+                  {"logits", logits[i]}}
+                 .dump()
+          << "\n";
+    }
+  }
+}
+
+// macro_f1, accuracy and loss over labelled data, as the trainer's evaluation computes them.
+Json PredictMetrics(const TextTrainData& data, const std::vector<std::vector<float>>& logits,
+                    const std::vector<int64_t>& predictions) {
+  const ClassificationMetrics cm =
+      ComputeClassificationMetrics(data.validation_labels, predictions, data.num_labels);
+  double loss = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const std::vector<double> p = Softmax(logits[i]);
+    loss -= std::log(p[static_cast<size_t>(data.validation_labels[i])]);
+  }
+  return Json{{"macro_f1", cm.macro_f1},
+              {"accuracy", cm.accuracy},
+              {"loss", logits.empty() ? 0.0 : loss / static_cast<double>(logits.size())},
+              {"examples", logits.size()}};
+}
+
+int Predict(const PredictArgs& args) {
+  auto model = ReadSavedModel(args.model);
+  if (!model.ok()) return Fail(model.status());
+  TextTrainData data;
+  std::vector<std::string> texts;
+  bool labelled = false;
+  if (Status st = LoadPredictData(args, *model, data, texts, labelled); !st.ok()) return Fail(st);
+  TorchTrainerOptions options;
+  options.device = args.device;
+  options.threads = args.threads;
+  options.count_cpu_memory = false;
+  auto trainer = LoadTorchTrainer(options);
+  if (!trainer.ok()) return Fail(trainer.status());
+  TrainJob job;
+  job.model = model->checkpoint.model;
+  job.hp = model->hp;
+  job.hp.dropout = job.hp.attention_dropout = 0;
+  if (args.batch_size > 0) job.hp.eval_batch_size = args.batch_size;
+  job.data = &data;
+  auto logits = (*trainer)->Predict(job);
+  if (!logits.ok()) return Fail(logits.status());
+  std::ofstream file;
+  if (!args.output.empty()) {
+    file.open(args.output, std::ios::trunc);
+    if (!file) return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
+  }
+  std::vector<int64_t> predictions;
+  WritePredictions(args, *model, texts, *logits, predictions, args.output.empty() ? std::cout : file);
+  if (!labelled) return kExitOk;
+  Json metrics = PredictMetrics(data, *logits, predictions);
+  metrics["metric"] = model->metric;
+  metrics["value"] = metrics[model->metric];
+  if (!model->trial.is_null()) metrics["trial"] = model->trial;
+  spdlog::info("{} = {:.6f} on {} labelled examples of {} (accuracy {:.6f}, loss {:.6f})",
+               model->metric, metrics["value"].get<double>(), texts.size(), args.data,
+               metrics["accuracy"].get<double>(), metrics["loss"].get<double>());
+  std::cerr << metrics.dump() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> DeclarePredict(CLI::App& command) {
+  auto args = std::make_shared<PredictArgs>();
+  command.add_option("--model", args->model,
+                     "A model directory written by --save-best (or a checkpoint with a "
+                     "classifier head)")
+      ->required();
+  command.add_option("--data", args->data, "JSONL, CSV or TSV file of texts (labels optional)")
+      ->required();
+  command.add_option("--output", args->output, "Write the predictions here (default: stdout)");
+  command.add_option("--format", args->format, "Output format: jsonl or csv")
+      ->check(CLI::IsMember({"jsonl", "csv"}));
+  command.add_option("--data-format", args->data_format, "auto (by extension), jsonl, csv or tsv");
+  command.add_option("--text-column", args->text_column, "The text column (default: text)");
+  command.add_option("--label-column", args->label_column, "The label column (default: label)");
+  command.add_option("--device", args->device, "cpu, cuda or cuda:N (default: cpu)");
+  command.add_option("--threads", args->threads, "Intra-op threads on CPU (0: one per core)");
+  command.add_option("--batch-size", args->batch_size, "Evaluation batch size (default: the "
+                                                       "saved trial's)");
+  return [args] { return Predict(*args); };
+}
+
+}  // namespace tune::app

@@ -1,0 +1,46 @@
+// GpuProcessMemory: the device memory that given processes use on NVIDIA GPUs, as the driver
+// reports it (NVML's per-process "used GPU memory", what nvidia-smi shows). NVML
+// (libnvidia-ml.so.1, installed with the driver) is opened with dlopen when present, so tune
+// needs no CUDA toolkit to build or run; without it Open() returns null and callers fall back to
+// what they can measure on the host. The command objective samples it while a program runs, to
+// record the program's device peak (docs/config.md, "The memory guard for a command").
+//
+// Thread safety: UsedBy may be called from one thread at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tune {
+
+class GpuProcessMemory {
+ public:
+  // The library at `library` (default: $TUNE_NVML_LIBRARY, else "libnvidia-ml.so.1"), initialised;
+  // null when it cannot be loaded or initialised (no driver, no GPU), with the reason in `why`.
+  static std::shared_ptr<GpuProcessMemory> Open(std::string* why = nullptr,
+                                                const std::string& library = "");
+  ~GpuProcessMemory();
+  GpuProcessMemory(const GpuProcessMemory&) = delete;
+  GpuProcessMemory& operator=(const GpuProcessMemory&) = delete;
+
+  // Bytes the processes `pids` use on all GPUs together (0 when none runs on a GPU); nullopt
+  // when the driver cannot say.
+  std::optional<int64_t> UsedBy(const std::vector<pid_t>& pids) const;
+
+  struct Api;  // the NVML entry points (gpu_process_memory.cpp)
+
+ private:
+  explicit GpuProcessMemory(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+// The live processes of process group `pgid` (read from /proc; zombies left out; empty when it
+// has none left).
+std::vector<pid_t> ProcessGroupMembers(pid_t pgid);
+
+}  // namespace tune

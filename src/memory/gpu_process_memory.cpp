@@ -1,0 +1,167 @@
+// NVML through dlopen: the few entry points GpuProcessMemory needs, declared here with the C
+// types of NVML's public header (nvml.h), so that building needs no CUDA toolkit.
+#include "tune/memory/gpu_process_memory.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace tune {
+namespace {
+
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+
+// nvmlProcessInfo_v1_t (nvmlDeviceGetComputeRunningProcesses) and nvmlProcessInfo_v2_t (its _v2
+// and _v3 variants, with the MIG instance ids).
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int): NVML's type
+};
+struct ProcessInfoV2 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int)
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+
+// NVML reports this for a process whose usage it cannot see (no permission, or a MIG view).
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;  // NOLINT(runtime/int)
+
+template <typename F>
+F Symbol(void* lib, const char* name) {
+  return reinterpret_cast<F>(dlsym(lib, name));
+}
+
+}  // namespace
+
+struct GpuProcessMemory::Api {
+  void* lib = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*device_count)(unsigned int*) = nullptr;
+  nvmlReturn_t (*device_handle)(unsigned int, nvmlDevice_t*) = nullptr;
+  // One of these, the newest the library has.
+  nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
+  nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
+
+  ~Api() {
+    if (shutdown != nullptr) shutdown();
+    if (lib != nullptr) dlclose(lib);
+  }
+
+  // (pid, bytes) of the compute processes on one device.
+  bool Processes(nvmlDevice_t device, std::vector<std::pair<pid_t, int64_t>>& out) const {
+    unsigned int n = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::vector<ProcessInfoV2> v2(processes_v2 ? n : 0);
+      std::vector<ProcessInfoV1> v1(processes_v2 ? 0 : n);
+      unsigned int count = n;
+      const nvmlReturn_t r = processes_v2 ? processes_v2(device, &count, v2.data())
+                                          : processes_v1(device, &count, v1.data());
+      if (r == kNvmlInsufficientSize) {
+        n = count + 8;  // processes may start between the two calls
+        continue;
+      }
+      if (r != kNvmlSuccess) return false;
+      for (unsigned int i = 0; i < count; ++i) {
+        const unsigned int pid = processes_v2 ? v2[i].pid : v1[i].pid;
+        const unsigned long long used =  // NOLINT(runtime/int)
+            processes_v2 ? v2[i].used_gpu_memory : v1[i].used_gpu_memory;
+        if (used != kNvmlValueNotAvailable) out.emplace_back(static_cast<pid_t>(pid), used);
+      }
+      return true;
+    }
+    return false;
+  }
+};
+
+std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
+                                                         const std::string& library) {
+  std::string path = library;
+  if (path.empty()) {
+    const char* env = std::getenv("TUNE_NVML_LIBRARY");
+    path = env != nullptr && *env != '\0' ? env : "libnvidia-ml.so.1";
+  }
+  auto fail = [&](const std::string& reason) {
+    if (why != nullptr) *why = reason;
+    return nullptr;
+  };
+  auto api = std::make_unique<Api>();
+  api->lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (api->lib == nullptr) return fail(path + ": " + dlerror());
+  auto init = Symbol<nvmlReturn_t (*)()>(api->lib, "nvmlInit_v2");
+  api->device_count = Symbol<decltype(api->device_count)>(api->lib, "nvmlDeviceGetCount_v2");
+  api->device_handle =
+      Symbol<decltype(api->device_handle)>(api->lib, "nvmlDeviceGetHandleByIndex_v2");
+  api->processes_v2 =
+      Symbol<decltype(api->processes_v2)>(api->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (api->processes_v2 == nullptr) {
+    api->processes_v2 =
+        Symbol<decltype(api->processes_v2)>(api->lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+  }
+  api->processes_v1 =
+      Symbol<decltype(api->processes_v1)>(api->lib, "nvmlDeviceGetComputeRunningProcesses");
+  auto shutdown = Symbol<nvmlReturn_t (*)()>(api->lib, "nvmlShutdown");
+  if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
+      api->device_handle == nullptr ||
+      (api->processes_v2 == nullptr && api->processes_v1 == nullptr)) {
+    return fail(path + ": not NVML (an entry point is missing)");
+  }
+  if (const nvmlReturn_t r = init(); r != kNvmlSuccess) {
+    return fail(path + ": nvmlInit failed with NVML error " + std::to_string(r));
+  }
+  api->shutdown = shutdown;
+  return std::shared_ptr<GpuProcessMemory>(new GpuProcessMemory(std::move(api)));
+}
+
+GpuProcessMemory::GpuProcessMemory(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+GpuProcessMemory::~GpuProcessMemory() = default;
+
+std::optional<int64_t> GpuProcessMemory::UsedBy(const std::vector<pid_t>& pids) const {
+  unsigned int devices = 0;
+  if (api_->device_count(&devices) != kNvmlSuccess) return std::nullopt;
+  int64_t total = 0;
+  for (unsigned int d = 0; d < devices; ++d) {
+    nvmlDevice_t device = nullptr;
+    std::vector<std::pair<pid_t, int64_t>> procs;
+    if (api_->device_handle(d, &device) != kNvmlSuccess || !api_->Processes(device, procs)) {
+      return std::nullopt;
+    }
+    for (const auto& [pid, bytes] : procs) {
+      if (std::find(pids.begin(), pids.end(), pid) != pids.end()) total += bytes;
+    }
+  }
+  return total;
+}
+
+std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
+  std::vector<pid_t> members;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return members;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);  // NOLINT(runtime/int)
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ')'.
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;  // NOLINT(runtime/int)
+    if (!(rest >> state >> ppid >> pgrp) || pgrp != pgid) continue;
+    if (state != "Z" && state != "X") members.push_back(static_cast<pid_t>(pid));  // not dead
+  }
+  closedir(proc);
+  return members;
+}
+
+}  // namespace tune

@@ -1,0 +1,209 @@
+#include "tune/train/save_best.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tune/text.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// config.json of a model trained from scratch: what ReadPretrainedCheckpoint reads back.
+Json ScratchConfig(const ModelSpec& m) {
+  Json c = {{"model_type", m.model_type},
+            {"num_hidden_layers", m.num_hidden_layers},
+            {"hidden_size", m.hidden_size},
+            {"num_attention_heads", m.num_attention_heads},
+            {"intermediate_size", m.intermediate_size},
+            {"vocab_size", m.vocab_size},
+            {"max_position_embeddings", m.max_position_embeddings},
+            {"type_vocab_size", m.type_vocab_size},
+            {"hidden_act", "gelu"}};
+  if (m.extra.contains("layer_norm_eps")) c["layer_norm_eps"] = m.extra["layer_norm_eps"];
+  if (m.position_buckets > 0) {
+    c["relative_attention"] = true;
+    c["position_biased_input"] = false;
+    c["share_att_key"] = true;
+    c["pos_att_type"] = {"p2c", "c2p"};
+    c["norm_rel_ebd"] = "layer_norm";
+    c["position_buckets"] = m.position_buckets;
+    c["max_relative_positions"] = -1;
+  }
+  return c;
+}
+
+Status WriteJson(const fs::path& path, const Json& doc) {
+  std::ofstream out(path, std::ios::trunc);
+  out << doc.dump(2) << "\n";
+  out.close();
+  if (!out) return InternalError(fmt::format("{}: cannot write", path.string()));
+  return Status::Ok();
+}
+
+Result<Json> ReadJsonFile(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(fmt::format("{}: not found", path.string()));
+  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError(path.string() + ": not valid JSON");
+  return doc;
+}
+
+// The tokenizer files: copied from the checkpoint, or the built vocabulary as vocab.txt.
+Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tokenizer* built) {
+  std::error_code ec;
+  if (built != nullptr || model.checkpoint.empty()) {
+    if (built == nullptr) return InvalidArgumentError("no tokenizer to save");
+    std::ofstream vocab(staging / "vocab.txt", std::ios::trunc);
+    for (int32_t id = 0; id < built->vocab_size(); ++id) vocab << built->TokenText(id) << "\n";
+    return WriteJson(staging / "tokenizer_config.json", {{"do_lower_case", built->lowercase()}});
+  }
+  for (const std::string& file : CheckpointTokenizerFiles(model.checkpoint)) {
+    fs::copy_file(file, staging / fs::path(file).filename(), fs::copy_options::overwrite_existing,
+                  ec);
+    if (ec) return InternalError(fmt::format("cannot copy {}: {}", file, ec.message()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_number) {
+  const fs::path dir = fs::absolute(save_best).lexically_normal();
+  std::string name = dir.filename().string();
+  if (name.empty()) name = dir.parent_path().filename().string();
+  return (dir.parent_path() / fmt::format(".{}.trial-{}", name, trial_number)).string();
+}
+
+Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
+                            const TrainHyperparams& hp, const std::vector<std::string>& labels,
+                            const SavedTrial& trial, const Tokenizer* built) {
+  const fs::path dir(staging);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
+  Json config = ScratchConfig(model);
+  if (!model.checkpoint.empty()) {
+    TUNE_ASSIGN_OR_RETURN(config, ReadJsonFile(fs::path(model.checkpoint) / "config.json"));
+  }
+  Json id2label = Json::object(), label2id = Json::object();
+  for (size_t i = 0; i < labels.size(); ++i) {
+    id2label[std::to_string(i)] = labels[i];
+    label2id[labels[i]] = i;
+  }
+  config["num_labels"] = labels.size();
+  config["id2label"] = id2label;
+  config["label2id"] = label2id;
+  config["tune"] = {{"hyperparams", HyperparamsToJson(hp)},
+                    {"metric", trial.metric},
+                    {"model", model.name}};
+  TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));
+  TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built));
+  return WriteJson(dir / "trial.json", {{"study", trial.study},
+                                        {"number", trial.number},
+                                        {"params", trial.params},
+                                        {"value", trial.value},
+                                        {"metric", trial.metric}});
+}
+
+std::optional<double> BestCompleteValue(const TrialHistory& history) {
+  std::optional<double> best;
+  for (const auto& t : history.trials) {
+    if (t->state != TrialState::kComplete || t->values.size() != 1) continue;
+    if (!best || IsBetter(history.direction(), t->values[0], *best)) best = t->values[0];
+  }
+  return best;
+}
+
+namespace {
+
+// Swaps two paths in one step where the kernel can (renameat2 RENAME_EXCHANGE); else moves
+// `to` aside first. Afterwards `from` holds the old contents, if there were any.
+Status Swap(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  if (!fs::exists(to, ec)) {
+    fs::rename(from, to, ec);
+    if (ec) return InternalError(fmt::format("cannot rename {} to {}: {}", from.string(),
+                                             to.string(), ec.message()));
+    return Status::Ok();
+  }
+#ifdef RENAME_EXCHANGE
+  if (renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) == 0) {
+    return Status::Ok();
+  }
+#endif
+  const fs::path aside = from.string() + ".old";
+  fs::rename(to, aside, ec);
+  if (!ec) fs::rename(from, to, ec);
+  if (ec) return InternalError(fmt::format("cannot replace {}: {}", to.string(), ec.message()));
+  fs::rename(aside, from, ec);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_best, double value,
+                           StudyDirection direction, std::optional<double> study_best) {
+  const fs::path target = fs::absolute(save_best).lexically_normal();
+  std::error_code ec;
+  const std::string lock_path = target.string() + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return InternalError(fmt::format("cannot open the lock file {}", lock_path));
+  ::flock(fd, LOCK_EX);
+  std::optional<double> saved;
+  if (auto doc = ReadJsonFile(target / "trial.json"); doc.ok() && (*doc)["value"].is_number()) {
+    saved = (*doc)["value"].get<double>();
+  }
+  const bool better = (!saved || IsBetter(direction, value, *saved)) &&
+                      (!study_best || IsBetter(direction, value, *study_best) ||
+                       value == *study_best);
+  Status st = better ? Swap(staging, target) : Status::Ok();
+  fs::remove_all(staging, ec);  // the old best, or the trial that did not win
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  if (!st.ok()) return st;
+  return better;
+}
+
+Result<SavedModel> ReadSavedModel(const std::string& dir) {
+  SavedModel s;
+  TUNE_ASSIGN_OR_RETURN(s.checkpoint, ReadPretrainedCheckpoint(dir, dir));
+  TUNE_ASSIGN_OR_RETURN(Json config, ReadJsonFile(fs::path(dir) / "config.json"));
+  const Json id2label = config.value("id2label", Json::object());
+  const int64_t n = config.value("num_labels", static_cast<int64_t>(id2label.size()));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string key = std::to_string(i);
+    s.labels.push_back(id2label.contains(key) && id2label[key].is_string()
+                           ? id2label[key].get<std::string>()
+                           : "LABEL_" + key);
+  }
+  if (s.labels.size() < 2) {
+    return InvalidArgumentError(fmt::format(
+        "{}: no classifier labels (num_labels / id2label); is this a saved tune model?",
+        s.checkpoint.config_path));
+  }
+  const Json tune = config.value("tune", Json::object());
+  s.metric = tune.value("metric", s.metric);
+  const Json hyperparams = tune.contains("hyperparams") && tune["hyperparams"].is_object()
+                               ? tune["hyperparams"]
+                               : Json::object();
+  for (const auto& [key, value] : hyperparams.items()) {
+    if (value.is_null()) continue;
+    if (Status st = SetHyperparam(s.hp, key, value); !st.ok()) {
+      return InvalidArgumentError(fmt::format("{}: /tune/hyperparams/{}: {}",
+                                              s.checkpoint.config_path, key, st.message()));
+    }
+  }
+  if (auto trial = ReadJsonFile(fs::path(dir) / "trial.json"); trial.ok()) s.trial = *trial;
+  return s;
+}
+
+}  // namespace tune

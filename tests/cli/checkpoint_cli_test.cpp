@@ -1,0 +1,258 @@
+// Pretrained checkpoints through the `tune` binary (docs/config.md "Checkpoints"): small random
+// checkpoints in the Hugging Face cache layout (tests/scripts/make_checkpoints.py, python3-torch),
+// a study whose `model` parameter chooses among them, --save-best and `tune predict`, and the
+// config errors for checkpoints tune cannot use.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "testing/temp_dir.h"
+#include "testing/tune_process.h"
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ProcessRun;
+using testing::Tune;
+
+const char* kBert = "tiny-org/bert-wp";
+const char* kRoberta = "tiny-org/roberta-bpe";
+const char* kDeberta = "tiny-org/deberta-wp";
+
+class CheckpointCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string cmd = "/usr/bin/python3 '" + std::string(TUNE_SOURCE_DIR) +
+                            "/tests/scripts/make_checkpoints.py' '" + dir_.path().string() +
+                            "' 2>&1";
+    if (std::system(("/usr/bin/python3 -c 'import torch' 2>/dev/null")) != 0) {
+      GTEST_SKIP() << "python3-torch is not installed: cannot write the test checkpoints";
+    }
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    setenv("HF_HUB_CACHE", (dir_.path() / "hub").c_str(), 1);
+  }
+  void TearDown() override { unsetenv("HF_HUB_CACHE"); }
+
+  // The snapshot directory of a test checkpoint.
+  fs::path Snapshot(const std::string& name) const {
+    std::string folder = "models--" + name;
+    folder.replace(folder.find('/'), 1, "--");
+    return dir_.path() / "hub" / folder / "snapshots" / "0123456789abcdef0123456789abcdef01234567";
+  }
+
+  std::string WriteConfig(const Json& models, const Json& objective_extra,
+                          const Json& space_extra = Json::object(),
+                          const Json& top_extra = Json::object()) {
+    Json space = {{"model", models}, {"learning_rate", Json::array({3e-3})}};
+    for (const auto& [k, v] : space_extra.items()) space[k] = v;
+    Json objective = {{"type", "train"},
+                      {"data",
+                       {{"train", "train.jsonl"},
+                        {"validation", "validation.jsonl"},
+                        {"labels", {"neg", "pos"}}}},
+                      {"epochs", 2},
+                      {"batch_size", 16},
+                      {"max_length", 16},
+                      {"dropout", 0.0},
+                      {"attention_dropout", 0.0},
+                      {"threads", 1}};
+    for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
+    Json doc = {{"direction", "maximize"},
+                {"sampler", {{"name", "random"}, {"seed", 3}}},
+                {"search_space", space},
+                {"objective", objective}};
+    for (const auto& [k, v] : top_extra.items()) doc[k] = v;
+    const std::string path = (dir_.path() / "study.json").string();
+    std::ofstream(path, std::ios::trunc) << doc.dump(2);
+    return path;
+  }
+
+  ProcessRun TrialsJson(const std::string& storage) const {
+    return Tune({"trials", "--study", "s", "--storage", storage, "--format", "json"});
+  }
+
+  // `tune predict`'s metrics (its last stderr line).
+  Json PredictMetrics(const std::string& model_dir) {
+    ProcessRun r = Tune({"predict", "--model", model_dir, "--data",
+                         (dir_.path() / "validation.jsonl").string(), "--output",
+                         (dir_.path() / "predictions.jsonl").string()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    const std::string err = r.err.substr(0, r.err.find_last_not_of('\n') + 1);
+    return Json::parse(err.substr(err.rfind('\n') + 1), nullptr, false);
+  }
+
+  testing::TempDir dir_;
+};
+
+#ifdef TUNE_WITH_TORCH
+// Each trial starts from its checkpoint: with a learning rate of 1e-12 the first evaluation
+// (before any useful step) equals `tune predict` on the checkpoint directory itself (BERT's
+// classifier head comes from the checkpoint; RoBERTa's and DeBERTa's are initialised with the
+// trial's seed, as predict does).
+TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  Json enqueue = Json::array();
+  for (const char* m : {kBert, kRoberta, kDeberta, kBert}) enqueue.push_back({{"model", m}});
+  const std::string config = WriteConfig(Json::array({kBert, kRoberta, kDeberta}), {{"epochs", 1}},
+                                         {{"learning_rate", Json::array({1e-12})}},
+                                         {{"enqueue_trials", enqueue}});
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "4"},
+                      dir_.path().string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("are newly initialized: [classifier.out.weight, classifier.out.bias]"),
+            std::string::npos)
+      << r.err;
+  ProcessRun trials = TrialsJson(storage);
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  std::map<std::string, double> loss;
+  for (const Json& t : Json::parse(trials.out)) {
+    ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+    const std::string model = t["params"]["model"];
+    const double first = t["user_attrs"]["train"]["history"][0]["validation_loss"];
+    if (loss.count(model)) EXPECT_DOUBLE_EQ(loss[model], first);
+    loss[model] = first;
+  }
+  ASSERT_EQ(loss.size(), 3u);
+  for (const auto& [model, first] : loss) {
+    Json m = PredictMetrics(Snapshot(model).string());
+    ASSERT_TRUE(m.is_object()) << model;
+    EXPECT_NEAR(m["loss"].get<double>(), first, 1e-5) << model;
+  }
+}
+
+// --save-best keeps the best trial's model; `tune predict` on it reproduces the trial's value.
+// With --jobs 2 the trials train in child processes and the parent promotes.
+TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
+  for (const char* jobs : {"1", "2"}) {
+    SCOPED_TRACE(jobs);
+    const std::string storage = "sqlite:///" + (dir_.path() / (std::string(jobs) + ".db")).string();
+    const std::string best = (dir_.path() / (std::string("best") + jobs)).string();
+    const std::string config =
+        WriteConfig(Json::array({kBert, kRoberta}), {{"epochs", 3}},
+                    {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}});
+    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
+                         "4", "--save-best", best, "--jobs", jobs},
+                        dir_.path().string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
+    ASSERT_EQ(top.code, 0) << top.err;
+    const Json t = Json::parse(top.out);
+    std::ifstream in(fs::path(best) / "trial.json");
+    ASSERT_TRUE(in) << "no " << best << "/trial.json\n" << r.err;
+    const Json saved = Json::parse(in);
+    // The saved trial is a best one (with ties, the first to finish).
+    EXPECT_DOUBLE_EQ(saved["value"].get<double>(), t["values"][0].get<double>());
+    ProcessRun all = TrialsJson(storage);
+    ASSERT_EQ(all.code, 0) << all.err;
+    for (const Json& trial : Json::parse(all.out)) {
+      if (trial["number"] != saved["number"]) continue;
+      EXPECT_DOUBLE_EQ(trial["values"][0].get<double>(), saved["value"].get<double>());
+      for (const char* key : {"model", "learning_rate"}) {
+        EXPECT_EQ(trial["params"][key], saved["params"][key]) << key;
+      }
+    }
+    for (const char* f : {"config.json", "model.safetensors"}) {
+      EXPECT_TRUE(fs::exists(fs::path(best) / f)) << f;
+    }
+    Json m = PredictMetrics(best);
+    ASSERT_TRUE(m.is_object());
+    EXPECT_NEAR(m["value"].get<double>(), t["values"][0].get<double>(), 1e-6) << m.dump();
+    for (const auto& e : fs::directory_iterator(dir_.path())) {  // no staging left behind
+      EXPECT_EQ(e.path().filename().string().find(".best"), std::string::npos) << e.path();
+    }
+  }
+}
+#endif
+
+// A name that resolves nowhere is a config error before any trial: exit 2, every place
+// searched, and the way out ("init": "scratch").
+TEST_F(CheckpointCli, AnUnknownCheckpointIsAConfigErrorListingWhereItLooked) {
+  const std::string config = WriteConfig(Json::array({kBert, "nobody/missing"}),
+                                         {{"models_dir", "models"}});
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory"},
+                      dir_.path().string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  for (const std::string& s :
+       {std::string("model 'nobody/missing' names no checkpoint directory"),
+        (dir_.path() / "nobody" / "missing").string(),
+        (dir_.path() / "models" / "nobody" / "missing").string(),
+        (dir_.path() / "hub" / "models--nobody--missing" / "snapshots").string(),
+        std::string("\"init\": \"scratch\"")}) {
+    EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+  }
+  EXPECT_EQ(r.err.find("Trial 0"), std::string::npos) << r.err;
+}
+
+// Checkpoints tune cannot use: each a config error naming the file, exit 2, no trial run.
+TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
+  const fs::path bert = Snapshot(kBert);
+  struct Case {
+    const char* what;
+    std::function<void()> damage;
+    std::string expected;
+  };
+  const std::string weights = (bert / "model.safetensors").string();
+  std::vector<Case> cases = {
+      {"no weights", [&] { fs::remove(weights); },
+       weights + ": not found; the checkpoint directory has no weights"},
+      {"pytorch_model.bin only",
+       [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
+       "from safetensors.torch import save_file"},
+      {"vocabulary larger than vocab_size",
+       [&] {
+         std::ofstream(bert / "vocab.txt", std::ios::app) << std::string(200, 'x') << "\n"
+                                                          << "y1\ny2\ny3\ny4\n";
+       },
+       (bert / "vocab.txt").string() + ": the tokenizer has"},
+      {"unsupported model_type",
+       [&] {
+         std::ifstream in(bert / "config.json");
+         Json c = Json::parse(in);
+         c["model_type"] = "berta";
+         std::ofstream(bert / "config.json", std::ios::trunc) << c.dump();
+       },
+       "'berta' is not supported (did you mean 'bert'?)"},
+      {"corrupt safetensors header",
+       [&] {
+         std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(9);
+         f << "garbage";
+       },
+       weights},
+  };
+  const std::string config = WriteConfig(Json::array({kBert}), Json::object());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    fs::remove_all(dir_.path() / "hub");
+    ASSERT_EQ(std::system(("/usr/bin/python3 '" + std::string(TUNE_SOURCE_DIR) +
+                           "/tests/scripts/make_checkpoints.py' '" + dir_.path().string() + "'")
+                              .c_str()),
+              0);
+    c.damage();
+    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory"},
+                        dir_.path().string());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("study.json"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Trial 0"), std::string::npos) << r.err;
+  }
+}
+
+// "init": "scratch" needs no checkpoint (the catalog's shapes, random weights).
+TEST_F(CheckpointCli, ScratchNeedsNoCheckpoint) {
+  const std::string config = WriteConfig(Json::array({"tiny-bert"}), {{"init", "scratch"}});
+  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory", "--n-trials",
+                       "0"},
+                      dir_.path().string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("checkpoint"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace tune
