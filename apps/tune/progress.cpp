@@ -5,8 +5,9 @@
 
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
@@ -14,12 +15,13 @@
 
 #include "app.h"
 #include "tune/text.h"
-#include "tune/trial_attrs.h"
 
 namespace tune::app {
 
-// Stands in for the default logger's sinks on a terminal: before a log line it erases the
-// status line, after it draws the status line again, so log lines scroll above it.
+// Stands in for the default logger's sinks on a terminal, the one place that writes to it
+// while a study runs: before a log line it erases the status line, after it draws the status
+// line again, so that log lines scroll above it. Its mutex orders log lines and redraws from
+// any thread.
 class StatusLineSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit StatusLineSink(std::vector<spdlog::sink_ptr> inner) : inner_(std::move(inner)) {}
@@ -29,6 +31,7 @@ class StatusLineSink : public spdlog::sinks::base_sink<std::mutex> {
     status_ = std::move(text);
     Draw();
   }
+  // Removes the status line from the screen; log lines are written plainly from now on.
   void Erase() {
     std::lock_guard lock(mutex_);
     if (!status_.empty()) std::fputs("\r\033[K", stderr);
@@ -43,6 +46,7 @@ class StatusLineSink : public spdlog::sinks::base_sink<std::mutex> {
     for (auto& sink : inner_) {
       if (sink->should_log(msg.level)) sink->log(msg);
     }
+    for (auto& sink : inner_) sink->flush();
     Draw();
   }
   void flush_() override {
@@ -50,13 +54,17 @@ class StatusLineSink : public spdlog::sinks::base_sink<std::mutex> {
   }
 
  private:
-  // The status, cut to the terminal's width so that it stays on one line.
+  // The status in reverse video, cut to the terminal's width so that it stays on one line.
   void Draw() {
     if (status_.empty()) return;
     winsize ws{};
-    size_t width = 100;
-    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) width = ws.ws_col;
-    std::string line = status_.size() < width ? status_ : status_.substr(0, width - 1);
+    size_t width = 100;  // a terminal that does not say its width ($COLUMNS may)
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+      width = ws.ws_col;
+    } else if (const char* columns = std::getenv("COLUMNS"); columns && std::atoi(columns) > 1) {
+      width = static_cast<size_t>(std::atoi(columns));
+    }
+    const std::string line = status_.size() < width ? status_ : status_.substr(0, width - 1);
     std::fputs(("\r\033[K\033[7m" + line + "\033[0m").c_str(), stderr);
     std::fflush(stderr);
   }
@@ -65,7 +73,7 @@ class StatusLineSink : public spdlog::sinks::base_sink<std::mutex> {
   std::string status_;
 };
 
-// Redraws the status line once a second, so that elapsed time and ETA move between trials.
+// Redraws the status line once a second.
 struct ProgressLog::Ticker {
   explicit Ticker(const ProgressLog& log)
       : thread([this, &log] {
@@ -92,12 +100,7 @@ struct ProgressLog::Ticker {
 
 namespace {
 
-std::string Clock(double seconds) {
-  auto s = static_cast<int64_t>(seconds + 0.5);
-  return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
-}
-
-// Wraps the default logger's sinks in a StatusLineSink.
+// Wraps the default logger's sinks in a StatusLineSink (before any other thread logs).
 std::shared_ptr<StatusLineSink> InstallStatusLine() {
   auto logger = spdlog::default_logger();
   auto sink = std::make_shared<StatusLineSink>(logger->sinks());
@@ -106,28 +109,35 @@ std::shared_ptr<StatusLineSink> InstallStatusLine() {
   return sink;
 }
 
-void UninstallStatusLine(const std::shared_ptr<StatusLineSink>& sink) {
-  spdlog::default_logger()->sinks() = sink->inner();
+// The study's finished trials so far, and its best value (single objective).
+ProgressCounts StoredCounts(Study& study) {
+  ProgressCounts counts;
+  if (auto trials = study.Trials(); trials.ok()) {
+    for (const FrozenTrial& t : *trials) {
+      if (IsFinished(t.state)) counts.Add(t);
+    }
+  }
+  if (auto best = study.BestTrial(); best.ok() && best->values.size() == 1) {
+    counts.best_value = best->value();
+    counts.best_number = best->number;
+  }
+  return counts;
 }
 
 }  // namespace
 
-Result<ProgressMode> ParseProgressMode(const std::string& name) {
-  if (name == "auto") return isatty(STDERR_FILENO) ? ProgressMode::kBar : ProgressMode::kLines;
-  if (name == "bar") return ProgressMode::kBar;
-  if (name == "lines") return ProgressMode::kLines;
-  if (name == "off") return ProgressMode::kOff;
-  const std::vector<std::string> valid = {"auto", "bar", "lines", "off"};
-  return InvalidArgumentError(fmt::format("--progress: unknown mode '{}'{}; valid: {}", name,
-                                          DidYouMean(name, valid), JoinNames(valid)));
+ProgressMode ResolveProgressMode(ProgressMode mode) {
+  if (mode != ProgressMode::kAuto) return mode;
+  return isatty(STDERR_FILENO) ? ProgressMode::kBar : ProgressMode::kLines;
 }
 
-ProgressLog::ProgressLog(Study& study, const StudyConfig& config, ProgressMode mode,
-                         double interval_seconds)
-    : study_(study), config_(config), mode_(mode), interval_(interval_seconds) {
-  if (auto prev = study.BestTrial(); prev.ok()) best_ = *prev;
-  auto finished = study.storage().CountTrials(study.study_id(), kFinishedStates);
-  done_ = finished.ok() ? *finished : 0;
+ProgressLog::ProgressLog(Study& study, const StudyConfig& config)
+    : study_(study),
+      target_{config.n_trials, config.timeout_seconds},
+      retry_failed_(config.retry_failed),
+      mode_(ResolveProgressMode(config.progress)),
+      interval_(config.progress_interval),
+      counts_(StoredCounts(study)) {
   if (mode_ == ProgressMode::kBar) {
     sink_ = InstallStatusLine();
     Redraw();
@@ -138,15 +148,17 @@ ProgressLog::ProgressLog(Study& study, const StudyConfig& config, ProgressMode m
 ProgressLog::~ProgressLog() { Finish(); }
 
 void ProgressLog::Finish() {
-  if (mode_ == ProgressMode::kLines && unshown_) {
-    unshown_ = false;
-    spdlog::info("Progress: {}", StatusText());
-  }
   ticker_.reset();
   if (sink_) {
     sink_->Erase();
-    UninstallStatusLine(sink_);
+    spdlog::default_logger()->sinks() = sink_->inner();
     sink_.reset();
+    unshown_ = true;
+  }
+  if (mode_ != ProgressMode::kOff && (unshown_ || !last_line_)) {
+    unshown_ = false;
+    last_line_ = std::chrono::steady_clock::now();
+    spdlog::info("Progress: {}", StatusText());
   }
 }
 
@@ -154,23 +166,28 @@ double ProgressLog::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+std::string ProgressLog::StatusText() const {
+  std::lock_guard lock(mu_);
+  return ProgressText(counts_, target_, elapsed_seconds());
+}
+
+void ProgressLog::Redraw() const {
+  if (sink_) sink_->SetStatus(StatusText());
+}
+
 void ProgressLog::OnTrialFinished(const FrozenTrial& t, const TrialOutcome& outcome) {
   {
     std::lock_guard lock(mu_);
-    ++run_;
-    ++done_;
-    complete_ += t.state == TrialState::kComplete;
-    const bool oom = IsOomTrial(t);
-    oom_ += oom;
-    pruned_ += t.state == TrialState::kPruned && !oom;
-    failed_ += t.state == TrialState::kFail;
+    ++counts_.run;
+    counts_.Add(t);
     if (t.state == TrialState::kComplete && t.values.size() == 1 &&
-        (!best_ || IsBetter(study_.direction(), t.value(), best_->value()))) {
-      best_ = t;
+        (!counts_.best_value || IsBetter(study_.direction(), t.value(), *counts_.best_value))) {
+      counts_.best_value = t.value();
+      counts_.best_number = t.number;
     }
   }
-  auto d = t.duration_seconds();
-  std::string dur = d ? fmt::format("{:.2f}s", *d) : "-";
+  const auto d = t.duration_seconds();
+  const std::string dur = d ? fmt::format("{:.2f}s", *d) : "-";
   if (t.state == TrialState::kComplete) {
     spdlog::info("Trial {} COMPLETE value={} duration={} params: {}", t.number, ValueText(t), dur,
                  ParamsText(t));
@@ -183,7 +200,10 @@ void ProgressLog::OnTrialFinished(const FrozenTrial& t, const TrialOutcome& outc
 }
 
 void ProgressLog::OnTrialStarted(const Trial& t, const TrialPlan& plan, const JobsState& jobs) {
-  set_jobs(jobs);
+  {
+    std::lock_guard lock(mu_);
+    counts_.jobs = jobs;
+  }
   spdlog::info("Trial {} started{}: {}; params: {}", t.number(),
                plan.reservation > 0 ? fmt::format(", reserving {}", FormatBytes(plan.reservation))
                                     : "",
@@ -193,67 +213,33 @@ void ProgressLog::OnTrialStarted(const Trial& t, const TrialPlan& plan, const Jo
 void ProgressLog::set_jobs(const JobsState& jobs) {
   {
     std::lock_guard lock(mu_);
-    jobs_ = jobs;
+    counts_.jobs = jobs;
   }
   Redraw();
 }
 
-// n_retried: stale trials this run re-enqueued; each raises the target by one (optimize.h).
+// A stale trial this run re-enqueued raises the target by one (optimize.h).
 void ProgressLog::OnStaleTrial(const FailedStaleTrial& stale) {
   std::string retry = "not retried";
   {
     std::lock_guard lock(mu_);
-    ++done_;
+    counts_.Add(stale.failed);
     if (stale.retry) {
-      ++retried_;
+      ++counts_.retried;
       const Json& history = stale.retry->system_attrs["retry_history"];
       retry = fmt::format("re-enqueued as trial {} with the same params (retry {} of {})",
-                          stale.retry->number, history.size(), config_.retry_failed);
-    } else if (config_.retry_failed > 0) {
-      retry = fmt::format("not retried: {} retries done", config_.retry_failed);
+                          stale.retry->number, history.size(), retry_failed_);
+    } else if (retry_failed_ > 0) {
+      retry = fmt::format("not retried: {} retries done", retry_failed_);
     }
   }
   spdlog::warn("Trial {} FAIL (stale: no heartbeat for {:.1f}s; its worker died or hung); {}",
                stale.failed.number, stale.heartbeat_age_seconds, retry);
-  Redraw();
+  ShowProgress();
 }
 
-// With n_trials: this run's wall time per finished trial times the trials left; with a
-// timeout: the time left; with both, whichever ends the run first.
-std::string ProgressLog::EtaText(double elapsed) const {
-  std::optional<double> eta;
-  if (config_.n_trials && run_ > 0) {
-    const double left =
-        static_cast<double>(std::max<int64_t>(0, *config_.n_trials + retried_ - done_));
-    eta = elapsed / static_cast<double>(run_) * left;
-  }
-  if (config_.timeout_seconds) {
-    const double left = std::max(0.0, *config_.timeout_seconds - elapsed);
-    eta = eta ? std::min(*eta, left) : left;
-  }
-  return eta ? Clock(*eta) : "?";
-}
-
-std::string ProgressLog::StatusText() const {
-  std::lock_guard lock(mu_);
-  const double elapsed = elapsed_seconds();
-  std::string running;
-  if (jobs_) {
-    running = " | " + JobsStateText(*jobs_);
-  }
-  return fmt::format(
-      "{}/{} finished | {} COMPLETE, {} pruned, {} OOM, {} FAIL this run | best {}{} | elapsed {} "
-      "| ETA {}",
-      done_, config_.n_trials ? std::to_string(*config_.n_trials + retried_) : "-", complete_,
-      pruned_, oom_, failed_,
-      best_ ? fmt::format("{} (trial {})", ValueText(*best_), best_->number) : "-", running,
-      Clock(elapsed), EtaText(elapsed));
-}
-
-void ProgressLog::Redraw() const {
-  if (sink_) sink_->SetStatus(StatusText());
-}
-
+// Bar: redraws the status line. Lines: a progress line, unless one was written less than
+// interval_ seconds ago (Finish writes the last one).
 void ProgressLog::ShowProgress() {
   if (mode_ == ProgressMode::kBar) {
     Redraw();

@@ -1,7 +1,7 @@
 // How a run shows its progress (--progress auto|bar|lines|off): on a terminal, one status line
 // kept at the bottom of the screen and redrawn in place while log lines scroll above it;
-// elsewhere (CI, nohup, a pipe), plain progress lines at most one every --progress-interval
-// seconds. docs/cli.md, "Progress", shows both.
+// elsewhere (CI, nohup, a pipe), plain progress lines, at most one every --progress-interval
+// seconds. docs/cli.md, "Progress", shows both. The text itself: tune/progress_text.h.
 #pragma once
 
 #include <chrono>
@@ -13,21 +13,23 @@
 
 #include "tune/config.h"
 #include "tune/optimize.h"
-#include "tune/status.h"
+#include "tune/progress_text.h"
 #include "tune/study.h"
 
 namespace tune::app {
 
-enum class ProgressMode { kBar, kLines, kOff };
-// "auto" (bar when stderr is a terminal, else lines), "bar", "lines", "off".
-Result<ProgressMode> ParseProgressMode(const std::string& name);
+// kAuto becomes kBar when stderr is a terminal, else kLines; the others stay.
+ProgressMode ResolveProgressMode(ProgressMode mode);
 
 class StatusLineSink;
 
-// Counts the run's trials, logs each finished one, and shows the progress in `mode`.
+// Counts the run's trials, logs each finished one, and shows the progress as config.progress
+// says (every config.progress_interval seconds in lines mode).
+// The optimize loop's callbacks call it from one thread; in bar mode a ticker thread redraws the
+// status line every second, so that elapsed time and ETA move between trials.
 class ProgressLog {
  public:
-  ProgressLog(Study& study, const StudyConfig& config, ProgressMode mode, double interval_seconds);
+  ProgressLog(Study& study, const StudyConfig& config);
   ~ProgressLog();
   ProgressLog(const ProgressLog&) = delete;
   ProgressLog& operator=(const ProgressLog&) = delete;
@@ -36,32 +38,30 @@ class ProgressLog {
   void OnTrialStarted(const Trial& t, const TrialPlan& plan, const JobsState& jobs);
   void OnStaleTrial(const FailedStaleTrial& stale);
   void set_jobs(const JobsState& jobs);
-  // Removes the status line (before the summary is printed).
+  // Writes the last progress line (lines mode) or removes the status line (bar mode), before
+  // the summary is printed.
   void Finish();
 
-  double elapsed_seconds() const;
-  // The status text: "12/60 finished | 8 COMPLETE, 2 pruned, 1 OOM, 1 FAIL | best ... | ...".
   std::string StatusText() const;
 
  private:
   void ShowProgress();
   void Redraw() const;
-  std::string EtaText(double elapsed) const;
+  double elapsed_seconds() const;
 
   Study& study_;
-  const StudyConfig& config_;
+  const ProgressTarget target_;
+  const int64_t retry_failed_;
   const ProgressMode mode_;
   const double interval_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  mutable std::mutex mu_;  // guards the counts below (the ticker thread reads them)
+  mutable std::mutex mu_;  // guards counts_ (the ticker thread reads them)
+  ProgressCounts counts_;
   std::optional<std::chrono::steady_clock::time_point> last_line_;
-  bool unshown_ = false;  // kLines: a trial finished after the last progress line
-  int64_t complete_ = 0, pruned_ = 0, oom_ = 0, failed_ = 0, run_ = 0, retried_ = 0, done_ = 0;
-  std::optional<FrozenTrial> best_;
-  std::optional<JobsState> jobs_;  // with several jobs
-  std::shared_ptr<StatusLineSink> sink_;  // kBar
+  bool unshown_ = false;  // lines mode: the progress changed after the last progress line
+  std::shared_ptr<StatusLineSink> sink_;  // bar mode
   struct Ticker;
-  std::unique_ptr<Ticker> ticker_;  // kBar: redraws the elapsed time every second
+  std::unique_ptr<Ticker> ticker_;  // bar mode
 };
 
 }  // namespace tune::app
