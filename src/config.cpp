@@ -24,7 +24,8 @@ const std::vector<std::string> kTopKeys = {
     "description",  "direction",   "directions", "n_trials",       "timeout",
     "storage",      "sampler",     "pruner",     "models",         "model_catalog",
     "search_space", "conditional", "objective",  "enqueue_trials", "heartbeat_interval",
-    "grace_period", "retry_failed", "jobs",      "max_jobs"};
+    "grace_period", "retry_failed", "jobs",      "max_jobs",       "progress",
+    "progress_interval"};
 
 // "direction": "maximize" or "directions": ["minimize", "maximize"].
 Status ParseDirections(const JsonReader& r, StudyConfig& config) {
@@ -76,6 +77,22 @@ Status ParseJobs(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
+// "progress": auto, bar, lines or off; "progress_interval": seconds > 0.
+Status ParseProgress(const JsonReader& r, StudyConfig& config) {
+  if (r.Has("progress")) {
+    TUNE_ASSIGN_OR_RETURN(std::string name, r.RequiredString("progress"));
+    auto mode = ParseProgressMode(name);
+    if (!mode.ok()) return r.ChildError("progress", mode.status().message());
+    config.progress = *mode;
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<double> interval, r.OptNumber("progress_interval"));
+  if (interval) {
+    if (*interval <= 0) return r.ChildError("progress_interval", "must be > 0 seconds");
+    config.progress_interval = *interval;
+  }
+  return Status::Ok();
+}
+
 // n_trials, timeout, storage, heartbeat_interval, grace_period, retry_failed, jobs, max_jobs.
 Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
   TUNE_ASSIGN_OR_RETURN(config.n_trials, r.OptInt("n_trials"));
@@ -102,6 +119,7 @@ Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
     if (*retry_failed < 0) return r.ChildError("retry_failed", "must be >= 0");
     config.retry_failed = *retry_failed;
   }
+  TUNE_RETURN_IF_ERROR(ParseProgress(r, config));
   return ParseJobs(r, config);
 }
 

@@ -161,10 +161,12 @@ class OptimizeLoop {
   // trial, or not store its outcome) fails the trial, so the study stays consistent, and stops.
   Status RunTrial(Trial& trial) {
     if (heartbeat_) heartbeat_->Watch(trial.trial_id());
+    if (options_.on_jobs_changed) options_.on_jobs_changed(JobsState{1, 0, 0, std::nullopt});
     Result<Json> params = space_.Sample(trial);
     Result<TrialOutcome> outcome =
         params.ok() ? objective_.Run(trial, *params) : Result<TrialOutcome>(params.status());
     if (heartbeat_) heartbeat_->Unwatch(trial.trial_id());
+    if (options_.on_jobs_changed) options_.on_jobs_changed(JobsState{});
     Result<FrozenTrial> told = outcome.ok() ? study_.Tell(trial, outcome->state, outcome->values)
                                             : Result<FrozenTrial>(outcome.status());
     if (!told.ok()) {

@@ -71,6 +71,8 @@ struct RunArgs {
   std::optional<std::string> save_best;  // train objective: the best trial's model directory
   std::optional<std::string> jobs;  // N or "auto"
   std::optional<int64_t> max_jobs;
+  std::optional<std::string> progress;  // auto, bar, lines, off
+  std::optional<double> progress_interval;
   std::string format = "table";
 };
 int RunStudy(const RunArgs& args);

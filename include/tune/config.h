@@ -18,6 +18,7 @@
 #include "tune/objectives/objective.h"
 #include "tune/objectives/registry.h"
 #include "tune/optimize.h"
+#include "tune/progress_text.h"
 #include "tune/pruners/registry.h"
 #include "tune/samplers/registry.h"
 #include "tune/search_space.h"
@@ -43,6 +44,10 @@ struct StudyConfig : RunSettings {
   ConditionalSpace space;
   ObjectiveConfig objective;
   std::vector<Json> enqueue_trials;  // params objects, enqueued when the study is created
+  // How `tune` shows the run's progress ("progress", "progress_interval"; docs/cli.md
+  // "Progress").
+  ProgressMode progress = ProgressMode::kAuto;
+  double progress_interval = kDefaultProgressInterval;
 };
 
 // The order in which a config file writes the keys of each "search_space" object, by the

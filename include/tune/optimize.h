@@ -89,7 +89,8 @@ struct OptimizeOptions : RunSettings {
   // With jobs != 1: called when a trial starts in its process, with its plan and what runs now.
   std::function<void(const Trial& trial, const TrialPlan& plan, const JobsState& jobs)>
       on_trial_started;
-  // With jobs != 1: what runs now, after every start and finish.
+  // What runs now, after every start and finish (with one job: 1 running while its trial runs,
+  // no reservation).
   std::function<void(const JobsState& jobs)> on_jobs_changed;
   // Called for each stale trial this worker failed (and its retry, if any).
   std::function<void(const FailedStaleTrial& stale)> on_stale_trial;

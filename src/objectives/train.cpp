@@ -129,7 +129,8 @@ class EpochTracker {
 
   Result<EpochDecision> OnEpoch(const EpochMetrics& m) {
     const double value = TrainMetricValue(metric_, m);
-    spdlog::info(
+    // Per-epoch lines are for --log-level debug; the trial's line says how it ended.
+    spdlog::debug(
         "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
         "macro_f1={:.4f} ({:.1f}s)",
         trial_.number(), m.epoch + 1, hp_.epochs, m.train_loss, m.validation_loss, m.accuracy,

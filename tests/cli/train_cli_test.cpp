@@ -67,7 +67,8 @@ class TrainCli : public ::testing::Test {
 
 TEST_F(TrainCli, RunsAStudyAndPrintsTheBestTrial) {
   ProcessRun r = Tune(
-      {"--study", "t", "--config", WriteConfig({}), "--storage", "memory", "--format", "json"});
+      {"--study", "t", "--config", WriteConfig({}), "--storage", "memory", "--format", "json",
+       "--log-level", "debug"});  // per-epoch lines are debug
 #ifdef TUNE_WITH_TORCH
   ASSERT_EQ(r.code, 0) << r.err;
   Json best = Json::parse(r.out);
@@ -139,7 +140,7 @@ TEST_F(TrainCli, CtrlCStopsATrainingTrialMidEpoch) {
     dup2(fd, 1);
     dup2(fd, 2);
     execl(TUNE_BINARY, TUNE_BINARY, "--study", "t", "--config", config.c_str(), "--storage",
-          storage.c_str(), nullptr);
+          storage.c_str(), "--log-level", "debug", nullptr);
     _exit(127);
   }
   // Wait until the first epoch is over, so that the signal lands inside a later epoch.
@@ -197,7 +198,7 @@ TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
   ProcessRun a = Tune({"--study", "t", "--config", config, "--storage", seq, "--n-trials", "4"});
   ASSERT_EQ(a.code, 0) << a.err;
   ProcessRun b = Tune({"--study", "t", "--config", config, "--storage", par, "--n-trials", "4",
-                       "--jobs", "2"});
+                       "--jobs", "2", "--log-level", "debug"});
   std::filesystem::remove("/dev/shm/tune-card-" + card);
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_NE(b.err.find("Jobs: 2, each trial in its own process"), std::string::npos) << b.err;

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "progress.h"
 #include "torch_loader.h"
 #include "tune/config.h"
 #include "tune/interrupt.h"
@@ -28,11 +29,6 @@ extern "C" void OnSignal(int sig) {
   RequestInterrupt();
   // A second Ctrl-C ends the process at once.
   std::signal(sig, SIG_DFL);
-}
-
-std::string Clock(double seconds) {
-  auto s = static_cast<int64_t>(seconds + 0.5);
-  return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
 }
 
 Result<StudyConfig> LoadConfig(const RunArgs& args) {
@@ -110,6 +106,12 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
     config.jobs = *jobs;
   }
   if (args.max_jobs) config.max_jobs = *args.max_jobs;
+  if (args.progress) {
+    auto mode = ParseProgressMode(*args.progress);
+    if (!mode.ok()) return InvalidArgumentError("--progress: " + mode.status().message());
+    config.progress = *mode;
+  }
+  if (args.progress_interval) config.progress_interval = *args.progress_interval;
   TUNE_RETURN_IF_ERROR(CheckHeartbeatSettings(
       config, args.heartbeat_interval || args.grace_period || args.retry_failed
                   ? "--heartbeat-interval/--grace-period/--retry-failed"
@@ -224,91 +226,6 @@ void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& conf
   }
 }
 
-// Logs each finished trial and the progress of the run.
-class ProgressLog {
- public:
-  ProgressLog(Study& study, const StudyConfig& config) : study_(study), config_(config) {
-    if (auto prev = study.BestTrial(); prev.ok()) best_ = *prev;
-    auto finished = study.storage().CountTrials(study.study_id(), kFinishedStates);
-    done_ = finished.ok() ? *finished : 0;
-  }
-
-  void OnTrialFinished(const FrozenTrial& t, const TrialOutcome& outcome) {
-    ++run_;
-    ++done_;
-    pruned_ += t.state == TrialState::kPruned;
-    failed_ += t.state == TrialState::kFail;
-    auto d = t.duration_seconds();
-    std::string dur = d ? fmt::format("{:.2f}s", *d) : "-";
-    if (t.state == TrialState::kComplete) {
-      spdlog::info("Trial {} COMPLETE value={} duration={} params: {}", t.number, ValueText(t), dur,
-                   ParamsText(t));
-      if (t.values.size() == 1 &&
-          (!best_ || IsBetter(study_.direction(), t.value(), best_->value()))) {
-        best_ = t;
-      }
-    } else {
-      spdlog::log(t.state == TrialState::kFail ? spdlog::level::warn : spdlog::level::info,
-                  "Trial {} {} ({}) duration={} params: {}", t.number, TrialStateName(t.state),
-                  outcome.reason, dur, ParamsText(t));
-    }
-    LogProgress();
-  }
-
-  void OnTrialStarted(const Trial& t, const TrialPlan& plan, const JobsState& jobs) {
-    jobs_ = jobs;
-    spdlog::info("Trial {} started{}: {}; params: {}", t.number(),
-                 plan.reservation > 0 ? fmt::format(", reserving {}", FormatBytes(plan.reservation))
-                                      : "",
-                 JobsStateText(jobs), plan.params.dump());
-  }
-  void set_jobs(const JobsState& jobs) { jobs_ = jobs; }
-
-  // n_retried: stale trials this run re-enqueued; each raises the target by one (optimize.h).
-  void OnStaleTrial(const FailedStaleTrial& stale) {
-    ++done_;
-    const FrozenTrial& t = stale.failed;
-    std::string retry = "not retried";
-    if (stale.retry) {
-      ++retried_;
-      const Json& history = stale.retry->system_attrs["retry_history"];
-      retry = fmt::format("re-enqueued as trial {} with the same params (retry {} of {})",
-                          stale.retry->number, history.size(), config_.retry_failed);
-    } else if (config_.retry_failed > 0) {
-      retry = fmt::format("not retried: {} retries done", config_.retry_failed);
-    }
-    spdlog::warn("Trial {} FAIL (stale: no heartbeat for {:.1f}s; its worker died or hung); {}",
-                 t.number, stale.heartbeat_age_seconds, retry);
-  }
-
- private:
-  void LogProgress() const {
-    const double elapsed = std::chrono::duration<double>(Now() - start_).count();
-    std::string eta = "?";
-    if (config_.n_trials) {
-      double left = static_cast<double>(std::max<int64_t>(0, *config_.n_trials + retried_ - done_));
-      eta = Clock(elapsed / static_cast<double>(run_) * left);
-    }
-    if (config_.timeout_seconds && eta == "?") {
-      eta = Clock(std::max(0.0, *config_.timeout_seconds - elapsed));
-    }
-    spdlog::info("Progress: {}/{} finished ({} pruned, {} failed this run) | best {} | elapsed {} "
-                 "| ETA {}{}",
-                 done_, config_.n_trials ? std::to_string(*config_.n_trials + retried_) : "-",
-                 pruned_, failed_,
-                 best_ ? fmt::format("{} (trial {})", ValueText(*best_), best_->number) : "-",
-                 Clock(elapsed), eta, jobs_ ? " | " + JobsStateText(*jobs_) : "");
-  }
-  static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
-
-  Study& study_;
-  const StudyConfig& config_;
-  const std::chrono::steady_clock::time_point start_ = Now();
-  int64_t pruned_ = 0, failed_ = 0, run_ = 0, retried_ = 0, done_ = 0;
-  std::optional<FrozenTrial> best_;
-  std::optional<JobsState> jobs_;  // with several jobs
-};
-
 // The train objective's flags.
 void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
   app.add_option("--device", run.device,
@@ -380,6 +297,7 @@ int RunStudy(const RunArgs& args) {
   ProgressLog progress(s, config);
   const auto run_start = std::chrono::steady_clock::now();
   auto result = OptimizeWithSignals(s, config, *opened->objective, progress);
+  progress.Finish();
   if (!result.ok()) return Fail(result.status());
 
   PrintRunSummary(s, *result,
@@ -431,6 +349,14 @@ std::function<int()> DeclareRun(CLI::App& app) {
                  "memory holds, at most max_jobs); default: the config's jobs, else 1");
   app.add_option("--max-jobs", run->max_jobs, "With --jobs auto: at most this many (default 8)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--progress", run->progress,
+                 "auto (a status line on a terminal, else progress lines), bar, lines or off "
+                 "(default: the config's progress, else auto)");
+  app.add_option("--progress-interval", run->progress_interval,
+                 fmt::format("lines: at most one progress line every S seconds (default: the "
+                             "config's progress_interval, else {:g})",
+                             kDefaultProgressInterval))
+      ->check(CLI::PositiveNumber);
   DeclareTrainFlags(app, *run);
   app.add_option("--format", run->format, "Output of the best trial: table, json or csv");
   return [run] {
