@@ -253,7 +253,7 @@ class TrainObjective final : public Objective {
     std::string unfit;  // why this trial's configuration cannot train
     TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
     if (!unfit.empty()) return Fail(trial, unfit);
-    spdlog::info("Trial {} memory at trial start: {}", trial.number(),
+    spdlog::debug("Trial {} memory at trial start: {}", trial.number(),
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
     if (guarded.reject) return *guarded.reject;
@@ -262,7 +262,7 @@ class TrainObjective final : public Objective {
     std::vector<OomAttempt> retries;
     TUNE_ASSIGN_OR_RETURN(TrainResult result, TrainWithRetries(trial, job, guarded, tracker, retries));
     TUNE_RETURN_IF_ERROR(RecordMemory(trial, job, guarded, result, retries));
-    spdlog::info("Trial {} memory at trial end: {}", trial.number(),
+    spdlog::debug("Trial {} memory at trial end: {}", trial.number(),
                  DeviceMemoryStatusText(trainer_->MemoryStatus()));
     TUNE_RETURN_IF_ERROR(RecordSummary(trial, result, tracker));
     TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome,

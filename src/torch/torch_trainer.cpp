@@ -362,7 +362,7 @@ class TorchTrainer final : public Trainer {
     result.memory_before_bytes = MemoryStatus().allocated;
     if (count_memory_) ResetCpuPeakMemory();
     if (device_.is_cuda()) cuda_memory::ResetPeak(CudaIndex());
-    spdlog::info("Memory at training start: {}", DeviceMemoryStatusText(MemoryStatus()));
+    spdlog::debug("Memory at training start: {}", DeviceMemoryStatusText(MemoryStatus()));
     Status status;
     std::string error;
     bool oom = false;
@@ -402,7 +402,7 @@ class TorchTrainer final : public Trainer {
       spdlog::warn("Memory after the run: {} bytes allocated, {} before it: the run leaked",
                    result.memory_after_bytes, result.memory_before_bytes);
     }
-    spdlog::info("Memory at training end: {}", DeviceMemoryStatusText(MemoryStatus()));
+    spdlog::debug("Memory at training end: {}", DeviceMemoryStatusText(MemoryStatus()));
     if (!status.ok()) return status;
     if (!error.empty()) {
       result.end = oom ? TrainResult::End::kOutOfMemory : TrainResult::End::kFailed;
