@@ -4,11 +4,13 @@ shared 24 GiB card, run as the user reports ran them -- PAR = 1, 2, 3, 4 indepen
 workers on one study, no ledger, no admission -- and with `tune --jobs auto` (admission, levers,
 reservations, calibration). Every trial is bench/synthetic_trial.py: it holds its configuration's
 true peak on the card (tune's estimate x a per-model factor tune is not told) for a time
-proportional to its FLOPs.
+proportional to its FLOPs. Trials are sampled by the random sampler (default: every mode runs
+the same mix of configurations) or by TPE (--sampler tpe: the mix then follows what each mode
+completed, so throughput differences partly measure the sampler's drift).
 
 Prints one JSON line per mode and writes the table to docs/benchmarks.md (section "packing").
 
-Usage: bench/packing_bench.py --tune build/tune [--trials 300] [--seconds-per-pflop 40]
+Usage: bench/packing_bench.py --tune build/tune [--trials 300] [--seconds-per-pflop 60] [--sampler random|tpe]
 """
 import argparse
 import json
@@ -27,12 +29,13 @@ ROOT = os.path.dirname(HERE)
 CARD_BYTES = 24 * 2**30
 
 
-def bench_config(tune, workdir, card, admission, args):
+def bench_config(tune, workdir, card, admission, args, worker=0):
     with open(os.path.join(ROOT, "configs", "criteria.json")) as f:
         criteria = json.load(f)
     return {
         "direction": "maximize",
-        "sampler": {"name": "tpe", "n_startup_trials": 20, "seed": args.seed},
+        "sampler": ({"name": "tpe", "n_startup_trials": 20, "seed": args.seed + worker}
+                    if args.sampler == "tpe" else {"name": "random", "seed": args.seed + worker}),
         "search_space": criteria["search_space"],
         "conditional": criteria["conditional"],
         "heartbeat_interval": 0,
@@ -55,12 +58,17 @@ def run_mode(name, tune, args, par=None, jobs=None):
     """Runs one mode in a fresh directory; returns its trials (tune trials --format json)."""
     workdir = tempfile.mkdtemp(prefix=f"packing-{name}-")
     card = f"packing-{os.getpid()}-{name}"
-    config = os.path.join(workdir, "study.json")
-    with open(config, "w") as f:
-        json.dump(bench_config(tune, workdir, card, jobs is not None, args), f, indent=1)
+    # One config per worker: the same study, each worker its own sampler seed (worker 0 and
+    # --jobs auto: --seed, so they sample the same trials).
+    configs = []
+    for worker in range(par or 1):
+        configs.append(os.path.join(workdir, f"study{worker}.json"))
+        with open(configs[-1], "w") as f:
+            json.dump(bench_config(tune, workdir, card, jobs is not None, args, worker), f, indent=1)
     storage = f"sqlite:///{workdir}/study.db"
-    base = [tune, "--study", "packing", "--config", config, "--storage", storage,
-            "--n-trials", str(args.trials), "--log-level", "warn"]
+    command = lambda config: [tune, "--study", "packing", "--config", config, "--storage", storage,
+                              "--n-trials", str(args.trials), "--log-level", "warn"]
+    base = command(configs[0])
     start = time.time()
     if jobs is not None:
         procs = [subprocess.Popen(base + ["--jobs", jobs, "--max-jobs", str(args.max_jobs)],
@@ -69,7 +77,7 @@ def run_mode(name, tune, args, par=None, jobs=None):
         # Independent workers: the first creates the study, the others join it.
         procs = [subprocess.Popen(base, stdout=subprocess.DEVNULL)]
         time.sleep(1.0)
-        procs += [subprocess.Popen(base, stdout=subprocess.DEVNULL) for _ in range(par - 1)]
+        procs += [subprocess.Popen(command(c), stdout=subprocess.DEVNULL) for c in configs[1:]]
     codes = [p.wait() for p in procs]
     wall = time.time() - start
     out = subprocess.run([tune, "trials", "--study", "packing", "--storage", storage, "--format",
@@ -125,6 +133,9 @@ def summarise(name, trials, wall, codes):
         "finished_per_hour": round(len(finished) / span * 3600, 1),
         "mean_used_share": round(used / (CARD_BYTES * span), 3),
         "mean_reserved_share": round(reserved / (CARD_BYTES * span), 3) if waits else None,
+        # A perfect packer of the same COMPLETE trials on the whole card: their peak x duration
+        # summed over the card's bytes is the shortest wall time that could hold them.
+        "packing_bound_per_hour": round(len(complete) / (used / CARD_BYTES) * 3600, 1) if used else None,
         "p95_wait_seconds": round(waits[int(0.95 * (len(waits) - 1))], 2) if waits else 0.0,
     }
 
@@ -137,7 +148,13 @@ def write_doc(rows, args, total):
         f"{args.trials} trials of the criteria space (seven models, heavy/base) on one simulated "
         "24 GiB card: PAR = 1-4 independent `tune` workers on one study (no ledger, no admission, "
         "as the user reports ran them) and `tune --jobs auto` (admission, levers, reservations, "
-        f"at most {args.max_jobs} at once). Each trial holds its true peak on the card (tune's "
+        f"at most {args.max_jobs} at once). Trials are sampled by the {args.sampler} sampler "
+        f"(seed {args.seed}; PAR worker k: seed {args.seed} + k)"
+        + (", so every mode runs the same mix of configurations: with TPE the mix follows the "
+           "mode (it converges on what completed), and a mode's throughput then measures "
+           "which configurations it drifted to more than how it packs them"
+           if args.sampler == "random" else "") + ". "
+        "Each trial holds its true peak on the card (tune's "
         "estimate times a per-model factor of 0.90-1.15 that tune is not told) for a time "
         f"proportional to its FLOPs ({args.seconds_per_pflop} s per PFLOP). Throughput counts "
         "COMPLETE trials; run-time OOMs are trials that ran out of memory on the card or over "
@@ -156,8 +173,10 @@ def write_doc(rows, args, total):
     lines += ["",
               f"`--jobs auto` / best fixed PAR ({best['mode']}): {ratio:.2f}x COMPLETE trials per "
               f"hour (goal >= 1.25x); run-time OOMs after trial 20: "
-              f"{auto['runtime_oom_after_20']} (goal 0); FAIL: {auto['fail']} (goal 0). Whole "
-              f"benchmark: {total:.0f} s."]
+              f"{auto['runtime_oom_after_20']} (goal 0); FAIL: {auto['fail']} (goal 0). A perfect "
+              f"packer of `--jobs auto`'s COMPLETE trials on the whole card (their true peak x "
+              f"duration summed, over 24 GiB) would reach {auto['packing_bound_per_hour']} "
+              f"COMPLETE / h. Whole benchmark: {total:.0f} s."]
     begin, end = benchdoc.markers("packing")
     section = "\n".join([begin, "## Packing trials on one card: --jobs auto vs fixed PAR", "",
                           f"Machine: {benchdoc.machine()}; load before the run: {args.loadavg}.",
@@ -169,9 +188,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tune", required=True)
     p.add_argument("--trials", type=int, default=300)
-    p.add_argument("--seconds-per-pflop", type=float, default=40.0)
+    p.add_argument("--seconds-per-pflop", type=float, default=60.0)
     p.add_argument("--max-jobs", type=int, default=8)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--sampler", choices=["random", "tpe"], default="random")
     p.add_argument("--modes", default="1,2,3,4,auto")
     p.add_argument("--no-doc", action="store_true")
     args = p.parse_args()
