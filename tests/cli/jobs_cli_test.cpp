@@ -292,6 +292,55 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / "trial_1" / "ran.json"));
 }
 
+// Backfilling: with bert-base at batch 32 running, a second one at 32 does not fit beside it and
+// waits; a later trial at batch 4 fits and starts first; the one at 32 starts when the first
+// ends.
+TEST_F(JobsCli, ASmallerLaterTrialStartsWhileTheOldestWaitsForMemory) {
+  const int64_t b4 = DevicePeak("bert-base-uncased", 4), b32 = DevicePeak("bert-base-uncased", 32);
+  ASSERT_LT(b4, b32);
+  // Never-measured models are reserved at estimate x kUnmeasuredHeadroom: the card holds 32 and
+  // 4 side by side, not 32 twice.
+  const double headroom = MemoryCalibration::kUnmeasuredHeadroom;
+  const auto usable = static_cast<int64_t>(headroom * static_cast<double>(b32 + (b32 + b4) / 2));
+  const int64_t device_memory = static_cast<int64_t>(static_cast<double>(usable) / 0.95) + 1;
+  const std::string program = std::string(TUNE_TEST_DATA_DIR) + "/memory_objective.py";
+  Json trial = {{"model", "bert-base-uncased"}, {"batch_size", 32}, {"max_length", 128}};
+  Json small = trial;
+  small["batch_size"] = 4;
+  Json doc = {
+      {"direction", "maximize"},
+      {"search_space",
+       {{"model", {{"type", "model"}, {"choices", {"bert-base-uncased"}}}},
+        {"batch_size", {4, 32}},
+        {"max_length", {128}}}},
+      {"enqueue_trials", {trial, trial, small}},
+      {"objective",
+       {{"type", "command"},
+        {"argv", {"/usr/bin/python3", program}},
+        {"env", {{"MEMORY_OBJECTIVE_SECONDS", "1"}}},
+        {"work_dir", (dir_.path() / "trials").string()},
+        {"memory",
+         {{"device_memory", device_memory},
+          {"model", "{model}"},
+          {"batch_size", "{batch_size}"},
+          {"max_length", "{max_length}"},
+          {"precision", "bf16"}}}}}};
+  const std::string config = (dir_.path() / "memory.json").string();
+  std::ofstream(config) << doc.dump(2);
+  ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
+                       "3", "--jobs", "auto"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json trials = Trials();
+  ASSERT_EQ(trials.size(), 3u);
+  for (const Json& t : trials) ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+  auto schedule = [&](int i, const char* key) {
+    return trials[static_cast<size_t>(i)]["user_attrs"]["schedule"][key].get<std::string>();
+  };
+  EXPECT_LT(schedule(2, "started"), schedule(1, "started"));  // the small one went first
+  EXPECT_LT(schedule(2, "started"), schedule(0, "ended"));    // beside trial 0
+  EXPECT_GE(schedule(1, "started"), schedule(0, "ended"));    // trial 1 waited for trial 0
+}
+
 TEST_F(JobsCli, BadJobsValuesAreUsageErrors) {
   const std::string config = WriteConfig({{"mode", {"sleep"}}});
   ProcessRun r = Tune({"--study", "j", "--config", config, "--jobs", "many"});
