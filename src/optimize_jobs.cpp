@@ -98,6 +98,7 @@ class JobsLoop {
     TUNE_ASSIGN_OR_RETURN(result_.finished_total,
                           study_.storage().CountTrials(study_.study_id(), kFinishedStates));
     const bool stopping = result_.interrupted || TargetReached() || TimedOut();
+    if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
     if (stopping && running_.empty() && queue_.empty()) return false;
     TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     if (!stopping && ShouldAskAnother(waiting_, Ledger(), limit_)) {
@@ -250,6 +251,18 @@ class JobsLoop {
     for (auto& job : waiting) {
       TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, RecordInterrupted(*job->trial));
       TUNE_RETURN_IF_ERROR(Tell(*job, outcome));
+    }
+    return Status::Ok();
+  }
+
+  // --timeout: the trials still waiting never start; they end FAIL with reason "timeout".
+  Status EndQueuedAtTimeout() {
+    for (auto& job : TakeQueue()) {
+      const std::string message = "the study's timeout came before it could start; it never ran";
+      TUNE_RETURN_IF_ERROR(
+          job->trial->SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
+      TUNE_RETURN_IF_ERROR(job->trial->SetUserAttr(attrs::kFailReason, message));
+      TUNE_RETURN_IF_ERROR(Tell(*job, {TrialState::kFail, {}, message}));
     }
     return Status::Ok();
   }
