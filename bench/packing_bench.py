@@ -91,8 +91,23 @@ def when(text):
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
-def summarise(name, trials, wall, codes):
+def trained_pflop(trial, tune, known):
+    """The training FLOPs a COMPLETE trial did, as bench/synthetic_trial.py counts them (6 x
+    parameters x tokens; the grad_accum lever keeps batch x accumulation), in PFLOP."""
+    p = trial["params"]
+    key = (p["model"], p.get("classifier_layers", 0))
+    if key not in known:
+        out = subprocess.run([tune, "estimate", "--model", p["model"], "--batch-size", "1",
+                              "--max-length", "128", "--classifier-layers", str(key[1]),
+                              "--format", "json"], check=True, capture_output=True, text=True)
+        known[key] = json.loads(out.stdout)["num_parameters"]
+    tokens = p["batch_size"] * p.get("grad_accum", 1) * p["max_length"]
+    return 6.0 * known[key] * tokens / 1e15
+
+
+def summarise(name, trials, wall, codes, tune):
     finished = [t for t in trials if t["state"] in ("COMPLETE", "PRUNED", "FAIL")]
+    parameters = {}
     complete = [t for t in finished if t["state"] == "COMPLETE"]
     reason = lambda t: t["user_attrs"].get("reason")
     runtime_oom = [t for t in finished if reason(t) == "oom"]
@@ -130,6 +145,8 @@ def summarise(name, trials, wall, codes):
         "fail": len(fail),
         "wall_seconds": round(span, 1),
         "complete_per_hour": round(len(complete) / span * 3600, 1),
+        "trained_pflop_per_hour": round(
+            sum(trained_pflop(t, tune, parameters) for t in complete) / span * 3600, 1),
         "finished_per_hour": round(len(finished) / span * 3600, 1),
         "mean_used_share": round(used / (CARD_BYTES * span), 3),
         "mean_reserved_share": round(reserved / (CARD_BYTES * span), 3) if waits else None,
@@ -158,14 +175,17 @@ def write_doc(rows, args, total):
         "estimate times a per-model factor of 0.90-1.15 that tune is not told) for a time "
         f"proportional to its FLOPs ({args.seconds_per_pflop} s per PFLOP). Throughput counts "
         "COMPLETE trials; run-time OOMs are trials that ran out of memory on the card or over "
-        "their own reservation; used share = the true peaks held, averaged over the run.",
+        "their own reservation; used share = the true peaks held, averaged over the run; "
+        "trained PFLOP / h = the training FLOPs of the COMPLETE trials (6 x parameters x "
+        "tokens, what sets a trial's duration) per hour, the work that produced results.",
         "",
-        "| mode | finished | COMPLETE | COMPLETE / h | run-time OOMs (after trial 20) | predicted misfits | FAIL | mean used share | mean reserved share | p95 wait (s) | wall (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | finished | COMPLETE | COMPLETE / h | trained PFLOP / h | run-time OOMs (after trial 20) | predicted misfits | FAIL | mean used share | mean reserved share | p95 wait (s) | wall (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         reserved = "-" if r["mean_reserved_share"] is None else f"{r['mean_reserved_share']:.2f}"
         lines.append(f"| {r['mode']} | {r['trials']} | {r['complete']} | {r['complete_per_hour']} | "
+                     f"{r['trained_pflop_per_hour']} | "
                      f"{r['runtime_oom']} ({r['runtime_oom_after_20']}) | {r['predicted_misfit']} | "
                      f"{r['fail']} | {r['mean_used_share']:.2f} | {reserved} | "
                      f"{r['p95_wait_seconds']} | {r['wall_seconds']} |")
@@ -177,6 +197,16 @@ def write_doc(rows, args, total):
               f"packer of `--jobs auto`'s COMPLETE trials on the whole card (their true peak x "
               f"duration summed, over 24 GiB) would reach {auto['packing_bound_per_hour']} "
               f"COMPLETE / h. Whole benchmark: {total:.0f} s."]
+    lines += ["",
+              "Reading the table: a fixed-PAR trial that finds the card full dies at once (its "
+              "run-time OOM costs only its start-up), so the COMPLETE trials of PAR = 2-4 are "
+              "mostly the ones small enough to survive beside their neighbours; `--jobs auto` "
+              "runs the large configurations to the end too, one or two at a time, and they "
+              "take most of the card's memory x time. COMPLETE / h therefore compares different "
+              "sets of trials; the packing bound is the ceiling for any scheduler that completes "
+              "`--jobs auto`'s trials. `--jobs auto` starts the oldest waiting trial when it "
+              "fits and backfills smaller ones beside a large one (at most 2 x max_jobs passes; "
+              "[cli.md, Several trials at once](cli.md#several-trials-at-once))."]
     begin, end = benchdoc.markers("packing")
     section = "\n".join([begin, "## Packing trials on one card: --jobs auto vs fixed PAR", "",
                           f"Machine: {benchdoc.machine()}; load before the run: {args.loadavg}.",
@@ -205,7 +235,7 @@ def main():
         name = "--jobs auto" if mode == "auto" else f"PAR={mode}"
         trials, wall, codes = (run_mode("auto", args.tune, args, jobs="auto") if mode == "auto"
                                else run_mode(f"par{mode}", args.tune, args, par=int(mode)))
-        rows.append(summarise(name, trials, wall, codes))
+        rows.append(summarise(name, trials, wall, codes, args.tune))
         print(json.dumps(rows[-1]), flush=True)
     if not args.no_doc and any(r["mode"] == "--jobs auto" for r in rows):
         write_doc(rows, args, time.time() - start)
