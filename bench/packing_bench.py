@@ -205,8 +205,11 @@ def write_doc(rows, args, total):
               "take most of the card's memory x time. COMPLETE / h therefore compares different "
               "sets of trials; the packing bound is the ceiling for any scheduler that completes "
               "`--jobs auto`'s trials. `--jobs auto` starts the oldest waiting trial when it "
-              "fits and backfills smaller ones beside a large one (at most 2 x max_jobs passes; "
-              "[cli.md, Several trials at once](cli.md#several-trials-at-once))."]
+              "fits and backfills smaller ones beside a large one (at most max_jobs passes; "
+              "[cli.md, Several trials at once](cli.md#several-trials-at-once)). The simulated "
+              "card shares memory only: a trial's duration does not depend on how many run "
+              "beside it, so on this card every extra trial held at once is free throughput, "
+              "which a real GPU's shared compute does not give."]
     begin, end = benchdoc.markers("packing")
     section = "\n".join([begin, "## Packing trials on one card: --jobs auto vs fixed PAR", "",
                           f"Machine: {benchdoc.machine()}; load before the run: {args.loadavg}.",
