@@ -28,9 +28,7 @@ void MarkStarted(std::vector<WaitingTrial>& queue, size_t started) {
 
 bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
                       int64_t max_passes) {
-  if (ledger.running >= ledger.limit || static_cast<int64_t>(queue.size()) >= ledger.limit) {
-    return false;
-  }
+  if (ledger.running + static_cast<int64_t>(queue.size()) >= ledger.limit) return false;
   if (queue.empty()) return true;
   return queue.front().passed < max_passes && !NextToStart(queue, ledger, max_passes);
 }

@@ -45,8 +45,8 @@ std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue,
 void MarkStarted(std::vector<WaitingTrial>& queue, size_t started);
 
 // Whether to ask (sample and plan) one more trial now, so that there is a trial to backfill
-// with: fewer than the limit run and fewer than the limit wait, and the queue is empty, or none
-// of it can start now and the head may still be passed.
+// with: the queue is empty, or none of it can start now and the head may still be passed; and
+// the running and waiting trials together stay within the limit.
 bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
                       int64_t max_passes);
 

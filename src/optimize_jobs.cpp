@@ -5,11 +5,12 @@
 // Scheduling: a trial is asked, sampled and planned (Objective::Plan: its reservation, or its
 // outcome when it cannot fit even alone) and joins the queue of waiting trials. Which waiting
 // trial starts when is jobs_queue.h's rule: the oldest first when it fits; while it does not, a
-// later one that fits now (backfilling), until the oldest has been passed 2 x `limit` times.
-// More trials are asked while nothing waiting can start, so that there is one to backfill with,
-// up to `limit` waiting. A waiting trial is planned again before it starts when trials have
-// finished since it was planned (calibration may have learned). A trial whose memory is
-// unknown (TrialPlan::exclusive) starts only on an idle device.
+// later one that fits now (backfilling), until the oldest has been passed `limit` times. More
+// trials are asked while nothing waiting can start, so that there is one to backfill with, as
+// long as the running and waiting trials together stay within the limit. A waiting trial is
+// planned again before it starts when trials have finished since it was planned (calibration may
+// have learned). A trial whose memory is unknown (TrialPlan::exclusive) starts only on an idle
+// device.
 #include <algorithm>
 #include <list>
 
@@ -100,19 +101,16 @@ class JobsLoop {
     if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
     if (stopping && running_.empty() && queue_.empty()) return false;
     TUNE_RETURN_IF_ERROR(StartThoseThatFit());
-    if (!stopping && ShouldAskAnother(waiting_, Ledger(), MaxPasses())) {
+    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limit_)) {
       TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
       if (!asked && running_.empty() && queue_.empty()) return false;  // others took the target
       TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
-    if (!queue_.empty() && !NextToStart(waiting_, Ledger(), MaxPasses())) {
+    if (!queue_.empty() && !NextToStart(waiting_, Ledger(), limit_)) {
       internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
     }
     return true;
   }
-
-  // How often a waiting trial may be overtaken before nothing starts ahead of it.
-  int64_t MaxPasses() const { return 2 * limit_; }
 
   JobsLedger Ledger() const {
     return {static_cast<int64_t>(running_.size()), reserved_, capacity_, limit_};
@@ -175,7 +173,7 @@ class JobsLoop {
   // Starts the waiting trials that may start now, in jobs_queue.h's order.
   Status StartThoseThatFit() {
     if (result_.interrupted) return Status::Ok();
-    while (std::optional<size_t> next = NextToStart(waiting_, Ledger(), MaxPasses())) {
+    while (std::optional<size_t> next = NextToStart(waiting_, Ledger(), limit_)) {
       if (queue_[*next]->planned_at != told_) {
         TUNE_RETURN_IF_ERROR(Replan(*next));
         continue;

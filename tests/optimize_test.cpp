@@ -298,10 +298,9 @@ TEST(JobsQueue, MoreTrialsAreAskedOnlyWhenNothingWaitingCanStart) {
   EXPECT_TRUE(internal::ShouldAskAnother({}, Card(1, 14), 8));
   EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(1, 14), 8));  // to backfill with
   EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(6)}, Card(1, 14), 8));  // 6 starts
-  // At most `limit` wait, and none is asked while `limit` run (nothing could start).
-  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(12)}, Card(1, 20, 2), 8));
-  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(1, 20, 2), 8));
-  EXPECT_FALSE(internal::ShouldAskAnother({}, Card(2, 4, 2), 8));
+  // Running and waiting trials together stay within the limit.
+  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(12)}, Card(2, 20, 4), 8));
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(2, 20, 4), 8));
 }
 
 // A 12 GiB trial waits on a 22 GiB card full of 2 GiB trials that end one per time unit, while
