@@ -41,9 +41,11 @@ def param(name, kind=str, default=None):
     return default if value is None else kind(value)
 
 
-def estimate(model, batch, length, accum, checkpointing):
-    """tune's estimate of the configuration (cached per run), as {device_peak, num_parameters}."""
-    key = f"{model}|{batch}|{length}|{accum}|{checkpointing}"
+def estimate(model, batch, length, accum, checkpointing, head):
+    """tune's estimate of the configuration (cached per run), as {device_peak, num_parameters}.
+    `head`: the classifier's estimator flags (--classifier-layers, --dropout) when the trial has
+    those params, so that the estimate is of the very configuration tune plans."""
+    key = f"{model}|{batch}|{length}|{accum}|{checkpointing}|{'|'.join(head)}"
     cache = os.environ.get("BENCH_ESTIMATE_CACHE")
     if cache and os.path.exists(cache):
         with open(cache) as f:
@@ -56,6 +58,7 @@ def estimate(model, batch, length, accum, checkpointing):
             "--format", "json"]
     if checkpointing:
         argv.append("--gradient-checkpointing")
+    argv += head
     out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
     result = {"device_peak": out["device_peak"], "num_parameters": out["num_parameters"]}
     if cache:
@@ -83,7 +86,12 @@ def main():
     length = param("max_length", int)
     accum = param("grad_accum", int, 1)
     checkpointing = param("gradient_checkpointing", str, "false").lower() == "true"
-    e = estimate(model, batch, length, accum, checkpointing)
+    head = []
+    for name in ("classifier_layers", "dropout"):
+        value = param(name)
+        if value is not None:
+            head += ["--" + name.replace("_", "-"), value]
+    e = estimate(model, batch, length, accum, checkpointing, head)
     peak = int(e["device_peak"] * TRUE_FACTOR.get(model, 1.0))
     budget = os.environ.get("TUNE_MEMORY_BUDGET")
     if budget is not None and peak > int(budget):

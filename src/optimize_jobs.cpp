@@ -3,17 +3,21 @@
 // the heartbeats and the memory ledger.
 //
 // Scheduling: a trial is asked, sampled and planned (Objective::Plan: its reservation, or its
-// outcome when it cannot fit even alone) one at a time. It starts when fewer than the job limit
-// run and its reservation fits beside the running trials' reservations; otherwise it waits at
-// the head of the line, and no later trial is asked before it starts (first come, first served:
-// a large trial never starves, at the price of idle memory while it waits). A trial whose
-// memory is unknown (TrialPlan::exclusive) starts only on an idle device.
+// outcome when it cannot fit even alone) and joins the queue of waiting trials. Which waiting
+// trial starts when is jobs_queue.h's rule: the oldest first when it fits; while it does not, a
+// later one that fits now (backfilling), until the oldest has been passed `limit` times. More
+// trials are asked while nothing waiting can start, so that there is one to backfill with, as
+// long as the running and waiting trials together stay within the limit. A waiting trial is
+// planned again before it starts when trials have finished since it was planned (calibration may
+// have learned). A trial whose memory is unknown (TrialPlan::exclusive) starts only on an idle
+// device.
 #include <algorithm>
 #include <list>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "jobs_queue.h"
 #include "optimize_internal.h"
 #include "tune/interrupt.h"
 #include "tune/optimize.h"
@@ -38,7 +42,9 @@ using Clock = std::chrono::system_clock;
 
 struct Job {
   std::unique_ptr<Trial> trial;
+  Json sampled;                           // the sampled params, before the plan's levers
   TrialPlan plan;
+  int64_t planned_at = 0;                 // JobsLoop::told_ when it was planned
   std::unique_ptr<TrialProcess> process;  // set once started
   Clock::time_point queued, started;
 };
@@ -92,19 +98,28 @@ class JobsLoop {
     TUNE_ASSIGN_OR_RETURN(result_.finished_total,
                           study_.storage().CountTrials(study_.study_id(), kFinishedStates));
     const bool stopping = result_.interrupted || TargetReached() || TimedOut();
-    if (stopping && running_.empty() && !waiting_) return false;
-    if (!stopping && !waiting_ && running_.size() < static_cast<size_t>(limit_)) {
+    if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
+    if (stopping && running_.empty() && queue_.empty()) return false;
+    TUNE_RETURN_IF_ERROR(StartThoseThatFit());
+    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limit_)) {
       TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
-      if (!asked && running_.empty()) return false;  // the target is taken by others' trials
+      if (!asked && running_.empty() && queue_.empty()) return false;  // others took the target
+      TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
-    if (waiting_ && !result_.interrupted) TUNE_RETURN_IF_ERROR(StartWaitingIfItFits());
+    if (!queue_.empty() && !NextToStart(waiting_, Ledger(), limit_)) {
+      internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
+    }
     return true;
+  }
+
+  JobsLedger Ledger() const {
+    return {static_cast<int64_t>(running_.size()), reserved_, capacity_, limit_};
   }
 
   JobsState State() const {
     JobsState s;
     s.running = static_cast<int64_t>(running_.size());
-    s.waiting = waiting_ ? 1 : 0;
+    s.waiting = static_cast<int64_t>(queue_.size());
     s.reserved = reserved_;
     s.capacity = capacity_;
     return s;
@@ -143,27 +158,55 @@ class JobsLoop {
         params.ok() ? objective_.Plan(*trial, *params) : Result<TrialPlan>(params.status());
     job->trial = std::move(trial);
     if (!plan.ok()) return Fail(*job, plan.status());
+    job->sampled = *params;
     job->plan = std::move(plan).value();
+    job->planned_at = told_;
     if (job->plan.outcome) {
       TUNE_RETURN_IF_ERROR(Tell(*job, *job->plan.outcome));
       return true;
     }
-    waiting_ = std::move(job);
+    waiting_.push_back({job->plan.reservation, job->plan.exclusive, 0});
+    queue_.push_back(std::move(job));
     return true;
   }
 
-  bool Fits(const TrialPlan& plan) const {
-    if (plan.exclusive) return running_.empty();
-    if (!capacity_ || running_.empty()) return true;
-    return reserved_ + plan.reservation <= *capacity_;
+  // Starts the waiting trials that may start now, in jobs_queue.h's order.
+  Status StartThoseThatFit() {
+    if (result_.interrupted) return Status::Ok();
+    while (std::optional<size_t> next = NextToStart(waiting_, Ledger(), limit_)) {
+      if (queue_[*next]->planned_at != told_) {
+        TUNE_RETURN_IF_ERROR(Replan(*next));
+        continue;
+      }
+      MarkStarted(waiting_, *next);
+      std::unique_ptr<Job> job = std::move(queue_[*next]);
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*next));
+      TUNE_RETURN_IF_ERROR(StartJob(std::move(job)));
+    }
+    return Status::Ok();
   }
 
-  Status StartWaitingIfItFits() {
-    if (!Fits(waiting_->plan)) {
-      internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
+  // Plans queue_[i] again with what the trials finished since it was planned taught calibration:
+  // its reservation changes, or it is pruned without running after all.
+  Status Replan(size_t i) {
+    Job& job = *queue_[i];
+    Result<TrialPlan> plan = objective_.Plan(*job.trial, job.sampled);
+    if (plan.ok() && !plan->outcome) {
+      job.plan = std::move(plan).value();
+      job.planned_at = told_;
+      waiting_[i].reservation = job.plan.reservation;
+      waiting_[i].exclusive = job.plan.exclusive;
       return Status::Ok();
     }
-    std::unique_ptr<Job> job = std::move(waiting_);
+    std::unique_ptr<Job> taken = std::move(queue_[i]);
+    queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!plan.ok()) return Fail(*taken, plan.status());
+    taken->plan = std::move(plan).value();
+    return Tell(*taken, *taken->plan.outcome);
+  }
+
+  Status StartJob(std::unique_ptr<Job> job) {
     job->started = Clock::now();
     Result<std::unique_ptr<TrialProcess>> process = objective_.Start(*job->trial, job->plan);
     if (!process.ok()) return Fail(*job, process.status());
@@ -199,17 +242,34 @@ class JobsLoop {
     return Status::Ok();
   }
 
-  // Ctrl-C: the running trials' processes are stopped (they finish as interrupted); a trial
-  // waiting for memory is failed as interrupted at once.
+  // Ctrl-C: the running trials' processes are stopped (they finish as interrupted); the trials
+  // waiting for memory are failed as interrupted at once.
   Status InterruptAll() {
     result_.interrupted = true;
     for (auto& job : running_) job->process->Interrupt();
-    if (waiting_) {
-      std::unique_ptr<Job> job = std::move(waiting_);
+    std::vector<std::unique_ptr<Job>> waiting = TakeQueue();
+    for (auto& job : waiting) {
       TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, RecordInterrupted(*job->trial));
       TUNE_RETURN_IF_ERROR(Tell(*job, outcome));
     }
     return Status::Ok();
+  }
+
+  // --timeout: the trials still waiting never start; they end FAIL with reason "timeout".
+  Status EndQueuedAtTimeout() {
+    for (auto& job : TakeQueue()) {
+      const std::string message = "the study's timeout came before it could start; it never ran";
+      TUNE_RETURN_IF_ERROR(
+          job->trial->SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
+      TUNE_RETURN_IF_ERROR(job->trial->SetUserAttr(attrs::kFailReason, message));
+      TUNE_RETURN_IF_ERROR(Tell(*job, {TrialState::kFail, {}, message}));
+    }
+    return Status::Ok();
+  }
+
+  std::vector<std::unique_ptr<Job>> TakeQueue() {
+    waiting_.clear();
+    return std::move(queue_);
   }
 
   // Records when the trial was queued, started and ended and what it reserved, and tells it.
@@ -231,6 +291,7 @@ class JobsLoop {
       return Fail(job, told.status());
     }
     ++result_.trials_run;
+    ++told_;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, outcome);
     return Status::Ok();
   }
@@ -255,8 +316,7 @@ class JobsLoop {
   // After an error: stops every other trial and records how each ended, best effort.
   void Drain() {
     for (auto& job : running_) job->process->Interrupt();
-    if (waiting_) {
-      std::unique_ptr<Job> job = std::move(waiting_);
+    for (auto& job : TakeQueue()) {
       if (RecordInterrupted(*job->trial).ok()) (void)Tell(*job, {TrialState::kFail, {}, ""});
     }
     while (!running_.empty()) {
@@ -283,8 +343,10 @@ class JobsLoop {
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;
-  std::unique_ptr<Job> waiting_;
+  std::vector<std::unique_ptr<Job>> queue_;  // waiting to start, oldest first
+  std::vector<WaitingTrial> waiting_;         // queue_'s place in the order, one per job
   int64_t reserved_ = 0;
+  int64_t told_ = 0;  // trials told so far: a queued trial planned before the last is re-planned
   OptimizeResult result_;
   std::optional<SteadyClock::time_point> last_stale_check_;
   int64_t extra_target_ = 0;

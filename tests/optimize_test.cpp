@@ -1,5 +1,6 @@
 #include "tune/optimize.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -10,6 +11,8 @@
 #include "tune/interrupt.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
+
+#include "jobs_queue.h"
 
 namespace tune {
 namespace {
@@ -242,6 +245,97 @@ TEST(OptimizeHeartbeat, HeartbeatsKeepALongTrialAlive) {
   EXPECT_EQ(trials[0].state, TrialState::kComplete);
   EXPECT_GE(*trials[0].duration_seconds(), 1.5);
   EXPECT_GT(checks, 10);
+}
+
+// The order in which trials waiting for memory start with --jobs (jobs_queue.h). Sizes in GiB.
+using internal::JobsLedger;
+using internal::WaitingTrial;
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+JobsLedger Card(int64_t running, int64_t reserved_gib, int64_t limit = 8) {
+  return {running, reserved_gib * kGiB, 22 * kGiB, limit};
+}
+
+WaitingTrial Needs(int64_t gib, int64_t passed = 0) { return {gib * kGiB, false, passed}; }
+
+TEST(JobsQueue, AHeadThatDoesNotFitLetsALaterSmallerTrialStart) {
+  // 14 of 22 GiB reserved: the 12 GiB head and the 10 GiB second do not fit, the 6 GiB third does.
+  std::vector<WaitingTrial> queue = {Needs(12), Needs(10), Needs(6)};
+  ASSERT_EQ(internal::NextToStart(queue, Card(1, 14), 8), std::optional<size_t>(2));
+  internal::MarkStarted(queue, 2);
+  ASSERT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue[0].reservation, 12 * kGiB);
+  EXPECT_EQ(queue[0].passed, 1);  // both trials it overtook count one pass
+  EXPECT_EQ(queue[1].passed, 1);
+  // Once the head fits, it goes first even though a later one fits too.
+  queue.push_back(Needs(2));
+  EXPECT_EQ(internal::NextToStart(queue, Card(1, 8), 8), std::optional<size_t>(0));
+}
+
+TEST(JobsQueue, AfterTheAgingLimitNothingOvertakesTheHead) {
+  std::vector<WaitingTrial> queue = {Needs(12, /*passed=*/3), Needs(6)};
+  EXPECT_EQ(internal::NextToStart(queue, Card(1, 14), 3), std::nullopt);
+  EXPECT_FALSE(internal::ShouldAskAnother(queue, Card(1, 14), 3));  // strict FIFO: no look-ahead
+  EXPECT_EQ(internal::NextToStart(queue, Card(1, 14), 4), std::optional<size_t>(1));
+  EXPECT_EQ(internal::NextToStart(queue, Card(0, 0), 3), std::optional<size_t>(0));
+}
+
+TEST(JobsQueue, ExclusiveTrialsAndTheJobLimit) {
+  // A trial of unknown memory starts only on an idle device, and never as a backfill.
+  const WaitingTrial unknown{0, true, 0};
+  EXPECT_TRUE(internal::FitsNow(Card(0, 0), unknown));
+  EXPECT_FALSE(internal::FitsNow(Card(1, 1), unknown));
+  EXPECT_EQ(internal::NextToStart({Needs(20), unknown}, Card(1, 14), 8), std::nullopt);
+  // At the limit nothing starts, however small; an idle device takes any planned trial.
+  EXPECT_EQ(internal::NextToStart({Needs(1)}, Card(2, 2, /*limit=*/2), 8), std::nullopt);
+  EXPECT_TRUE(internal::FitsNow(Card(0, 0), Needs(30)));
+  // Without a memory guard (no capacity) only the limit counts.
+  EXPECT_TRUE(internal::FitsNow({3, 0, std::nullopt, 4}, Needs(100)));
+}
+
+TEST(JobsQueue, MoreTrialsAreAskedOnlyWhenNothingWaitingCanStart) {
+  EXPECT_TRUE(internal::ShouldAskAnother({}, Card(1, 14), 8));
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(1, 14), 8));  // to backfill with
+  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(6)}, Card(1, 14), 8));  // 6 starts
+  // Running and waiting trials together stay within the limit.
+  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(12)}, Card(2, 20, 4), 8));
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(2, 20, 4), 8));
+}
+
+// A 12 GiB trial waits on a 22 GiB card full of 2 GiB trials that end one per time unit, while
+// a new 2 GiB trial arrives every unit (each runs 11 units): whenever one ends, 20 GiB stay
+// reserved, so without a bound on overtaking the 12 GiB trial would wait for ever. Returns the
+// time it started (-1: not within 200 units) and how many trials started before it.
+std::pair<int, int> RunStream(int64_t max_passes) {
+  std::vector<int> small_ends;  // the running 2 GiB trials
+  for (int t = 1; t <= 11; ++t) small_ends.push_back(t);
+  std::vector<WaitingTrial> queue = {Needs(12)};
+  int overtook = 0;
+  for (int t = 0; t < 200; ++t) {
+    small_ends.erase(std::remove_if(small_ends.begin(), small_ends.end(),
+                                    [t](int end) { return end <= t; }),
+                     small_ends.end());
+    queue.push_back(Needs(2));
+    const auto n = static_cast<int64_t>(small_ends.size());
+    const JobsLedger ledger{n, 2 * n * kGiB, 22 * kGiB, 16};
+    std::optional<size_t> next = internal::NextToStart(queue, ledger, max_passes);
+    if (!next) continue;
+    if (queue[*next].reservation == 12 * kGiB) return {t, overtook};
+    ++overtook;
+    small_ends.push_back(t + 11);
+    internal::MarkStarted(queue, *next);
+  }
+  return {-1, overtook};
+}
+
+TEST(JobsQueue, TheHeadStartsEventuallyBehindAStreamOfSmallTrials) {
+  const auto [never, passed] = RunStream(/*max_passes=*/1000000);
+  EXPECT_EQ(never, -1) << "the stream should starve an unbounded backfill";
+  EXPECT_GT(passed, 100);
+  const auto [started, overtook] = RunStream(/*max_passes=*/4);
+  EXPECT_EQ(overtook, 4);   // then nothing more starts before it:
+  EXPECT_EQ(started, 10);   // six of the 2 GiB trials end (t = 5..10): now it fits
 }
 
 }  // namespace

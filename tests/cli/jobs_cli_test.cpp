@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tune/memory/guard.h"
@@ -290,6 +291,85 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
   EXPECT_EQ(trials[1]["state"], "PRUNED");
   EXPECT_EQ(trials[1]["user_attrs"]["reason"], "predicted");
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / "trial_1" / "ran.json"));
+}
+
+// A command study of memory_objective.py (each trial sleeps `seconds`) on a card of
+// `device_memory`, running the enqueued `trials` of bert-base-uncased.
+std::string MemoryStudy(const std::filesystem::path& dir, int64_t device_memory,
+                        const std::vector<int>& batch_sizes, double seconds) {
+  Json trials = Json::array();
+  for (int b : batch_sizes) {
+    trials.push_back({{"model", "bert-base-uncased"}, {"batch_size", b}, {"max_length", 128}});
+  }
+  Json doc = {
+      {"direction", "maximize"},
+      {"search_space",
+       {{"model", {{"type", "model"}, {"choices", {"bert-base-uncased"}}}},
+        {"batch_size", {4, 32}},
+        {"max_length", {128}}}},
+      {"enqueue_trials", trials},
+      {"objective",
+       {{"type", "command"},
+        {"argv", {"/usr/bin/python3", std::string(TUNE_TEST_DATA_DIR) + "/memory_objective.py"}},
+        {"env", {{"MEMORY_OBJECTIVE_SECONDS", fmt::format("{}", seconds)}}},
+        {"work_dir", (dir / "trials").string()},
+        {"memory",
+         {{"device_memory", device_memory},
+          {"model", "{model}"},
+          {"batch_size", "{batch_size}"},
+          {"max_length", "{max_length}"},
+          {"precision", "bf16"}}}}}};
+  const std::string config = (dir / "memory.json").string();
+  std::ofstream(config) << doc.dump(2);
+  return config;
+}
+
+// A card that holds bert-base at batch 32 beside one at batch 4, not two at 32. Models never
+// measured are reserved at estimate x kUnmeasuredHeadroom.
+int64_t CardFor32And4() {
+  const int64_t b4 = DevicePeak("bert-base-uncased", 4), b32 = DevicePeak("bert-base-uncased", 32);
+  EXPECT_LT(b4, b32);
+  const double headroom = MemoryCalibration::kUnmeasuredHeadroom;
+  const auto usable = static_cast<int64_t>(headroom * static_cast<double>(b32 + (b32 + b4) / 2));
+  return static_cast<int64_t>(static_cast<double>(usable) / 0.95) + 1;
+}
+
+// Backfilling: with bert-base at batch 32 running, a second one at 32 does not fit beside it and
+// waits; a later trial at batch 4 fits and starts first; the one at 32 starts when the first
+// ends.
+TEST_F(JobsCli, ASmallerLaterTrialStartsWhileTheOldestWaitsForMemory) {
+  const std::string config = MemoryStudy(dir_.path(), CardFor32And4(), {32, 32, 4}, 1.0);
+  ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
+                       "3", "--jobs", "auto"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json trials = Trials();
+  ASSERT_EQ(trials.size(), 3u);
+  for (const Json& t : trials) ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+  auto schedule = [&](int i, const char* key) {
+    return trials[static_cast<size_t>(i)]["user_attrs"]["schedule"][key].get<std::string>();
+  };
+  EXPECT_LT(schedule(2, "started"), schedule(1, "started"));  // the small one went first
+  EXPECT_LT(schedule(2, "started"), schedule(0, "ended"));    // beside trial 0
+  EXPECT_GE(schedule(1, "started"), schedule(0, "ended"));    // trial 1 waited for trial 0
+}
+
+// --timeout: the running trial finishes; the ones waiting for memory never start.
+TEST_F(JobsCli, TrialsStillWaitingAtTheTimeoutNeverStart) {
+  const std::string config = MemoryStudy(dir_.path(), CardFor32And4(), {32, 32, 32}, 2.0);
+  ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
+                       "3", "--jobs", "auto", "--timeout", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json trials = Trials();
+  ASSERT_EQ(trials.size(), 3u);
+  EXPECT_EQ(trials[0]["state"], "COMPLETE");
+  for (int i : {1, 2}) {
+    const Json& t = trials[static_cast<size_t>(i)];
+    EXPECT_EQ(t["state"], "FAIL") << t.dump();
+    EXPECT_EQ(t["user_attrs"]["reason"], "timeout");
+    EXPECT_FALSE(t["user_attrs"]["schedule"].contains("started"));
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / ("trial_" + std::to_string(i))
+                                         / "ran.json"));
+  }
 }
 
 TEST_F(JobsCli, BadJobsValuesAreUsageErrors) {

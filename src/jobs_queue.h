@@ -1,0 +1,53 @@
+// The order in which trials waiting for memory start with several trials at once (--jobs)
+// [tune_core, private]: first come, first served, with backfilling and a bound on overtaking.
+//
+// The oldest waiting trial (the head) starts as soon as its reservation fits. While it does not
+// fit, a later waiting trial that fits now starts in its place (backfilling: the memory beside
+// the running trials does not sit idle while the head waits for a large trial to end). Each time
+// a trial is overtaken like that it counts one pass; once a trial has been passed `max_passes`
+// times, no later trial starts before it, so the head starts when the running trials have
+// released enough memory: a large trial never starves behind a stream of small ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace tune::internal {
+
+// What runs now on the device: how many trials, what they reserve, and the limits.
+struct JobsLedger {
+  int64_t running = 0;
+  int64_t reserved = 0;                // bytes the running trials reserve
+  std::optional<int64_t> capacity;     // bytes usable by reservations; none: unlimited
+  int64_t limit = 1;                   // the most trials at once (jobs, or max_jobs with auto)
+};
+
+// A trial waiting to start.
+struct WaitingTrial {
+  int64_t reservation = 0;  // bytes it holds while it runs
+  bool exclusive = false;   // its memory is unknown: it starts only on an idle device
+  int64_t passed = 0;       // later trials that started before it
+};
+
+// True if a trial with this reservation may start beside the running ones: fewer than the limit
+// run, and its reservation fits the capacity left (an exclusive trial: nothing runs). A trial
+// always fits an idle device (one that cannot fit it alone was planned not to run).
+bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial);
+
+// The index in `queue` (oldest first) of the trial to start now, if any: the head when it fits;
+// else, while the head has been passed fewer than `max_passes` times, the oldest later trial
+// that fits.
+std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue,
+                                  const JobsLedger& ledger, int64_t max_passes);
+
+// Records that queue[started] starts: the trials before it were passed once more. Removes it.
+void MarkStarted(std::vector<WaitingTrial>& queue, size_t started);
+
+// Whether to ask (sample and plan) one more trial now, so that there is a trial to backfill
+// with: the queue is empty, or none of it can start now and the head may still be passed; and
+// the running and waiting trials together stay within the limit.
+bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
+                      int64_t max_passes);
+
+}  // namespace tune::internal
