@@ -14,8 +14,11 @@ set -euo pipefail
 
 # libpq-dev: the PostgreSQL storage; postgresql: the throwaway server `make test` starts;
 # python3-psycopg2: lets the Optuna compatibility test open tune's PostgreSQL studies.
+# libjs-chart.js: the charting library `tune report` inlines in its pages; chromium: the headless
+# browser the report_browser test loads them in.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
-      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache)
+      libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
+      libjs-chart.js chromium)
 torch=1
 for arg in "$@"; do
   case "$arg" in

@@ -4,7 +4,7 @@
 // (at least 2) against all COMPLETE trials, each parameter discretised on at most 50 grid points,
 // a 1-D Parzen estimator with Scott's bandwidth over each set, and the Pearson divergence between
 // the two, scaled by the quantile squared. Optuna's default evaluator (fANOVA over a random
-// forest) is not implemented; docs/report.md compares the two rankings on real studies.
+// forest) is not implemented; docs/benchmarks.md compares the two rankings on real studies.
 #pragma once
 
 #include <string>

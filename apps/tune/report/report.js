@@ -289,8 +289,9 @@
 
   // With #selftest in the address: checks every canvas has painted pixels and that a click on
   // the "value" header sorts the table, and writes the result as JSON into #selftest.
-  function selftest(renderMs) {
-    const result = { render_ms: renderMs, trials: trials.length, charts: [], sorted: null };
+  function selftest(renderMs, scriptStart, sectionMs) {
+    const result = { render_ms: renderMs, script_start_ms: scriptStart, section_ms: sectionMs,
+      trials: trials.length, charts: [], sorted: null };
     for (const c of document.querySelectorAll('canvas')) {
       const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let painted = 0, coloured = 0;  // any pixel; pixels of a colour, not grey (axes, text)
@@ -319,10 +320,15 @@
   document.getElementById('title').textContent = title;
   document.getElementById('subtitle').textContent = trials.length + ' trial(s), ' + data.directions.join(', ') +
     (data.datetime_start ? ', first started ' + data.datetime_start : '');
-  [history, intermediate, importance, slices, oomMap, memory, timeline, table].forEach(f => f());
+  const scriptStart = performance.now(), sectionMs = {};
+  for (const f of [history, intermediate, importance, slices, oomMap, memory, timeline, table]) {
+    const t = performance.now();
+    f();
+    sectionMs[f.name] = Math.round(performance.now() - t);
+  }
   const renderMs = performance.now();
   document.body.dataset.renderMs = renderMs.toFixed(1);
   document.getElementById('footer').textContent = 'Written by tune report; charts by Chart.js ' + Chart.version +
     '; rendered in ' + renderMs.toFixed(0) + ' ms.';
-  if (location.hash === '#selftest') setTimeout(() => selftest(renderMs), 50);
+  if (location.hash === '#selftest') selftest(renderMs, scriptStart, sectionMs);
 })();
