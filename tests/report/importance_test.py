@@ -40,7 +40,8 @@ def main():
         with open(os.path.join(tmp, "t.json"), "w") as f:
             json.dump(doc, f)
         subprocess.run([TUNE, "--study", "tune300", "--config", "t.json", "--n-trials", "300",
-                        "--log-level", "warn", "--storage", url], cwd=tmp, check=True)
+                        "--log-level", "warn", "--storage", url], cwd=tmp, check=True,
+                       stdout=subprocess.DEVNULL)
         for study in ("optuna40", "optuna150", "optuna600", "tune300"):
             print(f"== study {study}", flush=True)
             r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "importance_vs_optuna.py"),

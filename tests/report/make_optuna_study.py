@@ -80,7 +80,7 @@ def main():
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     rng = random.Random(7)
     study = optuna.create_study(storage=url, study_name=name, direction="minimize")
-    t0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
+    t0 = datetime.datetime.now()  # create_trial stamps datetime_start with the current time
     free = [0.0, 0.0]  # when each of two jobs is free, seconds after t0
     study.add_trials([make_trial(sample(rng), rng, free, t0) for _ in range(n)])
     print(f"wrote {n} trials of study '{name}' with Optuna {optuna.__version__}")

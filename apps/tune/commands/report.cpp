@@ -95,12 +95,26 @@ Json ImportanceJson(const std::vector<FrozenTrial>& trials,
           {"params", params}};
 }
 
+// The time axis' origin: the earliest start, or queue time of a --jobs run.
+std::optional<TimePoint> FirstTime(const std::vector<FrozenTrial>& trials) {
+  std::optional<TimePoint> first;
+  auto consider = [&first](TimePoint t) { first = first ? std::min(*first, t) : t; };
+  for (const auto& t : trials) {
+    if (t.datetime_start) consider(*t.datetime_start);
+    auto s = t.user_attrs.find(attrs::kSchedule);
+    if (s == t.user_attrs.end() || !s->is_object()) continue;
+    for (const char* key : {"queued", "started"}) {
+      auto v = s->find(key);
+      if (v == s->end() || !v->is_string()) continue;
+      if (auto parsed = ParseDatetime(v->get<std::string>()); parsed.ok()) consider(*parsed);
+    }
+  }
+  return first;
+}
+
 Json ReportData(const std::string& study, const std::vector<StudyDirection>& directions,
                 const std::vector<FrozenTrial>& trials) {
-  std::optional<TimePoint> t0;
-  for (const auto& t : trials) {
-    if (t.datetime_start && (!t0 || *t.datetime_start < *t0)) t0 = t.datetime_start;
-  }
+  const std::optional<TimePoint> t0 = FirstTime(trials);
   Json j = {{"study", study}, {"datetime_start", t0 ? Json(FormatDatetime(*t0)) : Json(nullptr)}};
   j["directions"] = Json::array();
   for (auto d : directions) j["directions"].push_back(StudyDirectionName(d));
