@@ -304,7 +304,9 @@
     const th = [...document.querySelectorAll('#trial-table th')].find(h => h.textContent === 'value');
     const column = () => [...document.querySelectorAll('#trial-table tbody tr')].map(r => r.children[3].textContent)
       .filter(v => v !== '').map(v => parseFloat(v));
+    const clicked = performance.now();
     th.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    result.sort_ms = performance.now() - clicked;
     const up = column();
     th.dispatchEvent(new MouseEvent('click', { bubbles: true }));
     const down = column();
