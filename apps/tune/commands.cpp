@@ -27,6 +27,7 @@ const std::vector<Command>& Commands() {
        DeclareTell},
       {"summary", "Trials by outcome and time, memory estimate error, levers, best trial",
        DeclareSummary},
+      {"report", "Write one self-contained HTML page of a study's charts (offline)", DeclareReport},
       {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;

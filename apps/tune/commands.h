@@ -35,6 +35,7 @@ std::function<int()> DeclareCreateStudy(CLI::App& command);
 std::function<int()> DeclareAsk(CLI::App& command);
 std::function<int()> DeclareTell(CLI::App& command);
 std::function<int()> DeclareSummary(CLI::App& command);
+std::function<int()> DeclareReport(CLI::App& command);
 std::function<int()> DeclareDeleteStudy(CLI::App& command);
 std::function<int()> DeclareEnqueue(CLI::App& command);
 std::function<int()> DeclareExport(CLI::App& command);

@@ -1,0 +1,336 @@
+// Draws the charts of `tune report` from the study's JSON blob (#tune-data) with Chart.js.
+// Large studies stay responsive: no animation, pre-parsed data (parsing: false), learning
+// curves and timeline bars merged into a few datasets, and a paginated table.
+(function () {
+  'use strict';
+  const data = JSON.parse(document.getElementById('tune-data').textContent);
+  const trials = data.trials;
+  const main = document.getElementById('report');
+  const COLORS = {
+    complete: '#1f77b4', pruned: '#a0a0a0', oom: '#d62728', predicted: '#ff7f0e',
+    failed: '#8c564b', interrupted: '#9467bd', timeout: '#e377c2', stale: '#7f7f7f',
+    running: '#2ca02c', waiting: '#bcbd22'
+  };
+  const LABELS = {
+    complete: 'COMPLETE', pruned: 'PRUNED by the pruner', oom: 'OOM at run time',
+    predicted: 'predicted misfit (not run)', failed: 'FAIL', interrupted: 'interrupted',
+    timeout: 'timed out', stale: 'stale', running: 'RUNNING', waiting: 'WAITING'
+  };
+  const charts = [];
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.normalized = true;
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    Object.assign(e, attrs || {});
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function section(title, note) {
+    const s = el('section');
+    s.appendChild(el('h2', {}, title));
+    if (note) s.appendChild(el('p', { className: 'note' }, note));
+    main.appendChild(s);
+    return s;
+  }
+  function canvasIn(parent, id, title) {
+    const box = el('div', { className: 'chart' });
+    if (title) parent.appendChild(el('h3', {}, title));
+    const c = el('canvas', { id: id });
+    box.appendChild(c);
+    parent.appendChild(box);
+    return c;
+  }
+  function emptyNote(parent, text) { parent.appendChild(el('p', { className: 'empty' }, text)); }
+  function draw(canvas, config) {
+    config.options = Object.assign({ parsing: false }, config.options || {});
+    charts.push(new Chart(canvas, config));
+  }
+  function axis(title, extra) { return Object.assign({ type: 'linear', title: { display: true, text: title } }, extra || {}); }
+  function pointLabel(ctx) { return 'trial ' + ctx.raw.n + ': ' + ctx.raw.x + ', ' + ctx.raw.y; }
+  const value = t => (t.values.length ? t.values[0] : null);
+  const minimize = data.directions[0] !== 'MAXIMIZE';
+  const better = (a, b) => (minimize ? a < b : a > b);
+  const complete = trials.filter(t => t.state === 'COMPLETE' && value(t) !== null);
+
+  function history() {
+    const s = section('Optimisation history',
+      'Objective value of each COMPLETE trial and the best value so far' +
+      (data.directions.length > 1 ? ' (first objective of ' + data.directions.length + ')' : '') + '.');
+    if (!complete.length) return emptyNote(s, 'No COMPLETE trial yet.');
+    const points = complete.map(t => ({ x: t.number, y: value(t), n: t.number }));
+    const best = [];
+    let b = null;
+    for (const p of points) { if (b === null || better(p.y, b)) b = p.y; best.push({ x: p.x, y: b, n: p.n }); }
+    draw(canvasIn(s, 'chart-history'), {
+      type: 'scatter',
+      data: { datasets: [
+        { label: 'objective value', data: points, backgroundColor: COLORS.complete, pointRadius: 2 },
+        { label: 'best so far', data: best, type: 'line', borderColor: '#d62728', pointRadius: 0, stepped: true }
+      ] },
+      options: { scales: { x: axis('trial'), y: axis('objective value') },
+        plugins: { tooltip: { callbacks: { label: pointLabel } } } }
+    });
+  }
+
+  // One dataset per kind of trial; NaN points separate the curves.
+  function intermediate() {
+    const s = section('Intermediate values', 'Learning curves reported with trial.report(): COMPLETE trials in blue, PRUNED and other trials greyed.');
+    const kinds = { COMPLETE: [], other: [] };
+    let n = 0;
+    for (const t of trials) {
+      if (!t.intermediate.length) continue;
+      const into = kinds[t.state === 'COMPLETE' ? 'COMPLETE' : 'other'];
+      for (const [step, v] of t.intermediate) into.push({ x: step, y: v === null ? NaN : v, n: t.number });
+      into.push({ x: NaN, y: NaN, n: t.number });
+      n++;
+    }
+    if (!n) return emptyNote(s, 'No trial reported intermediate values.');
+    draw(canvasIn(s, 'chart-intermediate'), {
+      type: 'line',
+      data: { datasets: [
+        { label: 'PRUNED / other', data: kinds.other, borderColor: 'rgba(150,150,150,0.35)', borderWidth: 1, pointRadius: 0 },
+        { label: 'COMPLETE', data: kinds.COMPLETE, borderColor: 'rgba(31,119,180,0.6)', borderWidth: 1, pointRadius: 0 }
+      ] },
+      options: { spanGaps: false, scales: { x: axis('step'), y: axis('intermediate value') },
+        plugins: { tooltip: { callbacks: { label: pointLabel } } } }
+    });
+  }
+
+  function importance() {
+    const imp = data.importance;
+    const s = section('Hyperparameter importances', 'Method: ' + imp.method + '.');
+    if (!imp.params.length) return emptyNote(s, 'Needs at least three COMPLETE trials of a single-objective study.');
+    const p = imp.params;
+    draw(canvasIn(s, 'chart-importance'), {
+      type: 'bar',
+      data: { labels: p.map(q => q.name), datasets: [{ label: 'importance', backgroundColor: COLORS.complete,
+        data: p.map((q, i) => ({ x: q.importance, y: i })) }] },
+      options: { indexAxis: 'y', scales: { x: axis('importance (sum 1)'), y: { type: 'category' } } }
+    });
+  }
+
+  function distributionOf(name) { return (data.distributions || {})[name] || null; }
+
+  function slices() {
+    const s = section('Slice plots', 'Objective value against each parameter, one point per COMPLETE trial.');
+    if (!complete.length) return emptyNote(s, 'No COMPLETE trial yet.');
+    const grid = el('div', { className: 'grid' });
+    s.appendChild(grid);
+    const names = Object.keys(data.distributions || {}).sort();
+    names.forEach((name, i) => {
+      const d = distributionOf(name);
+      const choices = d.name === 'CategoricalDistribution' ? d.attributes.choices.map(String) : null;
+      const pts = complete.filter(t => name in t.params).map(t => ({
+        x: choices ? choices.indexOf(String(t.params[name])) : t.params[name], y: value(t), n: t.number }));
+      const cell = el('div');
+      grid.appendChild(cell);
+      const x = choices ? axis(name, { min: -0.5, max: choices.length - 0.5, ticks: { stepSize: 1, callback: v => choices[v] } })
+        : axis(name, { type: d.attributes.log ? 'logarithmic' : 'linear' });
+      draw(canvasIn(cell, 'chart-slice-' + i, name), {
+        type: 'scatter',
+        data: { datasets: [{ label: name, data: pts, backgroundColor: COLORS.complete, pointRadius: 2 }] },
+        options: { scales: { x: x, y: axis('objective value') }, plugins: { legend: { display: false },
+          tooltip: { callbacks: { label: pointLabel } } } }
+      });
+    });
+  }
+
+  // Batch size x sequence length, one chart per model: how many trials of each outcome.
+  function oomMap() {
+    const s = section('OOM map', 'Batch size against sequence length per model: COMPLETE, PRUNED by the pruner, OOM at run time and predicted misfits (the memory guard did not run them). Bigger bubbles: more trials.');
+    const cats = ['complete', 'pruned', 'predicted', 'oom'];
+    const byModel = {};
+    for (const t of trials) {
+      const m = t.memory || {};
+      const batch = t.params.batch_size !== undefined ? t.params.batch_size : m.batch_size;
+      const length = t.params.max_length !== undefined ? t.params.max_length : m.max_length;
+      if (!batch || !length || cats.indexOf(t.category) < 0) continue;
+      const model = String(t.params.model !== undefined ? t.params.model : (m.model || 'all trials'));
+      (byModel[model] = byModel[model] || []).push({ batch: Number(batch), length: Number(length), c: t.category });
+    }
+    const models = Object.keys(byModel).sort();
+    if (!models.length) return emptyNote(s, 'No trial has both a batch size and a sequence length (params batch_size and max_length, or the memory attribute).');
+    const grid = el('div', { className: 'grid' });
+    s.appendChild(grid);
+    models.forEach((model, i) => {
+      const rows = byModel[model];
+      const bs = [...new Set(rows.map(r => r.batch))].sort((a, b) => a - b);
+      const ls = [...new Set(rows.map(r => r.length))].sort((a, b) => a - b);
+      const counts = {};
+      for (const r of rows) { const k = r.c + ' ' + bs.indexOf(r.batch) + ' ' + ls.indexOf(r.length); counts[k] = (counts[k] || 0) + 1; }
+      const datasets = cats.map((c, ci) => ({
+        label: LABELS[c], backgroundColor: COLORS[c] + 'b0', borderColor: COLORS[c],
+        data: Object.keys(counts).filter(k => k.split(' ')[0] === c).map(k => {
+          const [, bi, li] = k.split(' ').map(Number);
+          return { x: bi + (ci - 1.5) * 0.15, y: li, r: Math.min(12, 3 + 2 * Math.sqrt(counts[k])), n: counts[k] };
+        })
+      }));
+      const cell = el('div');
+      grid.appendChild(cell);
+      draw(canvasIn(cell, 'chart-oom-' + i, model), {
+        type: 'bubble', data: { datasets: datasets },
+        options: { scales: {
+          x: axis('batch size', { min: -0.5, max: bs.length - 0.5, ticks: { stepSize: 1, callback: v => bs[v] } }),
+          y: axis('sequence length', { min: -0.5, max: ls.length - 0.5, ticks: { stepSize: 1, callback: v => ls[v] } }) },
+          plugins: { tooltip: { callbacks: { label: ctx => ctx.dataset.label + ': ' + ctx.raw.n + ' trial(s)' } } } }
+      });
+    });
+  }
+
+  function memory() {
+    const s = section('Predicted vs measured peak memory', 'GiB; points on the dashed y = x line are exact, above it over-estimates, below it under-estimates.');
+    const gib = v => v / 1073741824;
+    const est = [], pred = [];
+    for (const t of trials) {
+      const m = t.memory;
+      if (!m || !m.peak) continue;
+      if (m.estimate) est.push({ x: gib(m.peak), y: gib(m.estimate), n: t.number });
+      if (m.predicted) pred.push({ x: gib(m.peak), y: gib(m.predicted), n: t.number });
+    }
+    if (!est.length && !pred.length) return emptyNote(s, 'No trial measured its peak memory (the memory user attribute with a peak).');
+    const all = est.concat(pred).flatMap(p => [p.x, p.y]);
+    const lo = Math.min(...all), hi = Math.max(...all);
+    draw(canvasIn(s, 'chart-memory'), {
+      type: 'scatter',
+      data: { datasets: [
+        { label: 'estimate', data: est, backgroundColor: COLORS.complete, pointRadius: 3 },
+        { label: "guard's prediction", data: pred, backgroundColor: COLORS.predicted, pointRadius: 3 },
+        { label: 'y = x', type: 'line', data: [{ x: lo, y: lo }, { x: hi, y: hi }], borderColor: '#444', borderDash: [6, 4], pointRadius: 0 }
+      ] },
+      options: { scales: { x: axis('measured peak (GiB)'), y: axis('predicted (GiB)') },
+        plugins: { tooltip: { callbacks: { label: pointLabel } } } }
+    });
+  }
+
+  // One horizontal bar per trial: waiting (queued to started) in light grey, running coloured
+  // by outcome. Bars are line segments separated by NaN points, a dataset per outcome.
+  function timeline() {
+    const s = section('Trial timeline', 'One bar per trial over time (seconds since the first start): light grey while queued (--jobs), coloured while running. Overlapping bars ran concurrently.');
+    const wait = [], runs = {};
+    let n = 0;
+    for (const t of trials) {
+      const sc = t.schedule || {};
+      const start = sc.started !== undefined ? sc.started : t.start;
+      const end = sc.ended !== undefined ? sc.ended : t.complete;
+      if (start === null || start === undefined || end === null || end === undefined) continue;
+      if (sc.queued !== undefined && sc.queued < start) wait.push({ x: sc.queued, y: t.number, n: t.number }, { x: start, y: t.number, n: t.number }, { x: NaN, y: NaN });
+      (runs[t.category] = runs[t.category] || []).push({ x: start, y: t.number, n: t.number }, { x: end, y: t.number, n: t.number }, { x: NaN, y: NaN });
+      n++;
+    }
+    if (!n) return emptyNote(s, 'No finished trial has start and end times.');
+    const width = Math.max(1, Math.min(6, Math.floor(500 / n)));
+    const datasets = [{ label: 'queued', data: wait, borderColor: '#dddddd', borderWidth: width, pointRadius: 0 }];
+    for (const c of Object.keys(runs)) datasets.push({ label: LABELS[c] || c, data: runs[c], borderColor: COLORS[c] || '#000', borderWidth: width, pointRadius: 0 });
+    draw(canvasIn(s, 'chart-timeline'), {
+      type: 'line', data: { datasets: datasets },
+      options: { spanGaps: false, scales: { x: axis('seconds since the first start'), y: axis('trial', { reverse: true }) },
+        plugins: { tooltip: { callbacks: { label: ctx => 'trial ' + ctx.raw.n + ' at ' + ctx.raw.x.toFixed(1) + ' s' } } } }
+    });
+  }
+
+  // A sortable, paginated table: a click on a header sorts by it (again: the other way).
+  function table() {
+    const s = section('Trials', 'Click a column header to sort; ' + trials.length + ' trial(s), 100 per page.');
+    const names = Object.keys(data.distributions || {}).sort();
+    const cols = [
+      { name: 'number', get: t => t.number }, { name: 'state', get: t => t.state },
+      { name: 'outcome', get: t => LABELS[t.category] || t.category },
+      { name: 'value', get: t => (t.values.length ? t.values.join(', ') : null), key: t => value(t) },
+      { name: 'duration (s)', get: t => (t.start !== null && t.complete !== null ? +(t.complete - t.start).toFixed(2) : null) }
+    ].concat(names.map(n => ({ name: n, get: t => (n in t.params ? t.params[n] : null) })));
+    const wrap = el('div', { className: 'table-wrap' });
+    const tbl = el('table', { id: 'trial-table' });
+    const head = el('tr');
+    const body = el('tbody');
+    const pager = el('div', { className: 'pager' });
+    const prev = el('button', {}, 'previous'), next = el('button', {}, 'next'), info = el('span');
+    pager.append(prev, next, info);
+    tbl.appendChild(el('thead')).appendChild(head);
+    tbl.appendChild(body);
+    wrap.appendChild(tbl);
+    s.append(pager, wrap);
+    let rows = trials.slice(), page = 0, sortCol = -1, asc = true;
+    const pages = () => Math.max(1, Math.ceil(rows.length / 100));
+    function render() {
+      body.textContent = '';
+      for (const t of rows.slice(page * 100, page * 100 + 100)) {
+        const tr = el('tr');
+        for (const c of cols) { const v = c.get(t); tr.appendChild(el('td', {}, v === null ? '' : String(v))); }
+        body.appendChild(tr);
+      }
+      info.textContent = 'page ' + (page + 1) + ' of ' + pages();
+    }
+    function compare(a, b) {
+      if (a === b) return 0;
+      if (a === null || a === undefined) return 1;
+      if (b === null || b === undefined) return -1;
+      return (typeof a === 'number' && typeof b === 'number') ? a - b : String(a).localeCompare(String(b));
+    }
+    cols.forEach((c, i) => {
+      const th = el('th', {}, c.name);
+      th.addEventListener('click', () => {
+        asc = sortCol === i ? !asc : true;
+        sortCol = i;
+        const key = c.key || c.get;
+        rows.sort((a, b) => { const r = compare(key(a), key(b)); return asc || key(a) === null || key(b) === null ? r : -r; });
+        head.querySelectorAll('th').forEach(h => (h.className = ''));
+        th.className = asc ? 'asc' : 'desc';
+        page = 0;
+        render();
+      });
+      head.appendChild(th);
+    });
+    prev.addEventListener('click', () => { if (page > 0) { page--; render(); } });
+    next.addEventListener('click', () => { if (page + 1 < pages()) { page++; render(); } });
+    render();
+  }
+
+  // With #selftest in the address: checks every canvas has painted pixels and that a click on
+  // the "value" header sorts the table, and writes the result as JSON into #selftest.
+  function selftest(renderMs, scriptStart, sectionMs) {
+    const result = { render_ms: renderMs, script_start_ms: scriptStart, section_ms: sectionMs,
+      trials: trials.length, charts: [], sorted: null };
+    for (const c of document.querySelectorAll('canvas')) {
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let painted = 0, coloured = 0;  // any pixel; pixels of a colour, not grey (axes, text)
+      for (let i = 0; i < px.length; i += 4) {
+        painted += px[i + 3] > 0;
+        coloured += px[i + 3] > 0 && Math.abs(px[i] - px[i + 1]) + Math.abs(px[i + 1] - px[i + 2]) > 60;
+      }
+      result.charts.push({ id: c.id, width: c.width, height: c.height, painted: painted, coloured: coloured });
+    }
+    const th = [...document.querySelectorAll('#trial-table th')].find(h => h.textContent === 'value');
+    const column = () => [...document.querySelectorAll('#trial-table tbody tr')].map(r => r.children[3].textContent)
+      .filter(v => v !== '').map(v => parseFloat(v));
+    const clicked = performance.now();
+    th.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    result.sort_ms = performance.now() - clicked;
+    const up = column();
+    th.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    const down = column();
+    result.sorted = {
+      ascending: up.length > 1 && up.every((v, i) => i === 0 || up[i - 1] <= v),
+      descending: down.length > 1 && down.every((v, i) => i === 0 || down[i - 1] >= v),
+      first_ascending: up[0], first_descending: down[0]
+    };
+    document.body.appendChild(el('pre', { id: 'selftest' }, JSON.stringify(result)));
+  }
+
+  const title = 'Study ' + data.study;
+  document.getElementById('title').textContent = title;
+  document.getElementById('subtitle').textContent = trials.length + ' trial(s), ' + data.directions.join(', ') +
+    (data.datetime_start ? ', first started ' + data.datetime_start : '');
+  const scriptStart = performance.now(), sectionMs = {};
+  for (const f of [history, intermediate, importance, slices, oomMap, memory, timeline, table]) {
+    const t = performance.now();
+    f();
+    sectionMs[f.name] = Math.round(performance.now() - t);
+  }
+  const renderMs = performance.now();
+  document.body.dataset.renderMs = renderMs.toFixed(1);
+  document.getElementById('footer').textContent = 'Written by tune report; charts by Chart.js ' + Chart.version +
+    '; rendered in ' + renderMs.toFixed(0) + ' ms.';
+  if (location.hash === '#selftest') selftest(renderMs, scriptStart, sectionMs);
+})();

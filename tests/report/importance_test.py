@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""tune report's PED-ANOVA importances against Optuna 4.9's PedAnovaImportanceEvaluator.
+
+  importance_test.py TUNE_BINARY OPTUNA49_DIR
+
+Studies written by Optuna 4.9 (make_optuna_study.py: categorical, int-with-step, log-float and
+float parameters; 40, 150 and 600 trials) and one written by tune (the 'mixed' function, random
+sampler); importance_vs_optuna.py must find the same ranking and values within 1e-6 on each.
+Exit 77 (skipped) without Optuna 4.9.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TUNE = os.path.abspath(sys.argv[1])
+OPTUNA49 = os.path.abspath(os.environ.get("TUNE_OPTUNA49_PATH", sys.argv[2]))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-base", "bert-large-uncased"]},
+         "batch_size": {"type": "categorical", "choices": [8, 16, 32, 64]},
+         "max_length": {"type": "int", "low": 64, "high": 512, "step": 64},
+         "lr": {"type": "float", "low": 1e-6, "high": 1e-3, "log": True},
+         "weight_decay": {"type": "float", "low": 0.0, "high": 0.2}}
+
+
+def main():
+    if not os.path.isdir(os.path.join(OPTUNA49, "optuna")):
+        print(f"SKIPPED: no Optuna 4.9 at {OPTUNA49} (set TUNE_OPTUNA49_PATH)")
+        return 77
+    env = dict(os.environ, PYTHONPATH=OPTUNA49, PYTHONWARNINGS="ignore")
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        url = "sqlite:///" + os.path.join(tmp, "s.db")
+        for n in (40, 150, 600):
+            subprocess.run(["/usr/bin/python3", os.path.join(HERE, "make_optuna_study.py"), url,
+                            f"optuna{n}", str(n)], env=env, check=True)
+        doc = {"direction": "minimize", "sampler": {"name": "random", "seed": 11},
+               "search_space": SPACE, "objective": {"type": "function", "name": "mixed"}}
+        with open(os.path.join(tmp, "t.json"), "w") as f:
+            json.dump(doc, f)
+        subprocess.run([TUNE, "--study", "tune300", "--config", "t.json", "--n-trials", "300",
+                        "--log-level", "warn", "--storage", url], cwd=tmp, check=True,
+                       stdout=subprocess.DEVNULL)
+        for study in ("optuna40", "optuna150", "optuna600", "tune300"):
+            print(f"== study {study}", flush=True)
+            r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "importance_vs_optuna.py"),
+                                TUNE, url, study, "--tolerance", "1e-6"], env=env)
+            failed += r.returncode != 0
+    print("OK" if not failed else f"{failed} study(ies) differ")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
