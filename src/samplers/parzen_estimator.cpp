@@ -310,19 +310,24 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
 
   st.inv_sigma.resize(m + 1);
   st.log_norm.resize(m + 1);
-  double last_sigma = -1.0, last_log_sigma = 0.0;  // most sigmas repeat (the magic clip)
-  for (size_t i = 0; i <= m; ++i) {
+  // Components in mu order (the prior last): equal (mu, sigma) pairs, frequent in integer and
+  // stepped dimensions, are adjacent and share one truncation mass.
+  double last_mu = 0.0, last_sigma = -1.0, last_log_sigma = 0.0, last_log_z = 0.0;
+  for (size_t j = 0; j <= m; ++j) {
+    const size_t i = j < m ? sorted[j].second : m;
     st.inv_sigma[i] = 1.0 / st.sigma[i];
-    if (st.sigma[i] != last_sigma) {
+    if (st.sigma[i] != last_sigma || st.mu[i] != last_mu) {
+      if (st.sigma[i] != last_sigma) last_log_sigma = std::log(st.sigma[i]);
       last_sigma = st.sigma[i];
-      last_log_sigma = std::log(last_sigma);
+      last_mu = st.mu[i];
+      double a = (dim.low - st.mu[i]) * st.inv_sigma[i];
+      double b = (dim.high - st.mu[i]) * st.inv_sigma[i];
+      // Both bounds beyond 8.5 sigma: the mass outside is < 2e-17, ln Z rounds to 0.
+      last_log_z = (a < -8.5 && b > 8.5) ? 0.0 : truncnorm::LogGaussMass(a, b);
     }
-    double a = (dim.low - st.mu[i]) * st.inv_sigma[i];
-    double b = (dim.high - st.mu[i]) * st.inv_sigma[i];
-    // Both bounds beyond 8.5 sigma: the mass outside is < 2e-17, ln Z rounds to 0.
-    double log_z = (a < -8.5 && b > 8.5) ? 0.0 : truncnorm::LogGaussMass(a, b);
-    st.log_norm[i] =
-        dim.kind == KernelKind::kContinuous ? -log_z - last_log_sigma - kLogSqrt2Pi : -log_z;
+    st.log_norm[i] = dim.kind == KernelKind::kContinuous
+                         ? -last_log_z - last_log_sigma - kLogSqrt2Pi
+                         : -last_log_z;
   }
   if (dim.kind == KernelKind::kDiscrete) {
     // Components with equal (mu, sigma) share their bin masses: evaluate each class once.
