@@ -17,14 +17,8 @@ constexpr double kScottMagnitude = 0.2;  // Optuna's SIGMA0_MAGNITUDE
 constexpr double kEps = 1e-12;
 
 // The kernel loops below are plain element-wise arithmetic that GCC vectorises (this file is
-// built with -O3 -fno-trapping-math, so FastExpNonPositive's clamp if-converts). On x86-64,
-// GCC also builds AVX2 and AVX-512 clones of the hot functions and picks one at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define TUNE_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TUNE_VECTOR_CLONES
-#endif
+// built with -O3 -fno-trapping-math, so FastExpNonPositive's clamp if-converts); the hot
+// functions get AVX2 and AVX-512 clones (TUNE_VECTOR_CLONES, truncnorm.h).
 
 // ln sum_i exp(v[i]). Overwrites v. Element-wise loops plus lane-wise reductions.
 TUNE_VECTOR_CLONES double LogSumExp(double* v, size_t n) {
@@ -263,6 +257,42 @@ void ParzenEstimator::NeighborBandwidths(const ParzenDimension& dim,
   }
 }
 
+void ParzenEstimator::TruncationNorms(const ParzenDimension& dim,
+                                      const std::vector<std::pair<double, uint32_t>>& sorted,
+                                      DimState& st) {
+  // Components in mu order (the prior last): equal (mu, sigma) pairs, frequent in integer and
+  // stepped dimensions, are adjacent and share one truncation mass. The masses of the distinct
+  // pairs are computed in one batch (SIMD where available).
+  const size_t m = sorted.size();
+  std::vector<uint32_t> pair_of(m + 1);  // component -> distinct (mu, sigma) pair
+  std::vector<double> a, b;
+  double last_mu = 0.0, last_sigma = -1.0;
+  for (size_t j = 0; j <= m; ++j) {
+    const size_t i = j < m ? sorted[j].second : m;
+    st.inv_sigma[i] = 1.0 / st.sigma[i];
+    if (st.sigma[i] != last_sigma || st.mu[i] != last_mu) {
+      last_sigma = st.sigma[i];
+      last_mu = st.mu[i];
+      a.push_back((dim.low - st.mu[i]) * st.inv_sigma[i]);
+      b.push_back((dim.high - st.mu[i]) * st.inv_sigma[i]);
+    }
+    pair_of[i] = static_cast<uint32_t>(a.size() - 1);
+  }
+  std::vector<double> log_z(a.size());
+  truncnorm::LogGaussMasses(a.data(), b.data(), log_z.data(), a.size());
+  last_sigma = -1.0;
+  double last_log_sigma = 0.0;  // most sigmas repeat (Scott, the magic clip)
+  for (size_t i = 0; i <= m; ++i) {
+    if (st.sigma[i] != last_sigma) {
+      last_sigma = st.sigma[i];
+      last_log_sigma = std::log(last_sigma);
+    }
+    const double lz = log_z[pair_of[i]];
+    st.log_norm[i] =
+        dim.kind == KernelKind::kContinuous ? -lz - last_log_sigma - kLogSqrt2Pi : -lz;
+  }
+}
+
 void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
                                        const ParzenOptions& options,
                                        const std::vector<uint32_t>* order) {
@@ -310,25 +340,7 @@ void ParzenEstimator::ComputeNumerical(size_t d, const std::vector<double>& obs,
 
   st.inv_sigma.resize(m + 1);
   st.log_norm.resize(m + 1);
-  // Components in mu order (the prior last): equal (mu, sigma) pairs, frequent in integer and
-  // stepped dimensions, are adjacent and share one truncation mass.
-  double last_mu = 0.0, last_sigma = -1.0, last_log_sigma = 0.0, last_log_z = 0.0;
-  for (size_t j = 0; j <= m; ++j) {
-    const size_t i = j < m ? sorted[j].second : m;
-    st.inv_sigma[i] = 1.0 / st.sigma[i];
-    if (st.sigma[i] != last_sigma || st.mu[i] != last_mu) {
-      if (st.sigma[i] != last_sigma) last_log_sigma = std::log(st.sigma[i]);
-      last_sigma = st.sigma[i];
-      last_mu = st.mu[i];
-      double a = (dim.low - st.mu[i]) * st.inv_sigma[i];
-      double b = (dim.high - st.mu[i]) * st.inv_sigma[i];
-      // Both bounds beyond 8.5 sigma: the mass outside is < 2e-17, ln Z rounds to 0.
-      last_log_z = (a < -8.5 && b > 8.5) ? 0.0 : truncnorm::LogGaussMass(a, b);
-    }
-    st.log_norm[i] = dim.kind == KernelKind::kContinuous
-                         ? -last_log_z - last_log_sigma - kLogSqrt2Pi
-                         : -last_log_z;
-  }
+  TruncationNorms(dim, sorted, st);
   if (dim.kind == KernelKind::kDiscrete) {
     // Components with equal (mu, sigma) share their bin masses: evaluate each class once.
     // Equal mus are adjacent in `sorted`; within a run, sigmas take few distinct values.

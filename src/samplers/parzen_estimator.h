@@ -111,6 +111,11 @@ class ParzenEstimator {
   static void NeighborBandwidths(const ParzenDimension& dim,
                                  const std::vector<std::pair<double, uint32_t>>& sorted,
                                  const ParzenOptions& options, std::vector<double>& sigma);
+  // st.inv_sigma and st.log_norm (ln of the kernel's normaliser: truncation mass, and for a
+  // continuous dimension 1 / (sigma sqrt(2 pi))) from st.mu and st.sigma.
+  static void TruncationNorms(const ParzenDimension& dim,
+                              const std::vector<std::pair<double, uint32_t>>& sorted,
+                              DimState& st);
 
   std::vector<ParzenDimension> dims_;
   std::vector<DimState> dim_state_;

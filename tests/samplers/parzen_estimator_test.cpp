@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <vector>
 
 #include "samplers/truncnorm.h"
 
@@ -53,6 +54,36 @@ TEST(Truncnorm, LogGaussMassMatchesDirectDifferenceAndSurvivesTails) {
   EXPECT_NEAR(far, LogGaussMass(-41.0, -40.0), 1e-9);
   EXPECT_NEAR(far, LogNdtr(-40.0), 1e-6 * std::fabs(far));  // mass beyond 41 is negligible
   EXPECT_EQ(LogGaussMass(1.0, 1.0), -INFINITY);
+}
+
+TEST(Truncnorm, BatchedMassesEqualTheScalarOnes) {
+  // Intervals around 0 of every width (tails on both sides of the 8.5 cut-off), one-sided ones,
+  // far tails and empty ones; 1003 of them, so SIMD lanes and the remainder loop both run.
+  std::vector<double> a, b;
+  for (int k = 0; k < 1003; ++k) {
+    const double lo = -12.0 + 0.0237 * k, width = 0.05 + 0.0119 * k;
+    a.push_back(lo);
+    b.push_back(lo + width);
+  }
+  for (double x : {0.0, -40.0, 40.0, 3.0}) {
+    a.push_back(x);
+    b.push_back(x);  // empty
+  }
+  a.push_back(-41.0), b.push_back(-40.0);
+  a.push_back(40.0), b.push_back(41.0);
+  std::vector<double> out(a.size());
+  truncnorm::LogGaussMasses(a.data(), b.data(), out.data(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double ref = LogGaussMass(a[i], b[i]);
+    if (std::isinf(ref)) {
+      EXPECT_EQ(out[i], ref) << a[i] << " " << b[i];
+    } else {
+      EXPECT_NEAR(out[i], ref, 1e-14 * std::fabs(ref) + 1e-16) << a[i] << " " << b[i];
+    }
+  }
+  // The dropped tail beyond 8.5 is below a double's resolution of the mass.
+  const double full = std::log1p(-Ndtr(-9.0) - Ndtr(-1.0));
+  EXPECT_NEAR(LogGaussMass(-9.0, 1.0), full, 3e-17);
 }
 
 TEST(Truncnorm, FastExpMatchesExp) {
