@@ -29,7 +29,8 @@ OUT = os.path.abspath(sys.argv[3])
 BIG = int(sys.argv[sys.argv.index("--big") + 1]) if "--big" in sys.argv else 5000
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--mute-audio"]
+FLAGS = ["--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage",
+         "--hide-scrollbars", "--mute-audio"]
 
 MIXED = {
     "direction": "minimize",
