@@ -84,6 +84,15 @@ Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& s
   return out;
 }
 
+Result<StudyRecords> ReadStoredStudy(const std::string& url, const std::string& study,
+                                     const std::vector<TrialState>& states) {
+  TUNE_ASSIGN_OR_RETURN(StoredStudy opened, OpenStoredStudy(url, study, StorageAccess::kReadOnly));
+  StudyRecords out;
+  TUNE_ASSIGN_OR_RETURN(out.info, opened.storage->GetStudy(opened.id));
+  TUNE_ASSIGN_OR_RETURN(out.trials, opened.storage->GetAllTrials(opened.id, states));
+  return out;
+}
+
 Result<Format> ParseFormat(const std::string& name) {
   if (name == "table") return Format::kTable;
   if (name == "json") return Format::kJson;

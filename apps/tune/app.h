@@ -37,6 +37,15 @@ struct StoredStudy {
 Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& study,
                                     StorageAccess access);
 
+// A study read whole (read-only) for the commands that show it: its record and its trials in
+// `states` (every state when empty).
+struct StudyRecords {
+  StudyInfo info;
+  std::vector<FrozenTrial> trials;
+};
+Result<StudyRecords> ReadStoredStudy(const std::string& url, const std::string& study,
+                                     const std::vector<TrialState>& states = {});
+
 enum class Format { kTable, kJson, kCsv };
 Result<Format> ParseFormat(const std::string& name);
 

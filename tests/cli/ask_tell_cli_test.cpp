@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "testing/workers.h"
@@ -19,12 +20,8 @@ using testing::ProcessRun;
 using testing::TempDir;
 using testing::Tune;
 
-class CliAskTell : public ::testing::Test {
+class CliAskTell : public testing::SqliteCliTest {
  protected:
-  ProcessRun Run(std::vector<std::string> args) {
-    args.insert(args.end(), {"--storage", url_});
-    return Tune(args, dir_.path().string());
-  }
   Json Trials(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"trials", "--study-name", "s", "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -32,9 +29,6 @@ class CliAskTell : public ::testing::Test {
     EXPECT_EQ(r.code, 0) << r.err;
     return r.code == 0 ? Json::parse(r.out) : Json::array();
   }
-
-  TempDir dir_;
-  const std::string url_ = "sqlite:///" + (dir_.path() / "a.db").string();
 };
 
 TEST_F(CliAskTell, CreateStudyPrintsTheNameAndRefusesADuplicate) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -22,12 +23,8 @@ using testing::ProcessRun;
 using testing::TempDir;
 using testing::Tune;
 
-class ReportCli : public ::testing::Test {
+class ReportCli : public testing::SqliteCliTest {
  protected:
-  ProcessRun Run(std::vector<std::string> args) {
-    args.insert(args.end(), {"--storage", url_});
-    return Tune(args, dir_.path().string());
-  }
   std::string Read(const std::string& name) {
     std::ifstream in(dir_.path() / name);
     std::ostringstream text;
@@ -42,9 +39,6 @@ class ReportCli : public ::testing::Test {
     if (begin == std::string::npos || end == std::string::npos) return nullptr;
     return Json::parse(page.substr(begin + open.size(), end - begin - open.size()));
   }
-
-  TempDir dir_;
-  const std::string url_ = "sqlite:///" + (dir_.path() / "s.db").string();
 };
 
 TEST_F(ReportCli, OneSelfContainedPageOfAStudyWithOutOfMemoryTrials) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -22,12 +23,8 @@ using testing::ProcessRun;
 using testing::TempDir;
 using testing::Tune;
 
-class SummaryCli : public ::testing::Test {
+class SummaryCli : public testing::SqliteCliTest {
  protected:
-  ProcessRun Run(std::vector<std::string> args) {
-    args.insert(args.end(), {"--storage", url_});
-    return Tune(args, dir_.path().string());
-  }
   Json Summary(const std::string& study) {
     ProcessRun r = Run({"summary", "--study", study, "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.err;
@@ -43,9 +40,6 @@ class SummaryCli : public ::testing::Test {
     for (const Json& c : summary["categories"]) out[c["category"]] = c;
     return out;
   }
-
-  TempDir dir_;
-  const std::string url_ = "sqlite:///" + (dir_.path() / "s.db").string();
 };
 
 // Each x picks what the program does: x < 0.2 prints CUDA's out-of-memory error, x < 0.35

@@ -172,19 +172,17 @@ std::string RenderPage(const Json& data, const std::string& chartjs) {
 int WriteReport(const ReportArgs& args) {
   auto chartjs = ReadChartJs();
   if (!chartjs.ok()) return Fail(chartjs.status());
-  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
-  if (!opened.ok()) return Fail(opened.status());
-  auto info = opened->storage->GetStudy(opened->id);
-  if (!info.ok()) return Fail(info.status());
-  auto trials = opened->storage->GetAllTrials(opened->id);
-  if (!trials.ok()) return Fail(trials.status());
-  const std::string page = RenderPage(ReportData(args.study, info->directions, *trials), *chartjs);
+  auto study = ReadStoredStudy(args.storage, args.study);
+  if (!study.ok()) return Fail(study.status());
+  const std::vector<FrozenTrial>& trials = study->trials;
+  const std::string page =
+      RenderPage(ReportData(args.study, study->info.directions, trials), *chartjs);
   std::ofstream out(args.output, std::ios::binary);
   out << page;
   out.close();
   if (!out) return Fail(InternalError("tune report: could not write " + args.output));
   std::cout << fmt::format("Wrote {} ({:.1f} KiB, {} trial(s) of study '{}')\n", args.output,
-                           static_cast<double>(page.size()) / 1024, trials->size(), args.study);
+                           static_cast<double>(page.size()) / 1024, trials.size(), args.study);
   return kExitOk;
 }
 

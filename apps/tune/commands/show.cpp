@@ -120,31 +120,21 @@ int ListTrials(const ShowArgs& args) {
 int ShowBestTrials(const ShowArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
-  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
-  if (!opened.ok()) return Fail(opened.status());
-  auto info = opened->storage->GetStudy(opened->id);
-  if (!info.ok()) return Fail(info.status());
-  auto trials = opened->storage->GetAllTrials(opened->id, {TrialState::kComplete});
-  if (!trials.ok()) return Fail(trials.status());
-  PrintTrials(FindBestTrials(*trials, info->directions), *format);
+  auto study = ReadStoredStudy(args.storage, args.study, {TrialState::kComplete});
+  if (!study.ok()) return Fail(study.status());
+  PrintTrials(FindBestTrials(study->trials, study->info.directions), *format);
   return kExitOk;
 }
 
 int ShowBestTrial(const ShowArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
-  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
-  if (!opened.ok()) return Fail(opened.status());
-  Storage& storage = *opened->storage;
-  const int64_t id = opened->id;
-  auto info = storage.GetStudy(id);
-  if (!info.ok()) return Fail(info.status());
-  auto trials = storage.GetAllTrials(id, {TrialState::kComplete});
-  if (!trials.ok()) return Fail(trials.status());
-  if (info->directions.size() != 1) {
+  auto study = ReadStoredStudy(args.storage, args.study, {TrialState::kComplete});
+  if (!study.ok()) return Fail(study.status());
+  if (study->info.directions.size() != 1) {
     return Fail(InvalidArgumentError("best-trial needs a single-objective study"));
   }
-  auto best = FindBestTrial(*trials, info->directions[0]);
+  auto best = FindBestTrial(study->trials, study->info.directions[0]);
   if (!best) return Fail(FailedPreconditionError(fmt::format("study '{}' has no COMPLETE trial", args.study)));
   PrintBestTrial(*best, *format);
   return kExitOk;

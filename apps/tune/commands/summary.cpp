@@ -137,17 +137,14 @@ int ShowSummary(const SummaryArgs& args) {
   if (*format == Format::kCsv) {
     return Fail(InvalidArgumentError("--format: summary is table or json, not csv"));
   }
-  auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
-  if (!opened.ok()) return Fail(opened.status());
-  auto info = opened->storage->GetStudy(opened->id);
-  if (!info.ok()) return Fail(info.status());
-  auto trials = opened->storage->GetAllTrials(opened->id);
-  if (!trials.ok()) return Fail(trials.status());
-  const StudySummary s = SummarizeTrials(*trials, info->directions);
+  auto study = ReadStoredStudy(args.storage, args.study);
+  if (!study.ok()) return Fail(study.status());
+  const std::vector<StudyDirection>& directions = study->info.directions;
+  const StudySummary s = SummarizeTrials(study->trials, directions);
   if (*format == Format::kJson) {
-    std::cout << SummaryJson(args.study, info->directions, s).dump(2) << "\n";
+    std::cout << SummaryJson(args.study, directions, s).dump(2) << "\n";
   } else {
-    std::cout << SummaryText(args.study, info->directions, s);
+    std::cout << SummaryText(args.study, directions, s);
   }
   return kExitOk;
 }
