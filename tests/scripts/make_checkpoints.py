@@ -14,7 +14,6 @@ make_checkpoints.py OUT writes
 Weights are random (torch.manual_seed), written as safetensors by hand: an 8-byte little-endian
 header length, the JSON header, then the raw little-endian F32 data. Needs python3-torch only.
 """
-import glob
 import json
 import os
 import struct
@@ -22,11 +21,12 @@ import sys
 
 import torch
 
+from fortunes_text import fortune_lines
+
 WORDS = {"pos": ["good", "great", "fine", "happy", "sunny", "bright"],
          "neg": ["bad", "awful", "poor", "sad", "rainy", "dark"]}
 FILLER = ["the", "a", "day", "was", "and", "very", "today", "it"]
 HIDDEN, LAYERS, HEADS, INTER, POSITIONS = 32, 2, 2, 64, 64
-FORTUNES = "/usr/share/games/fortunes"
 SPM_PIECES = 400  # the spm.model's pieces (fewer when the corpus is too small for them)
 
 
@@ -172,16 +172,6 @@ def write_deberta(hub):
               open(os.path.join(d, "config.json"), "w"))
     t, _ = encoder_tensors("deberta.", len(vocab), False, 0, True)
     write_safetensors(os.path.join(d, "model.safetensors"), t)
-
-
-def fortune_lines():
-    """Lines of Debian's fortunes (package 'fortunes'), or none when it is not installed."""
-    lines = []
-    for path in sorted(glob.glob(os.path.join(FORTUNES, "*"))):
-        if os.path.isfile(path) and "." not in os.path.basename(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                lines += [l.strip() for l in f if l.strip() and l.strip() != "%"]
-    return lines
 
 
 def write_deberta_spm(hub, out):

@@ -35,7 +35,8 @@ except ImportError as e:
     print(f"SKIPPED: {e.name} is missing (Debian: python3-regex, python3-sentencepiece)")
     sys.exit(77)
 
-FORTUNES = "/usr/share/games/fortunes"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from fortunes_text import FORTUNES, fortune_lines  # noqa: E402
 
 # ---- random mixed-script strings ------------------------------------------------------------
 
@@ -347,15 +348,6 @@ def compare(name, driver, directory, strings, reference, specials):
     for p in problems:
         print("  " + p)
     return not problems
-
-
-def fortune_lines():
-    lines = []
-    for path in sorted(glob.glob(os.path.join(FORTUNES, "*"))):
-        if os.path.isfile(path) and "." not in os.path.basename(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                lines += [l.strip() for l in f if l.strip() and l.strip() != "%"]
-    return lines
 
 
 def wordpiece_dirs(root, rng, train_texts):
