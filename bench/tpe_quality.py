@@ -349,9 +349,14 @@ def optuna_worker(jobs_path, out_path, n_jobs):
 
 
 def optuna49_path():
+    """Optuna 4.9's source tree, or None (saying that its columns are skipped)."""
     path = os.environ.get("TUNE_OPTUNA49_PATH") or os.path.join(ROOT, "..", "shared", "vendor",
                                                                  "optuna-4.9")
-    return os.path.abspath(path) if os.path.isdir(os.path.join(path, "optuna")) else None
+    if os.path.isdir(os.path.join(path, "optuna")):
+        return os.path.abspath(path)
+    print("SKIPPED Optuna 4.9: not found at $TUNE_OPTUNA49_PATH or "
+          "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
+    return None
 
 
 def reused_optuna(paths, tool, jobs, subset_ok=False):
@@ -497,10 +502,7 @@ def main():
     wanted = args.optuna.split(",")
     if "4.9" in wanted:
         path = optuna49_path()
-        if path is None:
-            print("SKIPPED Optuna 4.9: not found at $TUNE_OPTUNA49_PATH or "
-                  "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
-        else:
+        if path is not None:
             r, versions["optuna49"], seconds["optuna49"] = run_optuna(
                 "optuna49", path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
                 args.optuna_subset_ok)
