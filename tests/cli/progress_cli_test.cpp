@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -26,7 +27,7 @@ size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-class ProgressCli : public ::testing::Test {
+class ProgressCli : public testing::SqliteCliTest {
  protected:
   void SetUp() override {
     // x < 0.2 prints CUDA's out-of-memory error (an OOM trial), x < 0.4 exits 3 (FAIL),
@@ -46,8 +47,7 @@ class ProgressCli : public ::testing::Test {
 
   // "16/16 finished | 9 COMPLETE, 0 pruned, 4 OOM, 3 FAIL": the stored study's counts.
   std::string FinalCounts(const std::string& study, int n) {
-    ProcessRun r = Tune({"trials", "--study", study, "--storage", url_, "--format", "json"},
-                        dir_.path().string());
+    ProcessRun r = Run({"trials", "--study", study, "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.err;
     std::map<std::string, int> by;
     for (const Json& t : Json::parse(r.out)) {
@@ -60,9 +60,6 @@ class ProgressCli : public ::testing::Test {
     return fmt::format("{}/{} finished | {} COMPLETE, {} pruned, {} OOM, {} FAIL", n, n,
                        by["COMPLETE"], by["PRUNED"], by["OOM"], by["FAIL"]);
   }
-
-  TempDir dir_;
-  const std::string url_ = "sqlite:///" + (dir_.path() / "s.db").string();
 };
 
 TEST_F(ProgressCli, OnATerminalRedrawsOneStatusLineBelowTheLogLines) {
