@@ -9,8 +9,10 @@
 // trials are asked while nothing waiting can start, so that there is one to backfill with, as
 // long as the running and waiting trials together stay within the limit. A waiting trial is
 // planned again before it starts when trials have finished since it was planned (calibration may
-// have learned). A trial whose memory is unknown (TrialPlan::exclusive) starts only on an idle
-// device.
+// have learned). A trial that does not fit beside the running ones may start at once at a
+// smaller micro-batch that does (Objective::PlanToFit, memory.shrink_to_start), before any
+// later trial is backfilled in its place. A trial whose memory is unknown (TrialPlan::exclusive)
+// starts only on an idle device.
 #include <algorithm>
 #include <list>
 
@@ -47,6 +49,7 @@ struct Job {
   int64_t planned_at = 0;                 // JobsLoop::told_ when it was planned
   std::unique_ptr<TrialProcess> process;  // set once started
   Clock::time_point queued, started;
+  int64_t shrink_tried_at = -1;           // JobsLoop::ledger_version_ of the last PlanToFit
 };
 
 class JobsLoop {
@@ -170,10 +173,12 @@ class JobsLoop {
     return true;
   }
 
-  // Starts the waiting trials that may start now, in jobs_queue.h's order.
+  // Starts the waiting trials that may start now, in NextJob()'s order.
   Status StartThoseThatFit() {
     if (result_.interrupted) return Status::Ok();
-    while (std::optional<size_t> next = NextToStart(waiting_, Ledger(), limit_)) {
+    while (true) {
+      TUNE_ASSIGN_OR_RETURN(std::optional<size_t> next, NextJob());
+      if (!next) break;
       if (queue_[*next]->planned_at != told_) {
         TUNE_RETURN_IF_ERROR(Replan(*next));
         continue;
@@ -184,6 +189,47 @@ class JobsLoop {
       TUNE_RETURN_IF_ERROR(StartJob(std::move(job)));
     }
     return Status::Ok();
+  }
+
+  // The waiting trial to start now: the head as it is, else the head at a smaller micro-batch
+  // that fits beside the running trials (Objective::PlanToFit), else, while the head may still
+  // be passed, the oldest later trial that fits as it is, else the oldest that fits shrunk.
+  Result<std::optional<size_t>> NextJob() {
+    const JobsLedger ledger = Ledger();
+    if (waiting_.empty() || FitsNow(ledger, waiting_.front())) {
+      return NextToStart(waiting_, ledger, limit_);
+    }
+    TUNE_ASSIGN_OR_RETURN(bool head_shrunk, ShrinkToFit(0));
+    if (head_shrunk) return std::optional<size_t>(0);
+    if (std::optional<size_t> backfill = NextToStart(waiting_, ledger, limit_)) return backfill;
+    if (waiting_.front().passed >= limit_) return std::optional<size_t>();
+    for (size_t i = 1; i < queue_.size(); ++i) {
+      TUNE_ASSIGN_OR_RETURN(bool shrunk, ShrinkToFit(i));
+      if (shrunk) return std::optional<size_t>(i);
+    }
+    return std::optional<size_t>();
+  }
+
+  // Plans queue_[i] at a smaller micro-batch that fits the memory left beside the running
+  // trials, if the objective can; tried once per change of the ledger. True: it fits now.
+  Result<bool> ShrinkToFit(size_t i) {
+    Job& job = *queue_[i];
+    if (!capacity_ || running_.empty() || static_cast<int64_t>(running_.size()) >= limit_ ||
+        waiting_[i].exclusive || job.shrink_tried_at == ledger_version_) {
+      return false;
+    }
+    job.shrink_tried_at = ledger_version_;
+    const int64_t room = *capacity_ - reserved_;
+    if (room <= 0) return false;
+    TUNE_ASSIGN_OR_RETURN(std::optional<TrialPlan> plan,
+                          objective_.PlanToFit(*job.trial, job.sampled, room));
+    if (!plan || plan->outcome || plan->exclusive || plan->reservation > room) return false;
+    spdlog::info("Trial {} shrunk to start beside {} running: {}", job.trial->number(),
+                 running_.size(), plan->summary);
+    job.plan = std::move(plan).value();
+    job.planned_at = told_;
+    waiting_[i].reservation = job.plan.reservation;
+    return true;
   }
 
   // Plans queue_[i] again with what the trials finished since it was planned taught calibration:
@@ -212,6 +258,7 @@ class JobsLoop {
     if (!process.ok()) return Fail(*job, process.status());
     job->process = std::move(process).value();
     reserved_ += job->plan.reservation;
+    ++ledger_version_;
     running_.push_back(std::move(job));
     if (options_.on_trial_started) {
       options_.on_trial_started(*running_.back()->trial, running_.back()->plan, State());
@@ -292,6 +339,7 @@ class JobsLoop {
     }
     ++result_.trials_run;
     ++told_;
+    ++ledger_version_;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, outcome);
     return Status::Ok();
   }
@@ -301,6 +349,7 @@ class JobsLoop {
     std::unique_ptr<Job> job = std::move(*it);
     running_.erase(it);
     reserved_ -= job->plan.reservation;
+    ++ledger_version_;
     return job;
   }
 
@@ -347,6 +396,7 @@ class JobsLoop {
   std::vector<WaitingTrial> waiting_;         // queue_'s place in the order, one per job
   int64_t reserved_ = 0;
   int64_t told_ = 0;  // trials told so far: a queued trial planned before the last is re-planned
+  int64_t ledger_version_ = 0;  // changes when a trial starts, ends or is told
   OptimizeResult result_;
   std::optional<SteadyClock::time_point> last_stale_check_;
   int64_t extra_target_ = 0;

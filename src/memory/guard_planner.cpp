@@ -98,29 +98,39 @@ class GuardPlanner : public MemoryPlanner {
     attr.device_memory = *options_.guard.device_memory;
     auto spec = catalog_.Find(r.hp.model);
     if (!spec.ok()) return PlanEmpirical(trial, r, plan, attr);
-    const MemoryRequest request = MemoryRequestFor(**spec, r.hp, r.num_labels, 0);
-    attr.family = "command:" + MemoryFamily(**spec, r.hp.precision);
-    attr.model = r.hp.model;
-    const double correction =
-        options_.guard.calibrate
-            ? CalibrationFromHistory(trial.history()).Correction(attr.family, attr.model)
-            : 1.0;
+    const auto [request, correction] = Calibrated(trial, **spec, r, attr);
     if (!options_.guard.admission) return PlanWithoutAdmission(request, correction, plan, attr);
     TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(request, device_, *Capacity(), correction,
                                                   options_.guard));
-    attr.estimate = a.estimate.device_peak;
-    attr.admission = AdmissionVerdictName(a.verdict);
-    attr.predicted = a.predicted;
-    attr.correction = correction;
-    attr.usable = a.usable;
-    attr.levers = a.levers;
-    if (a.verdict == AdmissionVerdict::kReject) return Reject(trial, params, a, plan, attr);
-    if (a.verdict == AdmissionVerdict::kRunWithLevers) ApplyLevers(a.request, plan.params);
-    plan.reservation = a.predicted;
-    plan.summary = fmt::format("predicted {} (estimate {} x correction {:.3f}){}",
-                               FormatBytes(a.predicted), FormatBytes(a.estimate.device_peak),
-                               correction, a.levers.empty() ? "" : ", " + a.levers);
+    if (a.verdict == AdmissionVerdict::kReject) {
+      RecordAdmission(a, attr);
+      return Reject(trial, params, a, plan, attr);
+    }
+    Admitted(a, plan, attr);
     return plan;
+  }
+
+  Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                             int64_t room) override {
+    const GuardOptions& g = options_.guard;
+    if (!g.admission || !g.shrink_to_start || !g.lever_grad_accum) return std::optional<TrialPlan>();
+    TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
+    auto spec = catalog_.Find(r.hp.model);
+    if (!spec.ok()) return std::optional<TrialPlan>();
+    MemoryAttr attr;
+    attr.device_memory = *g.device_memory;
+    const auto [request, correction] = Calibrated(trial, **spec, r, attr);
+    GuardOptions micro_batch_only = g;
+    micro_batch_only.lever_checkpointing = false;
+    TUNE_ASSIGN_OR_RETURN(Admission a,
+                          AdmitTrial(request, device_, room, correction, micro_batch_only));
+    if (a.verdict == AdmissionVerdict::kReject) return std::optional<TrialPlan>();
+    TrialPlan plan;
+    plan.params = params;
+    Admitted(a, plan, attr);
+    plan.summary += ", to start beside the running trials";
+    attrs_[trial.number()] = std::move(attr);
+    return std::optional<TrialPlan>(std::move(plan));
   }
 
   Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) override {
@@ -201,6 +211,38 @@ class GuardPlanner : public MemoryPlanner {
       }
     }
     return r;
+  }
+
+  // The estimator's request for a trial of a catalog model and its calibration correction; sets
+  // the family and model of `attr`.
+  std::pair<MemoryRequest, double> Calibrated(TrialHandle& trial, const ModelSpec& spec,
+                                              const Request& r, MemoryAttr& attr) const {
+    attr.family = "command:" + MemoryFamily(spec, r.hp.precision);
+    attr.model = r.hp.model;
+    const double correction =
+        options_.guard.calibrate
+            ? CalibrationFromHistory(trial.history()).Correction(attr.family, attr.model)
+            : 1.0;
+    return {MemoryRequestFor(spec, r.hp, r.num_labels, 0), correction};
+  }
+
+  static void RecordAdmission(const Admission& a, MemoryAttr& attr) {
+    attr.estimate = a.estimate.device_peak;
+    attr.admission = AdmissionVerdictName(a.verdict);
+    attr.predicted = a.predicted;
+    attr.correction = a.correction;
+    attr.usable = a.usable;
+    attr.levers = a.levers;
+  }
+
+  // An admitted trial: its params with the levers applied, its reservation, its attribute.
+  void Admitted(const Admission& a, TrialPlan& plan, MemoryAttr& attr) const {
+    RecordAdmission(a, attr);
+    if (a.verdict == AdmissionVerdict::kRunWithLevers) ApplyLevers(a.request, plan.params);
+    plan.reservation = a.predicted;
+    plan.summary = fmt::format("predicted {} (estimate {} x correction {:.3f}){}",
+                               FormatBytes(a.predicted), FormatBytes(a.estimate.device_peak),
+                               a.correction, a.levers.empty() ? "" : ", " + a.levers);
   }
 
   // "admission": false: the trial runs as it is; it reserves its prediction all the same.

@@ -408,6 +408,12 @@ class CommandObjective : public Objective {
     return Objective::Plan(trial, params);
   }
 
+  Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                             int64_t room) override {
+    if (planner_) return planner_->PlanToFit(trial, params, room);
+    return Objective::PlanToFit(trial, params, room);
+  }
+
   // Several trials at once: the program learns its reservation (TUNE_MEMORY_BUDGET, bytes), to
   // cap itself there (for example torch.cuda.set_per_process_memory_fraction), so that a wrong
   // prediction runs only this trial out of memory.

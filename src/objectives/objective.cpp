@@ -50,6 +50,10 @@ Result<TrialPlan> Objective::Plan(TrialHandle&, const Json& params) {
   return plan;
 }
 
+Result<std::optional<TrialPlan>> Objective::PlanToFit(TrialHandle&, const Json&, int64_t) {
+  return std::optional<TrialPlan>();
+}
+
 Result<std::unique_ptr<TrialProcess>> Objective::Start(TrialHandle& trial, const TrialPlan& plan) {
   return std::unique_ptr<TrialProcess>(
       std::make_unique<FinishedTrialProcess>(Run(trial, plan.params)));

@@ -280,32 +280,17 @@ class TrainObjective final : public Objective {
   // --jobs: admission in this process, which holds the study's history; the child runs the
   // admitted configuration within its reservation.
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
-    TrialPlan plan;
-    TrainJob job;
-    std::string unfit;
-    TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
-    if (!unfit.empty()) {
-      TUNE_ASSIGN_OR_RETURN(plan.outcome, Fail(trial, unfit));
-      return plan;
+    TUNE_ASSIGN_OR_RETURN(std::optional<TrialPlan> plan, PlanWithin(trial, params, std::nullopt));
+    return std::move(plan).value();
+  }
+
+  Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                             int64_t room) override {
+    const GuardOptions& g = options_.guard;
+    if (!g.admission || !g.shrink_to_start || !g.lever_grad_accum || !DeviceMemory()) {
+      return std::optional<TrialPlan>();
     }
-    TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job));
-    if (guarded.reject) {
-      plan.outcome = *guarded.reject;
-      return plan;
-    }
-    plan.params = params;
-    plan.params["batch_size"] = job.hp.batch_size;
-    plan.params["grad_accum"] = job.hp.grad_accum;
-    plan.params["gradient_checkpointing"] = job.hp.gradient_checkpointing;
-    plan.reservation = guarded.admission ? guarded.admission->predicted : guarded.estimate.value_or(0);
-    plan.exclusive = !guarded.estimate;
-    plan.summary = guarded.admission ? fmt::format("predicted {} (estimate {} x correction {:.3f})",
-                                                   FormatBytes(guarded.admission->predicted),
-                                                   FormatBytes(*guarded.estimate),
-                                                   guarded.admission->correction)
-                                     : "memory unknown: runs alone";
-    plan_json_[trial.number()] = GuardedToJson(guarded);
-    return plan;
+    return PlanWithin(trial, params, room);
   }
 
   Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
@@ -340,6 +325,7 @@ class TrainObjective final : public Objective {
     std::optional<Admission> admission;  // when admission ran
     std::string levers;                  // the levers admission applied
     std::string family;                  // MemoryFamily
+    bool unfit_now = false;              // PlanToFit: no micro-batch fits the room left
   };
 
   // save_best: the trial's staging directory, which the trainer writes the best epoch's weights
@@ -560,7 +546,51 @@ class TrainObjective final : public Objective {
   }
 
   // Admission (guard.h): runs the trial as it is, with levers applied to job.hp, or not at all.
-  Result<Guarded> Admit(TrialHandle& trial, const Json& params, TrainJob& job) {
+  // Plan() with `room` unset; PlanToFit() with it: admission against the `room` bytes left
+  // beside the running trials, with the micro-batch lever only, and nullopt (nothing recorded)
+  // when the trial does not fit there.
+  Result<std::optional<TrialPlan>> PlanWithin(TrialHandle& trial, const Json& params,
+                                              std::optional<int64_t> room) {
+    TrialPlan plan;
+    TrainJob job;
+    std::string unfit;
+    TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
+    if (!unfit.empty()) {
+      if (room) return std::optional<TrialPlan>();
+      TUNE_ASSIGN_OR_RETURN(plan.outcome, Fail(trial, unfit));
+      return std::optional<TrialPlan>(std::move(plan));
+    }
+    TUNE_ASSIGN_OR_RETURN(Guarded guarded, Admit(trial, params, job, room));
+    if (guarded.unfit_now) return std::optional<TrialPlan>();
+    if (guarded.reject) {
+      plan.outcome = *guarded.reject;
+      return std::optional<TrialPlan>(std::move(plan));
+    }
+    plan.params = params;
+    plan.params["batch_size"] = job.hp.batch_size;
+    plan.params["grad_accum"] = job.hp.grad_accum;
+    plan.params["gradient_checkpointing"] = job.hp.gradient_checkpointing;
+    plan.reservation = guarded.admission ? guarded.admission->predicted : guarded.estimate.value_or(0);
+    plan.exclusive = !guarded.estimate;
+    plan.summary = guarded.admission ? fmt::format("predicted {} (estimate {} x correction {:.3f})",
+                                                   FormatBytes(guarded.admission->predicted),
+                                                   FormatBytes(*guarded.estimate),
+                                                   guarded.admission->correction)
+                                     : "memory unknown: runs alone";
+    if (room) plan.summary += ", " + guarded.levers + " to start beside the running trials";
+    plan_json_[trial.number()] = GuardedToJson(guarded);
+    return std::optional<TrialPlan>(std::move(plan));
+  }
+
+  static Guarded UnfitNow() {
+    Guarded g;
+    g.unfit_now = true;
+    return g;
+  }
+
+  // Admission (Plan() and PlanToFit(): `room` is what it must fit instead of the usable memory).
+  Result<Guarded> Admit(TrialHandle& trial, const Json& params, TrainJob& job,
+                        std::optional<int64_t> room = std::nullopt) {
     if (options_.planned) return GuardedFromJson(*options_.planned, job);
     Guarded g;
     g.family = MemoryFamily(job.model, job.hp.precision);
@@ -572,20 +602,24 @@ class TrainObjective final : public Objective {
     const double correction = options_.guard.calibrate
                                   ? CalibrationFromHistory(trial.history()).Correction(g.family)
                                   : 1.0;
-    const int64_t usable = UsableMemory(*device_memory, options_.guard.margin);
-    auto admitted = AdmitTrial(RequestFor(job), DeviceModel(), usable, correction, options_.guard);
+    const int64_t usable = room.value_or(UsableMemory(*device_memory, options_.guard.margin));
+    GuardOptions guard = options_.guard;
+    if (room) guard.lever_checkpointing = false;
+    auto admitted = AdmitTrial(RequestFor(job), DeviceModel(), usable, correction, guard);
     if (!admitted.ok()) {
+      if (room) return UnfitNow();
       spdlog::warn("Trial {}: no memory estimate ({}); it runs without admission", trial.number(),
                    admitted.status().message());
       return g;
     }
     const Admission& a = *admitted;
+    if (room && a.verdict == AdmissionVerdict::kReject) return UnfitNow();
     g.admission = a;
     g.estimate = a.estimate.device_peak;
     const std::string sizes =
-        fmt::format("predicted {} (estimate {} x correction {:.3f}) of {} usable",
+        fmt::format("predicted {} (estimate {} x correction {:.3f}) of {} {}",
                     FormatBytes(a.predicted), FormatBytes(a.estimate.device_peak), correction,
-                    FormatBytes(usable));
+                    FormatBytes(usable), room ? "left beside the running trials" : "usable");
     switch (a.verdict) {
       case AdmissionVerdict::kRun:
         spdlog::info("Trial {} admitted: {}", trial.number(), sizes);

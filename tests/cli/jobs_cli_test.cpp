@@ -294,9 +294,11 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
 }
 
 // A command study of memory_objective.py (each trial sleeps `seconds`) on a card of
-// `device_memory`, running the enqueued `trials` of bert-base-uncased.
+// `device_memory`, running the enqueued `trials` of bert-base-uncased; `memory` adds keys to
+// the objective's memory section.
 std::string MemoryStudy(const std::filesystem::path& dir, int64_t device_memory,
-                        const std::vector<int>& batch_sizes, double seconds) {
+                        const std::vector<int>& batch_sizes, double seconds,
+                        const Json& memory = Json::object()) {
   Json trials = Json::array();
   for (int b : batch_sizes) {
     trials.push_back({{"model", "bert-base-uncased"}, {"batch_size", b}, {"max_length", 128}});
@@ -319,6 +321,7 @@ std::string MemoryStudy(const std::filesystem::path& dir, int64_t device_memory,
           {"batch_size", "{batch_size}"},
           {"max_length", "{max_length}"},
           {"precision", "bf16"}}}}}};
+  for (const auto& [k, v] : memory.items()) doc["objective"]["memory"][k] = v;
   const std::string config = (dir / "memory.json").string();
   std::ofstream(config) << doc.dump(2);
   return config;
@@ -351,6 +354,60 @@ TEST_F(JobsCli, ASmallerLaterTrialStartsWhileTheOldestWaitsForMemory) {
   EXPECT_LT(schedule(2, "started"), schedule(1, "started"));  // the small one went first
   EXPECT_LT(schedule(2, "started"), schedule(0, "ended"));    // beside trial 0
   EXPECT_GE(schedule(1, "started"), schedule(0, "ended"));    // trial 1 waited for trial 0
+}
+
+// memory.shrink_to_start: with bert-base at batch 32 running, a second one at 32 does not fit
+// beside it, but at a smaller micro-batch (16 x grad_accum 2 or less) it does: it starts at once
+// with that micro-batch (the program receives it), where without shrink_to_start it waits for
+// the first to end.
+TEST_F(JobsCli, AWaitingTrialStartsAtOnceAtASmallerMicroBatchThatFits) {
+  const Json levers = {{"levers", {"grad_accum"}}, {"grad_accum", "{grad_accum}"}};
+  for (const bool shrink : {true, false}) {
+    SCOPED_TRACE(shrink ? "shrink_to_start" : "wait");
+    testing::TempDir dir;
+    Json memory = levers;
+    memory["shrink_to_start"] = shrink;
+    const std::string config = MemoryStudy(dir.path(), CardFor32And4(), {32, 32}, 1.5, memory);
+    Json doc = Json::parse(Slurp(config));
+    doc["search_space"]["grad_accum"] = Json::array({1});
+    for (Json& t : doc["enqueue_trials"]) t["grad_accum"] = 1;
+    doc["objective"]["argv"].push_back("--per_device_train_batch_size={batch_size}");
+    doc["objective"]["argv"].push_back("--gradient_accumulation_steps={grad_accum}");
+    std::ofstream(config) << doc.dump(2);
+    const std::string storage = "sqlite:///" + (dir.path() / "s.db").string();
+    ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", storage, "--n-trials",
+                         "2", "--jobs", "auto"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    ProcessRun listed = Tune({"trials", "--study", "j", "--storage", storage, "--format", "json"});
+    ASSERT_EQ(listed.code, 0) << listed.err;
+    const Json trials = Json::parse(listed.out);
+    ASSERT_EQ(trials.size(), 2u);
+    for (const Json& t : trials) ASSERT_EQ(t["state"], "COMPLETE") << t.dump();
+    const Json& second = trials[1];
+    const Json ran = Json::parse(Slurp(dir.path() / "trials" / "trial_1" / "ran.json"));
+    const std::string started = second["user_attrs"]["schedule"]["started"];
+    const std::string first_ended = trials[0]["user_attrs"]["schedule"]["ended"];
+    EXPECT_EQ(second["params"]["batch_size"], 32);  // the trial keeps what was asked
+    if (shrink) {
+      EXPECT_LT(started, first_ended);
+      // A smaller micro-batch, the same effective batch, received by the program.
+      const int64_t batch = second["user_attrs"]["memory"]["batch_size"];
+      EXPECT_LT(batch, 32);
+      EXPECT_EQ(second["user_attrs"]["memory"]["grad_accum"].get<int64_t>() * batch, 32);
+      EXPECT_EQ(ran["argv"], Json({fmt::format("--per_device_train_batch_size={}", batch),
+                                   fmt::format("--gradient_accumulation_steps={}", 32 / batch)}));
+      EXPECT_EQ(second["value"], static_cast<double>(batch));
+      EXPECT_NE(r.err.find("Trial 1 shrunk to start beside 1 running"), std::string::npos)
+          << r.err;
+      EXPECT_LE(second["user_attrs"]["schedule"]["reservation"].get<int64_t>(),
+                static_cast<int64_t>(0.95 * static_cast<double>(CardFor32And4())) -
+                    trials[0]["user_attrs"]["schedule"]["reservation"].get<int64_t>());
+    } else {
+      EXPECT_GE(started, first_ended);
+      EXPECT_EQ(ran["argv"], Json({"--per_device_train_batch_size=32",
+                                   "--gradient_accumulation_steps=1"}));
+    }
+  }
 }
 
 // --timeout: the running trial finishes; the ones waiting for memory never start.

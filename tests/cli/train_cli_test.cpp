@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -215,6 +216,54 @@ TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
     EXPECT_GT(two[i]["user_attrs"]["schedule"]["reservation"].get<int64_t>(), 0);
     EXPECT_GT(two[i]["user_attrs"]["memory"]["peak"].get<int64_t>(), 0);
   }
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
+// memory.shrink_to_start for train trials: on a card that holds one trial at batch 64 and one
+// at 32 beside it, but not two at 64, the second trial starts at once at batch 32 x grad_accum
+// 2 in its own process instead of waiting for the first.
+TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
+  // What one trial at batch 64, and one at 32 x grad_accum 2, reserve (the same correction:
+  // nothing measured yet).
+  auto reservation = [&](int batch, int accum) {
+    const std::string storage =
+        "sqlite:///" + (dir_.path() / fmt::format("r{}x{}.db", batch, accum)).string();
+    const std::string config = WriteConfig(
+        {{"batch_size", batch}, {"grad_accum", accum}, {"max_length", 128}, {"epochs", 1},
+         {"memory", {{"device_memory", "4GiB"}, {"levers", {"grad_accum"}}}}});
+    ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
+                         "1", "--jobs", "2"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    const Json t = Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format",
+                                     "json"}).out).at(0);
+    return t["user_attrs"]["schedule"]["reservation"].get<int64_t>();
+  };
+  const int64_t r64 = reservation(64, 1), r32 = reservation(32, 2);
+  ASSERT_LT(r32, r64);
+  // Two at 64 do not fit; one at 64 and one at 32 x 2 do.
+  const auto device_memory =
+      static_cast<int64_t>(static_cast<double>(r64 + (r64 + r32) / 2) / 0.95) + 1;
+  const std::string card = "train-shrink-" + std::to_string(getpid());
+  const std::string config = WriteConfig(
+      {{"batch_size", 64}, {"max_length", 128}, {"epochs", 2},
+       {"memory", {{"device_memory", device_memory}, {"levers", {"grad_accum"}}, {"simulate", card}}}});
+  const std::string storage = "sqlite:///" + (dir_.path() / "shrink.db").string();
+  ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
+                       "2", "--jobs", "2"});
+  std::filesystem::remove("/dev/shm/tune-card-" + card);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("Trial 1 shrunk to start beside 1 running"), std::string::npos) << r.err;
+  const Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 2u);
+  for (const Json& t : trials) EXPECT_EQ(t["state"], "COMPLETE") << t.dump();
+  const Json& memory = trials[1]["user_attrs"]["memory"];
+  EXPECT_EQ(memory["batch_size"], 32) << memory.dump();
+  EXPECT_EQ(memory["grad_accum"], 2) << memory.dump();
+  EXPECT_EQ(trials[0]["user_attrs"]["memory"]["batch_size"], 64);
+  EXPECT_LT(trials[1]["user_attrs"]["schedule"]["started"].get<std::string>(),
+            trials[0]["user_attrs"]["schedule"]["ended"].get<std::string>());
 }
 #endif
 

@@ -43,6 +43,9 @@ struct GuardOptions {
   bool admission = true;          // estimate each trial before it runs
   bool lever_grad_accum = true;   // admission may halve batch_size and double grad_accum
   bool lever_checkpointing = true;  // admission may turn on gradient checkpointing
+  // --jobs: a waiting trial that does not fit beside the running ones starts at once at a
+  // smaller micro-batch (the grad_accum lever only) when one fits the memory left.
+  bool shrink_to_start = true;
   int64_t oom_retry = 0;          // run-time OOM: retries at half the micro-batch, ×2 accumulation
   bool calibrate = true;          // fit each model family's correction from the study's trials
   // The CUDA device model's defaults (estimator.h, DeviceMemoryModel::Cuda()), when set. Unset

@@ -23,6 +23,9 @@ class MemoryPlanner {
   // Before the trial runs: its reservation and the params it runs with (memory levers applied),
   // or, when it cannot fit, its outcome (recorded: PRUNED with reason "predicted").
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) = 0;
+  // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
+  virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                                     int64_t room) = 0;
   // After it ran: its measured peak (bytes; -1: unknown) and whether it ran out of memory, for
   // the trial's "memory" attribute and the next predictions.
   virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) = 0;

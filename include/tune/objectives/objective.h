@@ -79,6 +79,12 @@ class Objective {
   virtual std::optional<int64_t> DeviceCapacity() const { return std::nullopt; }
   // Plans a trial before it starts (--jobs). Default: it runs with its params, reserving nothing.
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
+  // --jobs, a waiting trial that does not fit beside the running ones: its plan at a smaller
+  // micro-batch (batch_size halved, grad_accum doubled: the same effective batch) that fits the
+  // `room` bytes left, to start now instead of waiting; nullopt when none fits or the objective
+  // does not shrink trials (memory.shrink_to_start). Default: nullopt.
+  virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                                     int64_t room);
   // Starts a planned trial in its own process (--jobs). Default: runs it here and now, and
   // returns it finished (objectives that take microseconds, like the test functions).
   virtual Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan);
