@@ -2,7 +2,6 @@
 // types of NVML's public header (nvml.h), so that building needs no CUDA toolkit.
 #include "tune/memory/gpu_process_memory.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -124,6 +123,14 @@ GpuProcessMemory::GpuProcessMemory(std::unique_ptr<Api> api) : api_(std::move(ap
 GpuProcessMemory::~GpuProcessMemory() = default;
 
 std::optional<int64_t> GpuProcessMemory::UsedBy(const std::vector<pid_t>& pids) const {
+  return Used([&](pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); });
+}
+
+std::optional<int64_t> GpuProcessMemory::UsedByGroup(pid_t pgid) const {
+  return Used([pgid](pid_t pid) { return InProcessGroup(pid, pgid); });
+}
+
+std::optional<int64_t> GpuProcessMemory::Used(const std::function<bool(pid_t)>& counted) const {
   unsigned int devices = 0;
   if (api_->device_count(&devices) != kNvmlSuccess) return std::nullopt;
   int64_t total = 0;
@@ -134,34 +141,24 @@ std::optional<int64_t> GpuProcessMemory::UsedBy(const std::vector<pid_t>& pids) 
       return std::nullopt;
     }
     for (const auto& [pid, bytes] : procs) {
-      if (std::find(pids.begin(), pids.end(), pid) != pids.end()) total += bytes;
+      if (counted(pid)) total += bytes;
     }
   }
   return total;
 }
 
-std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
-  std::vector<pid_t> members;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return members;
-  while (const dirent* entry = readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(entry->d_name, &end, 10);  // NOLINT(runtime/int)
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ')'.
-    const size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 1));
-    std::string state;
-    long ppid = 0, pgrp = 0;  // NOLINT(runtime/int)
-    if (!(rest >> state >> ppid >> pgrp) || pgrp != pgid) continue;
-    if (state != "Z" && state != "X") members.push_back(static_cast<pid_t>(pid));  // not dead
-  }
-  closedir(proc);
-  return members;
+bool InProcessGroup(pid_t pid, pid_t pgid) {
+  if (pid <= 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(line.substr(close + 1));
+  std::string state;
+  long ppid = 0, pgrp = 0;  // NOLINT(runtime/int)
+  return (rest >> state >> ppid >> pgrp) && pgrp == pgid && state != "Z" && state != "X";
 }
 
 }  // namespace tune

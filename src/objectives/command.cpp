@@ -242,7 +242,7 @@ class DevicePeakSampler {
     const auto now = std::chrono::steady_clock::now();
     if (gpu_ == nullptr || now - last_ < std::chrono::milliseconds(500)) return;
     last_ = now;
-    if (auto used = gpu_->UsedBy(ProcessGroupMembers(pgid))) peak_ = std::max(peak_, *used);
+    if (auto used = gpu_->UsedByGroup(pgid)) peak_ = std::max(peak_, *used);
   }
   int64_t peak() const { return peak_; }  // 0: nothing seen on a device
 

@@ -1,5 +1,5 @@
 // GpuProcessMemory without a GPU: NVML's absence (and a library that is not NVML) is a reason,
-// not a crash; ProcessGroupMembers finds a real program's process group, children included.
+// not a crash; InProcessGroup tells a real program's process group, children included.
 #include "tune/memory/gpu_process_memory.h"
 
 #include <dlfcn.h>
@@ -43,32 +43,40 @@ TEST(GpuProcessMemory, TheDriversLibraryOpensOnlyWhereItIsInstalled) {
   EXPECT_EQ(*mine, 0);  // this test process never touches a GPU
 }
 
-TEST(ProcessGroupMembers, FindsAProgramAndItsChildren) {
+// What the command objective counts as a trial's program: the process it started and that
+// process's children, which share its process group; nothing else, and nothing once they ended.
+TEST(InProcessGroup, AProgramAndItsChildrenButNotOthers) {
   SubprocessOptions o;
-  o.argv = {"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"};
+  o.argv = {"/bin/sh", "-c", "sleep 30 & echo $!; sleep 30 & echo $!; wait"};
   o.env = {"PATH=/usr/bin:/bin"};
   auto p = Subprocess::Spawn(o);
   ASSERT_TRUE(p.ok()) << p.status().message();
   const pid_t pgid = (*p)->pid();
-  std::vector<pid_t> members;
-  for (int i = 0; i < 100 && members.size() < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    members = ProcessGroupMembers(pgid);
+  std::vector<pid_t> children;
+  auto collect = [&](Stream stream, const std::string& line) {
+    if (stream == Stream::kStdout) children.push_back(static_cast<pid_t>(std::stol(line)));
+    return Status::Ok();
+  };
+  for (int i = 0; i < 100 && children.size() < 2; ++i) {
+    ASSERT_TRUE((*p)->Poll(std::chrono::milliseconds(20), collect).ok());
   }
-  EXPECT_EQ(members.size(), 3u);  // the shell and its two sleeps
-  EXPECT_NE(std::find(members.begin(), members.end(), pgid), members.end());
-  EXPECT_TRUE(ProcessGroupMembers(getpgrp()).size() >= 1);
+  ASSERT_EQ(children.size(), 2u);
+  EXPECT_TRUE(InProcessGroup(pgid, pgid));
+  for (pid_t child : children) EXPECT_TRUE(InProcessGroup(child, pgid)) << child;
+  EXPECT_FALSE(InProcessGroup(getpid(), pgid));
+  EXPECT_FALSE(InProcessGroup(0, pgid));
   (*p)->Stop();
   while (!(*p)->finished()) {
-    ASSERT_TRUE((*p)->Poll(std::chrono::milliseconds(50), [](Stream, const std::string&) {
-                      return Status::Ok();
-                    }).ok());
+    ASSERT_TRUE((*p)->Poll(std::chrono::milliseconds(50), collect).ok());
   }
-  // The sleeps die with the group; orphans are reaped by init a moment later (zombies don't count).
-  for (int i = 0; i < 100 && !ProcessGroupMembers(pgid).empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(ProcessGroupMembers(pgid).empty());
+  // The sleeps die with the group; orphans are reaped by init a moment later.
+  auto gone = [&] {
+    return std::none_of(children.begin(), children.end(),
+                        [&](pid_t c) { return InProcessGroup(c, pgid); });
+  };
+  for (int i = 0; i < 100 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(gone());
+  EXPECT_FALSE(InProcessGroup(pgid, pgid));
 }
 
 }  // namespace

@@ -5,12 +5,13 @@
 // what they can measure on the host. The command objective samples it while a program runs, to
 // record the program's device peak (docs/config.md, "The memory guard for a command").
 //
-// Thread safety: UsedBy may be called from one thread at a time.
+// Thread safety: UsedBy and UsedByGroup may be called from one thread at a time.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,16 +32,19 @@ class GpuProcessMemory {
   // Bytes the processes `pids` use on all GPUs together (0 when none runs on a GPU); nullopt
   // when the driver cannot say.
   std::optional<int64_t> UsedBy(const std::vector<pid_t>& pids) const;
+  // The same for the processes of process group `pgid` (a trial's program and its children).
+  std::optional<int64_t> UsedByGroup(pid_t pgid) const;
 
   struct Api;  // the NVML entry points (gpu_process_memory.cpp)
 
  private:
   explicit GpuProcessMemory(std::unique_ptr<Api> api);
+  std::optional<int64_t> Used(const std::function<bool(pid_t)>& counted) const;
   std::unique_ptr<Api> api_;
 };
 
-// The live processes of process group `pgid` (read from /proc; zombies left out; empty when it
-// has none left).
-std::vector<pid_t> ProcessGroupMembers(pid_t pgid);
+// Whether process `pid` is alive (not a zombie) and belongs to process group `pgid` (read from
+// /proc/PID/stat).
+bool InProcessGroup(pid_t pid, pid_t pgid);
 
 }  // namespace tune
