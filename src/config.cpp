@@ -10,6 +10,7 @@
 
 #include "json_reader.h"
 #include "objectives/objective_config.h"
+#include "tune/json_file.h"
 #include "tune/text.h"
 #include "tune/train/pretrained.h"
 
@@ -156,21 +157,17 @@ Status MergeCatalogFile(const JsonReader& r, const fs::path& base_dir, ModelCata
   TUNE_ASSIGN_OR_RETURN(auto catalog_file, r.OptString("model_catalog"));
   if (!catalog_file) return Status::Ok();
   fs::path path = base_dir / *catalog_file;
-  std::ifstream in(path);
-  if (!in) return r.ChildError("model_catalog", fmt::format("cannot read '{}'", path.string()));
-  Json cat = Json::parse(in, nullptr, false);
-  if (cat.is_discarded()) {
-    return r.ChildError("model_catalog", fmt::format("'{}' is not valid JSON", path.string()));
-  }
-  JsonReader cr(cat, path.string());
+  Result<Json> cat = ReadJsonFile(path.string());
+  if (!cat.ok()) return r.ChildError("model_catalog", cat.status().message());
+  JsonReader cr(*cat, path.string());
   TUNE_RETURN_IF_ERROR(cr.CheckKeys({"heavy_threshold_parameters", "models"}));
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> threshold, cr.OptInt("heavy_threshold_parameters"));
   if (threshold) {
     if (*threshold <= 0) return cr.ChildError("heavy_threshold_parameters", "must be > 0");
     catalog.SetHeavyThreshold(*threshold);
   }
-  if (cat.contains("models")) {
-    TUNE_RETURN_IF_ERROR(catalog.Merge(cat["models"], path.string(), "/models"));
+  if (cat->contains("models")) {
+    TUNE_RETURN_IF_ERROR(catalog.Merge((*cat)["models"], path.string(), "/models"));
   }
   return Status::Ok();
 }
@@ -299,14 +296,7 @@ Result<StudyConfig> LoadStudyConfig(const fs::path& path) {
   std::stringstream buf;
   buf << in.rdbuf();
   const std::string text = buf.str();
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    const TextPosition at = LineColumnAt(text, e.byte);
-    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", path.string(), at.line,
-                                            at.column, JsonSyntaxMessage(e.what())));
-  }
+  TUNE_ASSIGN_OR_RETURN(Json doc, ParseJsonText(text, path.string()));
   return ParseStudyConfig(doc, path.string(), path.parent_path(), SearchSpaceKeyOrder(text));
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "json_reader.h"
+#include "tune/json_file.h"
 #include "tune/memory/inference.h"
 #include "tune/text.h"
 
@@ -141,20 +142,6 @@ std::optional<std::string> SnapshotConfig(const fs::path& repo) {
 
 }  // namespace
 
-Result<Json> ReadJsonDocument(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("cannot read '{}'", path));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    const TextPosition at = LineColumnAt(text, e.byte);
-    return InvalidArgumentError(
-        fmt::format("{}:{}:{}: {}", path, at.line, at.column, JsonSyntaxMessage(e.what())));
-  }
-}
-
-
 Result<std::string> FindHfCachedConfig(const std::string& repo_id) {
   std::string folder = "models--" + repo_id;
   for (size_t k = 0; (k = folder.find('/', k)) != std::string::npos;) folder.replace(k, 1, "--");
@@ -173,13 +160,13 @@ Result<ModelSpec> ResolveModel(const std::string& ref, const ModelCatalog& catal
   if (fs::exists(path, ec)) {
     const std::string file =
         fs::is_directory(path, ec) ? (path / "config.json").string() : path.string();
-    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonDocument(file));
+    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(file));
     return ModelSpecFromHfConfig(doc, ref, file);
   }
   if (catalog.Contains(ref)) return **catalog.Find(ref);
   auto cached = FindHfCachedConfig(ref);
   if (cached.ok()) {
-    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonDocument(*cached));
+    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(*cached));
     return ModelSpecFromHfConfig(doc, ref, *cached);
   }
   return NotFoundError(fmt::format(

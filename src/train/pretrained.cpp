@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "json_reader.h"
+#include "tune/json_file.h"
 #include "tune/text.h"
 #include "tune/train/safetensors.h"
 #include "tune/train/tokenizer.h"
@@ -183,9 +184,7 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
     return NotFoundError(fmt::format("pretrained checkpoint '{}' is not a directory", dir));
   }
   TUNE_RETURN_IF_ERROR(CheckCheckpointFiles(c));
-  std::ifstream in(c.config_path);
-  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgumentError(c.config_path + ": not valid JSON");
+  TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(c.config_path));
   TUNE_RETURN_IF_ERROR(ReadCheckpointConfig(doc, c.config_path, c.model));
   c.model.name = name;
   c.model.pretrained = c.weights_path;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tune/json_file.h"
 #include "tune/text.h"
 
 namespace tune {
@@ -47,14 +48,6 @@ Status WriteJson(const fs::path& path, const Json& doc) {
   out.close();
   if (!out) return InternalError(fmt::format("{}: cannot write", path.string()));
   return Status::Ok();
-}
-
-Result<Json> ReadJsonFile(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(fmt::format("{}: not found", path.string()));
-  Json doc = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgumentError(path.string() + ": not valid JSON");
-  return doc;
 }
 
 // A scratch trial's vocabulary file (and merges.txt beside a vocab.json) under the name
@@ -115,7 +108,7 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
   Json config = ScratchConfig(model);
   if (!model.checkpoint.empty()) {
-    TUNE_ASSIGN_OR_RETURN(config, ReadJsonFile(fs::path(model.checkpoint) / "config.json"));
+    TUNE_ASSIGN_OR_RETURN(config, ReadJsonFile((fs::path(model.checkpoint) / "config.json").string()));
   }
   Json id2label = Json::object(), label2id = Json::object();
   for (size_t i = 0; i < labels.size(); ++i) {
@@ -182,7 +175,7 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
   if (fd < 0) return InternalError(fmt::format("cannot open the lock file {}", lock_path));
   ::flock(fd, LOCK_EX);
   std::optional<double> saved;
-  if (auto doc = ReadJsonFile(target / "trial.json"); doc.ok() && (*doc)["value"].is_number()) {
+  if (auto doc = ReadJsonFile((target / "trial.json").string()); doc.ok() && (*doc)["value"].is_number()) {
     saved = (*doc)["value"].get<double>();
   }
   const bool better = (!saved || IsBetter(direction, value, *saved)) &&
@@ -199,7 +192,7 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
 Result<SavedModel> ReadSavedModel(const std::string& dir) {
   SavedModel s;
   TUNE_ASSIGN_OR_RETURN(s.checkpoint, ReadPretrainedCheckpoint(dir, dir));
-  TUNE_ASSIGN_OR_RETURN(Json config, ReadJsonFile(fs::path(dir) / "config.json"));
+  TUNE_ASSIGN_OR_RETURN(Json config, ReadJsonFile((fs::path(dir) / "config.json").string()));
   const Json id2label = config.value("id2label", Json::object());
   const int64_t n = config.value("num_labels", static_cast<int64_t>(id2label.size()));
   for (int64_t i = 0; i < n; ++i) {
@@ -225,7 +218,7 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
                                               s.checkpoint.config_path, key, st.message()));
     }
   }
-  if (auto trial = ReadJsonFile(fs::path(dir) / "trial.json"); trial.ok()) s.trial = *trial;
+  if (auto trial = ReadJsonFile((fs::path(dir) / "trial.json").string()); trial.ok()) s.trial = *trial;
   return s;
 }
 

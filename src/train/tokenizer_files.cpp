@@ -3,11 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
 
 #include "train/byte_bpe.h"
 #include "train/sentencepiece.h"
 #include "train/unicode.h"
+#include "tune/json_file.h"
 #include "tune/train/tokenizer.h"
 
 namespace tune {
@@ -18,16 +18,6 @@ namespace fs = std::filesystem;
 // In the order FromCheckpointDir looks for them.
 constexpr const char* kTokenizerFiles[] = {"vocab.txt", "vocab.json", "spm.model",
                                            "sentencepiece.bpe.model", "tokenizer.json"};
-
-Result<nlohmann::json> ReadJsonObject(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open the file", path));
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return InvalidArgumentError(fmt::format("{}: not a JSON object", path));
-  }
-  return doc;
-}
 
 // An optional boolean key of tokenizer_config.json (null counts as absent, as in Hugging Face).
 Result<std::optional<bool>> OptBool(const nlohmann::json& doc, const char* key,
@@ -155,7 +145,7 @@ Status Tokenizer::ReadTokenizerConfig(const std::string& dir, const TokenizerOpt
   const std::string path = (fs::path(dir) / "tokenizer_config.json").string();
   std::error_code ec;
   if (!fs::exists(path, ec)) return Status::Ok();
-  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonObject(path));
+  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonObjectFile(path));
   TUNE_ASSIGN_OR_RETURN(std::optional<bool> lower, OptBool(doc, "do_lower_case", path));
   TUNE_ASSIGN_OR_RETURN(std::optional<bool> strip, OptBool(doc, "strip_accents", path));
   TUNE_ASSIGN_OR_RETURN(std::optional<bool> chinese, OptBool(doc, "tokenize_chinese_chars", path));
@@ -182,10 +172,8 @@ Status Tokenizer::FindSpecials(const std::string& path, const char* const names[
 }
 
 Result<Tokenizer> Tokenizer::FromBpeFiles(const std::string& path, const std::string& merges) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));
-  const nlohmann::json vocab = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (vocab.is_discarded() || !vocab.is_object()) {
+  TUNE_ASSIGN_OR_RETURN(const nlohmann::json vocab, ReadJsonFile(path));
+  if (!vocab.is_object()) {
     return InvalidArgumentError(fmt::format(
         "{}: not a JSON object of token -> id (a byte-level BPE vocab.json is expected)", path));
   }
@@ -240,7 +228,7 @@ Result<Tokenizer> Tokenizer::FromSentencePiece(const std::string& path, bool fai
 // pre_tokenizer BertPreTokenizer) or BPE (pre_tokenizer ByteLevel).
 Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
                                                const TokenizerOptions& options) {
-  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonObject(path));
+  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonObjectFile(path));
   TUNE_RETURN_IF_ERROR(internal::CheckUnicodeData());
   const std::string model_type = TypeOf(doc, "model");
   if (model_type != "WordPiece" && model_type != "BPE") {

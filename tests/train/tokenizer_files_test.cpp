@@ -73,7 +73,12 @@ TEST(TokenizerFiles, MissingAndCorruptFilesAreNamed) {
 
   std::ofstream(d / "tokenizer.json") << "{\"model\": ";
   auto truncated = Tokenizer::FromCheckpointDir(d.string(), {});
-  EXPECT_EQ(truncated.status().message(), (d / "tokenizer.json").string() + ": not a JSON object");
+  EXPECT_EQ(truncated.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(truncated.status().message().rfind((d / "tokenizer.json").string() + ":1:11: invalid JSON: ", 0), 0u)
+      << truncated.status().message();
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << "[1, 2]";
+  EXPECT_EQ(Tokenizer::FromCheckpointDir(d.string(), {}).status().message(),
+            (d / "tokenizer.json").string() + ": not a JSON object");
   std::ofstream(d / "tokenizer.json", std::ios::trunc)
       << R"({"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]]}})";
   auto unigram = Tokenizer::FromCheckpointDir(d.string(), {});

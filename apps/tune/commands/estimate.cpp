@@ -1,6 +1,5 @@
 // `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
 // (--measure) the same configuration run on CPU under the counting allocator.
-#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -11,6 +10,7 @@
 #include "commands.h"
 #include "torch_loader.h"
 #include "tune/device.h"
+#include "tune/json_file.h"
 #include "tune/memory/estimator.h"
 #include "tune/model_catalog.h"
 #include "tune/train/trainer.h"
@@ -21,21 +21,16 @@ namespace {
 Result<ModelCatalog> LoadCatalog(const EstimateArgs& args) {
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
   if (args.catalog) {
-    std::ifstream in(*args.catalog);
-    if (!in) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("--catalog: cannot read '{}'", *args.catalog));
+    Result<Json> read = ReadJsonFile(*args.catalog);
+    if (!read.ok()) {
+      return Status(StatusCode::kInvalidArgument, "--catalog: " + read.status().message());
     }
-    Json doc = Json::parse(in, nullptr, false);
-    if (doc.is_discarded()) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("--catalog: '{}' is not valid JSON", *args.catalog));
-    }
+    const Json& doc = *read;
     if (!doc.is_object() || !doc.contains("models")) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("{}: a model catalog needs a \"models\" object", *args.catalog));
     }
-    TUNE_RETURN_IF_ERROR(catalog.Merge(doc["models"], *args.catalog, "/models"));
+    TUNE_RETURN_IF_ERROR(catalog.Merge(doc.at("models"), *args.catalog, "/models"));
   }
   return catalog;
 }

@@ -10,6 +10,7 @@
 #include "app.h"
 #include "commands.h"
 #include "tune/device.h"
+#include "tune/json_file.h"
 #include "tune/memory/inference.h"
 
 namespace tune::app {
@@ -31,7 +32,7 @@ struct PlanArgs {
 Result<ModelCatalog> LoadPlanCatalog(const PlanArgs& args) {
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Builtin());
   if (args.catalog) {
-    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonDocument(*args.catalog));
+    TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(*args.catalog));
     if (!doc.is_object() || !doc.contains("models")) {
       return InvalidArgumentError(
           fmt::format("{}: a model catalog needs a \"models\" object", *args.catalog));
@@ -67,7 +68,7 @@ Result<std::pair<Json, std::string>> PlanDocument(const PlanArgs& args) {
     if (!args.models.empty()) {
       return InvalidArgumentError("give models either in --plan FILE or with --model, not both");
     }
-    TUNE_ASSIGN_OR_RETURN(doc, ReadJsonDocument(*args.plan));
+    TUNE_ASSIGN_OR_RETURN(doc, ReadJsonFile(*args.plan));
     if (!doc.is_object()) return InvalidArgumentError(*args.plan + ": a plan is a JSON object");
     source = *args.plan;
   } else if (args.models.empty()) {

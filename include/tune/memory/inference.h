@@ -120,9 +120,6 @@ struct InferencePlan {
 // value; an unknown model says "did you mean".
 Result<InferencePlan> ParseInferencePlan(const Json& doc, const std::string& file,
                                          const ModelCatalog& catalog);
-// A JSON file; NotFound when it cannot be read, InvalidArgument with the line and column of a
-// syntax error.
-Result<Json> ReadJsonDocument(const std::string& path);
 // Resolves one model reference the way plan files do.
 Result<ModelSpec> ResolveModel(const std::string& ref, const ModelCatalog& catalog);
 
