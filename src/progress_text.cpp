@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "tune/study_summary.h"
 #include "tune/text.h"
 #include "tune/trial_attrs.h"
 
@@ -22,10 +23,10 @@ Result<ProgressMode> ParseProgressMode(const std::string& name) {
 
 void ProgressCounts::Add(const FrozenTrial& trial) {
   ++finished;
-  const bool is_oom = IsOomTrial(trial);
-  oom += is_oom;
+  const TrialCategory category = TrialCategoryOf(trial);
+  oom += category == TrialCategory::kOom || category == TrialCategory::kPredicted;
   complete += trial.state == TrialState::kComplete;
-  pruned += trial.state == TrialState::kPruned && !is_oom;
+  pruned += category == TrialCategory::kPruned;
   failed += trial.state == TrialState::kFail;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tune/config.h"
+#include "tune/study_summary.h"
 #include "tune/trial_attrs.h"
 
 namespace tune {
@@ -32,6 +33,26 @@ TEST(ProgressText, CountsEachOutcomeOnce) {
   EXPECT_EQ(ProgressText(c, {10, std::nullopt}, 62.0),
             "5/10 finished | 2 COMPLETE, 1 pruned, 1 OOM, 1 FAIL | best 0.0123 (trial 7) | "
             "elapsed 0:01:02 | ETA ?");
+}
+
+// The status line's OOM count is the summary's oom and predicted categories together, whichever
+// attribute says so.
+TEST(ProgressText, OomIsWhatTheSummaryCallsOomOrPredicted) {
+  FrozenTrial by_reason = Finished(TrialState::kPruned);
+  by_reason.user_attrs[attrs::kReason] = "oom";
+  FrozenTrial predicted = Finished(TrialState::kPruned, /*oom=*/true);
+  predicted.user_attrs[attrs::kReason] = "predicted";
+  const FrozenTrial by_pruner = Finished(TrialState::kPruned);
+  ProgressCounts c;
+  for (const FrozenTrial& t : {by_reason, predicted, by_pruner}) c.Add(t);
+  EXPECT_EQ(c.oom, 2);
+  EXPECT_EQ(c.pruned, 1);
+  const StudySummary s =
+      SummarizeTrials({by_reason, predicted, by_pruner}, {StudyDirection::kMinimize});
+  EXPECT_EQ(s.categories.at(TrialCategory::kOom).trials +
+                s.categories.at(TrialCategory::kPredicted).trials,
+            c.oom);
+  EXPECT_EQ(s.categories.at(TrialCategory::kPruned).trials, c.pruned);
 }
 
 TEST(ProgressText, EtaFromTrialsLeft) {

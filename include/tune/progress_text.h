@@ -31,8 +31,8 @@ struct ProgressCounts {
   int64_t best_number = -1;
   std::optional<JobsState> jobs;  // what runs now (with several jobs, the memory ledger)
 
-  // Counts one finished trial: COMPLETE, pruned (by the pruner), OOM (a PRUNED trial with
-  // oom=true: out of memory at run time or predicted not to fit) or FAIL.
+  // Counts one finished trial: COMPLETE, pruned (by the pruner), OOM (out of memory at run time
+  // or predicted not to fit: study_summary.h's categories oom and predicted) or FAIL.
   void Add(const FrozenTrial& trial);
 };
 
