@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -16,15 +17,6 @@ uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
-}
-
-std::string DirectionsText(const std::vector<StudyDirection>& d) {
-  std::string out;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i) out += ", ";
-    out += StudyDirectionName(d[i]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -196,7 +188,7 @@ Result<std::unique_ptr<Study>> Study::CreateOrLoad(std::shared_ptr<Storage> stor
       return InvalidArgumentError(fmt::format(
           "study '{}' exists with direction(s) [{}], but [{}] was requested; use the stored "
           "direction or another study name",
-          name, DirectionsText(info.directions), DirectionsText(directions)));
+          name, StudyDirectionsText(info.directions), StudyDirectionsText(directions)));
     }
     id = existing;
   }
@@ -288,8 +280,10 @@ Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<doub
 
 Result<FrozenTrial> Study::TellNumber(int64_t number, TrialState state,
                                       std::vector<double> values) {
+  // Only trial `number` (a first number past every trial reads no others).
   TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> found,
-                        storage_->GetTrialsSince(study_id_, number, {}));
+                        storage_->GetTrialsSince(study_id_, std::numeric_limits<int64_t>::max(),
+                                                 {number}));
   if (found.empty() || found.front().number != number) {
     return NotFoundError(fmt::format("study '{}' has no trial {}", name_, number));
   }
@@ -406,11 +400,16 @@ std::vector<FrozenTrial> FindBestTrials(const std::vector<FrozenTrial>& trials,
 }
 
 Result<FrozenTrial> Study::BestTrial() {
+  if (directions_.size() != 1) return BestTrialOf({});
+  TUNE_ASSIGN_OR_RETURN(auto trials, storage_->GetAllTrials(study_id_, {TrialState::kComplete}));
+  return BestTrialOf(trials);
+}
+
+Result<FrozenTrial> Study::BestTrialOf(const std::vector<FrozenTrial>& trials) const {
   if (directions_.size() != 1) {
     return InvalidArgumentError("best trial is defined for single-objective studies only");
   }
-  TUNE_ASSIGN_OR_RETURN(auto trials, storage_->GetAllTrials(study_id_, {TrialState::kComplete}));
-  auto best = FindBestTrial(trials, direction());
+  auto best = FindBestTrial(trials, directions_.front());
   if (!best) return NotFoundError(fmt::format("study '{}' has no COMPLETE trial yet", name_));
   return *best;
 }

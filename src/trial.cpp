@@ -54,6 +54,12 @@ const char* StudyDirectionName(StudyDirection d) {
   return "NOT_SET";
 }
 
+std::string StudyDirectionsText(const std::vector<StudyDirection>& d) {
+  std::string out;
+  for (StudyDirection x : d) out += (out.empty() ? "" : ", ") + std::string(StudyDirectionName(x));
+  return out;
+}
+
 Result<StudyDirection> ParseStudyDirection(std::string_view name) {
   const std::string u = Upper(name);
   if (u == "MINIMIZE") return StudyDirection::kMinimize;

@@ -112,12 +112,12 @@ std::shared_ptr<StatusLineSink> InstallStatusLine() {
 // The study's finished trials so far, and its best value (single objective).
 ProgressCounts StoredCounts(Study& study) {
   ProgressCounts counts;
-  if (auto trials = study.Trials(); trials.ok()) {
-    for (const FrozenTrial& t : *trials) {
-      if (IsFinished(t.state)) counts.Add(t);
-    }
+  auto trials = study.Trials();
+  if (!trials.ok()) return counts;
+  for (const FrozenTrial& t : *trials) {
+    if (IsFinished(t.state)) counts.Add(t);
   }
-  if (auto best = study.BestTrial(); best.ok() && best->values.size() == 1) {
+  if (auto best = study.BestTrialOf(*trials); best.ok() && best->values.size() == 1) {
     counts.best_value = best->value();
     counts.best_number = best->number;
   }

@@ -179,12 +179,21 @@ Result<std::vector<FrozenTrial>> QueryTrials(std::vector<FrozenTrial> trials,
                               }),
                trials.end());
   if (sort) {
-    std::stable_sort(trials.begin(), trials.end(), [&](const FrozenTrial& a, const FrozenTrial& b) {
-      const auto x = TrialField(a, sort->key), y = TrialField(b, sort->key);
+    // Each trial's key read once, then the trials in the keys' order.
+    std::vector<std::pair<std::optional<Json>, size_t>> keyed;
+    keyed.reserve(trials.size());
+    for (size_t i = 0; i < trials.size(); ++i) keyed.emplace_back(TrialField(trials[i], sort->key), i);
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      const std::optional<Json>& x = a.first;
+      const std::optional<Json>& y = b.first;
       if (!x || !y) return x && !y;  // trials without the key last
       const int c = CompareJson(*x, *y);
       return sort->descending ? c > 0 : c < 0;
     });
+    std::vector<FrozenTrial> sorted;
+    sorted.reserve(trials.size());
+    for (const auto& entry : keyed) sorted.push_back(std::move(trials[entry.second]));
+    trials = std::move(sorted);
   }
   if (limit && static_cast<int64_t>(trials.size()) > *limit) trials.resize(*limit);
   return trials;

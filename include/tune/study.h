@@ -150,6 +150,8 @@ class Study {
   Result<std::vector<FrozenTrial>> Trials(const std::vector<TrialState>& states = {});
   // The COMPLETE trial with the best value (single objective). NotFound if none is complete.
   Result<FrozenTrial> BestTrial();
+  // BestTrial() among `trials`, this study's trials read before (for a summary, say).
+  Result<FrozenTrial> BestTrialOf(const std::vector<FrozenTrial>& trials) const;
   // A snapshot of all trials for samplers and pruners. Finished trials are read from the
   // storage once and shared afterwards; each call re-reads only new and unfinished trials.
   Result<std::shared_ptr<const TrialHistory>> History();

@@ -35,6 +35,7 @@ inline bool IsFinished(TrialState s) {
 // Optuna's StudyDirection.
 enum class StudyDirection { kNotSet = 0, kMinimize = 1, kMaximize = 2 };
 const char* StudyDirectionName(StudyDirection d);  // "MINIMIZE", ...
+std::string StudyDirectionsText(const std::vector<StudyDirection>& d);  // "MINIMIZE, MAXIMIZE"
 // Accepts "minimize"/"maximize" in any case.
 Result<StudyDirection> ParseStudyDirection(std::string_view name);
 

@@ -79,12 +79,6 @@ Result<std::vector<StudyDirection>> ParseDirections(const CreateStudyArgs& args)
   return out;
 }
 
-std::string DirectionsText(const std::vector<StudyDirection>& directions) {
-  std::string out;
-  for (auto d : directions) out += (out.empty() ? "" : ", ") + std::string(StudyDirectionName(d));
-  return out;
-}
-
 int CreateStudy(CreateStudyArgs args) {
   auto directions = ParseDirections(args);
   if (!directions.ok()) return Fail(directions.status());
@@ -101,7 +95,7 @@ int CreateStudy(CreateStudyArgs args) {
     if (info->directions != *directions) {
       return Fail(InvalidArgumentError(fmt::format(
           "study '{}' exists with direction(s) {}, not {}", args.study,
-          DirectionsText(info->directions), DirectionsText(*directions))));
+          StudyDirectionsText(info->directions), StudyDirectionsText(*directions))));
     }
     spdlog::info("Study '{}' exists in {}; skipped (--skip-if-exists)", args.study,
                  (*storage)->url());
@@ -111,7 +105,7 @@ int CreateStudy(CreateStudyArgs args) {
                                          " (--skip-if-exists: use it as it is)")
                     : created.status());
   } else {
-    spdlog::info("Created study '{}' ({}) in {}", args.study, DirectionsText(*directions),
+    spdlog::info("Created study '{}' ({}) in {}", args.study, StudyDirectionsText(*directions),
                  (*storage)->url());
   }
   std::cout << args.study << "\n";

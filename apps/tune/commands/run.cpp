@@ -266,18 +266,27 @@ Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
   return result;
 }
 
-// The end-of-run summary of the whole study, on stderr (not at --log-level warn and above).
-void PrintRunSummary(Study& s, const OptimizeResult& result, double elapsed_seconds) {
-  if (spdlog::get_level() > spdlog::level::info) return;
+// After the run, from one read of the study's trials: the summary of the whole study on stderr
+// (not at --log-level warn and above) and the best trial on stdout.
+void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
+               Format format) {
   auto trials = s.Trials();
   if (!trials.ok()) {
     spdlog::warn("No summary: {}", trials.status().message());
     return;
   }
-  std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
-                           elapsed_seconds)
-            << SummaryText(s.name(), s.directions(), SummarizeTrials(*trials, s.directions()));
-  std::cerr.flush();
+  if (spdlog::get_level() <= spdlog::level::info) {
+    std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
+                             elapsed_seconds)
+              << SummaryText(s.name(), s.directions(), SummarizeTrials(*trials, s.directions()));
+    std::cerr.flush();
+  }
+  auto best_trial = s.BestTrialOf(*trials);
+  if (best_trial.ok()) {
+    PrintBestTrial(*best_trial, format);
+  } else {
+    spdlog::warn("{}", best_trial.status().message());
+  }
 }
 
 }  // namespace
@@ -300,14 +309,9 @@ int RunStudy(const RunArgs& args) {
   progress.Finish();
   if (!result.ok()) return Fail(result.status());
 
-  PrintRunSummary(s, *result,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
-  auto best_trial = s.BestTrial();
-  if (best_trial.ok()) {
-    PrintBestTrial(*best_trial, *format);
-  } else {
-    spdlog::warn("{}", best_trial.status().message());
-  }
+  ReportRun(s, *result,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count(),
+            *format);
   if (result->interrupted) {
     spdlog::warn("Interrupted: {} trials finished this run; the study is consistent", result->trials_run);
     return kExitInterrupted;
