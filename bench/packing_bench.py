@@ -27,9 +27,11 @@ import benchdoc
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CARD_BYTES = 24 * 2**30
+AUTO = "--jobs auto"
+AUTO_WAIT = "--jobs auto, shrink_to_start false"
 
 
-def bench_config(tune, workdir, card, admission, args, worker=0):
+def bench_config(tune, workdir, card, admission, args, worker=0, shrink=True):
     with open(os.path.join(ROOT, "configs", "criteria.json")) as f:
         criteria = json.load(f)
     return {
@@ -46,7 +48,7 @@ def bench_config(tune, workdir, card, admission, args, worker=0):
                     "BENCH_SECONDS_PER_PFLOP": str(args.seconds_per_pflop),
                     "BENCH_ESTIMATE_CACHE": os.path.join(args.cache_dir, "estimates.json")},
             "memory": {"device_memory": CARD_BYTES, "simulate": card, "admission": admission,
-                       "levers": ["grad_accum"], "model": "{model}",
+                       "levers": ["grad_accum"], "shrink_to_start": shrink, "model": "{model}",
                        "batch_size": "{batch_size}", "max_length": "{max_length}",
                        "grad_accum": "{grad_accum}", "precision": "bf16",
                        "classifier_layers": "{classifier_layers}", "dropout": "{dropout}"},
@@ -54,7 +56,7 @@ def bench_config(tune, workdir, card, admission, args, worker=0):
     }
 
 
-def run_mode(name, tune, args, par=None, jobs=None):
+def run_mode(name, tune, args, par=None, jobs=None, shrink=True):
     """Runs one mode in a fresh directory; returns its trials (tune trials --format json)."""
     workdir = tempfile.mkdtemp(prefix=f"packing-{name}-")
     card = f"packing-{os.getpid()}-{name}"
@@ -64,7 +66,8 @@ def run_mode(name, tune, args, par=None, jobs=None):
     for worker in range(par or 1):
         configs.append(os.path.join(workdir, f"study{worker}.json"))
         with open(configs[-1], "w") as f:
-            json.dump(bench_config(tune, workdir, card, jobs is not None, args, worker), f, indent=1)
+            json.dump(bench_config(tune, workdir, card, jobs is not None, args, worker, shrink), f,
+                      indent=1)
     storage = f"sqlite:///{workdir}/study.db"
     command = lambda config: [tune, "--study", "packing", "--config", config, "--storage", storage,
                               "--n-trials", str(args.trials), "--log-level", "warn"]
@@ -159,12 +162,13 @@ def summarise(name, trials, wall, codes, tune):
 
 def write_doc(rows, args, total):
     best = max((r for r in rows if r["mode"].startswith("PAR")), key=lambda r: r["complete_per_hour"])
-    auto = next(r for r in rows if r["mode"] == "--jobs auto")
+    auto = next(r for r in rows if r["mode"] == AUTO)
     lines = [
         "`bench/run_packing_bench.sh` runs "
         f"{args.trials} trials of the criteria space (seven models, heavy/base) on one simulated "
         "24 GiB card: PAR = 1-4 independent `tune` workers on one study (no ledger, no admission, "
-        "as the user reports ran them) and `tune --jobs auto` (admission, levers, reservations, "
+        "as the user reports ran them) and `tune --jobs auto` (admission, levers, shrink to "
+        "start, reservations, "
         f"at most {args.max_jobs} at once). Trials are sampled by the {args.sampler} sampler "
         f"(seed {args.seed}; PAR worker k: seed {args.seed} + k)"
         + (", so every mode runs the same mix of configurations: with TPE the mix follows the "
@@ -190,22 +194,35 @@ def write_doc(rows, args, total):
                      f"{r['fail']} | {r['mean_used_share']:.2f} | {reserved} | "
                      f"{r['p95_wait_seconds']} | {r['wall_seconds']} |")
     ratio = auto["complete_per_hour"] / best["complete_per_hour"] if best["complete_per_hour"] else 0
+    best_work = max((r for r in rows if r["mode"].startswith("PAR")),
+                    key=lambda r: r["trained_pflop_per_hour"])
+    work_ratio = (auto["trained_pflop_per_hour"] / best_work["trained_pflop_per_hour"]
+                  if best_work["trained_pflop_per_hour"] else 0)
     lines += ["",
               f"`--jobs auto` / best fixed PAR ({best['mode']}): {ratio:.2f}x COMPLETE trials per "
-              f"hour (goal >= 1.25x); run-time OOMs after trial 20: "
+              f"hour (goal >= 1.25x); {work_ratio:.2f}x trained PFLOP per hour (best: "
+              f"{best_work['mode']}); run-time OOMs after trial 20: "
               f"{auto['runtime_oom_after_20']} (goal 0); FAIL: {auto['fail']} (goal 0). A perfect "
               f"packer of `--jobs auto`'s COMPLETE trials on the whole card (their true peak x "
               f"duration summed, over 24 GiB) would reach {auto['packing_bound_per_hour']} "
               f"COMPLETE / h. Whole benchmark: {total:.0f} s."]
+    wait = next((r for r in rows if r["mode"] == AUTO_WAIT), None)
+    if wait:
+        lines[-1] += (f" Without shrink to start (`{AUTO_WAIT}`: a waiting trial waits for memory "
+                      f"with its own micro-batch) `--jobs auto` reaches "
+                      f"{wait['complete_per_hour']} COMPLETE / h and "
+                      f"{wait['trained_pflop_per_hour']} trained PFLOP / h.")
     lines += ["",
               "Reading the table: a fixed-PAR trial that finds the card full dies at once (its "
               "run-time OOM costs only its start-up), so the COMPLETE trials of PAR = 2-4 are "
               "mostly the ones small enough to survive beside their neighbours; `--jobs auto` "
-              "runs the large configurations to the end too, one or two at a time, and they "
-              "take most of the card's memory x time. COMPLETE / h therefore compares different "
+              "runs the large configurations to the end too, and they take most of the card's "
+              "memory x time. COMPLETE / h therefore compares different "
               "sets of trials; the packing bound is the ceiling for any scheduler that completes "
               "`--jobs auto`'s trials. `--jobs auto` starts the oldest waiting trial when it "
-              "fits and backfills smaller ones beside a large one (at most max_jobs passes; "
+              "fits, else starts it at once at a smaller micro-batch that fits the memory left "
+              "(`memory.shrink_to_start`: batch_size halved, grad_accum doubled, the same "
+              "FLOPs), else backfills later trials beside a large one (at most max_jobs passes; "
               "[cli.md, Several trials at once](cli.md#several-trials-at-once)). The simulated "
               "card shares memory only: a trial's duration does not depend on how many run "
               "beside it, so on this card every extra trial held at once is free throughput, "
@@ -225,7 +242,7 @@ def main():
     p.add_argument("--max-jobs", type=int, default=8)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--sampler", choices=["random", "tpe"], default="random")
-    p.add_argument("--modes", default="1,2,3,4,auto")
+    p.add_argument("--modes", default="1,2,3,4,auto-wait,auto")
     p.add_argument("--no-doc", action="store_true")
     args = p.parse_args()
     args.tune = os.path.abspath(args.tune)
@@ -235,12 +252,16 @@ def main():
     start = time.time()
     rows = []
     for mode in args.modes.split(","):
-        name = "--jobs auto" if mode == "auto" else f"PAR={mode}"
-        trials, wall, codes = (run_mode("auto", args.tune, args, jobs="auto") if mode == "auto"
-                               else run_mode(f"par{mode}", args.tune, args, par=int(mode)))
+        if mode in ("auto", "auto-wait"):
+            name = AUTO if mode == "auto" else AUTO_WAIT
+            trials, wall, codes = run_mode(mode, args.tune, args, jobs="auto",
+                                           shrink=mode == "auto")
+        else:
+            name = f"PAR={mode}"
+            trials, wall, codes = run_mode(f"par{mode}", args.tune, args, par=int(mode))
         rows.append(summarise(name, trials, wall, codes, args.tune))
         print(json.dumps(rows[-1]), flush=True)
-    if not args.no_doc and any(r["mode"] == "--jobs auto" for r in rows):
+    if not args.no_doc and any(r["mode"] == AUTO for r in rows):
         write_doc(rows, args, time.time() - start)
 
 
