@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "testing/temp_dir.h"
+#include "testing/tiny_encoders.h"
 #include "tune/config.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -22,29 +23,8 @@
 namespace tune::internal {
 namespace {
 
-EncoderConfig TinyBertConfig() {
-  EncoderConfig c;
-  c.vocab_size = 40;
-  c.hidden_size = 16;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.intermediate_size = 24;
-  c.max_positions = 20;
-  c.type_vocab_size = 2;
-  c.hidden_dropout = 0.0;
-  c.attention_dropout = 0.0;
-  return c;
-}
-
-EncoderConfig TinyDebertaConfig() {
-  EncoderConfig c = TinyBertConfig();
-  c.type_vocab_size = 0;
-  c.deberta = true;
-  c.position_buckets = 8;
-  c.max_relative_positions = 20;
-  c.layer_norm_eps = 1e-7;
-  return c;
-}
+using testing::TinyBertConfig;
+using testing::TinyDebertaConfig;
 
 TransformerClassifier Build(const EncoderConfig& c, uint64_t seed) {
   torch::manual_seed(seed);

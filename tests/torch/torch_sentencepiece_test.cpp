@@ -13,6 +13,7 @@
 #include <string>
 
 #include "testing/temp_dir.h"
+#include "testing/tiny_encoders.h"
 #include "torch/torch_models.h"
 #include "tune/train/tokenizer.h"
 
@@ -65,17 +66,8 @@ TEST(TorchSentencePiece, SpmTokenizerAndLibTorchShareOneProcess) {
                 .find("libprotobuf.so"),
             std::string::npos);
 
-  EncoderConfig c;
+  EncoderConfig c = testing::TinyDebertaConfig();
   c.vocab_size = tokenizer->vocab_size();
-  c.hidden_size = 16;
-  c.num_layers = 1;
-  c.num_heads = 2;
-  c.intermediate_size = 24;
-  c.max_positions = 16;
-  c.type_vocab_size = 0;
-  c.deberta = true;
-  c.position_buckets = 8;
-  c.max_relative_positions = 16;
   HeadConfig head;
   head.num_labels = 2;
   torch::manual_seed(0);
