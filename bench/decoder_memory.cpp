@@ -6,14 +6,14 @@
 //
 // Usage: tune_bench_decoder_memory --family llama --layers 4 --hidden 256 --heads 8 --kv-heads 2
 //          --intermediate 688 --vocab 8192 --batch 1 --prompt 256 --new-tokens 16 [--greedy 1]
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
-#include <fmt/format.h>
-
+#include "memory/inference.h"
 #include "torch/torch_decoder.h"
-#include "tune/memory/inference.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "tune/memory/estimator.h"
+#include "memory/estimator.h"
 #include "tune/model_catalog.h"
 
 namespace tune::bench {
@@ -128,7 +128,8 @@ int Main(int argc, char** argv) {
   std::vector<double> all;
   for (const auto& [device_name, device] : devices) {
     for (const Case& c : cases) {
-      for (int k = 0; k < 200; ++k) sink += Take(EstimateMemory(c.request, device), c.name).device_peak;
+      for (int k = 0; k < 200; ++k)
+        sink += Take(EstimateMemory(c.request, device), c.name).device_peak;
       std::vector<double> us;
       us.reserve(static_cast<size_t>(calls));
       int64_t peak = 0;

@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "samplers/registry.h"
 #include "tune/model_catalog.h"
 #include "tune/objectives/functions.h"
 #include "tune/pruners/pruner.h"
-#include "tune/samplers/registry.h"
 #include "tune/storages/in_memory.h"
 #include "tune/study.h"
 
@@ -120,7 +120,8 @@ Problem MakeProblem(const std::string& problem, double oom_threshold) {
   }
   // x0, x1, ..., x10 in numeric order (the JSON object sorts them as strings).
   for (size_t i = 0; i < space.size(); ++i) {
-    std::string name = p.options.name == "branin" ? fmt::format("x{}", i + 1) : fmt::format("x{}", i);
+    std::string name =
+        p.options.name == "branin" ? fmt::format("x{}", i + 1) : fmt::format("x{}", i);
     if (!space.contains(name)) Die("unexpected space of " + problem);
     p.space.push_back({name, name, space.at(name), std::nullopt});
   }

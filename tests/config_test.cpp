@@ -1,8 +1,8 @@
-#include "tune/config.h"
-
-#include <fstream>
+#include "config/config.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "testing/temp_dir.h"
 #include "tune/samplers/random.h"
@@ -155,7 +155,8 @@ TEST(Config, StepNotDividingTheRange) {
 TEST(Config, ConditionOnUnknownParameter) {
   Json d = Base();
   d["conditional"][0]["when"] = {{"modle.heavy", true}};
-  ExpectError(d, {"/conditional/0/when/modle.heavy", "unknown parameter", "did you mean 'model.heavy'"});
+  ExpectError(
+      d, {"/conditional/0/when/modle.heavy", "unknown parameter", "did you mean 'model.heavy'"});
   d = Base();
   d["conditional"][0]["when"] = {{"model.heavvy", true}};
   ExpectError(d, {"unknown model attribute 'heavvy'", "did you mean 'heavy'"});
@@ -194,9 +195,14 @@ TEST(Config, ObjectiveErrors) {
 
 TEST(Config, UserModelsInTheConfig) {
   Json d = Base();
-  d["models"] = {{"my-bert", {{"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 2},
-                              {"intermediate_size", 128}, {"vocab_size", 1000},
-                              {"max_position_embeddings", 128}, {"heavy", true}}}};
+  d["models"] = {{"my-bert",
+                  {{"num_hidden_layers", 2},
+                   {"hidden_size", 64},
+                   {"num_attention_heads", 2},
+                   {"intermediate_size", 128},
+                   {"vocab_size", 1000},
+                   {"max_position_embeddings", 128},
+                   {"heavy", true}}}};
   d["search_space"]["model"]["choices"].push_back("my-bert");
   auto c = ParseStudyConfig(d, "study.json", ".");
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -68,20 +68,27 @@ TEST(Distributions, ContainsAndSingle) {
 
 TEST(Distributions, JsonIsOptunasText) {
   // The exact strings of docs/cli.md, distribution_json and param_value.
-  EXPECT_EQ(DistributionToJson(*MakeFloatDistribution(1e-6, 1e-3, true)),
-            R"({"name": "FloatDistribution", "attributes": {"step": null, "low": 1e-06, "high": 0.001, "log": true}})");
-  EXPECT_EQ(DistributionToJson(*MakeFloatDistribution(0.0, 0.1)),
-            R"({"name": "FloatDistribution", "attributes": {"step": null, "low": 0.0, "high": 0.1, "log": false}})");
-  EXPECT_EQ(DistributionToJson(*MakeFloatDistribution(0, 1, false, 0.25)),
-            R"({"name": "FloatDistribution", "attributes": {"step": 0.25, "low": 0.0, "high": 1.0, "log": false}})");
-  EXPECT_EQ(DistributionToJson(*MakeIntDistribution(128, 512, false, 32)),
-            R"({"name": "IntDistribution", "attributes": {"log": false, "step": 32, "low": 128, "high": 512}})");
-  EXPECT_EQ(DistributionToJson(*MakeIntDistribution(1, 1024, true)),
-            R"({"name": "IntDistribution", "attributes": {"log": true, "step": 1, "low": 1, "high": 1024}})");
-  EXPECT_EQ(DistributionToJson(*MakeCategoricalDistribution({"bert-base", "roberta-base"})),
-            R"({"name": "CategoricalDistribution", "attributes": {"choices": ["bert-base", "roberta-base"]}})");
-  EXPECT_EQ(DistributionToJson(*MakeCategoricalDistribution({nullptr, true, 1.5, "x"})),
-            R"({"name": "CategoricalDistribution", "attributes": {"choices": [null, true, 1.5, "x"]}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeFloatDistribution(1e-6, 1e-3, true)),
+      R"({"name": "FloatDistribution", "attributes": {"step": null, "low": 1e-06, "high": 0.001, "log": true}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeFloatDistribution(0.0, 0.1)),
+      R"({"name": "FloatDistribution", "attributes": {"step": null, "low": 0.0, "high": 0.1, "log": false}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeFloatDistribution(0, 1, false, 0.25)),
+      R"({"name": "FloatDistribution", "attributes": {"step": 0.25, "low": 0.0, "high": 1.0, "log": false}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeIntDistribution(128, 512, false, 32)),
+      R"({"name": "IntDistribution", "attributes": {"log": false, "step": 32, "low": 128, "high": 512}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeIntDistribution(1, 1024, true)),
+      R"({"name": "IntDistribution", "attributes": {"log": true, "step": 1, "low": 1, "high": 1024}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeCategoricalDistribution({"bert-base", "roberta-base"})),
+      R"({"name": "CategoricalDistribution", "attributes": {"choices": ["bert-base", "roberta-base"]}})");
+  EXPECT_EQ(
+      DistributionToJson(*MakeCategoricalDistribution({nullptr, true, 1.5, "x"})),
+      R"({"name": "CategoricalDistribution", "attributes": {"choices": [null, true, 1.5, "x"]}})");
 }
 
 TEST(Distributions, JsonRoundTripAndLegacyNames) {
@@ -95,13 +102,16 @@ TEST(Distributions, JsonRoundTripAndLegacyNames) {
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, d) << DistributionToJson(d);
   }
-  auto u = DistributionFromJson(R"({"name": "LogUniformDistribution", "attributes": {"low": 1e-5, "high": 1.0}})");
+  auto u = DistributionFromJson(
+      R"({"name": "LogUniformDistribution", "attributes": {"low": 1e-5, "high": 1.0}})");
   ASSERT_TRUE(u.ok());
   EXPECT_EQ(*u, Distribution(*MakeFloatDistribution(1e-5, 1.0, true)));
-  auto q = DistributionFromJson(R"({"name": "DiscreteUniformDistribution", "attributes": {"low": 0, "high": 1, "q": 0.5}})");
+  auto q = DistributionFromJson(
+      R"({"name": "DiscreteUniformDistribution", "attributes": {"low": 0, "high": 1, "q": 0.5}})");
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(*q, Distribution(*MakeFloatDistribution(0, 1, false, 0.5)));
-  auto iu = DistributionFromJson(R"({"name": "IntUniformDistribution", "attributes": {"low": 1, "high": 9, "step": 2}})");
+  auto iu = DistributionFromJson(
+      R"({"name": "IntUniformDistribution", "attributes": {"low": 1, "high": 9, "step": 2}})");
   ASSERT_TRUE(iu.ok());
   EXPECT_EQ(*iu, Distribution(*MakeIntDistribution(1, 9, false, 2)));
   EXPECT_FALSE(DistributionFromJson(R"({"name": "Nope", "attributes": {}})").ok());
@@ -143,22 +153,27 @@ TEST(Distributions, ByteIdenticalToDebianOptuna) {
     double step = std::round(std::abs(u(rng))) / 64 + 0.5;
     int64_t ilo = static_cast<int64_t>(lo), ihi = static_cast<int64_t>(hi) + 5;
     int64_t istep = 1 + k % 7;
-    Distribution dists[] = {*MakeFloatDistribution(lo, hi),
-                            *MakeFloatDistribution(std::abs(lo) + 1e-9, std::abs(lo) + std::abs(hi) + 1, true),
-                            *MakeFloatDistribution(lo, lo + 10 * step, false, step),
-                            *MakeIntDistribution(ilo, ihi, false, istep)};
+    Distribution dists[] = {
+        *MakeFloatDistribution(lo, hi),
+        *MakeFloatDistribution(std::abs(lo) + 1e-9, std::abs(lo) + std::abs(hi) + 1, true),
+        *MakeFloatDistribution(lo, lo + 10 * step, false, step),
+        *MakeIntDistribution(ilo, ihi, false, istep)};
     script += fmt::format("print(d.distribution_to_json(d.FloatDistribution({}, {})))\n",
                           PyFloatRepr(lo), PyFloatRepr(hi));
-    script += fmt::format("print(d.distribution_to_json(d.FloatDistribution({}, {}, log=True)))\n",
-                          PyFloatRepr(std::abs(lo) + 1e-9), PyFloatRepr(std::abs(lo) + std::abs(hi) + 1));
+    script +=
+        fmt::format("print(d.distribution_to_json(d.FloatDistribution({}, {}, log=True)))\n",
+                    PyFloatRepr(std::abs(lo) + 1e-9), PyFloatRepr(std::abs(lo) + std::abs(hi) + 1));
     script += fmt::format("print(d.distribution_to_json(d.FloatDistribution({}, {}, step={})))\n",
                           PyFloatRepr(lo), PyFloatRepr(lo + 10 * step), PyFloatRepr(step));
-    script += fmt::format("print(d.distribution_to_json(d.IntDistribution({}, {}, step={})))\n", ilo,
-                          ihi, istep);
+    script += fmt::format("print(d.distribution_to_json(d.IntDistribution({}, {}, step={})))\n",
+                          ilo, ihi, istep);
     for (const auto& x : dists) ours.push_back(DistributionToJson(x));
   }
-  script += "print(d.distribution_to_json(d.CategoricalDistribution(['b\\u00e9rt', 8, 2.5, None, True])))\n";
-  ours.push_back(DistributionToJson(*MakeCategoricalDistribution({"b\u00e9rt", 8, 2.5, nullptr, true})));
+  script +=
+      "print(d.distribution_to_json(d.CategoricalDistribution(['b\\u00e9rt', 8, 2.5, None, "
+      "True])))\n";
+  ours.push_back(
+      DistributionToJson(*MakeCategoricalDistribution({"b\u00e9rt", 8, 2.5, nullptr, true})));
   std::ofstream(dir.path() / "gen.py") << script;
   std::string cmd = "/usr/bin/python3 -W ignore " + (dir.path() / "gen.py").string();
   FILE* p = popen(cmd.c_str(), "r");

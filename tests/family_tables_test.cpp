@@ -1,11 +1,11 @@
 // The family tables (samplers, pruners, objective types): every row is reachable by name, its
 // defaults are what parsing an empty options object gives, and docs/config.md names every key.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
-#include "tune/config.h"
+#include "config/config.h"
 #include "tune/pruners/percentile.h"
 #include "tune/samplers/tpe.h"
 
@@ -59,7 +59,8 @@ TEST(FamilyTables, DefaultsComeFromTheOptionsStructs) {
 TEST(FamilyTables, ObjectiveTypesRoundTripTheirNames) {
   const std::vector<std::string> names = ObjectiveTypeNames();
   ASSERT_EQ(names, (std::vector<std::string>{"function", "command", "train"}));
-  for (ObjectiveType t : {ObjectiveType::kFunction, ObjectiveType::kCommand, ObjectiveType::kTrain}) {
+  for (ObjectiveType t :
+       {ObjectiveType::kFunction, ObjectiveType::kCommand, ObjectiveType::kTrain}) {
     EXPECT_FALSE(ObjectiveOptionKeys(t).empty()) << ObjectiveTypeName(t);
   }
   EXPECT_EQ(ObjectiveTypeName(ObjectiveType::kTrain), std::string("train"));
@@ -76,12 +77,14 @@ TEST(FamilyTables, ConfigDocNamesEveryKeyOfEveryRow) {
   };
   for (const std::string& name : SamplerNames()) {
     expect_documented("sampler", name, name);
-    for (const auto& [key, value] : SamplerOptionKeys(name)) expect_documented("sampler", name, key);
+    for (const auto& [key, value] : SamplerOptionKeys(name))
+      expect_documented("sampler", name, key);
   }
   for (const std::string& name : PrunerNames()) {
     for (const auto& [key, value] : PrunerOptionKeys(name)) expect_documented("pruner", name, key);
   }
-  for (ObjectiveType t : {ObjectiveType::kFunction, ObjectiveType::kCommand, ObjectiveType::kTrain}) {
+  for (ObjectiveType t :
+       {ObjectiveType::kFunction, ObjectiveType::kCommand, ObjectiveType::kTrain}) {
     for (const auto& [key, value] : ObjectiveOptionKeys(t)) {
       expect_documented("objective", ObjectiveTypeName(t), key);
     }

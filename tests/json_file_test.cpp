@@ -1,9 +1,9 @@
 // json_file.h: reading JSON files with errors that name the file, the line and the column.
-#include "tune/json_file.h"
-
-#include <fstream>
+#include "util/json_file.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "testing/temp_dir.h"
 

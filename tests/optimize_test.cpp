@@ -1,18 +1,17 @@
 #include "tune/optimize.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 
-#include <gtest/gtest.h>
-
-#include "tune/config.h"
-#include "tune/interrupt.h"
+#include "config/config.h"
+#include "study/jobs_queue.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
-
-#include "jobs_queue.h"
+#include "util/interrupt.h"
 
 namespace tune {
 namespace {
@@ -62,7 +61,8 @@ TEST(Optimize, RunsToTheTargetAndResumes) {
 }
 
 TEST(Optimize, OomRegionIsPrunedWithConfig) {
-  StudyConfig c = Config(R"({"objective": {"type": "function", "name": "mixed", "oom_threshold": 6000}})");
+  StudyConfig c =
+      Config(R"({"objective": {"type": "function", "name": "mixed", "oom_threshold": 6000}})");
   std::shared_ptr<Storage> storage = NewInMemoryStorage();
   auto study = NewStudy(storage);
   auto objective = MakeObjective(c).value();
@@ -229,7 +229,8 @@ TEST(OptimizeHeartbeat, HeartbeatsKeepALongTrialAlive) {
   std::thread worker([&] { r = Optimize(*study, c.space, *objective, o); });
   auto checker = NewStudy(storage);
   int checks = 0;
-  while (*storage->CountTrials(checker->study_id(), {TrialState::kComplete}) == 0 && checks < 1000) {
+  while (*storage->CountTrials(checker->study_id(), {TrialState::kComplete}) == 0 &&
+         checks < 1000) {
     auto failed = checker->FailStaleTrials(1.0, 0);
     ASSERT_TRUE(failed.ok());
     EXPECT_TRUE(failed->empty()) << "a live trial was failed as stale";

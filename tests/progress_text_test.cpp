@@ -1,9 +1,9 @@
-#include "tune/progress_text.h"
+#include "study/progress_text.h"
 
 #include <gtest/gtest.h>
 
-#include "tune/config.h"
-#include "tune/study_summary.h"
+#include "config/config.h"
+#include "study/study_summary.h"
 #include "tune/trial_attrs.h"
 
 namespace tune {

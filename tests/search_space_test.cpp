@@ -1,10 +1,10 @@
 #include "tune/search_space.h"
 
-#include <fstream>
-
 #include <gtest/gtest.h>
 
-#include "tune/config.h"
+#include <fstream>
+
+#include "config/config.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
 
@@ -34,7 +34,8 @@ TEST(ConditionalSpace, HeavyAndBaseModelsGetTheirOwnRanges) {
     ASSERT_TRUE(params.ok()) << params.status().ToString();
     const std::string model = (*params)["model"];
     const bool is_heavy = model.find("large") != std::string::npos || model == "xlm-roberta-base";
-    const int bs = (*params)["batch_size"], ga = (*params)["grad_accum"], len = (*params)["max_length"];
+    const int bs = (*params)["batch_size"], ga = (*params)["grad_accum"],
+              len = (*params)["max_length"];
     EXPECT_EQ(len % 32, 0);
     EXPECT_GE(len, 128);
     EXPECT_GE((*params)["lr"].get<double>(), 1e-6);

@@ -97,8 +97,9 @@ TEST(Study, SameSeedSameParams) {
 TEST(Study, LoadChecksDirection) {
   std::shared_ptr<Storage> storage = NewInMemoryStorage();
   (void)NewStudy(storage, "s", StudyDirection::kMinimize);
-  auto again = Study::CreateOrLoad(storage, "s", {StudyDirection::kMaximize},
-                                   std::make_unique<RandomSampler>(), std::make_unique<NopPruner>());
+  auto again =
+      Study::CreateOrLoad(storage, "s", {StudyDirection::kMaximize},
+                          std::make_unique<RandomSampler>(), std::make_unique<NopPruner>());
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("MINIMIZE"), std::string::npos);
   auto missing = Study::Load(storage, "t", std::make_unique<RandomSampler>(),

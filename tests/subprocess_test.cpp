@@ -1,6 +1,7 @@
 // Subprocess against real programs: /bin/sh scripts started without a shell of tune's own.
-#include "tune/subprocess.h"
+#include "util/subprocess.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 
@@ -53,7 +52,8 @@ bool Alive(pid_t pid) {
 }
 
 TEST(Subprocess, ReadsLinesOfBothStreamsAndTheExitStatus) {
-  auto p = Subprocess::Spawn(Sh("echo one; echo \"$GREETING\" >&2; printf 'two\\r\\nlast'; exit 3"));
+  auto p =
+      Subprocess::Spawn(Sh("echo one; echo \"$GREETING\" >&2; printf 'two\\r\\nlast'; exit 3"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   Lines lines;
   ASSERT_TRUE(RunToEnd(**p, lines.Handler()).ok());

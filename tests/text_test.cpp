@@ -1,5 +1,5 @@
 // Text helpers (tune/text.h): did-you-mean suggestions and URL %-decoding.
-#include "tune/text.h"
+#include "util/text.h"
 
 #include <gtest/gtest.h>
 

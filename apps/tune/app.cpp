@@ -1,16 +1,16 @@
 #include "app.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "tune/storages/in_memory.h"
 #include "tune/storages/postgres.h"
 #include "tune/storages/sqlite.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 
@@ -105,7 +105,8 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   if (rows.empty()) return "";
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
   }
   std::ostringstream out;
   for (size_t k = 0; k < rows.size(); ++k) {
@@ -115,7 +116,8 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
     }
     out << "\n";
     if (k == 0) {
-      for (size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
+      for (size_t i = 0; i < width.size(); ++i)
+        out << (i ? "  " : "") << std::string(width[i], '-');
       out << "\n";
     }
   }

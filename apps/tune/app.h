@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/config.h"
+#include "config/config.h"
+#include "study/study_summary.h"
 #include "tune/status.h"
-#include "tune/study_summary.h"
 #include "tune/storages/storage.h"
 #include "tune/trial.h"
 

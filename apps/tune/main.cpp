@@ -1,26 +1,18 @@
 // tune: hyperparameter studies with an in-process GPU memory guard.
 //
-//   tune --study NAME [--config FILE] [--n-trials N] [--timeout S] [--storage URL]
-//        [--sampler NAME] [--seed N] [--log-level L] [--format table|json|csv]
-//   tune studies    [--storage URL] [--format ...]
-//   tune trials     --study NAME [--storage URL] [--state S]... [--format ...]
-//   tune best-trial --study NAME [--storage URL] [--format ...]
-//   tune delete-study --study NAME [--storage URL]
-//   tune enqueue    --study NAME --params JSON [--storage URL] [--format ...]
-//   tune export     --study NAME [--format csv|json] [--output FILE] [--storage URL]
-//   tune estimate   --model M [--batch-size B --max-length T ...] [--device-memory SIZE]
-//                   [--max-batch] [--measure] [--format ...]
+// The commands are the rows of apps/tune/commands.cpp; `tune --help` lists them and
+// `tune COMMAND --help` gives each one's options (docs/cli.md documents them all).
 //
 // Exit codes: 0 ok, 1 runtime failure, 2 usage or config error, 130 interrupted.
-#include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+#include <iostream>
+
 #include "app.h"
 #include "commands.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace {
 

@@ -1,5 +1,8 @@
 #include "progress.h"
 
+#include <fmt/format.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -9,12 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
-
 #include "app.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 

@@ -11,9 +11,9 @@
 #include <optional>
 #include <string>
 
-#include "tune/config.h"
+#include "config/config.h"
+#include "study/progress_text.h"
 #include "tune/optimize.h"
-#include "tune/progress_text.h"
 #include "tune/study.h"
 
 namespace tune::app {

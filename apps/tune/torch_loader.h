@@ -4,8 +4,8 @@
 
 #include <memory>
 
+#include "torch/torch_plugin.h"
 #include "tune/status.h"
-#include "tune/train/torch_plugin.h"
 
 namespace tune::app {
 

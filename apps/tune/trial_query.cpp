@@ -1,11 +1,11 @@
 #include "trial_query.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 namespace {
@@ -156,8 +156,8 @@ Result<TrialSort> ParseTrialSort(const std::string& text) {
   if (colon != std::string::npos) {
     const std::string order = text.substr(colon + 1);
     if (order != "asc" && order != "desc") {
-      return InvalidArgumentError(fmt::format(
-          "--sort '{}': the order after ':' is asc or desc{}", text, DidYouMean(order, {"asc", "desc"})));
+      return InvalidArgumentError(fmt::format("--sort '{}': the order after ':' is asc or desc{}",
+                                              text, DidYouMean(order, {"asc", "desc"})));
     }
     sort.key = text.substr(0, colon);
     sort.descending = order == "desc";
@@ -174,15 +174,17 @@ Result<std::vector<FrozenTrial>> QueryTrials(std::vector<FrozenTrial> trials,
   if (sort) TUNE_RETURN_IF_ERROR(CheckKey(trials, sort->key, "--sort"));
   trials.erase(std::remove_if(trials.begin(), trials.end(),
                               [&](const FrozenTrial& t) {
-                                return !std::all_of(filters.begin(), filters.end(),
-                                                    [&](const TrialFilter& f) { return Matches(t, f); });
+                                return !std::all_of(
+                                    filters.begin(), filters.end(),
+                                    [&](const TrialFilter& f) { return Matches(t, f); });
                               }),
                trials.end());
   if (sort) {
     // Each trial's key read once, then the trials in the keys' order.
     std::vector<std::pair<std::optional<Json>, size_t>> keyed;
     keyed.reserve(trials.size());
-    for (size_t i = 0; i < trials.size(); ++i) keyed.emplace_back(TrialField(trials[i], sort->key), i);
+    for (size_t i = 0; i < trials.size(); ++i)
+      keyed.emplace_back(TrialField(trials[i], sort->key), i);
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
       const std::optional<Json>& x = a.first;
       const std::optional<Json>& y = b.first;

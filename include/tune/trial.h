@@ -94,4 +94,25 @@ std::string FormatDatetime(TimePoint t);
 std::string FormatDatetimeUtc(TimePoint t);
 Result<TimePoint> ParseDatetime(std::string_view text);
 
+// What a trial ended with, as an objective or the memory guard returns it.
+struct TrialOutcome {
+  TrialState state = TrialState::kComplete;  // kComplete, kPruned or kFail
+  std::vector<double> values;                // kComplete: one per objective
+  std::string reason;                        // kPruned / kFail: why (also in user attrs)
+};
+
+// How a trial will run when several run at once (--jobs), decided before it starts.
+struct TrialPlan {
+  // Set: the trial does not run; its outcome is already recorded (for example the memory guard
+  // predicted that it does not fit even alone).
+  std::optional<TrialOutcome> outcome;
+  Json params = Json::object();  // what it runs with (memory levers applied)
+  int64_t reservation = 0;       // bytes of the device it holds while it runs (0: none)
+  bool exclusive = false;        // its memory is unknown: it runs only on an idle device
+  // The memory the trial was capped at while it ran (--jobs: its reservation); 0: the device's.
+  // An out-of-memory error under a cap tells calibration about that cap, not the device.
+  int64_t cap = 0;
+  std::string summary;           // how the reservation was reached, for the log
+};
+
 }  // namespace tune

@@ -26,6 +26,8 @@
 #include "tune/trial.h"
 
 namespace tune {
+
+class TrialHandle;  // study.h
 namespace attrs {
 inline constexpr const char* kReason = "reason";
 inline constexpr const char* kOom = "oom";
@@ -99,5 +101,13 @@ struct MemoryAttr {
 Json MemoryAttrToJson(const MemoryAttr& memory);
 // nullopt unless `j` has at least a string "family" and an integer "estimate".
 std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j);
+
+// Records an out-of-memory trial the way every objective and the memory guard do (user
+// attributes of trial_attrs.h): oom=true, reason=`oom_reason` (kOom: it ran out of memory;
+// kPredicted: the memory guard did not run it) and oom_config = the params, their effective
+// batch size (batch_size * grad_accum, when both are numbers) and `details`. Returns the PRUNED
+// outcome with `reason`.
+Result<TrialOutcome> RecordOom(TrialHandle& trial, const Json& params, const Json& details,
+                               const std::string& reason, EndReason oom_reason = EndReason::kOom);
 
 }  // namespace tune

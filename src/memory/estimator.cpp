@@ -1,4 +1,6 @@
-#include "tune/memory/estimator.h"
+#include "memory/estimator.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -6,9 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include <fmt/format.h>
-
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -206,18 +206,46 @@ int64_t TraceLinear(LayerTrace& tr, const Widths& w, int64_t in_elems, int64_t o
   return out_elems * w.mm;
 }
 
-// One encoder layer's forward in training (src/torch/torch_models.cpp): BertLayer, or
-// DebertaLayer with DisentangledSelfAttention. The layer's input is counted by whoever produced
-// it (the previous layer or the embeddings); its output is counted here when something saves it.
-LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
-  const int64_t bth = s.b * s.t * s.h, bti = s.b * s.t * s.i, batt = s.b * s.a * s.t * s.t,
-                bt = s.b * s.t;
+// DeBERTa's relative scores in one layer's forward (c2p and p2c against all `rows` relative
+// rows, then gathered to T columns). Returns the bytes of the temporaries it adds that stay alive
+// until the attention returns.
+int64_t TraceRelativeScores(LayerTrace& tr, const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
   const int64_t rh = s.rows * s.h, brh = s.b * rh, batr = s.b * s.a * s.t * s.rows,
                 index = s.t * s.t * 8;
-  LayerTrace tr;
-  // Under autocast nothing saves the fp32 input (the Linears save their bf16 casts); it stays
-  // alive as the residual until the layer returns.
-  if (w.autocast) tr.Temp(bth * w.fp);
+  int64_t temps = 0;
+  // r = pos_dropout(rel[0:rows]): the noise is saved; r is saved by the two projections in
+  // fp32, or cast by each of them under autocast (r itself then a local).
+  if (s.pd > 0) {
+    tr.Save(rh * w.fp);
+    if (w.autocast) {
+      tr.Temp(rh * w.fp);
+      temps += rh * w.fp;
+    } else {
+      tr.Save(rh * w.fp);
+    }
+  }
+  // pos_key = key_proj(r), pos_query = query_proj(r): [heads, rows, d] locals.
+  temps += TraceLinear(tr, w, rh, rh, true);
+  temps += TraceLinear(tr, w, rh, rh, true);
+  for (int k = 0; k < 2; ++k) {
+    // The clamped index (int64 [T, T], saved by gather), from one or two temporaries.
+    tr.During((k + 2) * index);
+    tr.Save(index);
+    // matmul(q, pos_key^T) broadcasts pos_key over the batch: q copied again and pos_key
+    // repeated per example (both saved by bmm); the [B, heads, T, rows] scores are saved by
+    // gather; the gathered [B, heads, T, T] scores stay a named local.
+    tr.Save(bth * w.mm + brh * w.mm + batr * w.mm);
+    tr.Temp(batt * w.mm);
+    temps += batt * w.mm;
+  }
+  return temps;
+}
+
+// The q, k, v projections and the attention scores up to the mask. Returns the bytes of the
+// temporaries alive until the attention returns (the projections and the score locals).
+int64_t TraceScores(LayerTrace& tr, const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
   // q, k, v projections (temporaries until the attention returns).
   int64_t temps = 0;
   for (int k = 0; k < 3; ++k) temps += TraceLinear(tr, w, bth, bth, true);
@@ -227,31 +255,7 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
   temps += batt * w.mm;
   int64_t pre_softmax_extra = 0;  // what the score sum allocates beyond the three score locals
   if (s.deberta) {
-    // r = pos_dropout(rel[0:rows]): the noise is saved; r is saved by the two projections in
-    // fp32, or cast by each of them under autocast (r itself then a local).
-    if (s.pd > 0) {
-      tr.Save(rh * w.fp);
-      if (w.autocast) {
-        tr.Temp(rh * w.fp);
-        temps += rh * w.fp;
-      } else {
-        tr.Save(rh * w.fp);
-      }
-    }
-    // pos_key = key_proj(r), pos_query = query_proj(r): [heads, rows, d] locals.
-    temps += TraceLinear(tr, w, rh, rh, true);
-    temps += TraceLinear(tr, w, rh, rh, true);
-    for (int k = 0; k < 2; ++k) {
-      // The clamped index (int64 [T, T], saved by gather), from one or two temporaries.
-      tr.During((k + 2) * index);
-      tr.Save(index);
-      // matmul(q, pos_key^T) broadcasts pos_key over the batch: q copied again and pos_key
-      // repeated per example (both saved by bmm); the [B, heads, T, rows] scores are saved by
-      // gather; the gathered [B, heads, T, T] scores stay a named local.
-      tr.Save(bth * w.mm + brh * w.mm + batr * w.mm);
-      tr.Temp(batt * w.mm);
-      temps += batt * w.mm;
-    }
+    temps += TraceRelativeScores(tr, s, w);
     // scores = (scores + c2p + p2c).mul_(scale).add_(mask): two sums alive at once.
     pre_softmax_extra = 2 * batt * w.mm;
   }
@@ -260,6 +264,12 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
   // result.
   if (w.cpu_autocast) tr.During(2 * batt * 4);
   tr.Drop(pre_softmax_extra);  // the first sum and the first scores (replaced by the second sum)
+  return temps;
+}
+
+// Softmax, attention dropout and the context; frees the attention's temporaries (`temps`).
+void TraceContext(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t temps) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
   tr.Mark();
   // softmax output (saved), dropout noise and the dropped probabilities (saved by the matmul).
   tr.Save(batt * w.mm);
@@ -270,34 +280,51 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
   tr.Temp(bth * w.mm);
   tr.Save(bth * w.mm);
   tr.Drop(bth * w.mm + temps);
-  // Attention output: dense (its output freed inside dropout, which takes it by value), dropout
-  // noise, the residual sum (LayerNorm input) and statistics; the LayerNorm output h is saved by
-  // the feed-forward's Linear in fp32, a local (the residual) under autocast.
-  auto residual_block = [&](int64_t in_elems, bool output_saved) {
-    // (its input is already in the compute dtype: no cast)
-    const int64_t dense = TraceLinear(tr, w, in_elems, bth, false);
-    if (s.pd > 0) {
-      tr.Save(bth * w.mm);       // noise
-      tr.Temp(bth * w.mm);       // dropped output
-      tr.Drop(dense);
-    }
-    if (w.cpu_autocast) tr.During(bth * 4);  // the bf16 operand promoted to fp32
-    tr.Save(bth * w.fp + 2 * bt * 4);
-    if (output_saved) {
-      tr.Save(bth * w.fp);
-    } else {
-      tr.Temp(bth * w.fp);
-    }
-    tr.Drop(s.pd > 0 ? bth * w.mm : dense);
-  };
-  residual_block(bth, !w.autocast);
+}
+
+// A residual block (the attention output, or the feed-forward output): dense (its output freed
+// inside dropout, which takes it by value), dropout noise, the residual sum (LayerNorm input) and
+// statistics; the LayerNorm output h is saved by the next Linear in fp32 (`output_saved`), a
+// local (the residual) under autocast.
+void TraceResidualBlock(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t in_elems,
+                        bool output_saved) {
+  const int64_t bth = s.b * s.t * s.h, bt = s.b * s.t;
+  // (its input is already in the compute dtype: no cast)
+  const int64_t dense = TraceLinear(tr, w, in_elems, bth, false);
+  if (s.pd > 0) {
+    tr.Save(bth * w.mm);  // noise
+    tr.Temp(bth * w.mm);  // dropped output
+    tr.Drop(dense);
+  }
+  if (w.cpu_autocast) tr.During(bth * 4);  // the bf16 operand promoted to fp32
+  tr.Save(bth * w.fp + 2 * bt * 4);
+  if (output_saved) {
+    tr.Save(bth * w.fp);
+  } else {
+    tr.Temp(bth * w.fp);
+  }
+  tr.Drop(s.pd > 0 ? bth * w.mm : dense);
+}
+
+// One encoder layer's forward in training (src/torch/torch_models.cpp): BertLayer, or
+// DebertaLayer with DisentangledSelfAttention. The layer's input is counted by whoever produced
+// it (the previous layer or the embeddings); its output is counted here when something saves it.
+LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, bti = s.b * s.t * s.i;
+  LayerTrace tr;
+  // Under autocast nothing saves the fp32 input (the Linears save their bf16 casts); it stays
+  // alive as the residual until the layer returns.
+  if (w.autocast) tr.Temp(bth * w.fp);
+  const int64_t temps = TraceScores(tr, s, w);
+  TraceContext(tr, s, w, temps);
+  TraceResidualBlock(tr, s, w, bth, !w.autocast);  // the attention output
   // Feed-forward: the dense input (h, cast under autocast), its output (saved by GELU) and the
   // GELU output (saved by the output projection).
   tr.Drop(TraceLinear(tr, w, bth, bti, true));
   tr.Save(bti * w.mm);
   tr.Save(bti * w.mm);
   // Output block; in fp32 its output is saved by the next layer (or the pooler).
-  residual_block(bti, !w.autocast);
+  TraceResidualBlock(tr, s, w, bti, !w.autocast);
   return tr;
 }
 
@@ -328,26 +355,29 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
   return std::max(held + attention, ffn);
 }
 
-Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
-  const ModelSpec& m = r.model;
+Status CheckEncoder(const ModelSpec& m) {
   TUNE_RETURN_IF_ERROR(Check(m.hidden_size > 0 && m.num_hidden_layers > 0 &&
                                  m.num_attention_heads > 0 && m.intermediate_size > 0 &&
                                  m.vocab_size > 0,
                              fmt::format("model '{}' lacks hidden_size, num_hidden_layers, "
                                          "num_attention_heads, intermediate_size or vocab_size",
                                          m.name)));
-  TUNE_RETURN_IF_ERROR(Check(m.hidden_size % m.num_attention_heads == 0,
-                             fmt::format("model '{}': hidden_size {} is not a multiple of "
-                                         "num_attention_heads {}",
-                                         m.name, m.hidden_size, m.num_attention_heads)));
-  const bool deberta = m.position_buckets > 0;
-  const int64_t b = r.batch_size, t = r.max_length, h = m.hidden_size, i = m.intermediate_size,
-                a = m.num_attention_heads;
-  const int64_t bth = b * t * h, batt = b * a * t * t, bt = b * t;
-  const double pd = r.train ? r.dropout : 0, pa = r.train ? r.attention_dropout : 0,
-               pc = r.train ? r.classifier_dropout : 0;
+  return Check(m.hidden_size % m.num_attention_heads == 0,
+               fmt::format("model '{}': hidden_size {} is not a multiple of "
+                           "num_attention_heads {}",
+                           m.name, m.hidden_size, m.num_attention_heads));
+}
 
-  // Embeddings (named_parameters order of the trainer's model).
+bool Checkpointing(const MemoryRequest& r) { return r.gradient_checkpointing && r.train; }
+
+// The encoder's embeddings (named_parameters order of the trainer's model); sets the plan's
+// inputs and embedding gradient.
+Layer EncoderEmbeddings(const MemoryRequest& r, const Widths& w, Plan& plan) {
+  const ModelSpec& m = r.model;
+  const bool deberta = m.position_buckets > 0;
+  const int64_t b = r.batch_size, t = r.max_length, h = m.hidden_size;
+  const int64_t bth = b * t * h, bt = b * t;
+  const double pd = r.train ? r.dropout : 0;
   Layer emb;
   emb.params.push_back({m.vocab_size * h, false, true});
   if (!deberta) {
@@ -360,8 +390,7 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // output is then layer 0's temporary). Without dropout the LayerNorm's output is the layer input.
   // DeBERTa multiplies the LayerNorm output by the float attention mask, which the product saves.
   // With gradient checkpointing the first checkpoint holds it (counted as layer 0's).
-  const bool checkpointing = r.gradient_checkpointing && r.train;
-  const bool output_saved = !w.autocast && !checkpointing;
+  const bool output_saved = !w.autocast && !Checkpointing(r);
   emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, bth * w.fp) + (output_saved ? bth * w.fp : 0) +
               (deberta ? bt * w.fp : 0);
   emb.fwd_extra = 2 * bth * w.fp;  // word + position lookups before they are summed
@@ -372,91 +401,96 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // forward).
   plan.inputs = 2 * bt * 8 + bt * w.fp + b * 8 +
                 (deberta ? t * t * 8 : UsesRobertaPositions(m) ? bt * 8 : t * 8);
-  plan.layers.push_back(std::move(emb));
+  return emb;
+}
 
-  // DeBERTa's disentangled attention scores every query against all 2 x position_buckets rows of
-  // the relative table (as Hugging Face's DebertaV2 does), then gathers the T columns it needs.
-  const int64_t rows = deberta ? 2 * m.position_buckets : 0;
-  if (deberta) {
-    // Shared relative embeddings and their LayerNorm (encoder.rel_embeddings, LayerNorm). The
-    // normalised table (and its statistics) is made once per forward and used by every layer.
-    Layer rel;
-    rel.params.push_back({rows * h, false, true});
-    AddLayerNorm(rel.params, h);
-    rel.saved = rows * h * w.fp + 2 * rows * 4;
-    plan.layers.push_back(std::move(rel));
+// DeBERTa's shared relative embeddings and their LayerNorm (encoder.rel_embeddings, LayerNorm).
+// The normalised table (and its statistics) is made once per forward and used by every layer.
+Layer RelativeEmbeddings(int64_t rows, int64_t h, const Widths& w) {
+  Layer rel;
+  rel.params.push_back({rows * h, false, true});
+  AddLayerNorm(rel.params, h);
+  rel.saved = rows * h * w.fp + 2 * rows * 4;
+  return rel;
+}
+
+// With gradient checkpointing only the layer's input is kept; in backward the layer runs again
+// with the graph (its saved tensors and forward temporaries, with the incoming gradient alive),
+// then back-propagates with its own temporaries, the incoming gradient, and the detached input's
+// gradient and the recomputed output's alive (3 x [B, T, H] more, measured). Under autocast the
+// recomputation casts its weights again, and its input (a leaf requiring grad) is cast once, the
+// cast cached for q, k and v; the checkpoint already holds that fp32 input. The recomputation
+// peaks before the layer's parameter gradients exist.
+void CheckpointEncoderLayer(const EncoderShape& s, const Widths& w, Layer& layer) {
+  const int64_t bth = s.b * s.t * s.h;
+  int64_t recompute_saved = layer.saved, recompute_extra = layer.fwd_extra;
+  if (w.autocast) {
+    recompute_saved += layer.autocast_weights - 2 * bth * w.mm;
+    recompute_extra = std::max<int64_t>(0, recompute_extra - bth * w.fp);
+    // The forward (without a graph) only caches the weight copies until it ends.
+    layer.forward_cache = layer.autocast_weights;
+    layer.autocast_weights = 0;
   }
+  int64_t grads = 0;
+  for (const Param& p : layer.params) grads += p.numel * w.param;
+  layer.bwd_transient = recompute_saved + std::max(recompute_extra + bth * w.fp - grads,
+                                                   layer.bwd_transient + 3 * bth * w.fp);
+  // The checkpoint keeps the layer's input until the layer's backward is done.
+  layer.saved = bth * w.fp;
+  // Computed without recording: one op's inputs and outputs at a time.
+  layer.fwd_extra = NoGradEncoderLayerPeak(s, w);
+}
 
-  const EncoderShape shape{b, t, h, i, a, rows, deberta, pd, pa};
-  const LayerTrace trace = TraceEncoderLayer(shape, w);
-  plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
-  for (int64_t l = 0; l < m.num_hidden_layers; ++l) {
-    Layer layer;
-    layer.params.reserve(16);
-    for (int k = 0; k < 4; ++k) AddLinear(layer.params, h, h);  // q, k, v, attention output
-    AddLayerNorm(layer.params, h);
-    AddLinear(layer.params, h, i);
-    AddLinear(layer.params, i, h);
-    AddLayerNorm(layer.params, h);
-    // Per layer, in elements (fp32, dropout on; TraceEncoderLayer counts op by op):
-    //   BERT: q, k, v, context 4 BTH; softmax output, dropout noise, dropped probabilities
-    //   3 BAT^2; output blocks 6 BTH + 2 BTI + 4 BT (noise, residual sum, LayerNorm statistics
-    //   and output, twice; GELU input and output).
-    //   DeBERTa adds 2 BTH (q and k copied again for the relative matmuls), 2 B R H (pos_key and
-    //   pos_query repeated per example), 2 B A T R (the c2p/p2c scores before the gather), 2 T^2
-    //   int64 indices and 2 R H (the relative table's dropout noise and output), R = 2 buckets.
-    layer.saved = trace.saved();
-    // Forward temporaries beyond what the layer saves: at the end of the attention the q/k/v
-    // projections and the score locals (1 for BERT, 3 for DeBERTa) are still alive.
-    layer.fwd_extra = trace.extra();
-    // Backward temporaries: each op frees what it saved as it produces its gradients, so above
-    // the saved tensors only the incoming gradient and the one being produced are alive
-    // (measured: the peak sits at the top layer's first ops, about 2 x [B, T, H]). DeBERTa's
-    // gather backward scatters into a zero [B, A, T, R] tensor while the c2p/p2c scores are
-    // still saved, but by then the softmax chain and the output blocks have been freed.
-    layer.bwd_transient = 2 * bth * w.fp;
-    if (deberta) {
-      const int64_t freed = trace.saved() - trace.marked();  // softmax onwards
-      layer.bwd_transient = std::max(
-          layer.bwd_transient, batt * w.mm + b * a * t * rows * w.mm + 2 * bth * w.fp - freed);
-    }
-    if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
-    if (r.gradient_checkpointing && r.train) {
-      // Only the layer's input is kept; in backward the layer runs again with the graph (its
-      // saved tensors and forward temporaries, with the incoming gradient alive), then
-      // back-propagates with its own temporaries, the incoming gradient, and the detached
-      // input's gradient and the recomputed output's alive (3 x [B, T, H] more, measured). Under autocast the recomputation casts its weights again, and its input
-      // (a leaf requiring grad) is cast once, the cast cached for q, k and v; the checkpoint
-      // already holds that fp32 input. The recomputation peaks before the layer's parameter
-      // gradients exist.
-      int64_t recompute_saved = layer.saved, recompute_extra = layer.fwd_extra;
-      if (w.autocast) {
-        recompute_saved += layer.autocast_weights - 2 * bth * w.mm;
-        recompute_extra = std::max<int64_t>(0, recompute_extra - bth * w.fp);
-        // The forward (without a graph) only caches the weight copies until it ends.
-        layer.forward_cache = layer.autocast_weights;
-        layer.autocast_weights = 0;
-      }
-      int64_t grads = 0;
-      for (const Param& p : layer.params) grads += p.numel * w.param;
-      layer.bwd_transient = recompute_saved + std::max(recompute_extra + bth * w.fp - grads,
-                                                       layer.bwd_transient + 3 * bth * w.fp);
-      // The checkpoint keeps the layer's input until the layer's backward is done.
-      layer.saved = bth * w.fp;
-      // Computed without recording: one op's inputs and outputs at a time.
-      layer.fwd_extra = NoGradEncoderLayerPeak(shape, w);
-    }
-    plan.layers.push_back(std::move(layer));
+// One encoder layer (all are alike).
+Layer EncoderLayer(const MemoryRequest& r, const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
+  const LayerTrace trace = TraceEncoderLayer(s, w);
+  Layer layer;
+  layer.params.reserve(16);
+  for (int k = 0; k < 4; ++k) AddLinear(layer.params, s.h, s.h);  // q, k, v, attention output
+  AddLayerNorm(layer.params, s.h);
+  AddLinear(layer.params, s.h, s.i);
+  AddLinear(layer.params, s.i, s.h);
+  AddLayerNorm(layer.params, s.h);
+  // Per layer, in elements (fp32, dropout on; TraceEncoderLayer counts op by op):
+  //   BERT: q, k, v, context 4 BTH; softmax output, dropout noise, dropped probabilities
+  //   3 BAT^2; output blocks 6 BTH + 2 BTI + 4 BT (noise, residual sum, LayerNorm statistics
+  //   and output, twice; GELU input and output).
+  //   DeBERTa adds 2 BTH (q and k copied again for the relative matmuls), 2 B R H (pos_key and
+  //   pos_query repeated per example), 2 B A T R (the c2p/p2c scores before the gather), 2 T^2
+  //   int64 indices and 2 R H (the relative table's dropout noise and output), R = 2 buckets.
+  layer.saved = trace.saved();
+  // Forward temporaries beyond what the layer saves: at the end of the attention the q/k/v
+  // projections and the score locals (1 for BERT, 3 for DeBERTa) are still alive.
+  layer.fwd_extra = trace.extra();
+  // Backward temporaries: each op frees what it saved as it produces its gradients, so above
+  // the saved tensors only the incoming gradient and the one being produced are alive
+  // (measured: the peak sits at the top layer's first ops, about 2 x [B, T, H]). DeBERTa's
+  // gather backward scatters into a zero [B, A, T, R] tensor while the c2p/p2c scores are
+  // still saved, but by then the softmax chain and the output blocks have been freed.
+  layer.bwd_transient = 2 * bth * w.fp;
+  if (s.deberta) {
+    const int64_t freed = trace.saved() - trace.marked();  // softmax onwards
+    layer.bwd_transient =
+        std::max(layer.bwd_transient,
+                 batt * w.mm + s.b * s.a * s.t * s.rows * w.mm + 2 * bth * w.fp - freed);
   }
+  if (w.autocast) layer.autocast_weights = LinearWeightBytes(layer.params, w.mm);
+  if (Checkpointing(r)) CheckpointEncoderLayer(s, w, layer);
+  return layer;
+}
 
-  // Pooler (dense + tanh on [CLS]) and the classifier head.
+// The pooler (dense + tanh on [CLS]) and the classifier head.
+Layer EncoderHead(const MemoryRequest& r, const Widths& w) {
+  const int64_t b = r.batch_size, h = r.model.hidden_size, bth = b * r.max_length * h;
+  const double pc = r.train ? r.classifier_dropout : 0;
   Layer head;
   AddLinear(head.params, h, h);
   int64_t width = h;
   int64_t saved = b * h * w.fp + Noise(pc, b * h * w.fp) + b * h * w.fp;  // tanh out, noise, out
   // With checkpointing in fp32 the pooler's input, a view of the last layer's output, keeps that
   // output alive (under autocast the pooler saves a bf16 cast of the [CLS] rows instead).
-  if (checkpointing && !w.autocast) saved += bth * w.fp;
+  if (Checkpointing(r) && !w.autocast) saved += bth * w.fp;
   for (int64_t hidden : r.head_hidden) {
     AddLinear(head.params, width, hidden);
     saved += b * hidden * w.fp * (pc > 0 ? 3 : 2);
@@ -465,10 +499,15 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   AddLinear(head.params, width, r.num_labels);
   head.saved = saved;
   if (w.autocast) head.autocast_weights = LinearWeightBytes(head.params, w.mm);
-  plan.layers.push_back(std::move(head));
-  plan.logits_loss = 2 * b * r.num_labels * 4;  // logits, log-softmax output
+  return head;
+}
 
-  // Evaluation: no graph; one layer's temporaries at a time.
+// Evaluation: no graph; one layer's temporaries at a time.
+void EncoderEval(const MemoryRequest& r, const Widths& w, int64_t rows, Plan& plan) {
+  const ModelSpec& m = r.model;
+  const bool deberta = m.position_buckets > 0;
+  const int64_t t = r.max_length, h = m.hidden_size, i = m.intermediate_size,
+                a = m.num_attention_heads;
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   const int64_t ebth = eb * t * h, ebti = eb * t * i, ebatt = eb * a * t * t;
   plan.eval_inputs = 2 * eb * t * 8 + eb * t * w.fp + eb * 8 + (deberta ? t * t * 8 : 0);
@@ -485,6 +524,32 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
           std::max(plan.eval_transient, ebth * w.fp + NoGradEncoderLayerPeak(eval_shape, w));
     }
   }
+}
+
+Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
+  const ModelSpec& m = r.model;
+  TUNE_RETURN_IF_ERROR(CheckEncoder(m));
+  const bool deberta = m.position_buckets > 0;
+  plan.layers.push_back(EncoderEmbeddings(r, w, plan));
+  // DeBERTa's disentangled attention scores every query against all 2 x position_buckets rows of
+  // the relative table (as Hugging Face's DebertaV2 does), then gathers the T columns it needs.
+  const int64_t rows = deberta ? 2 * m.position_buckets : 0;
+  if (deberta) plan.layers.push_back(RelativeEmbeddings(rows, m.hidden_size, w));
+  const EncoderShape shape{r.batch_size,
+                           r.max_length,
+                           m.hidden_size,
+                           m.intermediate_size,
+                           m.num_attention_heads,
+                           rows,
+                           deberta,
+                           r.train ? r.dropout : 0,
+                           r.train ? r.attention_dropout : 0};
+  const Layer layer = EncoderLayer(r, shape, w);
+  plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
+  for (int64_t l = 0; l < m.num_hidden_layers; ++l) plan.layers.push_back(layer);
+  plan.layers.push_back(EncoderHead(r, w));
+  plan.logits_loss = 2 * r.batch_size * r.num_labels * 4;  // logits, log-softmax output
+  EncoderEval(r, w, rows, plan);
   return Status::Ok();
 }
 
@@ -582,8 +647,192 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   plan.layers.push_back(std::move(head));
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   plan.eval_inputs = 2 * eb * t * 8;
-  plan.eval_transient = std::max(3 * eb * t * v * 4, 2 * eb * a * t * t * w.mm + 6 * eb * t * h * w.fp);
+  plan.eval_transient =
+      std::max(3 * eb * t * v * 4, 2 * eb * a * t * t * w.mm + 6 * eb * t * h * w.fp);
   return Status::Ok();
+}
+
+Status CheckRequest(const MemoryRequest& r) {
+  TUNE_RETURN_IF_ERROR(
+      Check(r.batch_size > 0, fmt::format("batch size {} must be > 0", r.batch_size)));
+  TUNE_RETURN_IF_ERROR(
+      Check(r.grad_accum > 0, fmt::format("grad_accum {} must be > 0", r.grad_accum)));
+  TUNE_RETURN_IF_ERROR(Check(r.num_labels > 0, "num_labels must be > 0"));
+  TUNE_RETURN_IF_ERROR(Check(r.head_hidden.size() <= 3, "at most 3 classifier hidden layers"));
+  if (r.architecture == Architecture::kMlp) return Status::Ok();
+  TUNE_RETURN_IF_ERROR(
+      Check(r.max_length > 0, fmt::format("max_length {} must be > 0", r.max_length)));
+  if (r.model.max_position_embeddings > 0 && r.model.position_buckets == 0) {
+    TUNE_RETURN_IF_ERROR(Check(r.max_length <= r.model.max_position_embeddings,
+                               fmt::format("max_length {} exceeds model '{}''s {} positions",
+                                           r.max_length, r.model.name,
+                                           r.model.max_position_embeddings)));
+  }
+  return Status::Ok();
+}
+
+Status BuildPlan(const MemoryRequest& r, const Widths& w, Plan& plan) {
+  switch (r.architecture) {
+    case Architecture::kEncoder:
+      return PlanEncoder(r, w, plan);
+    case Architecture::kMlp:
+      return PlanMlp(r, w, plan);
+    case Architecture::kDecoder:
+      return PlanDecoder(r, w, plan);
+  }
+  return Status::Ok();
+}
+
+// The plan's parameters and what the optimizer's terms need of them.
+struct ParamStats {
+  int64_t count = 0;
+  int64_t largest = 0;        // elements of the largest parameter
+  int64_t largest_decay = 0;  // ... of the largest one under weight decay
+};
+
+ParamStats CountParams(const Plan& plan) {
+  ParamStats s;
+  for (const Layer& layer : plan.layers) {
+    for (const Param& p : layer.params) {
+      s.count += p.numel;
+      s.largest = std::max(s.largest, p.numel);
+      if (p.decay) s.largest_decay = std::max(s.largest_decay, p.numel);
+    }
+  }
+  return s;
+}
+
+// The terms of the model and its step that do not depend on the timeline: weights, saved
+// activations, inputs, autocast copies, logits, gradients and the optimizer's state and
+// temporaries, the largest backward temporaries.
+MemoryEstimate StaticTerms(const MemoryRequest& r, const Widths& w, const Plan& plan,
+                           const DeviceMemoryModel& device) {
+  const ParamStats ps = CountParams(plan);
+  MemoryEstimate e;
+  e.num_parameters = ps.count;
+  for (const Layer& layer : plan.layers) {
+    e.activations += layer.saved;
+    e.autocast_cache += layer.autocast_weights + layer.forward_cache;
+    e.backward_transient = std::max(e.backward_transient, layer.bwd_transient);
+  }
+  e.weights = e.num_parameters * w.param;
+  e.inputs = plan.inputs;
+  e.logits_loss = plan.logits_loss;
+  e.embedding_gradient = plan.embedding_gradient;
+  if (!r.train) return e;
+  e.gradients = e.num_parameters * w.param;
+  if (r.optimizer == OptimizerKind::kAdamW) {
+    e.optimizer_state = 2 * e.num_parameters * w.state;
+    // torch::optim::AdamW's denom = (exp_avg_sq.sqrt() / sqrt(bias_correction2)).add_(eps):
+    // two temporaries of the parameter's size while the largest parameter is stepped. The
+    // trainer's fused CPU step (src/torch/torch_fused_adamw.h) updates fp32 parameters in
+    // place, without temporaries.
+    const bool fused = device.cpu_kernels && w.param == 4;
+    e.optimizer_transient = fused ? 0 : 2 * ps.largest * w.state;
+  } else {
+    e.optimizer_state = r.momentum > 0 ? e.num_parameters * w.state : 0;
+    // d_p = grad.add(p, weight_decay) and, with Nesterov, d_p.add(buf, momentum).
+    const int64_t sgd = (r.weight_decay > 0 ? ps.largest_decay : 0) +
+                        (r.nesterov && r.momentum > 0 ? ps.largest : 0);
+    e.optimizer_transient = sgd * w.state;
+  }
+  return e;
+}
+
+// Allocates (or frees) one tensor per parameter, `bytes_per_element` wide, `copies` times.
+void AllocParams(Timeline& tl, const Plan& plan, int64_t bytes_per_element, int64_t copies = 1) {
+  for (const Layer& layer : plan.layers) {
+    for (const Param& p : layer.params) tl.Alloc(p.numel * bytes_per_element, copies);
+  }
+}
+void FreeParams(Timeline& tl, const Plan& plan, int64_t bytes_per_element) {
+  for (const Layer& layer : plan.layers) {
+    for (const Param& p : layer.params) tl.Free(p.numel * bytes_per_element);
+  }
+}
+
+// One micro-batch's forward and backward. `grads_exist`: an earlier micro-batch of the step left
+// its gradients, into which this one's are added (temporaries).
+void ReplayMicroBatch(Timeline& tl, const Plan& plan, const Widths& w, bool grads_exist) {
+  tl.Phase(MemoryPhase::kForward);
+  tl.Alloc(plan.inputs);
+  for (const Layer& layer : plan.layers) {
+    tl.Alloc(layer.autocast_weights + layer.forward_cache);
+    tl.Alloc(layer.saved);
+    tl.Transient(layer.fwd_extra);
+  }
+  for (const Layer& layer : plan.layers) tl.Free(layer.forward_cache);
+  tl.Alloc(plan.logits_loss);
+  tl.Phase(MemoryPhase::kBackward);
+  tl.Free(plan.logits_loss);
+  for (auto it = plan.layers.rbegin(); it != plan.layers.rend(); ++it) {
+    const Layer& layer = *it;
+    // The layer's gradients appear while its saved tensors are still alive; with
+    // accumulation they are temporaries added into the existing ones.
+    if (layer.grads_after_free) {
+      tl.Transient(layer.bwd_transient);
+      tl.Free(layer.saved);
+      tl.Free(layer.autocast_weights);
+    }
+    for (const Param& p : layer.params) tl.Alloc(p.numel * w.param);
+    if (!layer.grads_after_free) tl.Transient(layer.bwd_transient);
+    if (grads_exist) {
+      for (const Param& p : layer.params) tl.Free(p.numel * w.param);
+    }
+    if (!layer.grads_after_free) {
+      tl.Free(layer.saved);
+      tl.Free(layer.autocast_weights);
+    }
+  }
+  tl.Free(plan.inputs);
+}
+
+// One optimizer step: the state, the micro-batches, step() and zero_grad().
+void ReplayTrainingStep(Timeline& tl, const MemoryRequest& r, const Widths& w, const Plan& plan,
+                        int64_t optimizer_transient) {
+  const int64_t state_copies = r.optimizer == OptimizerKind::kAdamW ? 2
+                               : r.momentum > 0                     ? 1
+                                                                    : 0;
+  AllocParams(tl, plan, w.state, state_copies);
+  // Micro-batches after the second repeat the second's timeline exactly (same live set, same
+  // peaks), so two passes give the step's peaks for any accumulation.
+  for (int64_t micro = 0; micro < std::min<int64_t>(r.grad_accum, 2); ++micro) {
+    ReplayMicroBatch(tl, plan, w, micro > 0);
+  }
+  tl.Phase(MemoryPhase::kOptimizerStep);
+  tl.Transient(optimizer_transient);
+  FreeParams(tl, plan, w.param);  // zero_grad(set_to_none): the gradients go
+}
+
+// The phases' peaks (scaled by the device's correction) and the device's terms on top of the
+// allocated peak.
+void SetPeaks(const Timeline& tl, const DeviceMemoryModel& device, MemoryEstimate& e) {
+  const double c = device.correction;
+  auto scaled = [c](int64_t v) {
+    return static_cast<int64_t>(std::llround(static_cast<double>(v) * c));
+  };
+  e.forward_peak = scaled(tl.peak(MemoryPhase::kForward));
+  e.backward_peak = scaled(tl.peak(MemoryPhase::kBackward));
+  e.optimizer_step_peak = scaled(tl.peak(MemoryPhase::kOptimizerStep));
+  e.eval_peak = scaled(tl.peak(MemoryPhase::kEval));
+  e.allocated_peak = 0;
+  for (MemoryPhase p : {MemoryPhase::kForward, MemoryPhase::kBackward,
+                        MemoryPhase::kOptimizerStep, MemoryPhase::kEval}) {
+    const int64_t v = scaled(tl.peak(p));
+    if (v > e.allocated_peak) {
+      e.allocated_peak = v;
+      e.peak_phase = p;
+    }
+  }
+  if (device.caching_allocator) {
+    e.rounding = std::max<int64_t>(0, scaled(tl.rounded_peak()) - e.allocated_peak);
+    e.workspace = device.workspace_bytes;
+  }
+  e.fragmentation = static_cast<int64_t>(
+      std::llround(device.fragmentation * static_cast<double>(e.allocated_peak)));
+  e.context = device.context_bytes;
+  e.device_peak = 0;
+  for (const MemoryTerm& term : DeviceTerms(e)) e.device_peak += term.bytes;
 }
 
 }  // namespace
@@ -645,185 +894,67 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
 }
 
 Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemoryModel& device) {
-  TUNE_RETURN_IF_ERROR(Check(r.batch_size > 0, fmt::format("batch size {} must be > 0", r.batch_size)));
-  TUNE_RETURN_IF_ERROR(Check(r.grad_accum > 0, fmt::format("grad_accum {} must be > 0", r.grad_accum)));
-  TUNE_RETURN_IF_ERROR(Check(r.num_labels > 0, "num_labels must be > 0"));
-  TUNE_RETURN_IF_ERROR(Check(r.head_hidden.size() <= 3, "at most 3 classifier hidden layers"));
-  if (r.architecture != Architecture::kMlp) {
-    TUNE_RETURN_IF_ERROR(
-        Check(r.max_length > 0, fmt::format("max_length {} must be > 0", r.max_length)));
-    if (r.model.max_position_embeddings > 0 && r.model.position_buckets == 0) {
-      TUNE_RETURN_IF_ERROR(Check(r.max_length <= r.model.max_position_embeddings,
-                                 fmt::format("max_length {} exceeds model '{}''s {} positions",
-                                             r.max_length, r.model.name,
-                                             r.model.max_position_embeddings)));
-    }
-  }
+  TUNE_RETURN_IF_ERROR(CheckRequest(r));
   Widths w = WidthsFor(r.precision);
   w.cpu_autocast = w.autocast && device.cpu_kernels;
   Plan plan;
-  switch (r.architecture) {
-    case Architecture::kEncoder:
-      TUNE_RETURN_IF_ERROR(PlanEncoder(r, w, plan));
-      break;
-    case Architecture::kMlp:
-      TUNE_RETURN_IF_ERROR(PlanMlp(r, w, plan));
-      break;
-    case Architecture::kDecoder:
-      TUNE_RETURN_IF_ERROR(PlanDecoder(r, w, plan));
-      break;
-  }
-
-  MemoryEstimate e;
-  int64_t largest_param = 0, largest_decay_param = 0, autocast_weights = 0;
-  for (const Layer& layer : plan.layers) {
-    for (const Param& p : layer.params) {
-      e.num_parameters += p.numel;
-      largest_param = std::max(largest_param, p.numel);
-      if (p.decay) largest_decay_param = std::max(largest_decay_param, p.numel);
-    }
-    e.activations += layer.saved;
-    autocast_weights += layer.autocast_weights + layer.forward_cache;
-  }
-  e.weights = e.num_parameters * w.param;
-  e.inputs = plan.inputs;
-  e.logits_loss = plan.logits_loss;
-  e.embedding_gradient = plan.embedding_gradient;
-  e.autocast_cache = autocast_weights;
-  if (r.train) {
-    e.gradients = e.num_parameters * w.param;
-    if (r.optimizer == OptimizerKind::kAdamW) {
-      e.optimizer_state = 2 * e.num_parameters * w.state;
-      // torch::optim::AdamW's denom = (exp_avg_sq.sqrt() / sqrt(bias_correction2)).add_(eps):
-      // two temporaries of the parameter's size while the largest parameter is stepped. The
-      // trainer's fused CPU step (src/torch/torch_fused_adamw.h) updates fp32 parameters in
-      // place, without temporaries.
-      const bool fused = device.cpu_kernels && w.param == 4;
-      e.optimizer_transient = fused ? 0 : 2 * largest_param * w.state;
-    } else {
-      e.optimizer_state = r.momentum > 0 ? e.num_parameters * w.state : 0;
-      // d_p = grad.add(p, weight_decay) and, with Nesterov, d_p.add(buf, momentum).
-      const int64_t sgd = (r.weight_decay > 0 ? largest_decay_param : 0) +
-                          (r.nesterov && r.momentum > 0 ? largest_param : 0);
-      e.optimizer_transient = sgd * w.state;
-    }
-  }
-  for (const Layer& layer : plan.layers) {
-    e.backward_transient = std::max(e.backward_transient, layer.bwd_transient);
-  }
-
+  TUNE_RETURN_IF_ERROR(BuildPlan(r, w, plan));
+  MemoryEstimate e = StaticTerms(r, w, plan, device);
   Timeline tl(device.caching_allocator);
   tl.Phase(MemoryPhase::kForward);
-  for (const Layer& layer : plan.layers) {
-    for (const Param& p : layer.params) tl.Alloc(p.numel * w.param);
-  }
-  if (r.train) {
-    const int64_t state_copies = r.optimizer == OptimizerKind::kAdamW ? 2
-                                 : r.momentum > 0                     ? 1
-                                                                      : 0;
-    for (const Layer& layer : plan.layers) {
-      for (const Param& p : layer.params) tl.Alloc(p.numel * w.state, state_copies);
-    }
-    // Micro-batches after the second repeat the second's timeline exactly (same live set, same
-    // peaks), so two passes give the step's peaks for any accumulation.
-    for (int64_t micro = 0; micro < std::min<int64_t>(r.grad_accum, 2); ++micro) {
-      const bool grads_exist = micro > 0;
-      tl.Phase(MemoryPhase::kForward);
-      tl.Alloc(plan.inputs);
-      for (const Layer& layer : plan.layers) {
-        tl.Alloc(layer.autocast_weights + layer.forward_cache);
-        tl.Alloc(layer.saved);
-        tl.Transient(layer.fwd_extra);
-      }
-      for (const Layer& layer : plan.layers) tl.Free(layer.forward_cache);
-      tl.Alloc(plan.logits_loss);
-      tl.Phase(MemoryPhase::kBackward);
-      tl.Free(plan.logits_loss);
-      for (auto it = plan.layers.rbegin(); it != plan.layers.rend(); ++it) {
-        const Layer& layer = *it;
-        // The layer's gradients appear while its saved tensors are still alive; with
-        // accumulation they are temporaries added into the existing ones.
-        if (layer.grads_after_free) {
-          tl.Transient(layer.bwd_transient);
-          tl.Free(layer.saved);
-          tl.Free(layer.autocast_weights);
-        }
-        for (const Param& p : layer.params) tl.Alloc(p.numel * w.param);
-        if (!layer.grads_after_free) tl.Transient(layer.bwd_transient);
-        if (grads_exist) {
-          for (const Param& p : layer.params) tl.Free(p.numel * w.param);
-        }
-        if (!layer.grads_after_free) {
-          tl.Free(layer.saved);
-          tl.Free(layer.autocast_weights);
-        }
-      }
-      tl.Free(plan.inputs);
-    }
-    tl.Phase(MemoryPhase::kOptimizerStep);
-    tl.Transient(e.optimizer_transient);
-    // zero_grad(set_to_none): the gradients go.
-    for (const Layer& layer : plan.layers) {
-      for (const Param& p : layer.params) tl.Free(p.numel * w.param);
-    }
-  }
+  AllocParams(tl, plan, w.param);  // the weights
+  if (r.train) ReplayTrainingStep(tl, r, w, plan, e.optimizer_transient);
   tl.Phase(MemoryPhase::kEval);
   tl.Alloc(plan.eval_inputs);
   // Under autocast the low-precision weight copies are cached for the whole evaluation forward.
-  tl.Transient(plan.eval_transient + autocast_weights);
+  tl.Transient(plan.eval_transient + e.autocast_cache);
   tl.Free(plan.eval_inputs);
-
-  const double c = device.correction;
-  auto scaled = [c](int64_t v) { return static_cast<int64_t>(std::llround(static_cast<double>(v) * c)); };
-  e.forward_peak = scaled(tl.peak(MemoryPhase::kForward));
-  e.backward_peak = scaled(tl.peak(MemoryPhase::kBackward));
-  e.optimizer_step_peak = scaled(tl.peak(MemoryPhase::kOptimizerStep));
-  e.eval_peak = scaled(tl.peak(MemoryPhase::kEval));
-  e.allocated_peak = 0;
-  for (MemoryPhase p : {MemoryPhase::kForward, MemoryPhase::kBackward,
-                        MemoryPhase::kOptimizerStep, MemoryPhase::kEval}) {
-    const int64_t v = scaled(tl.peak(p));
-    if (v > e.allocated_peak) {
-      e.allocated_peak = v;
-      e.peak_phase = p;
-    }
-  }
-  if (device.caching_allocator) {
-    e.rounding = std::max<int64_t>(0, scaled(tl.rounded_peak()) - e.allocated_peak);
-    e.workspace = device.workspace_bytes;
-  }
-  e.fragmentation = static_cast<int64_t>(
-      std::llround(device.fragmentation * static_cast<double>(e.allocated_peak)));
-  e.context = device.context_bytes;
-  e.device_peak = e.allocated_peak + e.rounding + e.fragmentation + e.context + e.workspace;
+  SetPeaks(tl, device, e);
   return e;
 }
 
+std::vector<MemoryTerm> BreakdownTerms(const MemoryEstimate& e) {
+  return {{"weights", "weights", e.weights},
+          {"gradients", "gradients", e.gradients},
+          {"optimizer_state", "optimizer state", e.optimizer_state},
+          {"activations", "activations (saved)", e.activations},
+          {"inputs", "inputs", e.inputs},
+          {"autocast_cache", "autocast weight copies", e.autocast_cache},
+          {"logits_loss", "logits + loss", e.logits_loss},
+          {"backward_transient", "backward temporaries", e.backward_transient},
+          {"embedding_gradient", "embedding gradient", e.embedding_gradient},
+          {"optimizer_transient", "optimizer step temporaries", e.optimizer_transient}};
+}
+
+std::vector<MemoryTerm> PhaseTerms(const MemoryEstimate& e) {
+  return {{"forward", "peak: forward", e.forward_peak},
+          {"backward", "peak: backward", e.backward_peak},
+          {"optimizer_step", "peak: optimizer step", e.optimizer_step_peak},
+          {"eval", "peak: eval", e.eval_peak}};
+}
+
+std::vector<MemoryTerm> DeviceTerms(const MemoryEstimate& e) {
+  return {{"allocated_peak", "allocated peak", e.allocated_peak},
+          {"rounding", "allocator rounding", e.rounding},
+          {"fragmentation", "fragmentation", e.fragmentation},
+          {"context", "context", e.context},
+          {"workspace", "workspaces", e.workspace}};
+}
+
 Json MemoryEstimateToJson(const MemoryEstimate& e) {
-  return Json{{"num_parameters", e.num_parameters},
-              {"breakdown",
-               {{"weights", e.weights},
-                {"gradients", e.gradients},
-                {"optimizer_state", e.optimizer_state},
-                {"activations", e.activations},
-                {"inputs", e.inputs},
-                {"autocast_cache", e.autocast_cache},
-                {"logits_loss", e.logits_loss},
-                {"backward_transient", e.backward_transient},
-                {"embedding_gradient", e.embedding_gradient},
-                {"optimizer_transient", e.optimizer_transient},
-                {"workspace", e.workspace}}},
-              {"phases",
-               {{"forward", e.forward_peak},
-                {"backward", e.backward_peak},
-                {"optimizer_step", e.optimizer_step_peak},
-                {"eval", e.eval_peak}}},
-              {"allocated_peak", e.allocated_peak},
-              {"peak_phase", MemoryPhaseName(e.peak_phase)},
-              {"rounding", e.rounding},
-              {"fragmentation", e.fragmentation},
-              {"context", e.context},
-              {"device_peak", e.device_peak}};
+  Json breakdown = Json::object(), phases = Json::object();
+  for (const MemoryTerm& t : BreakdownTerms(e)) breakdown[t.key] = t.bytes;
+  breakdown["workspace"] = e.workspace;
+  for (const MemoryTerm& t : PhaseTerms(e)) phases[t.key] = t.bytes;
+  Json out{{"num_parameters", e.num_parameters},
+           {"breakdown", breakdown},
+           {"phases", phases},
+           {"peak_phase", MemoryPhaseName(e.peak_phase)},
+           {"device_peak", e.device_peak}};
+  for (const MemoryTerm& t : DeviceTerms(e)) {
+    if (std::string_view(t.key) != "workspace") out[t.key] = t.bytes;
+  }
+  return out;
 }
 
 Result<int64_t> MaxBatchSize(MemoryRequest request, const DeviceMemoryModel& device,

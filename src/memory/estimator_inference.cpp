@@ -3,13 +3,13 @@
 // (LlamaDecoderLayer, GPT2Block) with Python's lifetimes: a temporary goes when its last
 // reference does, a local when its function returns. src/torch/torch_decoder.cpp runs the same
 // ops in the same order under the counting allocator.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
-#include <fmt/format.h>
-
-#include "tune/memory/inference.h"
-#include "tune/text.h"
+#include "memory/inference.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -476,7 +476,8 @@ Status CheckLengths(const InferenceModel& im, const DecoderShape& s) {
     return Invalid(fmt::format("model '{}': role generate needs max_new_tokens > 0, got {}", n,
                                im.max_new_tokens));
   }
-  const int64_t total = im.prompt_tokens + (im.role == InferenceRole::kGenerate ? im.max_new_tokens : 0);
+  const int64_t total =
+      im.prompt_tokens + (im.role == InferenceRole::kGenerate ? im.max_new_tokens : 0);
   if (s.max_positions > 0 && total > s.max_positions) {
     return Invalid(fmt::format("model '{}': {} tokens exceed '{}''s {} positions", n, total,
                                im.model.name, s.max_positions));

@@ -1,18 +1,18 @@
 // `tune plan`'s library side: Hugging Face config.json files and the HF cache, plan files, the
 // plan's total and the largest request count that fits, and the suggested changes
 // (docs/memory.md#inference-tune-plan, docs/cli.md#tune-plan).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include <fmt/format.h>
-
-#include "json_reader.h"
-#include "tune/json_file.h"
-#include "tune/memory/inference.h"
-#include "tune/text.h"
+#include "memory/inference.h"
+#include "util/json_file.h"
+#include "util/json_reader.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -222,12 +222,14 @@ Status ReadModelOptions(const JsonReader& r, InferenceModel& im) {
   im.kv_cache_dtype = *ParseWeightFormat(kv);
   TUNE_ASSIGN_OR_RETURN(std::string attention, Choice(r, "attention", "eager", {"eager", "sdpa"}));
   im.attention = attention == "sdpa" ? AttentionKernel::kSdpa : AttentionKernel::kEager;
-  TUNE_ASSIGN_OR_RETURN(std::string sampling, Choice(r, "sampling", "sample", {"sample", "greedy"}));
+  TUNE_ASSIGN_OR_RETURN(std::string sampling,
+                        Choice(r, "sampling", "sample", {"sample", "greedy"}));
   im.sample = sampling == "sample";
   TUNE_ASSIGN_OR_RETURN(std::string cache, Choice(r, "cache", "dynamic", {"dynamic", "static"}));
   im.static_cache = cache == "static";
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> batch, r.OptInt("batch_size"));
-  if (batch && *batch <= 0) return r.ChildError("batch_size", fmt::format("must be > 0, got {}", *batch));
+  if (batch && *batch <= 0)
+    return r.ChildError("batch_size", fmt::format("must be > 0, got {}", *batch));
   im.batch_size = batch.value_or(1);
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> labels, r.OptInt("num_labels"));
   if (labels && *labels <= 0) return r.ChildError("num_labels", "must be > 0");
@@ -367,7 +369,8 @@ Result<PlanResult> EvaluatePlan(const InferencePlan& plan, const DeviceMemoryMod
   out.total = TotalAt(t, plan.requests, device.fragmentation);
   out.fragmentation = out.total - t.fixed - plan.requests * out.per_request;
   if (plan.device_memory) {
-    out.usable = static_cast<int64_t>(static_cast<double>(*plan.device_memory) * (1.0 - plan.margin));
+    out.usable =
+        static_cast<int64_t>(static_cast<double>(*plan.device_memory) * (1.0 - plan.margin));
     out.fits = out.total <= out.usable;
     out.max_requests = MaxRequests(t, device.fragmentation, out.usable, 1'000'000);
   }

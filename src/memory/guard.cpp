@@ -1,12 +1,12 @@
-#include "tune/memory/guard.h"
+#include "memory/guard.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "tune/text.h"
 #include "tune/trial_attrs.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -50,7 +50,8 @@ void MemoryCalibration::AddTo(Family& f, const MemoryRecord& r) {
     // It needed more than the budget: the estimate was at least budget/estimate too low.
     const int64_t budget = r.cap > 0 ? r.cap : r.device_memory;
     const double step = r.cap > 0 ? kCappedOomStep : kOomStep;
-    if (budget > 0) f.oom_floor = std::max(f.oom_floor, static_cast<double>(budget) / estimate * step);
+    if (budget > 0)
+      f.oom_floor = std::max(f.oom_floor, static_cast<double>(budget) / estimate * step);
     return;
   }
   if (r.peak < 0) return;

@@ -1,22 +1,21 @@
 // The memory guard for command objectives (guard_planner.h).
-#include "tune/memory/guard_planner.h"
+#include "memory/guard_planner.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
-#include "tune/device.h"
-#include "tune/memory/estimator.h"
-#include "tune/memory/simulated_card.h"
-#include "tune/objectives/command.h"
-#include "tune/text.h"
-#include "tune/train/hyperparams.h"
+#include "memory/estimator.h"
+#include "memory/simulated_card.h"
+#include "train/hyperparams.h"
 #include "tune/trial_attrs.h"
+#include "util/device.h"
+#include "util/templates.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -25,7 +24,8 @@ std::optional<int64_t> EmpiricalPeak(const std::vector<std::pair<double, double>
   if (points.empty()) return std::nullopt;
   double predicted = 0;
   if (points.size() < 3) {
-    for (const auto& [x, y] : points) predicted = std::max(predicted, y * tokens / std::max(x, 1.0));
+    for (const auto& [x, y] : points)
+      predicted = std::max(predicted, y * tokens / std::max(x, 1.0));
   } else {
     // Least squares of y = a + b x + c x^2 (normal equations, x scaled to ~1).
     double scale = 0;
@@ -113,7 +113,8 @@ class GuardPlanner : public MemoryPlanner {
   Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
                                              int64_t room) override {
     const GuardOptions& g = options_.guard;
-    if (!g.admission || !g.shrink_to_start || !g.lever_grad_accum) return std::optional<TrialPlan>();
+    if (!g.admission || !g.shrink_to_start || !g.lever_grad_accum)
+      return std::optional<TrialPlan>();
     TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
     auto spec = catalog_.Find(r.hp.model);
     if (!spec.ok()) return std::optional<TrialPlan>();

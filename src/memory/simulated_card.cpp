@@ -1,7 +1,8 @@
-#include "tune/memory/simulated_card.h"
+#include "memory/simulated_card.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -17,9 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {

@@ -1,5 +1,7 @@
 #include "tune/objectives/command.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,14 +14,12 @@
 #include <fstream>
 #include <regex>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
-#include "tune/interrupt.h"
-#include "tune/memory/gpu_process_memory.h"
-#include "tune/objectives/memory_planner.h"
-#include "tune/subprocess.h"
+#include "objectives/gpu_process_memory.h"
+#include "tune/memory_guard.h"
 #include "tune/trial_attrs.h"
+#include "util/interrupt.h"
+#include "util/subprocess.h"
+#include "util/templates.h"
 
 extern char** environ;
 
@@ -40,34 +40,6 @@ const std::vector<std::string>& CommandSpecialNames() {
   return kNames;
 }
 
-Result<std::vector<std::string>> TemplateNames(const std::string& text) {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '{') {
-      if (i + 1 < text.size() && text[i + 1] == '{') {
-        ++i;
-        continue;
-      }
-      size_t end = text.find('}', i);
-      if (end == std::string::npos) {
-        return InvalidArgumentError(fmt::format("unbalanced '{{' in \"{}\" (write '{{{{' for a "
-                                                "literal brace)",
-                                                text));
-      }
-      names.push_back(text.substr(i + 1, end - i - 1));
-      i = end;
-    } else if (text[i] == '}') {
-      if (i + 1 < text.size() && text[i + 1] == '}') {
-        ++i;
-        continue;
-      }
-      return InvalidArgumentError(
-          fmt::format("unbalanced '}}' in \"{}\" (write '}}}}' for a literal brace)", text));
-    }
-  }
-  return names;
-}
-
 std::string ParamEnvName(const std::string& param) {
   std::string out = "TUNE_PARAM_";
   for (char c : param) {
@@ -78,32 +50,6 @@ std::string ParamEnvName(const std::string& param) {
   return out;
 }
 
-std::string TemplateValueText(const Json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return PyFloatRepr(v.get<double>());
-  return v.dump();
-}
-
-std::optional<std::string> ExpandTemplate(const std::string& text,
-                                          const std::map<std::string, std::string>& values) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
-      out += c;
-      ++i;
-    } else if (c == '{' && text.find('}', i) != std::string::npos) {
-      size_t end = text.find('}', i);
-      auto it = values.find(text.substr(i + 1, end - i - 1));
-      if (it == values.end()) return std::nullopt;
-      out += it->second;
-      i = end;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 namespace {
 
@@ -355,7 +301,8 @@ class CommandProcess : public TrialProcess {
     TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kFailReason, reason));
     TUNE_RETURN_IF_ERROR(
         trial_.SetUserAttr(attrs::kExitStatus, exit.exited ? Json(exit.code) : Json(nullptr)));
-    if (exit.signal != 0) TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kSignal, exit.SignalName()));
+    if (exit.signal != 0)
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kSignal, exit.SignalName()));
     TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, program_->stderr_tail()));
     return TrialOutcome{TrialState::kFail, {}, reason};
   }
@@ -505,7 +452,8 @@ class CommandObjective : public Objective {
       std::string name(kv.substr(0, kv.find('=')));
       if (name.rfind("TUNE_", 0) != 0 && !options_.env.count(name)) env.emplace_back(kv);
     }
-    for (const auto& [name, v] : params.items()) env.push_back(ParamEnvName(name) + "=" + TemplateValueText(v));
+    for (const auto& [name, v] : params.items())
+      env.push_back(ParamEnvName(name) + "=" + TemplateValueText(v));
     env.push_back("TUNE_TRIAL_NUMBER=" + values.at("trial.number"));
     env.push_back("TUNE_STUDY_NAME=" + values.at("study.name"));
     env.push_back("TUNE_TRIAL_DIR=" + values.at("trial.dir"));

@@ -1,11 +1,11 @@
 #include "tune/objectives/functions.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <numbers>
 
-#include <fmt/format.h>
-
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -16,7 +16,8 @@ Json FloatParam(double low, double high, bool log = false) {
 
 Result<double> Number(const Json& params, const std::string& name) {
   auto it = params.find(name);
-  if (it == params.end()) return InvalidArgumentError("the function needs parameter '" + name + "'");
+  if (it == params.end())
+    return InvalidArgumentError("the function needs parameter '" + name + "'");
   if (!it->is_number()) return InvalidArgumentError("parameter '" + name + "' is not a number");
   return it->get<double>();
 }
@@ -114,7 +115,8 @@ class FunctionObjective : public Objective {
       double v = final_value + (1.0 + std::fabs(final_value)) * left * left;
       TUNE_RETURN_IF_ERROR(trial.Report(v, step));
       TUNE_ASSIGN_OR_RETURN(bool prune, trial.ShouldPrune());
-      if (prune) return TrialOutcome{TrialState::kPruned, {}, fmt::format("pruned at step {}", step)};
+      if (prune)
+        return TrialOutcome{TrialState::kPruned, {}, fmt::format("pruned at step {}", step)};
     }
     return TrialOutcome{TrialState::kComplete, {final_value}, ""};
   }

@@ -1,11 +1,11 @@
-#include "tune/objectives/trial_protocol.h"
+#include "objectives/trial_protocol.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <istream>
 #include <ostream>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "tune/objectives/command.h"
 #include "tune/trial_attrs.h"

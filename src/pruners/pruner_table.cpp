@@ -1,15 +1,14 @@
 // The pruner family's table (registry.h): one row per pruner a config can name.
-#include "tune/pruners/registry.h"
-
 #include <fmt/format.h>
 
-#include "family_table.h"
-#include "json_reader.h"
+#include "pruners/registry.h"
 #include "tune/pruners/hyperband.h"
 #include "tune/pruners/patient.h"
 #include "tune/pruners/percentile.h"
 #include "tune/pruners/successive_halving.h"
 #include "tune/pruners/threshold.h"
+#include "util/family_table.h"
+#include "util/json_reader.h"
 
 namespace tune {
 namespace {
@@ -80,7 +79,8 @@ Result<std::unique_ptr<Pruner>> MakeNop(const JsonReader&) {
 
 // The keys "median" and "percentile" share ("median" has no "percentile").
 Result<PercentileOptions> ParseCommonPercentile(const JsonReader& r, PercentileOptions o) {
-  TUNE_ASSIGN_OR_RETURN(o.n_startup_trials, IntAtLeast(r, "n_startup_trials", o.n_startup_trials, 0));
+  TUNE_ASSIGN_OR_RETURN(o.n_startup_trials,
+                        IntAtLeast(r, "n_startup_trials", o.n_startup_trials, 0));
   TUNE_ASSIGN_OR_RETURN(o.n_warmup_steps, IntAtLeast(r, "n_warmup_steps", o.n_warmup_steps, 0));
   TUNE_ASSIGN_OR_RETURN(o.interval_steps, IntAtLeast(r, "interval_steps", o.interval_steps, 1));
   TUNE_ASSIGN_OR_RETURN(o.n_min_trials, IntAtLeast(r, "n_min_trials", o.n_min_trials, 1));
@@ -164,8 +164,8 @@ Result<std::unique_ptr<Pruner>> MakePatient(const JsonReader& r) {
     TUNE_ASSIGN_OR_RETURN(std::string wrapped_name, w.RequiredString("name"));
     Json wrapped_options = w.json();
     wrapped_options.erase("name");
-    TUNE_ASSIGN_OR_RETURN(wrapped,
-                          MakePrunerAt(wrapped_name, JsonReader(wrapped_options, r.file(), w.path())));
+    TUNE_ASSIGN_OR_RETURN(
+        wrapped, MakePrunerAt(wrapped_name, JsonReader(wrapped_options, r.file(), w.path())));
   }
   return std::unique_ptr<Pruner>(std::make_unique<PatientPruner>(std::move(wrapped), o));
 }

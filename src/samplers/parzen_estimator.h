@@ -1,5 +1,6 @@
-// ParzenEstimator (private to tune_core): the kernel mixture TPE builds for the "below" (l) and "above" (g) trials,
-// as Optuna's _ParzenEstimator / _MixtureOfProductDistribution (docs/tpe.md#the-parzen-estimator).
+// ParzenEstimator (private to tune_core): the kernel mixture TPE builds for the "below" (l) and
+// "above" (g) trials, as Optuna's _ParzenEstimator / _MixtureOfProductDistribution
+// (docs/tpe.md#the-parzen-estimator).
 //
 // Works in TPE's transformed space: a log distribution's values are ln x, a categorical's are
 // choice indices. Each observation is one product kernel over the dimensions, plus one prior

@@ -1,15 +1,14 @@
 // The sampler family's table (registry.h): one row per sampler a config can name.
-#include "tune/samplers/registry.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
-#include "family_table.h"
-#include "json_reader.h"
+#include "samplers/registry.h"
 #include "tune/samplers/random.h"
 #include "tune/samplers/tpe.h"
+#include "util/family_table.h"
+#include "util/json_reader.h"
 
 namespace tune {
 namespace {
@@ -130,7 +129,8 @@ Status ParseTpeModel(const JsonReader& r, TpeOptions& o) {
 
 // The kernels: bandwidth rule and its clip, and the categorical kernel.
 Status ParseTpeKernels(const JsonReader& r, TpeOptions& o) {
-  TUNE_ASSIGN_OR_RETURN(o.consider_magic_clip, r.Bool("consider_magic_clip", o.consider_magic_clip));
+  TUNE_ASSIGN_OR_RETURN(o.consider_magic_clip,
+                        r.Bool("consider_magic_clip", o.consider_magic_clip));
   TUNE_ASSIGN_OR_RETURN(o.consider_endpoints, r.Bool("consider_endpoints", o.consider_endpoints));
   TUNE_ASSIGN_OR_RETURN(auto factor, r.OptNumber("min_bandwidth_factor"));
   if (factor) {
@@ -163,7 +163,8 @@ Status ParseTpeKernels(const JsonReader& r, TpeOptions& o) {
   if (r.Has("categorical_prior_weight")) {
     TUNE_ASSIGN_OR_RETURN(auto b, r.OptNumber("categorical_prior_weight"));
     if (b && !(*b >= 0.0 && *b <= 1.0)) {
-      return r.ChildError("categorical_prior_weight", "must be null (Optuna's kernel) or in [0, 1]");
+      return r.ChildError("categorical_prior_weight",
+                          "must be null (Optuna's kernel) or in [0, 1]");
     }
     o.categorical_prior_weight = b;
   }
@@ -179,10 +180,11 @@ Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
   } else if (bandwidth == "per_dimension") {
     o.multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
   } else if (bandwidth) {
-    return r.ChildError("multivariate_bandwidth",
-                        fmt::format("unknown bandwidth rule '{}'{}; valid: scott (Optuna "
-                                    "3.1-4.9), per_dimension (Optuna 5.0)",
-                                    *bandwidth, DidYouMean(*bandwidth, {"per_dimension", "scott"})));
+    return r.ChildError(
+        "multivariate_bandwidth",
+        fmt::format("unknown bandwidth rule '{}'{}; valid: scott (Optuna "
+                    "3.1-4.9), per_dimension (Optuna 5.0)",
+                    *bandwidth, DidYouMean(*bandwidth, {"per_dimension", "scott"})));
   }
   TUNE_ASSIGN_OR_RETURN(o.group, r.Bool("group", o.group));
   if (o.group && !o.multivariate) {

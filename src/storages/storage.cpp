@@ -1,11 +1,11 @@
 #include "tune/storages/storage.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 

@@ -1,4 +1,6 @@
 // The counting CPU allocator (torch_counting_allocator.h). Only c10 headers: cheap to compile.
+#include "torch/torch_counting_allocator.h"
+
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
@@ -10,9 +12,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "memory/simulated_card.h"
 #include "torch/torch_version.h"
-#include "torch/torch_counting_allocator.h"
-#include "tune/memory/simulated_card.h"
 
 // LibTorch >= 2.3 made Allocator::allocate non-const (PR #120969) and has copy_data() as a pure
 // virtual (copy-on-write storage); 1.13 has neither.

@@ -1,6 +1,6 @@
-// A byte-counting CPU allocator for LibTorch [tune_torch, private]: measures the live and peak bytes of
-// every CPU tensor and can enforce a budget by throwing a real c10::OutOfMemoryError, so that the
-// out-of-memory paths of training run deterministically on a machine without a GPU
+// A byte-counting CPU allocator for LibTorch [tune_torch, private]: measures the live and peak
+// bytes of every CPU tensor and can enforce a budget by throwing a real c10::OutOfMemoryError, so
+// that the out-of-memory paths of training run deterministically on a machine without a GPU
 // (docs/memory.md#the-counting-cpu-allocator).
 //
 // Installed process-wide with c10::SetCPUAllocator (priority 100). Tensors allocated before the

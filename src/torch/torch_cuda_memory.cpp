@@ -49,8 +49,9 @@ void ResetPeak(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(dev
 
 Status SetBudget(int device, int64_t bytes) {
   TUNE_ASSIGN_OR_RETURN(Stats s, GetStats(device));
-  const double fraction =
-      bytes <= 0 || bytes >= s.total ? 1.0 : static_cast<double>(bytes) / static_cast<double>(s.total);
+  const double fraction = bytes <= 0 || bytes >= s.total
+                              ? 1.0
+                              : static_cast<double>(bytes) / static_cast<double>(s.total);
   try {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device);
   } catch (const c10::Error& e) {

@@ -1,10 +1,10 @@
 // LibTorch modules of the trainer (private to tune_torch).
 //
-// TransformerClassifier is an encoder classifier: BERT/RoBERTa (absolute positions) or DeBERTa-v2/v3
-// (relative positions, disentangled attention). Submodule names follow Hugging Face's BertModel /
-// DebertaV2Model without the "bert."/"roberta."/"deberta." prefix (embeddings.word_embeddings,
-// encoder.layer.N.attention.self.query, ..., encoder.rel_embeddings, pooler.dense), so checkpoints
-// map onto it by name (torch_pretrained.cpp).
+// TransformerClassifier is an encoder classifier: BERT/RoBERTa (absolute positions) or
+// DeBERTa-v2/v3 (relative positions, disentangled attention). Submodule names follow Hugging Face's
+// BertModel / DebertaV2Model without the "bert."/"roberta."/"deberta." prefix
+// (embeddings.word_embeddings, encoder.layer.N.attention.self.query, ..., encoder.rel_embeddings,
+// pooler.dense), so checkpoints map onto it by name (torch_pretrained.cpp).
 #pragma once
 
 #include <torch/torch.h>
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "torch/torch_dropout.h"
+#include "train/hyperparams.h"
 #include "tune/model_catalog.h"
-#include "tune/train/hyperparams.h"
 
 namespace tune::internal {
 

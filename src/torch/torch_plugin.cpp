@@ -1,7 +1,8 @@
 // The C entry points the tune binary finds with dlsym (tune/train/torch_plugin.h). No LibTorch
 // here: the trainer's own files include it.
+#include "torch/torch_plugin.h"
+
 #include "torch/torch_trainer.h"
-#include "tune/train/torch_plugin.h"
 
 extern "C" {
 

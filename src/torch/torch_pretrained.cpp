@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "tune/train/safetensors.h"
+#include "train/safetensors.h"
 
 namespace tune::internal {
 namespace {
@@ -15,7 +15,8 @@ bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // File names a model parameter may be stored under, in order of preference.
@@ -118,7 +119,8 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
     const size_t shown = std::min<size_t>(problems.size(), 8);
     std::string list;
     for (size_t i = 0; i < shown; ++i) list += "\n  " + problems[i];
-    if (shown < problems.size()) list += fmt::format("\n  ... and {} more", problems.size() - shown);
+    if (shown < problems.size())
+      list += fmt::format("\n  ... and {} more", problems.size() - shown);
     return InvalidArgumentError(fmt::format("{}: the checkpoint does not fit the model from its "
                                             "config.json ({} problem{}):{}",
                                             weights_path, problems.size(),

@@ -9,24 +9,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <new>
 #include <optional>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "torch/torch_compat.h"
+#include "torch/torch_counting_allocator.h"
 #include "torch/torch_cpu_malloc.h"
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_fused_adamw.h"
 #include "torch/torch_models.h"
 #include "torch/torch_pretrained.h"
-#include "tune/device.h"
-#include "tune/interrupt.h"
-#include "torch/torch_counting_allocator.h"
-#include "tune/train/batching.h"
-#include "tune/train/metrics.h"
+#include "train/batching.h"
+#include "train/metrics.h"
+#include "util/device.h"
+#include "util/interrupt.h"
 
 namespace tune {
 namespace {
@@ -342,8 +342,9 @@ class TorchTrainer final : public Trainer {
                                                             : job.hp.batch_size;
       for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
         if (InterruptRequested()) return CancelledError("interrupted");
-        torch::Tensor logits =
-            task.Forward(batch, /*train=*/false, p).first.to(torch::kCPU, torch::kFloat).contiguous();
+        torch::Tensor logits = task.Forward(batch, /*train=*/false, p)
+                                   .first.to(torch::kCPU, torch::kFloat)
+                                   .contiguous();
         const int64_t labels = logits.size(1);
         for (size_t row = 0; row < batch.size(); ++row) {
           const float* v = logits.data_ptr<float>() + static_cast<int64_t>(row) * labels;
@@ -388,7 +389,8 @@ class TorchTrainer final : public Trainer {
     if (!error.empty() && progress.phase == "backward") DrainAutogradQueue();
     if (device_.is_cuda()) {
       if (auto s = cuda_memory::GetStats(CudaIndex()); s.ok()) {
-        result.peak_memory_bytes = s->allocated_peak - std::max<int64_t>(result.memory_before_bytes, 0);
+        result.peak_memory_bytes =
+            s->allocated_peak - std::max<int64_t>(result.memory_before_bytes, 0);
         result.peak_reserved_bytes = s->reserved_peak;
       }
       if (oom) cuda_memory::EmptyCache();
@@ -508,7 +510,8 @@ class TorchTrainer final : public Trainer {
         // fp16: unscale the gradients; a step with inf/NaN gradients is skipped and the scale
         // backs off (torch.cuda.amp.GradScaler).
         const bool finite = scaler ? scaler->Unscale(model.parameters()) : true;
-        if (finite && hp.max_grad_norm > 0) ClipGradients(model.parameters(), hp.max_grad_norm, *optimizer);
+        if (finite && hp.max_grad_norm > 0)
+          ClipGradients(model.parameters(), hp.max_grad_norm, *optimizer);
         lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
         SetLearningRate(*optimizer, lr);
         if (finite) optimizer->step();
@@ -629,7 +632,8 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
                                                 options.memory_budget_bytes));
   }
   return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(
-      device, threads, count_memory, options.memory_budget_bytes > 0 ? options.memory_budget_bytes : -1));
+      device, threads, count_memory,
+      options.memory_budget_bytes > 0 ? options.memory_budget_bytes : -1));
 }
 
 }  // namespace tune

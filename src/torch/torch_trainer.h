@@ -21,9 +21,9 @@
 #include <memory>
 #include <string>
 
+#include "torch/torch_plugin.h"
+#include "train/trainer.h"
 #include "tune/status.h"
-#include "tune/train/torch_plugin.h"
-#include "tune/train/trainer.h"
 
 namespace tune {
 

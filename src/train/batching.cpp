@@ -1,4 +1,4 @@
-#include "tune/train/batching.h"
+#include "train/batching.h"
 
 #include <algorithm>
 #include <numeric>

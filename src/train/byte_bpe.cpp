@@ -6,8 +6,8 @@
 #include <fstream>
 #include <limits>
 
+#include "train/tokenizer.h"
 #include "train/unicode.h"
-#include "tune/train/tokenizer.h"
 
 namespace tune::internal {
 namespace {

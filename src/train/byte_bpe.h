@@ -1,4 +1,4 @@
-// Byte-level BPE, as RoBERTa and GPT-2 tokenize (vocab.json + merges.txt) [tune_core, private].
+// Byte-level BPE, as RoBERTa and GPT-2 tokenize (vocab.json + merges.txt) [tune_train, private].
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,11 @@
-#include "tune/train/hyperparams.h"
+#include "train/hyperparams.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <functional>
 
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {

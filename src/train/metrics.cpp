@@ -1,4 +1,4 @@
-#include "tune/train/metrics.h"
+#include "train/metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tune/train/pretrained.h"
+#include "train/pretrained.h"
 
 #include <fmt/format.h>
 
@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "json_reader.h"
-#include "tune/json_file.h"
-#include "tune/text.h"
-#include "tune/train/safetensors.h"
-#include "tune/train/tokenizer.h"
+#include "train/safetensors.h"
+#include "train/tokenizer.h"
+#include "util/json_file.h"
+#include "util/json_reader.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -70,7 +70,8 @@ Status ReadDebertaConfig(const internal::JsonReader& r, const Json& doc, ModelSp
                                     m.max_position_embeddings));
   }
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> conv, r.OptInt("conv_kernel_size"));
-  if (conv && *conv > 0) return r.ChildError("conv_kernel_size", "convolution layers are not supported");
+  if (conv && *conv > 0)
+    return r.ChildError("conv_kernel_size", "convolution layers are not supported");
   return Status::Ok();
 }
 
@@ -114,8 +115,8 @@ Status ReadCheckpointConfig(const Json& doc, const std::string& config_path, Mod
   }
   TUNE_ASSIGN_OR_RETURN(std::string act, r.String("hidden_act", "gelu"));
   if (act != "gelu") {
-    return r.ChildError("hidden_act",
-                        fmt::format("'{}' is not supported; the trainer's encoders use 'gelu'", act));
+    return r.ChildError(
+        "hidden_act", fmt::format("'{}' is not supported; the trainer's encoders use 'gelu'", act));
   }
   TUNE_ASSIGN_OR_RETURN(std::optional<double> eps, r.OptNumber("layer_norm_eps"));
   if (eps) {
@@ -123,7 +124,8 @@ Status ReadCheckpointConfig(const Json& doc, const std::string& config_path, Mod
     m.extra["layer_norm_eps"] = *eps;
   }
   if (r.Has("embedding_size") && doc["embedding_size"] != doc["hidden_size"]) {
-    return r.ChildError("embedding_size", "an embedding size other than hidden_size is not supported");
+    return r.ChildError("embedding_size",
+                        "an embedding size other than hidden_size is not supported");
   }
   if (deberta) TUNE_RETURN_IF_ERROR(ReadDebertaConfig(r, doc, m));
   return Status::Ok();

@@ -1,4 +1,4 @@
-#include "tune/train/safetensors.h"
+#include "train/safetensors.h"
 
 #include <fmt/format.h>
 
@@ -97,7 +97,8 @@ float Bfloat16ToFloat(uint16_t b) {
 uint16_t FloatToBfloat16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // nan
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);  // nan
   bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
   return static_cast<uint16_t>(bits >> 16);
 }
@@ -190,9 +191,10 @@ Result<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
       }
     }
     if (!known) {
-      return tensor_error(fmt::format("unknown dtype {}; valid: F32, F16, BF16, F64, I64, I32, I16, "
-                                      "I8, U8, BOOL",
-                                      dtype.dump()));
+      return tensor_error(
+          fmt::format("unknown dtype {}; valid: F32, F16, BF16, F64, I64, I32, I16, "
+                      "I8, U8, BOOL",
+                      dtype.dump()));
     }
     const Json& shape = entry["shape"];
     if (!shape.is_array()) return tensor_error("\"shape\" is not an array");

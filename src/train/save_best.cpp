@@ -1,17 +1,16 @@
-#include "tune/train/save_best.h"
+#include "train/save_best.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <filesystem>
 #include <fstream>
 
-#include "tune/json_file.h"
-#include "tune/text.h"
+#include "util/json_file.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -108,7 +107,8 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
   Json config = ScratchConfig(model);
   if (!model.checkpoint.empty()) {
-    TUNE_ASSIGN_OR_RETURN(config, ReadJsonFile((fs::path(model.checkpoint) / "config.json").string()));
+    TUNE_ASSIGN_OR_RETURN(config,
+                          ReadJsonFile((fs::path(model.checkpoint) / "config.json").string()));
   }
   Json id2label = Json::object(), label2id = Json::object();
   for (size_t i = 0; i < labels.size(); ++i) {
@@ -175,7 +175,8 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
   if (fd < 0) return InternalError(fmt::format("cannot open the lock file {}", lock_path));
   ::flock(fd, LOCK_EX);
   std::optional<double> saved;
-  if (auto doc = ReadJsonFile((target / "trial.json").string()); doc.ok() && (*doc)["value"].is_number()) {
+  if (auto doc = ReadJsonFile((target / "trial.json").string());
+      doc.ok() && (*doc)["value"].is_number()) {
     saved = (*doc)["value"].get<double>();
   }
   const bool better = (!saved || IsBetter(direction, value, *saved)) &&
@@ -218,7 +219,8 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
                                               s.checkpoint.config_path, key, st.message()));
     }
   }
-  if (auto trial = ReadJsonFile((fs::path(dir) / "trial.json").string()); trial.ok()) s.trial = *trial;
+  if (auto trial = ReadJsonFile((fs::path(dir) / "trial.json").string()); trial.ok())
+    s.trial = *trial;
   return s;
 }
 

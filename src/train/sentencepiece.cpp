@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "train/spm_shim/spm_shim.h"
+#include "util/dynamic_library.h"
 
 namespace tune::internal {
 namespace {
@@ -14,11 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kShim = "libtune_spm.so";
-
-template <typename F>
-F Symbol(void* lib, const char* name) {
-  return reinterpret_cast<F>(dlsym(lib, name));
-}
 
 }  // namespace
 
@@ -33,16 +29,16 @@ struct SentencePieceModel::Api {
   decltype(&tune_spm_encode) encode = nullptr;
   decltype(&tune_spm_encoding_free) encoding_free = nullptr;
 
-  bool Bind(void* lib) {
-    abi = Symbol<decltype(abi)>(lib, "tune_spm_abi");
-    load = Symbol<decltype(load)>(lib, "tune_spm_load");
-    free = Symbol<decltype(free)>(lib, "tune_spm_free");
-    size = Symbol<decltype(size)>(lib, "tune_spm_size");
-    unk_id = Symbol<decltype(unk_id)>(lib, "tune_spm_unk_id");
-    piece_to_id = Symbol<decltype(piece_to_id)>(lib, "tune_spm_piece_to_id");
-    id_to_piece = Symbol<decltype(id_to_piece)>(lib, "tune_spm_id_to_piece");
-    encode = Symbol<decltype(encode)>(lib, "tune_spm_encode");
-    encoding_free = Symbol<decltype(encoding_free)>(lib, "tune_spm_encoding_free");
+  bool Bind(const DynamicLibrary& lib) {
+    abi = lib.Symbol<decltype(abi)>("tune_spm_abi");
+    load = lib.Symbol<decltype(load)>("tune_spm_load");
+    free = lib.Symbol<decltype(free)>("tune_spm_free");
+    size = lib.Symbol<decltype(size)>("tune_spm_size");
+    unk_id = lib.Symbol<decltype(unk_id)>("tune_spm_unk_id");
+    piece_to_id = lib.Symbol<decltype(piece_to_id)>("tune_spm_piece_to_id");
+    id_to_piece = lib.Symbol<decltype(id_to_piece)>("tune_spm_id_to_piece");
+    encode = lib.Symbol<decltype(encode)>("tune_spm_encode");
+    encoding_free = lib.Symbol<decltype(encoding_free)>("tune_spm_encoding_free");
     return abi != nullptr && load != nullptr && free != nullptr && size != nullptr &&
            unk_id != nullptr && piece_to_id != nullptr && id_to_piece != nullptr &&
            encode != nullptr && encoding_free != nullptr && abi() == TUNE_SPM_ABI;
@@ -70,32 +66,28 @@ std::vector<std::string> SentencePieceModel::ShimCandidates() {
 Result<const SentencePieceModel::Api*> SentencePieceModel::Shim() {
   static const Result<const Api*> shim = []() -> Result<const Api*> {
     static Api api;
-    std::string looked;
-    for (const std::string& path : ShimCandidates()) {
-      looked += (looked.empty() ? "" : ", ") + path;
-      std::error_code ec;
-      if (!fs::exists(path, ec)) continue;
-      void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (lib == nullptr) {
-        const char* err = dlerror();
-        return Status(StatusCode::kFailedPrecondition,
-                      fmt::format("cannot load the SentencePiece library {}: {} (Debian: "
-                                  "libsentencepiece0; scripts/install-deps.sh installs it)",
-                                  path, err != nullptr ? err : "unknown error"));
-      }
-      if (!api.Bind(lib)) {
-        return Status(StatusCode::kFailedPrecondition,
-                      fmt::format("{} is not the SentencePiece library of this tune build "
-                                  "(stale or foreign); rebuild tune, or point TUNE_SPM_LIBRARY "
-                                  "at the right {}",
-                                  path, kShim));
-      }
-      return &api;
+    auto lib = DynamicLibrary::OpenFirst(ShimCandidates(), RTLD_DEEPBIND);
+    if (lib.status().code() == StatusCode::kNotFound) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("the SentencePiece library {} is missing ({}); rebuild tune or "
+                                "set TUNE_SPM_LIBRARY to its path",
+                                kShim, lib.status().message()));
     }
-    return Status(StatusCode::kFailedPrecondition,
-                  fmt::format("the SentencePiece library {} is missing (looked in: {}); "
-                              "rebuild tune or set TUNE_SPM_LIBRARY to its path",
-                              kShim, looked));
+    if (!lib.ok()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("cannot load the SentencePiece library {} (Debian: "
+                                "libsentencepiece0; scripts/install-deps.sh installs it)",
+                                lib.status().message()));
+    }
+    if (!api.Bind(*lib)) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("{} is not the SentencePiece library of this tune build "
+                                "(stale or foreign); rebuild tune, or point TUNE_SPM_LIBRARY "
+                                "at the right {}",
+                                lib->path(), kShim));
+    }
+    lib->Keep();
+    return &api;
   }();
   return shim;
 }

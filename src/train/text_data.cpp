@@ -1,4 +1,4 @@
-#include "tune/train/text_data.h"
+#include "train/text_data.h"
 
 #include <fmt/format.h>
 
@@ -14,9 +14,9 @@
 #include <set>
 #include <sstream>
 
-#include "tune/text.h"
-#include "tune/train/batching.h"
-#include "tune/train/tokenizer.h"
+#include "train/batching.h"
+#include "train/tokenizer.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {

@@ -1,10 +1,10 @@
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "train/byte_bpe.h"

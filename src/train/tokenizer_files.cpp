@@ -1,14 +1,14 @@
 // Tokenizer: a checkpoint directory's tokenizer files (tokenizer.h's file comment lists them).
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "train/byte_bpe.h"
 #include "train/sentencepiece.h"
+#include "train/tokenizer.h"
 #include "train/unicode.h"
-#include "tune/json_file.h"
-#include "tune/train/tokenizer.h"
+#include "util/json_file.h"
 
 namespace tune {
 namespace {
@@ -258,7 +258,8 @@ Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
   } else {
     TUNE_RETURN_IF_ERROR(t.ReadBpeJson(doc, path));
   }
-  std::string cls = model_type == "BPE" ? "<s>" : "[CLS]", sep = model_type == "BPE" ? "</s>" : "[SEP]";
+  std::string cls = model_type == "BPE" ? "<s>" : "[CLS]",
+              sep = model_type == "BPE" ? "</s>" : "[SEP]";
   PostProcessorSpecials(doc, cls, sep);
   const std::string pad = model_type == "BPE" ? "<pad>" : "[PAD]";
   const std::string unk_name = !unk.empty() ? unk : model_type == "BPE" ? "<unk>" : "[UNK]";
@@ -286,8 +287,9 @@ Status Tokenizer::ReadWordPieceJson(const nlohmann::json& doc, const std::string
     return Status::Ok();
   }
   if (norm != "BertNormalizer") {
-    return InvalidArgumentError(fmt::format(
-        "{}: normalizer.type is '{}'; a WordPiece tokenizer.json needs BertNormalizer", path, norm));
+    return InvalidArgumentError(
+        fmt::format("{}: normalizer.type is '{}'; a WordPiece tokenizer.json needs BertNormalizer",
+                    path, norm));
   }
   const nlohmann::json& n = doc["normalizer"];
   lowercase_ = n.value("lowercase", options.lowercase);
@@ -300,7 +302,8 @@ Status Tokenizer::ReadWordPieceJson(const nlohmann::json& doc, const std::string
 Status Tokenizer::ReadBpeJson(const nlohmann::json& doc, const std::string& path) {
   lowercase_ = false;
   const nlohmann::json& model = doc["model"];
-  if (TypeOf(doc, "pre_tokenizer") != "ByteLevel" || !doc["pre_tokenizer"].value("use_regex", true)) {
+  if (TypeOf(doc, "pre_tokenizer") != "ByteLevel" ||
+      !doc["pre_tokenizer"].value("use_regex", true)) {
     return InvalidArgumentError(fmt::format(
         "{}: pre_tokenizer.type is '{}'; a BPE tokenizer.json needs ByteLevel (with use_regex), "
         "as GPT-2 and RoBERTa have",

@@ -38,8 +38,8 @@ TEST_F(CliAskTell, CreateStudyPrintsTheNameAndRefusesADuplicate) {
   ProcessRun dup = Run({"create-study", "--study-name", "s"});
   EXPECT_EQ(dup.code, 2);
   EXPECT_NE(dup.err.find("--skip-if-exists"), std::string::npos) << dup.err;
-  EXPECT_EQ(Run({"create-study", "--study", "s", "--direction", "maximize", "--skip-if-exists"}).code,
-            0);
+  EXPECT_EQ(
+      Run({"create-study", "--study", "s", "--direction", "maximize", "--skip-if-exists"}).code, 0);
   ProcessRun other = Run({"create-study", "--study", "s", "--skip-if-exists"});
   EXPECT_EQ(other.code, 2);
   EXPECT_NE(other.err.find("exists with direction(s) MAXIMIZE, not MINIMIZE"), std::string::npos)
@@ -155,8 +155,9 @@ class CliTrialsQuery : public CliAskTell {
         "max_length": {"type": "int", "low": 128, "high": 512, "step": 128},
         "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": true}},
       "objective": {"type": "function", "name": "mixed", "oom_threshold": 6000}})";
-    ProcessRun r = Tune({"--study", "s", "--config", "m.json", "--n-trials", "30", "--storage", url_},
-                        dir_.path().string());
+    ProcessRun r =
+        Tune({"--study", "s", "--config", "m.json", "--n-trials", "30", "--storage", url_},
+             dir_.path().string());
     ASSERT_EQ(r.code, 0) << r.err;
   }
 };

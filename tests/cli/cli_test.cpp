@@ -63,7 +63,8 @@ TEST(Cli, UsageErrorsExit2) {
 TEST(Cli, BadConfigExits2AndNamesThePath) {
   testing::TempDir dir;
   auto cfg = dir.path() / "bad.json";
-  std::ofstream(cfg) << R"({"search_space": {"lr": {"type": "float", "low": 0, "high": 1, "log": true}},
+  std::ofstream(cfg)
+      << R"({"search_space": {"lr": {"type": "float", "low": 0, "high": 1, "log": true}},
                             "objective": {"type": "function", "name": "sphere"}})";
   ProcessRun r = Tune({"--study", "x", "--config", cfg.string(), "--n-trials", "3"});
   EXPECT_EQ(r.code, 2);
@@ -78,7 +79,8 @@ TEST(Cli, ManagementCommandsOnMemoryStorage) {
   ProcessRun trials = Tune({"trials", "--study", "demo", "--storage", "memory"});
   EXPECT_EQ(trials.code, 2);  // study not found
   EXPECT_NE(trials.err.find("study 'demo' not found"), std::string::npos);
-  EXPECT_EQ(Tune({"best-trial", "--study", "demo", "--storage", "memory", "--format", "xml"}).code, 2);
+  EXPECT_EQ(Tune({"best-trial", "--study", "demo", "--storage", "memory", "--format", "xml"}).code,
+            2);
 }
 
 TEST(Cli, CommandObjectiveEndToEnd) {

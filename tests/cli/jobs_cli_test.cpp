@@ -3,6 +3,8 @@
 // no trial process behind.
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,11 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
-#include "tune/memory/guard.h"
-
+#include "memory/guard.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -106,8 +104,8 @@ class JobsCli : public ::testing::Test {
 };
 
 TEST_F(JobsCli, TrialsRunAtTheSameTimeInTheirOwnProcesses) {
-  const std::string config =
-      WriteConfig({{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 1.0}, {"high", 1.2}}}});
+  const std::string config = WriteConfig(
+      {{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 1.0}, {"high", 1.2}}}});
   const auto start = Clock::now();
   ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
                        "6", "--jobs", "3"});
@@ -167,8 +165,8 @@ TEST_F(JobsCli, ADyingTrialFailsAloneWithItsSignal) {
 }
 
 TEST_F(JobsCli, CtrlCStopsEveryRunningTrialWithinFiveSeconds) {
-  const std::string config =
-      WriteConfig({{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 60}, {"high", 60}}}});
+  const std::string config = WriteConfig(
+      {{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 60}, {"high", 60}}}});
   const pid_t pid = StartTune({"--study", "j", "--config", config, "--storage", Storage(),
                                "--n-trials", "10", "--jobs", "3"});
   ASSERT_TRUE(WaitForLog("Trial 2 started", 30)) << Slurp(dir_.path() / "run.log");
@@ -194,9 +192,9 @@ TEST_F(JobsCli, CtrlCStopsEveryRunningTrialWithinFiveSeconds) {
 // kill -9 of tune: its trial processes die with it (PR_SET_PDEATHSIG), and the next run fails
 // the trials it left RUNNING as stale.
 TEST_F(JobsCli, AKilledTuneLeavesNoTrialProcessAndItsTrialsGoStale) {
-  const std::string config =
-      WriteConfig({{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 60}, {"high", 60}}}},
-                  {{"heartbeat_interval", 1}, {"grace_period", 2}});
+  const std::string config = WriteConfig(
+      {{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 60}, {"high", 60}}}},
+      {{"heartbeat_interval", 1}, {"grace_period", 2}});
   const pid_t pid = StartTune({"--study", "j", "--config", config, "--storage", Storage(),
                                "--n-trials", "4", "--jobs", "2"});
   ASSERT_TRUE(WaitForLog("Trial 1 started", 30)) << Slurp(dir_.path() / "run.log");
@@ -207,9 +205,9 @@ TEST_F(JobsCli, AKilledTuneLeavesNoTrialProcessAndItsTrialsGoStale) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(CountMarkedProcesses(), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the grace period
-  const std::string quick =
-      WriteConfig({{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 0.1}, {"high", 0.1}}}},
-                  {{"heartbeat_interval", 1}, {"grace_period", 2}});
+  const std::string quick = WriteConfig(
+      {{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 0.1}, {"high", 0.1}}}},
+      {{"heartbeat_interval", 1}, {"grace_period", 2}});
   ProcessRun again = Tune({"--study", "j", "--config", quick, "--storage", Storage(),
                            "--n-trials", "4", "--jobs", "2"});
   ASSERT_EQ(again.code, 0) << again.err;
@@ -235,7 +233,8 @@ int64_t DevicePeak(const std::string& model, int batch) {
 // and TUNE_PARAM_* show the shrunk values) and a configuration that cannot fit is pruned without
 // running.
 TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
-  const int64_t b16 = DevicePeak("bert-base-uncased", 16), b32 = DevicePeak("bert-base-uncased", 32);
+  const int64_t b16 = DevicePeak("bert-base-uncased", 16),
+                b32 = DevicePeak("bert-base-uncased", 32);
   const int64_t large = DevicePeak("roberta-large", 1);
   ASSERT_LT(b16, b32);
   ASSERT_LT(b32, large);  // a card between bert-base at 16 and 32 cannot hold roberta-large
@@ -254,7 +253,10 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
         {"max_length", {128}},
         {"grad_accum", {1}}}},
       {"enqueue_trials",
-       {{{"model", "bert-base-uncased"}, {"batch_size", 32}, {"max_length", 128}, {"grad_accum", 1}},
+       {{{"model", "bert-base-uncased"},
+         {"batch_size", 32},
+         {"max_length", 128},
+         {"grad_accum", 1}},
         {{"model", "roberta-large"}, {"batch_size", 32}, {"max_length", 128}, {"grad_accum", 1}}}},
       {"objective",
        {{"type", "command"},
@@ -278,7 +280,8 @@ TEST_F(JobsCli, TheGuardAdmitsShrinksAndRejectsCommandTrials) {
   ASSERT_EQ(trials.size(), 2u);
   // Trial 0 ran at half the batch and twice the accumulation, and says so everywhere.
   const Json ran = Json::parse(Slurp(dir_.path() / "trials" / "trial_0" / "ran.json"));
-  EXPECT_EQ(ran["argv"], Json({"--per_device_train_batch_size=16", "--gradient_accumulation_steps=2"}));
+  EXPECT_EQ(ran["argv"],
+            Json({"--per_device_train_batch_size=16", "--gradient_accumulation_steps=2"}));
   EXPECT_EQ(ran["params"]["batch_size"], "16");
   EXPECT_EQ(trials[0]["state"], "COMPLETE");
   EXPECT_EQ(trials[0]["value"], 16.0);

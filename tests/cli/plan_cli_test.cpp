@@ -33,7 +33,8 @@ int64_t MaxRequests(const std::vector<std::string>& extra) {
   EXPECT_TRUE(r.code == 0 || r.code == 1) << r.err;
   Json j = Json::parse(r.out);
   EXPECT_EQ(j["total"].get<int64_t>(),
-            j["weights"].get<int64_t>() + j["requests"].get<int64_t>() * j["per_request"].get<int64_t>() +
+            j["weights"].get<int64_t>() +
+                j["requests"].get<int64_t>() * j["per_request"].get<int64_t>() +
                 j["fragmentation"].get<int64_t>() + j["context"].get<int64_t>() +
                 j["workspace"].get<int64_t>());
   return j["max_requests"].get<int64_t>();
@@ -79,8 +80,10 @@ TEST(PlanCli, BadPlansExitTwoNamingFileKeyAndValue) {
        "max_new_tokens": 8}]})";
   ProcessRun r = Tune({"plan", "--plan", path});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find(path + ": /models/0/format: unknown weight format 'nf5' (did you mean 'nf4'?)"),
-            std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find(path + ": /models/0/format: unknown weight format 'nf5' (did you mean 'nf4'?)"),
+      std::string::npos)
+      << r.err;
   ProcessRun lengths = Tune({"plan", "--model", "gpt2"});
   EXPECT_EQ(lengths.code, 2);
   EXPECT_NE(lengths.err.find("missing required key 'prompt_tokens'"), std::string::npos)

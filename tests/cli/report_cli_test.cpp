@@ -59,7 +59,8 @@ TEST_F(ReportCli, OneSelfContainedPageOfAStudyWithOutOfMemoryTrials) {
   EXPECT_NE(r.out.find(" KiB, 40 trial(s) of study 'm')"), std::string::npos) << r.out;
   // Offline: Chart.js inlined, nothing fetched.
   EXPECT_NE(page.find("Chart.js v"), std::string::npos);
-  EXPECT_FALSE(std::regex_search(page, std::regex(R"((src|href)\s*=\s*["']?https?://)", std::regex::icase)));
+  EXPECT_FALSE(
+      std::regex_search(page, std::regex(R"((src|href)\s*=\s*["']?https?://)", std::regex::icase)));
   EXPECT_EQ(page.find("<link"), std::string::npos);
 
   const Json data = Blob(page);

@@ -112,8 +112,9 @@ TEST_F(SummaryCli, PrunedByThePrunerIsNotOom) {
       "max_length": {"type": "int", "low": 128, "high": 512, "step": 128},
       "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": true}},
     "objective": {"type": "function", "name": "mixed", "oom_threshold": 6000, "n_steps": 6}})";
-  ASSERT_EQ(Run({"--study", "m", "--config", "m.json", "--n-trials", "40", "--log-level", "warn"}).code,
-            0);
+  ASSERT_EQ(
+      Run({"--study", "m", "--config", "m.json", "--n-trials", "40", "--log-level", "warn"}).code,
+      0);
   int oom = 0, pruned = 0;
   for (const Json& t : Trials("m")) {
     oom += t["user_attrs"].value("reason", "") == "oom";
@@ -141,15 +142,17 @@ TEST_F(SummaryCli, EstimatorErrorOverTrialsThatMeasuredAPeak) {
   train.close();
   val.close();
   const std::string card = "summary-cli-" + std::to_string(getpid());
+  const Json data = {{"train", "train.csv"}, {"validation", "val.csv"},
+                     {"text_column", "sentence"}, {"label_column", "topic"}};
+  const Json lr = {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}};
   Json doc = {{"direction", "maximize"},
               {"sampler", {{"name", "random"}, {"seed", 1}}},
               {"search_space",
-               {{"learning_rate", {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}}},
+               {{"learning_rate", lr},
                 {"batch_size", {{"type", "categorical"}, {"choices", {4, 8, 16}}}}}},
               {"objective",
                {{"type", "train"},
-                {"data", {{"train", "train.csv"}, {"validation", "val.csv"},
-                          {"text_column", "sentence"}, {"label_column", "topic"}}},
+                {"data", data},
                 {"model", "tiny-bert"},
                 {"init", "scratch"},
                 {"epochs", 1},
@@ -169,7 +172,8 @@ TEST_F(SummaryCli, EstimatorErrorOverTrialsThatMeasuredAPeak) {
   double worst = 0;
   for (const Json& t : Trials("t")) {
     const Json& m = t["user_attrs"]["memory"];
-    const double err = (m["estimate"].get<double>() - m["peak"].get<double>()) / m["peak"].get<double>();
+    const double err =
+        (m["estimate"].get<double>() - m["peak"].get<double>()) / m["peak"].get<double>();
     if (std::fabs(err) > std::fabs(worst)) worst = err;
   }
   EXPECT_NEAR(e["worst"].get<double>(), worst, 1e-9);

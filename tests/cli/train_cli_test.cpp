@@ -204,8 +204,10 @@ TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_NE(b.err.find("Jobs: 2, each trial in its own process"), std::string::npos) << b.err;
   EXPECT_NE(b.err.find("Trial 1 epoch 2/2"), std::string::npos) << b.err;  // the child's log
-  const Json one = Json::parse(Tune({"trials", "--study", "t", "--storage", seq, "--format", "json"}).out);
-  const Json two = Json::parse(Tune({"trials", "--study", "t", "--storage", par, "--format", "json"}).out);
+  const Json one =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", seq, "--format", "json"}).out);
+  const Json two =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", par, "--format", "json"}).out);
   ASSERT_EQ(one.size(), 4u);
   ASSERT_EQ(two.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
@@ -246,8 +248,11 @@ TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
       static_cast<int64_t>(static_cast<double>(r64 + (r64 + r32) / 2) / 0.95) + 1;
   const std::string card = "train-shrink-" + std::to_string(getpid());
   const std::string config = WriteConfig(
-      {{"batch_size", 64}, {"max_length", 128}, {"epochs", 2},
-       {"memory", {{"device_memory", device_memory}, {"levers", {"grad_accum"}}, {"simulate", card}}}});
+      {{"batch_size", 64},
+       {"max_length", 128},
+       {"epochs", 2},
+       {"memory",
+        {{"device_memory", device_memory}, {"levers", {"grad_accum"}}, {"simulate", card}}}});
   const std::string storage = "sqlite:///" + (dir_.path() / "shrink.db").string();
   ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
                        "2", "--jobs", "2"});

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "samplers/parzen_estimator.h"
+#include "samplers/tpe_model.h"
 #include "tune/distributions.h"
 #include "tune/pruners/hyperband.h"
 #include "tune/pruners/patient.h"
@@ -34,8 +36,6 @@
 #include "tune/pruners/pruner.h"
 #include "tune/pruners/successive_halving.h"
 #include "tune/pruners/threshold.h"
-#include "samplers/parzen_estimator.h"
-#include "samplers/tpe_model.h"
 #include "tune/samplers/tpe.h"
 #include "tune/trial.h"
 
@@ -295,10 +295,10 @@ std::unique_ptr<Pruner> MakePruner(const Json& j) {
   Die("unknown pruner " + kind);
 }
 
-// Replays the events on an in-memory study, as tune's Study/Trial do (src/study.cpp): a report
-// is stored at once (a repeated step is ignored), a prune check hands the pruner the study as it
-// is now and this trial, and the system attributes the pruner returns are stored on the trial.
-// Events: {"op": "start"} (the next number), {"op": "report", "trial", "step", "value"},
+// Replays the events on an in-memory study, as tune's Study/Trial do (src/study/study.cpp): a
+// report is stored at once (a repeated step is ignored), a prune check hands the pruner the study
+// as it is now and this trial, and the system attributes the pruner returns are stored on the
+// trial. Events: {"op": "start"} (the next number), {"op": "report", "trial", "step", "value"},
 // {"op": "check", "trial"}, {"op": "finish", "trial", "state", "value"}.
 Json RunPrunerCase(const Json& c) {
   std::unique_ptr<Pruner> pruner = MakePruner(c.at("pruner"));

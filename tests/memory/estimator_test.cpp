@@ -1,7 +1,7 @@
 // The memory estimator's terms against hand-computed values for a tiny encoder
 // (B=2, T=4, H=8, 2 heads, I=16, 1 layer, V=100, 16 positions, 2 token types, 3 labels):
 //   B*T*H = 64, B*T*I = 128, B*heads*T*T = 64, B*T = 8 elements.
-#include "tune/memory/estimator.h"
+#include "memory/estimator.h"
 
 #include <gtest/gtest.h>
 
@@ -249,7 +249,8 @@ TEST(MemoryEstimator, CudaAddsRoundingContextWorkspaceAndFragmentation) {
   // Every tensor here is far below 512 B or a little above: rounding is large relative to them.
   EXPECT_GT(e.rounding, 0);
   EXPECT_EQ(e.context, 512 * 1024 * 1024);
-  EXPECT_EQ(e.fragmentation, static_cast<int64_t>(std::llround(0.1 * static_cast<double>(e.allocated_peak))));
+  EXPECT_EQ(e.fragmentation,
+            static_cast<int64_t>(std::llround(0.1 * static_cast<double>(e.allocated_peak))));
   EXPECT_EQ(e.device_peak,
             e.allocated_peak + e.rounding + e.fragmentation + e.context + e.workspace);
   // A 3 MiB request takes a 2 MiB-rounded share of a 20 MiB segment: 4 MiB.

@@ -1,16 +1,15 @@
 // GpuProcessMemory without a GPU: NVML's absence (and a library that is not NVML) is a reason,
 // not a crash; InProcessGroup tells a real program's process group, children included.
-#include "tune/memory/gpu_process_memory.h"
+#include "objectives/gpu_process_memory.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
-#include <gtest/gtest.h>
-
-#include "tune/subprocess.h"
+#include "util/subprocess.h"
 
 namespace tune {
 namespace {
@@ -74,7 +73,8 @@ TEST(InProcessGroup, AProgramAndItsChildrenButNotOthers) {
     return std::none_of(children.begin(), children.end(),
                         [&](pid_t c) { return InProcessGroup(c, pgid); });
   };
-  for (int i = 0; i < 100 && !gone(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && !gone(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(gone());
   EXPECT_FALSE(InProcessGroup(pgid, pgid));
 }

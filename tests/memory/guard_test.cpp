@@ -1,6 +1,6 @@
 // The memory guard's decisions: admission with levers, the micro-batch halving of oom_retry, and
 // the per-family calibration read back from trials' "memory" user attributes.
-#include "tune/memory/guard.h"
+#include "memory/guard.h"
 
 #include <gtest/gtest.h>
 
@@ -167,7 +167,8 @@ TEST(MemoryCalibration, ModelsLearnTheirOwnCorrectionAndUnseenOnesTheFamilysAtLe
                    1.15 * MemoryCalibration::kUnmeasuredHeadroom);
   c = MemoryCalibration();
   c.Add({"roberta", 1000, 10000, 900, false, "roberta-base"});
-  EXPECT_DOUBLE_EQ(c.Correction("roberta", "roberta-large"), MemoryCalibration::kUnmeasuredHeadroom);
+  EXPECT_DOUBLE_EQ(c.Correction("roberta", "roberta-large"),
+                   MemoryCalibration::kUnmeasuredHeadroom);
   EXPECT_DOUBLE_EQ(c.Correction("deberta-v2", "microsoft/deberta-v3-base"),
                    MemoryCalibration::kUnmeasuredHeadroom);
 }

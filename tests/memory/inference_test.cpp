@@ -1,14 +1,13 @@
-#include "tune/memory/inference.h"
+#include "memory/inference.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 namespace tune {
 namespace {
@@ -54,10 +53,17 @@ TEST(InferenceModels, KvCacheBytesPerToken) {
 // and LM head: 39.5 GB).
 TEST(InferenceModels, WeightSizesMatchPublishedFigures) {
   auto within = [](double got, double want) { return std::abs(got / want - 1) <= 0.05; };
-  EXPECT_TRUE(within(DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-8B"), WeightFormat::kFp16, false).total(), 16.06e9));
-  EXPECT_TRUE(within(DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-70B"), WeightFormat::kBf16, false).total(), 141.1e9));
-  EXPECT_TRUE(within(DecoderWeightBytes(Shape("mistralai/Mistral-7B-v0.1"), WeightFormat::kFp16, false).total(), 14.48e9));
-  const WeightBytes nf4 = DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-70B"), WeightFormat::kNf4, true);
+  EXPECT_TRUE(within(
+      DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-8B"), WeightFormat::kFp16, false).total(),
+      16.06e9));
+  EXPECT_TRUE(within(
+      DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-70B"), WeightFormat::kBf16, false).total(),
+      141.1e9));
+  EXPECT_TRUE(within(
+      DecoderWeightBytes(Shape("mistralai/Mistral-7B-v0.1"), WeightFormat::kFp16, false).total(),
+      14.48e9));
+  const WeightBytes nf4 =
+      DecoderWeightBytes(Shape("meta-llama/Meta-Llama-3-70B"), WeightFormat::kNf4, true);
   const double quantised = static_cast<double>(nf4.linear + nf4.scales);
   const double linear_params = 70'553'706'496.0 - 2 * 128256.0 * 8192 - 161 * 8192.0;
   EXPECT_NEAR(quantised * 8 / linear_params, 4.127, 0.001);
@@ -197,8 +203,10 @@ TEST(InferencePlanFile, ParsesAndNamesBadKeys) {
   };
   Json bad = PlanDoc();
   bad["models"][0]["format"] = "nf5";
-  EXPECT_NE(error(bad).find("plan.json: /models/0/format: unknown weight format 'nf5' (did you mean 'nf4'?)"),
-            std::string::npos) << error(bad);
+  EXPECT_NE(error(bad).find(
+                "plan.json: /models/0/format: unknown weight format 'nf5' (did you mean 'nf4'?)"),
+            std::string::npos)
+      << error(bad);
   bad = PlanDoc();
   bad["models"][0].erase("max_new_tokens");
   EXPECT_NE(error(bad).find("plan.json: /models/0: missing required key 'max_new_tokens'"),
@@ -223,8 +231,10 @@ TEST(InferencePlanFile, KvHeadsMustDivideHeads) {
   auto m = ModelSpecFromHfConfig(config, "odd", "odd/config.json");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("odd/config.json"), std::string::npos);
-  EXPECT_NE(m.status().message().find("num_key_value_heads 3 does not divide num_attention_heads 8"),
-            std::string::npos) << m.status().message();
+  EXPECT_NE(
+      m.status().message().find("num_key_value_heads 3 does not divide num_attention_heads 8"),
+      std::string::npos)
+      << m.status().message();
 }
 
 // A model name resolves through the Hugging Face cache layout: refs/main names the snapshot.

@@ -1,15 +1,14 @@
 // The simulated card shared by processes: real processes (fork) charging one /dev/shm counter.
-#include "tune/memory/simulated_card.h"
+#include "memory/simulated_card.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 
-#include <gtest/gtest.h>
-
-#include "tune/memory/guard_planner.h"
+#include "memory/guard_planner.h"
 
 namespace tune {
 namespace {

@@ -1,13 +1,14 @@
 #include "tune/objectives/command.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
+#include "util/templates.h"
 
 namespace tune {
 namespace {
@@ -123,7 +124,8 @@ TEST_F(CommandObjectiveTest, HostileParameterValuesStayOneArgument) {
   testing::TempDir canary;
   const std::string canary_file = (canary.path() / "alive").string();
   std::ofstream(canary_file) << "x";
-  const std::string hostile = "; rm -rf " + canary.path().string() + " $(touch /tmp/pwned) `id` '\"";
+  const std::string hostile =
+      "; rm -rf " + canary.path().string() + " $(touch /tmp/pwned) `id` '\"";
   CommandOptions o = Opts({"args", "--name={name}", "{name}", "--lit={{x}}"});
   o.work_dir = work.path().string();
   auto [outcome, t] = RunTrial(o, {{"name", hostile}});

@@ -1,13 +1,14 @@
 // The train objective with a scripted trainer: params, reports, early stopping, pruning, OOM and
 // failure outcomes, and the config keys. The LibTorch trainer is tested in tests/torch/.
+#include "train/train_objective.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
+#include "config/config.h"
 #include "testing/scripted_trainer.h"
 #include "testing/temp_dir.h"
-#include "tune/config.h"
-#include "tune/objectives/train.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"

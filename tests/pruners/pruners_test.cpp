@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/config.h"
+#include "config/config.h"
 #include "tune/pruners/hyperband.h"
 #include "tune/pruners/patient.h"
 #include "tune/pruners/percentile.h"

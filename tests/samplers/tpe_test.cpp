@@ -8,8 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "config/config.h"
 #include "samplers/tpe_model.h"
-#include "tune/config.h"
 #include "tune/optimize.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -107,8 +107,10 @@ TEST(Tpe, ExpectedImprovementWeightsTheBelowSet) {
   EXPECT_NEAR(m.above.weights()[0], 1.0 / 8, 1e-12);  // 7 uniform observations + the prior
 
   // Without a finite value at the threshold (the best trial above is PRUNED): uniform.
-  std::vector<T> pruned = {{TrialState::kComplete, 1.0}, {TrialState::kPruned, std::nullopt},
-                           {TrialState::kPruned, std::nullopt}, {TrialState::kPruned, std::nullopt}};
+  std::vector<T> pruned = {{TrialState::kComplete, 1.0},
+                           {TrialState::kPruned, std::nullopt},
+                           {TrialState::kPruned, std::nullopt},
+                           {TrialState::kPruned, std::nullopt}};
   o.gamma_ratio = 0.25;
   TpeModel u = TpeSampler(o).Model(History(pruned), Current(4), {{"x", X()}});
   EXPECT_NEAR(u.below.weights()[0], 0.5, 1e-12);
@@ -528,7 +530,8 @@ TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
       {R"("min_bandwidth_factor": 0)", "/sampler/min_bandwidth_factor: must be in (0, 1]"},
       {R"("magic_clip_exponent": -1)", "/sampler/magic_clip_exponent: must be > 0"},
       {R"("categorical_prior_weight": 1.5)", "/sampler/categorical_prior_weight: must be null"},
-      {R"("categorical_prior_weight": "x")", "/sampler/categorical_prior_weight: expected a number"},
+      {R"("categorical_prior_weight": "x")",
+       "/sampler/categorical_prior_weight: expected a number"},
   };
   for (const auto& [key, message] : errors) {
     auto r = parse(R"({"name": "tpe", )" + key + "}");
@@ -543,8 +546,11 @@ TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
 TEST(Tpe, EveryOptionSamplesTheMixedSpace) {
   const std::vector<std::string> samplers = {
       R"({"min_bandwidth_factor": 0.025, "prior_weight": 1.5})",
-      R"({"multivariate_bandwidth": "per_dimension"})", R"({"bandwidth": "hyperopt"})", R"({"bandwidth": "scott"})",
-      R"({"weights": "expected_improvement"})", R"({"categorical_prior_weight": 0.3})",
+      R"({"multivariate_bandwidth": "per_dimension"})",
+      R"({"bandwidth": "hyperopt"})",
+      R"({"bandwidth": "scott"})",
+      R"({"weights": "expected_improvement"})",
+      R"({"categorical_prior_weight": 0.3})",
       R"({"magic_clip_exponent": 2, "min_bandwidth_factor": 0.001})"};
   for (const std::string& extra : samplers) {
     for (bool mv : {false, true}) {

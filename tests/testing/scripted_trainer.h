@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/train/trainer.h"
+#include "train/trainer.h"
 
 namespace tune::testing {
 

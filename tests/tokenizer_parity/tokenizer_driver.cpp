@@ -7,12 +7,11 @@
 // line a JSON object {"ids": [...], "words": [...]}: the ids of Encode and the words of
 // SplitWords (BERT's basic tokens, GPT-2's pre-tokens, or SentencePiece's pieces).
 // Exit 2 (with the error on stderr) when the tokenizer does not load.
-#include <nlohmann/json.hpp>
-
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -1,12 +1,13 @@
 // The inference estimate (src/memory/estimator_inference.cpp) against the LibTorch decoder's
 // measured peak under the counting allocator (src/torch/torch_decoder.cpp): weights and the KV
 // cache exactly, prefill and decode within 3%. Small shapes: a few hundred milliseconds.
+#include "torch/torch_decoder.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "torch/torch_decoder.h"
-#include "tune/memory/inference.h"
+#include "memory/inference.h"
 
 namespace tune {
 namespace {
@@ -47,7 +48,8 @@ void ExpectEstimateMatches(const ModelSpec& model, int64_t prompt, int64_t new_t
     return std::abs(static_cast<double>(estimate - measure)) <= 0.03 * static_cast<double>(measure);
   };
   EXPECT_TRUE(near(e->prefill, measured->prefill_peak))
-      << model.name << " prefill: estimate " << e->prefill << ", measured " << measured->prefill_peak;
+      << model.name << " prefill: estimate " << e->prefill << ", measured "
+      << measured->prefill_peak;
   EXPECT_TRUE(near(e->decode, measured->decode_peak))
       << model.name << " decode: estimate " << e->decode << ", measured " << measured->decode_peak;
   EXPECT_TRUE(near(e->allocated_peak, measured->peak)) << model.name;

@@ -164,8 +164,9 @@ TEST(TransformerClassifier, DebertaCheckpointingGivesTheSameGradients) {
         torch::nn::functional::cross_entropy(model(ids, mask), torch::tensor({0, 1, 1}));
     loss.backward();
     auto params = model->named_parameters();
-    return std::make_pair(params["encoder.rel_embeddings.weight"].grad().clone(),
-                          params["encoder.layer.0.attention.self.query_proj.weight"].grad().clone());
+    return std::make_pair(
+        params["encoder.rel_embeddings.weight"].grad().clone(),
+        params["encoder.layer.0.attention.self.query_proj.weight"].grad().clone());
   };
   auto [rel_plain, q_plain] = grads(false);
   auto [rel_ckpt, q_ckpt] = grads(true);

@@ -10,15 +10,15 @@
 #include <fstream>
 #include <functional>
 
+#include "config/config.h"
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
-#include "tune/config.h"
-#include "tune/samplers/random.h"
-#include "tune/storages/in_memory.h"
-#include "tune/train/safetensors.h"
-#include "tune/train/tokenizer.h"
 #include "torch/torch_trainer.h"
 #include "train/byte_bpe.h"
+#include "train/safetensors.h"
+#include "train/tokenizer.h"
+#include "tune/samplers/random.h"
+#include "tune/storages/in_memory.h"
 
 namespace tune::internal {
 namespace {
@@ -103,7 +103,8 @@ TEST_F(PretrainedTest, Bf16WithoutPrefixAndOldLayerNormNames) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
   Write(Export(source, "", SafetensorsDtype::kBF16, [](SafetensorsWriteTensor& w) {
     const std::string ln = "LayerNorm.weight";
-    if (w.name.size() > ln.size() && w.name.compare(w.name.size() - ln.size(), ln.size(), ln) == 0) {
+    if (w.name.size() > ln.size() &&
+        w.name.compare(w.name.size() - ln.size(), ln.size(), ln) == 0) {
       w.name = w.name.substr(0, w.name.size() - 6) + "gamma";
     }
     return true;
@@ -158,22 +159,26 @@ TEST_F(PretrainedTest, AMissingTensorIsAnErrorNamingItAndItsShape) {
     return w.name != "bert.encoder.layer.1.output.dense.weight";
   }));
   TransformerClassifier target = Build(TinyBertConfig(), 2);
-  const torch::Tensor before = target->named_parameters()["embeddings.word_embeddings.weight"].clone();
+  const torch::Tensor before =
+      target->named_parameters()["embeddings.word_embeddings.weight"].clone();
   Status st = LoadPretrainedWeights(*target, Path()).status();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find(Path()), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find(
-                "missing tensor 'bert.encoder.layer.1.output.dense.weight' (expected shape [16, 24])"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find(
+          "missing tensor 'bert.encoder.layer.1.output.dense.weight' (expected shape [16, 24])"),
+      std::string::npos)
       << st.message();
   // Nothing was copied.
-  EXPECT_TRUE(torch::equal(target->named_parameters()["embeddings.word_embeddings.weight"], before));
+  EXPECT_TRUE(
+      torch::equal(target->named_parameters()["embeddings.word_embeddings.weight"], before));
 }
 
 TEST_F(PretrainedTest, AWrongShapeIsAnErrorWithExpectedAndFound) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
   Write(Export(source, "bert.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
-    if (w.name == "bert.encoder.layer.0.intermediate.dense.weight") std::swap(w.shape[0], w.shape[1]);
+    if (w.name == "bert.encoder.layer.0.intermediate.dense.weight")
+      std::swap(w.shape[0], w.shape[1]);
     return true;
   }));
   TransformerClassifier target = Build(TinyBertConfig(), 2);
@@ -276,10 +281,10 @@ class PretrainedObjectiveTest : public ::testing::Test {
     o.threads = 1;
     TUNE_ASSIGN_OR_RETURN(auto trainer, NewTorchTrainer(o));
     TUNE_ASSIGN_OR_RETURN(auto objective, MakeObjective(c, std::move(trainer)));
-    TUNE_ASSIGN_OR_RETURN(auto study,
-                          Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
-                                              std::make_unique<RandomSampler>(),
-                                              std::make_unique<NopPruner>(), 1));
+    TUNE_ASSIGN_OR_RETURN(
+        auto study,
+        Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
+                            std::make_unique<RandomSampler>(), std::make_unique<NopPruner>(), 1));
     TUNE_ASSIGN_OR_RETURN(auto trial, study->Ask());
     std::vector<Json> choice = {3e-3};
     TUNE_RETURN_IF_ERROR(

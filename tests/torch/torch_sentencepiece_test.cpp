@@ -15,7 +15,7 @@
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
 #include "torch/torch_models.h"
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 namespace tune::internal {
 namespace {

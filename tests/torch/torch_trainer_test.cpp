@@ -9,15 +9,15 @@
 #include <fstream>
 #include <random>
 
+#include "config/config.h"
+#include "memory/estimator.h"
 #include "testing/temp_dir.h"
-#include "tune/config.h"
-#include "tune/interrupt.h"
 #include "torch/torch_counting_allocator.h"
-#include "tune/memory/estimator.h"
+#include "train/tokenizer.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
-#include "tune/train/tokenizer.h"
+#include "util/interrupt.h"
 
 namespace tune {
 namespace {

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "testing/temp_dir.h"
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 namespace tune {
 namespace {

@@ -1,4 +1,4 @@
-#include "tune/train/hyperparams.h"
+#include "train/hyperparams.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
-#include "tune/train/pretrained.h"
+#include "train/pretrained.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 
+#include "config/config.h"
 #include "testing/scripted_trainer.h"
 #include "testing/temp_dir.h"
-#include "tune/config.h"
-#include "tune/train/safetensors.h"
+#include "train/safetensors.h"
 
 namespace tune {
 namespace {
@@ -135,7 +135,8 @@ TEST_F(PretrainedCheckpointTest, ResolvesNamesInOrder) {
   EXPECT_EQ(*ResolveCheckpoint("org/model", s), (repo / "snapshots" / "bbb").string());
   fs::create_directories(dir_.path() / "models" / "org" / "model");
   s.models_dir = (dir_.path() / "models").string();
-  EXPECT_EQ(*ResolveCheckpoint("org/model", s), (dir_.path() / "models" / "org" / "model").string());
+  EXPECT_EQ(*ResolveCheckpoint("org/model", s),
+            (dir_.path() / "models" / "org" / "model").string());
   s.catalog_checkpoint = "ckpt";
   EXPECT_EQ(*ResolveCheckpoint("org/model", s), ckpt_.string());
   fs::create_directories(dir_.path() / "org" / "model");
@@ -310,7 +311,8 @@ TEST_F(PretrainedCheckpointTest, SentencePieceCheckpointsAreUsable) {
   const std::string train_spm =
       "/usr/bin/python3 -c \"import sentencepiece as s; s.SentencePieceTrainer.train(input='" +
       (dir_.path() / "corpus.txt").string() + "', model_prefix='" + (ckpt_ / "spm").string() +
-      "', vocab_size=40, hard_vocab_limit=False, minloglevel=2, pad_id=0, pad_piece='[PAD]', bos_id=1, "
+      "', vocab_size=40, hard_vocab_limit=False, minloglevel=2, pad_id=0, pad_piece='[PAD]', "
+      "bos_id=1, "
       "bos_piece='[CLS]', eos_id=2, eos_piece='[SEP]', unk_id=3, unk_piece='[UNK]')\" 2>/dev/null";
   if (std::system(train_spm.c_str()) != 0) {
     GTEST_SKIP() << "python3-sentencepiece cannot train a model (Debian: python3-sentencepiece)";

@@ -1,4 +1,4 @@
-#include "tune/train/safetensors.h"
+#include "train/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -132,7 +132,8 @@ TEST_F(SafetensorsBadFileTest, HeaderLengthBeyondTheFile) {
 TEST_F(SafetensorsBadFileTest, TruncatedData) {
   testing::TempDir dir;
   const std::string good = (dir.path() / "good.safetensors").string();
-  ASSERT_TRUE(WriteSafetensors(good, {{"layer.weight", {4, 4}, std::vector<float>(16, 1.0f)}}).ok());
+  ASSERT_TRUE(
+      WriteSafetensors(good, {{"layer.weight", {4, 4}, std::vector<float>(16, 1.0f)}}).ok());
   const std::string bytes = Slurp(good);
   Status st = OpenStatus(bytes.substr(0, bytes.size() - 10));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
@@ -144,7 +145,8 @@ TEST_F(SafetensorsBadFileTest, TruncatedData) {
 }
 
 TEST_F(SafetensorsBadFileTest, UnknownDtype) {
-  Status st = OpenStatus(Raw(R"({"w":{"dtype":"F8_E9M9","shape":[2],"data_offsets":[0,2]}})", "ab"));
+  Status st =
+      OpenStatus(Raw(R"({"w":{"dtype":"F8_E9M9","shape":[2],"data_offsets":[0,2]}})", "ab"));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("tensor 'w': unknown dtype \"F8_E9M9\""), std::string::npos)
       << st.message();

@@ -1,4 +1,4 @@
-#include "tune/train/text_data.h"
+#include "train/text_data.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "testing/temp_dir.h"
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 namespace tune {
 namespace {
@@ -34,12 +34,13 @@ bool TrainSentencePiece(const fs::path& dir, const std::string& prefix, bool deb
                                   : "unk_id=0, bos_id=1, eos_id=2, pad_id=-1";
   const std::string script =
       "import sentencepiece as spm\n"
-      "spm.SentencePieceTrainer.train(input='" + (dir / "corpus.txt").string() +
-      "', model_prefix='" + (dir / prefix).string() + "', vocab_size=" + (deberta ? "80" : "120") + ", model_type='" +
+      "spm.SentencePieceTrainer.train(input='" +
+      (dir / "corpus.txt").string() + "', model_prefix='" + (dir / prefix).string() +
+      "', vocab_size=" + (deberta ? "80" : "120") + ", model_type='" +
       (deberta ? "unigram" : "bpe") + "', minloglevel=2, " + ids + ")\n";
   std::ofstream(dir / "train.py") << script;
-  return std::system(("/usr/bin/python3 " + (dir / "train.py").string() + " 2>/dev/null").c_str()) ==
-         0;
+  return std::system(
+             ("/usr/bin/python3 " + (dir / "train.py").string() + " 2>/dev/null").c_str()) == 0;
 }
 
 TEST(TokenizerFiles, ChoosesTheFirstTokenizerFilePresent) {
@@ -74,7 +75,9 @@ TEST(TokenizerFiles, MissingAndCorruptFilesAreNamed) {
   std::ofstream(d / "tokenizer.json") << "{\"model\": ";
   auto truncated = Tokenizer::FromCheckpointDir(d.string(), {});
   EXPECT_EQ(truncated.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(truncated.status().message().rfind((d / "tokenizer.json").string() + ":1:11: invalid JSON: ", 0), 0u)
+  EXPECT_EQ(truncated.status().message().rfind(
+                (d / "tokenizer.json").string() + ":1:11: invalid JSON: ", 0),
+            0u)
       << truncated.status().message();
   std::ofstream(d / "tokenizer.json", std::ios::trunc) << "[1, 2]";
   EXPECT_EQ(Tokenizer::FromCheckpointDir(d.string(), {}).status().message(),
@@ -90,8 +93,9 @@ TEST(TokenizerFiles, MissingAndCorruptFilesAreNamed) {
   WriteLines(d / "vocab.txt", {"[PAD]", "[UNK]", "[CLS]", "[SEP]"});
   std::ofstream(d / "tokenizer_config.json") << R"({"do_lower_case": "yes"})";
   auto config = Tokenizer::FromCheckpointDir(d.string(), {});
-  EXPECT_EQ(config.status().message(), (d / "tokenizer_config.json").string() +
-                                           ": \"do_lower_case\" is \"yes\"; expected true or false");
+  EXPECT_EQ(config.status().message(),
+            (d / "tokenizer_config.json").string() +
+                ": \"do_lower_case\" is \"yes\"; expected true or false");
 }
 
 TEST(TokenizerFiles, TokenizerConfigSetsLowercasing) {
@@ -102,7 +106,8 @@ TEST(TokenizerFiles, TokenizerConfigSetsLowercasing) {
   ASSERT_TRUE(uncased.ok()) << uncased.status().ToString();
   EXPECT_EQ(uncased->Encode("Café"), (Ids{6}));
   EXPECT_EQ(uncased->mask_id(), 4);
-  std::ofstream(d / "tokenizer_config.json") << R"({"do_lower_case": false, "strip_accents": null})";
+  std::ofstream(d / "tokenizer_config.json")
+      << R"({"do_lower_case": false, "strip_accents": null})";
   auto cased = Tokenizer::FromCheckpointDir(d.string(), {});
   ASSERT_TRUE(cased.ok()) << cased.status().ToString();
   EXPECT_FALSE(cased->lowercase());

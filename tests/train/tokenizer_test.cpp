@@ -1,4 +1,4 @@
-#include "tune/train/tokenizer.h"
+#include "train/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -55,7 +55,8 @@ TEST(Tokenizer, BasicTokenizerUsesUnicodeCategories) {
                    "ﬁ"}));
   EXPECT_EQ(t.SplitWords("हिन्दी ก่า 東京abc"),
             (Words{"हिनदी", "กา", "東", "京", "abc"}));
-  auto cased = Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);
+  auto cased =
+      Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);
   ASSERT_TRUE(cased.ok());
   EXPECT_EQ(cased->SplitWords("été Å"), (Words{"été", "Å"}));
 }

@@ -5,18 +5,18 @@
 //   trial=$(tune ask --study-name s --storage sqlite:///s.db --search-space '{...}')
 //   ... run something with the params ...
 //   tune tell --study-name s --storage sqlite:///s.db --trial-number N --values 0.25
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <iostream>
 #include <random>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "app.h"
 #include "commands.h"
-#include "tune/config.h"
+#include "config/config.h"
 #include "tune/study.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 namespace {
@@ -336,9 +336,10 @@ std::function<int()> DeclareAsk(CLI::App& command) {
   command.add_option("--storage", args->storage,
                      "Storage URL (default: the --config's storage, else sqlite:///tune.db); "
                      "never created");
-  command.add_option("--search-space", args->search_space,
-                     "The parameters, a JSON object: Optuna's distribution JSON per name, or "
-                     "tune's config form ({\"x\": {\"type\": \"float\", \"low\": 0, \"high\": 1}})");
+  command.add_option(
+      "--search-space", args->search_space,
+      "The parameters, a JSON object: Optuna's distribution JSON per name, or "
+      "tune's config form ({\"x\": {\"type\": \"float\", \"low\": 0, \"high\": 1}})");
   command.add_option("--config", args->config,
                      "A study config: its search space (conditional blocks included), sampler, "
                      "storage and directions (the study is created if missing)");
@@ -365,8 +366,9 @@ std::function<int()> DeclareTell(CLI::App& command) {
   command.add_option("--trial-number", args->trial_number, "The trial `tune ask` started")
       ->required()
       ->check(CLI::NonNegativeNumber);
-  command.add_option("--values", args->values,
-                     "Objective values (one per objective; inf, -inf allowed; nan fails the trial)");
+  command.add_option(
+      "--values", args->values,
+      "Objective values (one per objective; inf, -inf allowed; nan fails the trial)");
   command.add_option("--state", args->state,
                      "complete (default with --values), pruned or fail");
   command.add_flag("--skip-if-finished", args->skip_if_finished,

@@ -1,15 +1,15 @@
 // `tune enqueue --study NAME --params '{...}'`: adds a WAITING trial whose params are fixed
 // (Optuna's enqueue_trial); the next worker runs it before sampling new ones.
-#include <iostream>
-#include <map>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <map>
 
 #include "app.h"
 #include "commands.h"
 #include "tune/study.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 namespace {
@@ -89,8 +89,8 @@ int Enqueue(const EnqueueArgs& args) {
   auto pruner = MakePruner(PrunerConfig{});
   if (!sampler.ok()) return Fail(sampler.status());
   if (!pruner.ok()) return Fail(pruner.status());
-  auto study =
-      Study::Load(opened->storage, args.study, std::move(sampler).value(), std::move(pruner).value());
+  auto study = Study::Load(opened->storage, args.study, std::move(sampler).value(),
+                           std::move(pruner).value());
   if (!study.ok()) return Fail(study.status());
   auto trial = (*study)->EnqueueTrial(*params);
   if (!trial.ok()) return Fail(trial.status());

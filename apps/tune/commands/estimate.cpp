@@ -1,19 +1,19 @@
 // `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
 // (--measure) the same configuration run on CPU under the counting allocator.
-#include <iostream>
-#include <random>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <iostream>
+#include <random>
+
 #include "app.h"
 #include "commands.h"
+#include "memory/estimator.h"
 #include "torch_loader.h"
-#include "tune/device.h"
-#include "tune/json_file.h"
-#include "tune/memory/estimator.h"
+#include "train/trainer.h"
 #include "tune/model_catalog.h"
-#include "tune/train/trainer.h"
+#include "util/device.h"
+#include "util/json_file.h"
 
 namespace tune::app {
 namespace {
@@ -89,7 +89,8 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
   }
   c.request = MemoryRequestFor(model, hp, args.num_labels, args.num_features);
   c.request.train = !args.eval_only;
-  if (args.model != "mlp" && args.architecture == "decoder") c.request.architecture = Architecture::kDecoder;
+  if (args.model != "mlp" && args.architecture == "decoder")
+    c.request.architecture = Architecture::kDecoder;
   return c;
 }
 
@@ -174,31 +175,17 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
   return result.peak_memory_bytes;
 }
 
+// The estimate's terms (estimator.h's tables) as rows: term, size, bytes.
 std::vector<std::vector<std::string>> BreakdownRows(const MemoryEstimate& e) {
-  auto row = [](const std::string& name, int64_t bytes) {
-    return std::vector<std::string>{name, FormatBytes(bytes), std::to_string(bytes)};
+  std::vector<std::vector<std::string>> rows = {{"term", "size", "bytes"}};
+  auto add = [&rows](const std::string& label, int64_t bytes) {
+    rows.push_back({label, FormatBytes(bytes), std::to_string(bytes)});
   };
-  return {{"term", "size", "bytes"},
-          row("weights", e.weights),
-          row("gradients", e.gradients),
-          row("optimizer state", e.optimizer_state),
-          row("activations (saved)", e.activations),
-          row("inputs", e.inputs),
-          row("autocast weight copies", e.autocast_cache),
-          row("logits + loss", e.logits_loss),
-          row("backward temporaries", e.backward_transient),
-          row("embedding gradient", e.embedding_gradient),
-          row("optimizer step temporaries", e.optimizer_transient),
-          row("peak: forward", e.forward_peak),
-          row("peak: backward", e.backward_peak),
-          row("peak: optimizer step", e.optimizer_step_peak),
-          row("peak: eval", e.eval_peak),
-          row("allocated peak", e.allocated_peak),
-          row("allocator rounding", e.rounding),
-          row("fragmentation", e.fragmentation),
-          row("context", e.context),
-          row("workspaces", e.workspace),
-          row("device peak", e.device_peak)};
+  for (const auto& terms : {BreakdownTerms(e), PhaseTerms(e), DeviceTerms(e)}) {
+    for (const MemoryTerm& t : terms) add(t.label, t.bytes);
+  }
+  add("device peak", e.device_peak);
+  return rows;
 }
 
 int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const DeviceMemoryModel& device,
@@ -334,18 +321,22 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   auto args = std::make_shared<EstimateArgs>();
   command.add_option("--model", args->model, "Catalog model (or 'mlp' with --num-features)")
       ->required();
-  command.add_option("--catalog", args->catalog, "A model catalog file merged into the built-in one");
+  command.add_option("--catalog", args->catalog,
+                     "A model catalog file merged into the built-in one");
   command.add_option("--architecture", args->architecture,
                        "encoder (classifier, default) or decoder (GPT-2-style LM)");
-  command.add_option("--batch-size", args->batch_size, "Micro-batch size")->check(CLI::PositiveNumber);
+  command.add_option("--batch-size", args->batch_size, "Micro-batch size")
+      ->check(CLI::PositiveNumber);
   command.add_option("--max-length", args->max_length, "Tokens per example")
       ->check(CLI::PositiveNumber);
-  command.add_option("--max-lengths", args->max_lengths,
-                       "--max-batch: sequence lengths to tabulate (default 64..2048 up to the model's)")
+  command
+      .add_option("--max-lengths", args->max_lengths,
+                  "--max-batch: sequence lengths to tabulate (default 64..2048 up to the model's)")
       ->delimiter(',');
   command.add_option("--grad-accum", args->grad_accum, "Micro-batches per optimizer step")
       ->check(CLI::PositiveNumber);
-  command.add_option("--eval-batch-size", args->eval_batch_size, "Evaluation batch (default: batch size)");
+  command.add_option("--eval-batch-size", args->eval_batch_size,
+                     "Evaluation batch (default: batch size)");
   command.add_option("--precision", args->precision, "fp32, bf16, fp16 (autocast) or pure_bf16");
   command.add_flag("--gradient-checkpointing", args->gradient_checkpointing,
                      "Recompute each layer in backward");
@@ -353,8 +344,10 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--momentum", args->momentum, "SGD momentum (0: no buffer)");
   command.add_option("--weight-decay", args->weight_decay, "Weight decay");
   command.add_option("--dropout", args->dropout, "Dropout probability (0: no dropout masks)");
-  command.add_option("--num-labels", args->num_labels, "Classifier outputs")->check(CLI::PositiveNumber);
-  command.add_option("--classifier-layers", args->classifier_layers, "Hidden layers in the head (0-3)");
+  command.add_option("--num-labels", args->num_labels, "Classifier outputs")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--classifier-layers", args->classifier_layers,
+                     "Hidden layers in the head (0-3)");
   command.add_option("--classifier-hidden", args->classifier_hidden,
                        "Their width (default: the model's hidden size)");
   command.add_option("--num-features", args->num_features, "MLP input features");
@@ -365,7 +358,8 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
                      "cuda or cuda:N (caching allocator, context; default) or cpu");
   command.add_option("--device-memory", args->device_memory,
                        "Memory the run may use, e.g. 24GiB: says whether it fits");
-  command.add_option("--margin", args->margin, "Safety margin as a share of --device-memory (0.05)");
+  command.add_option("--margin", args->margin,
+                     "Safety margin as a share of --device-memory (0.05)");
   command.add_flag("--max-batch", args->max_batch,
                      "Print the largest batch that fits --device-memory per sequence length");
   command.add_option("--batch-limit", args->batch_limit, "--max-batch: largest batch tried (4096)")

@@ -3,6 +3,10 @@
 // CSV has the columns of Optuna's study.trials_dataframe(): number, value (values_0, ... for
 // several objectives), datetime_start, datetime_complete, duration, params_<name>...,
 // user_attrs_<key>..., state, with params and attributes sorted by name.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -12,13 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-#include <unistd.h>
-
 #include "app.h"
 #include "commands.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune::app {
 namespace {

@@ -1,17 +1,17 @@
 // `tune plan`: will these models, with N parallel requests, fit on the device? Weights per format,
 // per-request memory (KV cache, prefill, decode, logits), the total, the headroom, the largest
 // request count that fits and (--suggest) the changes that make it fit.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 #include <optional>
 
-#include <fmt/format.h>
-
 #include "app.h"
 #include "commands.h"
-#include "tune/device.h"
-#include "tune/json_file.h"
-#include "tune/memory/inference.h"
+#include "memory/inference.h"
+#include "util/device.h"
+#include "util/json_file.h"
 
 namespace tune::app {
 namespace {
@@ -72,7 +72,8 @@ Result<std::pair<Json, std::string>> PlanDocument(const PlanArgs& args) {
     if (!doc.is_object()) return InvalidArgumentError(*args.plan + ": a plan is a JSON object");
     source = *args.plan;
   } else if (args.models.empty()) {
-    return InvalidArgumentError("tune plan needs --plan FILE or at least one --model MODEL[=FORMAT]");
+    return InvalidArgumentError(
+        "tune plan needs --plan FILE or at least one --model MODEL[=FORMAT]");
   } else {
     doc["models"] = Json::array();
     for (const std::string& m : args.models) doc["models"].push_back(ModelFlag(m));
@@ -129,7 +130,8 @@ Json SuggestionsJson(const std::vector<PlanSuggestion>& s) {
 Json PlanJson(const InferencePlan& plan, const PlanResult& r,
               const std::optional<std::vector<PlanSuggestion>>& suggestions) {
   Json models = Json::array();
-  for (size_t k = 0; k < plan.models.size(); ++k) models.push_back(ModelJson(plan.models[k], r.models[k]));
+  for (size_t k = 0; k < plan.models.size(); ++k)
+    models.push_back(ModelJson(plan.models[k], r.models[k]));
   Json out{{"models", models},         {"requests", r.requests},
            {"weights", r.weights},     {"per_request", r.per_request},
            {"fragmentation", r.fragmentation}, {"context", r.context},
@@ -225,7 +227,8 @@ int Plan(const PlanArgs& args) {
   if (!result.ok()) return Fail(result.status());
   std::optional<std::vector<PlanSuggestion>> suggestions;
   if (args.suggest) {
-    if (!plan->device_memory) return Fail(InvalidArgumentError("--suggest needs --device-memory SIZE"));
+    if (!plan->device_memory)
+      return Fail(InvalidArgumentError("--suggest needs --device-memory SIZE"));
     auto s = SuggestPlanChanges(*plan, device);
     if (!s.ok()) return Fail(s.status());
     suggestions = std::move(*s);
@@ -251,7 +254,8 @@ std::function<int()> DeclarePlan(CLI::App& command) {
                      "MODEL[=FORMAT[:ROLE]] (repeatable): a catalog name, a config.json (or its "
                      "directory) or a Hugging Face cache name; FORMAT fp32, fp16, bf16, int8, "
                      "nf4, fp4 (+dq: double quantisation); ROLE generate, score, classify");
-  command.add_option("--catalog", args->catalog, "A model catalog file merged into the built-in one");
+  command.add_option("--catalog", args->catalog,
+                     "A model catalog file merged into the built-in one");
   command.add_option("--requests", args->requests, "Parallel requests")->check(CLI::PositiveNumber);
   command.add_option("--prompt-tokens", args->prompt_tokens, "Prompt tokens (generate, score)")
       ->check(CLI::PositiveNumber);
@@ -259,9 +263,11 @@ std::function<int()> DeclarePlan(CLI::App& command) {
       ->check(CLI::PositiveNumber);
   command.add_option("--max-length", args->max_length, "Tokens per sequence (classify)")
       ->check(CLI::PositiveNumber);
-  command.add_option("--device-memory", args->device_memory,
-                     "Device memory, e.g. 80GiB: says whether it fits and the largest request count");
-  command.add_option("--margin", args->margin, "Safety margin as a share of --device-memory (0.05)");
+  command.add_option(
+      "--device-memory", args->device_memory,
+      "Device memory, e.g. 80GiB: says whether it fits and the largest request count");
+  command.add_option("--margin", args->margin,
+                     "Safety margin as a share of --device-memory (0.05)");
   command.add_option("--device", args->device, "cuda (default: caching allocator, context) or cpu");
   command.add_flag("--suggest", args->suggest,
                    "List the changes that make the plan fit, ranked by memory saved");

@@ -1,20 +1,20 @@
 // `tune predict --model DIR --data FILE [--output FILE] [--format jsonl|csv]`: labels text with a
 // model saved by --save-best (or any checkpoint directory with a classifier head), and prints the
 // metric when the data has labels.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <fstream>
 #include <iostream>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "app.h"
 #include "commands.h"
 #include "torch_loader.h"
-#include "tune/objectives/train.h"
-#include "tune/train/metrics.h"
-#include "tune/train/save_best.h"
-#include "tune/train/text_data.h"
+#include "train/metrics.h"
+#include "train/save_best.h"
+#include "train/text_data.h"
+#include "train/train_objective.h"
 
 namespace tune::app {
 namespace {
@@ -32,20 +32,16 @@ struct PredictArgs {
   int64_t batch_size = 0;  // 0: the saved trial's
 };
 
-// The texts tokenized by the model's tokenizer, with their labels (-1: none) in
-// data.validation_*; `texts` keeps the raw text. NotFound/InvalidArgument naming file and line.
+// The texts tokenized by the model's tokenizer as the train objective tokenizes validation
+// texts, with their labels (-1: none) in data.validation_*; `texts` keeps the raw text.
+// NotFound/InvalidArgument naming file and line.
 Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
                        std::vector<std::string>& texts, bool& labelled) {
   TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(args.data, args.data_format));
   TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer,
                         Tokenizer::FromCheckpointDir(model.checkpoint.dir, TokenizerOptions{}));
-  data.num_labels = static_cast<int64_t>(model.labels.size());
-  data.label_names = model.labels;
-  data.vocab_size = tokenizer.vocab_size();
-  data.pad_id = tokenizer.pad_id();
-  data.cls_id = tokenizer.cls_id();
-  data.sep_id = tokenizer.sep_id();
-  const auto cap = static_cast<size_t>(std::max<int64_t>(MaxSequenceLength(model.checkpoint.model) - 2, 0));
+  TextDataset dataset;
+  dataset.labels = model.labels;
   labelled = !table.rows.empty();
   for (const DataRow& row : table.rows) {
     const Json& text = row.fields.value(args.text_column, Json());
@@ -54,7 +50,6 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
                                               args.text_column));
     }
     texts.push_back(text.get<std::string>());
-    data.validation_ids.push_back(tokenizer.Encode(texts.back(), cap));
     const Json& label = row.fields.value(args.label_column, Json());
     const std::string name = label.is_string() ? label.get<std::string>() : label.dump();
     auto at = std::find(model.labels.begin(), model.labels.end(), name);
@@ -65,8 +60,10 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
                                               args.data, row.line, name,
                                               JoinNames(model.labels)));
     }
-    data.validation_labels.push_back(at == model.labels.end() ? 0 : at - model.labels.begin());
+    dataset.validation.push_back(
+        {texts.back(), at == model.labels.end() ? 0 : at - model.labels.begin()});
   }
+  data = TokenizeTextDataset(dataset, tokenizer, MaxSequenceLength(model.checkpoint.model));
   return Status::Ok();
 }
 
@@ -155,10 +152,12 @@ int Predict(const PredictArgs& args) {
   std::ofstream file;
   if (!args.output.empty()) {
     file.open(args.output, std::ios::trunc);
-    if (!file) return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
+    if (!file)
+      return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
   }
   std::vector<int64_t> predictions;
-  WritePredictions(args, *model, texts, *logits, predictions, args.output.empty() ? std::cout : file);
+  WritePredictions(args, *model, texts, *logits, predictions,
+                   args.output.empty() ? std::cout : file);
   if (!labelled) return kExitOk;
   Json metrics = PredictMetrics(data, *logits, predictions);
   metrics["metric"] = model->metric;

@@ -3,18 +3,18 @@
 // template (apps/tune/report/report.html) with its style, script and Chart.js inlined and the
 // study's data as one JSON blob; report.js draws the charts in the browser. docs/report.md
 // describes every chart.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "app.h"
 #include "commands.h"
 #include "report/report_assets.h"
+#include "study/study_summary.h"
 #include "tune/importance.h"
-#include "tune/study_summary.h"
 #include "tune/trial_attrs.h"
 
 namespace tune::app {
@@ -122,7 +122,8 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
   for (const auto& t : trials) j["trials"].push_back(TrialJson(t, t0.value_or(TimePoint{})));
   j["distributions"] = Json::object();
   for (const auto& t : trials) {
-    for (const auto& [name, d] : t.distributions) j["distributions"][name] = Json::parse(DistributionToJson(d));
+    for (const auto& [name, d] : t.distributions)
+      j["distributions"][name] = Json::parse(DistributionToJson(d));
   }
   j["importance"] = ImportanceJson(trials, directions);
   return j;

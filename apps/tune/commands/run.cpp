@@ -1,24 +1,24 @@
 // `tune --study NAME ...`: runs (or resumes) a study from its config.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "app.h"
 #include "commands.h"
+#include "config/config.h"
+#include "memory/estimator.h"
+#include "memory/simulated_card.h"
 #include "progress.h"
+#include "study/study_summary.h"
 #include "torch_loader.h"
-#include "tune/config.h"
-#include "tune/interrupt.h"
-#include "tune/memory/estimator.h"
-#include "tune/memory/simulated_card.h"
 #include "tune/optimize.h"
 #include "tune/study.h"
-#include "tune/study_summary.h"
-#include "tune/text.h"
+#include "util/interrupt.h"
+#include "util/text.h"
 
 namespace tune::app {
 namespace {
@@ -32,7 +32,8 @@ extern "C" void OnSignal(int sig) {
 }
 
 Result<StudyConfig> LoadConfig(const RunArgs& args) {
-  fs::path path = args.config ? fs::path(*args.config) : fs::path("configs") / (args.study + ".json");
+  fs::path path =
+      args.config ? fs::path(*args.config) : fs::path("configs") / (args.study + ".json");
   auto config = LoadStudyConfig(path);
   if (!config.ok() && config.status().code() == StatusCode::kNotFound && !args.config) {
     std::vector<std::string> names;
@@ -159,7 +160,8 @@ Result<std::unique_ptr<Trainer>> LoadTrainerFor(const StudyConfig& config) {
     return std::unique_ptr<Trainer>();
   }
   const GuardOptions& guard = config.objective.train.guard;
-  if (guard.simulate) TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*guard.simulate, *guard.device_memory));
+  if (guard.simulate)
+    TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*guard.simulate, *guard.device_memory));
   TorchTrainerOptions options;
   options.device = config.objective.train.device;
   options.threads = config.objective.train.threads;
@@ -216,13 +218,14 @@ void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& conf
   }
   if (config.jobs != 1) {
     const std::optional<int64_t> capacity = objective.DeviceCapacity();
-    spdlog::info("Jobs: {}, each trial in its own process; {}",
-                 config.jobs == kJobsAuto
-                     ? fmt::format("auto (as many as the memory holds, at most {})", config.max_jobs)
-                     : std::to_string(config.jobs),
-                 capacity ? fmt::format("trials reserve their predicted peak of {} usable",
-                                        FormatBytes(*capacity))
-                          : std::string("no memory prediction: nothing is reserved"));
+    spdlog::info(
+        "Jobs: {}, each trial in its own process; {}",
+        config.jobs == kJobsAuto
+            ? fmt::format("auto (as many as the memory holds, at most {})", config.max_jobs)
+            : std::to_string(config.jobs),
+        capacity ? fmt::format("trials reserve their predicted peak of {} usable",
+                               FormatBytes(*capacity))
+                 : std::string("no memory prediction: nothing is reserved"));
   }
 }
 
@@ -313,7 +316,8 @@ int RunStudy(const RunArgs& args) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count(),
             *format);
   if (result->interrupted) {
-    spdlog::warn("Interrupted: {} trials finished this run; the study is consistent", result->trials_run);
+    spdlog::warn("Interrupted: {} trials finished this run; the study is consistent",
+                 result->trials_run);
     return kExitInterrupted;
   }
   return kExitOk;
@@ -321,7 +325,8 @@ int RunStudy(const RunArgs& args) {
 
 std::function<int()> DeclareRun(CLI::App& app) {
   auto run = std::make_shared<RunArgs>();
-  app.add_option("--study,--study-name", run->study, "Study name (and configs/NAME.json by default)");
+  app.add_option("--study,--study-name", run->study,
+                 "Study name (and configs/NAME.json by default)");
   app.add_option("--config", run->config, "Study config file (default: configs/NAME.json)");
   app.add_option("--n-trials", run->n_trials,
                  "Stop when the study holds N finished trials (resumes count earlier runs)")

@@ -3,19 +3,19 @@
 // the objective against a RemoteTrialHandle that forwards reports, pruning questions and
 // attributes over stdout/stdin (tune/objectives/trial_protocol.h), within the memory budget the
 // parent reserved for it. Its logs go to stderr, which the parent logs.
-#include <csignal>
-#include <iostream>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+#include <iostream>
+
 #include "app.h"
 #include "commands.h"
+#include "config/config.h"
+#include "memory/simulated_card.h"
+#include "objectives/trial_protocol.h"
 #include "torch_loader.h"
-#include "tune/config.h"
-#include "tune/interrupt.h"
-#include "tune/memory/simulated_card.h"
-#include "tune/objectives/trial_protocol.h"
+#include "util/interrupt.h"
 
 namespace tune::app {
 namespace {
@@ -41,7 +41,8 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
   }
   TrainObjectiveOptions& train = config.objective.train;
   if (train.guard.simulate) {  // the whole card, before device_memory becomes this trial's budget
-    TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*train.guard.simulate, *train.guard.device_memory));
+    TUNE_RETURN_IF_ERROR(
+        SetProcessSimulatedCard(*train.guard.simulate, *train.guard.device_memory));
   }
   train.device = args.device;
   train.guard.oom_retry = args.oom_retry;

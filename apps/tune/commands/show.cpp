@@ -32,10 +32,12 @@ int ListStudies(const ShowArgs& args) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"name", "direction", "n_trials", "datetime_start"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"name", "direction", "n_trials", "datetime_start"}};
   for (const StudyInfo& s : *studies) {
     std::string dirs;
-    for (auto d : s.directions) dirs += (dirs.empty() ? "" : ",") + std::string(StudyDirectionName(d));
+    for (auto d : s.directions)
+      dirs += (dirs.empty() ? "" : ",") + std::string(StudyDirectionName(d));
     rows.push_back({s.name, dirs, std::to_string(s.n_trials),
                     s.datetime_start ? FormatDatetime(*s.datetime_start) : ""});
   }
@@ -135,7 +137,9 @@ int ShowBestTrial(const ShowArgs& args) {
     return Fail(InvalidArgumentError("best-trial needs a single-objective study"));
   }
   auto best = FindBestTrial(study->trials, study->info.directions[0]);
-  if (!best) return Fail(FailedPreconditionError(fmt::format("study '{}' has no COMPLETE trial", args.study)));
+  if (!best)
+    return Fail(
+        FailedPreconditionError(fmt::format("study '{}' has no COMPLETE trial", args.study)));
   PrintBestTrial(*best, *format);
   return kExitOk;
 }

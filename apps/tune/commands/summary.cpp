@@ -1,13 +1,13 @@
 // `tune summary --study NAME [--format table|json]`, and the same summary at the end of a run:
 // trials by outcome with the time spent in each, the memory estimator's error over the trials
 // that measured a peak, the memory levers applied, and the best trial (or Pareto front).
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "app.h"
 #include "commands.h"
-#include "tune/study_summary.h"
+#include "study/study_summary.h"
 
 namespace tune::app {
 namespace {
@@ -85,7 +85,8 @@ std::string SummaryText(const std::string& study, const std::vector<StudyDirecti
   }
   out += "\n";
   size_t width = 0;
-  for (const auto& [c, row] : s.categories) width = std::max(width, std::string(TrialCategoryLabel(c)).size());
+  for (const auto& [c, row] : s.categories)
+    width = std::max(width, std::string(TrialCategoryLabel(c)).size());
   for (const auto& [c, row] : s.categories) {
     out += fmt::format("  {:<{}}  {:>6}  {:>9}\n", TrialCategoryLabel(c), width, row.trials,
                        Duration(row.seconds));

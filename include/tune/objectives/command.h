@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/objectives/memory_planner.h"
+#include "tune/memory_guard.h"
 #include "tune/objectives/objective.h"
 
 namespace tune {
@@ -48,17 +48,6 @@ const std::vector<std::string>& DefaultOomPatterns();
 
 // Names usable in templates besides the parameters.
 const std::vector<std::string>& CommandSpecialNames();
-
-// The placeholder names used in a template; InvalidArgument for an unbalanced brace.
-Result<std::vector<std::string>> TemplateNames(const std::string& text);
-
-// A param's value as templates write it: a string as is, a float as Python prints it, others as
-// JSON ("3", "true").
-std::string TemplateValueText(const Json& value);
-// Expands "{name}" placeholders ("{{" and "}}" are literal braces); nullopt when one names a
-// value that `values` lacks (an inactive parameter).
-std::optional<std::string> ExpandTemplate(const std::string& text,
-                                          const std::map<std::string, std::string>& values);
 
 // TUNE_PARAM_<NAME> for a parameter name.
 std::string ParamEnvName(const std::string& param);

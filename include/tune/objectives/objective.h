@@ -20,37 +20,9 @@
 
 namespace tune {
 
-struct TrialOutcome {
-  TrialState state = TrialState::kComplete;  // kComplete, kPruned or kFail
-  std::vector<double> values;                // kComplete: one per objective
-  std::string reason;                        // kPruned / kFail: why (also in user attrs)
-};
-
-// Records an out-of-memory trial the way every objective and the memory guard do (user
-// attributes of trial_attrs.h): oom=true, reason=`oom_reason` (kOom: it ran out of memory;
-// kPredicted: the memory guard did not run it) and oom_config = the params, their effective
-// batch size (batch_size * grad_accum, when both are numbers) and `details`. Returns the PRUNED
-// outcome with `reason`.
-Result<TrialOutcome> RecordOom(TrialHandle& trial, const Json& params, const Json& details,
-                               const std::string& reason, EndReason oom_reason = EndReason::kOom);
-
 // Records a trial stopped by Ctrl-C (interrupted=true, reason="interrupted", fail_reason) and
 // returns its FAIL outcome.
 Result<TrialOutcome> RecordInterrupted(TrialHandle& trial);
-
-// How a trial will run when several run at once (--jobs), decided before it starts.
-struct TrialPlan {
-  // Set: the trial does not run; its outcome is already recorded (for example the memory guard
-  // predicted that it does not fit even alone).
-  std::optional<TrialOutcome> outcome;
-  Json params = Json::object();  // what it runs with (memory levers applied)
-  int64_t reservation = 0;       // bytes of the device it holds while it runs (0: none)
-  bool exclusive = false;        // its memory is unknown: it runs only on an idle device
-  // The memory the trial was capped at while it ran (--jobs: its reservation); 0: the device's.
-  // An out-of-memory error under a cap tells calibration about that cap, not the device.
-  int64_t cap = 0;
-  std::string summary;           // how the reservation was reached, for the log
-};
 
 // A trial running in a child process (--jobs), started by Objective::Start and driven by the
 // run's loop in the parent, which alone owns the study: the process forwards the child's

@@ -50,7 +50,7 @@ class PgConnection : public rdb::Connection {
   Result<std::optional<int64_t>> DataVersion() override;
 
   // Runs SQL without parameters or results (DDL, SET, several statements at once).
-  Status ExecScript(const std::string& sql);
+  Status ExecScript(const std::string& sql) override;
   const std::string& name() const { return name_; }
   // "database 'db' on host:port as user 'u'", for messages.
   std::string Where() const;

@@ -1,17 +1,18 @@
 // OpenPostgresStorage: connects, checks that the database holds an Optuna schema tune knows (or
 // creates one in an empty database), and hands the connection to the shared RDB storage with
 // row locks on.
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "storages/postgres/postgres_connection.h"
+#include "storages/rdb/open_schema.h"
 #include "storages/rdb/rdb_storage.h"
 #include "storages/rdb/schema.h"
 #include "tune/storages/postgres.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -43,31 +44,17 @@ Status CheckKeywords(const PostgresUrl& url) {
   return Status::Ok();
 }
 
-struct Inspection {
-  bool empty = false;    // none of Optuna's tables: a new storage
-  std::string revision;  // set when !empty
-};
+using internal::rdb::Inspection;
 
 // What the database's current schema (search_path) holds. Reads only.
 Result<Inspection> Inspect(PgConnection& conn) {
-  std::vector<std::string> tables;
-  {
-    TUNE_ASSIGN_OR_RETURN(
-        ScopedQuery q,
-        ScopedQuery::Make(conn,
-                          "SELECT c.relname FROM pg_catalog.pg_class c JOIN "
-                          "pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
-                          "n.nspname = current_schema() AND c.relkind IN ('r', 'p')"));
-    while (true) {
-      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-      if (!row) break;
-      tables.push_back(q->Text(0));
-    }
-  }
-  std::vector<std::string> missing;
-  for (const std::string& t : internal::rdb::SchemaTables()) {
-    if (std::find(tables.begin(), tables.end(), t) == tables.end()) missing.push_back(t);
-  }
+  TUNE_ASSIGN_OR_RETURN(
+      std::vector<std::string> tables,
+      internal::rdb::QueryTexts(conn,
+                                "SELECT c.relname FROM pg_catalog.pg_class c JOIN "
+                                "pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE "
+                                "n.nspname = current_schema() AND c.relkind IN ('r', 'p')"));
+  const std::vector<std::string> missing = internal::rdb::MissingTables(tables);
   Inspection out;
   if (missing.size() == internal::rdb::SchemaTables().size()) {
     // Other applications' tables may share the database; Optuna adds its own beside them.
@@ -79,31 +66,11 @@ Result<Inspection> Inspect(PgConnection& conn) {
         "{} holds only part of an Optuna/tune storage (missing tables: {}); nothing was changed",
         conn.Where(), JoinNames(missing)));
   }
-  std::vector<std::string> revisions;
-  {
-    TUNE_ASSIGN_OR_RETURN(ScopedQuery q,
-                          ScopedQuery::Make(conn, "SELECT version_num FROM alembic_version"));
-    while (true) {
-      TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-      if (!row) break;
-      revisions.push_back(q->Text(0));
-    }
-  }
-  if (revisions.size() != 1) {
-    return InvalidArgumentError(fmt::format(
-        "{} records {} schema revisions in alembic_version ({}); tune needs exactly one of: {}",
-        conn.Where(), revisions.size(), revisions.empty() ? "none" : JoinNames(revisions),
-        internal::rdb::SupportedRevisionsText()));
-  }
-  out.revision = revisions[0];
-  if (!internal::rdb::IsSupportedRevision(out.revision)) {
-    return InvalidArgumentError(fmt::format(
-        "{} has Optuna schema revision '{}', which tune does not support; supported: {}{}",
-        conn.Where(), out.revision, internal::rdb::SupportedRevisionsText(),
-        internal::rdb::IsOlderOptunaRevision(out.revision)
-            ? fmt::format(". Upgrade it first: optuna storage upgrade --storage {}", conn.name())
-            : ". The database was written by a newer Optuna"));
-  }
+  const internal::rdb::DatabaseNaming naming{
+      conn.Where(),
+      fmt::format("Upgrade it first: optuna storage upgrade --storage {}", conn.name()),
+      "The database was written by a newer Optuna"};
+  TUNE_ASSIGN_OR_RETURN(out.revision, internal::rdb::CheckedRevision(conn, naming));
   return out;
 }
 
@@ -119,26 +86,12 @@ Result<Inspection> InspectInTransaction(PgConnection& conn) {
 // lock makes the others wait, and they then find the schema. DDL is transactional, so nobody
 // sees half a schema.
 Status CreateSchema(PgConnection& conn, const std::string& revision, int max_attempts) {
-  Status last;
-  for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
-    TUNE_RETURN_IF_ERROR(conn.Begin(internal::rdb::TxKind::kWrite));
-    Status s = conn.ExecScript(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey));
-    Result<Inspection> now = s.ok() ? Inspect(conn) : Result<Inspection>(s);
-    s = now.status();
-    if (s.ok() && now->empty) {
-      for (const std::string& sql :
-           internal::rdb::CreateSchemaStatements(internal::rdb::Dialect::kPostgres, revision)) {
-        s = conn.ExecScript(sql);
-        if (!s.ok()) break;
-      }
-    }
-    if (s.ok()) s = conn.Commit();
-    if (s.ok()) return s;
-    conn.Rollback();
-    if (s.code() != StatusCode::kUnavailable) return s;
-    last = s;
-  }
-  return UnavailableError(fmt::format("creating the schema: {}", last.message()));
+  return internal::rdb::CreateSchemaIfEmpty(
+      conn, internal::rdb::Dialect::kPostgres, revision, max_attempts, conn.Where(),
+      [&] {
+        return conn.ExecScript(fmt::format("SELECT pg_advisory_xact_lock({})", kSchemaLockKey));
+      },
+      [&] { return Inspect(conn); });
 }
 
 }  // namespace

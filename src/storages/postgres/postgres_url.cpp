@@ -1,12 +1,12 @@
 // ParsePostgresUrl: SQLAlchemy-style PostgreSQL URLs -> libpq keywords. No libpq here, so a
 // build without it still explains what a URL means.
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include "storages/rdb/schema.h"
 #include "tune/storages/postgres.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {

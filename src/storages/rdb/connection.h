@@ -62,6 +62,8 @@ class Connection {
   // another connection has committed since (SQLite: PRAGMA data_version). nullopt if the
   // database cannot tell (PostgreSQL); the storage then re-reads what it would otherwise keep.
   virtual Result<std::optional<int64_t>> DataVersion() = 0;
+  // Runs one or more statements without parameters or results (DDL, PRAGMA, SET).
+  virtual Status ExecScript(const std::string& sql) = 0;
 };
 
 // Binds arguments to a statement by position, runs it and resets it when it goes out of scope.

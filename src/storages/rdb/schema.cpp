@@ -1,10 +1,10 @@
 #include "storages/rdb/schema.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
-#include "tune/text.h"
+#include <algorithm>
+
+#include "util/text.h"
 
 namespace tune::internal::rdb {
 namespace {

@@ -37,7 +37,7 @@ class SqliteConnection : public rdb::Connection {
   Result<std::optional<int64_t>> DataVersion() override;
 
   // Runs one or more statements without results (PRAGMA, DDL).
-  Status ExecScript(const std::string& sql);
+  Status ExecScript(const std::string& sql) override;
   // Maps a SQLite result code to a Status: BUSY/LOCKED -> Unavailable, others -> Internal.
   Status Error(int rc, const std::string& what) const;
   const std::string& name() const { return name_; }

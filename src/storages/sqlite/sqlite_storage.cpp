@@ -1,5 +1,9 @@
 // OpenSqliteStorage: opens or creates the file, checks that it holds an Optuna schema tune
 // knows, and hands the connection to the shared RDB storage.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -7,15 +11,12 @@
 #include <random>
 #include <thread>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-#include <sqlite3.h>
-
+#include "storages/rdb/open_schema.h"
 #include "storages/rdb/rdb_storage.h"
 #include "storages/rdb/schema.h"
 #include "storages/sqlite/sqlite_connection.h"
 #include "tune/storages/sqlite.h"
-#include "tune/text.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -24,14 +25,7 @@ namespace fs = std::filesystem;
 using internal::rdb::ScopedQuery;
 using internal::sqlite::SqliteConnection;
 
-// Optuna's alembic revisions older than tune's (optuna/storages/_rdb/alembic/versions/).
-const std::vector<std::string> kOlderOptunaRevisions = {
-    "v0.9.0.a", "v1.2.0.a", "v1.3.0.a", "v2.4.0.a", "v2.6.0.a", "v3.0.0.a", "v3.0.0.b", "v3.0.0.c"};
-
-struct Inspection {
-  bool empty = false;    // no tables at all: a new database
-  std::string revision;  // set when !empty
-};
+using internal::rdb::Inspection;
 
 // What the file holds. Errors for anything but an empty database or a complete Optuna schema.
 // Reads only.
@@ -43,111 +37,51 @@ Result<Inspection> Inspect(SqliteConnection& conn, const std::string& path) {
         s.message().substr(
             s.message().rfind(": ") == std::string::npos ? 0 : s.message().rfind(": ") + 2)));
   };
-  std::vector<std::string> tables;
-  {
-    auto q = ScopedQuery::Make(conn, "SELECT name FROM sqlite_master WHERE type = 'table'");
-    if (!q.ok()) return unreadable(q.status());
-    while (true) {
-      Result<bool> row = q->Next();
-      if (!row.ok()) return unreadable(row.status());
-      if (!*row) break;
-      tables.push_back((*q)->Text(0));
-    }
-  }
+  auto tables =
+      internal::rdb::QueryTexts(conn, "SELECT name FROM sqlite_master WHERE type = 'table'");
+  if (!tables.ok()) return unreadable(tables.status());
   // Page-level damage shows up only when the pages are read: check them all (cheap next to a
   // study: one pass over the file).
-  {
-    auto q = ScopedQuery::Make(conn, "PRAGMA quick_check(5)");
-    if (!q.ok()) return unreadable(q.status());
-    std::vector<std::string> problems;
-    while (true) {
-      Result<bool> row = q->Next();
-      if (!row.ok()) return unreadable(row.status());
-      if (!*row) break;
-      std::string line = (*q)->Text(0);
-      if (line != "ok") problems.push_back(line);
-    }
-    if (!problems.empty()) {
-      return InvalidArgumentError(
-          fmt::format("'{}' is a corrupt SQLite database ({}); nothing "
-                      "was changed",
-                      path, JoinNames(problems, "; ")));
-    }
+  auto checked = internal::rdb::QueryTexts(conn, "PRAGMA quick_check(5)");
+  if (!checked.ok()) return unreadable(checked.status());
+  std::vector<std::string> problems;
+  for (const std::string& line : *checked) {
+    if (line != "ok") problems.push_back(line);
+  }
+  if (!problems.empty()) {
+    return InvalidArgumentError(
+        fmt::format("'{}' is a corrupt SQLite database ({}); nothing was changed", path,
+                    JoinNames(problems, "; ")));
   }
   Inspection out;
-  if (tables.empty()) {
-    out.empty = true;
-    return out;
-  }
-  std::vector<std::string> missing;
-  for (const std::string& t : internal::rdb::SchemaTables()) {
-    if (std::find(tables.begin(), tables.end(), t) == tables.end()) missing.push_back(t);
-  }
+  out.empty = tables->empty();
+  if (out.empty) return out;
+  const std::vector<std::string> missing = internal::rdb::MissingTables(*tables);
   if (!missing.empty()) {
     return InvalidArgumentError(fmt::format(
         "'{}' is a SQLite database but not an Optuna/tune storage (missing tables: {}); nothing "
         "was changed",
         path, JoinNames(missing)));
   }
-  std::vector<std::string> revisions;
-  {
-    auto q = ScopedQuery::Make(conn, "SELECT version_num FROM alembic_version");
-    if (!q.ok()) return unreadable(q.status());
-    while (true) {
-      Result<bool> row = q->Next();
-      if (!row.ok()) return unreadable(row.status());
-      if (!*row) break;
-      revisions.push_back((*q)->Text(0));
-    }
+  const internal::rdb::DatabaseNaming naming{
+      fmt::format("'{}'", path),
+      fmt::format("Upgrade the file first: optuna storage upgrade --storage sqlite:///{}", path),
+      "The file was written by a newer Optuna"};
+  Result<std::string> revision = internal::rdb::CheckedRevision(conn, naming);
+  if (!revision.ok()) {
+    return revision.status().code() == StatusCode::kInvalidArgument ? revision.status()
+                                                                    : unreadable(revision.status());
   }
-  if (revisions.size() != 1) {
-    return InvalidArgumentError(fmt::format(
-        "'{}' records {} schema revisions in alembic_version ({}); tune needs exactly one of: {}",
-        path, revisions.size(), revisions.empty() ? "none" : JoinNames(revisions),
-        internal::rdb::SupportedRevisionsText()));
-  }
-  out.revision = revisions[0];
-  if (!internal::rdb::IsSupportedRevision(out.revision)) {
-    bool older = std::find(kOlderOptunaRevisions.begin(), kOlderOptunaRevisions.end(),
-                           out.revision) != kOlderOptunaRevisions.end();
-    return InvalidArgumentError(fmt::format(
-        "'{}' has Optuna schema revision '{}', which tune does not support; supported: {}{}", path,
-        out.revision, internal::rdb::SupportedRevisionsText(),
-        older ? fmt::format(". Upgrade the file first: optuna storage upgrade --storage "
-                            "sqlite:///{}",
-                            path)
-              : ". The file was written by a newer Optuna"));
-  }
+  out.revision = *revision;
   return out;
 }
 
 // Creates the schema in an empty database, unless another process did it first.
 Status CreateSchema(SqliteConnection& conn, const std::string& path, const std::string& revision,
                     int max_attempts) {
-  Status last;
-  for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
-    Status begun = conn.Begin(internal::rdb::TxKind::kWrite);
-    if (begun.code() == StatusCode::kUnavailable) {
-      last = begun;
-      continue;
-    }
-    TUNE_RETURN_IF_ERROR(begun);
-    Result<Inspection> now = Inspect(conn, path);
-    Status s = now.status();
-    if (s.ok() && now->empty) {
-      for (const std::string& sql :
-           internal::rdb::CreateSchemaStatements(internal::rdb::Dialect::kSqlite, revision)) {
-        s = conn.ExecScript(sql);
-        if (!s.ok()) break;
-      }
-    }
-    if (s.ok()) s = conn.Commit();
-    if (s.ok()) return s;
-    conn.Rollback();
-    if (s.code() != StatusCode::kUnavailable) return s;
-    last = s;
-  }
-  return UnavailableError(fmt::format("creating the schema in '{}': {}", path, last.message()));
+  return internal::rdb::CreateSchemaIfEmpty(conn, internal::rdb::Dialect::kSqlite, revision,
+                                            max_attempts, fmt::format("'{}'", path), nullptr,
+                                            [&] { return Inspect(conn, path); });
 }
 
 // Puts the file in WAL mode. The switch needs the file to itself for a moment, and SQLite

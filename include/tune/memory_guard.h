@@ -1,0 +1,36 @@
+// MemoryPlanner: the memory guard's interface for objectives that run external programs (the
+// command objective's "memory" section, objectives/command.h). The command objective (tune_core)
+// asks it; tune_train's guard implements it (NewGuardPlanner, src/memory/guard_planner.h), so
+// the core needs no estimator. A program embedding tune_core may implement its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/status.h"
+#include "tune/study.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+class MemoryPlanner {
+ public:
+  virtual ~MemoryPlanner() = default;
+  // The memory trials may reserve together (device_memory x (1 - margin)); nullopt: unknown.
+  virtual std::optional<int64_t> Capacity() const = 0;
+  // Before the trial runs: its reservation and the params it runs with (memory levers applied),
+  // or, when it cannot fit, its outcome (recorded: PRUNED with reason "predicted").
+  virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) = 0;
+  // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
+  virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
+                                                     int64_t room) = 0;
+  // After it ran: its measured peak (bytes; -1: unknown) and whether it ran out of memory, for
+  // the trial's "memory" attribute and the next predictions.
+  virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) = 0;
+  // Variables for the program's environment (a simulated card).
+  virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
+};
+
+}  // namespace tune

@@ -1,0 +1,477 @@
+// The train objective's options in a study config ("objective": {"type": "train", ...};
+// docs/config.md): the data, tokenizer, metric, device, pretrained checkpoint, memory guard and
+// the hyperparameter defaults (every other key must be a training parameter, hyperparams.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "config/objective_config.h"
+#include "train/hyperparams.h"
+#include "train/pretrained.h"
+#include "util/device.h"
+#include "util/text.h"
+
+namespace tune::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The train objective's own keys (the others are hyperparameters), with their defaults.
+std::vector<OptionKey> OwnKeys() {
+  const TrainObjectiveOptions d;
+  return {{"task", "text_classification"},
+          {"data", nullptr},
+          {"tokenizer", nullptr},
+          {"metric", TrainMetricName(d.metric)},
+          {"device", d.device},
+          {"threads", d.threads},
+          {"ignore_params", Json::array()},
+          {"pretrained", nullptr},
+          {"init", "pretrained"},
+          {"models_dir", nullptr},
+          {"save_best", nullptr},
+          {"memory", nullptr}};
+}
+
+// Paths in the config are relative to its directory.
+struct PathResolver {
+  fs::path base_dir;
+  std::string operator()(const std::string& p) const {
+    return fs::absolute(base_dir / p).lexically_normal().string();
+  }
+};
+
+Status ParseTask(const JsonReader& r, TrainObjectiveOptions& out) {
+  TUNE_ASSIGN_OR_RETURN(std::string task, r.String("task", "text_classification"));
+  const std::vector<std::string> tasks = {"text_classification", "tabular_classification"};
+  if (task == "tabular_classification") {
+    out.task = TrainTask::kTabularClassification;
+    if (r.Has("tokenizer")) return r.ChildError("tokenizer", "applies to text_classification only");
+    if (r.Has("model")) {
+      return r.ChildError("model",
+                          "tabular_classification trains an MLP (mlp_layers, mlp_hidden), "
+                          "not a catalog model");
+    }
+  } else if (task != "text_classification") {
+    return r.ChildError("task", fmt::format("unknown task '{}'{}; valid: {}", task,
+                                            DidYouMean(task, tasks), JoinNames(tasks)));
+  }
+  return Status::Ok();
+}
+
+// "data": the files, their format and columns.
+Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& path,
+                      TextDataOptions& data) {
+  if (tabular) {
+    TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "label_column", "labels",
+                                      "validation_fraction", "split_seed", "feature_columns"}));
+  } else {
+    TUNE_RETURN_IF_ERROR(
+        d.CheckKeys({"train", "validation", "format", "text_column", "label_column", "labels",
+                     "validation_fraction", "split_seed", "max_text_bytes"}));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string train, d.RequiredString("train"));
+  data.train = path(train);
+  TUNE_ASSIGN_OR_RETURN(auto validation, d.OptString("validation"));
+  if (validation) data.validation = path(*validation);
+  TUNE_ASSIGN_OR_RETURN(data.format, d.String("format", "auto"));
+  if (Status st = DataFormatFor(data.train, data.format).status(); !st.ok()) {
+    return d.ChildError(d.Has("format") ? "format" : "train", st.message());
+  }
+  if (data.validation) {
+    if (Status st = DataFormatFor(*data.validation, data.format).status(); !st.ok()) {
+      return d.ChildError("validation", st.message());
+    }
+  }
+  TUNE_ASSIGN_OR_RETURN(data.text_column, d.String("text_column", "text"));
+  TUNE_ASSIGN_OR_RETURN(data.label_column, d.String("label_column", "label"));
+  TUNE_ASSIGN_OR_RETURN(data.labels, d.StringArray("labels"));
+  return Status::Ok();
+}
+
+// "data": the validation split and the text size limit.
+Status ParseDataSplit(const JsonReader& d, TextDataOptions& data) {
+  TUNE_ASSIGN_OR_RETURN(auto fraction, d.OptNumber("validation_fraction"));
+  if (fraction) {
+    if (!(*fraction > 0 && *fraction < 1)) {
+      return d.ChildError("validation_fraction", "must be between 0 and 1 (exclusive)");
+    }
+    if (data.validation) {
+      return d.ChildError("validation_fraction",
+                          "give either 'validation' or 'validation_fraction'");
+    }
+    data.validation_fraction = *fraction;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto split_seed, d.OptInt("split_seed"));
+  if (split_seed) {
+    if (*split_seed < 0) return d.ChildError("split_seed", "must be >= 0");
+    data.split_seed = static_cast<uint64_t>(*split_seed);
+  }
+  TUNE_ASSIGN_OR_RETURN(auto max_bytes, d.OptInt("max_text_bytes"));
+  if (max_bytes) {
+    if (*max_bytes < 1) return d.ChildError("max_text_bytes", "must be >= 1");
+    data.max_text_bytes = *max_bytes;
+  }
+  return Status::Ok();
+}
+
+Status ParseData(const JsonReader& r, const PathResolver& path, TrainObjectiveOptions& out) {
+  if (!r.Has("data")) {
+    return r.Error("missing required key 'data' ({\"train\": \"train.jsonl\", ...})");
+  }
+  const bool tabular = out.task == TrainTask::kTabularClassification;
+  JsonReader d = r.Child("data");
+  TUNE_RETURN_IF_ERROR(ParseDataFiles(d, tabular, path, out.data));
+  TUNE_RETURN_IF_ERROR(ParseDataSplit(d, out.data));
+  if (!tabular) return Status::Ok();
+  TabularDataOptions& t = out.tabular;
+  t.train = out.data.train;
+  t.validation = out.data.validation;
+  t.format = out.data.format;
+  t.label_column = out.data.label_column;
+  t.labels = out.data.labels;
+  t.validation_fraction = out.data.validation_fraction;
+  t.split_seed = out.data.split_seed;
+  TUNE_ASSIGN_OR_RETURN(t.feature_columns, d.StringArray("feature_columns"));
+  return Status::Ok();
+}
+
+Status ParseTokenizer(const JsonReader& r, const PathResolver& path, TrainObjectiveOptions& out) {
+  if (!r.Has("tokenizer")) return Status::Ok();
+  JsonReader t = r.Child("tokenizer");
+  TUNE_RETURN_IF_ERROR(t.CheckKeys({"vocab", "lowercase", "vocab_size", "min_count"}));
+  TUNE_ASSIGN_OR_RETURN(auto vocab, t.OptString("vocab"));
+  if (vocab) out.vocab = path(*vocab);
+  TUNE_ASSIGN_OR_RETURN(out.tokenizer.lowercase, t.Bool("lowercase", true));
+  TUNE_ASSIGN_OR_RETURN(auto vocab_size, t.OptInt("vocab_size"));
+  if (vocab_size) {
+    if (out.vocab)
+      return t.ChildError("vocab_size", "applies only without 'vocab' (a built vocabulary)");
+    if (*vocab_size < 16) return t.ChildError("vocab_size", "must be >= 16");
+    out.tokenizer.vocab_size = *vocab_size;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto min_count, t.OptInt("min_count"));
+  if (min_count) {
+    if (*min_count < 1) return t.ChildError("min_count", "must be >= 1");
+    out.tokenizer.min_count = *min_count;
+  }
+  return Status::Ok();
+}
+
+// "metric", "device", "threads", "ignore_params".
+Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
+  TUNE_ASSIGN_OR_RETURN(std::string metric, r.String("metric", "macro_f1"));
+  auto m = ParseTrainMetric(metric);
+  if (!m.ok()) return r.ChildError("metric", m.status().message());
+  out.metric = *m;
+  TUNE_ASSIGN_OR_RETURN(out.device, r.String("device", "cpu"));
+  if (Status st = ParseDevice(out.device).status(); !st.ok()) {
+    return r.ChildError("device", st.message());
+  }
+  TUNE_ASSIGN_OR_RETURN(auto threads, r.OptInt("threads"));
+  if (threads) {
+    if (*threads < 0) return r.ChildError("threads", "must be >= 0 (0: one per core)");
+    out.threads = *threads;
+  }
+  TUNE_ASSIGN_OR_RETURN(out.ignore_params, r.StringArray("ignore_params"));
+  return Status::Ok();
+}
+
+// A pretrained checkpoint directory (ParseStudyConfig put it in the catalog under the name as
+// written): its tokenizer files (Tokenizer::FromCheckpointDir) are the vocabulary and it is the
+// model.
+Status ParsePretrained(const JsonReader& r, const PathResolver& path, TrainObjectiveOptions& out) {
+  TUNE_ASSIGN_OR_RETURN(auto pretrained, r.OptString("pretrained"));
+  if (!pretrained) return Status::Ok();
+  if (out.task == TrainTask::kTabularClassification) {
+    return r.ChildError("pretrained", "applies to text_classification only");
+  }
+  if (out.vocab) {
+    return r.ChildError("pretrained",
+                        "the checkpoint brings its own vocabulary; remove \"tokenizer\": "
+                        "{\"vocab\": ...}");
+  }
+  if (r.Has("model")) {
+    return r.ChildError("model", "\"pretrained\" is the model (its config.json); remove \"model\"");
+  }
+  out.pretrained = path(*pretrained);
+  out.vocab = PretrainedVocabPath(*out.pretrained);
+  out.defaults["model"] = *pretrained;  // the catalog entry is named as written
+  return Status::Ok();
+}
+
+// "init", "models_dir" (read again where the checkpoints are resolved, ResolveCheckpoints) and
+// "save_best".
+Status ParseCheckpointOptions(const JsonReader& r, const ObjectiveContext& context,
+                              TrainObjectiveOptions& out) {
+  TUNE_ASSIGN_OR_RETURN(CheckpointKeys keys, ReadCheckpointKeys(r, context.base_dir));
+  const bool text = out.task == TrainTask::kTextClassification;
+  out.init_pretrained = text && keys.pretrained && !out.pretrained;
+  if (out.init_pretrained && out.vocab) {
+    return r.ChildError("tokenizer",
+                        "with \"init\": \"pretrained\" each checkpoint brings its "
+                        "own tokenizer; remove \"vocab\" or set \"init\": \"scratch\"");
+  }
+  TUNE_ASSIGN_OR_RETURN(auto save_best, r.OptString("save_best"));
+  if (save_best) {
+    if (!text) return r.ChildError("save_best", "applies to text_classification only");
+    out.save_best = PathResolver{context.base_dir}(*save_best);
+  }
+  return Status::Ok();
+}
+
+// Hyperparameter defaults: every key that is not the objective's own, checked now and applied
+// in every trial under the trial's params. Returns them applied to the built-in defaults.
+Result<TrainHyperparams> ParseHyperparamDefaults(const JsonReader& r, TrainObjectiveOptions& out) {
+  std::vector<std::string> own = KeyNames(OwnKeys());
+  own.push_back("type");
+  TrainHyperparams probe;
+  for (const auto& [key, value] : r.json().items()) {
+    if (std::find(own.begin(), own.end(), key) != own.end()) continue;
+    const std::string canonical = *CanonicalHyperparam(key);
+    if (out.defaults.contains(canonical)) {
+      return r.ChildError(key, fmt::format("'{}' is set twice (as '{}' too)", canonical, key));
+    }
+    if (Status st = SetHyperparam(probe, key, value); !st.ok())
+      return r.ChildError(key, st.message());
+    out.defaults[canonical] = value;
+  }
+  return probe;
+}
+
+// "memory": {...} of a train objective: the memory guard's options (guard.h).
+// "simulate": true (the card "tune") or a card name: every trial process charges one simulated
+// card of device_memory bytes in shared memory (simulated_card.h).
+Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
+  if (!r.Has("simulate") || r.json().at("simulate").is_null()) return Status::Ok();
+  const Json& v = r.json().at("simulate");
+  if (v.is_boolean()) {
+    if (v.get<bool>()) out.simulate = "tune";
+  } else if (v.is_string()) {
+    out.simulate = v.get<std::string>();
+  } else {
+    return r.ChildError("simulate", "expected true or a card name, got " + JsonReader::Describe(v));
+  }
+  if (!out.simulate) return Status::Ok();
+  const std::string& name = *out.simulate;
+  const bool ok = !name.empty() && name.size() <= 64 &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                           c == '.';
+                  });
+  if (!ok) {
+    return r.ChildError("simulate", fmt::format("card name '{}': use 1-64 letters, digits, '-', "
+                                                "'_' or '.'",
+                                                name));
+  }
+  if (!out.device_memory) {
+    return r.ChildError("simulate", "needs \"device_memory\": the simulated card's size");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys) {
+  for (const char* k : {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate",
+                        "cuda_context", "cuda_workspace", "fragmentation", "simulate",
+                        "shrink_to_start"}) {
+    keys.emplace_back(k);
+  }
+  TUNE_RETURN_IF_ERROR(r.CheckKeys(keys));
+  // A size: "24GiB", "512MiB" or a number of bytes.
+  auto size = [&](const std::string& key, bool positive) -> Result<std::optional<int64_t>> {
+    if (!r.Has(key) || r.json().at(key).is_null()) return std::optional<int64_t>();
+    const Json& v = r.json().at(key);
+    Result<int64_t> bytes =
+        v.is_string() ? ParseBytes(v.get<std::string>())
+        : v.is_number_integer()
+            ? Result<int64_t>(v.get<int64_t>())
+            : Result<int64_t>(InvalidArgumentError(
+                  "expected a size such as \"24GiB\" or a number of bytes, got " +
+                  JsonReader::Describe(v)));
+    if (!bytes.ok()) return r.ChildError(key, bytes.status().message());
+    if (*bytes < 0 || (positive && *bytes == 0)) {
+      return r.ChildError(key, positive ? "must be > 0" : "must be >= 0");
+    }
+    return std::optional<int64_t>(*bytes);
+  };
+  TUNE_ASSIGN_OR_RETURN(out.device_memory, size("device_memory", true));
+  TUNE_ASSIGN_OR_RETURN(out.cuda_context, size("cuda_context", false));
+  TUNE_ASSIGN_OR_RETURN(out.cuda_workspace, size("cuda_workspace", false));
+  TUNE_ASSIGN_OR_RETURN(auto fragmentation, r.OptNumber("fragmentation"));
+  if (fragmentation) {
+    if (!(*fragmentation >= 0.0 && *fragmentation <= 1.0)) {
+      return r.ChildError("fragmentation", fmt::format("{} must be in [0, 1]", *fragmentation));
+    }
+    out.fragmentation = *fragmentation;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto margin, r.OptNumber("margin"));
+  if (margin) {
+    if (!(*margin >= 0.0 && *margin < 1.0)) {
+      return r.ChildError("margin", fmt::format("{} must be in [0, 1)", *margin));
+    }
+    out.margin = *margin;
+  }
+  TUNE_ASSIGN_OR_RETURN(out.admission, r.Bool("admission", out.admission));
+  TUNE_ASSIGN_OR_RETURN(out.calibrate, r.Bool("calibrate", out.calibrate));
+  TUNE_ASSIGN_OR_RETURN(out.shrink_to_start, r.Bool("shrink_to_start", out.shrink_to_start));
+  TUNE_ASSIGN_OR_RETURN(auto retry, r.OptInt("oom_retry"));
+  if (retry) {
+    if (*retry < 0 || *retry > 10) {
+      return r.ChildError("oom_retry", fmt::format("{} must be in [0, 10]", *retry));
+    }
+    out.oom_retry = *retry;
+  }
+  if (r.Has("levers")) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<std::string> levers, r.StringArray("levers"));
+    const auto& valid = GuardLeverNames();
+    out.lever_grad_accum = out.lever_checkpointing = false;
+    for (const auto& lever : levers) {
+      if (lever == "grad_accum") {
+        out.lever_grad_accum = true;
+      } else if (lever == "gradient_checkpointing") {
+        out.lever_checkpointing = true;
+      } else {
+        return r.ChildError("levers", fmt::format("unknown lever '{}'{}; valid: {}", lever,
+                                                  DidYouMean(lever, valid), JoinNames(valid)));
+      }
+    }
+  }
+  return ParseSimulate(r, out);
+}
+
+namespace {
+
+void CollectParams(const SpaceBlock& block, std::vector<const ParamSpec*>& out) {
+  for (const auto& p : block.params) out.push_back(&p);
+  for (const auto& c : block.children) CollectParams(c, out);
+}
+
+// The models the search space's "model" parameter (and the objective's "model") may choose;
+// every parameter must be a training parameter (or ignored) whose values fit the device.
+Status CheckSpaceParams(const JsonReader& r, const StudyConfig& config,
+                        const TrainObjectiveOptions& out, std::vector<std::string>& models) {
+  std::vector<const ParamSpec*> params;
+  CollectParams(config.space.root(), params);
+  for (const ParamSpec* p : params) {
+    if (std::find(out.ignore_params.begin(), out.ignore_params.end(), p->name) !=
+        out.ignore_params.end()) {
+      continue;
+    }
+    auto canonical = CanonicalHyperparam(p->name);
+    const std::string where = fmt::format("search-space parameter '{}'", p->name);
+    if (!canonical) {
+      return r.Error(
+          fmt::format("{} is not a training parameter{}; list it in \"ignore_params\" if "
+                      "only conditions read it",
+                      where, DidYouMean(p->name, HyperparamNamesAndAliases())));
+    }
+    std::vector<Json> values;
+    if (const auto* c = std::get_if<CategoricalDistribution>(&p->distribution)) {
+      values = c->choices;
+    } else if (const auto* f = std::get_if<FloatDistribution>(&p->distribution)) {
+      values = {f->low, f->high};
+    } else if (const auto* i = std::get_if<IntDistribution>(&p->distribution)) {
+      values = {i->low, i->high};
+    }
+    for (const Json& v : values) {
+      TrainHyperparams probe;
+      if (Status st = SetHyperparam(probe, p->name, v); !st.ok()) {
+        return r.Error(fmt::format("{}: {}", where, st.message()));
+      }
+      if (*canonical == "model") models.push_back(v.get<std::string>());
+      if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+        return r.Error(fmt::format("{}: {}", where, st.message()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<OptionKey> TrainObjectiveKeys() {
+  std::vector<OptionKey> keys = OwnKeys();
+  const Json defaults = HyperparamsToJson(TrainHyperparams{});
+  for (const auto& name : HyperparamNamesAndAliases()) {
+    const std::string canonical = CanonicalHyperparam(name).value_or(name);
+    keys.push_back({name, defaults.contains(canonical) ? defaults[canonical] : Json()});
+  }
+  return keys;
+}
+
+Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
+                           ObjectiveConfig& config) {
+  TrainObjectiveOptions& out = config.train;
+  const PathResolver path{context.base_dir};
+  TUNE_RETURN_IF_ERROR(ParseTask(r, out));
+  TUNE_RETURN_IF_ERROR(ParseData(r, path, out));
+  TUNE_RETURN_IF_ERROR(ParseTokenizer(r, path, out));
+  TUNE_RETURN_IF_ERROR(ParseRunOptions(r, out));
+  TUNE_RETURN_IF_ERROR(ParsePretrained(r, path, out));
+  TUNE_RETURN_IF_ERROR(ParseCheckpointOptions(r, context, out));
+  TUNE_ASSIGN_OR_RETURN(TrainHyperparams probe, ParseHyperparamDefaults(r, out));
+  if (r.Has("memory")) TUNE_RETURN_IF_ERROR(ParseGuardOptions(r.Child("memory"), out.guard));
+  if (Status st = CheckPrecisionForDevice(probe.precision, out.device); !st.ok()) {
+    return r.ChildError(r.Has("precision") ? "precision" : "mixed_precision", st.message());
+  }
+  return Status::Ok();
+}
+
+Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
+                           TrainObjectiveOptions& out) {
+  const StudyDirection want = TrainMetricDirection(out.metric);
+  if (config.directions.size() != 1 || config.directions[0] != want) {
+    return InvalidArgumentError(fmt::format(
+        "{}: /direction: the train objective's metric '{}' is {}d; set \"direction\": \"{}\"",
+        r.file(), TrainMetricName(out.metric),
+        want == StudyDirection::kMaximize ? "maximize" : "minimize",
+        want == StudyDirection::kMaximize ? "maximize" : "minimize"));
+  }
+  std::vector<std::string> models;
+  TUNE_RETURN_IF_ERROR(CheckSpaceParams(r, config, out, models));
+  if (out.pretrained && !models.empty()) {
+    return r.Error(
+        "search-space parameter 'model': the objective trains its \"pretrained\" checkpoint; "
+        "remove the parameter or the checkpoint");
+  }
+  if (out.task == TrainTask::kTabularClassification) {
+    if (!models.empty()) {
+      return r.Error(
+          "search-space parameter 'model': tabular_classification trains an MLP, not a "
+          "catalog model");
+    }
+    return Status::Ok();
+  }
+  if (out.defaults.contains("model")) models.push_back(out.defaults["model"].get<std::string>());
+  if (models.empty()) {
+    return r.Error("no model: set \"model\" here or add a 'model' parameter to the search space");
+  }
+  std::sort(models.begin(), models.end());
+  models.erase(std::unique(models.begin(), models.end()), models.end());
+  const ModelCatalog& catalog = config.space.catalog();
+  for (const auto& name : models) {
+    auto spec = catalog.Find(name);
+    if (out.init_pretrained && (!spec.ok() || (*spec)->checkpoint.empty())) {
+      // A name ResolveCheckpoints did not see (a "model" parameter without "choices").
+      TUNE_ASSIGN_OR_RETURN(CheckpointKeys keys,
+                            ReadCheckpointKeys(r, fs::path(r.file()).parent_path()));
+      auto dir = ResolveModelCheckpoint(name, catalog, keys, fs::path(r.file()).parent_path());
+      return NotFoundError(fmt::format(
+          "{}: /objective: \"init\" is \"pretrained\", but {}; set \"init\": \"scratch\" to "
+          "train it from random weights",
+          r.file(), dir.ok() ? fmt::format("model '{}' was not resolved", name)
+                             : dir.status().message()));
+    }
+    if (!spec.ok()) return r.Error(spec.status().message());
+    TrainHyperparams probe;
+    probe.max_length = 2;
+    if (Status st = CheckModelForTraining(**spec, probe); !st.ok()) return r.Error(st.message());
+  }
+  out.models = std::move(models);
+  return Status::Ok();
+}
+
+}  // namespace tune::internal

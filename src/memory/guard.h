@@ -1,0 +1,151 @@
+// The memory guard's decisions [tune_train]: what to do with a trial before it runs (admission),
+// how to shrink it after an out-of-memory error (retry), and what the study's own trials say
+// about the estimator (calibration). No LibTorch here: the train objective (train.cpp) applies
+// these decisions around the Trainer, which measures and enforces the budget.
+//
+// Admission: the trial's configuration is estimated (estimator.h) and the estimate, times the
+// model family's fitted correction, is compared with the usable memory, device_memory × (1 −
+// margin). If it does not fit, the levers the config allows are tried, cheapest first: halving
+// the micro-batch while doubling gradient accumulation (the effective batch stays the same; only
+// while the micro-batch is even), then gradient checkpointing with each of those micro-batches.
+// The first configuration that fits runs; if none does the trial is pruned without running.
+//
+// Calibration: every trial the guard ran records user attribute "memory" (MemoryAttr in
+// trial_attrs.h, read back as the MemoryRecords below): the estimate, the measured peak and
+// whether it ran out of memory. A family's correction is the
+// largest of measured/estimate over its last trials (at least 1 - 1/8 of the estimate's own
+// value: the estimator is never trusted to overestimate by more), and every run-time OOM at
+// estimate E under a budget D raises it to at least D/E plus a step, so a configuration like
+// the one that failed is no longer admitted.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memory/estimator.h"
+#include "train/hyperparams.h"
+#include "tune/distributions.h"
+#include "tune/model_catalog.h"
+#include "tune/status.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+struct GuardOptions {
+  // The memory trials may use. CPU: the counting allocator's budget (a simulated card); CUDA:
+  // the card's memory, or less (the allocator is capped with setMemoryFraction). Unset on CPU:
+  // no budget, no admission; unset on CUDA: the card's total memory.
+  std::optional<int64_t> device_memory;
+  double margin = 0.05;           // share of device_memory kept free
+  bool admission = true;          // estimate each trial before it runs
+  bool lever_grad_accum = true;   // admission may halve batch_size and double grad_accum
+  bool lever_checkpointing = true;  // admission may turn on gradient checkpointing
+  // --jobs: a waiting trial that does not fit beside the running ones starts at once at a
+  // smaller micro-batch (the grad_accum lever only) when one fits the memory left.
+  bool shrink_to_start = true;
+  int64_t oom_retry = 0;          // run-time OOM: retries at half the micro-batch, ×2 accumulation
+  bool calibrate = true;          // fit each model family's correction from the study's trials
+  // The CUDA device model's defaults (estimator.h, DeviceMemoryModel::Cuda()), when set. Unset
+  // context: measured at each trial start as total - free - reserved.
+  std::optional<int64_t> cuda_context;
+  std::optional<int64_t> cuda_workspace;
+  std::optional<double> fragmentation;
+  // CPU tests and benchmarks: the name of a simulated card of device_memory bytes that every
+  // trial process charges (simulated_card.h); unset: none.
+  std::optional<std::string> simulate;
+};
+
+// DeviceMemoryModel::Cuda() with the options' overrides, and `measured_context` (bytes, -1:
+// none) where the options set no context.
+DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_context);
+
+// "grad_accum", "gradient_checkpointing".
+const std::vector<std::string>& GuardLeverNames();
+
+// usable = device_memory × (1 − margin).
+int64_t UsableMemory(int64_t device_memory, double margin);
+
+// What one trial's run taught about memory: user attribute "memory" of a trial.
+struct MemoryRecord {
+  std::string family;  // MemoryFamily(): "bert", "deberta-v2/bf16", "mlp", ...
+  int64_t estimate = 0;       // device_peak estimated for the configuration that ran
+  int64_t device_memory = 0;  // the budget it ran under
+  int64_t peak = -1;         // measured peak; -1: not measured
+  bool oom = false;          // ran out of memory at run time
+  std::string model;         // the model's name; "": only the family learns
+  int64_t cap = 0;           // --jobs: the reservation it was capped at (0: device_memory)
+};
+
+// The calibration key of a configuration: the model's model_type, plus "/<precision>" when not
+// fp32 (the estimator's error differs between the two).
+std::string MemoryFamily(const ModelSpec& model, Precision precision);
+
+// Per-family correction factors fitted from records (see the header comment).
+class MemoryCalibration {
+ public:
+  static constexpr double kMin = 0.875;   // never trust an estimate to be more than 1/8 high
+  static constexpr double kMax = 4.0;     // a correction above this means a broken estimate
+  static constexpr double kOomStep = 1.02;
+  // An OOM under a --jobs cap (the trial's own prediction): the prediction was low by an unknown
+  // amount, so the next one grows by this step rather than creeping up.
+  static constexpr double kCappedOomStep = 1.15;
+  // A model with no record yet reserves this much more than its family's correction (at least
+  // 1): the estimator has not been checked on it, and an OOM costs a whole trial.
+  static constexpr double kUnmeasuredHeadroom = 1.15;
+  static constexpr size_t kWindow = 64;   // measured records per family that count
+
+  void Add(const MemoryRecord& record);
+  // 1.0 for a family with no records. With `model`: the model's own correction once it has
+  // records (the estimator's error differs between sizes of one family), else the family's, at
+  // least 1.0, times kUnmeasuredHeadroom (a model never measured is not trusted to be
+  // overestimated like its relatives).
+  double Correction(const std::string& family, const std::string& model = "") const;
+  int64_t records(const std::string& family) const;
+  Json ToJson() const;
+
+ private:
+  struct Family {
+    std::vector<double> ratios;  // measured / estimate, newest last
+    double oom_floor = 0.0;      // from run-time OOMs
+    int64_t n = 0;
+  };
+  static void AddTo(Family& f, const MemoryRecord& r);
+  static double CorrectionOf(const Family& f);
+  std::map<std::string, Family> families_;
+  std::map<std::pair<std::string, std::string>, Family> models_;  // (family, model)
+};
+
+// The records of the finished trials in `history` (user attribute "memory").
+MemoryCalibration CalibrationFromHistory(const TrialHistory& history);
+Json MemoryRecordToJson(const MemoryRecord& r);
+// A trial's user attribute "memory": its record, and one OOM record per entry of "oom_retries"
+// that has an "estimate" (the attempts oom_retry shrank). Empty for malformed input.
+std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j);
+
+enum class AdmissionVerdict { kRun, kRunWithLevers, kReject };
+const char* AdmissionVerdictName(AdmissionVerdict v);
+
+struct Admission {
+  AdmissionVerdict verdict = AdmissionVerdict::kRun;
+  MemoryRequest request;           // what will run (levers applied)
+  MemoryEstimate estimate;         // of `request`
+  int64_t predicted = 0;           // estimate.device_peak × correction
+  int64_t requested_estimate = 0;  // device_peak of the trial's own configuration
+  double correction = 1.0;
+  int64_t usable = 0;
+  std::string levers;  // "" or e.g. "batch_size 32 -> 16, grad_accum 1 -> 2"
+};
+
+// Decides whether `request` fits `usable` bytes (see the header comment). InvalidArgument when
+// the estimator cannot estimate it.
+Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryModel& device,
+                             int64_t usable, double correction, const GuardOptions& options);
+
+// Half the micro-batch and twice the accumulation, keeping the effective batch. False (nothing
+// changed) when the micro-batch is odd or 1.
+bool HalveMicroBatch(int64_t& batch_size, int64_t& grad_accum);
+
+}  // namespace tune

@@ -1,0 +1,83 @@
+// Running an objective's trial in a child process (--jobs): the child is `tune run-trial`, which
+// runs the objective in process against a RemoteTrialHandle; the parent, which alone owns the
+// study, drives it through a ChildTrialProcess.
+//
+// The protocol is one JSON object per line. The child writes on its stdout:
+//   {"report": {"step": 3, "value": 0.81}}      an intermediate value (Trial::Report)
+//   {"should_prune": true}                      a question; the parent answers on the child's
+//                                               stdin with {"prune": false}
+//   {"user_attr": {"key": "memory", "value": {...}}}
+//   {"outcome": {"state": "COMPLETE", "values": [0.9], "reason": ""}}   the last line
+// and logs on its stderr as "[info] message", which the parent logs at the same level. A child
+// that ends without an outcome (a crash, a signal, the kernel's OOM killer) fails its trial with
+// the signal and the end of its stderr, or prunes it as out of memory when stderr says so.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/objectives/objective.h"
+#include "tune/study.h"
+#include "util/subprocess.h"
+
+namespace tune {
+
+// The child's side: every call goes to the parent over stdout/stdin.
+class RemoteTrialHandle : public TrialHandle {
+ public:
+  RemoteTrialHandle(int64_t number, std::string study_name, std::istream& in, std::ostream& out);
+
+  int64_t number() const override { return number_; }
+  const std::string& study_name() const override { return study_name_; }
+  Status Report(double value, int64_t step) override;
+  Result<bool> ShouldPrune() override;
+  Status SetUserAttr(const std::string& key, const Json& value) override;
+  // Empty: the parent keeps the study's history (and plans the trial with it).
+  const TrialHistory& history() const override { return history_; }
+
+  // The last line of the child's output.
+  Status SendOutcome(const TrialOutcome& outcome);
+
+ private:
+  Status Send(const Json& message);
+
+  int64_t number_;
+  std::string study_name_;
+  std::istream& in_;
+  std::ostream& out_;
+  TrialHistory history_;
+};
+
+// The parent's side: a trial running in a child process started from `options` (whose argv
+// names the child command). Starting it needs options.stdin_pipe; Start sets it.
+class ChildTrialProcess : public TrialProcess {
+ public:
+  // `params`: the trial's params, for the oom_config of a child that ran out of memory.
+  static Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, Json params,
+                                                     SubprocessOptions options);
+
+  Status Poll(std::chrono::milliseconds wait) override;
+  bool finished() const override { return program_->finished(); }
+  void Interrupt() override;
+  Result<TrialOutcome> Finish() override;
+
+ private:
+  ChildTrialProcess(TrialHandle& trial, Json params, std::unique_ptr<Subprocess> program);
+  Status OnStdout(const std::string& line);
+  void OnStderr(const std::string& line);
+  // The outcome of a child that ended without sending one.
+  Result<TrialOutcome> OutcomeOfDeath();
+
+  TrialHandle& trial_;
+  Json params_;
+  std::unique_ptr<Subprocess> program_;
+  std::optional<TrialOutcome> outcome_;
+  bool interrupted_ = false;
+  std::string oom_line_;
+};
+
+}  // namespace tune

@@ -1,0 +1,104 @@
+// The hyperparameters of one training run (plain C++). The train objective fills them from its
+// config keys (defaults) and then from the trial's params, which win. docs/config.md lists them.
+//
+// Names follow the user reports and Hugging Face's TrainingArguments; common aliases are
+// accepted ("lr" = learning_rate, "gradient_accumulation_steps" = grad_accum, ...).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "train/batching.h"
+#include "train/metrics.h"
+#include "tune/distributions.h"
+#include "tune/model_catalog.h"
+#include "tune/status.h"
+
+namespace tune {
+
+enum class OptimizerKind { kAdamW, kSgd };
+enum class Activation { kGelu, kRelu, kTanh };
+// fp32; bf16: autocast to bfloat16 (CPU and CUDA), fp32 weights, gradients and optimizer state;
+// fp16: autocast to float16 with dynamic loss scaling (CUDA only); pure_bf16: the model itself in
+// bfloat16 (weights, gradients and optimizer state) -- the memory estimator models it, the
+// trainer does not train that way (the `precision` hyperparameter offers fp32, bf16 and fp16).
+enum class Precision { kFp32, kBf16, kFp16, kPureBf16 };
+
+struct TrainHyperparams {
+  std::string model;            // catalog name of the encoder
+  double learning_rate = 5e-5;  // peak learning rate
+  int64_t batch_size = 16;      // examples per micro-batch
+  int64_t eval_batch_size = 0;  // 0: batch_size
+  int64_t grad_accum = 1;       // micro-batches per optimizer step
+  int64_t max_length = 128;     // tokens per example, [CLS] and [SEP] included
+  int64_t epochs = 3;
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  double weight_decay = 0.01;  // decoupled (AdamW) / L2 (SGD); not on biases and LayerNorms
+  double momentum = 0.9;       // SGD
+  bool nesterov = false;       // SGD
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  Schedule scheduler = Schedule::kLinear;
+  double warmup_ratio = 0.0;   // share of the optimizer steps spent warming up
+  double max_grad_norm = 1.0;  // gradient clipping; 0: off
+  double dropout = 0.1;        // hidden dropout (embeddings, attention output, FFN)
+  double attention_dropout = 0.1;
+  std::optional<double> classifier_dropout;  // unset: dropout
+  int64_t classifier_layers = 0;             // hidden layers in the head, 0-3
+  int64_t classifier_hidden = 0;             // their width; 0: the model's hidden size
+  std::vector<int64_t> classifier_hidden_sizes = {0, 0, 0};  // classifier_hidden_1..3 (0: above)
+  Activation classifier_activation = Activation::kGelu;
+  int64_t patience = 0;    // early stopping: epochs without improvement; 0: off
+  double min_delta = 0.0;  // smallest change that counts as an improvement
+  // Recompute each encoder layer in the backward pass instead of keeping its activations
+  // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.
+  bool gradient_checkpointing = false;
+  Precision precision = Precision::kFp32;  // mixed precision of the forward pass
+  Padding padding = Padding::kLongest;
+  int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
+  uint64_t seed = 0;            // weights, dropout and data order
+  int64_t mlp_layers = 2;       // tabular MLP: hidden layers (0: logistic regression)
+  int64_t mlp_hidden = 128;     // tabular MLP: their width
+
+  // The width of head layer `i` (0-based). REQUIRES: 0 <= i < 3.
+  int64_t ClassifierWidth(int64_t i, int64_t hidden_size) const;
+};
+
+// "fp32", "bf16", "fp16", "pure_bf16".
+const char* PrecisionName(Precision precision);
+// The inverse of PrecisionName; InvalidArgument naming the closest valid choice.
+Result<Precision> ParsePrecision(std::string_view name);
+// InvalidArgument for fp16 on a device that is not CUDA.
+Status CheckPrecisionForDevice(Precision precision, const std::string& device);
+
+// Canonical names, in documentation order.
+const std::vector<std::string>& HyperparamNames();
+// The canonical name for a name or alias, or nullopt.
+std::optional<std::string> CanonicalHyperparam(const std::string& name);
+// Every accepted name, aliases included (for "did you mean").
+std::vector<std::string> HyperparamNamesAndAliases();
+
+// Sets one hyperparameter from a JSON value. InvalidArgument naming the parameter and the valid
+// range or choices when the value does not fit. REQUIRES: CanonicalHyperparam(name).
+Status SetHyperparam(TrainHyperparams& hp, const std::string& name, const Json& value);
+
+// All hyperparameters as JSON (canonical names; enums as their config strings).
+Json HyperparamsToJson(const TrainHyperparams& hp);
+
+// Whether the trainer can build `model` with these settings: a supported model_type (bert,
+// roberta, xlm-roberta, camembert, deberta-v2 with position_buckets > 0), heads dividing the hidden
+// size, max_length within the model's positions (RoBERTa-style models reserve two). InvalidArgument
+// says why not.
+Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp);
+// The longest max_length `model` accepts.
+int64_t MaxSequenceLength(const ModelSpec& model);
+// True for RoBERTa-style absolute positions (offset by padding_idx + 1 = 2).
+bool UsesRobertaPositions(const ModelSpec& model);
+// True for DeBERTa-v2/v3: relative positions and disentangled attention, no absolute positions.
+bool UsesRelativePositions(const ModelSpec& model);
+
+}  // namespace tune

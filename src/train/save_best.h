@@ -1,0 +1,70 @@
+// Keeping the study's best model (objective key "save_best", `tune --save-best DIR`; docs/config.md
+// "save_best"), plain C++: the trainer writes a trial's best-epoch weights into a staging
+// directory beside DIR (SaveBestStagingDir); the objective adds the rest of a Hugging Face-style
+// directory (WriteSavedModelFiles) and, when the trial beats the study's best, swaps it into DIR
+// atomically (PromoteIfBest). `tune predict` reads it back (ReadSavedModel).
+//
+// DIR holds: config.json (the checkpoint's, or one written from the catalog model for scratch
+// trials, with num_labels, id2label, label2id and a "tune" object: the trial's hyperparameters
+// and metric), model.safetensors (the encoder under Hugging Face's names, the classifier head
+// under tune's "classifier.*" names), the tokenizer files (copied from the checkpoint, or the
+// vocab.txt tune built, or the objective's vocabulary file) and trial.json ({"study", "number",
+// "params", "value", "metric"}).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/hyperparams.h"
+#include "train/pretrained.h"
+#include "train/tokenizer.h"
+#include "tune/model_catalog.h"
+#include "tune/status.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+// <parent of save_best>/.<name of save_best>.trial-<number>: on the same file system as DIR.
+std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_number);
+
+struct SavedTrial {
+  std::string study;
+  int64_t number = 0;
+  Json params = Json::object();
+  double value = 0.0;
+  std::string metric;  // "macro_f1", "accuracy" or "loss"
+};
+
+// Everything but model.safetensors into `staging` (created if needed). `built` is a scratch
+// trial's tokenizer (built from the training text, or read from the objective's vocabulary file
+// `vocab_file`, which is then copied), else null (the checkpoint's tokenizer files are copied).
+Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
+                            const TrainHyperparams& hp, const std::vector<std::string>& labels,
+                            const SavedTrial& trial, const Tokenizer* built,
+                            const std::string& vocab_file = "");
+
+// Moves `staging` to `save_best` when `value` is better (under `direction`) than the value in
+// save_best/trial.json (if any) and than `study_best` (the study's best COMPLETE value in the
+// storage, if any); otherwise removes it. Serialised by a lock file (<save_best>.lock) so that
+// several workers agree; the swap is one rename (renameat2 RENAME_EXCHANGE where the file system
+// has it), so DIR is never half-written. Returns whether it was promoted.
+Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_best, double value,
+                           StudyDirection direction, std::optional<double> study_best);
+
+// The best COMPLETE value in `history`, if any.
+std::optional<double> BestCompleteValue(const TrialHistory& history);
+
+struct SavedModel {
+  PretrainedCheckpoint checkpoint;  // config.json, model.safetensors, tokenizer
+  TrainHyperparams hp;              // config.json's "tune"/"hyperparams" (defaults when absent)
+  std::vector<std::string> labels;  // id2label, by id
+  std::string metric = "macro_f1";  // config.json's "tune"/"metric"
+  Json trial;                       // trial.json, or null
+};
+
+// A directory written above, or any checkpoint directory with a classifier head (num_labels /
+// id2label in config.json). NotFound/InvalidArgument naming the file.
+Result<SavedModel> ReadSavedModel(const std::string& dir);
+
+}  // namespace tune

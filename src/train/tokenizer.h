@@ -1,0 +1,166 @@
+// Tokenizer: text -> token ids for the transformer classifiers (plain C++, no LibTorch), exactly
+// as Hugging Face's tokenizers of the same files compute them.
+//
+// A checkpoint directory's tokenizer (FromCheckpointDir) is the first of these files present:
+//  - vocab.txt: BERT's WordPiece (BertTokenizer). do_lower_case, strip_accents and
+//    tokenize_chinese_chars come from tokenizer_config.json when it has them. Specials [PAD],
+//    [UNK], [CLS], [SEP] (and [MASK]) are the lines of those tokens.
+//  - vocab.json + merges.txt: byte-level BPE (RoBERTa, GPT-2; RobertaTokenizer): GPT-2's
+//    pre-tokenizer pattern, each piece's UTF-8 bytes in GPT-2's byte alphabet merged by rank;
+//    specials <s>, </s>, <pad>, <unk> (and <mask>); never lowercased.
+//  - spm.model: DeBERTa-v2/v3's SentencePiece model (DebertaV2Tokenizer): ids are the model's
+//    own; [PAD], [CLS], [SEP], [UNK] are its pieces of those names; [MASK] is its piece, or the
+//    id after the last piece when the model has none.
+//  - sentencepiece.bpe.model: XLM-RoBERTa's SentencePiece model (XLMRobertaTokenizer), with
+//    fairseq's ids: <s>=0, <pad>=1, </s>=2, <unk>=3, every other piece its SentencePiece id + 1
+//    (SentencePiece's unknown, id 0, is <unk>=3), and <mask> the last id (pieces + 1).
+//  - tokenizer.json, when it is the only file: a Hugging Face tokenizers file whose model is
+//    WordPiece (with a BertNormalizer) or BPE (with a ByteLevel pre-tokenizer).
+// For models trained from scratch, Build makes a WordPiece vocabulary from the training text:
+// ids 0-3 are [PAD], [UNK], [CLS], [SEP]; then the characters of the training text, each as a
+// word start ("e") and as a continuation ("##e"), most frequent first, at most a quarter of the
+// vocabulary; then whole words, most frequent first (ties in byte order), seen at least
+// min_count times, until vocab_size entries. A word outside the vocabulary is thus spelled with
+// characters instead of becoming [UNK]; only characters never seen in training are [UNK].
+//
+// WordPiece text processing is Hugging Face's BasicTokenizer with ICU's Unicode data: NUL,
+// U+FFFD and control characters (categories C*, except tab, newline and return) are removed;
+// whitespace (Zs, tab, newline, return) becomes a space; CJK ideographs are surrounded by
+// spaces (tokenize_chinese_chars); the text is NFC-normalized and split on whitespace (also
+// U+2028 and U+2029, as Python's str.split); each word is lowercased (full Unicode case
+// mapping) and its accents stripped (NFD, nonspacing marks removed) as the options say; every
+// punctuation character (P*, and all non-alphanumeric ASCII) becomes a token of its own. Then
+// WordPiece: each word is split greedily into the longest vocabulary pieces, continuations
+// prefixed with "##"; a word that cannot be split, or is longer than 100 characters, is [UNK].
+// GPT-2's pattern uses ICU's \p{L}, \p{N} and White_Space (\s), as Python's `regex` module.
+// Invalid UTF-8 bytes are dropped.
+//
+// Thread safety: const methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tune/status.h"
+
+namespace tune {
+
+namespace internal {
+class ByteBpe;
+class SentencePieceModel;
+}  // namespace internal
+
+struct TokenizerOptions {
+  // WordPiece: lowercase (uncased models). BERT: do_lower_case.
+  bool lowercase = true;
+  // WordPiece: strip accents; unset: as `lowercase`. BERT: strip_accents.
+  std::optional<bool> strip_accents;
+  // WordPiece: every CJK ideograph is a word of its own. BERT: tokenize_chinese_chars.
+  bool tokenize_chinese_chars = true;
+  // Build: the largest vocabulary, the 4 special tokens included.
+  int64_t vocab_size = 8000;
+  // Build: words seen fewer times in the training text are left out.
+  int64_t min_count = 1;
+};
+
+class Tokenizer {
+ public:
+  // The tokenizer of a Hugging Face checkpoint directory, from the first tokenizer file present
+  // (see the file comment; CheckpointTokenizerFile). `options` gives the WordPiece settings that
+  // tokenizer_config.json does not. NotFound when no tokenizer file is there (listing those
+  // looked for); InvalidArgument naming the file (and line or key) for a malformed one.
+  static Result<Tokenizer> FromCheckpointDir(const std::string& dir,
+                                             const TokenizerOptions& options);
+  // The tokenizer file FromCheckpointDir reads in `dir`: vocab.txt, vocab.json,
+  // spm.model, sentencepiece.bpe.model or tokenizer.json, the first that exists; dir/vocab.txt
+  // when none does.
+  static std::string CheckpointTokenizerFile(const std::string& dir);
+  // Reads a WordPiece vocab.txt, or, when `path` ends in ".json", a byte-level BPE vocab.json
+  // with the merges.txt of its directory (`lowercase` does not apply). NotFound if a file is
+  // missing; InvalidArgument if it is empty or malformed (naming the line or key) or lacks a
+  // special token.
+  static Result<Tokenizer> FromVocabFile(const std::string& path, bool lowercase);
+  // Builds a vocabulary from `texts` (see the file comment).
+  // REQUIRES: options.vocab_size >= 4 + 2, options.min_count >= 1.
+  static Tokenizer Build(const std::vector<std::string>& texts, const TokenizerOptions& options);
+
+  // The words and punctuation tokens of `text` after cleaning and lowercasing.
+  std::vector<std::string> SplitWords(std::string_view text) const;
+  // The WordPiece ids of `text`, without special tokens, at most `max_tokens` of them (the first
+  // ones; the rest of the text is not processed).
+  std::vector<int32_t> Encode(std::string_view text, size_t max_tokens = SIZE_MAX) const;
+  // [CLS] ids [SEP], with the ids truncated so the whole is at most `max_length` long.
+  // REQUIRES: max_length >= 2.
+  std::vector<int32_t> EncodeForClassification(std::string_view text, int64_t max_length) const;
+
+  int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }
+  int32_t pad_id() const { return pad_id_; }
+  int32_t unk_id() const { return unk_id_; }
+  int32_t cls_id() const { return cls_id_; }
+  int32_t sep_id() const { return sep_id_; }
+  // [MASK] or <mask>; -1 when the vocabulary has none.
+  int32_t mask_id() const { return mask_id_; }
+  bool lowercase() const { return lowercase_; }
+  // The token with this id ("" when out of range).
+  const std::string& TokenText(int32_t id) const;
+  // The id of `token`, or -1.
+  int32_t TokenId(std::string_view token) const;
+  // "WordPiece vocab.txt PATH (30522 tokens)", "byte-level BPE PATH (50265 tokens, 50000
+  // merges)", "SentencePiece PATH (...)" or "vocabulary built from the training text (N tokens)".
+  const std::string& description() const { return description_; }
+
+ private:
+  Tokenizer() = default;
+  void Index();
+  void WordPiece(const std::u32string& word, std::vector<int32_t>& out) const;
+  std::vector<std::u32string> SplitWordsU32(std::string_view text) const;
+
+  static Result<Tokenizer> FromBpeFiles(const std::string& vocab_json,
+                                        const std::string& merges_txt);
+  // fairseq: XLM-RoBERTa's ids (sentencepiece.bpe.model); else DeBERTa's (spm.model).
+  static Result<Tokenizer> FromSentencePiece(const std::string& path, bool fairseq);
+  static Result<Tokenizer> FromTokenizerJson(const std::string& path,
+                                             const TokenizerOptions& options);
+  Status ReadWordPieceJson(const nlohmann::json& doc, const std::string& path,
+                           const TokenizerOptions& options);
+  Status ReadBpeJson(const nlohmann::json& doc, const std::string& path);
+  Status ReadTokenizerConfig(const std::string& dir, const TokenizerOptions& options);
+  Status FindSpecials(const std::string& path, const char* const names[4], const char* mask,
+                      const char* expected);
+  std::u32string BpeInput(std::string_view text) const;
+  void BytePairEncode(std::string_view text, size_t max_tokens, std::vector<int32_t>& out) const;
+  void SentencePieceEncode(std::string_view text, size_t max_tokens,
+                           std::vector<int32_t>& out) const;
+
+  std::shared_ptr<const internal::ByteBpe> bpe_;  // set: byte-level BPE
+  std::shared_ptr<const internal::SentencePieceModel> spm_;  // set: SentencePiece
+  int32_t spm_offset_ = 0;  // HF id = SentencePiece id + offset (1: fairseq, XLM-R)
+  bool bpe_prefix_space_ = false;  // tokenizer.json ByteLevel add_prefix_space
+  std::string continuation_ = "##";  // WordPiece continuing_subword_prefix
+  size_t max_chars_per_word_ = 100;  // WordPiece: a longer word is [UNK]
+  std::vector<std::string> tokens_;
+  std::unordered_map<std::string, int32_t> ids_;
+  int32_t pad_id_ = 0, unk_id_ = 1, cls_id_ = 2, sep_id_ = 3, mask_id_ = -1;
+  bool lowercase_ = true;
+  bool strip_accents_ = true;
+  bool chinese_chars_ = true;
+  std::string description_;
+};
+
+namespace internal {
+// UTF-8 helpers shared by the data readers and the tokenizer.
+// The byte offset of the first invalid UTF-8 sequence in `s` (overlong forms, surrogates and
+// code points above U+10FFFF are invalid), or npos.
+size_t FindInvalidUtf8(std::string_view s);
+// Decodes `s`; invalid bytes are skipped.
+std::u32string DecodeUtf8(std::string_view s);
+void AppendUtf8(char32_t c, std::string& out);
+}  // namespace internal
+
+}  // namespace tune

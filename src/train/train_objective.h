@@ -1,0 +1,111 @@
+// The train objective ("objective": {"type": "train", ...}): trains a transformer classifier on
+// text (or an MLP on tabular data) in process for every trial and returns its validation metric.
+//
+// Once, when the objective is made: the data set is read and checked (text_data.h), the tokenizer
+// is loaded from a vocab.txt or a checkpoint's tokenizer files, or built from the training text
+// (tokenizer.h), and every text is tokenized. Per trial: the hyperparameters are the objective's
+// keys overridden by the trial's params (hyperparams.h); the Trainer trains the model; after
+// each epoch the metric is reported (trial.Report(value, epoch)) and the pruner asked. Early
+// stopping ends a trial after `patience` epochs without an improvement larger than `min_delta`.
+//
+// The memory guard (guard.h), per trial: memory is logged at trial start and end (the trainer
+// logs training start and end); with a device_memory (always on CUDA) and admission on, the
+// trial is estimated and run as it is, run with levers, or PRUNED without running (oom=true,
+// reason="predicted", oom_config); a run-time OOM is retried `oom_retry` times at half the
+// micro-batch and twice the accumulation. User attribute "memory" records the admission, the
+// estimate of what ran, the measured peak and the memory before and after (calibration reads it).
+//
+// Outcomes: COMPLETE with the best epoch's metric (the value Hugging Face's
+// load_best_model_at_end would keep); PRUNED by the pruner (keeping the last report); PRUNED with
+// oom=true, reason="oom" and oom_config (RecordOom) when the run runs out of memory; FAIL with
+// fail_reason when the run fails (a LibTorch error, a non-finite loss, a max_length the model
+// cannot take). Every finished run stores user attribute "train": epochs run, best epoch,
+// per-epoch metrics, parameter count, peak memory when measured.
+//
+// The LibTorch Trainer lives in tune_torch (torch_trainer.h); without it the objective cannot be
+// made.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "memory/guard.h"
+#include "train/text_data.h"
+#include "train/tokenizer.h"
+#include "train/trainer.h"
+#include "tune/model_catalog.h"
+#include "tune/objectives/objective.h"
+#include "tune/study.h"
+
+namespace tune {
+
+enum class TrainMetric { kMacroF1, kAccuracy, kLoss };
+
+const char* TrainMetricName(TrainMetric metric);
+// "macro_f1" (also "f1"), "accuracy", "loss"; InvalidArgument listing them otherwise.
+Result<TrainMetric> ParseTrainMetric(const std::string& name);
+// maximize for macro_f1 and accuracy, minimize for loss.
+StudyDirection TrainMetricDirection(TrainMetric metric);
+// The metric's value in an epoch's metrics.
+double TrainMetricValue(TrainMetric metric, const EpochMetrics& m);
+
+enum class TrainTask {
+  kTextClassification,     // a transformer encoder from the catalog on text
+  kTabularClassification,  // an MLP on numeric feature columns
+};
+
+struct TrainObjectiveOptions {
+  TrainTask task = TrainTask::kTextClassification;
+  TextDataOptions data;              // text_classification
+  TabularDataOptions tabular;        // tabular_classification
+  std::optional<std::string> vocab;  // a BERT WordPiece vocab.txt; unset: built from the text
+  // A Hugging Face-style checkpoint directory (pretrained.h): the model (defaults["model"] names
+  // its catalog entry, whose `pretrained` points at the weights) and its tokenizer
+  // (Tokenizer::FromCheckpointDir; `vocab` above is then its tokenizer file, for messages).
+  std::optional<std::string> pretrained;
+  // "init": true (pretrained, the default): every model is a checkpoint directory (its catalog
+  // entry's `checkpoint`), tokenized with its own tokenizer; false (scratch): random weights
+  // and one tokenizer (`vocab` or built from the text) for all models.
+  bool init_pretrained = true;
+  // "save_best" / --save-best: the directory that holds the study's best trial's model
+  // (save_best.h); unset: nothing is saved.
+  std::optional<std::string> save_best;
+  TokenizerOptions tokenizer;
+  TrainMetric metric = TrainMetric::kMacroF1;
+  std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
+  int64_t threads = 0;                     // intra-op threads on CPU; 0: one per core
+  std::vector<std::string> ignore_params;  // search-space params the objective does not read
+  Json defaults = Json::object();   // hyperparameters set by the objective's keys (canonical)
+  std::vector<std::string> models;  // every model a trial may choose (vocabulary and length checks)
+  GuardOptions guard;               // the memory guard ("memory": {...}; guard.h)
+  // --jobs: the command that runs one trial in a child process (`tune run-trial ...`), set by
+  // the tune binary; the objective appends the trial's number, params, plan and memory budget.
+  // Empty: trials run in this process only.
+  std::vector<std::string> child_command;
+  // In a child process: the parent's admission of this trial (TrialPlanToJson), used instead of
+  // admitting it again (the parent holds the study's history).
+  std::optional<Json> planned;
+};
+
+// Every text of `dataset` tokenized by `tokenizer` as the trainer reads it: cut to `max_length`
+// tokens with the special tokens; the label names, vocabulary size and special ids from the
+// tokenizer. `counts`: the training texts' tokens before the cut (at most one past it). The
+// train objective tokenizes its data set with it, and `tune predict` the texts it labels.
+struct TrainTokenCounts {
+  int64_t tokens = 0;   // in all training texts
+  int64_t longest = 0;  // in the longest
+};
+TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& tokenizer,
+                                  int64_t max_length, TrainTokenCounts* counts = nullptr);
+
+// Reads the data and builds the tokenizer; InvalidArgument/NotFound for bad data (see
+// text_data.h) or a vocabulary larger than one of `options.models` can embed.
+// REQUIRES: trainer != nullptr, unless options.child_command is set (then trials run only in
+// child processes, and this process never initialises the device).
+Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
+                                                     ModelCatalog catalog,
+                                                     std::unique_ptr<Trainer> trainer);
+
+}  // namespace tune

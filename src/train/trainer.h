@@ -1,0 +1,140 @@
+// Trainer: trains one model for one trial and reports each epoch's validation metrics.
+//
+// This is the seam between the train objective (tune_core: data, params, reporting, pruning, early
+// stopping, outcomes) and the code that runs the network (tune_torch's NewTorchTrainer, in
+// torch_trainer.h). Tests of the objective use a scripted trainer that replays learning curves.
+//
+// Contract of Train():
+//  - It calls `on_epoch` after every epoch's evaluation and stops when it returns kStop.
+//  - Out-of-memory and other failures of the run itself are results, not errors: End::kOutOfMemory
+//    (with details: phase, epoch, step, the error text) and End::kFailed (with the message), after
+//    the run's model, optimizer state and gradients have been released.
+//  - After an out-of-memory error the device's cached memory is returned (CUDA: emptyCache) and
+//    memory_after_bytes says whether allocated memory came back to memory_before_bytes.
+//  - A non-OK Status means tune could not run at all (for example an unusable device, or
+//    `on_epoch` failed to store a report): the study stops.
+// Thread safety: one Train() call at a time per Trainer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/hyperparams.h"
+#include "tune/distributions.h"
+#include "tune/model_catalog.h"
+#include "tune/status.h"
+
+namespace tune {
+
+// Tokenized text classification data, shared by all trials. Ids are WordPiece ids without the
+// special tokens, already cut to the longest max_length any trial may use.
+struct TextTrainData {
+  std::vector<std::vector<int32_t>> train_ids;
+  std::vector<int64_t> train_labels;
+  std::vector<std::vector<int32_t>> validation_ids;
+  std::vector<int64_t> validation_labels;
+  int64_t num_labels = 0;
+  int64_t vocab_size = 0;  // of the tokenizer; <= the model's vocab_size
+  int32_t pad_id = 0, cls_id = 2, sep_id = 3;
+  std::vector<std::string> label_names;  // by label index
+};
+
+// Standardized tabular data: row-major [rows x num_features] floats.
+struct TabularTrainData {
+  std::vector<float> train_x;
+  std::vector<int64_t> train_labels;
+  std::vector<float> validation_x;
+  std::vector<int64_t> validation_labels;
+  int64_t num_features = 0;
+  int64_t num_labels = 0;
+};
+
+// REQUIRES: exactly one of `data` (a transformer on text) and `tabular` (an MLP) is set, and it
+// outlives Train().
+struct TrainJob {
+  ModelSpec model;  // the encoder; its vocab_size sets the embedding table (unused for tabular)
+  TrainHyperparams hp;
+  const TextTrainData* data = nullptr;
+  const TabularTrainData* tabular = nullptr;
+  // Text: a model.safetensors path the trainer (re)writes, atomically, after every epoch whose
+  // callback answers kKeep (the best epoch so far); empty: nothing is written.
+  std::string save_weights;
+};
+
+struct EpochMetrics {
+  int64_t epoch = 0;        // 0-based
+  double train_loss = 0.0;  // mean over the epoch's training examples
+  double validation_loss = 0.0;
+  double accuracy = 0.0;
+  double macro_f1 = 0.0;
+  int64_t optimizer_steps = 0;  // cumulative
+  double seconds = 0.0;         // training + evaluation time of this epoch
+  double learning_rate = 0.0;   // the last step's
+};
+
+// kKeep: continue; this epoch is the best so far (TrainJob::save_weights keeps its weights).
+enum class EpochDecision { kContinue, kStop, kKeep };
+using EpochCallback = std::function<Result<EpochDecision>(const EpochMetrics&)>;
+
+struct TrainResult {
+  enum class End {
+    kCompleted,    // all epochs ran
+    kStopped,      // on_epoch returned kStop
+    kOutOfMemory,  // the run ran out of memory (details say where)
+    kFailed,       // the run failed (a LibTorch error, a non-finite loss); message says why
+    kInterrupted,  // Ctrl-C (InterruptRequested())
+  };
+  End end = End::kCompleted;
+  std::vector<EpochMetrics> epochs;
+  std::string message;             // kOutOfMemory / kFailed: the error text
+  Json details = Json::object();   // kOutOfMemory: phase, epoch, step, batch shape, peak bytes...
+  int64_t num_parameters = 0;      // of the model built
+  // Measured by the device (-1: not measured): the peak of allocated bytes during the run above
+  // the level before it (CPU: the counting allocator; CUDA: allocated_bytes.peak), the peak of
+  // reserved bytes (CUDA), and the allocated bytes before the run and after its release.
+  int64_t peak_memory_bytes = -1;
+  int64_t peak_reserved_bytes = -1;
+  int64_t memory_before_bytes = -1;
+  int64_t memory_after_bytes = -1;
+};
+
+// The device's memory now, for logs and admission (-1: unknown).
+struct DeviceMemoryStatus {
+  int64_t allocated = -1;  // bytes held by tensors
+  int64_t reserved = -1;   // CUDA: held by the caching allocator
+  int64_t free = -1;       // CUDA: cudaMemGetInfo's free memory (all processes)
+  int64_t total = -1;      // CUDA: the card's memory
+  int64_t budget = -1;     // the budget enforced (CPU counting allocator / CUDA memory fraction)
+};
+
+// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, budget 22.0 GiB" (the known
+// parts).
+std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
+
+// This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.
+int64_t ProcessResidentBytes();
+// Bytes malloc has handed out and not had back (glibc mallinfo2: heap plus mmapped chunks), or
+// -1 without glibc 2.33. Unlike the resident set it does not count freed memory malloc keeps.
+int64_t ProcessHeapInUseBytes();
+
+const char* TrainEndName(TrainResult::End end);
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  // "torch 1.13.0 cpu (2 threads)".
+  virtual std::string name() const = 0;
+  virtual Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) = 0;
+  virtual DeviceMemoryStatus MemoryStatus() const { return {}; }
+  // The logits ([examples][labels]) of job.data's validation texts from the model job.model
+  // names, its weights (classifier head included) read from job.model.pretrained, in evaluation
+  // mode. InvalidArgument when the weights do not fit the model; FailedPrecondition by default.
+  virtual Result<std::vector<std::vector<float>>> Predict(const TrainJob& job) {
+    (void)job;
+    return FailedPreconditionError("this trainer cannot predict");
+  }
+};
+
+}  // namespace tune
