@@ -276,7 +276,7 @@ Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys) {
   for (const char* k : {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate",
                         "cuda_context", "cuda_workspace", "fragmentation", "simulate",
-                        "shrink_to_start"}) {
+                        "shrink_to_start", "estimate_scale"}) {
     keys.emplace_back(k);
   }
   TUNE_RETURN_IF_ERROR(r.CheckKeys(keys));
@@ -313,6 +313,13 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std
       return r.ChildError("margin", fmt::format("{} must be in [0, 1)", *margin));
     }
     out.margin = *margin;
+  }
+  TUNE_ASSIGN_OR_RETURN(auto scale, r.OptNumber("estimate_scale"));
+  if (scale) {
+    if (!(*scale >= 0.25 && *scale <= 4.0)) {
+      return r.ChildError("estimate_scale", fmt::format("{} must be in [0.25, 4]", *scale));
+    }
+    out.estimate_scale = *scale;
   }
   TUNE_ASSIGN_OR_RETURN(out.admission, r.Bool("admission", out.admission));
   TUNE_ASSIGN_OR_RETURN(out.calibrate, r.Bool("calibrate", out.calibrate));

@@ -31,6 +31,14 @@ DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_
   return d;
 }
 
+DeviceMemoryModel GuardDeviceModel(const GuardOptions& options, bool cuda,
+                                   int64_t measured_context) {
+  DeviceMemoryModel d =
+      cuda ? CudaDeviceModel(options, measured_context) : DeviceMemoryModel::Cpu();
+  d.correction = options.estimate_scale;
+  return d;
+}
+
 std::string MemoryFamily(const ModelSpec& model, Precision precision) {
   std::string family = model.model_type.empty() ? model.name : model.model_type;
   if (precision != Precision::kFp32) family += std::string("/") + PrecisionName(precision);

@@ -53,6 +53,10 @@ struct GuardOptions {
   std::optional<int64_t> cuda_context;
   std::optional<int64_t> cuda_workspace;
   std::optional<double> fragmentation;
+  // Demos and tests: every estimate is multiplied by this before the correction. Below 1 the
+  // guard underestimates, so configurations it admits can run out of memory at run time (and
+  // calibration then learns the real ratio from the measured peaks).
+  double estimate_scale = 1.0;
   // CPU tests and benchmarks: the name of a simulated card of device_memory bytes that every
   // trial process charges (simulated_card.h); unset: none.
   std::optional<std::string> simulate;
@@ -61,6 +65,11 @@ struct GuardOptions {
 // DeviceMemoryModel::Cuda() with the options' overrides, and `measured_context` (bytes, -1:
 // none) where the options set no context.
 DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_context);
+
+// The device model the guard estimates with: CudaDeviceModel on CUDA, else the CPU's (bytes as
+// the counting allocator counts them), its estimates scaled by options.estimate_scale.
+DeviceMemoryModel GuardDeviceModel(const GuardOptions& options, bool cuda,
+                                   int64_t measured_context);
 
 // "grad_accum", "gradient_checkpointing".
 const std::vector<std::string>& GuardLeverNames();

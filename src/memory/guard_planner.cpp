@@ -82,8 +82,7 @@ class GuardPlanner : public MemoryPlanner {
     options_.guard.lever_checkpointing =
         options_.guard.lever_checkpointing && MappedParam("gradient_checkpointing");
     const auto device = ParseDevice(options_.device);
-    device_ = device.ok() && device->is_cuda() ? CudaDeviceModel(options_.guard, -1)
-                                               : DeviceMemoryModel::Cpu();
+    device_ = GuardDeviceModel(options_.guard, device.ok() && device->is_cuda(), -1);
   }
 
   std::optional<int64_t> Capacity() const override {

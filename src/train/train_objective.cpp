@@ -515,10 +515,11 @@ class TrainObjective final : public Objective {
   // CUDA: the caching-allocator model with the context (and other processes' memory) measured
   // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
   DeviceMemoryModel DeviceModel() const {
-    if (!OnCuda()) return DeviceMemoryModel::Cpu();
+    if (!OnCuda()) return GuardDeviceModel(options_.guard, false, -1);
     const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
     const bool measured = m.total > 0 && m.free >= 0 && m.reserved >= 0;
-    return CudaDeviceModel(options_.guard, measured ? m.total - m.free - m.reserved : -1);
+    return GuardDeviceModel(options_.guard, true,
+                            measured ? m.total - m.free - m.reserved : -1);
   }
 
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
