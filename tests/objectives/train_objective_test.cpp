@@ -101,11 +101,26 @@ TEST_F(TrainObjectiveTest, MemoryGuardOptionsParseWithUnitsAndRanges) {
   EXPECT_EQ(CudaDeviceModel(GuardOptions{}, -1).context_bytes,
             DeviceMemoryModel::Cuda().context_bytes);
 
+  // estimate_scale: the guard's estimates (CPU and CUDA) are that share of the estimator's.
+  auto scaled = Config(TrainJson({{"memory", {{"estimate_scale", 0.7}}}}), space);
+  ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
+  const GuardOptions& sg = scaled->objective.train.guard;
+  EXPECT_EQ(sg.estimate_scale, 0.7);
+  MemoryRequest request;
+  const ModelCatalog catalog = ModelCatalog::Builtin().value();
+  request.model = *catalog.Find("tiny-bert").value();
+  const int64_t plain = EstimateMemory(request, DeviceMemoryModel::Cpu())->allocated_peak;
+  const int64_t low = EstimateMemory(request, GuardDeviceModel(sg, false, -1))->allocated_peak;
+  EXPECT_NEAR(static_cast<double>(low), 0.7 * static_cast<double>(plain), 1.0);
+  EXPECT_EQ(GuardDeviceModel(sg, true, 123).correction, 0.7);
+  EXPECT_EQ(GuardDeviceModel(sg, true, 123).context_bytes, 123);
+
   for (const auto& [bad_memory, message] : std::vector<std::pair<Json, std::string>>{
            {{{"device_memory", 0}}, "/objective/memory/device_memory: must be > 0"},
            {{{"device_memory", true}}, "expected a size such as \"24GiB\""},
            {{{"fragmentation", 1.5}}, "/objective/memory/fragmentation: 1.5 must be in [0, 1]"},
            {{{"oom_retry", 11}}, "/objective/memory/oom_retry: 11 must be in [0, 10]"},
+           {{{"estimate_scale", 0.1}}, "/objective/memory/estimate_scale: 0.1 must be in [0.25, 4]"},
            {{{"cuda_context", "-5MiB"}}, "/objective/memory/cuda_context"}}) {
     auto bad = Config(TrainJson({{"memory", bad_memory}}), space);
     ASSERT_FALSE(bad.ok()) << bad_memory.dump();
@@ -318,13 +333,18 @@ TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
             std::string::npos);
 }
 
-// The demo's config (make demo) parses; its data is read only when the objective is made.
+// The demo's config (make demo) parses, with the guard on a simulated small card told to
+// underestimate; its data is read only when the objective is made.
 TEST(TrainObjectiveConfig, FortunesDemoConfigParses) {
   auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes.json");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->objective.type, ObjectiveType::kTrain);
   EXPECT_EQ(c->objective.train.metric, TrainMetric::kMacroF1);
-  EXPECT_EQ(c->objective.train.models, (std::vector<std::string>{"tiny-bert", "tiny-roberta"}));
+  EXPECT_EQ(c->objective.train.models,
+            (std::vector<std::string>{"mini-bert", "tiny-bert", "tiny-roberta"}));  // sorted
+  EXPECT_EQ(c->objective.train.guard.device_memory, int64_t{64} << 20);
+  EXPECT_EQ(c->objective.train.guard.estimate_scale, 0.7);
+  EXPECT_EQ(c->objective.train.guard.oom_retry, 1);
   EXPECT_EQ(c->objective.train.threads, 1);
   EXPECT_NE(c->objective.train.data.train.find("build/data/fortunes/train.jsonl"),
             std::string::npos);
