@@ -12,6 +12,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "torch_loader.h"
 #include "util/text.h"
 
 namespace {
@@ -39,7 +40,9 @@ int main(int argc, char** argv) {
                "Runs the study NAME from configs/NAME.json (or --config), or manages stored "
                "studies with a subcommand.",
                "tune"};
-  app.set_version_flag("--version", "tune 0.1.0");
+  app.set_version_flag("--version", [] {
+    return std::string("tune ") + TUNE_VERSION + "\n" + tune::app::TorchVersionText();
+  });
   app.require_subcommand(0, 1);
   app.fallthrough(false);
 

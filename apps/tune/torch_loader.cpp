@@ -33,6 +33,7 @@ struct Plugin {
   decltype(&tune_torch_plugin_abi) abi = nullptr;
   decltype(&tune_torch_new_trainer) new_trainer = nullptr;
   decltype(&tune_torch_version) version = nullptr;
+  decltype(&tune_torch_cuda_status) cuda_status = nullptr;
 };
 
 // The plugin's entry points, checked against this build's ABI; the library then stays loaded.
@@ -41,7 +42,9 @@ Result<Plugin> Bind(DynamicLibrary& lib) {
   p.abi = lib.Symbol<decltype(p.abi)>("tune_torch_plugin_abi");
   p.new_trainer = lib.Symbol<decltype(p.new_trainer)>("tune_torch_new_trainer");
   p.version = lib.Symbol<decltype(p.version)>("tune_torch_version");
+  p.cuda_status = lib.Symbol<decltype(p.cuda_status)>("tune_torch_cuda_status");
   if (p.abi == nullptr || p.new_trainer == nullptr || p.version == nullptr ||
+      p.cuda_status == nullptr ||
       p.abi() != kTorchPluginAbi) {
     return Status(StatusCode::kFailedPrecondition,
                   fmt::format("{} is not the LibTorch trainer of this tune build (stale or "
@@ -93,6 +96,15 @@ Result<std::unique_ptr<Trainer>> LoadTorchTrainer(const TorchTrainerOptions& opt
   Trainer* trainer = plugin->new_trainer(&options, &status);
   if (trainer == nullptr) return status;
   return std::unique_ptr<Trainer>(trainer);
+}
+
+std::string TorchVersionText() {
+  auto plugin = Load();
+  if (!plugin.ok()) return "LibTorch: not available (" + plugin.status().message() + ")";
+  std::string version, cuda;
+  plugin->version(&version);
+  plugin->cuda_status(&cuda);
+  return fmt::format("LibTorch {}; {}", version, cuda);
 }
 
 }  // namespace tune::app

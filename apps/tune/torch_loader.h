@@ -16,4 +16,8 @@ namespace tune::app {
 // from another build of tune.
 Result<std::unique_ptr<Trainer>> LoadTorchTrainer(const TorchTrainerOptions& options);
 
+// For --version: "LibTorch 1.13.0; CUDA not compiled in (...)", or why the trainer library is
+// not available.
+std::string TorchVersionText();
+
 }  // namespace tune::app

@@ -23,4 +23,8 @@ __attribute__((visibility("default"))) void tune_torch_version(std::string* out)
   *out = tune::TorchVersion();
 }
 
+__attribute__((visibility("default"))) void tune_torch_cuda_status(std::string* out) {
+  *out = tune::TorchCudaStatus();
+}
+
 }  // extern "C"

@@ -34,7 +34,8 @@ struct TorchTrainerOptions {
 // sides share state, so that a stale library next to a new binary is refused instead of misread.
 // 5: tune_core and tune_train are shared libraries (one copy of process state).
 // 6: Trainer::Predict, TrainJob::save_weights, TextTrainData::label_names, EpochDecision::kKeep.
-inline constexpr int kTorchPluginAbi = 6;
+// 7: tune_torch_cuda_status.
+inline constexpr int kTorchPluginAbi = 7;
 
 }  // namespace tune
 
@@ -46,4 +47,7 @@ tune::Trainer* tune_torch_new_trainer(const tune::TorchTrainerOptions* options,
                                       tune::Status* status);
 // The LibTorch version the library was built with ("1.13.0") into *out.
 void tune_torch_version(std::string* out);
+// Whether CUDA is compiled in and usable here, as a sentence ("CUDA not compiled in (...)",
+// "CUDA compiled in, not usable here (...)", "CUDA compiled in and usable (1 device)").
+void tune_torch_cuda_status(std::string* out);
 }

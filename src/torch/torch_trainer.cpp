@@ -588,6 +588,17 @@ class TorchTrainer final : public Trainer {
 
 std::string TorchVersion() { return TORCH_VERSION; }
 
+std::string TorchCudaStatus() {
+  if (!at::hasCUDA() || !cuda_memory::Compiled()) {
+    return "CUDA not compiled in (a CPU-only LibTorch)";
+  }
+  if (!torch::cuda::is_available()) {
+    return "CUDA compiled in, not usable here (no CUDA device or driver visible)";
+  }
+  const auto n = static_cast<int64_t>(torch::cuda::device_count());
+  return fmt::format("CUDA compiled in and usable ({} device{})", n, n == 1 ? "" : "s");
+}
+
 Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options) {
   TUNE_ASSIGN_OR_RETURN(const Device parsed, ParseDevice(options.device));
   const torch::Device device =

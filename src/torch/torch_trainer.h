@@ -33,5 +33,7 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
 
 // "1.13.0".
 std::string TorchVersion();
+// Whether CUDA is compiled in (a CUDA LibTorch) and usable in this process, as a sentence.
+std::string TorchCudaStatus();
 
 }  // namespace tune

@@ -111,11 +111,32 @@ TEST_F(TrainCli, MissingOrForeignTrainerLibraryIsAClearError) {
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.library << ": " << r.err;
     EXPECT_EQ(r.err.find("Trial 0"), std::string::npos) << r.err;
   }
-  // Commands that do not train never load it.
+  // Commands that do not train never load it, and --version says why it is unavailable.
   setenv("TUNE_TORCH_LIBRARY", "/nonexistent/libtune_torch.so", 1);
-  ProcessRun r = Tune({"--version"});
+  ProcessRun r = Tune({"estimate", "--model", "tiny-bert", "--batch-size", "4"});
+  ProcessRun version = Tune({"--version"});
   unsetenv("TUNE_TORCH_LIBRARY");
   EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(version.code, 0) << version.err;
+  EXPECT_NE(version.out.find("LibTorch: not available"), std::string::npos) << version.out;
+}
+
+// --version: tune's version, then LibTorch's and whether CUDA is compiled in and usable.
+TEST_F(TrainCli, VersionNamesLibTorchAndCuda) {
+  ProcessRun r = Tune({"--version"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("tune 0.1.0\n", 0), 0u) << r.out;
+#ifdef TUNE_WITH_TORCH
+  const size_t at = r.out.find("LibTorch ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(r.out[at + 9]))) << r.out;  // "1.13.0"
+  // This machine has no GPU: either a CPU-only LibTorch or a CUDA one that finds no device.
+  EXPECT_TRUE(r.out.find("CUDA not compiled in") != std::string::npos ||
+              r.out.find("not usable here") != std::string::npos)
+      << r.out;
+#else
+  EXPECT_NE(r.out.find("LibTorch: not available"), std::string::npos) << r.out;
+#endif
 }
 
 #ifdef TUNE_WITH_TORCH
