@@ -88,13 +88,19 @@ Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tok
   return Status::Ok();
 }
 
+// The save_best directory as an absolute path without a trailing separator ("best/" and "best"
+// are the same directory).
+fs::path SaveBestPath(const std::string& save_best) {
+  fs::path dir = fs::absolute(save_best).lexically_normal();
+  return dir.has_filename() ? dir : dir.parent_path();
+}
+
 }  // namespace
 
 std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_number) {
-  const fs::path dir = fs::absolute(save_best).lexically_normal();
-  std::string name = dir.filename().string();
-  if (name.empty()) name = dir.parent_path().filename().string();
-  return (dir.parent_path() / fmt::format(".{}.trial-{}", name, trial_number)).string();
+  const fs::path dir = SaveBestPath(save_best);
+  return (dir.parent_path() / fmt::format(".{}.trial-{}", dir.filename().string(), trial_number))
+      .string();
 }
 
 Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
@@ -168,7 +174,7 @@ Status Swap(const fs::path& from, const fs::path& to) {
 
 Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_best, double value,
                            StudyDirection direction, std::optional<double> study_best) {
-  const fs::path target = fs::absolute(save_best).lexically_normal();
+  const fs::path target = SaveBestPath(save_best);
   std::error_code ec;
   const std::string lock_path = target.string() + ".lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

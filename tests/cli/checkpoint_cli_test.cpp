@@ -172,7 +172,8 @@ TEST_F(CheckpointCli, SentencePieceCheckpointTrainsWithItsOwnTokenizer) {
 }
 
 // --save-best keeps the best trial's model; `tune predict` on it reproduces the trial's value.
-// With --jobs 2 the trials train in child processes and the parent promotes.
+// With --jobs 2 the trials train in child processes and the parent promotes; there the directory
+// is written "best2/", which names the same directory as "best2".
 TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
   for (const char* jobs : {"1", "2"}) {
     SCOPED_TRACE(jobs);
@@ -188,7 +189,8 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
         WriteConfig(models, {{"epochs", 3}, {"max_length", 32}},
                     {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}}, top_extra);
     ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
-                         "4", "--save-best", best, "--jobs", jobs},
+                         "4", "--save-best", std::string(jobs) == "2" ? best + "/" : best,
+                         "--jobs", jobs},
                         dir_.path().string());
     ASSERT_EQ(r.code, 0) << r.err;
     ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
