@@ -10,7 +10,8 @@ and schedule attributes, out-of-memory trials and predicted misfits; (3) the sam
 href, no <link>), its data blob is valid JSON, and in Chromium (address ending in #selftest,
 report.js checks itself and writes the result into <pre id="selftest">) no console error,
 every canvas has coloured pixels, a click on the "value" header sorts the table ascending and
-a second click descending. The render time is performance.now() at the end of report.js.
+a second click descending, categorical slice plots and the OOM map label their ticks, and the OOM
+map has one legend. The render time is performance.now() at the end of report.js.
 Screenshots go to OUT_DIR. Exit 77 (skipped) without chromium.
 """
 import html
@@ -98,7 +99,32 @@ def check_study(url, study, name, tmp, expect):
     assert expect <= cats, f"{name}: categories {cats}, expected {expect}"
     result = browse(path, os.path.join(OUT, name + ".png"))
     ids = {c["id"] for c in result["charts"]}
+    check_axes(data, result, name)
     return data, ids
+
+
+def check_axes(data, result, name):
+    """A categorical parameter's slice plot labels every choice on its axis; every OOM-map chart
+    labels each batch size and length it shows, in ascending order; one legend serves the OOM
+    map (its charts draw none)."""
+    for i, param in enumerate(sorted(data.get("distributions", {}))):
+        d = data["distributions"][param]
+        if d["name"] != "CategoricalDistribution" or f"chart-slice-{i}" not in result["ticks"]:
+            continue
+        labels = result["ticks"][f"chart-slice-{i}"]["x"]
+        choices = [c if isinstance(c, str) else json.dumps(c) for c in d["attributes"]["choices"]]
+        assert labels == choices, f"{name}: slice plot of '{param}': ticks {labels}, expected {choices}"
+    oom = [k for k in result["ticks"] if k.startswith("chart-oom-")]
+    assert oom, f"{name}: no OOM map charts"
+    for k in oom:
+        for axis in ("x", "y"):
+            labels = result["ticks"][k][axis]
+            values = [float(v) for v in labels]  # every tick labelled with a number
+            assert values and values == sorted(set(values)), f"{name}: {k} {axis} ticks {labels}"
+    assert not [k for k in result["legends"] if k.startswith("chart-oom-")], result["legends"]
+    assert result["oom_legend"] == 4, f"{name}: OOM map legend has {result['oom_legend']} entries"
+    print(f"  axes: categorical slice plots label their choices; {len(oom)} OOM-map charts label "
+          f"batch sizes and lengths; one OOM-map legend")
 
 
 def main():

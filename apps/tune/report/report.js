@@ -48,6 +48,13 @@
     charts.push(new Chart(canvas, config));
   }
   function axis(title, extra) { return Object.assign({ type: 'linear', title: { display: true, text: title } }, extra || {}); }
+  // A linear axis over the indices 0..n-1 of `labels`: one tick per label, each labelled, none
+  // skipped (a category axis cannot offset the points of several datasets side by side).
+  function indexAxis(title, labels) {
+    return axis(title, { min: -0.5, max: labels.length - 0.5,
+      afterBuildTicks: scale => { scale.ticks = labels.map((_, i) => ({ value: i })); },
+      ticks: { autoSkip: false, callback: v => labels[v] } });
+  }
   function pointLabel(ctx) { return 'trial ' + ctx.raw.n + ': ' + ctx.raw.x + ', ' + ctx.raw.y; }
   const value = t => (t.values.length ? t.values[0] : null);
   const minimize = data.directions[0] !== 'MAXIMIZE';
@@ -126,7 +133,7 @@
         x: choices ? choices.indexOf(String(t.params[name])) : t.params[name], y: value(t), n: t.number }));
       const cell = el('div');
       grid.appendChild(cell);
-      const x = choices ? axis(name, { min: -0.5, max: choices.length - 0.5, ticks: { stepSize: 1, callback: v => choices[v] } })
+      const x = choices ? indexAxis(name, choices)
         : axis(name, { type: d.attributes.log ? 'logarithmic' : 'linear' });
       draw(canvasIn(cell, 'chart-slice-' + i, name), {
         type: 'scatter',
@@ -152,6 +159,14 @@
     }
     const models = Object.keys(byModel).sort();
     if (!models.length) return emptyNote(s, 'No trial has both a batch size and a sequence length (params batch_size and max_length, or the memory attribute).');
+    const legend = el('div', { className: 'legend', id: 'oom-legend' });
+    for (const c of cats) {
+      const item = el('span');
+      item.appendChild(el('i', { style: 'background:' + COLORS[c] }));
+      item.appendChild(document.createTextNode(LABELS[c]));
+      legend.appendChild(item);
+    }
+    s.appendChild(legend);
     const grid = el('div', { className: 'grid' });
     s.appendChild(grid);
     models.forEach((model, i) => {
@@ -172,9 +187,10 @@
       draw(canvasIn(cell, 'chart-oom-' + i, model), {
         type: 'bubble', data: { datasets: datasets },
         options: { scales: {
-          x: axis('batch size', { min: -0.5, max: bs.length - 0.5, ticks: { stepSize: 1, callback: v => bs[v] } }),
-          y: axis('sequence length', { min: -0.5, max: ls.length - 0.5, ticks: { stepSize: 1, callback: v => ls[v] } }) },
-          plugins: { tooltip: { callbacks: { label: ctx => ctx.dataset.label + ': ' + ctx.raw.n + ' trial(s)' } } } }
+          x: indexAxis('batch size', bs.map(String)),
+          y: indexAxis('sequence length', ls.map(String)) },
+          plugins: { legend: { display: false },  // one legend for the section, above
+            tooltip: { callbacks: { label: ctx => ctx.dataset.label + ': ' + ctx.raw.n + ' trial(s)' } } } }
       });
     });
   }
@@ -301,6 +317,17 @@
       }
       result.charts.push({ id: c.id, width: c.width, height: c.height, painted: painted, coloured: coloured });
     }
+    // Tick labels of the index axes (slice plots of categorical parameters, the OOM map) and which
+    // charts draw their own legend.
+    result.ticks = {};
+    result.legends = [];
+    for (const chart of charts) {
+      const id = chart.canvas.id;
+      if (chart.options.plugins.legend.display !== false) result.legends.push(id);
+      const labels = axis => (axis && axis.ticks ? axis.ticks.map(t => t.label) : []);
+      result.ticks[id] = { x: labels(chart.scales.x), y: labels(chart.scales.y) };
+    }
+    result.oom_legend = document.querySelectorAll('#oom-legend span').length;
     const th = [...document.querySelectorAll('#trial-table th')].find(h => h.textContent === 'value');
     const column = () => [...document.querySelectorAll('#trial-table tbody tr')].map(r => r.children[3].textContent)
       .filter(v => v !== '').map(v => parseFloat(v));
