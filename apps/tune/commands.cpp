@@ -19,6 +19,8 @@ const std::vector<Command>& Commands() {
       {"plan",
        "Will these models and N parallel requests fit on the device? --suggest: what to change",
        DeclarePlan},
+      {"init", "Write a study config for the checkpoints in the Hugging Face cache (--from-cache)",
+       DeclareInit},
       {"predict", "Label texts with a model saved by --save-best; prints the metric when labelled",
        DeclarePredict},
       {"best-trials", "Show the trials on the Pareto front of a (multi-objective) study",

@@ -37,11 +37,11 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out,
 Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
                            TrainObjectiveOptions& out);
 
-// The train objective's "init" and "models_dir" (train_checkpoints.cpp).
+// The train objective's "init", "models_dir" and "hub_cache" (train_checkpoints.cpp).
 struct CheckpointKeys {
   bool pretrained = true;                 // "init": "pretrained" (default) or "scratch"
   std::optional<std::string> models_dir;  // absolute
-  std::string hub_cache;                  // HuggingFaceHubCache() when read
+  std::string hub_cache;  // "hub_cache" (absolute), else HuggingFaceHubCache() when read
 };
 Result<CheckpointKeys> ReadCheckpointKeys(const JsonReader& objective,
                                           const std::filesystem::path& base_dir);

@@ -1,6 +1,7 @@
-// The train objective's checkpoints ("init", "models_dir"; docs/config.md "Checkpoints"): with
-// "init": "pretrained" every model name the config can choose is resolved, once, at load time, to
-// a checkpoint directory whose config.json replaces the catalog's numbers for that name.
+// The train objective's checkpoints ("init", "models_dir", "hub_cache"; docs/config.md
+// "Checkpoints"): with "init": "pretrained" every model name the config can choose is resolved,
+// once, at load time, to a checkpoint directory whose config.json replaces the catalog's numbers
+// for that name.
 #include <fmt/format.h>
 
 #include "config/objective_config.h"
@@ -63,7 +64,9 @@ Result<CheckpointKeys> ReadKeys(const JsonReader& obj, const fs::path& base_dir)
   TUNE_ASSIGN_OR_RETURN(auto models_dir, obj.OptString("models_dir"));
   if (models_dir)
     keys.models_dir = fs::absolute(base_dir / *models_dir).lexically_normal().string();
-  keys.hub_cache = HuggingFaceHubCache();
+  TUNE_ASSIGN_OR_RETURN(auto hub_cache, obj.OptString("hub_cache"));
+  keys.hub_cache = hub_cache ? fs::absolute(base_dir / *hub_cache).lexically_normal().string()
+                             : HuggingFaceHubCache();
   return keys;
 }
 

@@ -30,6 +30,7 @@ std::vector<OptionKey> OwnKeys() {
           {"pretrained", nullptr},
           {"init", "pretrained"},
           {"models_dir", nullptr},
+          {"hub_cache", nullptr},
           {"save_best", nullptr},
           {"memory", nullptr}};
 }

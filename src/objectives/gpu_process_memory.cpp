@@ -31,6 +31,13 @@ struct ProcessInfoV2 {
   unsigned int compute_instance_id;
 };
 
+// nvmlMemory_t (nvmlDeviceGetMemoryInfo).
+struct MemoryInfo {
+  unsigned long long total;  // NOLINT(runtime/int): NVML's type
+  unsigned long long free;   // NOLINT(runtime/int)
+  unsigned long long used;   // NOLINT(runtime/int)
+};
+
 // NVML reports this for a process whose usage it cannot see (no permission, or a MIG view).
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;  // NOLINT(runtime/int)
 
@@ -44,6 +51,7 @@ struct GpuProcessMemory::Api {
   // One of these, the newest the library has.
   nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
   nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
+  nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;  // optional
 
   ~Api() {
     if (shutdown != nullptr) shutdown();
@@ -101,6 +109,7 @@ std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
   }
   api->processes_v1 =
       lib.Symbol<decltype(api->processes_v1)>("nvmlDeviceGetComputeRunningProcesses");
+  api->memory_info = lib.Symbol<decltype(api->memory_info)>("nvmlDeviceGetMemoryInfo");
   auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
   if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
       api->device_handle == nullptr ||
@@ -140,6 +149,18 @@ std::optional<int64_t> GpuProcessMemory::Used(const std::function<bool(pid_t)>& 
     }
   }
   return total;
+}
+
+std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
+  unsigned int devices = 0;
+  nvmlDevice_t device = nullptr;
+  MemoryInfo info{};
+  if (api_->memory_info == nullptr || api_->device_count(&devices) != kNvmlSuccess ||
+      index >= devices || api_->device_handle(index, &device) != kNvmlSuccess ||
+      api_->memory_info(device, &info) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(info.total);
 }
 
 bool InProcessGroup(pid_t pid, pid_t pgid) {

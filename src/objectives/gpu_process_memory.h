@@ -34,6 +34,9 @@ class GpuProcessMemory {
   std::optional<int64_t> UsedBy(const std::vector<pid_t>& pids) const;
   // The same for the processes of process group `pgid` (a trial's program and its children).
   std::optional<int64_t> UsedByGroup(pid_t pgid) const;
+  // The total memory of device `index` (NVML's nvmlDeviceGetMemoryInfo, what nvidia-smi shows
+  // as the card's memory); nullopt when there is no such device or the driver cannot say.
+  std::optional<int64_t> TotalMemory(unsigned int index = 0) const;
 
   struct Api;  // the NVML entry points (gpu_process_memory.cpp)
 

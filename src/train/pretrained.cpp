@@ -1,7 +1,9 @@
 #include "train/pretrained.h"
 
 #include <fmt/format.h>
+#include <fnmatch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -280,5 +282,56 @@ Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointS
                                    JoinNames(searched, "; ")));
 }
 
+namespace {
+
+// "models--ORG--NAME" -> "ORG/NAME" (Hugging Face's folder name for a repo id).
+std::string RepoIdOfFolder(const std::string& folder) {
+  std::string id = folder.substr(std::string("models--").size());
+  for (size_t at = id.find("--"); at != std::string::npos; at = id.find("--", at + 1)) {
+    id.replace(at, 2, "/");
+  }
+  return id;
+}
+
+bool Wanted(const std::string& name, const std::vector<std::string>& patterns) {
+  if (patterns.empty()) return true;
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) {
+    return fnmatch(p.c_str(), name.c_str(), 0) == 0;
+  });
+}
+
+}  // namespace
+
+Result<HubCheckpoints> FindHubCheckpoints(const std::string& cache,
+                                          const std::vector<std::string>& patterns) {
+  std::error_code ec;
+  if (!fs::is_directory(cache, ec)) {
+    return NotFoundError(fmt::format("{}: not a directory", cache));
+  }
+  std::vector<fs::path> repos;
+  for (fs::directory_iterator it(cache, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string folder = it->path().filename().string();
+    if (folder.rfind("models--", 0) == 0 && it->is_directory(ec)) repos.push_back(it->path());
+  }
+  std::sort(repos.begin(), repos.end());
+  HubCheckpoints out;
+  for (const fs::path& repo : repos) {
+    const std::string name = RepoIdOfFolder(repo.filename().string());
+    if (!Wanted(name, patterns)) continue;
+    std::string where;
+    const std::optional<fs::path> snapshot = HubSnapshot(name, cache, where);
+    if (!snapshot) {
+      out.skipped.push_back({repo.string(), "no snapshot at " + where});
+      continue;
+    }
+    auto checkpoint = ReadPretrainedCheckpoint(fs::absolute(*snapshot, ec).string(), name);
+    if (!checkpoint.ok()) {
+      out.skipped.push_back({repo.string(), checkpoint.status().message()});
+      continue;
+    }
+    out.found.push_back(std::move(checkpoint).value());
+  }
+  return out;
+}
 
 }  // namespace tune

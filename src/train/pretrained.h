@@ -69,4 +69,27 @@ std::string HuggingFaceHubCache();
 // The directory `name` resolves to (offline), or NotFound listing every place searched.
 Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointSearch& search);
 
+// --- The checkpoints of a Hugging Face cache (`tune init --from-cache`) ------------------------
+
+// A models--ORG--NAME directory of the cache that is not a checkpoint tune can fine-tune.
+struct SkippedHubEntry {
+  std::string path;    // the models--ORG--NAME directory
+  std::string reason;  // no snapshot, a missing file, an unsupported model_type, ...
+};
+
+struct HubCheckpoints {
+  // By name; model.name is "ORG/NAME" ("NAME" without an organisation), the name
+  // ResolveCheckpoint finds in the cache.
+  std::vector<PretrainedCheckpoint> found;
+  std::vector<SkippedHubEntry> skipped;
+};
+
+// Every models--ORG--NAME/ of `cache` whose snapshot (the one ResolveCheckpoint picks: refs/main,
+// else the only one) ReadPretrainedCheckpoint accepts, if its name matches one of `patterns`
+// (fnmatch globs on ORG/NAME; empty: every name). Entries that are not models--* (datasets,
+// .locks) are ignored; names that match no pattern are not read. NotFound when `cache` is not a
+// directory.
+Result<HubCheckpoints> FindHubCheckpoints(const std::string& cache,
+                                          const std::vector<std::string>& patterns = {});
+
 }  // namespace tune

@@ -143,6 +143,47 @@ TEST_F(PretrainedCheckpointTest, ResolvesNamesInOrder) {
   EXPECT_EQ(*ResolveCheckpoint("org/model", s), (dir_.path() / "org" / "model").string());
 }
 
+// `tune init --from-cache`'s scan: every models--ORG--NAME whose snapshot is a checkpoint, by
+// name; the others skipped with the reason; datasets and names matching no pattern left alone.
+TEST_F(PretrainedCheckpointTest, FindsTheCheckpointsOfAHubCache) {
+  WriteCheckpoint(BertConfig());
+  const fs::path hub = dir_.path() / "hub";
+  auto place = [&](const std::string& folder, const std::string& rev, bool ref) {
+    const fs::path repo = hub / folder;
+    fs::create_directories(repo / "snapshots");
+    fs::copy(ckpt_, repo / "snapshots" / rev, fs::copy_options::recursive);
+    if (ref) {
+      fs::create_directories(repo / "refs");
+      std::ofstream(repo / "refs" / "main") << rev;
+    }
+    return repo / "snapshots" / rev;
+  };
+  place("models--org--bert", "aaa", true);
+  place("models--plain-bert", "only", false);
+  fs::remove(place("models--org--no-weights", "bbb", true) / "model.safetensors");
+  place("datasets--org--data", "ccc", true);
+  fs::create_directories(hub / "models--org--empty");
+  auto found = FindHubCheckpoints(hub.string());
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  ASSERT_EQ(found->found.size(), 2u);
+  EXPECT_EQ(found->found[0].model.name, "org/bert");
+  EXPECT_EQ(found->found[0].dir, (hub / "models--org--bert" / "snapshots" / "aaa").string());
+  EXPECT_EQ(found->found[0].model.num_parameters, EncoderParameterCount(found->found[0].model));
+  EXPECT_EQ(found->found[1].model.name, "plain-bert");
+  ASSERT_EQ(found->skipped.size(), 2u);
+  EXPECT_EQ(found->skipped[0].path, (hub / "models--org--empty").string());
+  EXPECT_NE(found->skipped[0].reason.find("no snapshot"), std::string::npos);
+  EXPECT_EQ(found->skipped[1].path, (hub / "models--org--no-weights").string());
+  EXPECT_NE(found->skipped[1].reason.find("model.safetensors: not found"), std::string::npos)
+      << found->skipped[1].reason;
+  auto only = FindHubCheckpoints(hub.string(), {"org/*", "nothing"});
+  ASSERT_TRUE(only.ok());
+  ASSERT_EQ(only->found.size(), 1u);
+  EXPECT_EQ(only->found[0].model.name, "org/bert");
+  EXPECT_EQ(FindHubCheckpoints((dir_.path() / "nowhere").string()).status().code(),
+            StatusCode::kNotFound);
+}
+
 TEST_F(PretrainedCheckpointTest, HubCacheFromTheEnvironment) {
   const char* keep_hub = std::getenv("HF_HUB_CACHE");
   const char* keep_home = std::getenv("HF_HOME");

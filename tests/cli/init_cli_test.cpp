@@ -1,0 +1,181 @@
+// `tune init --from-cache` (docs/cli.md "tune init"): a study config written for the checkpoints
+// of a Hugging Face cache (tests/scripts/make_checkpoints.py, python3-torch), which tune then
+// runs; and its errors (an empty cache, an unknown task, --device-memory auto without NVML).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "testing/temp_dir.h"
+#include "testing/tune_process.h"
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ProcessRun;
+using testing::Slurp;
+using testing::Tune;
+
+class InitCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // No NVML, whatever the machine has: the device is the CPU and auto cannot be read.
+    setenv("TUNE_NVML_LIBRARY", (dir_.path() / "no-libnvidia-ml.so.1").c_str(), 1);
+    unsetenv("HF_HUB_CACHE");
+  }
+  void TearDown() override { unsetenv("TUNE_NVML_LIBRARY"); }
+
+  // The test checkpoints (and train.jsonl) under dir_/hub; false without python3-torch.
+  bool MakeCheckpoints() {
+    if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) return false;
+    const std::string cmd = "/usr/bin/python3 '" + std::string(TUNE_SOURCE_DIR) +
+                            "/tests/scripts/make_checkpoints.py' '" + dir_.path().string() +
+                            "' 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return true;
+  }
+
+  fs::path Hub() const { return dir_.path() / "hub"; }
+  std::string Data() const { return (dir_.path() / "train.jsonl").string(); }
+
+  // tune init --from-cache --cache-dir DIR --data train.jsonl `extra`, in dir_.
+  ProcessRun Init(const std::vector<std::string>& extra, const fs::path& cache) {
+    std::vector<std::string> args = {"init",         "--from-cache", "--cache-dir",
+                                     cache.string(), "--data",       Data()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Tune(args, dir_.path().string());
+  }
+
+  testing::TempDir dir_;
+};
+
+#ifdef TUNE_WITH_TORCH
+// Three checkpoints (BERT + WordPiece, RoBERTa + byte-level BPE, DeBERTa-v3 + SentencePiece,
+// or + WordPiece without python3-sentencepiece), chosen by --models: the config lists them, all
+// base by the catalog's rule (a few thousand parameters), and `tune --config` runs two trials.
+TEST_F(InitCli, WritesAStudyOfTheCacheThatRunsTwoTrials) {
+  if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
+  const bool spm = fs::exists(Hub() / "models--tiny-org--deberta-spm");
+  const std::string deberta = spm ? "tiny-org/deberta-spm" : "tiny-org/deberta-wp";
+  const std::string out = (dir_.path() / "s.json").string();
+  ProcessRun r = Init({"--models", "tiny-org/bert-*", "*/roberta-bpe", deberta, "--device-memory",
+                       "2GiB", "--epochs", "1", "--output", out},
+                      Hub());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const Json doc = Json::parse(Slurp(out));
+  const std::vector<std::string> models = {"tiny-org/bert-wp", deberta, "tiny-org/roberta-bpe"};
+  EXPECT_EQ(doc["search_space"]["model"]["choices"], Json(models)) << doc.dump(2);
+  for (const std::string& m : models) {
+    EXPECT_NE(r.err.find("Found " + m + " ("), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(r.err.find("heavy) in"), std::string::npos) << r.err;
+  ASSERT_EQ(doc["conditional"].size(), 1u) << doc.dump(2);  // base models only
+  EXPECT_EQ(doc["conditional"][0]["when"]["model.heavy"], false);
+  EXPECT_EQ(doc["objective"]["init"], "pretrained");
+  EXPECT_EQ(doc["objective"]["hub_cache"], Hub().string());
+  EXPECT_EQ(doc["objective"]["data"]["train"], "train.jsonl");
+  EXPECT_EQ(doc["objective"]["device"], "cpu");
+  EXPECT_EQ(doc["objective"]["memory"]["device_memory"], "2GiB");
+  EXPECT_EQ(doc["direction"], "maximize");
+  EXPECT_EQ(doc["sampler"]["name"], "tpe");
+
+  const std::string storage = "sqlite:///" + (dir_.path() / "s.db").string();
+  ProcessRun run = Tune({"--study", "s", "--config", out, "--n-trials", "2", "--storage", storage},
+                        dir_.path().string());
+  ASSERT_EQ(run.code, 0) << run.err;
+  ProcessRun trials = Tune({"trials", "--study", "s", "--storage", storage, "--format", "json"});
+  ASSERT_EQ(trials.code, 0) << trials.err;
+  const Json t = Json::parse(trials.out);
+  ASSERT_EQ(t.size(), 2u) << trials.out;
+  for (const Json& trial : t) EXPECT_EQ(trial["state"], "COMPLETE") << trial.dump();
+}
+
+// A checkpoint whose config.json counts more than 200M parameters is heavy (the catalog's rule):
+// both the heavy and the base block are written. Directories that are not checkpoints are
+// skipped with the reason.
+TEST_F(InitCli, MarksHeavyByTheCatalogRuleAndSaysWhatItSkipped) {
+  if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
+  const fs::path big = Hub() / "models--big-org--bert-large";
+  fs::create_directories(big / "snapshots");
+  fs::copy(Hub() / "models--tiny-org--bert-wp", big,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const fs::path snapshot = big / "snapshots" / "0123456789abcdef0123456789abcdef01234567";
+  Json config = Json::parse(Slurp(snapshot / "config.json"));
+  config.update({{"hidden_size", 1024},
+                 {"num_hidden_layers", 24},
+                 {"num_attention_heads", 16},
+                 {"intermediate_size", 4096},
+                 {"vocab_size", 30522},
+                 {"max_position_embeddings", 512}});
+  std::ofstream(snapshot / "config.json", std::ios::trunc) << config.dump();
+  fs::create_directories(Hub() / "models--empty-org--nothing" / "snapshots");
+  ProcessRun r = Init({"--device-memory", "24GiB"}, Hub());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  const size_t found = r.err.find("Found big-org/bert-large (bert, ");
+  ASSERT_NE(found, std::string::npos) << r.err;
+  EXPECT_NE(r.err.substr(found, r.err.find('\n', found) - found).find("parameters: heavy)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("parameters: base)"), std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find("Skipped " + (Hub() / "models--empty-org--nothing").string() + ": no snapshot"),
+      std::string::npos)
+      << r.err;
+  ASSERT_EQ(doc["conditional"].size(), 2u) << doc.dump(2);
+  EXPECT_EQ(doc["conditional"][0]["when"]["model.heavy"], true);
+  EXPECT_EQ(doc["conditional"][0]["search_space"]["max_length"]["high"], 384);
+  EXPECT_EQ(doc["conditional"][1]["when"]["model.heavy"], false);
+  EXPECT_EQ(doc["objective"]["data"]["train"], Data());  // stdout: absolute paths
+}
+#endif
+
+// Nothing found: exit 2, saying where it looked.
+TEST_F(InitCli, AnEmptyCacheSaysWhereItLooked) {
+  fs::create_directories(Hub());
+  std::ofstream(Data()) << "{\"text\": \"a\", \"label\": \"x\"}\n";
+  ProcessRun r = Init({"--device-memory", "2GiB"}, Hub());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no encoder checkpoints in " + Hub().string() +
+                       " (looked for models--ORG--NAME/snapshots/<rev>/config.json with weights "
+                       "and a tokenizer)"),
+            std::string::npos)
+      << r.err;
+  ProcessRun missing = Init({"--device-memory", "2GiB"}, dir_.path() / "nowhere");
+  EXPECT_EQ(missing.code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("not a directory"), std::string::npos) << missing.err;
+}
+
+TEST_F(InitCli, UsageErrorsExitTwo) {
+  fs::create_directories(Hub());
+  std::ofstream(Data()) << "{\"text\": \"a\", \"label\": \"x\"}\n";
+  ProcessRun task = Init({"--task", "regression", "--device-memory", "2GiB"}, Hub());
+  EXPECT_EQ(task.code, 2) << task.err;
+  EXPECT_NE(task.err.find("unknown --task 'regression'"), std::string::npos) << task.err;
+  EXPECT_NE(task.err.find("valid: classification"), std::string::npos) << task.err;
+  ProcessRun no_cache = Tune({"init", "--data", Data()}, dir_.path().string());
+  EXPECT_EQ(no_cache.code, 2) << no_cache.err;
+  EXPECT_NE(no_cache.err.find("--from-cache"), std::string::npos) << no_cache.err;
+}
+
+// --device-memory auto (the default) without NVML: exit 2, asking for --device-memory SIZE.
+TEST_F(InitCli, DeviceMemoryAutoWithoutNvmlAsksForASize) {
+  if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
+  const fs::path out = dir_.path() / "s.json";
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--output", out.string()},
+        std::vector<std::string>{"--device-memory", "auto", "--output", out.string()}}) {
+    ProcessRun r = Init(extra, Hub());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("pass --device-memory SIZE"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
+}  // namespace
+}  // namespace tune
