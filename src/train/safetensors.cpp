@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "tune/distributions.h"
 
@@ -126,112 +128,142 @@ uint16_t FloatToHalf(float f) {
   return static_cast<uint16_t>(sign | (v >> 13));
 }
 
+namespace {
+
+Status NotSafetensors(const std::string& path, const std::string& what) {
+  return InvalidArgumentError(fmt::format("{}: not a valid safetensors file: {}", path, what));
+}
+
+// The header: 8 bytes of little-endian length, then that many bytes of JSON (an object).
+Result<Json> ReadHeader(const std::string& path, uint64_t size, uint64_t& header_len) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
+  if (size < 8) {
+    return NotSafetensors(path,
+                          fmt::format("{} bytes, shorter than the 8-byte header length", size));
+  }
+  unsigned char len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > size - 8) {
+    return NotSafetensors(
+        path, fmt::format("the header length {} goes beyond the end of the file ({} bytes); the "
+                          "file is truncated or not safetensors",
+                          header_len, size));
+  }
+  if (header_len > kMaxHeaderBytes) {
+    return NotSafetensors(path,
+                          fmt::format("the header length {} is over the format's limit of {} bytes",
+                                      header_len, kMaxHeaderBytes));
+  }
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!in) return NotSafetensors(path, "cannot read the header");
+  Json doc = Json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return NotSafetensors(path, "the header is not valid JSON");
+  if (!doc.is_object()) return NotSafetensors(path, "the header is not a JSON object");
+  return doc;
+}
+
+// A tensor's dtype and its element size; nullopt for a dtype tune does not read.
+std::optional<std::pair<SafetensorsDtype, int64_t>> ParseDtype(const Json& dtype) {
+  if (!dtype.is_string()) return std::nullopt;
+  for (const auto& d : kDtypes) {
+    if (dtype.get<std::string>() == d.name) return std::make_pair(d.dtype, int64_t{d.size});
+  }
+  return std::nullopt;
+}
+
+// A tensor's shape into t.shape and its element count; an error message when it is bad.
+std::optional<std::string> ParseShape(const Json& shape, SafetensorsTensorInfo& t,
+                                      uint64_t& numel) {
+  if (!shape.is_array()) return "\"shape\" is not an array";
+  numel = 1;
+  for (const Json& s : shape) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
+      return fmt::format("bad dimension {} in shape {}", s.dump(), shape.dump());
+    }
+    const auto d = s.get<uint64_t>();
+    if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / d) {
+      return fmt::format("shape {} is too large", shape.dump());
+    }
+    numel *= d;
+    t.shape.push_back(static_cast<int64_t>(d));
+  }
+  return std::nullopt;
+}
+
+// One tensor entry of the header, checked against the data that follows it.
+Result<SafetensorsTensorInfo> ParseTensor(const std::string& path, const std::string& name,
+                                          const Json& entry, uint64_t data_start,
+                                          uint64_t data_size) {
+  auto tensor_error = [&](const std::string& what) {
+    return InvalidArgumentError(fmt::format("{}: tensor '{}': {}", path, name, what));
+  };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+      !entry.contains("data_offsets")) {
+    return tensor_error("needs \"dtype\", \"shape\" and \"data_offsets\"");
+  }
+  SafetensorsTensorInfo t;
+  t.name = name;
+  const auto dtype = ParseDtype(entry["dtype"]);
+  if (!dtype) {
+    return tensor_error(
+        fmt::format("unknown dtype {}; valid: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL",
+                    entry["dtype"].dump()));
+  }
+  t.dtype = dtype->first;
+  uint64_t numel = 0;
+  if (auto bad = ParseShape(entry["shape"], t, numel)) return tensor_error(*bad);
+  const Json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    return tensor_error(
+        fmt::format("\"data_offsets\" must be [begin, end], got {}", offsets.dump()));
+  }
+  const auto begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+  if (begin > end || end > data_size) {
+    return tensor_error(fmt::format(
+        "data_offsets [{}, {}] lie outside the {} bytes of data after the header; the file is "
+        "truncated or corrupt",
+        begin, end, data_size));
+  }
+  const uint64_t want = numel * static_cast<uint64_t>(dtype->second);
+  if (end - begin != want) {
+    return tensor_error(fmt::format("{} {} needs {} bytes but data_offsets [{}, {}] hold {}",
+                                    SafetensorsDtypeName(t.dtype), ShapeString(t.shape), want,
+                                    begin, end, end - begin));
+  }
+  t.begin = data_start + begin;
+  t.bytes = want;
+  return t;
+}
+
+}  // namespace
+
 Result<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
   if (ec) return NotFoundError(fmt::format("{}: cannot open: {}", path, ec.message()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
-  auto bad = [&](const std::string& what) {
-    return InvalidArgumentError(fmt::format("{}: not a valid safetensors file: {}", path, what));
-  };
-  if (size < 8) return bad(fmt::format("{} bytes, shorter than the 8-byte header length", size));
-  unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
-  if (header_len > size - 8) {
-    return bad(fmt::format("the header length {} goes beyond the end of the file ({} bytes); the "
-                           "file is truncated or not safetensors",
-                           header_len, size));
-  }
-  if (header_len > kMaxHeaderBytes) {
-    return bad(fmt::format("the header length {} is over the format's limit of {} bytes",
-                           header_len, kMaxHeaderBytes));
-  }
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  if (!in) return bad("cannot read the header");
-  Json doc = Json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return bad("the header is not valid JSON");
-  if (!doc.is_object()) return bad("the header is not a JSON object");
-
+  TUNE_ASSIGN_OR_RETURN(Json doc, ReadHeader(path, size, header_len));
   SafetensorsFile file;
   file.path_ = path;
   const uint64_t data_start = 8 + header_len;
-  const uint64_t data_size = size - data_start;
   for (const auto& [name, entry] : doc.items()) {
-    if (name == "__metadata__") {
-      if (!entry.is_object()) return bad("__metadata__ is not an object");
-      for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) return bad(fmt::format("__metadata__ '{}' is not a string", k));
-        file.metadata_[k] = v.get<std::string>();
-      }
+    if (name != "__metadata__") {
+      TUNE_ASSIGN_OR_RETURN(file.tensors_[name],
+                            ParseTensor(path, name, entry, data_start, size - data_start));
       continue;
     }
-    auto tensor_error = [&](const std::string& what) {
-      return InvalidArgumentError(fmt::format("{}: tensor '{}': {}", path, name, what));
-    };
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets")) {
-      return tensor_error("needs \"dtype\", \"shape\" and \"data_offsets\"");
-    }
-    SafetensorsTensorInfo t;
-    t.name = name;
-    const Json& dtype = entry["dtype"];
-    bool known = false;
-    int64_t elem = 0;
-    if (dtype.is_string()) {
-      for (const auto& d : kDtypes) {
-        if (dtype.get<std::string>() == d.name) {
-          t.dtype = d.dtype;
-          elem = d.size;
-          known = true;
-        }
+    if (!entry.is_object()) return NotSafetensors(path, "__metadata__ is not an object");
+    for (const auto& [k, v] : entry.items()) {
+      if (!v.is_string()) {
+        return NotSafetensors(path, fmt::format("__metadata__ '{}' is not a string", k));
       }
+      file.metadata_[k] = v.get<std::string>();
     }
-    if (!known) {
-      return tensor_error(
-          fmt::format("unknown dtype {}; valid: F32, F16, BF16, F64, I64, I32, I16, "
-                      "I8, U8, BOOL",
-                      dtype.dump()));
-    }
-    const Json& shape = entry["shape"];
-    if (!shape.is_array()) return tensor_error("\"shape\" is not an array");
-    uint64_t numel = 1;
-    for (const Json& s : shape) {
-      if (!s.is_number_integer() || s.get<int64_t>() < 0) {
-        return tensor_error(fmt::format("bad dimension {} in shape {}", s.dump(), shape.dump()));
-      }
-      const auto d = s.get<uint64_t>();
-      if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / d) {
-        return tensor_error(fmt::format("shape {} is too large", shape.dump()));
-      }
-      numel *= d;
-      t.shape.push_back(static_cast<int64_t>(d));
-    }
-    const Json& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-      return tensor_error(fmt::format("\"data_offsets\" must be [begin, end], got {}",
-                                      offsets.dump()));
-    }
-    const auto begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (begin > end || end > data_size) {
-      return tensor_error(fmt::format(
-          "data_offsets [{}, {}] lie outside the {} bytes of data after the header; the file is "
-          "truncated or corrupt",
-          begin, end, data_size));
-    }
-    const uint64_t want = numel * static_cast<uint64_t>(elem);
-    if (end - begin != want) {
-      return tensor_error(fmt::format("{} {} needs {} bytes but data_offsets [{}, {}] hold {}",
-                                      SafetensorsDtypeName(t.dtype), ShapeString(t.shape), want,
-                                      begin, end, end - begin));
-    }
-    t.begin = data_start + begin;
-    t.bytes = want;
-    file.tensors_[name] = std::move(t);
   }
   return file;
 }
