@@ -2,6 +2,7 @@
 //
 //   tune_diff_driver tpe     < cases.json > tune.json
 //   tune_diff_driver pruners < cases.json > tune.json
+//   tune_diff_driver hypervolume < cases.json > tune.json
 //
 // Reads a JSON document of cases on stdin and prints what tune computes for them, for
 // tests/differential/tpe_diff.py and pruner_diff.py to compare with Optuna 4.9. Non-finite
@@ -17,6 +18,9 @@
 // pruners: each case is a pruner configuration and a script of events (trial starts, reports,
 // prune checks, finishes), replayed on an in-memory study: output the decision and the system
 // attributes written at every prune check, and the hyperband bracket of each trial number.
+//
+// hypervolume: each case is points in loss space and a reference point; output the hypervolume
+// (or the error when the points do not dominate the reference).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "samplers/hypervolume.h"
 #include "samplers/parzen_estimator.h"
 #include "samplers/tpe_model.h"
 #include "tune/distributions.h"
@@ -353,15 +358,30 @@ Json RunPrunerCase(const Json& c) {
   return out;
 }
 
+Json RunHypervolumeCase(const Json& c) {
+  std::vector<std::vector<double>> points;
+  for (const Json& p : c.at("points")) {
+    std::vector<double> v;
+    for (const Json& x : p) v.push_back(Num(x));
+    points.push_back(std::move(v));
+  }
+  std::vector<double> reference;
+  for (const Json& x : c.at("reference")) reference.push_back(Num(x));
+  Result<double> hv = Hypervolume(std::move(points), reference);
+  if (!hv.ok()) return Json{{"id", c.at("id")}, {"error", hv.status().message()}};
+  return Json{{"id", c.at("id")}, {"hv", Out(*hv)}};
+}
+
 }  // namespace
 }  // namespace tune
 
 int main(int argc, char** argv) {
-  if (argc != 2 || (std::string(argv[1]) != "tpe" && std::string(argv[1]) != "pruners")) {
-    std::fprintf(stderr, "usage: tune_diff_driver tpe|pruners < cases.json > results.json\n");
+  const std::string mode = argc == 2 ? argv[1] : "";
+  if (mode != "tpe" && mode != "pruners" && mode != "hypervolume") {
+    std::fprintf(stderr,
+                 "usage: tune_diff_driver tpe|pruners|hypervolume < cases.json > results.json\n");
     return 2;
   }
-  const bool tpe = std::string(argv[1]) == "tpe";
   tune::Json in;
   try {
     std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
@@ -371,7 +391,9 @@ int main(int argc, char** argv) {
   }
   tune::Json results = tune::Json::array();
   for (const tune::Json& c : in.at("cases")) {
-    results.push_back(tpe ? tune::RunTpeCase(c) : tune::RunPrunerCase(c));
+    results.push_back(mode == "tpe"       ? tune::RunTpeCase(c)
+                      : mode == "pruners" ? tune::RunPrunerCase(c)
+                                          : tune::RunHypervolumeCase(c));
   }
   std::cout << tune::Json{{"results", results}}.dump() << "\n";
   return 0;

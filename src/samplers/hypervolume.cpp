@@ -1,0 +1,165 @@
+#include "samplers/hypervolume.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace tune {
+namespace {
+
+using Points = std::vector<std::vector<double>>;
+
+// a <= b in every coordinate.
+bool WeaklyDominates(const std::vector<double>& a, const std::vector<double>& b) {
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k] > b[k]) return false;
+  }
+  return true;
+}
+
+// The points of a lexicographically sorted list that no earlier point weakly dominates (a later
+// point cannot dominate an earlier one, and a duplicate is dominated by its first copy).
+Points FrontOfSorted(const Points& sorted) {
+  Points front;
+  for (const auto& p : sorted) {
+    bool dominated = false;
+    for (const auto& q : front) {
+      if (WeaklyDominates(q, p)) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) front.push_back(p);
+  }
+  return front;
+}
+
+// 2-d: the front sorted by the first loss (so the second decreases): a sum of rectangles.
+double Compute2d(const Points& front, const std::vector<double>& r) {
+  double hv = 0.0, y_above = r[1];
+  for (const auto& p : front) {
+    hv += (r[0] - p[0]) * (y_above - p[1]);
+    y_above = p[1];
+  }
+  return hv;
+}
+
+// 3-d, after Optuna: with the x order given and y compressed to ranks, the dominated depth above
+// cell (i, j) is the largest r_z - z of the points with x-rank <= i and y-rank <= j (cumulative
+// maxima along both axes); the volume sums depth x cell width x cell height.
+double Compute3d(const Points& front, const std::vector<double>& r) {
+  const size_t n = front.size();
+  std::vector<size_t> y_order(n);
+  std::iota(y_order.begin(), y_order.end(), size_t{0});
+  std::stable_sort(y_order.begin(), y_order.end(),
+                   [&](size_t a, size_t b) { return front[a][1] < front[b][1]; });
+  std::vector<double> depth(n * n, 0.0);
+  for (size_t j = 0; j < n; ++j) depth[y_order[j] * n + j] = r[2] - front[y_order[j]][2];
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j)
+      depth[i * n + j] = std::max(depth[i * n + j], depth[(i - 1) * n + j]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 1; j < n; ++j)
+      depth[i * n + j] = std::max(depth[i * n + j], depth[i * n + j - 1]);
+  }
+  double hv = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double dx = (i + 1 < n ? front[i + 1][0] : r[0]) - front[i][0];
+    double row = 0.0;
+    for (size_t j = 0; j < n; ++j) {
+      const double y = front[y_order[j]][1];
+      const double dy = (j + 1 < n ? front[y_order[j + 1]][1] : r[1]) - y;
+      row += depth[i * n + j] * dy;
+    }
+    hv += row * dx;
+  }
+  return hv;
+}
+
+double Inclusive(const std::vector<double>& p, const std::vector<double>& r) {
+  double v = 1.0;
+  for (size_t k = 0; k < p.size(); ++k) v *= r[k] - p[k];
+  return v;
+}
+
+double ComputeWfg(const Points& sorted, const std::vector<double>& r);
+
+// The volume only `inclusive` point's box adds beyond `later` (the points after it, each limited
+// to that box: the max of the two coordinates).
+double Exclusive(const Points& limited, double inclusive, const std::vector<double>& r) {
+  if (limited.size() <= 3) return inclusive - ComputeWfg(limited, r);
+  return inclusive - ComputeWfg(FrontOfSorted(limited), r);
+}
+
+// WFG over points sorted by the first loss: the last point's box plus, for each earlier point,
+// what its box adds beyond the later points (Eqs. 6 and 7 of the paper).
+double ComputeWfg(const Points& sorted, const std::vector<double>& r) {
+  const size_t n = sorted.size();
+  if (n == 1) return Inclusive(sorted[0], r);
+  if (n == 2) {
+    double hv1 = 1.0, hv2 = 1.0, both = 1.0;
+    for (size_t k = 0; k < r.size(); ++k) {
+      hv1 *= r[k] - sorted[0][k];
+      hv2 *= r[k] - sorted[1][k];
+      both *= r[k] - std::max(sorted[0][k], sorted[1][k]);
+    }
+    return hv1 + hv2 - both;
+  }
+  double hv = Inclusive(sorted[n - 1], r);
+  for (size_t i = 0; i + 1 < n; ++i) {
+    Points limited;
+    limited.reserve(n - i - 1);
+    for (size_t j = i + 1; j < n; ++j) {
+      std::vector<double> q(r.size());
+      for (size_t k = 0; k < r.size(); ++k) q[k] = std::max(sorted[i][k], sorted[j][k]);
+      limited.push_back(std::move(q));
+    }
+    hv += Exclusive(limited, Inclusive(sorted[i], r), r);
+  }
+  return hv;
+}
+
+}  // namespace
+
+Points ParetoFront(Points points) {
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  return FrontOfSorted(points);
+}
+
+Result<double> Hypervolume(Points points, const std::vector<double>& reference) {
+  for (const auto& p : points) {
+    if (p.size() != reference.size()) {
+      return InvalidArgumentError(fmt::format("a point has {} objectives, the reference point {}",
+                                              p.size(), reference.size()));
+    }
+    if (!WeaklyDominates(p, reference)) {
+      return InvalidArgumentError(
+          "every point must dominate or equal the reference point (loss <= reference in every "
+          "objective)");
+    }
+  }
+  if (points.empty()) return 0.0;
+  for (double v : reference) {
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+  }
+  const Points front = ParetoFront(std::move(points));
+  double hv = 0.0;
+  if (reference.size() == 1) {
+    hv = reference[0] - front[0][0];
+  } else if (reference.size() == 2) {
+    hv = Compute2d(front, reference);
+  } else if (reference.size() == 3) {
+    hv = Compute3d(front, reference);
+  } else {
+    hv = ComputeWfg(front, reference);
+  }
+  // inf - inf gives nan; the volume is then infinite (a point at -inf).
+  return std::isfinite(hv) ? hv : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace tune

@@ -1,0 +1,26 @@
+// The hypervolume of a set of points in loss space (every objective minimized): the measure of
+// the region they dominate, bounded by a reference point. The building block of multi-objective
+// TPE (the below group's weights, the split's last front) and of a study's Pareto-front quality.
+// As Optuna 4.9's compute_hypervolume (optuna/_hypervolume/wfg.py): duplicates and dominated
+// points are dropped first; then an exact sweep in 2-d (O(n log n)), coordinate compression with
+// cumulative maxima in 3-d (O(n^2)), and WFG (While et al., "A Fast Way of Calculating Exact
+// Hypervolumes", 2012) above. [tune_core, private]
+#pragma once
+
+#include <vector>
+
+#include "tune/status.h"
+
+namespace tune {
+
+// InvalidArgument when a point has another dimension than `reference` or does not dominate or
+// equal it (some coordinate above the reference's). +inf when a reference coordinate is infinite
+// (and the points are not empty), 0 for no points.
+Result<double> Hypervolume(std::vector<std::vector<double>> points,
+                           const std::vector<double>& reference);
+
+// The points of `points` that no other point weakly dominates, in lexicographic order, without
+// duplicates.
+std::vector<std::vector<double>> ParetoFront(std::vector<std::vector<double>> points);
+
+}  // namespace tune
