@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "memory/inference.h"
+#include "train/hub_cache.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
 #include "util/text.h"
@@ -107,51 +108,17 @@ Result<ModelSpec> ModelSpecFromHfConfig(const Json& config, const std::string& n
   return m;
 }
 
-namespace {
-
-std::vector<std::string> HfCacheDirs() {
-  std::vector<std::string> dirs;
-  if (const char* hub = std::getenv("HF_HUB_CACHE"); hub && *hub) dirs.emplace_back(hub);
-  if (const char* home = std::getenv("HF_HOME"); home && *home) {
-    dirs.push_back((fs::path(home) / "hub").string());
-  }
-  if (const char* user = std::getenv("HOME"); user && *user) {
-    dirs.push_back((fs::path(user) / ".cache" / "huggingface" / "hub").string());
-  }
-  return dirs;
-}
-
-// models--ORG--NAME/snapshots/<revision>/config.json, the revision from refs/main (or the only
-// snapshot when refs/main is absent).
-std::optional<std::string> SnapshotConfig(const fs::path& repo) {
-  std::error_code ec;
-  std::string revision;
-  if (std::ifstream ref(repo / "refs" / "main"); ref) std::getline(ref, revision);
-  if (revision.empty()) {
-    std::vector<fs::path> snapshots;
-    for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
-      if (entry.is_directory()) snapshots.push_back(entry.path());
-    }
-    if (snapshots.size() != 1) return std::nullopt;
-    revision = snapshots[0].filename().string();
-  }
-  const fs::path config = repo / "snapshots" / revision / "config.json";
-  if (!fs::is_regular_file(config, ec)) return std::nullopt;
-  return config.string();
-}
-
-}  // namespace
-
 Result<std::string> FindHfCachedConfig(const std::string& repo_id) {
-  std::string folder = "models--" + repo_id;
-  for (size_t k = 0; (k = folder.find('/', k)) != std::string::npos;) folder.replace(k, 1, "--");
-  const std::vector<std::string> dirs = HfCacheDirs();
-  for (const std::string& dir : dirs) {
-    if (auto config = SnapshotConfig(fs::path(dir) / folder)) return *config;
+  const std::string cache = HuggingFaceHubCache();
+  std::string where;
+  std::error_code ec;
+  if (auto snapshot = HubSnapshot(repo_id, cache, where)) {
+    const fs::path config = *snapshot / "config.json";
+    if (fs::is_regular_file(config, ec)) return config.string();
   }
   return NotFoundError(fmt::format("'{}' is not in the Hugging Face cache (looked for {}/"
                                    "snapshots/<refs/main>/config.json in: {})",
-                                   repo_id, folder, dirs.empty() ? "nowhere" : JoinNames(dirs)));
+                                   repo_id, HubRepoFolder(repo_id), cache));
 }
 
 Result<ModelSpec> ResolveModel(const std::string& ref, const ModelCatalog& catalog) {

@@ -216,44 +216,6 @@ std::vector<std::string> CheckpointTokenizerFiles(const std::string& dir) {
   return out;
 }
 
-std::string HuggingFaceHubCache() {
-  if (const char* hub = std::getenv("HF_HUB_CACHE"); hub != nullptr && *hub != '\0') return hub;
-  if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
-    return (fs::path(home) / "hub").string();
-  }
-  const char* user = std::getenv("HOME");
-  return (fs::path(user != nullptr ? user : "") / ".cache" / "huggingface" / "hub").string();
-}
-
-namespace {
-
-// models--ORG--NAME/snapshots/<rev>/ with refs/main naming <rev> (or the only snapshot).
-std::optional<fs::path> HubSnapshot(const std::string& name, const std::string& cache,
-                                    std::string& where) {
-  std::string folder = "models--" + name;
-  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at + 2)) {
-    folder.replace(at, 1, "--");
-  }
-  const fs::path repo = fs::path(cache) / folder;
-  std::error_code ec;
-  std::ifstream ref(repo / "refs" / "main");
-  std::string rev;
-  if (ref >> rev) {
-    where = (repo / "snapshots" / rev).string() + " (refs/main)";
-    if (fs::is_directory(repo / "snapshots" / rev, ec)) return repo / "snapshots" / rev;
-    return std::nullopt;
-  }
-  where = (repo / "snapshots" / "<rev>").string() + " (no refs/main)";
-  std::vector<fs::path> snapshots;
-  for (fs::directory_iterator it(repo / "snapshots", ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec)) snapshots.push_back(it->path());
-  }
-  if (snapshots.size() == 1) return snapshots[0];
-  return std::nullopt;
-}
-
-}  // namespace
-
 Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointSearch& search) {
   std::vector<std::string> searched;
   std::error_code ec;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "train/hub_cache.h"
 #include "train/tokenizer.h"
 #include "tune/model_catalog.h"
 #include "tune/status.h"
@@ -63,8 +64,6 @@ struct CheckpointSearch {
   std::string hub_cache;                  // HuggingFaceHubCache() unless a test sets it
 };
 
-// $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
-std::string HuggingFaceHubCache();
 
 // The directory `name` resolves to (offline), or NotFound listing every place searched.
 Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointSearch& search);
