@@ -424,109 +424,147 @@ class TorchTrainer final : public Trainer {
   }
 
  private:
-  // Trains; throws what LibTorch throws. A non-OK Status only when on_epoch fails.
-  Status Run(const TrainJob& job, const EpochCallback& on_epoch, TrainResult& result, Progress& p) {
-    const TrainHyperparams& hp = job.hp;
-    torch::manual_seed(hp.seed);
-    std::mt19937_64 rng(hp.seed);
-
+  // What one run holds while it trains: its task and model, the optimizer, the fp16 loss
+  // scaler, and the step counter and learning rate across epochs.
+  struct RunState {
+    const TrainJob& job;
     std::unique_ptr<Task> task;
-    TextTask* text_task = nullptr;
+    TextTask* text_task = nullptr;  // the task when it is text (pretrained weights, saving)
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    Precision precision = Precision::kFp32;
+    std::optional<LossScaler> scaler;
+    int64_t total_steps = 0, warmup_steps = 0, eval_batch_size = 0;
+    int64_t step = 0;
+    double lr = 0;
+  };
+
+  // The run's task (text or tabular, pretrained weights loaded), optimizer, precision and
+  // schedule; result.end kFailed (and nullopt) for a precision the device cannot run.
+  Result<std::optional<RunState>> Prepare(const TrainJob& job, TrainResult& result) {
+    const TrainHyperparams& hp = job.hp;
+    std::optional<RunState> rs(RunState{job, nullptr});
     if (job.tabular != nullptr) {
-      task = std::make_unique<TabularTask>(job, device_);
+      rs->task = std::make_unique<TabularTask>(job, device_);
     } else {
       auto text = std::make_unique<TextTask>(job, device_);
       if (!job.model.pretrained.empty()) {
         TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
       }
-      text_task = text.get();
-      task = std::move(text);
+      rs->text_task = text.get();
+      rs->task = std::move(text);
     }
-    torch::nn::Module& model = task->module();
+    torch::nn::Module& model = rs->task->module();
     result.num_parameters = 0;
     for (const auto& t : model.parameters()) result.num_parameters += t.numel();
-    std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(hp, model);
-    const Precision precision = job.tabular != nullptr ? Precision::kFp32 : hp.precision;
-    if (Status st = CheckPrecisionForDevice(precision, device_.str()); !st.ok()) {
+    rs->optimizer = MakeOptimizer(hp, model);
+    rs->precision = job.tabular != nullptr ? Precision::kFp32 : hp.precision;
+    if (Status st = CheckPrecisionForDevice(rs->precision, device_.str()); !st.ok()) {
       result.end = TrainResult::End::kFailed;
       result.message = st.message();
-      return Status::Ok();
+      return std::optional<RunState>();
     }
-    std::optional<LossScaler> scaler;
-    if (precision == Precision::kFp16) scaler.emplace(device_);
-
-    const auto n_train = static_cast<int64_t>(task->lengths(true).size());
+    if (rs->precision == Precision::kFp16) rs->scaler.emplace(device_);
+    const auto n_train = static_cast<int64_t>(rs->task->lengths(true).size());
     const int64_t batches_per_epoch = (n_train + hp.batch_size - 1) / hp.batch_size;
     const int64_t steps_per_epoch = (batches_per_epoch + hp.grad_accum - 1) / hp.grad_accum;
-    const int64_t total_steps = steps_per_epoch * hp.epochs;
-    const auto warmup_steps =
-        static_cast<int64_t>(std::ceil(hp.warmup_ratio * static_cast<double>(total_steps)));
-    const int64_t eval_batch_size = hp.eval_batch_size > 0 ? hp.eval_batch_size : hp.batch_size;
+    rs->total_steps = steps_per_epoch * hp.epochs;
+    rs->warmup_steps =
+        static_cast<int64_t>(std::ceil(hp.warmup_ratio * static_cast<double>(rs->total_steps)));
+    rs->eval_batch_size = hp.eval_batch_size > 0 ? hp.eval_batch_size : hp.batch_size;
     spdlog::debug("Training {} ({} parameters): {} batches, {} optimizer steps per epoch",
                   job.model.name, result.num_parameters, batches_per_epoch, steps_per_epoch);
-    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+    return rs;
+  }
 
-    int64_t step = 0;
-    double lr = 0;
-    for (int64_t epoch = 0; epoch < hp.epochs; ++epoch) {
+  // One micro-batch's forward and backward; adds its summed loss to `loss_sum`. False (with
+  // result.end kFailed) when the loss is not finite.
+  bool MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
+                  int64_t epoch, double& loss_sum, TrainResult& result, Progress& p) {
+    static const auto kSum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+    auto [logits, labels] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
+    torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, kSum);
+    const double batch_loss = summed.item<double>();
+    if (!std::isfinite(batch_loss)) {
+      result.end = TrainResult::End::kFailed;
+      result.message = fmt::format(
+          "the training loss is {} at epoch {}, step {} (learning rate {:.3g}); the run diverged",
+          batch_loss, epoch + 1, rs.step, rs.lr);
+      return false;
+    }
+    p.phase = "backward";
+    // Each micro-batch's summed loss is divided by the examples of the whole group, so that k
+    // micro-batches give the gradient of one k-times larger batch. Backward runs outside
+    // autocast (it follows the forward's dtypes by itself).
+    torch::Tensor loss = summed / static_cast<double>(group_examples);
+    (rs.scaler ? rs.scaler->Scale(loss) : loss).backward();
+    loss_sum += batch_loss;
+    return true;
+  }
+
+  // The optimizer step after a group of micro-batches: fp16 unscaling (a step with inf/NaN
+  // gradients is skipped and the scale backs off, as torch.cuda.amp.GradScaler), clipping, the
+  // scheduled learning rate, zero_grad.
+  void OptimizerStep(RunState& rs, Progress& p) {
+    const TrainHyperparams& hp = rs.job.hp;
+    torch::nn::Module& model = rs.task->module();
+    p.phase = "optimizer_step";
+    const bool finite = rs.scaler ? rs.scaler->Unscale(model.parameters()) : true;
+    if (finite && hp.max_grad_norm > 0)
+      ClipGradients(model.parameters(), hp.max_grad_norm, *rs.optimizer);
+    rs.lr = LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps,
+                           rs.warmup_steps);
+    SetLearningRate(*rs.optimizer, rs.lr);
+    if (finite) rs.optimizer->step();
+    if (rs.scaler) rs.scaler->Update();
+    model.zero_grad(/*set_to_none=*/true);
+    ++rs.step;
+    p.step = rs.step;
+  }
+
+  // One epoch of training; its mean training loss into m.train_loss. False when the run ended
+  // (interrupted, or a non-finite loss: result.end says which).
+  bool TrainEpoch(RunState& rs, int64_t epoch, std::mt19937_64& rng, EpochMetrics& m,
+                  TrainResult& result, Progress& p) {
+    const TrainHyperparams& hp = rs.job.hp;
+    rs.task->module().train(true);
+    const auto batches =
+        MakeTrainBatches(rs.task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
+    double loss_sum = 0;
+    int64_t seen = 0;
+    for (size_t g = 0; g < batches.size(); g += static_cast<size_t>(hp.grad_accum)) {
+      const size_t g_end = std::min(batches.size(), g + static_cast<size_t>(hp.grad_accum));
+      int64_t group_examples = 0;
+      for (size_t b = g; b < g_end; ++b) group_examples += static_cast<int64_t>(batches[b].size());
+      for (size_t b = g; b < g_end; ++b) {
+        if (InterruptRequested()) {
+          result.end = TrainResult::End::kInterrupted;
+          return false;
+        }
+        if (!MicroBatch(rs, batches[b], group_examples, epoch, loss_sum, result, p)) return false;
+        seen += static_cast<int64_t>(batches[b].size());
+      }
+      OptimizerStep(rs, p);
+    }
+    m.epoch = epoch;
+    m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
+    m.optimizer_steps = rs.step;
+    m.learning_rate = rs.lr;
+    return true;
+  }
+
+  // Trains; throws what LibTorch throws. A non-OK Status only when on_epoch fails.
+  Status Run(const TrainJob& job, const EpochCallback& on_epoch, TrainResult& result, Progress& p) {
+    torch::manual_seed(job.hp.seed);
+    std::mt19937_64 rng(job.hp.seed);
+    TUNE_ASSIGN_OR_RETURN(std::optional<RunState> prepared, Prepare(job, result));
+    if (!prepared) return Status::Ok();
+    RunState& rs = *prepared;
+    for (int64_t epoch = 0; epoch < job.hp.epochs; ++epoch) {
       p.epoch = epoch;
       const auto epoch_start = std::chrono::steady_clock::now();
-      model.train(true);
-      const auto batches =
-          MakeTrainBatches(task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
-      double loss_sum = 0;
-      int64_t seen = 0;
-      for (size_t g = 0; g < batches.size(); g += static_cast<size_t>(hp.grad_accum)) {
-        const size_t g_end = std::min(batches.size(), g + static_cast<size_t>(hp.grad_accum));
-        // Each micro-batch's summed loss is divided by the examples of the whole group, so that k
-        // micro-batches give the gradient of one k-times larger batch.
-        int64_t group_examples = 0;
-        for (size_t b = g; b < g_end; ++b)
-          group_examples += static_cast<int64_t>(batches[b].size());
-        for (size_t b = g; b < g_end; ++b) {
-          if (InterruptRequested()) {
-            result.end = TrainResult::End::kInterrupted;
-            return Status::Ok();
-          }
-          auto [logits, labels] = ForwardIn(precision, *task, batches[b], /*train=*/true, p);
-          torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, sum);
-          const double batch_loss = summed.item<double>();
-          if (!std::isfinite(batch_loss)) {
-            result.end = TrainResult::End::kFailed;
-            result.message = fmt::format(
-                "the training loss is {} at epoch {}, step {} (learning rate {:.3g}); the run "
-                "diverged",
-                batch_loss, epoch + 1, step, lr);
-            return Status::Ok();
-          }
-          p.phase = "backward";
-          // Backward runs outside autocast (it follows the forward's dtypes by itself).
-          torch::Tensor loss = summed / static_cast<double>(group_examples);
-          (scaler ? scaler->Scale(loss) : loss).backward();
-          loss_sum += batch_loss;
-          seen += static_cast<int64_t>(batches[b].size());
-        }
-        p.phase = "optimizer_step";
-        // fp16: unscale the gradients; a step with inf/NaN gradients is skipped and the scale
-        // backs off (torch.cuda.amp.GradScaler).
-        const bool finite = scaler ? scaler->Unscale(model.parameters()) : true;
-        if (finite && hp.max_grad_norm > 0)
-          ClipGradients(model.parameters(), hp.max_grad_norm, *optimizer);
-        lr = LearningRateAt(hp.scheduler, hp.learning_rate, step, total_steps, warmup_steps);
-        SetLearningRate(*optimizer, lr);
-        if (finite) optimizer->step();
-        if (scaler) scaler->Update();
-        model.zero_grad(/*set_to_none=*/true);
-        ++step;
-        p.step = step;
-      }
-
       EpochMetrics m;
-      m.epoch = epoch;
-      m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
-      m.optimizer_steps = step;
-      m.learning_rate = lr;
-      if (!Evaluate(*task, eval_batch_size, precision, m, p)) {
+      if (!TrainEpoch(rs, epoch, rng, m, result, p)) return Status::Ok();
+      if (!Evaluate(*rs.task, rs.eval_batch_size, rs.precision, m, p)) {
         result.end = TrainResult::End::kInterrupted;
         return Status::Ok();
       }
@@ -540,9 +578,10 @@ class TorchTrainer final : public Trainer {
         result.end = TrainResult::End::kStopped;
         return Status::Ok();
       }
-      if (*decision == EpochDecision::kKeep && text_task != nullptr && !job.save_weights.empty()) {
+      if (*decision == EpochDecision::kKeep && rs.text_task != nullptr &&
+          !job.save_weights.empty()) {
         p.phase = "saving";
-        TUNE_RETURN_IF_ERROR(text_task->SaveWeights(job.save_weights));
+        TUNE_RETURN_IF_ERROR(rs.text_task->SaveWeights(job.save_weights));
       }
     }
     result.end = TrainResult::End::kCompleted;
