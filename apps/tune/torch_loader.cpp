@@ -107,4 +107,12 @@ std::string TorchVersionText() {
   return fmt::format("LibTorch {}; {}", version, cuda);
 }
 
+bool TorchCudaUsable() {
+  auto plugin = Load();
+  if (!plugin.ok()) return false;
+  std::string cuda;
+  plugin->cuda_status(&cuda);
+  return cuda.rfind(kCudaUsable, 0) == 0;
+}
+
 }  // namespace tune::app

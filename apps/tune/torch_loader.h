@@ -20,4 +20,7 @@ Result<std::unique_ptr<Trainer>> LoadTorchTrainer(const TorchTrainerOptions& opt
 // not available.
 std::string TorchVersionText();
 
+// Whether the trainer library loads and can train on CUDA here (a CUDA LibTorch and a device).
+bool TorchCudaUsable();
+
 }  // namespace tune::app

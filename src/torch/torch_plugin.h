@@ -37,6 +37,9 @@ struct TorchTrainerOptions {
 // 7: tune_torch_cuda_status.
 inline constexpr int kTorchPluginAbi = 7;
 
+// The beginning of tune_torch_cuda_status's sentence when CUDA is usable.
+inline constexpr const char* kCudaUsable = "CUDA compiled in and usable";
+
 }  // namespace tune
 
 extern "C" {
@@ -48,6 +51,7 @@ tune::Trainer* tune_torch_new_trainer(const tune::TorchTrainerOptions* options,
 // The LibTorch version the library was built with ("1.13.0") into *out.
 void tune_torch_version(std::string* out);
 // Whether CUDA is compiled in and usable here, as a sentence ("CUDA not compiled in (...)",
-// "CUDA compiled in, not usable here (...)", "CUDA compiled in and usable (1 device)").
+// "CUDA compiled in, not usable here (...)", "CUDA compiled in and usable (1 device)"; the
+// last begins with tune::kCudaUsable).
 void tune_torch_cuda_status(std::string* out);
 }

@@ -22,6 +22,7 @@
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_fused_adamw.h"
 #include "torch/torch_models.h"
+#include "torch/torch_plugin.h"
 #include "torch/torch_pretrained.h"
 #include "train/batching.h"
 #include "train/metrics.h"
@@ -635,7 +636,7 @@ std::string TorchCudaStatus() {
     return "CUDA compiled in, not usable here (no CUDA device or driver visible)";
   }
   const auto n = static_cast<int64_t>(torch::cuda::device_count());
-  return fmt::format("CUDA compiled in and usable ({} device{})", n, n == 1 ? "" : "s");
+  return fmt::format("{} ({} device{})", kCudaUsable, n, n == 1 ? "" : "s");
 }
 
 Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options) {

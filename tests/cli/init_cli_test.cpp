@@ -177,5 +177,26 @@ TEST_F(InitCli, DeviceMemoryAutoWithoutNvmlAsksForASize) {
   }
 }
 
+// With NVML (a stand-in reporting one 16 GiB device), --device-memory auto reads the card's
+// memory; the device stays the CPU when this tune's LibTorch cannot use CUDA (Debian's is
+// CPU-only), and init says why.
+TEST_F(InitCli, DeviceMemoryAutoReadsNvmlAndKeepsTheCpuWithoutACudaLibTorch) {
+  if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_TOTAL", "17179869184", 1);
+  const fs::path out = dir_.path() / "s.json";
+  ProcessRun r = Init({"--device-memory", "auto", "--output", out.string()}, Hub());
+  unsetenv("TUNE_FAKE_NVML_TOTAL");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json doc = Json::parse(Slurp(out));
+  EXPECT_EQ(doc["objective"]["memory"]["device_memory"], "16384MiB");
+  EXPECT_NE(r.err.find("Device memory: 16.00 GiB (NVML, device 0)"), std::string::npos) << r.err;
+#ifdef TUNE_WITH_TORCH
+  EXPECT_EQ(doc["objective"]["device"], "cpu");  // this machine has no CUDA LibTorch
+  EXPECT_NE(r.err.find("NVML sees a GPU, but this tune cannot train on it"), std::string::npos)
+      << r.err;
+#endif
+}
+
 }  // namespace
 }  // namespace tune

@@ -26,6 +26,19 @@ TEST(GpuProcessMemory, ALibraryWithoutNvmlsEntryPointsIsRefused) {
   EXPECT_NE(why.find("not NVML"), std::string::npos) << why;
 }
 
+// Through a stand-in NVML (tests/testing/fake_nvml.cpp): one device, its total memory, and no
+// process on it.
+TEST(GpuProcessMemory, ReadsTheDevicesTotalMemoryAndItsProcesses) {
+  std::string why;
+  setenv("TUNE_FAKE_NVML_TOTAL", "17179869184", 1);  // 16 GiB
+  auto gpu = GpuProcessMemory::Open(&why, TUNE_FAKE_NVML);
+  ASSERT_NE(gpu, nullptr) << why;
+  EXPECT_EQ(gpu->TotalMemory(0), int64_t{16} << 30);
+  EXPECT_EQ(gpu->TotalMemory(1), std::nullopt);  // no second device
+  EXPECT_EQ(gpu->UsedBy({getpid()}), int64_t{0});
+  unsetenv("TUNE_FAKE_NVML_TOTAL");
+}
+
 TEST(GpuProcessMemory, TheDriversLibraryOpensOnlyWhereItIsInstalled) {
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   std::string why;

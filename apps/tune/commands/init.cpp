@@ -18,6 +18,7 @@
 #include "objectives/gpu_process_memory.h"
 #include "train/hyperparams.h"
 #include "train/pretrained.h"
+#include "torch_loader.h"
 #include "tune/model_catalog.h"
 #include "util/device.h"
 #include "util/json_file.h"
@@ -81,10 +82,18 @@ Status CheckArgs(const InitArgs& args) {
 Result<DeviceChoice> ChooseDevice(const InitArgs& args) {
   std::string why;
   std::shared_ptr<GpuProcessMemory> nvml = GpuProcessMemory::Open(&why);
-  const std::optional<int64_t> total = nvml ? nvml->TotalMemory(0) : std::nullopt;
-  if (nvml && !total) why = "NVML reports no device 0";
+  const std::optional<int64_t> read = nvml ? nvml->TotalMemory(0) : std::nullopt;
+  if (nvml && !read) why = "NVML reports no device 0";
+  const bool total = read.has_value();
+  const int64_t total_bytes = read.value_or(0);
   DeviceChoice out;
   out.device = args.device.value_or(total ? "cuda" : "cpu");
+  if (!args.device && total && !TorchCudaUsable()) {
+    spdlog::warn("NVML sees a GPU, but this tune cannot train on it ({}): the config trains on "
+                 "the CPU; build tune against a CUDA LibTorch and write \"device\": \"cuda\"",
+                 TorchVersionText());
+    out.device = "cpu";
+  }
   if (args.device_memory != "auto") {
     if (auto bytes = ParseBytes(args.device_memory); !bytes.ok()) {
       return InvalidArgumentError("--device-memory: " + bytes.status().message());
@@ -98,8 +107,8 @@ Result<DeviceChoice> ChooseDevice(const InitArgs& args) {
         "e.g. --device-memory 24GiB",
         why));
   }
-  out.memory = fmt::format("{}MiB", *total >> 20);
-  spdlog::info("Device memory: {} (NVML, device 0)", FormatBytes(*total));
+  out.memory = fmt::format("{}MiB", total_bytes >> 20);
+  spdlog::info("Device memory: {} (NVML, device 0)", FormatBytes(total_bytes));
   return out;
 }
 
@@ -314,7 +323,8 @@ std::function<int()> DeclareInit(CLI::App& command) {
   command.add_option("--device-memory", args->device_memory,
                      "auto (NVML's memory of device 0; the default) or SIZE, e.g. 24GiB");
   command.add_option("--device", args->device,
-                     "cpu, cuda or cuda:N (default: cuda when NVML sees a GPU, else cpu)");
+                     "cpu, cuda or cuda:N (default: cuda when NVML sees a GPU that this tune's LibTorch can "
+                     "use, else cpu)");
   command.add_option("--epochs", args->epochs, "Epochs per trial (3)")->check(CLI::PositiveNumber);
   command.add_option("--output", args->output, "Write to FILE instead of stdout");
   command.add_option("--study", args->study,
