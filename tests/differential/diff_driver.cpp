@@ -3,6 +3,7 @@
 //   tune_diff_driver tpe     < cases.json > tune.json
 //   tune_diff_driver pruners < cases.json > tune.json
 //   tune_diff_driver hypervolume < cases.json > tune.json
+//   tune_diff_driver multi_objective < cases.json > tune.json
 //
 // Reads a JSON document of cases on stdin and prints what tune computes for them, for
 // tests/differential/tpe_diff.py and pruner_diff.py to compare with Optuna 4.9. Non-finite
@@ -21,6 +22,9 @@
 //
 // hypervolume: each case is points in loss space and a reference point; output the hypervolume
 // (or the error when the points do not dominate the reference).
+//
+// multi_objective: each case names an operation ("rank", "front", "reference", "hssp", "split",
+// "weights", "crowding") and its inputs; output what samplers/multi_objective.h computes.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "samplers/hypervolume.h"
+#include "samplers/multi_objective.h"
 #include "samplers/parzen_estimator.h"
 #include "samplers/tpe_model.h"
 #include "tune/distributions.h"
@@ -372,14 +377,63 @@ Json RunHypervolumeCase(const Json& c) {
   return Json{{"id", c.at("id")}, {"hv", Out(*hv)}};
 }
 
+LossPoints PointsOf(const Json& rows) {
+  LossPoints points;
+  for (const Json& p : rows) {
+    std::vector<double> v;
+    for (const Json& x : p) v.push_back(Num(x));
+    points.push_back(std::move(v));
+  }
+  return points;
+}
+
+std::vector<double> NumbersOf(const Json& list) {
+  std::vector<double> v;
+  for (const Json& x : list) v.push_back(Num(x));
+  return v;
+}
+
+Json RunMultiObjectiveCase(const Json& c) {
+  const std::string op = c.at("op");
+  const LossPoints losses = PointsOf(c.at("losses"));
+  Json out{{"id", c.at("id")}};
+  if (op == "rank") {
+    out["ranks"] = FastNondominationRank(losses, NumbersOf(c.value("penalty", Json::array())),
+                                         c.value("n_below", 0));
+  } else if (op == "front") {
+    std::vector<int> front;
+    for (char f : IsParetoFront(losses)) front.push_back(f);
+    out["front"] = front;
+  } else if (op == "reference") {
+    out["reference"] = OutVector(ReferencePoint(losses));
+  } else if (op == "hssp") {
+    out["selected"] = SolveHssp(losses, c.at("ids").get<std::vector<int64_t>>(),
+                                c.at("subset_size"), NumbersOf(c.at("reference")));
+  } else if (op == "split") {
+    out["below"] = SplitBelowMultiObjective(losses, c.at("n_below"));
+  } else if (op == "weights") {
+    std::vector<char> feasible;
+    for (const Json& f : c.at("feasible")) feasible.push_back(f.get<bool>() ? 1 : 0);
+    out["weights"] = OutVector(BelowWeightsMultiObjective(losses, feasible));
+  } else if (op == "crowding") {
+    std::vector<size_t> order;
+    out["distances"] = OutVector(CrowdingDistance(losses, &order));
+    out["order"] = order;
+  } else {
+    Die("unknown multi_objective op " + op);
+  }
+  return out;
+}
+
 }  // namespace
 }  // namespace tune
 
 int main(int argc, char** argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
-  if (mode != "tpe" && mode != "pruners" && mode != "hypervolume") {
+  if (mode != "tpe" && mode != "pruners" && mode != "hypervolume" && mode != "multi_objective") {
     std::fprintf(stderr,
-                 "usage: tune_diff_driver tpe|pruners|hypervolume < cases.json > results.json\n");
+                 "usage: tune_diff_driver tpe|pruners|hypervolume|multi_objective < cases.json "
+                 "> results.json\n");
     return 2;
   }
   tune::Json in;
@@ -391,9 +445,10 @@ int main(int argc, char** argv) {
   }
   tune::Json results = tune::Json::array();
   for (const tune::Json& c : in.at("cases")) {
-    results.push_back(mode == "tpe"       ? tune::RunTpeCase(c)
-                      : mode == "pruners" ? tune::RunPrunerCase(c)
-                                          : tune::RunHypervolumeCase(c));
+    results.push_back(mode == "tpe"           ? tune::RunTpeCase(c)
+                      : mode == "pruners"     ? tune::RunPrunerCase(c)
+                      : mode == "hypervolume" ? tune::RunHypervolumeCase(c)
+                                              : tune::RunMultiObjectiveCase(c));
   }
   std::cout << tune::Json{{"results", results}}.dump() << "\n";
   return 0;
