@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "samplers/multi_objective.h"
 #include "samplers/parzen_estimator.h"
 #include "samplers/tpe_model.h"
 #include "tune/samplers/random.h"
@@ -76,9 +77,7 @@ class TpeSampler::Index {
       if (t.state == TrialState::kComplete || t.state == TrialState::kPruned) {
         auto number = static_cast<size_t>(t.number);
         if (number >= present_.size()) present_.resize(number + 1, 0);
-        if (number >= trials_.size() || !trials_[number].ingested) {
-          Ingest(t, history.directions.empty() ? StudyDirection::kMinimize : history.directions[0]);
-        }
+        if (number >= trials_.size() || !trials_[number].ingested) Ingest(t, history.directions);
         present_[number] = 1;
         ++n_;
       } else if (t.state == TrialState::kRunning) {
@@ -92,15 +91,18 @@ class TpeSampler::Index {
   bool multi_objective() const { return multi_objective_; }
 
   // Below flags (by number) of the current snapshot: the first gamma(n) present trials in
-  // ranking order.
+  // ranking order (several objectives: the feasible COMPLETE trials by non-domination rank and
+  // hypervolume first, docs/tpe.md#several-objectives).
   const std::vector<char>& Below() {
     if (below_valid_) return below_;
     below_.assign(present_.size(), 0);
     threshold_ = kInf;
     int want = TpeGamma(options_, n_);
+    if (multi_objective_) want -= SplitCompleteMultiObjective(want);
     for (const auto& [key, number] : ranking_) {
       auto k = static_cast<size_t>(number);
       if (k >= present_.size() || !present_[k]) continue;
+      if (multi_objective_ && IsFeasibleComplete(key)) continue;  // split above
       if (want <= 0) {  // the best trial above
         if (key[0] == 0.0 && key[1] == -kInf) threshold_ = key[2];
         break;
@@ -108,8 +110,16 @@ class TpeSampler::Index {
       below_[k] = 1;
       --want;
     }
+    if (multi_objective_) WeighBelowMultiObjective();
     below_valid_ = true;
     return below_;
+  }
+
+  // Several objectives: the weight of each below trial's kernel in l, by number (Optuna's
+  // hypervolume-contribution weights).
+  double BelowWeight(int64_t number) {
+    Below();
+    return below_weight_[static_cast<size_t>(number)];
   }
 
   // WeightRule::kExpectedImprovement: the weight of each below trial, max(1e-12, t - value),
@@ -220,12 +230,54 @@ class TpeSampler::Index {
  private:
   struct Entry {
     bool ingested = false;
+    bool complete = false;
+    bool feasible_complete = false;      // COMPLETE and not ranked infeasible
+    bool satisfies_constraints = true;   // SatisfiesAll (with constraints)
+    std::vector<double> losses;          // COMPLETE: the values as losses
     bool oom = false;  // PRUNED with the user attribute oom=true (tune's memory guard)
     int signature = -1;
     double value = kNaN;  // signed value of a feasible COMPLETE trial (EI weights)
   };
 
-  void Ingest(const FrozenTrial& t, StudyDirection direction) {
+  static bool IsFeasibleComplete(const RankKey& key) { return key[0] == 0.0 && key[1] == -kInf; }
+
+  // Several objectives: marks below the best `want` of the feasible COMPLETE trials present
+  // (whole non-domination fronts, then HSSP on the next); returns how many.
+  int SplitCompleteMultiObjective(int want) {
+    LossPoints losses;
+    std::vector<size_t> numbers;
+    for (size_t number = 0; number < present_.size(); ++number) {
+      if (present_[number] && trials_[number].feasible_complete) {
+        losses.push_back(trials_[number].losses);
+        numbers.push_back(number);
+      }
+    }
+    const std::vector<int64_t> chosen = SplitBelowMultiObjective(losses, want);
+    for (int64_t i : chosen) below_[numbers[static_cast<size_t>(i)]] = 1;
+    return static_cast<int>(chosen.size());
+  }
+
+  // Optuna's _calculate_weights_below_for_multi_objective over the below trials in number order.
+  // A below trial that is not COMPLETE (Optuna 4.9 fails on one) weighs like an infeasible one.
+  void WeighBelowMultiObjective() {
+    below_weight_.assign(present_.size(), 1.0);
+    LossPoints losses;
+    std::vector<char> feasible;
+    std::vector<size_t> numbers;
+    for (size_t number = 0; number < present_.size(); ++number) {
+      if (!below_[number]) continue;
+      const Entry& e = trials_[number];
+      feasible.push_back(e.complete && e.satisfies_constraints ? 1 : 0);
+      losses.push_back(feasible.back() ? e.losses : std::vector<double>());
+      numbers.push_back(number);
+    }
+    const std::vector<double> w = BelowWeightsMultiObjective(losses, feasible);
+    for (size_t i = 0; i < numbers.size(); ++i) below_weight_[numbers[i]] = w[i];
+  }
+
+  void Ingest(const FrozenTrial& t, const std::vector<StudyDirection>& directions) {
+    const StudyDirection direction =
+        directions.empty() ? StudyDirection::kMinimize : directions[0];
     auto number = static_cast<size_t>(t.number);
     if (number >= trials_.size()) {
       size_t size = std::max(number + 1, trials_.size() * 2);
@@ -249,6 +301,11 @@ class TpeSampler::Index {
       if (violation > 0.0) key = {1.0, violation, 0.0};
     }
     if (key[0] == 0.0 && key[1] == -kInf) trials_[number].value = key[2];
+    Entry& e = trials_[number];
+    e.complete = t.state == TrialState::kComplete;
+    e.feasible_complete = IsFeasibleComplete(key);
+    e.satisfies_constraints = !options_.constraints || SatisfiesAll(t);
+    if (e.complete) e.losses = Losses(t, directions);
     auto pos = std::lower_bound(ranking_.begin(), ranking_.end(), std::make_pair(key, t.number));
     ranking_.insert(pos, std::make_pair(key, t.number));
 
@@ -274,6 +331,27 @@ class TpeSampler::Index {
       auto entry = std::make_pair(v, t.number);
       sorted.insert(std::lower_bound(sorted.begin(), sorted.end(), entry), entry);
     }
+  }
+
+  // The values as losses (maximized objectives negated); +inf for a missing value.
+  static std::vector<double> Losses(const FrozenTrial& t,
+                                    const std::vector<StudyDirection>& directions) {
+    std::vector<double> losses(directions.size(), kInf);
+    for (size_t k = 0; k < directions.size() && k < t.values.size(); ++k) {
+      losses[k] = directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k];
+    }
+    return losses;
+  }
+
+  // Every constraint value a number <= 0 (Optuna's feasibility in the below weights; a NaN
+  // entry or a missing attribute is not).
+  static bool SatisfiesAll(const FrozenTrial& t) {
+    auto it = t.system_attrs.find("constraints");
+    if (it == t.system_attrs.end() || !it->is_array()) return false;
+    for (const Json& c : *it) {
+      if (!c.is_number() || !(c.get<double>() <= 0.0)) return false;
+    }
+    return true;
   }
 
   double Violation(const FrozenTrial& t) {
@@ -343,6 +421,7 @@ class TpeSampler::Index {
   std::vector<std::shared_ptr<const FrozenTrial>> running_;
   int n_ = 0;
   std::vector<char> below_;
+  std::vector<double> below_weight_;  // several objectives: the l weight of each below trial
   double threshold_ = kInf;  // the value of the best trial above, for EiWeights
   bool below_valid_ = false;
 };
@@ -410,14 +489,6 @@ double TpeSampler::SampleIndependent(const TrialHistory& history, const FrozenTr
                                      const std::string& name, const Distribution& distribution,
                                      Rng& rng) {
   index_->Sync(history);
-  if (index_->multi_objective()) {
-    static bool warned = false;
-    if (!warned) {
-      spdlog::warn("TPE supports single-objective studies only; sampling at random");
-      warned = true;
-    }
-    return SampleUniform(distribution, rng);
-  }
   if (index_->n() < options_.n_startup_trials) return SampleUniform(distribution, rng);
   if (options_.multivariate && options_.warn_independent_sampling) {
     spdlog::warn(
@@ -458,7 +529,6 @@ TpeModel TpeSampler::Model(const TrialHistory& history, const FrozenTrial& trial
 SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
   if (!options_.multivariate) return {};
   index_->Sync(history);
-  if (index_->multi_objective()) return {};
   SearchSpace space;
   if (options_.group) {
     for (const SearchSpace& group : GroupSpaces(history)) space.insert(group.begin(), group.end());
@@ -524,7 +594,7 @@ std::map<std::string, double> TpeSampler::SampleRelative(const TrialHistory& his
                                                          const SearchSpace& space, Rng& rng) {
   if (space.empty()) return {};
   index_->Sync(history);
-  if (index_->multi_objective() || index_->n() < options_.n_startup_trials) return {};
+  if (index_->n() < options_.n_startup_trials) return {};
   auto make_params = [&](const std::vector<std::string>& names) {
     std::vector<Param> params;
     for (const auto& n : names) {
@@ -703,18 +773,21 @@ Estimators BuildEstimators(TpeSampler::Index& index, const TpeOptions& options,
   auto weights = [&](const std::vector<std::vector<double>>& set) -> const std::vector<double>& {
     return index.Weights(static_cast<int>(set[0].size()));
   };
-  // Expected-improvement weights for the below set; its prior weighs as their mean.
+  // The below set's weights: several objectives, hypervolume contributions (Optuna's prior
+  // weight); expected improvement, with a prior that weighs as their mean; else the ramp.
   ParzenOptions lopt = popt;
-  std::vector<double> ei;
-  if (options.weights == WeightRule::kExpectedImprovement && !obs.below_numbers.empty()) {
-    ei = index.EiWeights(obs.below_numbers);
+  std::vector<double> below_weights;
+  if (index.multi_objective()) {
+    for (int64_t number : obs.below_numbers) below_weights.push_back(index.BelowWeight(number));
+  } else if (options.weights == WeightRule::kExpectedImprovement && !obs.below_numbers.empty()) {
+    below_weights = index.EiWeights(obs.below_numbers);
   }
-  if (!ei.empty()) {
+  if (!below_weights.empty() && !index.multi_objective()) {
     double sum = 0.0;
-    for (double w : ei) sum += w;
-    lopt.prior_weight = options.prior_weight * sum / static_cast<double>(ei.size());
+    for (double w : below_weights) sum += w;
+    lopt.prior_weight = options.prior_weight * sum / static_cast<double>(below_weights.size());
   }
-  ParzenEstimator l(pdims, obs_below, ei.empty() ? weights(obs_below) : ei, lopt,
+  ParzenEstimator l(pdims, obs_below, below_weights.empty() ? weights(obs_below) : below_weights, lopt,
                     obs.below_order.empty() ? nullptr : &obs.below_order);
   ParzenEstimator g(pdims, obs_above, weights(obs_above), popt,
                     obs.above_order.empty() ? nullptr : &obs.above_order);

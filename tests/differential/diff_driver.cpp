@@ -200,7 +200,11 @@ Json EstimatorJson(const ParzenEstimator& e, const std::vector<std::string>& nam
 Json RunTpeCase(const Json& c) {
   TrialHistory h;
   h.study_name = c.value("study_name", std::string("diff"));
-  h.directions = {ParseDirection(c.at("direction"))};
+  if (c.contains("directions")) {
+    for (const Json& d : c.at("directions")) h.directions.push_back(ParseDirection(d));
+  } else {
+    h.directions = {ParseDirection(c.at("direction"))};
+  }
   for (const Json& t : c.at("trials")) {
     h.trials.push_back(std::make_shared<const FrozenTrial>(ParseTrial(t)));
   }

@@ -57,6 +57,7 @@ class Case:
         self.id = f"{kind}-{index}"
         self.kind = kind
         self.direction = "minimize"
+        self.directions: list | None = None  # several objectives
         self.options: dict = {}
         self.trials: list[dict] = []  # driver format, params in internal representation
         self.trial_number = 0  # the asking trial (RUNNING, last)
@@ -68,7 +69,7 @@ class Case:
 
     def for_driver(self) -> dict:
         from optuna.distributions import distribution_to_json
-        return {
+        out = {
             "id": self.id,
             "direction": self.direction,
             "options": self.options,
@@ -79,6 +80,9 @@ class Case:
                 "points": q["points"],
             } for q in self.queries],
         }
+        if self.directions:
+            out["directions"] = self.directions
+        return out
 
 
 class Generator:
@@ -171,7 +175,7 @@ class Generator:
             "system_attrs": system_attrs or {},
         }
         if value is not None:
-            t["values"] = [value]
+            t["values"] = value if isinstance(value, list) else [value]
         return t
 
     def reports(self, pruned_style: str) -> list:
@@ -207,12 +211,18 @@ class Generator:
     def make(self, kind: str, n_finished: int, schema: str = "flat", params=None,
              ties=False, dups=False, pruned=0.2, pruned_style="mixed", oom=0.0,
              constraints=False, liar=False, running=0, multivariate=False, group=False,
-             changed_range=False) -> Case:
+             changed_range=False, objectives=1) -> Case:
         r = self.rng
         self.index += 1
         case = Case(kind, self.index)
         case.direction = r.choice(["minimize", "maximize"])
         case.options = self.options(kind)
+        if objectives > 1:
+            case.directions = [r.choice(["minimize", "maximize"]) for _ in range(objectives)]
+            # Optuna 4.9 fails when a PRUNED trial is below (no values to weigh) or has reports
+            # (its score reads study.direction): keep PRUNED trials without reports and few.
+            pruned_style = "none"
+            case.options.pop("gamma", None)
         if constraints:
             case.options["constraints"] = True
         if liar:
@@ -251,14 +261,19 @@ class Generator:
                     value = reps[-1][1]  # tune and Optuna store the last report as the value
             else:
                 state = "COMPLETE"
-                reps = self.reports("mixed") if r.random() < 0.2 else []
-                value = self.objective(ties)
+                reps = self.reports("mixed") if r.random() < 0.2 and objectives == 1 else []
+                value = (self.objective(ties) if objectives == 1
+                         else [self.objective(ties) for _ in range(objectives)])
+            if objectives > 1 and state == "PRUNED":
+                reps, value = [], None
             if constraints and r.random() < 0.9:
                 system_attrs["constraints"] = [
                     r.choice([-1.0, 0.0, 0.0, 0.5, 2.0, r.uniform(-1, 1), math.nan])
                     for _ in range(r.randint(1, 3))]
             case.trials.append(self.trial(number, state, p, value, reps, user_attrs,
                                           system_attrs))
+        if objectives > 1:
+            self.complete_enough(case)
         # The asking trial: RUNNING, last, maybe with some parameters already suggested.
         case.trial_number = n_total
         ask = {}
@@ -270,6 +285,20 @@ class Generator:
             self.change_ranges(case)
         self.add_queries(case)
         return case
+
+    def complete_enough(self, case: Case) -> None:
+        """Several objectives: turn PRUNED trials into COMPLETE ones until gamma(n) COMPLETE
+        trials can fill the below group (see make)."""
+        finished = [t for t in case.trials if t["state"] in ("COMPLETE", "PRUNED")]
+        n_below = min(math.ceil(0.1 * len(finished)), 25)  # the default gamma
+        complete = sum(t["state"] == "COMPLETE" for t in finished)
+        for t in finished:
+            if complete >= n_below:
+                break
+            if t["state"] == "PRUNED":
+                t["state"], t["user_attrs"] = "COMPLETE", {}
+                t["values"] = [self.objective(False) for _ in case.directions]
+                complete += 1
 
     def change_ranges(self, case: Case) -> None:
         """Some trials stored 'x' under a wider range and 'n' under a longer one: values inside
@@ -359,6 +388,16 @@ class Generator:
                                    schema=r.choice(["flat", "flat", "conditional"]),
                                    multivariate=True, liar=r.random() < 0.3,
                                    running=r.randint(0, 3), pruned=0.3, oom=0.1))
+        for _ in range(60):  # several objectives: MOTPE's split (HSSP) and below weights
+            cases.append(self.make("multi_objective", r.randint(1, 80),
+                                   schema=r.choice(["flat", "conditional"]),
+                                   objectives=r.choice([2, 2, 3, 4]), ties=r.random() < 0.2,
+                                   pruned=r.choice([0.0, 0.1]), oom=r.choice([0.0, 0.1]),
+                                   constraints=r.random() < 0.3, liar=r.random() < 0.3,
+                                   running=r.randint(0, 3), multivariate=r.random() < 0.4))
+        for _ in range(10):  # several objectives, long: gamma capped at 25, the weight ramp above
+            cases.append(self.make("multi_objective_long", r.randint(150, 300), params=["x", "c"],
+                                   objectives=r.choice([2, 3]), pruned=0.0))
         for _ in range(20):  # multivariate with group decomposition
             cases.append(self.make("group", r.randint(1, 60), schema="conditional",
                                    multivariate=True, group=True, liar=r.random() < 0.3,
@@ -398,9 +437,16 @@ def make_study(optuna, case: Case):
         multivariate=o.get("multivariate", False),
         group=o.get("group", False),
         constant_liar=o.get("constant_liar", False),
-        constraints_func=(lambda t: [0.0]) if o.get("constraints") else None,
+        # Optuna reads the constraints from the system attribute in the split; the weights of
+        # several objectives call constraints_func: give it the same values.
+        constraints_func=((lambda t: t.system_attrs.get("constraints", [math.inf]))
+                          if o.get("constraints") else None),
     )
-    study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
+    if case.directions:
+        study = optuna.create_study(directions=case.directions, sampler=sampler,
+                                    study_name="diff")
+    else:
+        study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
     for t in (case.optuna_trials if case.optuna_trials is not None else case.trials):
         dists = {n: json_to_distribution(j) for n, j in t["distributions"].items()}
         values = t.get("values")
@@ -633,7 +679,10 @@ class Report:
 
 
 def compare_estimator(report: Report, got: dict, exp: dict, where: str) -> None:
-    report.vec("weight", got["weights"], exp["weights"], where + ".weights")
+    # Mixture weights with the denominator floored at 1e-6: with several objectives a below
+    # trial of (near) zero hypervolume contribution weighs ~1e-12, a difference of hypervolumes
+    # whose rounding differs between numpy's and tune's sums.
+    report.vec("weight", got["weights"], exp["weights"], where + ".weights", floor=1e-6)
     if len(got["weights"]) != len(exp["weights"]):
         return
     report.counts["kernels"] += len(exp["weights"])
