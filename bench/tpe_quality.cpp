@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "suggest.h"
 #include "samplers/registry.h"
 #include "tune/model_catalog.h"
 #include "tune/objectives/functions.h"
@@ -128,27 +129,6 @@ Problem MakeProblem(const std::string& problem, double oom_threshold) {
   return p;
 }
 
-// Suggests one parameter from its config spec; returns the external value.
-Json SuggestParam(Trial& trial, const std::string& name, const Json& spec) {
-  const std::string type = spec.at("type").get<std::string>();
-  if (type == "float") {
-    std::optional<double> step;
-    if (spec.contains("step") && !spec.at("step").is_null()) step = spec.at("step").get<double>();
-    return Take(trial.SuggestFloat(name, spec.at("low").get<double>(),
-                                   spec.at("high").get<double>(), spec.value("log", false), step),
-                name);
-  }
-  if (type == "int") {
-    return Take(
-        trial.SuggestInt(name, spec.at("low").get<int64_t>(), spec.at("high").get<int64_t>(),
-                         spec.value("log", false), spec.value("step", int64_t{1})),
-        name);
-  }
-  if (type == "categorical" || type == "model") {
-    return Take(trial.SuggestCategorical(name, spec.at("choices").get<std::vector<Json>>()), name);
-  }
-  Die("unsupported parameter type " + type);
-}
 
 int PrintSpace(const std::string& problem) {
   Json out = Json::array();

@@ -110,6 +110,19 @@ TEST(Config, UnknownKeyNamesPathAndClosestKey) {
   ExpectError(d, {"/search_space/lr/type", "did you mean 'float'"});
 }
 
+TEST(Config, FunctionObjectivesNeedAsManyDirections) {
+  Json d = {{"objective", {{"type", "function"}, {"name", "zdt1"}}}};
+  ExpectError(d, {"/objective/name", "function 'zdt1' returns 2 values",
+                  "the study has 1 direction", "[\"minimize\", \"minimize\"]"});
+  d["directions"] = {"minimize", "minimize", "minimize"};
+  ExpectError(d, {"/objective/name", "has 3 directions"});
+  d["directions"] = {"minimize", "maximize"};
+  EXPECT_TRUE(ParseStudyConfig(d, "study.json", ".").ok());
+  d = {{"objective", {{"type", "function"}, {"name", "sphere"}}},
+       {"directions", {"minimize", "minimize"}}};
+  ExpectError(d, {"function 'sphere' returns 1 value,", "has 2 directions"});
+}
+
 TEST(Config, WrongType) {
   Json d = Base();
   d["search_space"]["lr"]["low"] = "small";

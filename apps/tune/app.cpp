@@ -193,6 +193,42 @@ std::string ParamsText(const FrozenTrial& t) {
   return out;
 }
 
+// Trials as JSON (an array of TrialToJson), or a table/CSV: number, state, value, duration and
+// one params_<name> column per parameter any of them has.
+void PrintTrials(const std::vector<FrozenTrial>& trials, Format format) {
+  if (format == Format::kJson) {
+    Json out = Json::array();
+    for (const auto& t : trials) out.push_back(TrialToJson(t));
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::vector<std::string> param_names;
+  for (const auto& t : trials) {
+    for (const auto& [name, v] : t.params) {
+      if (std::find(param_names.begin(), param_names.end(), name) == param_names.end()) {
+        param_names.push_back(name);
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = {"number", "state", "value", "duration"};
+  for (const auto& n : param_names) header.push_back("params_" + n);
+  rows.push_back(header);
+  for (const auto& t : trials) {
+    auto d = t.duration_seconds();
+    std::vector<std::string> row = {std::to_string(t.number), TrialStateName(t.state), ValueText(t),
+                                    d ? fmt::format("{:.3f}", *d) : ""};
+    Json params = t.ExternalParams();
+    for (const auto& n : param_names) {
+      row.push_back(!params.contains(n) ? ""
+                    : params[n].is_string() ? params[n].get<std::string>()
+                                            : params[n].dump());
+    }
+    rows.push_back(row);
+  }
+  std::cout << (format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+}
+
 void PrintBestTrial(const FrozenTrial& best, Format format) {
   if (format == Format::kJson) {
     std::cout << TrialToJson(best).dump(2) << "\n";

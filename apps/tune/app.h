@@ -164,5 +164,8 @@ Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& di
 
 // Prints the best trial of `trials` to stdout in `format`.
 void PrintBestTrial(const FrozenTrial& best, Format format);
+// Prints `trials` to stdout: JSON (an array of trial objects), or a table/CSV of number, state,
+// values, duration and one params_<name> column per parameter.
+void PrintTrials(const std::vector<FrozenTrial>& trials, Format format);
 
 }  // namespace tune::app

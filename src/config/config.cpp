@@ -4,6 +4,7 @@
 #include "config/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <sstream>
@@ -225,6 +226,18 @@ Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, Mod
       internal::ParseObjective(obj, {config.space.ParamNames(), base_dir}, config.objective));
   if (config.objective.type == ObjectiveType::kTrain) {
     TUNE_RETURN_IF_ERROR(internal::CheckTrainObjective(obj, config, config.objective.train));
+  }
+  if (config.objective.type == ObjectiveType::kFunction) {
+    const std::string& name = config.objective.function.name;
+    const size_t n = static_cast<size_t>(FunctionObjectives(name));
+    if (n != config.directions.size()) {
+      return obj.ChildError(
+          "name", fmt::format("function '{}' returns {} value{}, but the study has {} "
+                              "direction{}: set \"directions\" to {} entries (e.g. [{}])",
+                              name, n, n == 1 ? "" : "s", config.directions.size(),
+                              config.directions.size() == 1 ? "" : "s", n,
+                              fmt::join(std::vector<std::string>(n, "\"minimize\""), ", ")));
+    }
   }
   return Status::Ok();
 }

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
+#include "objectives/mo_functions.h"
 #include "util/text.h"
 
 namespace tune {
@@ -103,13 +105,14 @@ class FunctionObjective : public Objective {
   std::string name() const override { return "function:" + options_.name; }
 
   Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) override {
-    Result<double> value = EvaluateFunction(options_, catalog_, params);
-    if (!value.ok() && value.status().code() == StatusCode::kResourceExhausted) {
+    Result<std::vector<double>> values = EvaluateFunctionValues(options_, catalog_, params);
+    if (!values.ok() && values.status().code() == StatusCode::kResourceExhausted) {
       return RecordOom(trial, params, {{"memory_proxy", MixedMemoryProxy(catalog_, params)}},
-                       value.status().message());
+                       values.status().message());
     }
-    if (!value.ok()) return value.status();
-    const double final_value = *value;
+    if (!values.ok()) return values.status();
+    if (values->size() > 1) return TrialOutcome{TrialState::kComplete, *values, ""};
+    const double final_value = values->front();
     for (int64_t step = 0; step < options_.n_steps; ++step) {
       double left = 1.0 - static_cast<double>(step + 1) / static_cast<double>(options_.n_steps);
       double v = final_value + (1.0 + std::fabs(final_value)) * left * left;
@@ -129,7 +132,15 @@ class FunctionObjective : public Objective {
 }  // namespace
 
 std::vector<std::string> FunctionNames() {
-  return {"sphere", "rosenbrock", "branin", "hartmann6", "mixed"};
+  std::vector<std::string> names{"sphere", "rosenbrock", "branin", "hartmann6", "mixed"};
+  for (const std::string& n : MultiObjectiveProblemNames()) names.push_back(n);
+  names.push_back("mixed_memory");
+  return names;
+}
+
+int FunctionObjectives(const std::string& name) {
+  if (name == "mixed_memory") return 2;
+  return std::max(1, MultiObjectiveProblemObjectives(name));
 }
 
 Json FunctionDefaultSpace(const FunctionOptions& options) {
@@ -144,7 +155,12 @@ Json FunctionDefaultSpace(const FunctionOptions& options) {
     space["x2"] = FloatParam(0, 15);
   } else if (options.name == "hartmann6") {
     for (int i = 0; i < 6; ++i) space[fmt::format("x{}", i)] = FloatParam(0, 1);
-  } else if (options.name == "mixed") {
+  } else if (const int n = MultiObjectiveProblemVariables(options.name); n > 0) {
+    for (int i = 0; i < n; ++i) {
+      auto [low, high] = MultiObjectiveProblemBounds(options.name, i);
+      space[fmt::format("x{}", i)] = FloatParam(low, high);
+    }
+  } else if (options.name == "mixed" || options.name == "mixed_memory") {
     space = Json::parse(R"({
       "model": {"type": "model", "choices": ["bert-base-uncased", "bert-large-uncased",
                 "roberta-base", "roberta-large", "microsoft/deberta-v3-base",
@@ -190,7 +206,7 @@ Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatal
     TUNE_ASSIGN_OR_RETURN(std::vector<double> x, Vector(params, 6));
     return Hartmann6(x);
   }
-  if (n == "mixed") {
+  if (n == "mixed" || n == "mixed_memory") {
     if (options.oom_threshold) {
       double proxy = MixedMemoryProxy(catalog, params);
       if (proxy > *options.oom_threshold) {
@@ -201,9 +217,30 @@ Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatal
     }
     return Mixed(catalog, params);
   }
+  if (FunctionObjectives(n) > 1) {
+    return InvalidArgumentError(fmt::format("function '{}' has {} objectives", n,
+                                            FunctionObjectives(n)));
+  }
   return InvalidArgumentError(fmt::format("unknown function '{}'{}; valid: {}", n,
                                           DidYouMean(n, FunctionNames()),
                                           JoinNames(FunctionNames())));
+}
+
+Result<std::vector<double>> EvaluateFunctionValues(const FunctionOptions& options,
+                                                  const ModelCatalog& catalog,
+                                                  const Json& params) {
+  if (const int n = MultiObjectiveProblemVariables(options.name); n > 0) {
+    TUNE_ASSIGN_OR_RETURN(std::vector<double> x, Vector(params, n));
+    return EvaluateMultiObjectiveProblem(options.name, x);
+  }
+  if (options.name == "mixed_memory") {
+    FunctionOptions mixed = options;
+    mixed.name = "mixed";
+    TUNE_ASSIGN_OR_RETURN(double error, EvaluateFunction(mixed, catalog, params));
+    return std::vector<double>{error, MixedMemoryProxy(catalog, params)};
+  }
+  TUNE_ASSIGN_OR_RETURN(double value, EvaluateFunction(options, catalog, params));
+  return std::vector<double>{value};
 }
 
 std::unique_ptr<Objective> NewFunctionObjective(FunctionOptions options, ModelCatalog catalog) {

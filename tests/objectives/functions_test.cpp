@@ -1,5 +1,7 @@
 #include "tune/objectives/functions.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <numbers>
 
@@ -68,6 +70,74 @@ TEST(Functions, DefaultSpacesCoverTheParameters) {
   EXPECT_EQ(FunctionDefaultSpace(o).size(), 6u);  // the benchmark space of the user reports
   o.name = "nope";
   EXPECT_FALSE(EvaluateFunction(o, *ModelCatalog::Builtin(), Json::object()).ok());
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+Json Xs(const std::vector<double>& x) {
+  Json p = Json::object();
+  for (size_t i = 0; i < x.size(); ++i) p[fmt::format("x{}", i)] = x[i];
+  return p;
+}
+
+TEST(Functions, MultiObjectiveProblemsOnTheirFronts) {
+  const ModelCatalog catalog = *ModelCatalog::Builtin();
+  FunctionOptions o;
+  for (const char* name : {"zdt1", "zdt2", "zdt3"}) {
+    o.name = name;
+    EXPECT_EQ(FunctionObjectives(name), 2);
+    EXPECT_EQ(FunctionDefaultSpace(o).size(), 10u);
+    std::vector<double> x(10, 0.0);
+    x[0] = 0.25;  // on the front: g = 1
+    auto v = EvaluateFunctionValues(o, catalog, Xs(x));
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    const double f2 = std::string(name) == "zdt1"   ? 1 - std::sqrt(0.25)
+                      : std::string(name) == "zdt2" ? 1 - 0.0625
+                                                    : 1 - 0.5 - 0.25 * std::sin(2.5 * std::numbers::pi);
+    EXPECT_NEAR((*v)[0], 0.25, 1e-15) << name;
+    EXPECT_NEAR((*v)[1], f2, 1e-12) << name;
+    x[5] = 1.0;  // off the front: g = 2
+    EXPECT_GT((*EvaluateFunctionValues(o, catalog, Xs(x)))[1], f2 + 0.5) << name;
+  }
+  o.name = "dtlz2";
+  std::vector<double> x(12, 0.5);
+  x[0] = 0.3;
+  x[1] = 0.8;
+  auto d = *EvaluateFunctionValues(o, catalog, Xs(x));
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_NEAR(d[0] * d[0] + d[1] * d[1] + d[2] * d[2], 1.0, 1e-12);  // the unit sphere
+  o.name = "wfg4";
+  std::vector<double> z(10);
+  for (int i = 0; i < 10; ++i) z[i] = 0.35 * 2 * (i + 1);  // every s_multi at its minimum 0
+  auto w = *EvaluateFunctionValues(o, catalog, Xs(z));
+  // Position 0 (all position variables at 0.35 -> t = 0 after s_multi): f = (0, 4).
+  EXPECT_NEAR(w[0], 0.0, 1e-12);
+  EXPECT_NEAR(w[1], 4.0, 1e-12);
+  // A multi-objective function has no single value.
+  EXPECT_FALSE(EvaluateFunction(o, catalog, Xs(z)).ok());
+}
+
+TEST(Functions, MixedMemoryReturnsErrorAndMemory) {
+  const ModelCatalog catalog = *ModelCatalog::Builtin();
+  FunctionOptions o;
+  o.name = "mixed_memory";
+  o.oom_threshold = 20000;
+  Json p = {{"model", "bert-base-uncased"}, {"batch_size", 16}, {"grad_accum", 2},
+            {"max_length", 256}, {"lr", 3e-5}, {"weight_decay", 0.01}};
+  auto v = EvaluateFunctionValues(o, catalog, p);
+  ASSERT_TRUE(v.ok());
+  EXPECT_NEAR((*v)[1], 16 * 256, 1e-9);
+  FunctionOptions mixed = o;
+  mixed.name = "mixed";
+  EXPECT_EQ((*v)[0], *EvaluateFunction(mixed, catalog, p));
+  p["batch_size"] = 64;
+  p["max_length"] = 512;
+  EXPECT_EQ(EvaluateFunctionValues(o, catalog, p).status().code(),
+            StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -198,10 +198,16 @@ Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config
   return opened;
 }
 
+std::string DirectionsText(const std::vector<StudyDirection>& directions) {
+  std::string out;
+  for (StudyDirection d : directions) out += (out.empty() ? "" : ", ") + std::string(StudyDirectionName(d));
+  return out;
+}
+
 void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& config) {
   spdlog::info("Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
                "trials{}",
-               s.name(), StudyDirectionName(s.direction()), s.storage().url(),
+               s.name(), DirectionsText(s.directions()), s.storage().url(),
                s.sampler().name(), s.pruner().name(), objective.name(),
                config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
                config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
@@ -270,7 +276,8 @@ Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
 }
 
 // After the run, from one read of the study's trials: the summary of the whole study on stderr
-// (not at --log-level warn and above) and the best trial on stdout.
+// (not at --log-level warn and above) and the best trial on stdout (several objectives: the
+// trials of the Pareto front).
 void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
                Format format) {
   auto trials = s.Trials();
@@ -283,6 +290,10 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
                              elapsed_seconds)
               << SummaryText(s.name(), s.directions(), SummarizeTrials(*trials, s.directions()));
     std::cerr.flush();
+  }
+  if (s.directions().size() > 1) {  // the Pareto front, as `tune best-trials` prints it
+    PrintTrials(FindBestTrials(*trials, s.directions()), format);
+    return;
   }
   auto best_trial = s.BestTrialOf(*trials);
   if (best_trial.ok()) {

@@ -11,7 +11,13 @@
 //              0.11. With oom_threshold set, configs whose memory proxy
 //              batch_size * max_length * (layers * hidden) / (12 * 768) exceeds it "run out of
 //              memory": the trial is PRUNED with oom attributes, like a real OOM.
-// With n_steps > 0 every function reports a learning curve at steps 0..n_steps-1 that ends at
+//  zdt1, zdt2, zdt3, dtlz2, wfg4
+//              multi-objective test problems (2, 2, 2, 3 and 2 objectives over 10, 10, 10, 12
+//              and 10 variables x0, x1, ...; see docs/config.md#function).
+//  mixed_memory
+//              2 objectives over mixed's space: its error and its memory proxy (below), with
+//              the same out-of-memory region when oom_threshold is set.
+// With n_steps > 0 every single-objective function reports a learning curve at steps 0..n_steps-1 that ends at
 // the final value, so pruners have something to judge.
 #pragma once
 
@@ -36,9 +42,16 @@ struct FunctionOptions {
 std::vector<std::string> FunctionNames();
 // The function's own search space, in config form ({"x0": {"type": "float", ...}, ...}).
 Json FunctionDefaultSpace(const FunctionOptions& options);
-// The function's value at `params`; ResourceExhausted for the mixed function's OOM region.
+// How many values the function returns (the study needs as many directions).
+int FunctionObjectives(const std::string& name);
+// The function's value at `params`; ResourceExhausted for the mixed function's OOM region;
+// InvalidArgument for a function of several objectives.
 Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatalog& catalog,
                                 const Json& params);
+// The function's values at `params` (one per objective), as EvaluateFunction otherwise.
+Result<std::vector<double>> EvaluateFunctionValues(const FunctionOptions& options,
+                                                  const ModelCatalog& catalog,
+                                                  const Json& params);
 // The mixed function's memory proxy for `params` (see above).
 double MixedMemoryProxy(const ModelCatalog& catalog, const Json& params);
 
