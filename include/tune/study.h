@@ -40,6 +40,8 @@ class TrialHandle {
   // Asks the study's pruner, given the latest report.
   virtual Result<bool> ShouldPrune() = 0;
   virtual Status SetUserAttr(const std::string& key, const Json& value) = 0;
+  // Optuna's trial system attributes (e.g. "constraints", read by samplers).
+  virtual Status SetSystemAttr(const std::string& key, const Json& value) = 0;
   // The study's trials when this one started (what the sampler saw); empty in a child process.
   virtual const TrialHistory& history() const = 0;
 };
@@ -67,7 +69,7 @@ class Trial : public TrialHandle {
   Result<bool> ShouldPrune() override;
 
   Status SetUserAttr(const std::string& key, const Json& value) override;
-  Status SetSystemAttr(const std::string& key, const Json& value);
+  Status SetSystemAttr(const std::string& key, const Json& value) override;
 
   // The params suggested so far (external representation).
   const Json& params() const { return params_; }

@@ -2,6 +2,7 @@
 // docs/config.md): the data, tokenizer, metric, device, pretrained checkpoint, memory guard and
 // the hyperparameter defaults (every other key must be a training parameter, hyperparams.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -24,6 +25,8 @@ std::vector<OptionKey> OwnKeys() {
           {"data", nullptr},
           {"tokenizer", nullptr},
           {"metric", TrainMetricName(d.metric)},
+          {"objectives", nullptr},
+          {"constraints", nullptr},
           {"device", d.device},
           {"threads", d.threads},
           {"ignore_params", Json::array()},
@@ -160,12 +163,57 @@ Status ParseTokenizer(const JsonReader& r, const PathResolver& path, TrainObject
   return Status::Ok();
 }
 
-// "metric", "device", "threads", "ignore_params".
+// "objectives": [metric, costs...], the metric first (it may repeat "metric").
+Status ParseObjectives(const JsonReader& r, TrainObjectiveOptions& out) {
+  if (!r.Has("objectives")) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(auto names, r.StringArray("objectives"));
+  if (names.empty()) return r.ChildError("objectives", "needs the metric first");
+  auto m = ParseTrainMetric(names[0]);
+  if (!m.ok()) {
+    return r.ChildError("objectives/0", "the first objective is the metric: " +
+                                             std::string(m.status().message()));
+  }
+  if (r.Has("metric") && *m != out.metric) {
+    return r.ChildError("objectives/0", fmt::format("'{}' differs from \"metric\": '{}'",
+                                                    names[0], TrainMetricName(out.metric)));
+  }
+  out.metric = *m;
+  for (size_t i = 1; i < names.size(); ++i) {
+    auto cost = ParseTrainCost(names[i]);
+    if (!cost.ok()) return r.ChildError(fmt::format("objectives/{}", i), cost.status().message());
+    if (std::find(out.costs.begin(), out.costs.end(), *cost) != out.costs.end()) {
+      return r.ChildError(fmt::format("objectives/{}", i), "'" + names[i] + "' is listed twice");
+    }
+    out.costs.push_back(*cost);
+  }
+  return Status::Ok();
+}
+
+// "constraints": {"peak_memory": 2e9, ...}: upper bounds of costs.
+Status ParseConstraints(const JsonReader& r, TrainObjectiveOptions& out) {
+  if (!r.Has("constraints")) return Status::Ok();
+  const Json& c = r.json().at("constraints");
+  if (!c.is_object() || c.empty()) {
+    return r.ChildError("constraints",
+                        "expected an object of upper bounds, e.g. {\"peak_memory\": 2147483648}");
+  }
+  for (const auto& [name, bound] : c.items()) {
+    auto cost = ParseTrainCost(name);
+    if (!cost.ok()) return r.ChildError("constraints/" + name, cost.status().message());
+    if (!bound.is_number()) return r.ChildError("constraints/" + name, "expected a number");
+    out.constraints.emplace_back(*cost, bound.get<double>());
+  }
+  return Status::Ok();
+}
+
+// "metric", "objectives", "constraints", "device", "threads", "ignore_params".
 Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
   TUNE_ASSIGN_OR_RETURN(std::string metric, r.String("metric", "macro_f1"));
   auto m = ParseTrainMetric(metric);
   if (!m.ok()) return r.ChildError("metric", m.status().message());
   out.metric = *m;
+  TUNE_RETURN_IF_ERROR(ParseObjectives(r, out));
+  TUNE_RETURN_IF_ERROR(ParseConstraints(r, out));
   TUNE_ASSIGN_OR_RETURN(out.device, r.String("device", "cpu"));
   if (Status st = ParseDevice(out.device).status(); !st.ok()) {
     return r.ChildError("device", st.message());
@@ -428,16 +476,45 @@ Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
   return Status::Ok();
 }
 
-Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
-                           TrainObjectiveOptions& out) {
+// The study's directions must be the objectives' (the metric's, then minimize per cost); costs
+// and constraints need what they imply.
+Status CheckObjectiveDirections(const JsonReader& r, const StudyConfig& config,
+                                const TrainObjectiveOptions& out) {
   const StudyDirection want = TrainMetricDirection(out.metric);
-  if (config.directions.size() != 1 || config.directions[0] != want) {
+  auto name = [](StudyDirection d) { return d == StudyDirection::kMaximize ? "maximize" : "minimize"; };
+  if (out.costs.empty() && (config.directions.size() != 1 || config.directions[0] != want)) {
     return InvalidArgumentError(fmt::format(
         "{}: /direction: the train objective's metric '{}' is {}d; set \"direction\": \"{}\"",
-        r.file(), TrainMetricName(out.metric),
-        want == StudyDirection::kMaximize ? "maximize" : "minimize",
-        want == StudyDirection::kMaximize ? "maximize" : "minimize"));
+        r.file(), TrainMetricName(out.metric), name(want), name(want)));
   }
+  std::vector<StudyDirection> wanted{want};
+  std::vector<std::string> quoted{fmt::format("\"{}\"", name(want))};
+  for (size_t i = 0; i < out.costs.size(); ++i) {
+    wanted.push_back(StudyDirection::kMinimize);
+    quoted.push_back("\"minimize\"");
+  }
+  if (config.directions != wanted) {
+    return InvalidArgumentError(fmt::format(
+        "{}: /directions: the train objective returns {} value(s) ({}{}); set \"directions\": "
+        "[{}]", r.file(), wanted.size(), TrainMetricName(out.metric),
+        out.costs.empty() ? "" : ", then the costs, each minimized", fmt::join(quoted, ", ")));
+  }
+  if (!out.costs.empty() && out.save_best) {
+    return r.ChildError("save_best",
+                        "a study with several objectives has no single best trial; list its "
+                        "Pareto front with `tune best-trials` instead");
+  }
+  if (!out.constraints.empty() && config.sampler.name == "tpe" &&
+      !config.sampler.options.value("constraints", false)) {
+    return r.ChildError("constraints",
+                        "the sampler reads them only with \"constraints\": true in \"sampler\"");
+  }
+  return Status::Ok();
+}
+
+Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
+                           TrainObjectiveOptions& out) {
+  TUNE_RETURN_IF_ERROR(CheckObjectiveDirections(r, config, out));
   std::vector<std::string> models;
   TUNE_RETURN_IF_ERROR(CheckSpaceParams(r, config, out, models));
   if (out.pretrained && !models.empty()) {

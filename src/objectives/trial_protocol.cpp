@@ -77,6 +77,10 @@ Status RemoteTrialHandle::SetUserAttr(const std::string& key, const Json& value)
   return Send(Json{{"user_attr", {{"key", key}, {"value", value}}}});
 }
 
+Status RemoteTrialHandle::SetSystemAttr(const std::string& key, const Json& value) {
+  return Send(Json{{"system_attr", {{"key", key}, {"value", value}}}});
+}
+
 Status RemoteTrialHandle::SendOutcome(const TrialOutcome& outcome) {
   return Send(Json{{"outcome", OutcomeToJson(outcome)}});
 }
@@ -123,6 +127,10 @@ Status ChildTrialProcess::OnStdout(const std::string& line) {
   if (m.contains("user_attr")) {
     const Json& a = m["user_attr"];
     return trial_.SetUserAttr(a.value("key", std::string("?")), a.value("value", Json()));
+  }
+  if (m.contains("system_attr")) {
+    const Json& a = m["system_attr"];
+    return trial_.SetSystemAttr(a.value("key", std::string("?")), a.value("value", Json()));
   }
   if (m.contains("outcome")) {
     TUNE_ASSIGN_OR_RETURN(outcome_, OutcomeFromJson(m["outcome"]));

@@ -7,6 +7,7 @@
 //   {"should_prune": true}                      a question; the parent answers on the child's
 //                                               stdin with {"prune": false}
 //   {"user_attr": {"key": "memory", "value": {...}}}
+//   {"system_attr": {"key": "constraints", "value": [...]}}
 //   {"outcome": {"state": "COMPLETE", "values": [0.9], "reason": ""}}   the last line
 // and logs on its stderr as "[info] message", which the parent logs at the same level. A child
 // that ends without an outcome (a crash, a signal, the kernel's OOM killer) fails its trial with
@@ -36,6 +37,7 @@ class RemoteTrialHandle : public TrialHandle {
   Status Report(double value, int64_t step) override;
   Result<bool> ShouldPrune() override;
   Status SetUserAttr(const std::string& key, const Json& value) override;
+  Status SetSystemAttr(const std::string& key, const Json& value) override;
   // Empty: the parent keeps the study's history (and plans the trial with it).
   const TrialHistory& history() const override { return history_; }
 

@@ -87,6 +87,28 @@ Result<TrainMetric> ParseTrainMetric(const std::string& name) {
                                           DidYouMean(name, valid), JoinNames(valid)));
 }
 
+const char* TrainCostName(TrainCost cost) {
+  switch (cost) {
+    case TrainCost::kPeakMemory:
+      return "peak_memory";
+    case TrainCost::kTrainSeconds:
+      return "train_seconds";
+    case TrainCost::kNumParameters:
+      return "num_parameters";
+  }
+  return "?";
+}
+
+Result<TrainCost> ParseTrainCost(const std::string& name) {
+  for (TrainCost c : {TrainCost::kPeakMemory, TrainCost::kTrainSeconds,
+                      TrainCost::kNumParameters}) {
+    if (name == TrainCostName(c)) return c;
+  }
+  const std::vector<std::string> valid = {"peak_memory", "train_seconds", "num_parameters"};
+  return InvalidArgumentError(fmt::format("unknown cost '{}'{}; valid: {}", name,
+                                          DidYouMean(name, valid), JoinNames(valid)));
+}
+
 StudyDirection TrainMetricDirection(TrainMetric metric) {
   return metric == TrainMetric::kLoss ? StudyDirection::kMinimize : StudyDirection::kMaximize;
 }
@@ -455,6 +477,11 @@ class TrainObjective final : public Objective {
                  {"epochs_run", result.epochs.size()},
                  {"num_parameters", result.num_parameters},
                  {"metric", TrainMetricName(options_.metric)}};
+    if (!options_.costs.empty()) {
+      Json names = Json::array({TrainMetricName(options_.metric)});
+      for (TrainCost c : options_.costs) names.push_back(TrainCostName(c));
+      summary["objectives"] = std::move(names);
+    }
     if (tracker.best_epoch >= 0) summary["best_epoch"] = tracker.best_epoch;
     if (tracker.stopped_early) summary["stopped_early"] = true;
     if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
@@ -485,7 +512,32 @@ class TrainObjective final : public Objective {
           TrialState::kPruned, {}, fmt::format("pruned after epoch {}", result.epochs.size())};
     }
     if (!tracker.best) return Fail(trial, "the run finished without an evaluated epoch");
-    return TrialOutcome{TrialState::kComplete, {*tracker.best}, ""};
+    std::vector<double> values{*tracker.best};
+    for (TrainCost c : options_.costs) values.push_back(CostValue(c, result));
+    if (!options_.constraints.empty()) {
+      Json violations = Json::array();
+      for (const auto& [c, bound] : options_.constraints) {
+        violations.push_back(CostValue(c, result) - bound);
+      }
+      TUNE_RETURN_IF_ERROR(trial.SetSystemAttr("constraints", violations));
+    }
+    return TrialOutcome{TrialState::kComplete, std::move(values), ""};
+  }
+
+  // A cost of the run as it ran (after the guard's levers and out-of-memory retries).
+  static double CostValue(TrainCost cost, const TrainResult& result) {
+    switch (cost) {
+      case TrainCost::kPeakMemory:
+        return static_cast<double>(result.peak_memory_bytes);
+      case TrainCost::kTrainSeconds: {
+        double seconds = 0.0;
+        for (const EpochMetrics& m : result.epochs) seconds += m.seconds;
+        return seconds;
+      }
+      case TrainCost::kNumParameters:
+        return static_cast<double>(result.num_parameters);
+    }
+    return 0.0;
   }
 
   Result<TrialOutcome> RecordRunTimeOom(TrialHandle& trial, const Json& params, const TrainJob& job,

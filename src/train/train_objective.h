@@ -51,6 +51,14 @@ StudyDirection TrainMetricDirection(TrainMetric metric);
 // The metric's value in an epoch's metrics.
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m);
 
+// A cost the train objective can return beside its metric ("objectives"), each minimised:
+// the trial's peak of allocated memory in bytes at the configuration as run (after the guard's
+// levers and retries), its training time in seconds (the epochs run) and the model's parameters.
+enum class TrainCost { kPeakMemory, kTrainSeconds, kNumParameters };
+const char* TrainCostName(TrainCost cost);
+// "peak_memory", "train_seconds", "num_parameters"; InvalidArgument listing them otherwise.
+Result<TrainCost> ParseTrainCost(const std::string& name);
+
 enum class TrainTask {
   kTextClassification,     // a transformer encoder from the catalog on text
   kTabularClassification,  // an MLP on numeric feature columns
@@ -74,6 +82,11 @@ struct TrainObjectiveOptions {
   std::optional<std::string> save_best;
   TokenizerOptions tokenizer;
   TrainMetric metric = TrainMetric::kMacroF1;
+  // "objectives": [metric, costs...]: the values after the metric (a multi-objective study).
+  std::vector<TrainCost> costs;
+  // "constraints": {cost: bound}: written as the trial system attribute "constraints"
+  // (value - bound per entry, <= 0 = satisfied), for a sampler with "constraints": true.
+  std::vector<std::pair<TrainCost, double>> constraints;
   std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
   int64_t threads = 0;                     // intra-op threads on CPU; 0: one per core
   std::vector<std::string> ignore_params;  // search-space params the objective does not read

@@ -191,6 +191,62 @@ TEST_F(TrainObjectiveTest, LossMetricIsMinimized) {
   EXPECT_NEAR(trial.values.at(0), 0.2, 1e-12);  // validation_loss = 1 - 0.8
 }
 
+// Several objectives: the metric, then the run's costs, and the constraints attribute.
+TEST_F(TrainObjectiveTest, ObjectivesReturnTheMetricThenTheCosts) {
+  const Json space = {{"batch_size", {{"type", "categorical"}, {"choices", {8, 16}}}}};
+  Json doc = {{"directions", {"maximize", "minimize", "minimize", "minimize"}},
+              {"sampler", {{"name", "tpe"}, {"constraints", true}}},
+              {"search_space", space},
+              {"objective", TrainJson({{"epochs", 2},
+                                       {"objectives", {"macro_f1", "peak_memory",
+                                                       "num_parameters", "train_seconds"}},
+                                       {"constraints", {{"peak_memory", 10000}}}})}};
+  auto c = ParseStudyConfig(doc, "study.json", dir_.path());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto trainer = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.7});
+  trainer->peak_per_example = 1000;
+  trainer->epoch_seconds = 1.5;
+  auto objective = MakeObjective(*c, std::move(trainer));
+  ASSERT_TRUE(objective.ok());
+  auto study = std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", c->directions,
+                                             std::make_unique<RandomSampler>(),
+                                             std::make_unique<NopPruner>(), 1))
+                   .value();
+  auto [outcome, trial] = RunTrial(*study, **objective, {{"batch_size", 16}});
+  EXPECT_EQ(trial.values, (std::vector<double>{0.7, 16000.0, 1234.0, 3.0}));
+  EXPECT_EQ(trial.system_attrs.at("constraints"), Json::array({6000.0}));  // over the budget
+  EXPECT_EQ(trial.user_attrs.at("train")["objectives"],
+            Json({"macro_f1", "peak_memory", "num_parameters", "train_seconds"}));
+  auto [outcome8, trial8] = RunTrial(*study, **objective, {{"batch_size", 8}});
+  EXPECT_EQ(trial8.system_attrs.at("constraints"), Json::array({-2000.0}));
+
+  auto error = [&](Json change) {
+    Json d = doc;
+    for (const auto& [k, v] : change.items()) {
+      if (k == "directions" || k == "sampler") {
+        d[k] = v;
+      } else {
+        d["objective"][k] = v;
+      }
+    }
+    auto r = ParseStudyConfig(d, "study.json", dir_.path());
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  EXPECT_EQ(error({{"directions", {"maximize", "minimize"}}}),
+            "study.json: /directions: the train objective returns 4 value(s) (macro_f1, then the "
+            "costs, each minimized); set \"directions\": [\"maximize\", \"minimize\", "
+            "\"minimize\", \"minimize\"]");
+  EXPECT_EQ(error({{"objectives", {"macro_f1", "peak_mem"}}, {"directions", {"maximize", "minimize"}}}),
+            "study.json: /objective/objectives/1: unknown cost 'peak_mem' (did you mean "
+            "'peak_memory'?); valid: peak_memory, train_seconds, num_parameters");
+  EXPECT_NE(error({{"objectives", {"peak_memory"}}}).find("/objective/objectives/0: the first "
+                                                          "objective is the metric"),
+            std::string::npos);
+  EXPECT_NE(error({{"sampler", {{"name", "tpe"}}}}).find("\"constraints\": true"),
+            std::string::npos);
+  EXPECT_NE(error({{"save_best", "best"}}).find("no single best trial"), std::string::npos);
+}
+
 TEST_F(TrainObjectiveTest, ThePrunerStopsATrialAfterAReport) {
   auto c = Config(TrainJson({{"epochs", 5}}),
                   {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}}}});

@@ -30,6 +30,7 @@ class ScriptedTrainer : public Trainer {
     jobs.push_back(job);
     TrainResult r;
     r.num_parameters = 1234;
+    if (peak_per_example > 0) r.peak_memory_bytes = peak_per_example * job.hp.batch_size;
     for (int64_t e = 0; e < job.hp.epochs; ++e) {
       if (end_epoch_ && *end_epoch_ == e) {
         r.end = end_;
@@ -44,6 +45,7 @@ class ScriptedTrainer : public Trainer {
       m.accuracy = m.macro_f1 = v;
       m.validation_loss = 1.0 - v;
       m.train_loss = 1.0 - v;
+      m.seconds = epoch_seconds;
       r.epochs.push_back(m);
       auto decision = on_epoch(m);
       if (!decision.ok()) return decision.status();
@@ -56,6 +58,9 @@ class ScriptedTrainer : public Trainer {
   }
 
   std::vector<TrainJob> jobs;
+  // When > 0: the run's measured peak is this many bytes per example of the micro-batch.
+  int64_t peak_per_example = 0;
+  double epoch_seconds = 0.0;  // each epoch's EpochMetrics::seconds
 
  private:
   std::vector<double> curve_;

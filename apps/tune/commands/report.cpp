@@ -5,6 +5,7 @@
 // describes every chart.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,8 @@
 #include "app.h"
 #include "commands.h"
 #include "report/report_assets.h"
+#include "samplers/hypervolume.h"
+#include "samplers/multi_objective.h"
 #include "study/study_summary.h"
 #include "tune/importance.h"
 #include "tune/trial_attrs.h"
@@ -112,6 +115,46 @@ std::optional<TimePoint> FirstTime(const std::vector<FrozenTrial>& trials) {
   return first;
 }
 
+// Several objectives: the objectives' names (the train objective records them), the Pareto
+// front's trial numbers and the hypervolume of the COMPLETE trials so far after each of them (at
+// most 200 points), with Optuna's reference point rule over all of them.
+Json ParetoJson(const std::vector<StudyDirection>& directions,
+                const std::vector<FrozenTrial>& trials) {
+  Json names = Json::array();
+  LossPoints losses;
+  std::vector<int64_t> numbers;
+  for (const FrozenTrial& t : trials) {
+    if (t.state != TrialState::kComplete || t.values.size() != directions.size()) continue;
+    std::vector<double> loss;
+    for (size_t k = 0; k < directions.size(); ++k) {
+      loss.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
+    }
+    if (!std::all_of(loss.begin(), loss.end(), [](double v) { return std::isfinite(v); })) continue;
+    losses.push_back(std::move(loss));
+    numbers.push_back(t.number);
+    auto train = t.user_attrs.find(attrs::kTrain);
+    if (names.empty() && train != t.user_attrs.end() && train->contains("objectives")) {
+      names = (*train)["objectives"];
+    }
+  }
+  Json out = {{"names", names}, {"front", Json::array()}, {"hypervolume", Json::array()}};
+  if (losses.empty()) return out;
+  const std::vector<char> on_front = IsParetoFront(losses);
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if (on_front[i]) out["front"].push_back(numbers[i]);
+  }
+  const std::vector<double> reference = ReferencePoint(losses);
+  out["reference"] = reference;
+  const size_t stride = std::max<size_t>(1, losses.size() / 200);
+  for (size_t i = 0; i < losses.size(); ++i) {
+    if ((i + 1) % stride != 0 && i + 1 != losses.size()) continue;
+    Result<double> hv = Hypervolume({losses.begin(), losses.begin() + static_cast<long>(i) + 1},
+                                    reference);
+    if (hv.ok()) out["hypervolume"].push_back({numbers[i], Finite(*hv)});
+  }
+  return out;
+}
+
 Json ReportData(const std::string& study, const std::vector<StudyDirection>& directions,
                 const std::vector<FrozenTrial>& trials) {
   const std::optional<TimePoint> t0 = FirstTime(trials);
@@ -126,6 +169,7 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
       j["distributions"][name] = Json::parse(DistributionToJson(d));
   }
   j["importance"] = ImportanceJson(trials, directions);
+  if (directions.size() > 1) j["pareto"] = ParetoJson(directions, trials);
   return j;
 }
 

@@ -81,6 +81,57 @@
     });
   }
 
+  // Several objectives: the COMPLETE trials with the Pareto front highlighted (2 objectives: a
+  // scatter; more: parallel coordinates, each objective scaled to [0, 1] by its range), and the
+  // hypervolume of the trials so far.
+  function pareto() {
+    const p = data.pareto;
+    if (!p) return;
+    const k = data.directions.length;
+    const names = p.names.length === k ? p.names : data.directions.map((d, i) => 'objective ' + i);
+    const s = section('Pareto front',
+      p.front.length + ' of ' + complete.length + ' COMPLETE trials are on the front (no other ' +
+      'trial is at least as good in every objective and better in one): ' +
+      names.map((n, i) => n + ' (' + data.directions[i].toLowerCase() + ')').join(', ') + '.');
+    if (!complete.length) return emptyNote(s, 'No COMPLETE trial yet.');
+    const onFront = new Set(p.front);
+    const rest = complete.filter(t => !onFront.has(t.number));
+    const front = complete.filter(t => onFront.has(t.number));
+    if (k === 2) {
+      const pt = t => ({ x: t.values[0], y: t.values[1], n: t.number });
+      const line = front.map(pt).sort((a, b) => a.x - b.x);
+      draw(canvasIn(s, 'chart-pareto'), {
+        type: 'scatter',
+        data: { datasets: [
+          { label: 'dominated trials', data: rest.map(pt), backgroundColor: COLORS.pruned, pointRadius: 2 },
+          { label: 'Pareto front', data: line, backgroundColor: COLORS.oom, borderColor: COLORS.oom,
+            pointRadius: 4, showLine: true, stepped: false }
+        ] },
+        options: { scales: { x: axis(names[0]), y: axis(names[1]) },
+          plugins: { tooltip: { callbacks: { label: pointLabel } } } }
+      });
+    } else {
+      const lo = names.map((_, i) => Math.min(...complete.map(t => t.values[i])));
+      const hi = names.map((_, i) => Math.max(...complete.map(t => t.values[i])));
+      const scaled = t => t.values.map((v, i) => ({ x: i, y: hi[i] > lo[i] ? (v - lo[i]) / (hi[i] - lo[i]) : 0.5, n: t.number }));
+      const lines = (ts, colour, width) => ts.map(t => ({ data: scaled(t), borderColor: colour,
+        borderWidth: width, pointRadius: 0, showLine: true, label: 'trial ' + t.number }));
+      draw(canvasIn(s, 'chart-pareto'), {
+        type: 'scatter',
+        data: { datasets: lines(rest, COLORS.pruned, 0.5).concat(lines(front, COLORS.oom, 2)) },
+        options: { scales: { x: indexAxis('objective', names), y: axis('scaled value (0 = lowest, 1 = highest)', { min: 0, max: 1 }) },
+          plugins: { legend: { display: false } } }
+      });
+    }
+    if (!p.hypervolume.length) return;
+    draw(canvasIn(s, 'chart-hypervolume', 'Hypervolume'), {
+      type: 'scatter',
+      data: { datasets: [{ label: 'hypervolume of the COMPLETE trials so far', data: p.hypervolume.map(([n, v]) => ({ x: n, y: v, n: n })),
+        borderColor: COLORS.complete, backgroundColor: COLORS.complete, showLine: true, pointRadius: 0, stepped: true }] },
+      options: { scales: { x: axis('trial'), y: axis('hypervolume (reference ' + p.reference.map(v => +v.toPrecision(4)).join(', ') + ')') } }
+    });
+  }
+
   // One dataset per kind of trial; NaN points separate the curves.
   function intermediate() {
     const s = section('Intermediate values', 'Learning curves reported with trial.report(): COMPLETE trials in blue, PRUNED and other trials greyed.');
@@ -350,7 +401,7 @@
   document.getElementById('subtitle').textContent = trials.length + ' trial(s), ' + data.directions.join(', ') +
     (data.datetime_start ? ', first started ' + data.datetime_start : '');
   const scriptStart = performance.now(), sectionMs = {};
-  for (const f of [history, intermediate, importance, slices, oomMap, memory, timeline, table]) {
+  for (const f of [history, pareto, intermediate, importance, slices, oomMap, memory, timeline, table]) {
     const t = performance.now();
     f();
     sectionMs[f.name] = Math.round(performance.now() - t);
