@@ -391,6 +391,14 @@ TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
 
 // The demo's config (make demo) parses, with the guard on a simulated small card told to
 // underestimate; its data is read only when the objective is made.
+TEST(TrainObjectiveConfig, FortunesFrontConfigParses) {
+  auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes-front.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->directions, (std::vector<StudyDirection>{StudyDirection::kMaximize,
+                                                        StudyDirection::kMinimize}));
+  EXPECT_EQ(c->objective.train.costs, std::vector<TrainCost>{TrainCost::kPeakMemory});
+}
+
 TEST(TrainObjectiveConfig, FortunesDemoConfigParses) {
   auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes.json");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
