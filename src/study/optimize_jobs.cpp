@@ -34,7 +34,6 @@ std::string JobsStateText(const JobsState& s) {
     text += fmt::format(", {} of {} reserved", FormatBytes(s.reserved), FormatBytes(*s.capacity));
   }
   if (s.busy) text += fmt::format(", busy {:.2f}", *s.busy);
-  if (s.utilization) text += fmt::format(", GPU {:.0f}% utilised", 100 * *s.utilization);
   if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
   return text;
 }
