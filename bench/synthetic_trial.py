@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""A synthetic trial for the packing benchmark (bench/run_packing_bench.sh): it behaves like a
-fine-tuning script on a shared card, without training anything.
+"""A synthetic trial for the packing benchmark (bench/run_packing_bench.sh, issue 32): it behaves
+like a fine-tuning script on a shared GPU, without training anything.
 
-It holds its configuration's true peak on the simulated card of the run (TUNE_SIMULATED_CARD,
-through libtune_train.so's C entry point) for a time proportional to the configuration's
-training FLOPs, then reports {"memory_peak": ...} and {"value": ...}. The true peak is tune's
-estimate (`tune estimate`, CUDA device model) times a per-model factor between 0.9 and 1.15 that
-tune is not told, so its calibration has something to learn. A configuration that does not fit
-the card's free memory, or its own budget (TUNE_MEMORY_BUDGET, set with --jobs), fails the way
-PyTorch does: "CUDA out of memory" on stderr, exit status 1.
+On the simulated card of the run (TUNE_SIMULATED_CARD, through libtune_train.so's
+tune_simulated_trial_run) it first starts up -- imports and loads its model, holding the weights,
+the optimizer state and the CUDA context -- then reaches its activation peak at its first
+micro-step, then runs its micro-steps, whose GPU time the card stretches while other trials
+compute beside it (src/memory/simulated_card.h). An out-of-memory error at the first step comes
+after the start-up, as PyTorch's does: "CUDA out of memory" on stderr, exit status 1; the process
+then frees its memory as a crashed one does. So does a trial over its own budget
+(TUNE_MEMORY_BUDGET, set with --jobs).
+
+The true peak is tune's estimate (`tune estimate`, CUDA device model) times a per-model factor
+between 0.9 and 1.15 that tune is not told, so its calibration has something to learn. Every
+constant below is stated with its source in docs/benchmarks.md, section "packing".
 
 Environment: TUNE_PARAM_* (model, batch_size, max_length, grad_accum, learning_rate, ...),
-TUNE_BINARY (the tune to ask for estimates), BENCH_SECONDS_PER_PFLOP (time scale),
-BENCH_ESTIMATE_CACHE (a JSON file shared by the trials of a run).
+TUNE_BINARY (the tune to ask for estimates), BENCH_TIME_SCALE (real seconds per simulated
+second), BENCH_ESTIMATE_CACHE (a JSON file shared by the trials of a run).
 """
 import ctypes
 import fcntl
@@ -21,7 +26,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 
 # The factor tune's estimate misses for each model (not told to tune).
 TRUE_FACTOR = {
@@ -35,6 +39,14 @@ TRUE_FACTOR = {
 }
 PRECISION = "bf16"
 
+# The simulated GPU and training loop (docs/benchmarks.md, "packing": the sources).
+PEAK_FLOPS = 125e12         # NVIDIA A10 (24 GB): dense BF16 tensor-core peak
+MFU = 0.40                  # the fraction of that peak a fine-tuning step reaches
+HOST_SECONDS = 0.010        # per micro-step: Python, kernel launches, the data loader
+IMPORT_SECONDS = 4.4        # `import torch; from transformers import ...`
+LOAD_SECONDS_PER_110M = 2.6  # from_pretrained, per 110 M parameters (bert-base: 2.6 s)
+SEQUENCES = 4000            # sequences each trial trains on (2 epochs of 2,000)
+
 
 def param(name, kind=str, default=None):
     value = os.environ.get("TUNE_PARAM_" + name.upper())
@@ -42,9 +54,9 @@ def param(name, kind=str, default=None):
 
 
 def estimate(model, batch, length, accum, checkpointing, head):
-    """tune's estimate of the configuration (cached per run), as {device_peak, num_parameters}.
-    `head`: the classifier's estimator flags (--classifier-layers, --dropout) when the trial has
-    those params, so that the estimate is of the very configuration tune plans."""
+    """tune's estimate of the configuration (cached per run): device_peak, num_parameters and
+    the start-up's share (context, weights, optimizer state). `head`: the classifier's
+    estimator flags (--classifier-layers, --dropout) when the trial has those params."""
     key = f"{model}|{batch}|{length}|{accum}|{checkpointing}|{'|'.join(head)}"
     cache = os.environ.get("BENCH_ESTIMATE_CACHE")
     if cache and os.path.exists(cache):
@@ -60,7 +72,9 @@ def estimate(model, batch, length, accum, checkpointing, head):
         argv.append("--gradient-checkpointing")
     argv += head
     out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
-    result = {"device_peak": out["device_peak"], "num_parameters": out["num_parameters"]}
+    b = out["breakdown"]
+    result = {"device_peak": out["device_peak"], "num_parameters": out["num_parameters"],
+              "static": out["context"] + b["weights"] + b["optimizer_state"]}
     if cache:
         with open(cache, "a+") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
@@ -74,9 +88,16 @@ def estimate(model, batch, length, accum, checkpointing, head):
     return result
 
 
-def out_of_memory(tried, free):
-    print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
-          f"{tried / 2**20:.2f} MiB. GPU 0 has {free / 2**20:.2f} MiB free.", file=sys.stderr)
+def seconds_since_start():
+    """Real seconds since this process started (/proc), counted in the start-up."""
+    with open("/proc/self/stat") as f:
+        started = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    with open("/proc/uptime") as f:
+        return max(0.0, float(f.read().split()[0]) - started)
+
+
+def out_of_memory(message):
+    print(f"torch.OutOfMemoryError: CUDA out of memory. {message}", file=sys.stderr)
     sys.exit(1)
 
 
@@ -92,25 +113,43 @@ def main():
         if value is not None:
             head += ["--" + name.replace("_", "-"), value]
     e = estimate(model, batch, length, accum, checkpointing, head)
-    peak = int(e["device_peak"] * TRUE_FACTOR.get(model, 1.0))
+    factor = TRUE_FACTOR.get(model, 1.0)
+    peak = int(e["device_peak"] * factor)
+    static = min(peak, int(e["static"] * factor))
     budget = os.environ.get("TUNE_MEMORY_BUDGET")
-    if budget is not None and peak > int(budget):
-        out_of_memory(peak - int(budget), int(budget))  # capped at its reservation: only it fails
     card = os.environ["TUNE_SIMULATED_CARD"]
     capacity = int(os.environ["TUNE_SIMULATED_CARD_BYTES"])
+    scale = float(os.environ.get("BENCH_TIME_SCALE", "1.0"))
+    # Training FLOPs per micro-step: 6 x parameters x tokens (x 4/3 with checkpointing).
+    flops = 6.0 * e["num_parameters"] * batch * length * (4 / 3 if checkpointing else 1)
+    gpu = flops / (PEAK_FLOPS * MFU)
+    startup = IMPORT_SECONDS + LOAD_SECONDS_PER_110M * e["num_parameters"] / 110e6
     lib = ctypes.CDLL(os.path.join(os.environ["TUNE_LIBRARY_DIR"], "libtune_train.so"))
-    lib.tune_simulated_card_charge.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
-    lib.tune_simulated_card_used.argtypes = [ctypes.c_char_p, ctypes.c_int64]
-    lib.tune_simulated_card_used.restype = ctypes.c_int64
-    if lib.tune_simulated_card_charge(card.encode(), capacity, peak) != 0:
-        out_of_memory(peak, capacity - lib.tune_simulated_card_used(card.encode(), capacity))
-    # Training FLOPs of one epoch-equivalent: 6 x parameters x tokens (x 1.33 with checkpointing).
-    flops = 6.0 * e["num_parameters"] * batch * accum * length * (4 / 3 if checkpointing else 1)
-    time.sleep(flops / 1e15 * float(os.environ.get("BENCH_SECONDS_PER_PFLOP", "1.0")))
+    run = lib.tune_simulated_trial_run
+    run.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                    ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                    ctypes.c_double, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]
+    seconds = ctypes.c_double(0.0)
+    if budget is not None and peak > int(budget):
+        # Over its own reservation (capped there, only it fails): it starts up like any trial,
+        # then fails at its first step.
+        code = run(card.encode(), capacity, static, static, startup, 0.0, gpu, HOST_SECONDS,
+                   scale, seconds_since_start(), ctypes.byref(seconds))
+        if code == 0:
+            out_of_memory(f"Tried to allocate beyond the trial's budget of {budget} bytes.")
+    else:
+        code = run(card.encode(), capacity, static, peak, startup, SEQUENCES / batch, gpu,
+                   HOST_SECONDS, scale, seconds_since_start(), ctypes.byref(seconds))
+    if code == 1:
+        out_of_memory("The simulated card is full (see the line above).")
+    if code != 0:
+        sys.exit(2)
     print(json.dumps({"memory_peak": peak}))
-    # A smooth made-up quality: larger models and a learning rate near 3e-5 do better.
+    # A smooth made-up quality: larger models, a learning rate near 3e-5 and an effective batch
+    # near 32 do better.
     lr = param("learning_rate", float, 3e-5)
-    quality = 0.8 + 0.02 * math.log10(e["num_parameters"] / 1e8) - 0.01 * abs(math.log10(lr / 3e-5))
+    quality = (0.8 + 0.02 * math.log10(e["num_parameters"] / 1e8)
+               - 0.01 * abs(math.log10(lr / 3e-5)) - 0.005 * abs(math.log2(batch * accum / 32)))
     print(json.dumps({"value": quality}), flush=True)
 
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "config/config.h"
@@ -83,6 +84,40 @@ TEST(Optimize, OomRegionIsPrunedWithConfig) {
     }
   }
   EXPECT_GT(pruned, 0);
+}
+
+// A fixed-PAR worker re-enqueues a configuration that ran out of memory (retry_oom = 4): five
+// attempts of the same params, then it stops; the retries do not count toward n_trials. The same
+// with several trials at once (--jobs 2).
+TEST(Optimize, OutOfMemoryRetriesEndAtFiveAttempts) {
+  StudyConfig c =
+      Config(R"({"objective": {"type": "function", "name": "mixed", "oom_threshold": 1}})");
+  for (int64_t jobs : {1, 2}) {
+    auto study = NewStudy(NewInMemoryStorage());
+    auto objective = MakeObjective(c).value();
+    OptimizeOptions o;
+    o.n_trials = 2;
+    o.retry_oom = 4;
+    o.jobs = jobs;
+    auto r = Optimize(*study, c.space, *objective, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto all = *study->Trials();
+    ASSERT_EQ(all.size(), 10u) << "2 configurations x 5 attempts, jobs " << jobs;
+    std::map<int64_t, int64_t> attempts;  // by original trial
+    for (const auto& t : all) {
+      EXPECT_EQ(t.state, TrialState::kPruned);
+      EXPECT_EQ(t.user_attrs["reason"], "oom");
+      const bool retry = t.system_attrs.contains("retry_history");
+      const int64_t original = retry ? t.system_attrs["retry_history"][0].get<int64_t>() : t.number;
+      ++attempts[original];
+      if (retry) {
+        EXPECT_EQ(t.params, all[original].params) << "the same configuration";
+        EXPECT_LE(t.system_attrs["retry_history"].size(), 4u);
+      }
+    }
+    ASSERT_EQ(attempts.size(), 2u);
+    for (const auto& [original, n] : attempts) EXPECT_EQ(n, 5) << "trial " << original;
+  }
 }
 
 TEST(Optimize, TimeoutAndInterrupt) {

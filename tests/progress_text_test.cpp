@@ -90,6 +90,14 @@ TEST(ProgressText, EtaHonoursTheTimeout) {
   EXPECT_DOUBLE_EQ(*EstimateEtaSeconds(c, {10, std::nullopt}, 0.0), 0.0);
 }
 
+// On a simulated card the ledger shows the running trials' summed busy share as the card sees it.
+TEST(ProgressText, ShowsTheBusyShareOfASimulatedCard) {
+  const int64_t gib = int64_t{1} << 30;
+  JobsState s{2, 0, 17 * gib, 22 * gib};
+  s.busy = 0.934;
+  EXPECT_EQ(JobsStateText(s), "2 running, 17.00 GiB of 22.00 GiB reserved, busy 0.93");
+}
+
 TEST(ProgressText, ShowsTheMemoryLedgerWithSeveralJobs) {
   ProgressCounts c;
   const int64_t gib = int64_t{1} << 30;

@@ -53,6 +53,17 @@ struct RunSettings {
   // Re-enqueue a stale trial at most this many times per original trial (0: never). Optuna:
   // RetryFailedTrialCallback(max_retry=...).
   int64_t retry_failed = 0;
+  // Re-enqueue a trial that ran out of memory at run time (PRUNED, user attribute reason "oom")
+  // with the same params, at most this many times per original trial (0: never), as users
+  // re-run such a trial by hand once the card has room: the retry runs after the trials already
+  // waiting. It records "failed_trial" and "retry_history" as retry_failed does. A retry, stale
+  // or out of memory, does not count toward n_trials for any worker of the study, so every retry
+  // runs before the workers stop.
+  int64_t retry_oom = 0;
+  // --jobs auto with a device that reports its busy share (a simulated card): start another trial
+  // only while the running trials' summed busy share, each trial still starting up counted at
+  // the mean busy share seen so far (1 before any), stays below this. 0: memory alone decides.
+  double max_busy = 0.0;
   // Trials running at once. 1: one at a time, in this process. N > 1: up to N, each in its own
   // process (Objective::Start), packed by the memory each reserves when the objective predicts
   // it (Objective::DeviceCapacity). kJobsAuto: as many as the device's memory holds, at most
@@ -79,6 +90,7 @@ struct JobsState {
   int64_t waiting = 0;                  // asked and planned, waiting for memory
   int64_t reserved = 0;                 // bytes the running trials reserve
   std::optional<int64_t> capacity;      // bytes they may reserve; unset: not tracked
+  std::optional<double> busy;           // their summed busy share (a simulated card); unset: unknown
 };
 // "3 running, 17.2 GiB of 22.8 GiB reserved, 1 waiting".
 std::string JobsStateText(const JobsState& state);

@@ -101,6 +101,14 @@ struct TrialOutcome {
   std::string reason;                        // kPruned / kFail: why (also in user attrs)
 };
 
+// What computes on the device the trials share, when an objective can see it (a simulated card:
+// each trial's own busy share, docs/benchmarks.md "packing"): the trials computing now and
+// their summed busy share alone.
+struct DeviceBusy {
+  int64_t busy = 0;
+  double sum_busy = 0.0;
+};
+
 // How a trial will run when several run at once (--jobs), decided before it starts.
 struct TrialPlan {
   // Set: the trial does not run; its outcome is already recorded (for example the memory guard

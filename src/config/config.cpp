@@ -26,8 +26,8 @@ const std::vector<std::string> kTopKeys = {
     "description",  "direction",   "directions", "n_trials",       "timeout",
     "storage",      "sampler",     "pruner",     "models",         "model_catalog",
     "search_space", "conditional", "objective",  "enqueue_trials", "heartbeat_interval",
-    "grace_period", "retry_failed", "jobs",      "max_jobs",       "progress",
-    "progress_interval"};
+    "grace_period", "retry_failed", "retry_oom", "jobs",          "max_jobs",
+    "max_busy",     "progress",     "progress_interval"};
 
 // "direction": "maximize" or "directions": ["minimize", "maximize"].
 Status ParseDirections(const JsonReader& r, StudyConfig& config) {
@@ -59,7 +59,7 @@ Status ParseDirections(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
-// "jobs": N or "auto", "max_jobs": N (RunSettings).
+// "jobs": N or "auto", "max_jobs": N, "max_busy": a summed busy share (RunSettings).
 Status ParseJobs(const JsonReader& r, StudyConfig& config) {
   if (r.Has("jobs")) {
     const Json& j = r.json().at("jobs");
@@ -75,6 +75,11 @@ Status ParseJobs(const JsonReader& r, StudyConfig& config) {
   if (max_jobs) {
     if (*max_jobs < 1 || *max_jobs > 256) return r.ChildError("max_jobs", "must be in 1..256");
     config.max_jobs = *max_jobs;
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<double> max_busy, r.OptNumber("max_busy"));
+  if (max_busy) {
+    if (!(*max_busy >= 0 && *max_busy <= 256)) return r.ChildError("max_busy", "must be in [0, 256]");
+    config.max_busy = *max_busy;
   }
   return Status::Ok();
 }
@@ -95,7 +100,8 @@ Status ParseProgress(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
-// n_trials, timeout, storage, heartbeat_interval, grace_period, retry_failed, jobs, max_jobs.
+// n_trials, timeout, storage, heartbeat_interval, grace_period, retry_failed, retry_oom, jobs,
+// max_jobs, max_busy.
 Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
   TUNE_ASSIGN_OR_RETURN(config.n_trials, r.OptInt("n_trials"));
   if (config.n_trials && *config.n_trials < 0) return r.ChildError("n_trials", "must be >= 0");
@@ -120,6 +126,11 @@ Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
   if (retry_failed) {
     if (*retry_failed < 0) return r.ChildError("retry_failed", "must be >= 0");
     config.retry_failed = *retry_failed;
+  }
+  TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> retry_oom, r.OptInt("retry_oom"));
+  if (retry_oom) {
+    if (*retry_oom < 0) return r.ChildError("retry_oom", "must be >= 0");
+    config.retry_oom = *retry_oom;
   }
   TUNE_RETURN_IF_ERROR(ParseProgress(r, config));
   return ParseJobs(r, config);

@@ -325,7 +325,7 @@ Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys) {
   for (const char* k : {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate",
                         "cuda_context", "cuda_workspace", "fragmentation", "simulate",
-                        "shrink_to_start", "estimate_scale"}) {
+                        "shrink_to_start", "min_micro_batch", "estimate_scale"}) {
     keys.emplace_back(k);
   }
   TUNE_RETURN_IF_ERROR(r.CheckKeys(keys));
@@ -373,6 +373,11 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std
   TUNE_ASSIGN_OR_RETURN(out.admission, r.Bool("admission", out.admission));
   TUNE_ASSIGN_OR_RETURN(out.calibrate, r.Bool("calibrate", out.calibrate));
   TUNE_ASSIGN_OR_RETURN(out.shrink_to_start, r.Bool("shrink_to_start", out.shrink_to_start));
+  TUNE_ASSIGN_OR_RETURN(auto floor, r.OptInt("min_micro_batch"));
+  if (floor) {
+    if (*floor < 1) return r.ChildError("min_micro_batch", fmt::format("{} must be >= 1", *floor));
+    out.min_micro_batch = *floor;
+  }
   TUNE_ASSIGN_OR_RETURN(auto retry, r.OptInt("oom_retry"));
   if (retry) {
     if (*retry < 0 || *retry > 10) {

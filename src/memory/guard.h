@@ -46,6 +46,8 @@ struct GuardOptions {
   // --jobs: a waiting trial that does not fit beside the running ones starts at once at a
   // smaller micro-batch (the grad_accum lever only) when one fits the memory left.
   bool shrink_to_start = true;
+  // Shrink to start never goes below this micro-batch (sequences): such a trial waits instead.
+  int64_t min_micro_batch = 4;
   int64_t oom_retry = 0;          // run-time OOM: retries at half the micro-batch, ×2 accumulation
   bool calibrate = true;          // fit each model family's correction from the study's trials
   // The CUDA device model's defaults (estimator.h, DeviceMemoryModel::Cuda()), when set. Unset

@@ -89,6 +89,18 @@ class GuardPlanner : public MemoryPlanner {
     return UsableMemory(*options_.guard.device_memory, options_.guard.margin);
   }
 
+  // The simulated card's busy trials (opened on first use); nullopt without one.
+  std::optional<DeviceBusy> Busy() const override {
+    if (!options_.guard.simulate) return std::nullopt;
+    if (!card_) {
+      auto card = SimulatedCard::Open(*options_.guard.simulate, *options_.guard.device_memory);
+      if (!card.ok()) return std::nullopt;
+      card_ = std::move(card).value();
+    }
+    const CardLoad load = card_->load();
+    return DeviceBusy{load.busy, load.sum_busy};
+  }
+
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     TrialPlan plan;
     plan.params = params;
@@ -124,7 +136,9 @@ class GuardPlanner : public MemoryPlanner {
     micro_batch_only.lever_checkpointing = false;
     TUNE_ASSIGN_OR_RETURN(Admission a,
                           AdmitTrial(request, device_, room, correction, micro_batch_only));
-    if (a.verdict == AdmissionVerdict::kReject) return std::optional<TrialPlan>();
+    if (a.verdict == AdmissionVerdict::kReject || a.request.batch_size < g.min_micro_batch) {
+      return std::optional<TrialPlan>();
+    }
     TrialPlan plan;
     plan.params = params;
     Admitted(a, plan, attr);
@@ -321,6 +335,7 @@ class GuardPlanner : public MemoryPlanner {
   ModelCatalog catalog_;
   DeviceMemoryModel device_;
   std::map<int64_t, MemoryAttr> attrs_;  // planned trials' "memory", by number
+  mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -23,7 +24,7 @@
 namespace tune {
 namespace {
 
-constexpr uint64_t kMagic = 0x74756e6563617264;  // "tunecard"
+constexpr uint64_t kMagic = 0x74756e6563617232;  // "tunecar2": slots with a busy share
 constexpr size_t kSlots = 1024;
 
 std::string ShmName(const std::string& name) { return "/tune-card-" + name; }
@@ -51,6 +52,7 @@ struct SimulatedCard::Shared {
   struct Slot {
     pid_t pid;  // 0: free
     int64_t bytes;
+    double busy;  // its busy share alone while it computes, else 0
   } slots[kSlots];
 
   // REQUIRES: mu held. Frees the slots of dead processes; returns the bytes of the live ones.
@@ -58,7 +60,7 @@ struct SimulatedCard::Shared {
     for (Slot& s : slots) {
       if (s.pid != 0 && !Alive(s.pid)) {
         total -= s.bytes;
-        s = Slot{0, 0};
+        s = Slot{0, 0, 0.0};
       }
     }
     return total;
@@ -72,7 +74,7 @@ struct SimulatedCard::Shared {
       if (s.pid == me) return &s;
       if (s.pid == 0 && free_slot == nullptr) free_slot = &s;
     }
-    if (free_slot != nullptr) *free_slot = Slot{me, 0};
+    if (free_slot != nullptr) *free_slot = Slot{me, 0, 0.0};
     return free_slot;
   }
 };
@@ -185,6 +187,66 @@ int64_t SimulatedCard::mine() const {
 
 int64_t SimulatedCard::capacity() const { return shared_->capacity; }
 
+double GpuStretch(int64_t busy, double sum_busy, const CardCompute& compute) {
+  if (busy <= 1) return std::max(1.0, sum_busy);
+  const double co_runners = static_cast<double>(busy - 1);
+  return std::max(1.0, sum_busy) * (1.0 + compute.interference * co_runners) *
+         (1.0 + compute.slicing);
+}
+
+Status SimulatedCard::SetBusy(double share) {
+  if (!(share >= 0.0 && share <= 1.0)) {
+    return InvalidArgumentError(fmt::format("a busy share is in [0, 1], got {}", share));
+  }
+  CardLock lock(&shared_->mu);
+  Shared::Slot* mine = shared_->Mine();
+  if (mine == nullptr) return ResourceExhaustedError("the simulated card has no free slot");
+  mine->busy = share;
+  return Status::Ok();
+}
+
+CardLoad SimulatedCard::load() const {
+  CardLock lock(&shared_->mu);
+  shared_->Reclaim();
+  CardLoad load;
+  for (const Shared::Slot& s : shared_->slots) {
+    if (s.pid == 0 || s.busy <= 0.0) continue;
+    ++load.busy;
+    load.sum_busy += s.busy;
+  }
+  return load;
+}
+
+Result<double> SimulatedCard::RunSteps(const MicroSteps& steps, double time_scale,
+                                       const CardCompute& compute) {
+  if (!(time_scale > 0.0) || steps.count < 0 || steps.gpu_seconds < 0 || steps.host_seconds < 0) {
+    return InvalidArgumentError("RunSteps: the time scale must be > 0 and the steps >= 0");
+  }
+  TUNE_RETURN_IF_ERROR(SetBusy(steps.busy_share()));
+  using Clock = std::chrono::steady_clock;
+  const auto tick = std::chrono::milliseconds(5);
+  double done = 0.0, simulated = 0.0;
+  Clock::time_point last = Clock::now();
+  while (done < steps.count) {
+    const CardLoad now = load();
+    const double step = steps.host_seconds +
+                        steps.gpu_seconds * GpuStretch(now.busy, now.sum_busy, compute);
+    if (!(step > 0.0)) break;
+    // Sleeps one tick, or less when the steps left end sooner at this rate.
+    const double left_real = (steps.count - done) * step * time_scale;
+    std::this_thread::sleep_for(std::min<Clock::duration>(
+        tick, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left_real))));
+    const Clock::time_point t = Clock::now();
+    const double dt = std::chrono::duration<double>(t - last).count() / time_scale;
+    last = t;
+    const double advanced = std::min(dt / step, steps.count - done);
+    done += advanced;
+    simulated += advanced * step;
+  }
+  TUNE_RETURN_IF_ERROR(SetBusy(0.0));
+  return simulated;
+}
+
 Status SimulatedCard::Remove(const std::string& name) {
   if (shm_unlink(ShmName(name).c_str()) != 0 && errno != ENOENT) {
     return InternalError(fmt::format("cannot remove the simulated card '{}': {}", name,
@@ -243,6 +305,14 @@ int tune_simulated_card_charge(const char* name, int64_t capacity, int64_t bytes
 int64_t tune_simulated_card_used(const char* name, int64_t capacity) {
   tune::SimulatedCard* card = CardFor(name, capacity);
   return card == nullptr ? -1 : card->used();
+}
+
+int64_t tune_simulated_card_load(const char* name, int64_t capacity, double* sum_busy) {
+  tune::SimulatedCard* card = CardFor(name, capacity);
+  if (card == nullptr) return -1;
+  const tune::CardLoad load = card->load();
+  if (sum_busy != nullptr) *sum_busy = load.sum_busy;
+  return load.busy;
 }
 
 }  // extern "C"

@@ -8,6 +8,14 @@
 // given back when the next charge finds it gone. Charges are serialised by a process-shared
 // robust mutex. The trainer charges the card from the counting CPU allocator (memory.simulate);
 // other programs can charge it through the C function below (ctypes, for example).
+//
+// The card shares compute too (issue 32). Each process states its busy share alone, u = g / (g +
+// h): the part of a micro-step its GPU time g takes beside its host time h (Python, the data
+// loader, kernel launches). With k processes busy at once, each one's GPU time per micro-step
+// stretches by GpuStretch(k, Σu): max(1, Σu) (the card has one compute), times 1 + interference
+// per co-runner (shared caches and memory bandwidth, even below saturation), times 1 + the
+// time-slicing overhead when k > 1. RunSteps runs a process's micro-steps under that stretch as the
+// load changes. The constants and their sources: docs/benchmarks.md, section "packing".
 #pragma once
 
 #include <cstdint>
@@ -17,6 +25,33 @@
 #include "tune/status.h"
 
 namespace tune {
+
+// The compute model's constants (docs/benchmarks.md, "packing", gives their sources).
+struct CardCompute {
+  double interference = 0.19;  // GPU-time slowdown per busy co-runner (Gandiva, OSDI'18)
+  double slicing = 0.05;       // time-slicing overhead when more than one process is busy
+};
+
+// The factor by which each busy process's GPU time per micro-step stretches when `busy`
+// processes with summed busy share `sum_busy` compute at once (1 when busy <= 1 and sum_busy <= 1).
+double GpuStretch(int64_t busy, double sum_busy, const CardCompute& compute = {});
+
+// What computes on the card now: the processes with a busy share > 0 and their sum.
+struct CardLoad {
+  int64_t busy = 0;
+  double sum_busy = 0;
+};
+
+// The micro-steps of a process: GPU time and host time per micro-step alone (simulated seconds).
+struct MicroSteps {
+  double count = 0;
+  double gpu_seconds = 0;
+  double host_seconds = 0;
+  double busy_share() const {
+    const double step = gpu_seconds + host_seconds;
+    return step > 0 ? gpu_seconds / step : 0.0;
+  }
+};
 
 class SimulatedCard {
  public:
@@ -36,6 +71,17 @@ class SimulatedCard {
   int64_t mine() const;
   int64_t capacity() const;
   const std::string& name() const { return name_; }
+
+  // Sets this process's busy share alone (0: it does not compute, e.g. while it starts up).
+  Status SetBusy(double share);
+  // The busy processes that are alive and their summed busy share.
+  CardLoad load() const;
+  // Runs `steps` on the card: sets this process busy, advances through the micro-steps as
+  // GpuStretch(load()) allows, re-reading the load every few milliseconds, and sets it idle
+  // again. Simulated seconds pass `time_scale` times faster than real ones (time_scale = 0.01:
+  // one simulated second takes 10 ms). Returns the simulated seconds the steps took.
+  Result<double> RunSteps(const MicroSteps& steps, double time_scale,
+                          const CardCompute& compute = {});
 
   // Removes the card's shared memory (the processes that have it open keep it).
   static Status Remove(const std::string& name);
@@ -61,4 +107,7 @@ extern "C" {
 int tune_simulated_card_charge(const char* name, int64_t capacity, int64_t bytes);
 // Bytes in use on card `name` by live processes, or -1.
 int64_t tune_simulated_card_used(const char* name, int64_t capacity);
+// The busy processes on card `name` (-1: it cannot be opened); their summed busy share in
+// *sum_busy when not null.
+int64_t tune_simulated_card_load(const char* name, int64_t capacity, double* sum_busy);
 }

@@ -350,6 +350,10 @@ class CommandObjective : public Objective {
     return planner_ ? planner_->Capacity() : std::nullopt;
   }
 
+  std::optional<DeviceBusy> DeviceBusyNow() const override {
+    return planner_ ? planner_->Busy() : std::nullopt;
+  }
+
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     if (planner_) return planner_->Plan(trial, params);
     return Objective::Plan(trial, params);

@@ -6,7 +6,7 @@ namespace tune::internal {
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial) {
   if (ledger.running >= ledger.limit) return false;
   if (ledger.running == 0) return true;
-  if (trial.exclusive) return false;
+  if (trial.exclusive || ledger.compute_full) return false;
   return !ledger.capacity || ledger.reserved + trial.reservation <= *ledger.capacity;
 }
 
@@ -30,6 +30,7 @@ bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& 
                       int64_t max_passes) {
   if (ledger.running + static_cast<int64_t>(queue.size()) >= ledger.limit) return false;
   if (queue.empty()) return true;
+  if (ledger.compute_full && ledger.running > 0) return false;
   return queue.front().passed < max_passes && !NextToStart(queue, ledger, max_passes);
 }
 

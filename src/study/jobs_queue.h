@@ -21,6 +21,9 @@ struct JobsLedger {
   int64_t reserved = 0;                // bytes the running trials reserve
   std::optional<int64_t> capacity;     // bytes usable by reservations; none: unlimited
   int64_t limit = 1;                   // the most trials at once (jobs, or max_jobs with auto)
+  // The running trials already use the compute allowed (RunSettings::max_busy): no other starts
+  // beside them, whatever its memory.
+  bool compute_full = false;
 };
 
 // A trial waiting to start.
@@ -31,7 +34,7 @@ struct WaitingTrial {
 };
 
 // True if a trial with this reservation may start beside the running ones: fewer than the limit
-// run, and its reservation fits the capacity left (an exclusive trial: nothing runs). A trial
+// run, the compute is not full, and its reservation fits the capacity left (an exclusive trial: nothing runs). A trial
 // always fits an idle device (one that cannot fit it alone was planned not to run).
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial);
 
@@ -46,7 +49,8 @@ void MarkStarted(std::vector<WaitingTrial>& queue, size_t started);
 
 // Whether to ask (sample and plan) one more trial now, so that there is a trial to backfill
 // with: the queue is empty, or none of it can start now and the head may still be passed; and
-// the running and waiting trials together stay within the limit.
+// the running and waiting trials together stay within the limit. While the compute is full, only
+// an empty queue asks (one trial ready to start when compute frees).
 bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
                       int64_t max_passes);
 

@@ -77,12 +77,16 @@ class OptimizeLoop {
       // Recounted every time: other workers may share the study.
       TUNE_ASSIGN_OR_RETURN(result_.finished_total,
                             study_.storage().CountTrials(study_.study_id(), kFinishedStates));
+      if (TargetTaken()) TUNE_RETURN_IF_ERROR(CountStudyRetries());
       if (Done()) break;
       StartTrialOptions start_options;
       start_options.max_started = Target();
       start_options.heartbeat = heartbeats();
       TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, study_.Ask(start_options));
       if (!trial) {
+        const std::optional<int64_t> before = Target();
+        TUNE_RETURN_IF_ERROR(CountStudyRetries());
+        if (Target() != before) continue;  // another worker's retry is waiting
         TUNE_ASSIGN_OR_RETURN(bool stop, WaitForRunningTrials());
         if (stop) break;
         continue;
@@ -96,10 +100,19 @@ class OptimizeLoop {
  private:
   bool heartbeats() const { return interval_ > 0; }
 
-  // n_trials plus the stale trials this worker re-enqueued.
+  // n_trials plus the retries: this worker's stale retries, or the study's retries (any
+  // worker's, stale or out of memory) when last counted, whichever is more.
   std::optional<int64_t> Target() const {
     if (!options_.n_trials) return std::nullopt;
-    return *options_.n_trials + extra_target_;
+    return *options_.n_trials + std::max(extra_target_, study_retries_);
+  }
+  bool TargetTaken() const { return Target() && result_.finished_total >= *Target(); }
+
+  // Recounts the study's retries (only worth it when the target looks reached).
+  Status CountStudyRetries() {
+    if (options_.retry_oom <= 0 && options_.retry_failed <= 0) return Status::Ok();
+    TUNE_ASSIGN_OR_RETURN(study_retries_, internal::CountRetries(study_));
+    return Status::Ok();
   }
 
   // Ctrl-C, the target reached, or the timeout passed.
@@ -108,7 +121,7 @@ class OptimizeLoop {
       result_.interrupted = true;
       return true;
     }
-    if (Target() && result_.finished_total >= *Target()) return true;
+    if (TargetTaken()) return true;
     if (options_.timeout_seconds && SecondsSince(start_) >= *options_.timeout_seconds) {
       result_.timed_out = true;
       return true;
@@ -180,7 +193,7 @@ class OptimizeLoop {
     }
     ++result_.trials_run;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, *outcome);
-    return Status::Ok();
+    return internal::RetryOutOfMemory(study_, options_, *told).status();
   }
 
   Study& study_;
@@ -196,6 +209,7 @@ class OptimizeLoop {
   bool waiting_ = false;  // for running trials (of others) to finish or go stale
   SteadyClock::time_point waiting_since_{};
   int64_t extra_target_ = 0;  // stale trials this worker re-enqueued
+  int64_t study_retries_ = 0;  // the study's retries, when last counted
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "tune/trial_attrs.h"
 #include "util/interrupt.h"
 
 namespace tune::internal {
@@ -91,6 +92,33 @@ bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status) {
       "the storage within the grace period); its result is dropped",
       trial.number());
   return true;
+}
+
+Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
+                              const FrozenTrial& told) {
+  if (options.retry_oom <= 0 || told.state != TrialState::kPruned) return false;
+  const auto reason = told.user_attrs.find(attrs::kReason);
+  if (reason == told.user_attrs.end() || *reason != EndReasonName(EndReason::kOom)) return false;
+  std::optional<FrozenTrial> retry = RetryOfStaleTrial(told, options.retry_oom);
+  if (!retry) {
+    spdlog::warn("Trial {} ran out of memory; not retried: {} retries done", told.number,
+                 options.retry_oom);
+    return false;
+  }
+  retry->user_attrs = Json::object();  // a new attempt: no outcome of the old one
+  TUNE_ASSIGN_OR_RETURN(FrozenTrial created, study.storage().CreateTrial(study.study_id(), &*retry));
+  spdlog::info("Trial {} ran out of memory; its params are re-enqueued as trial {} (attempt {} "
+               "of {})",
+               told.number, created.number, retry->system_attrs["retry_history"].size() + 1,
+               options.retry_oom + 1);
+  return true;
+}
+
+Result<int64_t> CountRetries(Study& study) {
+  TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> trials, study.Trials());
+  return static_cast<int64_t>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
+    return t.system_attrs.is_object() && t.system_attrs.contains("failed_trial");
+  }));
 }
 
 void SleepInterruptibly(double seconds) {

@@ -57,6 +57,15 @@ bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status);
 Status FailStaleTrials(Study& study, const OptimizeOptions& options, double grace,
                        OptimizeResult& result, int64_t& extra_target);
 
+// With options.retry_oom > 0: re-enqueues `told` when it ran out of memory at run time (reason
+// "oom") and has been retried fewer than retry_oom times (RetryOfStaleTrial's bookkeeping). True
+// when it did.
+Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
+                              const FrozenTrial& told);
+
+// The study's retries: trials with the system attribute "failed_trial" (any worker's).
+Result<int64_t> CountRetries(Study& study);
+
 // Sleeps `seconds` in short steps, returning early on Ctrl-C.
 void SleepInterruptibly(double seconds);
 

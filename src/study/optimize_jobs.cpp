@@ -33,6 +33,7 @@ std::string JobsStateText(const JobsState& s) {
   if (s.capacity) {
     text += fmt::format(", {} of {} reserved", FormatBytes(s.reserved), FormatBytes(*s.capacity));
   }
+  if (s.busy) text += fmt::format(", busy {:.2f}", *s.busy);
   if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
   return text;
 }
@@ -82,9 +83,21 @@ class JobsLoop {
   }
 
  private:
+  // n_trials plus the retries (as OptimizeLoop counts them).
   std::optional<int64_t> Target() const {
     if (!options_.n_trials) return std::nullopt;
-    return *options_.n_trials + extra_target_;
+    return *options_.n_trials + std::max(extra_target_, study_retries_);
+  }
+
+  // Recounts the study's retries when the target looks reached and trials finished since.
+  Status CountStudyRetries() {
+    if ((options_.retry_oom <= 0 && options_.retry_failed <= 0) ||
+        retries_counted_at_ == result_.finished_total) {
+      return Status::Ok();
+    }
+    retries_counted_at_ = result_.finished_total;
+    TUNE_ASSIGN_OR_RETURN(study_retries_, CountRetries(study_));
+    return Status::Ok();
   }
   bool TargetReached() const { return Target() && result_.finished_total >= *Target(); }
   bool TimedOut() {
@@ -100,6 +113,7 @@ class JobsLoop {
     if (InterruptRequested() && !result_.interrupted) TUNE_RETURN_IF_ERROR(InterruptAll());
     TUNE_ASSIGN_OR_RETURN(result_.finished_total,
                           study_.storage().CountTrials(study_.study_id(), kFinishedStates));
+    if (TargetReached()) TUNE_RETURN_IF_ERROR(CountStudyRetries());
     const bool stopping = result_.interrupted || TargetReached() || TimedOut();
     if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
     if (stopping && running_.empty() && queue_.empty()) return false;
@@ -115,8 +129,26 @@ class JobsLoop {
     return true;
   }
 
-  JobsLedger Ledger() const {
-    return {static_cast<int64_t>(running_.size()), reserved_, capacity_, limit_};
+  JobsLedger Ledger() {
+    JobsLedger ledger{static_cast<int64_t>(running_.size()), reserved_, capacity_, limit_};
+    ledger.compute_full = ComputeFull();
+    return ledger;
+  }
+
+  // RunSettings::max_busy: the running trials' summed busy share, each one still starting up
+  // counted at the mean busy share seen so far, has reached max_busy.
+  bool ComputeFull() {
+    if (options_.max_busy <= 0 || running_.empty()) return false;
+    const std::optional<DeviceBusy> now = objective_.DeviceBusyNow();
+    if (!now) return false;
+    busy_ = now;
+    if (now->busy > 0) {
+      seen_busy_ += now->sum_busy / static_cast<double>(now->busy);
+      ++busy_samples_;
+    }
+    const double mean = busy_samples_ > 0 ? seen_busy_ / static_cast<double>(busy_samples_) : 1.0;
+    const int64_t starting = std::max<int64_t>(0, static_cast<int64_t>(running_.size()) - now->busy);
+    return now->sum_busy + static_cast<double>(starting) * mean >= options_.max_busy;
   }
 
   JobsState State() const {
@@ -125,6 +157,7 @@ class JobsLoop {
     s.waiting = static_cast<int64_t>(queue_.size());
     s.reserved = reserved_;
     s.capacity = capacity_;
+    if (const std::optional<DeviceBusy> busy = objective_.DeviceBusyNow()) s.busy = busy->sum_busy;
     return s;
   }
 
@@ -145,6 +178,10 @@ class JobsLoop {
     start_options.heartbeat = options_.heartbeat_interval > 0;
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trial> trial, study_.Ask(start_options));
     if (!trial) {
+      const std::optional<int64_t> before = Target();
+      retries_counted_at_ = -1;
+      TUNE_RETURN_IF_ERROR(CountStudyRetries());
+      if (Target() != before) return true;  // a retry is waiting: ask again
       if (running_.empty()) {
         spdlog::info("The target of {} trials is reached counting RUNNING trials of other "
                      "workers; not starting another",
@@ -341,7 +378,7 @@ class JobsLoop {
     ++told_;
     ++ledger_version_;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, outcome);
-    return Status::Ok();
+    return RetryOutOfMemory(study_, options_, *told).status();
   }
 
   // Removes a running job from the list (its reservation released) and hands it over.
@@ -402,6 +439,11 @@ class JobsLoop {
   OptimizeResult result_;
   std::optional<SteadyClock::time_point> last_stale_check_;
   int64_t extra_target_ = 0;
+  int64_t study_retries_ = 0;        // the study's retries, when last counted
+  int64_t retries_counted_at_ = -1;  // finished_total then
+  std::optional<DeviceBusy> busy_;   // the device's busy trials, when last seen
+  double seen_busy_ = 0.0;           // per-trial busy shares seen, summed over samples
+  int64_t busy_samples_ = 0;
 };
 
 }  // namespace

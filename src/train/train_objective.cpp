@@ -668,7 +668,10 @@ class TrainObjective final : public Objective {
       return g;
     }
     const Admission& a = *admitted;
-    if (room && a.verdict == AdmissionVerdict::kReject) return UnfitNow();
+    if (room && (a.verdict == AdmissionVerdict::kReject ||
+                 a.request.batch_size < options_.guard.min_micro_batch)) {
+      return UnfitNow();  // no micro-batch at or above the floor fits the room left
+    }
     g.admission = a;
     g.estimate = a.estimate.device_peak;
     const std::string sizes =

@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "memory/guard_planner.h"
+#include "memory/simulated_trial.h"
 
 namespace tune {
 namespace {
@@ -89,6 +92,99 @@ TEST(EmpiricalPeak, ScalesOnePointAndFitsAQuadraticThroughThree) {
       {1024, f(1024)}, {4096, f(4096)}, {16384, f(16384)}, {8192, f(8192)}};
   const int64_t predicted = *EmpiricalPeak(points, 12288);
   EXPECT_NEAR(static_cast<double>(predicted), 1.1 * f(12288), 1.1 * f(12288) * 1e-6);
+}
+
+TEST(GpuStretchTest, SaturationInterferenceAndSlicing) {
+  const CardCompute c;  // interference 0.19 per co-runner, slicing 0.05
+  EXPECT_DOUBLE_EQ(GpuStretch(0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(GpuStretch(1, 0.6), 1.0);                            // alone: as measured
+  EXPECT_DOUBLE_EQ(GpuStretch(2, 0.6), 1.19 * 1.05);                    // below saturation
+  EXPECT_DOUBLE_EQ(GpuStretch(2, 1.5), 1.5 * 1.19 * 1.05);              // saturated
+  EXPECT_DOUBLE_EQ(GpuStretch(3, 2.4, c), 2.4 * (1 + 2 * 0.19) * 1.05);  // two co-runners
+}
+
+// Runs `steps` on the card in a child process once `go` can be read; writes the simulated
+// seconds and the real ones to `out`.
+pid_t StepsInChild(const std::string& name, const MicroSteps& steps, double scale, int go,
+                   int out) {
+  const pid_t child = fork();
+  if (child != 0) return child;
+  char c = 0;
+  (void)!read(go, &c, 1);
+  auto card = SimulatedCard::Open(name, 100 * kMiB);
+  const auto start = std::chrono::steady_clock::now();
+  Result<double> simulated = card.ok() ? (*card)->RunSteps(steps, scale) : Result<double>(-1.0);
+  const double times[2] = {simulated.ok() ? *simulated : -1.0,
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                               .count()};
+  (void)!write(out, times, sizeof times);
+  _exit(0);
+}
+
+// Two trials of known busy share u = 0.75 (g = 30 ms, h = 10 ms per micro-step) computing at
+// once: each micro-step takes h + g x GpuStretch(2, 1.5) = 10 + 30 x 1.5 x 1.19 x 1.05 = 66.2 ms
+// instead of 40 ms alone, in simulated and in real time.
+TEST_F(SimulatedCardTest, TwoCoRunningTrialsStretchAsTheModelSays) {
+  const MicroSteps steps{20, 0.030, 0.010};
+  ASSERT_DOUBLE_EQ(steps.busy_share(), 0.75);
+  const double scale = 0.5;  // a simulated second takes half a real one
+  const double alone = 20 * 0.040;
+  const double together = 20 * (0.010 + 0.030 * GpuStretch(2, 1.5));
+  int go[2], out[2];
+  ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(out), 0);
+  for (int n : {1, 2}) {
+    std::vector<pid_t> children;
+    for (int i = 0; i < n; ++i) children.push_back(StepsInChild(name_, steps, scale, go[0], out[1]));
+    ASSERT_EQ(write(go[1], "gg", n), n);
+    for (int i = 0; i < n; ++i) {
+      double times[2] = {0, 0};
+      ASSERT_EQ(read(out[0], times, sizeof times), static_cast<ssize_t>(sizeof times));
+      const double expected = n == 1 ? alone : together;
+      EXPECT_NEAR(times[0], expected, 0.05 * expected) << n << " at once";
+      EXPECT_NEAR(times[1], expected * scale, 0.15 * expected * scale) << n << " at once, real";
+    }
+    for (pid_t c : children) waitpid(c, nullptr, 0);
+  }
+  auto card = SimulatedCard::Open(name_, 100 * kMiB);
+  ASSERT_TRUE(card.ok());
+  EXPECT_EQ((*card)->load().busy, 0);  // both set themselves idle (or died) afterwards
+}
+
+// A neighbour holds 70 of 100 MiB. A trial that starts up with 20 MiB and needs 50 MiB at its
+// first step runs out of memory there: after its whole start-up, which it has paid. Its memory
+// comes back when its process exits, as a crashed one's does.
+TEST_F(SimulatedCardTest, AnOomAfterStartUpCostsTheStartUp) {
+  auto card = SimulatedCard::Open(name_, 100 * kMiB);
+  ASSERT_TRUE(card.ok());
+  ASSERT_TRUE((*card)->Charge(70 * kMiB).ok());
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto mine = SimulatedCard::Open(name_, 100 * kMiB);
+    SimulatedTrialSpec spec;
+    spec.static_bytes = 20 * kMiB;
+    spec.peak_bytes = 50 * kMiB;
+    spec.startup_seconds = 3.0;
+    spec.steps = {100, 0.1, 0.1};
+    spec.time_scale = 0.1;  // 3 simulated seconds: 0.3 real ones
+    auto run = mine.ok() ? RunSimulatedTrial(**mine, spec) : Result<SimulatedTrialRun>(mine.status());
+    const double result[2] = {run.ok() && run->oom ? 1.0 : 0.0, run.ok() ? run->seconds : -1.0};
+    (void)!write(out[1], result, sizeof result);
+    _exit(0);  // exits holding its 20 MiB
+  }
+  double result[2] = {0, 0};
+  ASSERT_EQ(read(out[0], result, sizeof result), static_cast<ssize_t>(sizeof result));
+  const double real = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result[0], 1.0) << "out of memory at the first step";
+  EXPECT_DOUBLE_EQ(result[1], 3.0) << "the start-up, paid";
+  EXPECT_GE(real, 0.3);
+  EXPECT_LT(real, 0.3 + 0.5) << "no micro-step ran (100 x 0.2 s would take 2 s more real time)";
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ((*card)->used(), 70 * kMiB);
 }
 
 }  // namespace

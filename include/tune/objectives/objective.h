@@ -49,6 +49,8 @@ class Objective {
   // The memory of the device the trials share that they may reserve (bytes), when this
   // objective predicts trials' memory; nullopt: nothing to reserve (--jobs N runs N at once).
   virtual std::optional<int64_t> DeviceCapacity() const { return std::nullopt; }
+  // What computes on that device now, when the objective can see it; nullopt: unknown.
+  virtual std::optional<DeviceBusy> DeviceBusyNow() const { return std::nullopt; }
   // Plans a trial before it starts (--jobs). Default: it runs with its params, reserving nothing.
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
   // --jobs, a waiting trial that does not fit beside the running ones: its plan at a smaller
