@@ -19,6 +19,15 @@ constexpr size_t kAggregate = 0;
 
 bool Compiled() { return true; }
 
+std::string NoDeviceReason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return fmt::format("{} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+  }
+  return count > 0 ? "" : "no CUDA device";
+}
+
 Result<Stats> GetStats(int device) {
   Stats s;
   try {
@@ -64,6 +73,8 @@ Status SetBudget(int device, int64_t bytes) {
 #else
 
 bool Compiled() { return false; }
+
+std::string NoDeviceReason() { return ""; }
 
 Result<Stats> GetStats(int /*device*/) {
   return FailedPreconditionError("tune was built without the CUDA memory backend");
