@@ -9,11 +9,13 @@
 #   2. scripts/install-deps.sh --cuda in it: libtorch-cuda-dev 2.6 and nvidia-cuda-toolkit 12.4
 #      with the CUDA libraries they pull (~3 GB once, kept in the root).
 #   3. cuDNN: Debian's nvidia-cudnn (which libtorch-cuda needs) ships only the symlink
-#      libcudnn.so.9 -> libcudnn.so.9.0.0 and downloads the library from NVIDIA's site when the
-#      user accepts NVIDIA's license in debconf. Unattended (as here) it downloads nothing, and
-#      libtorch_cuda.so, which links libcudnn.so.9, cannot be loaded. When TUNE_CUDNN_LIB (default:
-#      /usr/local/cuda/lib/libcudnn.so.9 of this machine, if there) names a cuDNN 9 library, it is
-#      copied to where the symlink points; otherwise the runs below show the loader's error.
+#      libcudnn.so.9 -> libcudnn.so.9.0.0 and downloads the library from NVIDIA's site in its
+#      postinst when NVIDIA's license is accepted in debconf (the default answer). Without access
+#      to NVIDIA's site that fails the install, so this declines the license (TUNE_CUDNN_DOWNLOAD=1
+#      accepts it) and, when TUNE_CUDNN_LIB (default: /usr/local/cuda/lib/libcudnn.so.9 of this
+#      machine, if there) names a cuDNN 9 library, copies it to where the symlink points;
+#      otherwise libtorch_cuda.so, which links libcudnn.so.9, cannot be loaded, and the runs below
+#      show the loader's error.
 #   4. Configures tune against the CUDA LibTorch (build-cuda in the clone), builds tune,
 #      tune_torch and the cuda tests, and prints tune_torch's link line and its NEEDED entries.
 #   5. Runs, each under `timeout 300` (a hang would show as exit 124): `tune --version`, a train
@@ -40,20 +42,31 @@ cudnn=${TUNE_CUDNN_LIB:-/usr/local/cuda/lib/libcudnn.so.9}
 root_prepare
 root_clone "$src_dir"
 
-log "scripts/install-deps.sh --cuda (log: $log_dir/cuda-install.log)"
-root_run "cd /src/tune && scripts/install-deps.sh --cuda" > "$log_dir/cuda-install.log" 2>&1 ||
+# nvidia-cudnn's postinst downloads cuDNN from NVIDIA when its debconf question is answered
+# "I Agree", the default; without access to developer.download.nvidia.com that fails ("curl: (6)
+# Could not resolve host") and leaves libtorch-cuda unconfigured. Declined here unless
+# TUNE_CUDNN_DOWNLOAD=1; cuDNN then comes from TUNE_CUDNN_LIB (below).
+answer="I Decline"
+[ "${TUNE_CUDNN_DOWNLOAD:-0}" = 1 ] && answer="I Agree"
+root_run "echo 'nvidia-cudnn nvidia-cudnn/question select $answer' | debconf-set-selections"
+log "scripts/install-deps.sh --cuda, nvidia-cudnn's license question answered '$answer'" \
+    "(log: $log_dir/cuda-install.log)"
+root_run "dpkg --configure -a; cd /src/tune && scripts/install-deps.sh --cuda" \
+  > "$log_dir/cuda-install.log" 2>&1 ||
   die "install-deps.sh --cuda failed: $(tail -n 20 "$log_dir/cuda-install.log")"
 
 cudnn_so=$root/usr/lib/x86_64-linux-gnu/libcudnn.so.9
 if [ -e "$cudnn_so" ]; then
   log "cuDNN: $(readlink -f "$cudnn_so" | sed "s#^$root##") is there"
 elif [ -f "$cudnn" ]; then
-  log "cuDNN: nvidia-cudnn downloaded nothing (no license answer, no network to NVIDIA);" \
-      "copying $(readlink -f "$cudnn") to $(readlink "$cudnn_so") in the root"
-  cp -L "$cudnn" "$root/usr/lib/x86_64-linux-gnu/$(readlink "$cudnn_so")"
+  log "cuDNN: nvidia-cudnn downloaded nothing; copying $(readlink -f "$cudnn") (this machine's)" \
+      "to /usr/lib/x86_64-linux-gnu/libcudnn.so.9 in the root"
+  rm -f "$cudnn_so"
+  cp -L "$cudnn" "$cudnn_so"
 else
-  log "cuDNN: MISSING: $cudnn_so -> $(readlink "$cudnn_so") dangles (nvidia-cudnn downloads it" \
-      "from NVIDIA when its license is accepted) and TUNE_CUDNN_LIB ($cudnn) is not a file"
+  log "cuDNN: MISSING: no /usr/lib/x86_64-linux-gnu/libcudnn.so.9 in the root (nvidia-cudnn" \
+      "downloads it from NVIDIA when its license is accepted) and TUNE_CUDNN_LIB ($cudnn) is" \
+      "not a file"
 fi
 
 log "configure and build the CUDA variant (log: $log_dir/cuda-build.log)"

@@ -40,9 +40,11 @@ root_debootstrap() { # makes $root from nothing (or a copy of $seed_root)
   local mirror partial=$root.partial
   rm -rf "$partial"
   if [ -n "$seed_root" ] && [ -f "$seed_root/.tune-root-ready" ]; then
+    # One file system only: not the /proc, /sys and /dev a run of the seed may have mounted.
     log "copying $seed_root to $root"
-    cp -a "$seed_root" "$partial"
-    rm -rf "$partial/src"
+    mkdir -p "$partial"
+    (cd "$seed_root" && tar --one-file-system --exclude=./src --exclude=./var/cache/ccache \
+       --exclude='./tmp/*' -cf - .) | (cd "$partial" && tar -xpf -)
     mv "$partial" "$root"
     return 0
   fi

@@ -18,7 +18,8 @@
 #      build's RUNPATH does not reach libraries' own dependencies, such as libpq's), then
 #      `ctest -L cuda`.
 #
-# Usage: scripts/gpu/build.sh RESULTS_DIR
+# Usage: scripts/gpu/build.sh [--configure-only] RESULTS_DIR
+#   --configure-only   stop after step 3's checks of the configuration (seconds, no build)
 # Environment: TUNE_TORCH_PREFIX (a CMAKE_PREFIX_PATH entry holding Torch/TorchConfig.cmake),
 #   TUNE_GPU_KIT (default: .gpu-kit in the source tree), TUNE_GPU_BUILD (default: build-gpu in the
 #   source tree), JOBS (default: nproc), PYTHON (default: python3).
@@ -27,7 +28,9 @@
 # Exit status: 0 when the build and every test passed; 1 otherwise (summary.txt says where).
 set -euo pipefail
 
-[ $# -eq 1 ] || { echo "usage: scripts/gpu/build.sh RESULTS_DIR" >&2; exit 2; }
+configure_only=0
+[ "${1:-}" = --configure-only ] && { configure_only=1; shift; }
+[ $# -eq 1 ] || { echo "usage: scripts/gpu/build.sh [--configure-only] RESULTS_DIR" >&2; exit 2; }
 src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$1"
 results=$(cd "$1" && pwd)
@@ -140,6 +143,10 @@ for var in nlohmann_json_DIR fmt_DIR spdlog_DIR CLI11_DIR GTest_DIR SQLite3_INCL
 done
 [ ${#outside[@]} -eq 0 ] || die "found outside the kit's prefix: ${outside[*]}"
 log "every dependency found in $prefix"
+if [ "$configure_only" = 1 ]; then
+  summary "gpu-kit: configured in $build (--configure-only)"
+  exit 0
+fi
 
 log "building with $jobs jobs (build.log)"
 cmake --build "$build" -j "$jobs" > "$results/build.log" 2>&1 ||
