@@ -35,7 +35,11 @@ class CudaTest : public ::testing::Test {
     ASSERT_TRUE(cuda_memory::Compiled()) << "CUDA usable, but tune_torch lacks its CUDA backend";
   }
   // Removes any cap a test's trainer put on the allocator (setMemoryFraction is per process).
-  void TearDown() override { (void)cuda_memory::SetBudget(0, 0); }
+  void TearDown() override {
+    if (!IsSkipped()) {
+      EXPECT_TRUE(cuda_memory::SetBudget(0, 0).ok());
+    }
+  }
   static cuda_memory::Stats Stats() {
     auto s = cuda_memory::GetStats(0);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
