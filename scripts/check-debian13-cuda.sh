@@ -69,9 +69,14 @@ else
       "not a file"
 fi
 
+# The CPU root's compiler cache: what does not include LibTorch compiles the same here.
+if [ -d "$seed_root/var/cache/ccache" ]; then
+  mkdir -p "$root/var/cache/ccache"
+  cp -a -n "$seed_root/var/cache/ccache/." "$root/var/cache/ccache/"
+fi
 log "configure and build the CUDA variant (log: $log_dir/cuda-build.log)"
 root_run "cd /src/tune && cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DTUNE_BUILD_BENCH=OFF && \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DTUNE_BUILD_BENCH=OFF -DTUNE_WERROR=ON && \
   cmake --build build-cuda -j $jobs --target tune tune_torch tune_torch_cuda_tests" \
   > "$log_dir/cuda-build.log" 2>&1 || die "the CUDA build failed: $(tail -n 30 "$log_dir/cuda-build.log")"
 grep -E 'LibTorch|CUDA|tune_torch' "$log_dir/cuda-build.log" | grep -E '^--' || true

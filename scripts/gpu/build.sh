@@ -22,7 +22,9 @@
 #   --configure-only   stop after step 3's checks of the configuration (seconds, no build)
 # Environment: TUNE_TORCH_PREFIX (a CMAKE_PREFIX_PATH entry holding Torch/TorchConfig.cmake),
 #   TUNE_GPU_KIT (default: .gpu-kit in the source tree), TUNE_GPU_BUILD (default: build-gpu in the
-#   source tree), JOBS (default: nproc), PYTHON (default: python3).
+#   source tree), JOBS (default: nproc), PYTHON (default: python3), TUNE_GPU_TARGETS (build only
+#   these targets, space-separated; default: all), TUNE_GPU_CTEST_ARGS (extra ctest arguments for
+#   the full run, e.g. "-R Cuda|Train"; default: none).
 # RESULTS_DIR: summary.txt (the lines printed at the end), environment.txt, configure.log,
 #   build.log, link.txt, ctest.log, ctest.xml (JUnit), ctest-cuda.log, tune-version.txt.
 # Exit status: 0 when the build and every test passed; 1 otherwise (summary.txt says where).
@@ -149,7 +151,9 @@ if [ "$configure_only" = 1 ]; then
 fi
 
 log "building with $jobs jobs (build.log)"
-cmake --build "$build" -j "$jobs" > "$results/build.log" 2>&1 ||
+targets=()
+for t in ${TUNE_GPU_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}" > "$results/build.log" 2>&1 ||
   { grep -E 'error|Error' "$results/build.log" | head -n 30; die "build failed (build.log)"; }
 {
   find "$build" -name link.txt -path '*tune_torch.dir*' -exec cat {} \; 2>/dev/null ||
@@ -168,7 +172,9 @@ export PATH=$prefix/usr/bin:$PATH
 "$build/tune" --version > "$results/tune-version.txt" 2>&1 || true
 cat "$results/tune-version.txt"
 rc=0
-(cd "$build" && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest.xml") \
+# shellcheck disable=SC2086
+(cd "$build" && ctest --output-on-failure -j "$jobs" --output-junit "$results/ctest.xml" \
+   ${TUNE_GPU_CTEST_ARGS:-}) \
   > "$results/ctest.log" 2>&1 || rc=$?
 cuda_rc=0
 (cd "$build" && ctest -L cuda --output-on-failure -V) > "$results/ctest-cuda.log" 2>&1 ||
