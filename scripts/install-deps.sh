@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages tune needs, only those missing. Idempotent and quick when all
-# are present (one dpkg-query, no network). Uses sudo when not root.
+# Installs the Debian packages tune needs, only those missing, on Debian 12 (bookworm) and Debian 13
+# (trixie). Idempotent and quick when all are present (one dpkg-query, no network). Uses sudo when
+# not root.
 #
 #   scripts/install-deps.sh              build + test dependencies, LibTorch included
 #   scripts/install-deps.sh --no-torch   without LibTorch (tune then builds without the 'train'
 #                                        objective; CMake says so)
+#   scripts/install-deps.sh --cuda       Debian 13 only: the CUDA LibTorch (libtorch-cuda-dev,
+#                                        contrib, instead of libtorch-dev) and the CUDA Toolkit
+#                                        (nvidia-cuda-toolkit, non-free); those components must
+#                                        be in the apt sources. See docs/gpu.md.
 #
-# LibTorch is Debian's libtorch-dev 1.13 (CPU only): about 160 packages, ~125 MB to download,
-# under a minute to install on the CI machine. libopenblas0-openmp replaces the reference BLAS
+# LibTorch is Debian's libtorch-dev: 1.13 on Debian 12, 2.6 on Debian 13 (CPU only): about 160
+# packages, ~125 MB to download, under a minute to install on the CI machine. The other package
+# names are the same in both releases (scripts/check-debian13.sh runs `make test` on Debian 13). libopenblas0-openmp replaces the reference BLAS
 # that libtorch would otherwise use through libblas.so.3: matrix products get ~15x faster
 # (measured: 17 s -> 1.1 s for one epoch of a small model), and it shares LibTorch's OpenMP threads.
 set -euo pipefail
@@ -28,11 +34,25 @@ for arg in "$@"; do
   case "$arg" in
     --torch) torch=1 ;;  # the default; kept for old callers
     --no-torch) torch=0 ;;
-    *) echo "install-deps.sh: unknown option '$arg' (valid: --no-torch)" >&2; exit 2 ;;
+    --cuda) torch=cuda ;;
+    *) echo "install-deps.sh: unknown option '$arg' (valid: --no-torch, --cuda)" >&2; exit 2 ;;
   esac
 done
-# python3-torch (the same 1.13 build over libtorch1.13): the PyTorch side of bench/run_train_bench.sh.
+codename=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
+case "$codename" in
+  bookworm | trixie) ;;
+  *) echo "install-deps.sh: note: tested on Debian 12 (bookworm) and 13 (trixie), this is" \
+          "'${codename:-unknown}'; trying the same package names" >&2 ;;
+esac
+if [ "$torch" = cuda ] && [ "$codename" != trixie ]; then
+  echo "install-deps.sh: --cuda needs Debian 13 (trixie): Debian 12 has no CUDA LibTorch" >&2
+  exit 2
+fi
+# python3-torch (the same build over libtorch): the PyTorch side of bench/run_train_bench.sh.
 [ "$torch" = 1 ] && pkgs+=(libtorch-dev libopenblas0-openmp python3-torch)
+# libtorch-cuda-dev conflicts with libtorch-dev (the same files); it needs nvidia-cudnn, an
+# installer package that downloads cuDNN from NVIDIA's site while it is being configured.
+[ "$torch" = cuda ] && pkgs+=(libtorch-cuda-dev nvidia-cuda-toolkit libopenblas0-openmp)
 
 missing=()
 for p in "${pkgs[@]}"; do

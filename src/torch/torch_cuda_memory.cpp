@@ -19,22 +19,33 @@ constexpr size_t kAggregate = 0;
 
 bool Compiled() { return true; }
 
+std::string NoDeviceReason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return fmt::format("{} ({})", cudaGetErrorString(err), cudaGetErrorName(err));
+  }
+  return count > 0 ? "" : "no CUDA device";
+}
+
 Result<Stats> GetStats(int device) {
   Stats s;
+  size_t free = 0, total = 0;
+  cudaError_t err = cudaSuccess;
   try {
     const auto d = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
     s.allocated = d.allocated_bytes[kAggregate].current;
     s.allocated_peak = d.allocated_bytes[kAggregate].peak;
     s.reserved = d.reserved_bytes[kAggregate].current;
     s.reserved_peak = d.reserved_bytes[kAggregate].peak;
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    err = cudaMemGetInfo(&free, &total);
   } catch (const c10::Error& e) {
     return FailedPreconditionError(
         fmt::format("CUDA allocator statistics of device {}: {}", device,
                     e.what_without_backtrace()));
   }
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
-  size_t free = 0, total = 0;
-  if (cudaError_t err = cudaMemGetInfo(&free, &total); err != cudaSuccess) {
+  if (err != cudaSuccess) {
     return FailedPreconditionError(fmt::format("cudaMemGetInfo on device {}: {}", device,
                                                cudaGetErrorString(err)));
   }
@@ -64,6 +75,8 @@ Status SetBudget(int device, int64_t bytes) {
 #else
 
 bool Compiled() { return false; }
+
+std::string NoDeviceReason() { return ""; }
 
 Result<Stats> GetStats(int /*device*/) {
   return FailedPreconditionError("tune was built without the CUDA memory backend");

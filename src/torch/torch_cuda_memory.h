@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tune/status.h"
 
@@ -21,6 +22,10 @@ struct Stats {
 
 // Whether this build has the CUDA backend.
 bool Compiled();
+// Why the CUDA runtime finds no device here, in its words (cudaGetDeviceCount's error: "no
+// CUDA-capable device is detected", "found no NVIDIA driver on your system", ...); "" when it
+// finds one, or without the backend.
+std::string NoDeviceReason();
 // FailedPrecondition without the backend or when CUDA fails.
 Result<Stats> GetStats(int device);
 // Returns every unused cached block to the driver (after an OOM and between trials).

@@ -626,6 +626,14 @@ class TorchTrainer final : public Trainer {
 
 }  // namespace
 
+namespace {
+// Why CUDA finds no device here, for messages.
+std::string NoCudaDeviceText() {
+  const std::string reason = cuda_memory::NoDeviceReason();
+  return reason.empty() ? "it reports a device, LibTorch does not" : reason;
+}
+}  // namespace
+
 std::string TorchVersion() { return TORCH_VERSION; }
 
 std::string TorchCudaStatus() {
@@ -633,7 +641,8 @@ std::string TorchCudaStatus() {
     return "CUDA not compiled in (a CPU-only LibTorch)";
   }
   if (!torch::cuda::is_available()) {
-    return "CUDA compiled in, not usable here (no CUDA device or driver visible)";
+    return "CUDA compiled in, not usable here (no CUDA device or driver visible: " +
+           NoCudaDeviceText() + ")";
   }
   const auto n = static_cast<int64_t>(torch::cuda::device_count());
   return fmt::format("{} ({} device{})", kCudaUsable, n, n == 1 ? "" : "s");
@@ -654,7 +663,9 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
     }
     if (!torch::cuda::is_available()) {
       return FailedPreconditionError(
-          fmt::format("device '{}': no CUDA device is visible to this process", options.device));
+          fmt::format("device '{}': no CUDA device is visible to this process (CUDA runtime: {}); "
+                      "use \"device\": \"cpu\" or run on a machine with an NVIDIA GPU and driver",
+                      options.device, NoCudaDeviceText()));
     }
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
     if (device.has_index() && device.index() >= count) {

@@ -97,6 +97,25 @@ TEST(EstimateCli, MeasureAgreesWithTheEstimateOnCpu) {
     EXPECT_LT(std::abs(j["error"].get<double>()), 0.05) << extra[1] << ": " << j.dump(1);
   }
 }
+
+// --measure trains on --device: without a usable CUDA device (a CPU-only LibTorch, or no GPU or
+// driver) that is an error naming the device, exit 1 and nothing on stdout; with one it measures
+// on the card.
+TEST(EstimateCli, MeasureOnCudaNamesAMissingDevice) {
+  ProcessRun version = Tune({"--version"});
+  const bool usable = version.out.find("CUDA compiled in and usable") != std::string::npos;
+  ProcessRun r = Tune({"estimate", "--device", "cuda", "--measure", "--model", "tiny-bert",
+                       "--batch-size", "8", "--max-length", "32", "--format", "json"});
+  if (usable) {
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_GT(Json::parse(r.out)["measured_peak"].get<int64_t>(), 0);
+    return;
+  }
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("device 'cuda'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--device cpu measures on the CPU"), std::string::npos) << r.err;
+}
 #endif
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "memory/estimator.h"
+#include "testing/separable_text.h"
 #include "testing/temp_dir.h"
 #include "torch/torch_counting_allocator.h"
 #include "train/tokenizer.h"
@@ -22,86 +23,12 @@
 namespace tune {
 namespace {
 
-// A separable topic task: each text mixes filler words shared by all classes with two or three
-// keywords of its class. Chance accuracy is 1/num_classes.
-struct Synthetic {
-  std::vector<std::string> texts;
-  std::vector<int64_t> labels;
-};
-
-Synthetic MakeSynthetic(int n, int num_classes, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto pick = [&](int k) { return static_cast<int>(rng() % static_cast<uint64_t>(k)); };
-  Synthetic s;
-  for (int i = 0; i < n; ++i) {
-    const int label = i % num_classes;
-    std::vector<std::string> words;
-    const int length = 6 + pick(14);
-    for (int w = 0; w < length; ++w) words.push_back("filler" + std::to_string(pick(40)));
-    const int keywords = 2 + pick(2);
-    for (int k = 0; k < keywords; ++k) {
-      words[static_cast<size_t>(pick(length))] = "topic" +
-                                                 std::string(1, static_cast<char>('a' + label)) +
-                                                 "word" + std::to_string(pick(5));
-    }
-    std::string text;
-    for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
-    s.texts.push_back(text);
-    s.labels.push_back(label);
-  }
-  return s;
-}
-
-TextTrainData Tokenize(const Synthetic& train, const Synthetic& validation, int64_t num_labels) {
-  Tokenizer tok = Tokenizer::Build(train.texts, TokenizerOptions{});
-  TextTrainData d;
-  for (const auto& t : train.texts) d.train_ids.push_back(tok.Encode(t, 62));
-  for (const auto& t : validation.texts) d.validation_ids.push_back(tok.Encode(t, 62));
-  d.train_labels = train.labels;
-  d.validation_labels = validation.labels;
-  d.num_labels = num_labels;
-  d.vocab_size = tok.vocab_size();
-  d.pad_id = tok.pad_id();
-  d.cls_id = tok.cls_id();
-  d.sep_id = tok.sep_id();
-  return d;
-}
-
-ModelSpec TinyModel(const std::string& type = "bert") {
-  ModelSpec m;
-  m.name = "test-" + type;
-  m.model_type = type;
-  m.num_hidden_layers = 1;
-  m.hidden_size = 32;
-  m.num_attention_heads = 2;
-  m.intermediate_size = 64;
-  m.vocab_size = 512;
-  m.max_position_embeddings = type == "bert" ? 64 : 66;
-  m.type_vocab_size = type == "bert" ? 2 : 1;
-  return m;
-}
-
-// DeBERTa-v3 in small: 16 relative-position buckets (mid 8) so that sequences of up to 32 tokens
-// reach the log buckets.
-ModelSpec TinyDeberta() {
-  ModelSpec m = TinyModel("deberta-v2");
-  m.max_position_embeddings = 64;
-  m.type_vocab_size = 0;
-  m.position_buckets = 16;
-  return m;
-}
-
-TrainHyperparams FastHyperparams() {
-  TrainHyperparams hp;
-  hp.learning_rate = 3e-3;
-  hp.batch_size = 16;
-  hp.max_length = 32;
-  hp.epochs = 4;
-  hp.warmup_ratio = 0.1;
-  hp.dropout = 0.0;
-  hp.attention_dropout = 0.0;
-  return hp;
-}
+using testing::FastHyperparams;
+using testing::MakeSynthetic;
+using testing::Synthetic;
+using testing::TinyDeberta;
+using testing::TinyModel;
+using testing::Tokenize;
 
 std::unique_ptr<Trainer> NewCpuTrainer() {
   TorchTrainerOptions o;
@@ -382,12 +309,24 @@ TEST(TorchTrainer, DeviceErrors) {
   EXPECT_EQ(NewTorchTrainer(o).status().code(), StatusCode::kInvalidArgument);
   o.device = "tpu";
   EXPECT_EQ(NewTorchTrainer(o).status().code(), StatusCode::kInvalidArgument);
+  // A device index no machine has fails with or without CUDA: for the index, or for the lack
+  // of CUDA.
+  o.device = "cuda:99";
+  auto missing = NewTorchTrainer(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("device 'cuda:99'"), std::string::npos);
+  std::cout << missing.status().message() << "\n";
+  // cuda:0 works exactly when this LibTorch can use CUDA here (tests labelled cuda train there).
+  const std::string cuda_status = TorchCudaStatus();
+  const bool usable = cuda_status.rfind(kCudaUsable, 0) == 0;
   o.device = "cuda:0";
   auto cuda = NewTorchTrainer(o);
-  if (cuda.ok()) GTEST_SKIP() << "this LibTorch has a usable CUDA device";
-  EXPECT_EQ(cuda.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(cuda.status().message().find("device 'cuda:0'"), std::string::npos);
-  std::cout << cuda.status().message() << "\n";
+  EXPECT_EQ(cuda.ok(), usable) << cuda_status;
+  if (!cuda.ok()) {
+    EXPECT_EQ(cuda.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(cuda.status().message().find("device 'cuda:0'"), std::string::npos);
+  }
 }
 
 // The train objective over files, driven by a study: the real trainer end to end.

@@ -1,5 +1,6 @@
 // `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
-// (--measure) the same configuration run on CPU under the counting allocator.
+// (--measure) the same configuration trained on the device: on CPU under the counting allocator,
+// on CUDA under the caching allocator (its max_memory_allocated).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -103,20 +104,40 @@ Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
   return device->is_cuda() ? DeviceMemoryModel::Cuda() : DeviceMemoryModel::Cpu();
 }
 
-// Trains the configuration for a few optimizer steps and one evaluation on CPU under the
-// counting allocator and returns its measured peak (bytes above the level before the run).
+bool OnCuda(const EstimateArgs& args) {
+  auto device = ParseDevice(args.device);
+  return device.ok() && device->is_cuda();
+}
+
+// What --measure compares with the measured peak: the allocated peak, plus on CUDA the cuBLAS
+// workspace, which LibTorch takes from the same caching allocator.
+int64_t MeasurableEstimate(const EstimateArgs& args, const MemoryEstimate& e) {
+  return e.allocated_peak + (OnCuda(args) ? e.workspace : 0);
+}
+
+// Trains the configuration for a few optimizer steps and one evaluation on --device and returns
+// its measured peak (bytes above the level before the run): on CPU under the counting allocator,
+// on CUDA the caching allocator's allocated peak. On CUDA without a usable device or a CUDA
+// LibTorch this fails with the trainer's reason (FailedPrecondition).
 Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
   const MemoryRequest& r = c.request;
   if (r.precision == Precision::kPureBf16) {
     return Status(StatusCode::kInvalidArgument,
                   "--measure: the trainer trains fp32, bf16 or fp16 (autocast), not pure_bf16");
   }
-  TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(r.precision, "cpu"));
+  const bool cuda = OnCuda(args);
+  TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(r.precision, cuda ? args.device : "cpu"));
   TorchTrainerOptions options;
-  options.device = "cpu";
+  options.device = cuda ? args.device : "cpu";
   options.threads = args.threads;
-  options.count_cpu_memory = true;
-  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTorchTrainer(options));
+  options.count_cpu_memory = !cuda;
+  auto loaded = LoadTorchTrainer(options);
+  if (!loaded.ok() && cuda) {
+    return Status(loaded.status().code(),
+                  fmt::format("--measure: {} (--device cpu measures on the CPU)",
+                              loaded.status().message()));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, std::move(loaded));
 
   TrainJob job;
   job.hp = c.hp;
@@ -162,8 +183,7 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
     return Status(StatusCode::kInvalidArgument,
                   "--measure trains encoder classifiers and MLPs; tune has no decoder trainer");
   }
-  spdlog::info("Measuring: {} optimizer steps and one evaluation on CPU ({})", steps,
-               trainer->name());
+  spdlog::info("Measuring: {} optimizer steps and one evaluation ({})", steps, trainer->name());
   TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer->Train(job, [](const EpochMetrics&) {
     return Result<EpochDecision>(EpochDecision::kContinue);
   }));
@@ -285,25 +305,26 @@ int Estimate(const EstimateArgs& args) {
     }
     if (measured) {
       out["measured_peak"] = *measured;
-      out["error"] = static_cast<double>(estimate->allocated_peak - *measured) /
+      out["error"] = static_cast<double>(MeasurableEstimate(args, *estimate) - *measured) /
                      static_cast<double>(*measured);
     }
     std::cout << out.dump(2) << "\n";
   } else {
     auto rows = BreakdownRows(*estimate);
     if (measured) {
-      rows.push_back({"measured peak (cpu)", FormatBytes(*measured), std::to_string(*measured)});
+      rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
+                      FormatBytes(*measured), std::to_string(*measured)});
     }
     std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
     if (*format == Format::kTable) {
       std::cout << fmt::format("{} parameters; peak in {}\n", estimate->num_parameters,
                                MemoryPhaseName(estimate->peak_phase));
       if (measured) {
-        std::cout << fmt::format(
-            "estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(estimate->allocated_peak),
-            FormatBytes(*measured),
-            100.0 * static_cast<double>(estimate->allocated_peak - *measured) /
-                static_cast<double>(*measured));
+        const int64_t compared = MeasurableEstimate(args, *estimate);
+        std::cout << fmt::format("estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(compared),
+                                 FormatBytes(*measured),
+                                 100.0 * static_cast<double>(compared - *measured) /
+                                     static_cast<double>(*measured));
       }
       if (usable >= 0) {
         const bool fits = estimate->device_peak <= usable;
@@ -365,8 +386,8 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--batch-limit", args->batch_limit, "--max-batch: largest batch tried (4096)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--measure", args->measure,
-                     "Also run the configuration on CPU under the counting allocator and print "
-                     "the measured peak");
+                     "Also train the configuration on --device (cpu: the counting allocator; "
+                     "cuda: the caching allocator) and print the measured peak");
   command.add_option("--measure-steps", args->measure_steps, "--measure: optimizer steps (>= 2)");
   command.add_option("--threads", args->threads, "--measure: CPU threads (0: all)");
   command.add_option("--format", args->format, "table, json or csv");
