@@ -481,7 +481,7 @@ NsgaIIOptions ParseNsgaIIOptions(const Json& j) {
     return c.at(key).get<double>();
   };
   if (o.crossover == NsgaIICrossover::kUniform && opt("swapping_prob")) {
-    o.swapping_prob = *opt("swapping_prob");  // UniformCrossover's own
+    o.swapping_prob = *opt("swapping_prob");  // a crossover case's UniformCrossover(p)
   }
   o.alpha = opt("alpha").value_or(o.alpha);
   o.eta = opt("eta");

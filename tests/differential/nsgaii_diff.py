@@ -87,7 +87,7 @@ def draws_of(rng: random.Random, n: int = 4000) -> list:
 def crossover_of(optuna, spec: dict):
     from optuna.samplers import nsgaii
     kind, kw = spec["name"], {k: v for k, v in spec.items() if k != "name"}
-    return {"uniform": lambda: nsgaii.UniformCrossover(kw.get("swapping_prob", 0.5)),
+    return {"uniform": lambda: nsgaii.UniformCrossover(**kw),
             "blxalpha": lambda: nsgaii.BLXAlphaCrossover(**kw),
             "sbx": lambda: nsgaii.SBXCrossover(**kw),
             "vsbx": lambda: nsgaii.VSBXCrossover(**kw),
@@ -111,8 +111,6 @@ def random_crossover(rng: random.Random, kind: str | None = None) -> dict:
     elif kind == "undx":
         spec["sigma_xi"] = rng.choice([0.3, 1.0])
         spec["sigma_eta"] = rng.choice([None, 0.1, 0.7])
-    elif kind == "uniform":
-        spec["swapping_prob"] = rng.choice([0.0, 0.2, 1.0])
     return spec
 
 
@@ -175,6 +173,8 @@ def elite_optuna(optuna, c: dict) -> dict:
 
 def crossover_case(rng: random.Random, case_id: int) -> dict:
     spec = random_crossover(rng)
+    if spec["name"] == "uniform" and rng.random() < 0.5:
+        spec["swapping_prob"] = rng.choice([0.0, 0.2, 1.0])
     n_parents = 3 if spec["name"] in ("spx", "undx") else 2
     n = rng.randint(1, 6)
     bounds = []
@@ -240,7 +240,9 @@ def sample_case(optuna, rng: random.Random, case_id: int) -> dict:
                    swapping_prob=rng.choice([0.5, 0.5, 0.2]),
                    mutation_prob=rng.choice([None, None, 0.0, 0.3]), constraints=constrained)
     con_func = (lambda t: [t.params["x"] - 1.0, -t.params["x"] - 2.5]) if constrained else None
-    sampler = NSGAIISampler(population_size=pop, crossover=crossover_of(optuna, spec),
+    # tune's "uniform" is Optuna's default crossover: UniformCrossover(swapping_prob).
+    crossover = None if spec["name"] == "uniform" else crossover_of(optuna, spec)
+    sampler = NSGAIISampler(population_size=pop, crossover=crossover,
                             crossover_prob=options["crossover_prob"],
                             swapping_prob=options["swapping_prob"],
                             mutation_prob=options["mutation_prob"], seed=rng.randrange(10**6),
@@ -264,8 +266,9 @@ def sample_case(optuna, rng: random.Random, case_id: int) -> dict:
         if rng.random() < 0.2:
             del attrs[key]  # selected again by both
     asked = study.ask()
-    if rng.random() < 0.1:
-        study._storage.set_trial_system_attr(asked._trial_id, GEN_KEY, rng.randint(0, 3))
+    gens = [t.system_attrs.get(GEN_KEY, 0) for t in study.trials]
+    if rng.random() < 0.1:  # an earlier generation (a generation beyond the next has no parents)
+        study._storage.set_trial_system_attr(asked._trial_id, GEN_KEY, rng.randint(0, max(gens)))
     study_attrs_before = dict(study._storage.get_study_system_attrs(study._study_id))
     trials = [trial_json(optuna, t) for t in study._storage.get_all_trials(study._study_id)]
     draws = draws_of(rng)
