@@ -57,6 +57,7 @@ TEST(NsgaII, GenerationsHoldPopulationSizeCompleteTrials) {
   ASSERT_TRUE(study->Tell(*failed, TrialState::kFail).ok());
   EXPECT_EQ(GenerationOf(*failed->Snapshot()), 5);
   EXPECT_EQ(GenerationOf(RunOne(*study, TwoObjectives)), 5);
+  EXPECT_EQ(GenerationOf(RunOne(*study, TwoObjectives)), 5);
   EXPECT_EQ(GenerationOf(RunOne(*study, TwoObjectives)), 6);
   Json attrs = StudyAttrs(*study);
   for (int g = 1; g <= 6; ++g) {
@@ -293,14 +294,17 @@ TEST(NsgaII, ConfigOptionsAreCheckedStrictly) {
   EXPECT_EQ(o.use_child_gene_prob, 0.9);
   EXPECT_EQ(o.uniform_crossover_prob, 0.5);
   EXPECT_TRUE(o.constraints);
-  const auto& d = dynamic_cast<const NsgaIISampler&>(**Make("{}")).options();
+  auto defaults = Make("{}");
+  ASSERT_TRUE(defaults.ok());
+  const auto& d = dynamic_cast<const NsgaIISampler&>(**defaults).options();
   EXPECT_EQ(d.population_size, 50);
   EXPECT_FALSE(d.mutation_prob.has_value());
   EXPECT_EQ(d.crossover, NsgaIICrossover::kUniform);
   EXPECT_EQ(d.crossover_prob, 0.9);
   EXPECT_EQ(d.swapping_prob, 0.5);
-  EXPECT_EQ(dynamic_cast<const NsgaIISampler&>(**Make(R"({"crossover": "undx"})")).options()
-                .crossover,
+  auto undx = Make(R"({"crossover": "undx"})");
+  ASSERT_TRUE(undx.ok());
+  EXPECT_EQ(dynamic_cast<const NsgaIISampler&>(**undx).options().crossover,
             NsgaIICrossover::kUndx);
 
   auto expect_error = [](const std::string& options, const std::string& part) {
