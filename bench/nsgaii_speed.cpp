@@ -98,6 +98,10 @@ int Main(int argc, char** argv) {
     }
     total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   }
+  double mean = 0;
+  double cpu_mean = 0;
+  for (double v : ms) mean += v / static_cast<double>(ms.size());
+  for (double v : cpu_ms) cpu_mean += v / static_cast<double>(cpu_ms.size());
   Json line = {{"tool", "tune"},
                {"trials", trials},
                {"window", window},
@@ -105,7 +109,10 @@ int Main(int argc, char** argv) {
                {"median_ms", Quantile(ms, 0.5)},
                {"q1_ms", Quantile(ms, 0.25)},
                {"q3_ms", Quantile(ms, 0.75)},
+               {"mean_ms", mean},
+               {"max_ms", *std::max_element(ms.begin(), ms.end())},
                {"cpu_median_ms", Quantile(cpu_ms, 0.5)},
+               {"cpu_mean_ms", cpu_mean},
                {"study_s", total_s / static_cast<double>(reps)}};
   fmt::print("{}\n", line.dump());
   return 0;

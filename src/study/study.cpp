@@ -84,8 +84,8 @@ Status Trial::SampleRelative() {
   Sampler& sampler = study_->sampler();
   Json study_attrs = Json::object();
   if (sampler.ReadsStudySystemAttrs()) {
-    TUNE_ASSIGN_OR_RETURN(StudyInfo info, study_->storage().GetStudy(study_->study_id()));
-    study_attrs = std::move(info.system_attrs);
+    TUNE_ASSIGN_OR_RETURN(study_attrs,
+                          study_->storage().GetStudySystemAttrs(study_->study_id()));
   }
   TUNE_ASSIGN_OR_RETURN(SamplerRecords records,
                         sampler.BeforeSample(*history_, frozen_, study_attrs));
