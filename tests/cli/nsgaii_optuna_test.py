@@ -11,7 +11,8 @@
 2. Optuna begins: 30 trials with NSGAIISampler; then `tune ask`/`tune tell` continue for 18. The
    generations go on, tune keeps Optuna's cached parents, and the parents tune selects for the
    new generations are the ones Optuna's selection makes on the same trials.
-3. A single-objective study that `tune` runs itself with two trials at once (jobs 2): every
+3. A single-objective study that `tune` runs itself with two trials at once (jobs 2, a command
+   objective that sleeps, so that trials overlap): every
    trial has a generation, each cached parent list comes from the previous generation and its
    parents, and Optuna 4.9 continues it.
 
@@ -185,18 +186,34 @@ def optuna_begins(tmp):
     check_parents(after, "written by tune", new)
 
 
+def overlaps(url):
+    import sqlite3
+    db = sqlite3.connect(url[len("sqlite:///"):])
+    spans = db.execute("SELECT datetime_start, datetime_complete FROM trials").fetchall()
+    db.close()
+    return sum(any(s2 < s1 < e2 for j, (s2, e2) in enumerate(spans) if j != i)
+               for i, (s1, _) in enumerate(spans))
+
+
 def tune_runs_jobs(tmp):
     url, name = f"sqlite:///{tmp}/c.db", "jobs"
+    # A command that takes a moment, so that the two trials at once overlap.
+    with open(os.path.join(tmp, "sphere.sh"), "w") as f:
+        f.write("sleep 0.2\nawk -v a=$TUNE_PARAM_X0 -v b=$TUNE_PARAM_X1 "
+                "'BEGIN { printf \"{\\\"value\\\": %.17g}\\n\", a * a + b * b }'\n")
     config = {"direction": "minimize", "n_trials": 36, "jobs": 2,
               "sampler": {"name": "nsgaii", "population_size": POP, "seed": 3},
-              "objective": {"type": "function", "name": "sphere", "dims": 2}}
+              "search_space": {f"x{i}": {"type": "float", "low": -5.0, "high": 5.0}
+                               for i in range(2)},
+              "objective": {"type": "command", "argv": ["/bin/sh", "sphere.sh"]}}
     with open(os.path.join(tmp, "jobs.json"), "w") as f:
         json.dump(config, f)
     run([TUNE, "--study", name, "--config", "jobs.json", "--storage", url, "--log-level",
          "warn", "--progress", "off"], tmp)
     report = optuna("report", url, name, 0, tmp)
     gens = generations(report)
-    print(f"3. tune with jobs 2: generations {gens}")
+    print(f"3. tune with jobs 2: generations {gens}; {overlaps(url)} trials started while "
+          "another ran")
     check(all(g is not None for g in gens), "a trial without a generation")
     by_id = {t["id"]: t for t in report["trials"]}
     for g in range(1, max(gens) + 1):
@@ -208,7 +225,7 @@ def tune_runs_jobs(tmp):
         check(all(by_id[i]["state"] == "COMPLETE" for i in ids), f"generation {g}: a parent "
               "that is not COMPLETE")
     after = optuna("continue_single", url, name, 12, tmp)
-    check_continued(after, 36, "Optuna 4.9")
+    check_continued(after, len(gens), "Optuna 4.9")
 
 
 def main():
