@@ -82,6 +82,11 @@ class Trial : public TrialHandle {
   friend class Study;
   Trial(Study* study, FrozenTrial frozen, std::shared_ptr<const TrialHistory> history,
         uint64_t rng_seed);
+  // The sampler's value of `name` (relative if the joint sample has it, else independent).
+  Result<double> Sample(const std::string& name, const Distribution& distribution);
+  // Once per trial, under the sampler lock: BeforeSample (its records stored), then the
+  // relative search space and the joint sample.
+  Status SampleRelative();
 
   Study* study_;
   int64_t trial_id_;

@@ -24,7 +24,7 @@ struct SamplerConfig {
   std::string source = "<config>";  // file, for error messages
 };
 
-// "random", "tpe".
+// "random", "tpe", "nsgaii".
 std::vector<std::string> SamplerNames();
 // The option keys of sampler `name` (besides "name" and "seed") with their defaults, in
 // documentation order; empty for an unknown name.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "samplers/registry.h"
+#include "tune/samplers/nsgaii.h"
 #include "tune/samplers/random.h"
 #include "tune/samplers/tpe.h"
 #include "util/family_table.h"
@@ -207,8 +208,125 @@ Result<std::unique_ptr<Sampler>> MakeTpe(const JsonReader& r) {
   return std::unique_ptr<Sampler>(std::make_unique<TpeSampler>(o));
 }
 
+// A probability option: unset keeps the default; else a number in [low, high] (or (0, high] with
+// `open_low`).
+Status ParseProbability(const JsonReader& r, const std::string& key, double& out,
+                        bool open_low = false) {
+  TUNE_ASSIGN_OR_RETURN(auto p, r.OptNumber(key));
+  if (!p) return Status::Ok();
+  if (!(open_low ? *p > 0.0 : *p >= 0.0) || !(*p <= 1.0)) {
+    return r.ChildError(key, open_low ? "must be in (0, 1]" : "must be in [0, 1]");
+  }
+  out = *p;
+  return Status::Ok();
+}
+
+// The crossovers' own options, each allowed only with its crossover (Optuna's constructor
+// arguments).
+const std::vector<std::pair<NsgaIICrossover, std::vector<OptionKey>>>& CrossoverKeys() {
+  static const NsgaIIOptions d;
+  static const std::vector<std::pair<NsgaIICrossover, std::vector<OptionKey>>> kKeys = {
+      {NsgaIICrossover::kUniform, {}},
+      {NsgaIICrossover::kBlxAlpha, {{"alpha", d.alpha}}},
+      {NsgaIICrossover::kSbx,
+       {{"eta", nullptr},
+        {"uniform_crossover_prob", d.uniform_crossover_prob},
+        {"use_child_gene_prob", d.use_child_gene_prob}}},
+      {NsgaIICrossover::kVsbx,
+       {{"eta", nullptr},
+        {"uniform_crossover_prob", d.uniform_crossover_prob},
+        {"use_child_gene_prob", d.use_child_gene_prob}}},
+      {NsgaIICrossover::kSpx, {{"epsilon", nullptr}}},
+      {NsgaIICrossover::kUndx, {{"sigma_xi", d.sigma_xi}, {"sigma_eta", nullptr}}}};
+  return kKeys;
+}
+
+// A crossover option that is a number > 0 (>= 0 with `zero_ok`), or null for Optuna's default.
+Status ParseCrossoverNumber(const JsonReader& c, const std::string& key,
+                            std::optional<double>& out, bool zero_ok) {
+  TUNE_ASSIGN_OR_RETURN(auto v, c.OptNumber(key));
+  if (!v) return Status::Ok();
+  if (!(zero_ok ? *v >= 0.0 : *v > 0.0) || std::isinf(*v)) {
+    return c.ChildError(key, zero_ok ? "must be a finite number >= 0 (null: Optuna's default)"
+                                     : "must be a finite number > 0 (null: Optuna's default)");
+  }
+  out = v;
+  return Status::Ok();
+}
+
+Status ParseCrossoverOptions(const JsonReader& c, NsgaIIOptions& o) {
+  TUNE_RETURN_IF_ERROR(ParseCrossoverNumber(c, "eta", o.eta, true));
+  TUNE_RETURN_IF_ERROR(ParseCrossoverNumber(c, "epsilon", o.epsilon, false));
+  TUNE_RETURN_IF_ERROR(ParseCrossoverNumber(c, "sigma_eta", o.sigma_eta, false));
+  std::optional<double> alpha;
+  TUNE_RETURN_IF_ERROR(ParseCrossoverNumber(c, "alpha", alpha, true));
+  o.alpha = alpha.value_or(o.alpha);
+  std::optional<double> sigma_xi;
+  TUNE_RETURN_IF_ERROR(ParseCrossoverNumber(c, "sigma_xi", sigma_xi, false));
+  o.sigma_xi = sigma_xi.value_or(o.sigma_xi);
+  TUNE_RETURN_IF_ERROR(ParseProbability(c, "uniform_crossover_prob", o.uniform_crossover_prob));
+  return ParseProbability(c, "use_child_gene_prob", o.use_child_gene_prob, true);
+}
+
+// "crossover": a name ("uniform", ...) or {"name": ..., its options}.
+Status ParseCrossover(const JsonReader& r, NsgaIIOptions& o) {
+  if (!r.Has("crossover") || r.json().at("crossover").is_null()) return Status::Ok();
+  const Json& j = r.json().at("crossover");
+  JsonReader c = r.Child("crossover");
+  std::string name;
+  if (j.is_string()) {
+    name = j.get<std::string>();
+  } else if (j.is_object()) {
+    TUNE_ASSIGN_OR_RETURN(name, c.RequiredString("name"));
+  } else {
+    return r.ChildError("crossover", "expected a crossover name or {\"name\": ..., options}, got " +
+                                         JsonReader::Describe(j));
+  }
+  std::vector<std::string> names;
+  for (const auto& [kind, keys] : CrossoverKeys()) {
+    names.push_back(CrossoverName(kind));
+    if (name != CrossoverName(kind)) continue;
+    o.crossover = kind;
+    if (!j.is_object()) return Status::Ok();
+    std::vector<std::string> allowed = {"name"};
+    for (const auto& k : keys) allowed.push_back(k.name);
+    TUNE_RETURN_IF_ERROR(c.CheckKeys(allowed));
+    return ParseCrossoverOptions(c, o);
+  }
+  std::string message = fmt::format("unknown crossover '{}'{}; valid: {}", name,
+                                    DidYouMean(name, names), JoinNames(names));
+  return j.is_object() ? c.ChildError("name", message) : r.ChildError("crossover", message);
+}
+
+Result<std::unique_ptr<Sampler>> MakeNsgaII(const JsonReader& r) {
+  NsgaIIOptions o;
+  TUNE_ASSIGN_OR_RETURN(auto size, r.OptInt("population_size"));
+  if (size) {
+    if (*size < 2 || *size > 1'000'000) {
+      return r.ChildError("population_size", "must be between 2 and 1000000");
+    }
+    o.population_size = static_cast<int>(*size);
+  }
+  if (r.Has("mutation_prob") && !r.json().at("mutation_prob").is_null()) {
+    double p = 0.0;
+    TUNE_RETURN_IF_ERROR(ParseProbability(r, "mutation_prob", p));
+    o.mutation_prob = p;
+  }
+  TUNE_RETURN_IF_ERROR(ParseCrossover(r, o));
+  TUNE_RETURN_IF_ERROR(ParseProbability(r, "crossover_prob", o.crossover_prob));
+  TUNE_RETURN_IF_ERROR(ParseProbability(r, "swapping_prob", o.swapping_prob));
+  TUNE_ASSIGN_OR_RETURN(o.constraints, r.Bool("constraints", o.constraints));
+  if (o.population_size < CrossoverParents(o.crossover)) {
+    return r.ChildError("population_size",
+                        fmt::format("must be at least {} with the {} crossover (its parents)",
+                                    CrossoverParents(o.crossover), CrossoverName(o.crossover)));
+  }
+  return std::unique_ptr<Sampler>(std::make_unique<NsgaIISampler>(o));
+}
+
 const std::vector<SamplerRow>& SamplerTable() {
   static const TpeOptions tpe;
+  static const NsgaIIOptions nsgaii;
   static const std::vector<SamplerRow> kRows = {
       {"random", {}, MakeRandom},
       {"tpe",
@@ -232,6 +350,14 @@ const std::vector<SamplerRow>& SamplerTable() {
         {"warn_independent_sampling", tpe.warn_independent_sampling},
         {"oom_feasibility", tpe.oom_feasibility}},
        MakeTpe},
+      {"nsgaii",
+       {{"population_size", nsgaii.population_size},
+        {"mutation_prob", nullptr},
+        {"crossover", "uniform"},
+        {"crossover_prob", nsgaii.crossover_prob},
+        {"swapping_prob", nsgaii.swapping_prob},
+        {"constraints", nsgaii.constraints}},
+       MakeNsgaII},
   };
   return kRows;
 }

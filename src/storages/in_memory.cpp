@@ -73,6 +73,12 @@ class InMemoryStorage : public Storage {
     return InfoLocked(*s);
   }
 
+  Result<Json> GetStudySystemAttrs(int64_t study_id) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    return s->info.system_attrs;
+  }
+
   Status SetStudyUserAttr(int64_t study_id, const std::string& key, const Json& value) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));

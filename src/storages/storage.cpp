@@ -55,6 +55,11 @@ std::string StaleFailReason(double heartbeat_age_seconds, double grace_period_se
                      heartbeat_age_seconds, grace_period_seconds);
 }
 
+Result<Json> Storage::GetStudySystemAttrs(int64_t study_id) {
+  TUNE_ASSIGN_OR_RETURN(StudyInfo info, GetStudy(study_id));
+  return std::move(info.system_attrs);
+}
+
 Result<std::vector<FrozenTrial>> Storage::GetTrialsSince(int64_t study_id, int64_t first_number,
                                                          const std::vector<int64_t>& numbers) {
   TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> all, GetAllTrials(study_id));

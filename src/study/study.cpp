@@ -49,15 +49,6 @@ Result<Json> Trial::Suggest(const std::string& name, const Distribution& distrib
     TUNE_RETURN_IF_ERROR(CheckCompatibility(old, distribution).WithContext("parameter " + name));
     return ToExternal(old, it->second);
   }
-  if (!relative_done_) {
-    std::lock_guard lock(study_->sampler_mu_);
-    relative_space_ = study_->sampler().InferRelativeSearchSpace(*history_);
-    if (!relative_space_.empty()) {
-      relative_params_ =
-          study_->sampler().SampleRelative(*history_, frozen_, relative_space_, rng_);
-    }
-    relative_done_ = true;
-  }
   double internal = 0.0;
   if (auto fixed = fixed_params_.find(name); fixed != fixed_params_.end()) {
     Result<double> r = ToInternal(distribution, *fixed);
@@ -77,13 +68,8 @@ Result<Json> Trial::Suggest(const std::string& name, const Distribution& distrib
           }
         },
         distribution);
-  } else if (auto rel = relative_params_.find(name);
-             rel != relative_params_.end() && relative_space_.count(name) &&
-             relative_space_.at(name) == distribution && Contains(distribution, rel->second)) {
-    internal = rel->second;
   } else {
-    std::lock_guard lock(study_->sampler_mu_);
-    internal = study_->sampler().SampleIndependent(*history_, frozen_, name, distribution, rng_);
+    TUNE_ASSIGN_OR_RETURN(internal, Sample(name, distribution));
   }
   TUNE_RETURN_IF_ERROR(
       study_->storage().SetTrialParam(trial_id_, name, internal, distribution));
@@ -92,6 +78,42 @@ Result<Json> Trial::Suggest(const std::string& name, const Distribution& distrib
   Json external = ToExternal(distribution, internal);
   params_[name] = external;
   return external;
+}
+
+Status Trial::SampleRelative() {
+  Sampler& sampler = study_->sampler();
+  Json study_attrs = Json::object();
+  if (sampler.ReadsStudySystemAttrs()) {
+    TUNE_ASSIGN_OR_RETURN(study_attrs,
+                          study_->storage().GetStudySystemAttrs(study_->study_id()));
+  }
+  TUNE_ASSIGN_OR_RETURN(SamplerRecords records,
+                        sampler.BeforeSample(*history_, frozen_, study_attrs));
+  for (const auto& [key, value] : records.trial_system_attrs.items()) {
+    TUNE_RETURN_IF_ERROR(SetSystemAttr(key, value));
+  }
+  for (const auto& [key, value] : records.study_system_attrs.items()) {
+    TUNE_RETURN_IF_ERROR(study_->storage().SetStudySystemAttr(study_->study_id(), key, value));
+  }
+  relative_space_ = sampler.InferRelativeSearchSpace(*history_);
+  if (!relative_space_.empty()) {
+    relative_params_ = sampler.SampleRelative(*history_, frozen_, relative_space_, rng_);
+  }
+  return Status::Ok();
+}
+
+Result<double> Trial::Sample(const std::string& name, const Distribution& distribution) {
+  std::lock_guard lock(study_->sampler_mu_);
+  if (!relative_done_) {
+    TUNE_RETURN_IF_ERROR(SampleRelative());  // tried again at the next suggest if it failed
+    relative_done_ = true;
+  }
+  if (auto rel = relative_params_.find(name);
+      rel != relative_params_.end() && relative_space_.count(name) &&
+      relative_space_.at(name) == distribution && Contains(distribution, rel->second)) {
+    return rel->second;
+  }
+  return study_->sampler().SampleIndependent(*history_, frozen_, name, distribution, rng_);
 }
 
 Result<double> Trial::SuggestFloat(const std::string& name, double low, double high, bool log,

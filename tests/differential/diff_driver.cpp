@@ -4,6 +4,7 @@
 //   tune_diff_driver pruners < cases.json > tune.json
 //   tune_diff_driver hypervolume < cases.json > tune.json
 //   tune_diff_driver multi_objective < cases.json > tune.json
+//   tune_diff_driver nsgaii < cases.json > tune.json
 //
 // Reads a JSON document of cases on stdin and prints what tune computes for them, for
 // tests/differential/tpe_diff.py and pruner_diff.py to compare with Optuna 4.9. Non-finite
@@ -25,6 +26,12 @@
 //
 // multi_objective: each case names an operation ("rank", "front", "reference", "hssp", "split",
 // "weights", "crowding") and its inputs; output what samplers/multi_objective.h computes.
+//
+// nsgaii: each case is an elite selection (values, constraints), a crossover (parents, bounds,
+// options) or a proposal (a study snapshot with its system attributes, the asking trial,
+// options), with a stream of uniform draws that stands in for the RNG; output the elite, the
+// child, or the generation, the parent lists written, the relative search space and params,
+// and how many draws were taken.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -46,6 +53,7 @@
 #include "tune/pruners/pruner.h"
 #include "tune/pruners/successive_halving.h"
 #include "tune/pruners/threshold.h"
+#include "tune/samplers/nsgaii.h"
 #include "tune/samplers/tpe.h"
 #include "tune/trial.h"
 
@@ -126,7 +134,7 @@ StudyDirection ParseDirection(const Json& j) {
 FrozenTrial ParseTrial(const Json& j) {
   FrozenTrial t;
   t.number = j.at("number").get<int64_t>();
-  t.trial_id = t.number + 1;
+  t.trial_id = j.value("trial_id", t.number + 1);
   t.state = ParseState(j.at("state"));
   for (const Json& v : j.value("values", Json::array())) t.values.push_back(Num(v));
   for (const Json& r : j.value("intermediate", Json::array())) {
@@ -429,15 +437,159 @@ Json RunMultiObjectiveCase(const Json& c) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// nsgaii
+
+// The draws of tests/differential/nsgaii_diff.py's StreamRng: rand = the next number, choice(n)
+// = floor(u n), normal = Box-Muller of the next two.
+class StreamRandom : public GaRandom {
+ public:
+  explicit StreamRandom(std::vector<double> draws) : draws_(std::move(draws)) {}
+  struct Exhausted {};
+  double Rand() override {
+    if (used_ >= draws_.size()) throw Exhausted{};
+    return draws_[used_++];
+  }
+  std::size_t Choice(std::size_t n) override {
+    return static_cast<std::size_t>(std::floor(Rand() * static_cast<double>(n)));
+  }
+  double Normal(double loc, double scale) override {
+    double u1 = Rand();
+    double u2 = Rand();
+    return loc + scale * (std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * M_PI * u2));
+  }
+  std::size_t used() const { return used_; }
+
+ private:
+  std::vector<double> draws_;
+  std::size_t used_ = 0;
+};
+
+NsgaIIOptions ParseNsgaIIOptions(const Json& j) {
+  NsgaIIOptions o;
+  o.population_size = j.value("population_size", 50);
+  if (j.contains("mutation_prob") && !j.at("mutation_prob").is_null()) {
+    o.mutation_prob = j.at("mutation_prob").get<double>();
+  }
+  o.crossover_prob = j.value("crossover_prob", 0.9);
+  o.swapping_prob = j.value("swapping_prob", 0.5);
+  o.constraints = j.value("constraints", false);
+  const Json c = j.value("crossover", Json{{"name", "uniform"}});
+  const std::string name = c.at("name");
+  for (auto kind : {NsgaIICrossover::kUniform, NsgaIICrossover::kBlxAlpha, NsgaIICrossover::kSbx,
+                    NsgaIICrossover::kVsbx, NsgaIICrossover::kSpx, NsgaIICrossover::kUndx}) {
+    if (name == CrossoverName(kind)) o.crossover = kind;
+  }
+  auto opt = [&c](const char* key) -> std::optional<double> {
+    if (!c.contains(key) || c.at(key).is_null()) return std::nullopt;
+    return c.at(key).get<double>();
+  };
+  if (o.crossover == NsgaIICrossover::kUniform && opt("swapping_prob")) {
+    o.swapping_prob = *opt("swapping_prob");  // a crossover case's UniformCrossover(p)
+  }
+  o.alpha = opt("alpha").value_or(o.alpha);
+  o.eta = opt("eta");
+  o.uniform_crossover_prob = opt("uniform_crossover_prob").value_or(o.uniform_crossover_prob);
+  o.use_child_gene_prob = opt("use_child_gene_prob").value_or(o.use_child_gene_prob);
+  o.epsilon = opt("epsilon");
+  o.sigma_xi = opt("sigma_xi").value_or(o.sigma_xi);
+  o.sigma_eta = opt("sigma_eta");
+  return o;
+}
+
+std::vector<StudyDirection> DirectionsOf(const Json& list) {
+  std::vector<StudyDirection> out;
+  for (const Json& d : list) out.push_back(ParseDirection(d));
+  return out;
+}
+
+Json RunEliteCase(const Json& c) {
+  TrialPtrs population;
+  const Json& values = c.at("values");
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto t = std::make_shared<FrozenTrial>();
+    t->number = static_cast<int64_t>(i);
+    t->state = TrialState::kComplete;
+    for (const Json& v : values[i]) t->values.push_back(Num(v));
+    const Json& con = c.at("constraints")[i];
+    if (!con.is_null()) t->system_attrs["constraints"] = DecodeAttrs(con);
+    population.push_back(t);
+  }
+  Result<TrialPtrs> elite = SelectElitePopulation(population, DirectionsOf(c.at("directions")),
+                                                  c.at("population_size"), c.at("constrained"));
+  if (!elite.ok()) return Json{{"id", c.at("id")}, {"error", true}};
+  Json numbers = Json::array();
+  for (const auto& t : *elite) numbers.push_back(t->number);
+  return Json{{"id", c.at("id")}, {"elite", numbers}};
+}
+
+Json RunCrossoverCase(const Json& c) {
+  NsgaIIOptions o = ParseNsgaIIOptions(Json{{"crossover", c.at("crossover")}});
+  std::vector<std::vector<double>> parents;
+  for (const Json& row : c.at("parents")) parents.push_back(NumbersOf(row));
+  std::vector<std::pair<double, double>> bounds;
+  for (const Json& b : c.at("bounds")) bounds.emplace_back(Num(b.at(0)), Num(b.at(1)));
+  StreamRandom random(NumbersOf(c.at("draws")));
+  std::vector<double> child = Crossover(o, parents, bounds, c.at("multi_objective"), random);
+  return Json{{"id", c.at("id")}, {"child", OutVector(child)}, {"used", random.used()}};
+}
+
+Json RunSampleCase(const Json& c) {
+  TrialHistory history;
+  history.study_name = "nsgaii";
+  history.directions = DirectionsOf(c.at("directions"));
+  FrozenTrial asked;
+  for (const Json& tj : c.at("trials")) {
+    FrozenTrial t = ParseTrial(tj);
+    if (t.number == c.at("asked").get<int64_t>()) asked = t;
+    history.trials.push_back(std::make_shared<const FrozenTrial>(std::move(t)));
+  }
+  NsgaIISampler sampler(ParseNsgaIIOptions(c.at("options")));
+  Json out{{"id", c.at("id")}};
+  Result<SamplerRecords> records =
+      sampler.BeforeSample(history, asked, DecodeAttrs(c.at("study_system_attrs")));
+  if (!records.ok()) Die("BeforeSample: " + records.status().ToString());
+  for (const auto& [key, value] : records->trial_system_attrs.items()) {
+    asked.system_attrs[key] = value;
+  }
+  out["generation"] = asked.system_attrs.value(kNsgaIIGenerationKey, Json());
+  out["written"] = records->study_system_attrs;
+  SearchSpace space = sampler.InferRelativeSearchSpace(history);
+  Json names = Json::array();
+  for (const auto& [name, d] : space) names.push_back(name);
+  out["space"] = names;
+  StreamRandom random(NumbersOf(c.at("draws")));
+  try {
+    Json params = Json::object();
+    for (const auto& [name, v] : sampler.SampleRelative(history, asked, space, random)) {
+      params[name] = Out(v);
+    }
+    out["params"] = params;
+  } catch (const StreamRandom::Exhausted&) {
+    out["exhausted"] = true;
+  }
+  out["used"] = random.used();
+  return out;
+}
+
+Json RunNsgaIICase(const Json& c) {
+  const std::string op = c.at("op");
+  if (op == "elite") return RunEliteCase(c);
+  if (op == "crossover") return RunCrossoverCase(c);
+  if (op == "sample") return RunSampleCase(c);
+  Die("unknown nsgaii op " + op);
+}
+
 }  // namespace
 }  // namespace tune
 
 int main(int argc, char** argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
-  if (mode != "tpe" && mode != "pruners" && mode != "hypervolume" && mode != "multi_objective") {
+  if (mode != "tpe" && mode != "pruners" && mode != "hypervolume" && mode != "multi_objective" &&
+      mode != "nsgaii") {
     std::fprintf(stderr,
-                 "usage: tune_diff_driver tpe|pruners|hypervolume|multi_objective < cases.json "
-                 "> results.json\n");
+                 "usage: tune_diff_driver tpe|pruners|hypervolume|multi_objective|nsgaii "
+                 "< cases.json > results.json\n");
     return 2;
   }
   tune::Json in;
@@ -452,6 +604,7 @@ int main(int argc, char** argv) {
     results.push_back(mode == "tpe"           ? tune::RunTpeCase(c)
                       : mode == "pruners"     ? tune::RunPrunerCase(c)
                       : mode == "hypervolume" ? tune::RunHypervolumeCase(c)
+                      : mode == "nsgaii"      ? tune::RunNsgaIICase(c)
                                               : tune::RunMultiObjectiveCase(c));
   }
   std::cout << tune::Json{{"results", results}}.dump() << "\n";

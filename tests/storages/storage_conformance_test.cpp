@@ -134,6 +134,8 @@ TEST_P(StorageConformance, StudyInfoAndAttributes) {
             (std::vector<StudyDirection>{StudyDirection::kMaximize, StudyDirection::kMinimize}));
   EXPECT_EQ(info.user_attrs, (Json{{"owner", "me"}, {"cfg", {{"a", {1, 2.5, nullptr}}}}}));
   EXPECT_EQ(info.system_attrs, (Json{{"k", 1}}));
+  EXPECT_EQ(*storage_->GetStudySystemAttrs(sid), (Json{{"k", 1}}));
+  EXPECT_EQ(storage_->GetStudySystemAttrs(sid + 100).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(info.n_trials, 2);
   ASSERT_TRUE(info.datetime_start.has_value());
   EXPECT_EQ(*info.datetime_start, *t.datetime_start);

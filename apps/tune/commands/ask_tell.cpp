@@ -116,6 +116,7 @@ int CreateStudy(CreateStudyArgs args) {
 std::string SamplerName(const std::string& name) {
   if (name == "TPESampler") return "tpe";
   if (name == "RandomSampler") return "random";
+  if (name == "NSGAIISampler") return "nsgaii";
   return name;
 }
 
@@ -345,7 +346,7 @@ std::function<int()> DeclareAsk(CLI::App& command) {
                      "storage and directions (the study is created if missing)");
   command.add_option("--sampler", args->sampler,
                      "Sampler: " + JoinNames(SamplerNames()) +
-                         ", or Optuna's TPESampler, RandomSampler (default: tpe)");
+                         ", or Optuna's TPESampler, RandomSampler, NSGAIISampler (default: tpe)");
   command.add_option("--sampler-kwargs", args->sampler_kwargs,
                      "The sampler's options as a JSON object, e.g. '{\"n_startup_trials\": 5}'");
   command.add_option("--seed", args->seed, "Sampler seed (each trial's draw depends on it and "

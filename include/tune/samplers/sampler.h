@@ -1,7 +1,9 @@
 // Sampler: proposes parameter values from the trial history. Optuna's BaseSampler, minus the
 // study: a sampler receives data (history, search space, RNG), never the study or its storage.
 //
-// Per trial the study calls InferRelativeSearchSpace + SampleRelative once (joint sampling), then
+// Per trial, at its first suggest that needs a sample (not an enqueued value, not a single-valued
+// distribution; Optuna's lazy relative_params), the study calls BeforeSample, records what it
+// returns, then calls InferRelativeSearchSpace + SampleRelative once (joint sampling), then
 // SampleIndependent for each suggested parameter not covered by the relative sample. Values are
 // in internal representation (distributions.h). The RNG is owned by the study (seeded per trial),
 // so samplers are reproducible and need no lock for it; a sampler may keep caches of its own and
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "tune/distributions.h"
+#include "tune/status.h"
 #include "tune/trial.h"
 
 namespace tune {
@@ -22,12 +25,29 @@ using Rng = std::mt19937_64;
 // A search space: parameter name -> distribution.
 using SearchSpace = std::map<std::string, Distribution>;
 
+// What a sampler records while it samples a trial, as Optuna's samplers write to the storage
+// from sample_relative (NSGA-II: the trial's generation, the study's parent-population cache).
+struct SamplerRecords {
+  Json trial_system_attrs = Json::object();
+  Json study_system_attrs = Json::object();
+};
+
 class Sampler {
  public:
   virtual ~Sampler() = default;
 
   // The name used in configs ("random", "tpe").
   virtual std::string name() const = 0;
+
+  // True if BeforeSample reads the study's system attributes; the study then reads them from
+  // the storage for each trial it samples (an empty object is passed otherwise).
+  virtual bool ReadsStudySystemAttrs() const { return false; }
+  // Once per trial, before InferRelativeSearchSpace: the attributes to record. The study stores
+  // them (the trial's first, also in the `trial` that SampleRelative then sees). Errors fail
+  // the suggest. The default records nothing.
+  virtual Result<SamplerRecords> BeforeSample(const TrialHistory& history,
+                                              const FrozenTrial& trial,
+                                              const Json& study_system_attrs);
 
   // The space to sample jointly for the next trial; empty = none (the default).
   virtual SearchSpace InferRelativeSearchSpace(const TrialHistory& history);

@@ -81,6 +81,9 @@ class Storage {
   virtual Status SetStudyUserAttr(int64_t study_id, const std::string& key, const Json& value) = 0;
   virtual Status SetStudySystemAttr(int64_t study_id, const std::string& key,
                                     const Json& value) = 0;
+  // The study's system attributes (Optuna's get_study_system_attrs). The default reads
+  // GetStudy; backends override it where that costs less.
+  virtual Result<Json> GetStudySystemAttrs(int64_t study_id);
 
   // --- trials ---
   // Creates a trial with the next number. Without a template: RUNNING, started now. With a

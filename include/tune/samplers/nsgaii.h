@@ -1,0 +1,136 @@
+// NsgaIISampler: the Nondominated Sorting Genetic Algorithm II, Optuna 4.9's NSGAIISampler
+// (docs/config.md#nsgaii), for one objective or several.
+//
+// Trials belong to generations. A trial's generation is the newest generation among COMPLETE
+// trials, or the next one once that generation holds population_size COMPLETE trials; it is
+// recorded in the trial system attribute "NSGAIISampler:generation". The parents of generation
+// g are the elite of generation g - 1's COMPLETE trials plus g - 1's parents: whole
+// non-domination fronts (constrained domination with `constraints`) while they fit in
+// population_size, then the rest of the next front by crowding distance. They are cached as trial
+// ids in the study system attribute "NSGAIISampler:parent:<g>". Optuna writes and reads the same
+// attributes, so either can continue a study the other began.
+//
+// A child: with probability crossover_prob, the crossover of parents picked by binary
+// tournaments (repeated until the child lies in the search space), else a copy of a random
+// parent; then each parameter mutates (is left to SampleIndependent, uniform) with probability
+// mutation_prob. Generation 0 and parameters outside the relative search space (the
+// intersection over COMPLETE trials) are sampled uniformly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tune/samplers/sampler.h"
+
+namespace tune {
+
+// Optuna's crossovers (optuna.samplers.nsgaii.*Crossover). Categorical parameters always get
+// the uniform crossover.
+enum class NsgaIICrossover { kUniform, kBlxAlpha, kSbx, kVsbx, kSpx, kUndx };
+
+struct NsgaIIOptions {
+  // Optuna's names and defaults.
+  int population_size = 50;
+  std::optional<double> mutation_prob;  // unset: 1 / max(1, number of parameters of the child)
+  NsgaIICrossover crossover = NsgaIICrossover::kUniform;
+  double crossover_prob = 0.9;
+  double swapping_prob = 0.5;
+  // Optuna's constraints_func: the trial system attribute "constraints" (a list; <= 0 each =
+  // feasible), constrained domination in the elite selection and the tournaments.
+  bool constraints = false;
+  // The crossovers' own options (Optuna's constructor arguments).
+  double alpha = 0.5;                    // BLX-alpha
+  std::optional<double> eta;             // SBX, VSBX; unset: 20 multi-objective, 2 single
+  double uniform_crossover_prob = 0.5;   // SBX, VSBX
+  double use_child_gene_prob = 0.5;      // SBX, VSBX
+  std::optional<double> epsilon;         // SPX; unset: sqrt(number of parameters + 2)
+  double sigma_xi = 0.5;                 // UNDX
+  std::optional<double> sigma_eta;       // UNDX; unset: 0.35 / sqrt(number of parameters)
+};
+
+// The crossover's number of parents: 3 for SPX and UNDX, else 2.
+int CrossoverParents(NsgaIICrossover crossover);
+// "uniform", "blxalpha", "sbx", "vsbx", "spx", "undx".
+const char* CrossoverName(NsgaIICrossover crossover);
+
+// The random draws of NSGA-II, as Optuna takes them from numpy's RandomState: the sampler draws
+// from the study's RNG; the differential test (tests/differential/) feeds tune and Optuna the
+// same draws.
+class GaRandom {
+ public:
+  virtual ~GaRandom() = default;
+  virtual double Rand() = 0;                         // rng.rand(): uniform in [0, 1)
+  virtual std::size_t Choice(std::size_t n) = 0;     // rng.choice(n)
+  virtual double Normal(double loc, double scale) = 0;  // rng.normal(loc, scale)
+};
+
+// GaRandom over the study's RNG.
+class RngGaRandom : public GaRandom {
+ public:
+  explicit RngGaRandom(Rng& rng) : rng_(rng) {}
+  double Rand() override;
+  std::size_t Choice(std::size_t n) override;
+  double Normal(double loc, double scale) override;
+
+ private:
+  Rng& rng_;
+};
+
+// The NSGA-II elite of `population` (COMPLETE trials): Optuna's
+// NSGAIIElitePopulationSelectionStrategy, in its order. InvalidArgument, as Optuna's ValueError,
+// for a NaN constraint value or trials with different numbers of constraints (`constrained`).
+using TrialPtrs = std::vector<std::shared_ptr<const FrozenTrial>>;
+Result<TrialPtrs> SelectElitePopulation(const TrialPtrs& population,
+                                        const std::vector<StudyDirection>& directions,
+                                        int population_size, bool constrained);
+
+// One numerical crossover in the transformed space: `parents` rows (CrossoverParents of them),
+// `bounds` one [low, high] per column. Optuna's BaseCrossover.crossover.
+std::vector<double> Crossover(const NsgaIIOptions& options,
+                              const std::vector<std::vector<double>>& parents,
+                              const std::vector<std::pair<double, double>>& bounds,
+                              bool multi_objective, GaRandom& random);
+
+class NsgaIISampler : public Sampler {
+ public:
+  explicit NsgaIISampler(NsgaIIOptions options = {});
+  ~NsgaIISampler() override;
+  std::string name() const override { return "nsgaii"; }
+  const NsgaIIOptions& options() const { return options_; }
+
+  bool ReadsStudySystemAttrs() const override { return true; }
+  // The trial's generation (recorded if new) and its generation's parents (cached in the
+  // study system attributes if selected now).
+  Result<SamplerRecords> BeforeSample(const TrialHistory& history, const FrozenTrial& trial,
+                                      const Json& study_system_attrs) override;
+  SearchSpace InferRelativeSearchSpace(const TrialHistory& history) override;
+  std::map<std::string, double> SampleRelative(const TrialHistory& history,
+                                               const FrozenTrial& trial, const SearchSpace& space,
+                                               Rng& rng) override;
+  double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
+                           const std::string& name, const Distribution& distribution,
+                           Rng& rng) override;
+
+  // SampleRelative with its draws from `random`.
+  std::map<std::string, double> SampleRelative(const TrialHistory& history,
+                                               const FrozenTrial& trial, const SearchSpace& space,
+                                               GaRandom& random);
+
+  class State;  // caches of finished trials and the parents BeforeSample found
+
+ private:
+  NsgaIIOptions options_;
+  std::unique_ptr<State> state_;
+};
+
+// The attribute keys Optuna 4.9 uses.
+inline constexpr const char* kNsgaIIGenerationKey = "NSGAIISampler:generation";
+inline constexpr const char* kNsgaIIParentKeyPrefix = "NSGAIISampler:parent:";
+
+}  // namespace tune
