@@ -56,9 +56,9 @@ struct RunSettings {
   // Re-enqueue a trial that ran out of memory at run time (PRUNED, user attribute reason "oom")
   // with the same params, at most this many times per original trial (0: never), as users
   // re-run such a trial by hand once the card has room: the retry runs after the trials already
-  // waiting. It records "failed_trial" and "retry_history" as retry_failed does. A retry, stale
-  // or out of memory, does not count toward n_trials for any worker of the study, so every retry
-  // runs before the workers stop.
+  // waiting. It records "failed_trial" and "retry_history" as retry_failed does, and "oom_retry".
+  // An out-of-memory retry does not count toward n_trials for any worker of the study, so every
+  // retry runs before the workers stop.
   int64_t retry_oom = 0;
   // --jobs auto with a device that reports its busy share (a simulated card): start another trial
   // only while the running trials' summed busy share, each trial still starting up counted at

@@ -100,17 +100,17 @@ class OptimizeLoop {
  private:
   bool heartbeats() const { return interval_ > 0; }
 
-  // n_trials plus the retries: this worker's stale retries, or the study's retries (any
-  // worker's, stale or out of memory) when last counted, whichever is more.
+  // n_trials plus this worker's stale retries and the study's out-of-memory retries (any
+  // worker's, when last counted).
   std::optional<int64_t> Target() const {
     if (!options_.n_trials) return std::nullopt;
-    return *options_.n_trials + std::max(extra_target_, study_retries_);
+    return *options_.n_trials + extra_target_ + study_retries_;
   }
   bool TargetTaken() const { return Target() && result_.finished_total >= *Target(); }
 
   // Recounts the study's retries (only worth it when the target looks reached).
   Status CountStudyRetries() {
-    if (options_.retry_oom <= 0 && options_.retry_failed <= 0) return Status::Ok();
+    if (options_.retry_oom <= 0) return Status::Ok();
     TUNE_ASSIGN_OR_RETURN(study_retries_, internal::CountRetries(study_));
     return Status::Ok();
   }
@@ -209,7 +209,7 @@ class OptimizeLoop {
   bool waiting_ = false;  // for running trials (of others) to finish or go stale
   SteadyClock::time_point waiting_since_{};
   int64_t extra_target_ = 0;  // stale trials this worker re-enqueued
-  int64_t study_retries_ = 0;  // the study's retries, when last counted
+  int64_t study_retries_ = 0;  // the study's out-of-memory retries, when last counted
 };
 
 }  // namespace

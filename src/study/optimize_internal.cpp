@@ -106,6 +106,7 @@ Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
     return false;
   }
   retry->user_attrs = Json::object();  // a new attempt: no outcome of the old one
+  retry->system_attrs["oom_retry"] = true;
   TUNE_ASSIGN_OR_RETURN(FrozenTrial created, study.storage().CreateTrial(study.study_id(), &*retry));
   spdlog::info("Trial {} ran out of memory; its params are re-enqueued as trial {} (attempt {} "
                "of {})",
@@ -117,7 +118,7 @@ Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
 Result<int64_t> CountRetries(Study& study) {
   TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> trials, study.Trials());
   return static_cast<int64_t>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
-    return t.system_attrs.is_object() && t.system_attrs.contains("failed_trial");
+    return t.system_attrs.is_object() && t.system_attrs.value("oom_retry", false);
   }));
 }
 

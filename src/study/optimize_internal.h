@@ -63,7 +63,8 @@ Status FailStaleTrials(Study& study, const OptimizeOptions& options, double grac
 Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
                               const FrozenTrial& told);
 
-// The study's retries: trials with the system attribute "failed_trial" (any worker's).
+// The study's out-of-memory retries (any worker's): trials with the system attribute
+// "oom_retry" that RetryOutOfMemory sets.
 Result<int64_t> CountRetries(Study& study);
 
 // Sleeps `seconds` in short steps, returning early on Ctrl-C.

@@ -86,13 +86,12 @@ class JobsLoop {
   // n_trials plus the retries (as OptimizeLoop counts them).
   std::optional<int64_t> Target() const {
     if (!options_.n_trials) return std::nullopt;
-    return *options_.n_trials + std::max(extra_target_, study_retries_);
+    return *options_.n_trials + extra_target_ + study_retries_;
   }
 
   // Recounts the study's retries when the target looks reached and trials finished since.
   Status CountStudyRetries() {
-    if ((options_.retry_oom <= 0 && options_.retry_failed <= 0) ||
-        retries_counted_at_ == result_.finished_total) {
+    if (options_.retry_oom <= 0 || retries_counted_at_ == result_.finished_total) {
       return Status::Ok();
     }
     retries_counted_at_ = result_.finished_total;
@@ -439,7 +438,7 @@ class JobsLoop {
   OptimizeResult result_;
   std::optional<SteadyClock::time_point> last_stale_check_;
   int64_t extra_target_ = 0;
-  int64_t study_retries_ = 0;        // the study's retries, when last counted
+  int64_t study_retries_ = 0;        // the study's out-of-memory retries, when last counted
   int64_t retries_counted_at_ = -1;  // finished_total then
   std::optional<DeviceBusy> busy_;   // the device's busy trials, when last seen
   double seen_busy_ = 0.0;           // per-trial busy shares seen, summed over samples
