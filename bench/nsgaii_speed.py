@@ -7,8 +7,8 @@ study with two objectives runs --trials full trials (ask + the 6 suggest_* of tp
 tell) at the sampler's defaults (population 50, uniform crossover); the last --window trials are
 timed. Prints one JSON document with both rows and the ratio of the medians.
 
-Optuna 4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the
-source tree. Run with /usr/bin/python3 from the source tree.
+Optuna 4.9's source tree is given by --optuna or $TUNE_OPTUNA49_PATH. Run with /usr/bin/python3
+from the source tree.
 """
 
 import argparse
@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--tune-reps", type=int, default=5)
     ap.add_argument("--optuna-reps", type=int, default=1)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--optuna", default=os.environ.get("TUNE_OPTUNA49_PATH", ""),
+                    help="directory holding Optuna 4.9's 'optuna' package")
     ap.add_argument("--optuna-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.optuna_only:
@@ -91,10 +93,9 @@ def main():
                           str(args.window), "--reps", str(args.tune_reps), "--seed",
                           str(args.seed)], check=True, capture_output=True, text=True).stdout
     tune = json.loads(out.strip().splitlines()[-1])
-    here = os.path.dirname(os.path.abspath(__file__))
-    optuna_path = os.environ.get("TUNE_OPTUNA49_PATH", os.path.join(
-        here, "..", "..", "shared", "vendor", "optuna-4.9"))
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(optuna_path))
+    if not os.path.isfile(os.path.join(args.optuna, "optuna", "__init__.py")):
+        sys.exit("no Optuna 4.9 source tree: pass --optuna DIR or set TUNE_OPTUNA49_PATH")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.optuna))
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--optuna-only",
                           "--trials", str(args.trials), "--window", str(args.window),
                           "--optuna-reps", str(args.optuna_reps), "--seed", str(args.seed)],

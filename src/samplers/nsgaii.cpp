@@ -486,6 +486,40 @@ bool InSpace(const Child& child, const SearchSpace& space) {
 
 }  // namespace
 
+namespace {
+
+// Optuna's perform_crossover: tournaments and crossover until the child lies in `space`; nullopt
+// (with a warning) when there are too few parents or no child fits after kMaxCrossoverTries.
+std::optional<Child> PerformCrossover(const NsgaIIOptions& options, const TrialPtrs& parents,
+                                      const SearchSpace& space,
+                                      const std::vector<StudyDirection>& directions,
+                                      int64_t number, GaRandom& random) {
+  if (parents.size() < static_cast<size_t>(CrossoverParents(options.crossover))) {
+    spdlog::warn("NSGA-II: trial {}: {} parents, fewer than the crossover needs; sampling at "
+                 "random", number, parents.size());
+    return std::nullopt;
+  }
+  CrossoverJob job{options, parents, directions,
+                   options.constraints ? ConstrainedDominates : Dominates, {}, {}, {}};
+  for (const auto& [name, d] : space) {
+    if (IsNumerical(d)) {
+      job.numerical.emplace_back(name, d);
+      job.bounds.push_back(TransformedBounds(d));
+    } else {
+      job.categorical.emplace_back(name, d);
+    }
+  }
+  for (int tries = 0; tries < kMaxCrossoverTries; ++tries) {
+    Child child = job.Try(random);
+    if (InSpace(child, space)) return child;
+  }
+  spdlog::warn("NSGA-II: trial {}: no crossover child in the search space after {} tries; "
+               "sampling at random", number, kMaxCrossoverTries);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::map<std::string, double> NsgaIISampler::SampleRelative(const TrialHistory& history,
                                                             const FrozenTrial& trial,
                                                             const SearchSpace& space,
@@ -502,34 +536,15 @@ std::map<std::string, double> NsgaIISampler::SampleRelative(const TrialHistory& 
   if (parents.empty()) return {};
   Child child;
   if (random.Rand() < options_.crossover_prob) {
-    if (parents.size() < static_cast<size_t>(CrossoverParents(options_.crossover))) {
-      spdlog::warn("NSGA-II: trial {}: {} parents, fewer than the crossover needs; sampling at "
-                   "random", trial.number, parents.size());
-      return {};
-    }
-    CrossoverJob job{options_, parents, history.directions,
-                     options_.constraints ? ConstrainedDominates : Dominates, {}, {}, {}};
-    for (const auto& [name, d] : space) {
-      if (IsNumerical(d)) {
-        job.numerical.emplace_back(name, d);
-        job.bounds.push_back(TransformedBounds(d));
-      } else {
-        job.categorical.emplace_back(name, d);
-      }
-    }
-    int tries = 0;
-    do {
-      if (++tries > kMaxCrossoverTries) {
-        spdlog::warn("NSGA-II: trial {}: no crossover child in the search space after {} tries; "
-                     "sampling at random", trial.number, kMaxCrossoverTries);
-        return {};
-      }
-      child = job.Try(random);
-    } while (!InSpace(child, space));
+    std::optional<Child> crossed =
+        PerformCrossover(options_, parents, space, history.directions, trial.number, random);
+    if (!crossed) return {};
+    child = std::move(*crossed);
   } else {
     const auto& parent = parents[random.Choice(parents.size())];
     for (const auto& [name, d] : space) child.emplace_back(name, ParamOf(*parent, name));
   }
+  // Mutation: each parameter is left to SampleIndependent with probability mutation_prob.
   double mutation_prob = options_.mutation_prob.value_or(
       1.0 / std::max(1.0, static_cast<double>(child.size())));
   std::map<std::string, double> out;
