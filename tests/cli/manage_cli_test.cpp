@@ -213,8 +213,8 @@ TEST(CliExport, CsvHasOptunasTrialsDataframeColumnsAndJsonEverything) {
     const auto& row = rows[i + 1];
     ASSERT_EQ(row.size(), header.size());
     EXPECT_EQ(row[0], std::to_string(i));
-    EXPECT_EQ(row[column("state")], t["state"]);
-    EXPECT_EQ(row[column("datetime_start")], t["datetime_start"]);
+    EXPECT_EQ(row[column("state")], t["state"].get<std::string>());
+    EXPECT_EQ(row[column("datetime_start")], t["datetime_start"].get<std::string>());
     if (t["value"].is_number()) {
       EXPECT_EQ(std::stod(row[1]), t["value"].get<double>());
     } else {
