@@ -225,7 +225,7 @@ TEST(CliExport, CsvHasOptunasTrialsDataframeColumnsAndJsonEverything) {
       if (!t["params"].contains(p)) {
         EXPECT_EQ(cell, "") << p;  // inactive in this trial
       } else if (t["params"][p].is_string()) {
-        EXPECT_EQ(cell, t["params"][p]) << p;
+        EXPECT_EQ(cell, t["params"][p].get<std::string>()) << p;
       } else {
         EXPECT_EQ(Json::parse(cell), t["params"][p]) << p;
       }
