@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -627,6 +628,13 @@ class TorchTrainer final : public Trainer {
 }  // namespace
 
 namespace {
+// Whether this LibTorch has CUDA: libtorch_cuda's hooks are registered (it is linked and loaded)
+// and tune_torch has its CUDA memory backend. Not at::hasCUDA(), which is false on a CUDA build
+// that finds no device.
+bool CudaCompiledIn() {
+  return at::detail::getCUDAHooks().hasCUDART() && cuda_memory::Compiled();
+}
+
 // Why CUDA finds no device here, for messages.
 std::string NoCudaDeviceText() {
   const std::string reason = cuda_memory::NoDeviceReason();
@@ -637,7 +645,7 @@ std::string NoCudaDeviceText() {
 std::string TorchVersion() { return TORCH_VERSION; }
 
 std::string TorchCudaStatus() {
-  if (!at::hasCUDA() || !cuda_memory::Compiled()) {
+  if (!CudaCompiledIn()) {
     return "CUDA not compiled in (a CPU-only LibTorch)";
   }
   if (!torch::cuda::is_available()) {
@@ -655,7 +663,7 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
           ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(parsed.index.value_or(-1)))
           : torch::Device(torch::kCPU);
   if (device.is_cuda()) {
-    if (!at::hasCUDA()) {
+    if (!CudaCompiledIn()) {
       return FailedPreconditionError(fmt::format(
           "device '{}': this LibTorch {} was built without CUDA (Debian's libtorch is CPU-only); "
           "use \"device\": \"cpu\" or build tune against a CUDA LibTorch",

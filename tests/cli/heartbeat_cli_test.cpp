@@ -64,8 +64,14 @@ ProcessRun Shell(const std::string& command, const fs::path& dir) {
 TEST(CliHeartbeat, RandomKillsLoseNoCompleteTrialAndOptunaStillOpensTheFile) {
   TempDir dir;
   const fs::path db = dir.path() / "r.db";
-  // Debian's Optuna 3.1 opens schema v3.0.0.d.
-  const std::string url = "sqlite:///" + db.string() + "?schema=v3.0.0.d";
+  // Debian 12's Optuna 3.1 opens schema v3.0.0.d only; Optuna >= 3.2 (Debian 13's 4.1) opens
+  // the default v3.2.0.a and refuses v3.0.0.d until it is upgraded.
+  const bool optuna_3_1 =
+      Shell("/usr/bin/python3 -c \"import optuna, sys; "
+            "sys.exit(0 if tuple(map(int, optuna.__version__.split('.')[:2])) < (3, 2) else 1)\"",
+            dir.path())
+          .code == 0;
+  const std::string url = "sqlite:///" + db.string() + (optuna_3_1 ? "?schema=v3.0.0.d" : "");
   Json trials = testing::KillWorkersAtRandomPoints(url, dir.path(), 20);
   ASSERT_FALSE(trials.empty());
   ProcessRun integrity = Shell(

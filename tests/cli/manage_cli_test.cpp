@@ -213,8 +213,8 @@ TEST(CliExport, CsvHasOptunasTrialsDataframeColumnsAndJsonEverything) {
     const auto& row = rows[i + 1];
     ASSERT_EQ(row.size(), header.size());
     EXPECT_EQ(row[0], std::to_string(i));
-    EXPECT_EQ(row[column("state")], t["state"]);
-    EXPECT_EQ(row[column("datetime_start")], t["datetime_start"]);
+    EXPECT_EQ(row[column("state")], t["state"].get<std::string>());
+    EXPECT_EQ(row[column("datetime_start")], t["datetime_start"].get<std::string>());
     if (t["value"].is_number()) {
       EXPECT_EQ(std::stod(row[1]), t["value"].get<double>());
     } else {
@@ -225,7 +225,7 @@ TEST(CliExport, CsvHasOptunasTrialsDataframeColumnsAndJsonEverything) {
       if (!t["params"].contains(p)) {
         EXPECT_EQ(cell, "") << p;  // inactive in this trial
       } else if (t["params"][p].is_string()) {
-        EXPECT_EQ(cell, t["params"][p]) << p;
+        EXPECT_EQ(cell, t["params"][p].get<std::string>()) << p;
       } else {
         EXPECT_EQ(Json::parse(cell), t["params"][p]) << p;
       }

@@ -200,7 +200,10 @@ TEST(TransformerClassifier, CheckpointingUnderBf16AutocastGivesTheSameGradients)
   torch::Tensor plain = grads(false), checkpointed = grads(true);
   EXPECT_EQ(plain.scalar_type(), torch::kFloat);
   EXPECT_GT(plain.abs().max().item<double>(), 0.0);
-  EXPECT_TRUE(torch::allclose(plain, checkpointed, 1e-5, 1e-7))
+  // The same up to float rounding: LibTorch 2.6's bf16 CPU kernels differ in the last bits
+  // between the pass and its recomputation (2.4e-7 on Debian 13; 0 with 1.13). A recomputation
+  // outside autocast would differ by bf16's resolution, about 1e-3 here.
+  EXPECT_TRUE(torch::allclose(plain, checkpointed, 1e-5, 1e-6))
       << (plain - checkpointed).abs().max().item<double>();
 }
 
