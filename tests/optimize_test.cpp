@@ -153,8 +153,10 @@ namespace tune {
 namespace {
 
 TEST(Optimize, WrongNumberOfValuesFailsTheTrialAndStops) {
+  // A function's number of values is checked with the config; a program's only when it runs.
   StudyConfig c = Config(R"({"directions": ["minimize", "maximize"],
-                             "objective": {"type": "function", "name": "sphere"}})");
+      "search_space": {"x": {"type": "float", "low": 0, "high": 1}},
+      "objective": {"type": "command", "argv": ["/bin/sh", "-c", "echo '{{\"value\": 1}}'"]}})");
   std::shared_ptr<Storage> storage = NewInMemoryStorage();
   auto study = Study::CreateOrLoad(storage, "mo", c.directions, std::make_unique<RandomSampler>(),
                                    std::make_unique<NopPruner>(), 1)

@@ -149,6 +149,9 @@ class OptimizeLoop {
                           study_.storage().CountTrials(study_.study_id(), {TrialState::kRunning}));
     const double patience = grace_ + interval_ + 1.0;
     if (!heartbeats() || running == 0) {
+      // Another worker may have finished its last trial since the loop counted.
+      TUNE_ASSIGN_OR_RETURN(result_.finished_total,
+                            study_.storage().CountTrials(study_.study_id(), kFinishedStates));
       spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s); not "
                    "starting another",
                    *target, running);
