@@ -219,6 +219,17 @@ class NsgaIISampler::State {
   Pending pending;
   bool warned_constraints = false;
 
+  // The trials of `history` whose ids are in `ids` (a JSON list), in order of number; the last
+  // answer per key is kept, as parent lists are read again for every trial of a generation.
+  TrialPtrs TrialsWithIds(const std::string& key, const TrialHistory& history, const Json& ids) {
+    auto& [cached_ids, trials] = parent_lists_[key];
+    if (cached_ids != ids || trials.size() != ids.size() || !InHistory(history, trials)) {
+      cached_ids = ids;
+      trials = FindTrialsWithIds(history, ids);
+    }
+    return trials;
+  }
+
  private:
   static constexpr int kUnread = -2;
 
@@ -235,6 +246,26 @@ class NsgaIISampler::State {
     }
   }
 
+  static TrialPtrs FindTrialsWithIds(const TrialHistory& history, const Json& ids) {
+    std::set<int64_t> wanted;
+    for (const Json& id : ids) {
+      if (auto v = IntegerOf(id)) wanted.insert(*v);
+    }
+    TrialPtrs out;
+    for (const auto& t : history.trials) {
+      if (wanted.count(t->trial_id)) out.push_back(t);
+    }
+    return out;
+  }
+  // Whether `trials` are still the history's (finished trials keep their objects).
+  static bool InHistory(const TrialHistory& history, const TrialPtrs& trials) {
+    return std::all_of(trials.begin(), trials.end(), [&](const auto& t) {
+      auto n = static_cast<size_t>(t->number);
+      return n < history.trials.size() && history.trials[n] == t;
+    });
+  }
+
+  std::map<std::string, std::pair<Json, TrialPtrs>> parent_lists_;
   std::vector<int> generations_;
   std::vector<const FrozenTrial*> prefix_;
   std::optional<SearchSpace> prefix_space_;
@@ -265,19 +296,6 @@ int NextGeneration(const TrialHistory& history, int population_size,
   return count < population_size ? max_generation : max_generation + 1;
 }
 
-// The trials of `history` whose ids are in `ids` (a JSON list), in order of number.
-TrialPtrs TrialsWithIds(const TrialHistory& history, const Json& ids) {
-  std::set<int64_t> wanted;
-  for (const Json& id : ids) {
-    if (auto v = IntegerOf(id)) wanted.insert(*v);
-  }
-  TrialPtrs out;
-  for (const auto& t : history.trials) {
-    if (wanted.count(t->trial_id)) out.push_back(t);
-  }
-  return out;
-}
-
 }  // namespace
 
 NsgaIISampler::NsgaIISampler(NsgaIIOptions options)
@@ -293,7 +311,7 @@ struct ParentSearch {
   const NsgaIIOptions& options;
   NsgaIISampler::State& state;
   const TrialHistory& history;
-  const Json& cached;
+  const StudyAttrReader& cached;
   Json& written;
   std::function<int(const FrozenTrial&)> generation_of;
 
@@ -311,10 +329,11 @@ struct ParentSearch {
   Result<TrialPtrs> Parents(int g) {
     if (g <= 0) return TrialPtrs{};
     const std::string key = kNsgaIIParentKeyPrefix + std::to_string(g);
-    if (auto it = written.find(key); it != written.end()) return TrialsWithIds(history, *it);
-    if (auto it = cached.find(key); it != cached.end() && !it->is_null()) {
-      return TrialsWithIds(history, *it);
+    if (auto it = written.find(key); it != written.end()) {
+      return state.TrialsWithIds(key, history, *it);
     }
+    TUNE_ASSIGN_OR_RETURN(std::optional<Json> stored, cached(key));
+    if (stored && !stored->is_null()) return state.TrialsWithIds(key, history, *stored);
     TUNE_ASSIGN_OR_RETURN(TrialPtrs previous, Parents(g - 1));
     TrialPtrs pool = Population(g - 1);
     pool.insert(pool.end(), previous.begin(), previous.end());
@@ -332,7 +351,7 @@ struct ParentSearch {
 
 Result<SamplerRecords> NsgaIISampler::BeforeSample(const TrialHistory& history,
                                                    const FrozenTrial& trial,
-                                                   const Json& study_system_attrs) {
+                                                   const StudyAttrReader& study_attrs) {
   SamplerRecords records;
   auto generation_of = [this](const FrozenTrial& t) { return state_->Generation(t); };
   int generation = GenerationAttr(trial);
@@ -340,7 +359,7 @@ Result<SamplerRecords> NsgaIISampler::BeforeSample(const TrialHistory& history,
     generation = NextGeneration(history, options_.population_size, generation_of);
     records.trial_system_attrs[kNsgaIIGenerationKey] = generation;
   }
-  ParentSearch search{options_,          *state_, history, study_system_attrs,
+  ParentSearch search{options_,          *state_, history, study_attrs,
                       records.study_system_attrs, generation_of};
   TUNE_ASSIGN_OR_RETURN(TrialPtrs parents, search.Parents(generation));
   state_->pending = {trial.number, std::move(parents)};
@@ -525,7 +544,7 @@ std::map<std::string, double> NsgaIISampler::SampleRelative(const TrialHistory& 
                                                             const SearchSpace& space,
                                                             GaRandom& random) {
   if (state_->pending.number != trial.number) {
-    Result<SamplerRecords> found = BeforeSample(history, trial, Json::object());
+    Result<SamplerRecords> found = BeforeSample(history, trial, ReadFrom(Json::object()));
     if (!found.ok()) {
       spdlog::warn("NSGA-II: trial {}: {}; sampling at random", trial.number,
                    found.status().message());

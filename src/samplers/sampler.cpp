@@ -2,9 +2,17 @@
 
 namespace tune {
 
+StudyAttrReader ReadFrom(Json study_system_attrs) {
+  return [attrs = std::move(study_system_attrs)](
+             const std::string& key) -> Result<std::optional<Json>> {
+    if (!attrs.is_object() || !attrs.contains(key)) return std::optional<Json>();
+    return std::optional<Json>(attrs.at(key));
+  };
+}
+
 Result<SamplerRecords> Sampler::BeforeSample(const TrialHistory& /*history*/,
                                              const FrozenTrial& /*trial*/,
-                                             const Json& /*study_system_attrs*/) {
+                                             const StudyAttrReader& /*study_attrs*/) {
   return SamplerRecords{};
 }
 

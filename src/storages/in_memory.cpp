@@ -79,6 +79,15 @@ class InMemoryStorage : public Storage {
     return s->info.system_attrs;
   }
 
+  Result<std::optional<Json>> GetStudySystemAttr(int64_t study_id,
+                                                 const std::string& key) override {
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    auto it = s->info.system_attrs.find(key);
+    if (it == s->info.system_attrs.end()) return std::optional<Json>();
+    return std::optional<Json>(*it);
+  }
+
   Status SetStudyUserAttr(int64_t study_id, const std::string& key, const Json& value) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));

@@ -60,6 +60,12 @@ Result<Json> Storage::GetStudySystemAttrs(int64_t study_id) {
   return std::move(info.system_attrs);
 }
 
+Result<std::optional<Json>> Storage::GetStudySystemAttr(int64_t study_id, const std::string& key) {
+  TUNE_ASSIGN_OR_RETURN(Json attrs, GetStudySystemAttrs(study_id));
+  if (!attrs.is_object() || !attrs.contains(key)) return std::optional<Json>();
+  return std::optional<Json>(std::move(attrs.at(key)));
+}
+
 Result<std::vector<FrozenTrial>> Storage::GetTrialsSince(int64_t study_id, int64_t first_number,
                                                          const std::vector<int64_t>& numbers) {
   TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> all, GetAllTrials(study_id));

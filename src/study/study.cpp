@@ -82,11 +82,9 @@ Result<Json> Trial::Suggest(const std::string& name, const Distribution& distrib
 
 Status Trial::SampleRelative() {
   Sampler& sampler = study_->sampler();
-  Json study_attrs = Json::object();
-  if (sampler.ReadsStudySystemAttrs()) {
-    TUNE_ASSIGN_OR_RETURN(study_attrs,
-                          study_->storage().GetStudySystemAttrs(study_->study_id()));
-  }
+  StudyAttrReader study_attrs = [this](const std::string& key) {
+    return study_->storage().GetStudySystemAttr(study_->study_id(), key);
+  };
   TUNE_ASSIGN_OR_RETURN(SamplerRecords records,
                         sampler.BeforeSample(*history_, frozen_, study_attrs));
   for (const auto& [key, value] : records.trial_system_attrs.items()) {

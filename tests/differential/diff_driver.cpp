@@ -547,7 +547,7 @@ Json RunSampleCase(const Json& c) {
   NsgaIISampler sampler(ParseNsgaIIOptions(c.at("options")));
   Json out{{"id", c.at("id")}};
   Result<SamplerRecords> records =
-      sampler.BeforeSample(history, asked, DecodeAttrs(c.at("study_system_attrs")));
+      sampler.BeforeSample(history, asked, ReadFrom(DecodeAttrs(c.at("study_system_attrs"))));
   if (!records.ok()) Die("BeforeSample: " + records.status().ToString());
   for (const auto& [key, value] : records->trial_system_attrs.items()) {
     asked.system_attrs[key] = value;

@@ -152,7 +152,7 @@ double MutatedShare(std::optional<double> mutation_prob, int n_params) {
   }
   FrozenTrial asked = *h.trials.back();
   asked.system_attrs = Json::object();
-  EXPECT_TRUE(sampler.BeforeSample(h, asked, Json::object()).ok());
+  EXPECT_TRUE(sampler.BeforeSample(h, asked, ReadFrom(Json::object())).ok());
   Rng rng(5);
   int kept = 0;
   const int n = 4000;

@@ -136,6 +136,9 @@ TEST_P(StorageConformance, StudyInfoAndAttributes) {
   EXPECT_EQ(info.system_attrs, (Json{{"k", 1}}));
   EXPECT_EQ(*storage_->GetStudySystemAttrs(sid), (Json{{"k", 1}}));
   EXPECT_EQ(storage_->GetStudySystemAttrs(sid + 100).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(**storage_->GetStudySystemAttr(sid, "k"), 1);
+  EXPECT_FALSE(storage_->GetStudySystemAttr(sid, "missing")->has_value());
+  EXPECT_EQ(storage_->GetStudySystemAttr(sid + 100, "k").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(info.n_trials, 2);
   ASSERT_TRUE(info.datetime_start.has_value());
   EXPECT_EQ(*info.datetime_start, *t.datetime_start);

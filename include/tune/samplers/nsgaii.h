@@ -104,11 +104,10 @@ class NsgaIISampler : public Sampler {
   std::string name() const override { return "nsgaii"; }
   const NsgaIIOptions& options() const { return options_; }
 
-  bool ReadsStudySystemAttrs() const override { return true; }
   // The trial's generation (recorded if new) and its generation's parents (cached in the
   // study system attributes if selected now).
   Result<SamplerRecords> BeforeSample(const TrialHistory& history, const FrozenTrial& trial,
-                                      const Json& study_system_attrs) override;
+                                      const StudyAttrReader& study_attrs) override;
   SearchSpace InferRelativeSearchSpace(const TrialHistory& history) override;
   std::map<std::string, double> SampleRelative(const TrialHistory& history,
                                                const FrozenTrial& trial, const SearchSpace& space,

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -32,6 +34,12 @@ struct SamplerRecords {
   Json study_system_attrs = Json::object();
 };
 
+// Reads one of the study's system attributes (nullopt when it is not set): all a sampler reads of
+// the study besides the history, one key at a time (a study's attributes grow with its age).
+using StudyAttrReader = std::function<Result<std::optional<Json>>(const std::string& key)>;
+// A reader over attributes already in hand (tests, the differential driver).
+StudyAttrReader ReadFrom(Json study_system_attrs);
+
 class Sampler {
  public:
   virtual ~Sampler() = default;
@@ -39,15 +47,13 @@ class Sampler {
   // The name used in configs ("random", "tpe").
   virtual std::string name() const = 0;
 
-  // True if BeforeSample reads the study's system attributes; the study then reads them from
-  // the storage for each trial it samples (an empty object is passed otherwise).
-  virtual bool ReadsStudySystemAttrs() const { return false; }
-  // Once per trial, before InferRelativeSearchSpace: the attributes to record. The study stores
-  // them (the trial's first, also in the `trial` that SampleRelative then sees). Errors fail
-  // the suggest. The default records nothing.
+  // Once per trial, before InferRelativeSearchSpace: the attributes to record, reading the
+  // study's system attributes it needs through `study_attrs`. The study stores them (the
+  // trial's first, also in the `trial` that SampleRelative then sees). Errors fail the suggest.
+  // The default records nothing.
   virtual Result<SamplerRecords> BeforeSample(const TrialHistory& history,
                                               const FrozenTrial& trial,
-                                              const Json& study_system_attrs);
+                                              const StudyAttrReader& study_attrs);
 
   // The space to sample jointly for the next trial; empty = none (the default).
   virtual SearchSpace InferRelativeSearchSpace(const TrialHistory& history);

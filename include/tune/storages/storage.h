@@ -84,6 +84,8 @@ class Storage {
   // The study's system attributes (Optuna's get_study_system_attrs). The default reads
   // GetStudy; backends override it where that costs less.
   virtual Result<Json> GetStudySystemAttrs(int64_t study_id);
+  // One of them; nullopt when it is not set. The default reads GetStudySystemAttrs.
+  virtual Result<std::optional<Json>> GetStudySystemAttr(int64_t study_id, const std::string& key);
 
   // --- trials ---
   // Creates a trial with the next number. Without a template: RUNNING, started now. With a
