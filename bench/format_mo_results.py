@@ -3,7 +3,10 @@
 <!-- mo:begin --> ... <!-- mo:end --> section of docs/benchmarks.md: per problem, sampler and
 trial count, the hypervolume quartiles of tune and Optuna 4.9 over the seeds with the issue's
 verdict (tune **worse** = its median below Optuna's first quartile with a two-sided
-Mann-Whitney p < 0.05), and the time per trial at the end of long runs."""
+Mann-Whitney p < 0.05), the trials that ran out of memory, and the time per trial at the end of
+long runs. The files are merged into one table: a file with fewer seeds than the others (a speed
+run) gives only its speed rows; tune runs with sampler options (a variant) get rows of their own,
+compared with Optuna's runs of the plain sampler."""
 
 import argparse
 import json
@@ -32,24 +35,64 @@ def fmt_q(q):
     return f"{q[1]:.4g} ({q[0]:.4g}–{q[2]:.4g})"
 
 
-def quality_rows(runs, trials):
+PROBLEM_ORDER = ["zdt1", "zdt2", "zdt3", "dtlz2", "wfg4", "mixed_memory"]
+
+
+def label(run):
+    """The sampler's name in the tables, with a tune variant's options."""
+    name = SAMPLER.get(run["sampler"], run["sampler"])
+    options = run.get("options")
+    if not options:
+        return name
+    return name + " (" + ", ".join(f"{k} {json.dumps(v)}" for k, v in options.items()) + ")"
+
+
+def by_checkpoint(runs, value):
+    """(problem, sampler, label, trials, tool) -> [value(run, trials) over the seeds]."""
     by = {}
     for r in runs:
         tool = "tune" if r["tool"] == "tune" else "optuna"
-        for k, hv in r["hv"].items():
-            by.setdefault((r["problem"], r["sampler"], int(k), tool), []).append(hv)
+        for k in r["hv"]:
+            key = (r["problem"], r["sampler"], label(r), int(k), tool)
+            by.setdefault(key, []).append(value(r, k))
+    return by
+
+
+def ordered(keys):
+    return sorted(keys, key=lambda x: (x[1], PROBLEM_ORDER.index(x[0])
+                                       if x[0] in PROBLEM_ORDER else 99, x[2], x[3]))
+
+
+def quality_rows(runs):
+    by = by_checkpoint(runs, lambda r, k: r["hv"][k])
     rows, worse = [], 0
-    keys = sorted({(p, s, k) for (p, s, k, _) in by}, key=lambda x: (x[1], x[0], x[2]))
-    for problem, sampler, k in keys:
-        t, o = by.get((problem, sampler, k, "tune")), by.get((problem, sampler, k, "optuna"))
-        if not t or not o:
+    keys = ordered({(p, s, lab, k) for (p, s, lab, k, tool) in by if tool == "tune"})
+    for problem, sampler, lab, k in keys:
+        t = by[(problem, sampler, lab, k, "tune")]
+        o = by.get((problem, sampler, SAMPLER.get(sampler, sampler), k, "optuna"))
+        if not o:
             continue
         v, p = verdict(t, o)
         worse += v == "**worse**"
-        rows.append(f"| {SAMPLER.get(sampler, sampler)} | {problem} | {k} | "
+        rows.append(f"| {lab} | {problem} | {k} | "
                     f"{fmt_q(format_results.quartiles(t))} | {fmt_q(format_results.quartiles(o))} "
                     f"| {format_results.fmt_p(p)} | {v} |")
     return rows, worse, len(rows)
+
+
+def oom_rows(runs):
+    """Median trials that ran out of memory per run (problems with any), tune and Optuna."""
+    by = by_checkpoint(runs, lambda r, k: sum(v is None for v in r["values"][:int(k)]))
+    rows = []
+    for problem, sampler, lab, k in ordered({(p, s, lab, k) for (p, s, lab, k, tool) in by
+                                             if tool == "tune"}):
+        t = by[(problem, sampler, lab, k, "tune")]
+        o = by.get((problem, sampler, SAMPLER.get(sampler, sampler), k, "optuna"))
+        if not o or (max(t) == 0 and max(o) == 0):
+            continue
+        rows.append(f"| {lab} | {problem} | {k} | {format_results.quartiles(t)[1]:g} | "
+                    f"{format_results.quartiles(o)[1]:g} |")
+    return rows
 
 
 def speed_rows(speed):
@@ -68,28 +111,35 @@ def speed_rows(speed):
 
 
 def render(docs):
-    out = [BEGIN, ""]
-    for d in docs:
-        m = d["machine"]
-        samplers = sorted({r["sampler"] for r in d["runs"]})
-        out += [f"Run of {', '.join(SAMPLER.get(s, s) for s in samplers)}: {d['seeds']} seeds × "
-                f"{d['trials']} trials per problem; machine: {m['cpu']}, {m['cores']} cores, "
-                f"{m['ram']}, {m['os']}; {m['compiler']} ({m['build_type']}); Python "
-                f"{m['python']}, numpy {m['numpy']}, Optuna {m['optuna']} (the vendored 4.9 for "
-                f"the peer). Hypervolume: median (interquartile range) over the seeds, of the "
-                f"COMPLETE trials so far inside the reference box "
-                f"({'; '.join(f'{p} {tuple(r)}' for p, r in d['reference'].items())}); larger "
-                f"is better.", ""]
-        rows, worse, n = quality_rows(d["runs"], d["trials"])
-        out += ["| sampler | problem | trials | tune | Optuna 4.9 | p | tune is |",
-                "|---|---|---|---|---|---|---|"] + rows + [""]
-        out += [f"Rows where tune is worse by the issue's rule: {worse} of {n}.", ""]
-        srows = speed_rows(d["speed"])
-        if srows:
-            out += ["Time per trial (ask, suggest, evaluate, tell; mean of trials 901–1,000 of one "
-                    "run, same machine, same run):", "",
-                    "| sampler | problem | tune (ms) | Optuna 4.9 (ms) | Optuna / tune |",
-                    "|---|---|---|---|---|"] + srows + [""]
+    seeds = max(d["seeds"] for d in docs)
+    runs = [r for d in docs if d["seeds"] == seeds for r in d["runs"]]
+    speed = [r for d in docs for r in d["speed"]]
+    d, m = docs[0], docs[0]["machine"]
+    samplers = sorted({r["sampler"] for r in runs})
+    out = [BEGIN, "",
+           f"{', '.join(SAMPLER.get(s, s) for s in samplers)}: {seeds} seeds × "
+           f"{d['trials']} trials per problem; machine: {m['cpu']}, {m['cores']} cores, "
+           f"{m['ram']}, {m['os']}; {m['compiler']} ({m['build_type']}); Python "
+           f"{m['python']}, numpy {m['numpy']}, Optuna {m['optuna']} (the vendored 4.9 for "
+           f"the peer). Hypervolume: median (interquartile range) over the seeds, of the "
+           f"COMPLETE trials so far inside the reference box "
+           f"({'; '.join(f'{p} {tuple(r)}' for p, r in d['reference'].items())}); larger "
+           f"is better.", ""]
+    rows, worse, n = quality_rows(runs)
+    out += ["| sampler | problem | trials | tune | Optuna 4.9 | p | tune is |",
+            "|---|---|---|---|---|---|---|"] + rows + [""]
+    out += [f"Rows where tune is worse by the issue's rule: {worse} of {n}.", ""]
+    orows = oom_rows(runs)
+    if orows:
+        out += ["Trials that ran out of memory so far (median per run over the seeds):", "",
+                "| sampler | problem | trials | tune | Optuna 4.9 |", "|---|---|---|---|---|"]
+        out += orows + [""]
+    srows = speed_rows(speed)
+    if srows:
+        out += ["Time per trial (ask, suggest, evaluate, tell; mean of trials 901–1,000 of one "
+                "run, same machine, same run):", "",
+                "| sampler | problem | tune (ms) | Optuna 4.9 (ms) | Optuna / tune |",
+                "|---|---|---|---|---|"] + srows + [""]
     out.append(END)
     return "\n".join(out)
 

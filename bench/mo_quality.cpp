@@ -8,7 +8,8 @@
 //   --eval PROBLEM      one object of parameters per stdin line -> {"values": [...]} or
 //                       {"oom": true}
 //   --run [--problems zdt1,...] [--samplers tpe,nsgaii] [--seeds 20] [--first-seed 0]
-//         [--trials 500] [--oom-threshold 16000]
+//         [--trials 500] [--oom-threshold 16000] [--sampler-options JSON]
+//                       (JSON: options given to every sampler, e.g. {"oom_feasibility": false})
 //                       one JSON line per (sampler, problem, seed): every trial's values in order
 //                       (null when it ran out of memory) and each trial's wall time in ms
 // Problems: zdt1, zdt2, zdt3, dtlz2, wfg4 (the `function` objective's, their default spaces)
@@ -102,12 +103,13 @@ Json RunTrial(Study& study, const Problem& problem, const ModelCatalog& catalog)
   return v;
 }
 
-Json RunOne(const std::string& sampler, const std::string& name, int64_t seed, int64_t n_trials,
-            double oom_threshold, const ModelCatalog& catalog) {
+Json RunOne(const std::string& sampler, const Json& options, const std::string& name, int64_t seed,
+            int64_t n_trials, double oom_threshold, const ModelCatalog& catalog) {
   const Problem problem = MakeProblem(name, oom_threshold);
   SamplerConfig config;
   config.name = sampler;
   config.source = "--samplers";
+  config.options = options;
   const std::vector<StudyDirection> directions(
       static_cast<size_t>(FunctionObjectives(problem.options.name)), StudyDirection::kMinimize);
   auto study = Take(Study::CreateOrLoad(NewInMemoryStorage(), "quality", directions,
@@ -133,10 +135,11 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
   const int64_t first_seed = flags.GetInt("first-seed", 0);
   const int64_t n_trials = flags.GetInt("trials", 500);
   const double oom_threshold = flags.GetDouble("oom-threshold", 16000);
+  const Json options = Json::parse(flags.Get("sampler-options", "{}"));
   for (const auto& sampler : samplers) {
     for (const auto& name : problems) {
       for (int64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
-        fmt::print("{}\n", RunOne(sampler, name, seed, n_trials, oom_threshold, catalog).dump());
+        fmt::print("{}\n", RunOne(sampler, options, name, seed, n_trials, oom_threshold, catalog).dump());
         std::fflush(stdout);
       }
     }

@@ -142,12 +142,17 @@ def check_parity(binary, space, catalog):
     print("parity: the Python problems equal tune's on 200 random points each", file=sys.stderr)
 
 
-def run_tune(binary, samplers, problems, seeds, trials):
+def run_tune(binary, samplers, problems, seeds, trials, options=None):
     out = subprocess.run([binary, "--run", "--samplers", ",".join(samplers), "--problems",
                           ",".join(problems), "--seeds", str(seeds), "--trials", str(trials),
-                          "--oom-threshold", str(OOM_THRESHOLD)],
+                          "--oom-threshold", str(OOM_THRESHOLD),
+                          "--sampler-options", json.dumps(options or {})],
                          capture_output=True, text=True, check=True)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    runs = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    for run in runs:
+        if options:
+            run["options"] = options
+    return runs
 
 
 # --- Optuna -------------------------------------------------------------------------------------
@@ -211,6 +216,11 @@ def main():
     ap.add_argument("--trials", type=int, default=500)
     ap.add_argument("--speed-trials", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sampler-options", type=json.loads, default={},
+                    help="JSON options for tune's samplers (a variant), e.g. "
+                    "'{\"oom_feasibility\": false}'")
+    ap.add_argument("--no-optuna", action="store_true",
+                    help="tune's runs only (a variant compared with another file's Optuna runs)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     optuna_path = os.path.abspath(args.optuna)
@@ -222,12 +232,15 @@ def main():
     space = spaces(args.tune_binary)
     check_parity(args.tune_binary, space, catalog)
     start = time.monotonic()
-    runs = run_tune(args.tune_binary, samplers, problems, args.seeds, args.trials)
+    runs = run_tune(args.tune_binary, samplers, problems, args.seeds, args.trials,
+                    args.sampler_options)
     tune_s = time.monotonic() - start
     print(f"tune: {len(runs)} runs in {tune_s:.0f} s", file=sys.stderr)
-    start = time.monotonic()
-    runs += run_optuna(optuna_path, samplers, problems, args.seeds, args.trials, space, args.jobs)
-    print(f"Optuna: {time.monotonic() - start:.0f} s", file=sys.stderr)
+    if not args.no_optuna:
+        start = time.monotonic()
+        runs += run_optuna(optuna_path, samplers, problems, args.seeds, args.trials, space,
+                           args.jobs)
+        print(f"Optuna: {time.monotonic() - start:.0f} s", file=sys.stderr)
     speed = []
     if args.speed_trials:
         speed = run_tune(args.tune_binary, samplers, ["zdt1", "dtlz2"], 1, args.speed_trials)
