@@ -104,9 +104,21 @@ double MeasuredFit::Fitted(int64_t batch_size, int64_t max_length) const {
   return Evaluate({a, b, c}, batch_size, max_length);
 }
 
-double MeasuredFit::margin() const { return std::max(kMinMargin, std::abs(held_out_error)); }
+double MeasuredFit::margin() const {
+  double m = std::max(kMinMargin, -held_out_error);
+  for (const MemoryPoint& p : points) {
+    const double fitted = Fitted(p.batch_size, p.max_length);
+    if (fitted > 0) m = std::max(m, static_cast<double>(p.peak) / fitted - 1.0);
+  }
+  return m;
+}
 
 int64_t MeasuredFit::Predict(int64_t batch_size, int64_t max_length) const {
+  for (const MemoryPoint& p : points) {
+    if (p.batch_size == batch_size && p.max_length == max_length) {
+      return static_cast<int64_t>(std::ceil(static_cast<double>(p.peak) * (1.0 + kMinMargin)));
+    }
+  }
   return static_cast<int64_t>(std::ceil(Fitted(batch_size, max_length) * (1.0 + margin())));
 }
 

@@ -13,8 +13,10 @@
 // with at least two values of T: three points determine three unknowns with nothing left to check
 // them. The point with the largest B·T² (the shape nearest the boundary that matters) is held
 // out: the fit of the others predicts it, and that relative error is stored and shown; the
-// stored coefficients use every point. A prediction adds a margin of the held-out error (at
-// least kMinMargin).
+// stored coefficients use every point. A prediction adds a margin that covers what the fit
+// underestimates: the held-out point's underestimate and the largest underestimate of a fitted
+// point, at least kMinMargin (an overestimate needs no margin). A shape that was measured is
+// predicted from its own largest peak, plus kMinMargin.
 //
 // No LibTorch, no storage: the fit is plain data, serialised to JSON for a study's system
 // attribute (MeasuredFitKey) and for trials' memory attributes.
@@ -51,9 +53,10 @@ struct MeasuredFit {
 
   // The fitted peak at (B, T), without margin.
   double Fitted(int64_t batch_size, int64_t max_length) const;
-  // max(kMinMargin, |held_out_error|).
+  // max(kMinMargin, -held_out_error, the largest peak / Fitted - 1 of the points).
   double margin() const;
-  // The peak to plan for: Fitted × (1 + margin()), rounded up.
+  // The peak to plan for: a measured shape's peak × (1 + kMinMargin); any other shape's
+  // Fitted × (1 + margin()); rounded up.
   int64_t Predict(int64_t batch_size, int64_t max_length) const;
 };
 

@@ -27,8 +27,10 @@ TEST(MeasuredFit, RecoversTheCoefficientsAndExtrapolatesInBatchAndLength) {
   EXPECT_EQ(fit->held_out.batch_size, 2);
   EXPECT_EQ(fit->held_out.max_length, 256);
   EXPECT_NEAR(fit->held_out_error, 0.0, 1e-9);
-  EXPECT_DOUBLE_EQ(fit->margin(), MeasuredFit::kMinMargin);
-  EXPECT_EQ(fit->Predict(8, 64), static_cast<int64_t>(std::ceil(Truth(8, 64) * 1.05)));
+  EXPECT_NEAR(fit->margin(), MeasuredFit::kMinMargin, 1e-9);
+  EXPECT_EQ(fit->Predict(8, 64), static_cast<int64_t>(std::ceil(fit->Fitted(8, 64) * (1 + fit->margin()))));
+  // A measured shape: its own peak plus the least margin.
+  EXPECT_EQ(fit->Predict(2, 64), static_cast<int64_t>(std::ceil(Truth(2, 64) * 1.05)));
 }
 
 TEST(MeasuredFit, TheHeldOutErrorMeasuresAModelTheFormulaDoesNotHold) {
@@ -42,7 +44,26 @@ TEST(MeasuredFit, TheHeldOutErrorMeasuresAModelTheFormulaDoesNotHold) {
   ASSERT_TRUE(fit.ok());
   EXPECT_EQ(fit->held_out.max_length, 512);
   EXPECT_LT(fit->held_out_error, -0.5);
-  EXPECT_DOUBLE_EQ(fit->margin(), std::abs(fit->held_out_error));
+  EXPECT_GE(fit->margin(), -fit->held_out_error);
+  // Every measured point is covered by the fit with its margin.
+  for (const MemoryPoint& p : fit->points) {
+    EXPECT_GE(fit->Fitted(p.batch_size, p.max_length) * (1 + fit->margin()), p.peak * (1 - 1e-12));
+  }
+}
+
+TEST(MeasuredFit, AnOverestimateAtTheHeldOutShapeNeedsNoMargin) {
+  // The largest shape costs less than the others promise (a constant per-example term at B=1):
+  // the fit overestimates it, and the margin stays at its least unless a fitted point is under.
+  std::vector<MemoryPoint> points = {{1, 64, 1000}, {1, 128, 2000}, {1, 256, 4000},
+                                     {2, 256, 5000}};
+  auto fit = FitMeasuredMemory(points, "rss", "fp32");
+  ASSERT_TRUE(fit.ok());
+  EXPECT_GT(fit->held_out_error, 0.2);
+  double under = 0;
+  for (const MemoryPoint& p : fit->points) {
+    under = std::max(under, p.peak / fit->Fitted(p.batch_size, p.max_length) - 1);
+  }
+  EXPECT_DOUBLE_EQ(fit->margin(), std::max(MeasuredFit::kMinMargin, under));
 }
 
 TEST(MeasuredFit, CoefficientsStayNonNegative) {
