@@ -20,6 +20,7 @@
 
 #include "bench_util.h"
 #include "memory/estimator.h"
+#include "memory/memory_model.h"
 #include "tune/model_catalog.h"
 
 namespace tune::bench {
@@ -174,7 +175,7 @@ int Main(int argc, char** argv) {
     us.reserve(static_cast<size_t>(searches));
     for (int64_t k = 0; k < searches; ++k) {
       const auto t0 = Clock::now();
-      best = Take(MaxBatchSize(c.request, cuda, budget), c.name);
+      best = Take(MaxBatchSize(FormulaMemoryModel(cuda), c.request, budget), c.name);
       us.push_back(
           std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       sink += best;

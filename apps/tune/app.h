@@ -124,6 +124,8 @@ int ExportStudy(const ExportArgs& args);
 
 struct EstimateArgs {
   std::string model;
+  std::optional<std::string> study;    // a study that stored a measured fit of `model`
+  std::string storage = kDefaultStorage;
   std::optional<std::string> catalog;  // a catalog file merged into the built-in one
   std::string architecture = "encoder";
   int64_t batch_size = 16;
@@ -161,6 +163,9 @@ std::string SummaryText(const std::string& study, const std::vector<StudyDirecti
                         const StudySummary& summary);
 Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& directions,
                  const StudySummary& summary);
+
+// The models outside the catalog whose peaks the trials measured, their points and fits.
+Json MeasuredMemoryJson(const StudySummary& summary);
 
 // Prints the best trial of `trials` to stdout in `format`.
 void PrintBestTrial(const FrozenTrial& best, Format format);

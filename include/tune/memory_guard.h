@@ -28,9 +28,11 @@ class MemoryPlanner {
   // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
   virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
                                                      int64_t room) = 0;
-  // After it ran: its measured peak (bytes; -1: unknown) and whether it ran out of memory, for
+  // After it ran: its measured peak (bytes; -1: unknown), where that came from (MemoryAttr's
+  // peak_source: "reported", "device_sampled", "max_rss") and whether it ran out of memory, for
   // the trial's "memory" attribute and the next predictions.
-  virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) = 0;
+  virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak,
+                        const std::string& peak_source, bool oom) = 0;
   // Variables for the program's environment (a simulated card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
 };

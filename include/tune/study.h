@@ -42,6 +42,8 @@ class TrialHandle {
   virtual Status SetUserAttr(const std::string& key, const Json& value) = 0;
   // Optuna's trial system attributes (e.g. "constraints", read by samplers).
   virtual Status SetSystemAttr(const std::string& key, const Json& value) = 0;
+  // The study's system attributes (e.g. a measured memory fit, "memory_fit:MODEL/PRECISION").
+  virtual Status SetStudySystemAttr(const std::string& key, const Json& value) = 0;
   // The study's trials when this one started (what the sampler saw); empty in a child process.
   virtual const TrialHistory& history() const = 0;
 };
@@ -70,6 +72,7 @@ class Trial : public TrialHandle {
 
   Status SetUserAttr(const std::string& key, const Json& value) override;
   Status SetSystemAttr(const std::string& key, const Json& value) override;
+  Status SetStudySystemAttr(const std::string& key, const Json& value) override;
 
   // The params suggested so far (external representation).
   const Json& params() const { return params_; }

@@ -75,6 +75,10 @@ struct MemoryAttr {
   std::string model;           // the model's name (per-model calibration); "" when not recorded
   int64_t cap = 0;             // --jobs: the reservation it was capped at; 0: none
   int64_t peak = -1;           // measured: allocated bytes above the level at the start
+  // Command trials: where the peak came from: "reported" (the program's {"memory_peak": ...}),
+  // "device_sampled" (NVML's samples: a lower bound), "max_rss" (the resident set, on a CPU
+  // device), "host_max_rss" (the resident set of a program on a CUDA device); "" unknown.
+  std::string peak_source;
   bool oom = false;            // ran out of memory at run time
   // Admission, when it ran: its verdict ("run", "run_with_levers", "reject"), the prediction
   // (estimate x correction), the correction and the usable memory, and the levers applied.

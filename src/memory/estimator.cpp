@@ -957,24 +957,4 @@ Json MemoryEstimateToJson(const MemoryEstimate& e) {
   return out;
 }
 
-Result<int64_t> MaxBatchSize(MemoryRequest request, const DeviceMemoryModel& device,
-                             int64_t budget_bytes, int64_t limit) {
-  auto fits = [&](int64_t b) -> Result<bool> {
-    request.batch_size = b;
-    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(request, device));
-    return e.device_peak <= budget_bytes;
-  };
-  TUNE_ASSIGN_OR_RETURN(bool one, fits(1));
-  if (!one) return int64_t{0};
-  int64_t lo = 1, hi = limit;  // lo fits
-  TUNE_ASSIGN_OR_RETURN(bool top, fits(hi));
-  if (top) return hi;
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    TUNE_ASSIGN_OR_RETURN(bool ok, fits(mid));
-    (ok ? lo : hi) = mid;
-  }
-  return lo;
-}
-
 }  // namespace tune

@@ -134,10 +134,7 @@ std::vector<MemoryTerm> DeviceTerms(const MemoryEstimate& e);
 
 Json MemoryEstimateToJson(const MemoryEstimate& e);
 
-// The largest micro-batch in [1, limit] whose device_peak is at most `budget_bytes`; 0 when
-// not even 1 fits. The peak grows with the batch, so this is a binary search.
-Result<int64_t> MaxBatchSize(MemoryRequest request, const DeviceMemoryModel& device,
-                             int64_t budget_bytes, int64_t limit = 4096);
+// MaxBatchSize, over this estimator or a measured fit, is in memory_model.h.
 
 // FormatBytes and ParseBytes are in text.h.
 

@@ -173,7 +173,7 @@ std::string LeverText(const MemoryRequest& from, const MemoryRequest& to) {
 
 }  // namespace
 
-Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryModel& device,
+Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model,
                              int64_t usable, double correction, const GuardOptions& options) {
   Admission a;
   a.correction = correction;
@@ -181,7 +181,7 @@ Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryMod
   auto predict = [&](const MemoryEstimate& e) {
     return static_cast<int64_t>(std::ceil(static_cast<double>(e.device_peak) * correction));
   };
-  TUNE_ASSIGN_OR_RETURN(a.estimate, EstimateMemory(request, device));
+  TUNE_ASSIGN_OR_RETURN(a.estimate, model.Estimate(request));
   a.request = request;
   a.requested_estimate = a.estimate.device_peak;
   a.predicted = predict(a.estimate);
@@ -203,7 +203,7 @@ Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryMod
     add_halvings(r);
   }
   for (const MemoryRequest& c : candidates) {
-    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(c, device));
+    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, model.Estimate(c));
     if (predict(e) <= usable) {
       a.verdict = AdmissionVerdict::kRunWithLevers;
       a.request = c;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "memory/estimator.h"
+#include "memory/memory_model.h"
 #include "train/hyperparams.h"
 #include "tune/distributions.h"
 #include "tune/model_catalog.h"
@@ -150,9 +151,9 @@ struct Admission {
   std::string levers;  // "" or e.g. "batch_size 32 -> 16, grad_accum 1 -> 2"
 };
 
-// Decides whether `request` fits `usable` bytes (see the header comment). InvalidArgument when
-// the estimator cannot estimate it.
-Result<Admission> AdmitTrial(const MemoryRequest& request, const DeviceMemoryModel& device,
+// Decides whether `request` fits `usable` bytes (see the header comment), each configuration
+// estimated by `model` (formulas or a measured fit). InvalidArgument when it cannot be estimated.
+Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model,
                              int64_t usable, double correction, const GuardOptions& options);
 
 // Half the micro-batch and twice the accumulation, keeping the effective batch. False (nothing

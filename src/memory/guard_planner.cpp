@@ -19,45 +19,6 @@
 
 namespace tune {
 
-std::optional<int64_t> EmpiricalPeak(const std::vector<std::pair<double, double>>& points,
-                                     double tokens) {
-  if (points.empty()) return std::nullopt;
-  double predicted = 0;
-  if (points.size() < 3) {
-    for (const auto& [x, y] : points)
-      predicted = std::max(predicted, y * tokens / std::max(x, 1.0));
-  } else {
-    // Least squares of y = a + b x + c x^2 (normal equations, x scaled to ~1).
-    double scale = 0;
-    for (const auto& [x, y] : points) scale = std::max(scale, x);
-    double s[5] = {0, 0, 0, 0, 0}, t[3] = {0, 0, 0};
-    for (const auto& [x0, y] : points) {
-      const double x = x0 / scale;
-      double p = 1;
-      for (double& v : s) v += p, p *= x;
-      t[0] += y, t[1] += y * x, t[2] += y * x * x;
-    }
-    const double m[3][3] = {{s[0], s[1], s[2]}, {s[1], s[2], s[3]}, {s[2], s[3], s[4]}};
-    const double det = m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
-                       m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
-                       m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
-    double coef[3] = {0, 0, 0};
-    for (int k = 0; k < 3 && std::abs(det) > 1e-12; ++k) {  // Cramer's rule
-      double mk[3][3];
-      for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j) mk[i][j] = j == k ? t[i] : m[i][j];
-      }
-      coef[k] = (mk[0][0] * (mk[1][1] * mk[2][2] - mk[1][2] * mk[2][1]) -
-                 mk[0][1] * (mk[1][0] * mk[2][2] - mk[1][2] * mk[2][0]) +
-                 mk[0][2] * (mk[1][0] * mk[2][1] - mk[1][1] * mk[2][0])) /
-                det;
-    }
-    const double x = tokens / scale;
-    predicted = coef[0] + coef[1] * x + coef[2] * x * x;
-  }
-  return static_cast<int64_t>(std::llround(std::max(predicted, 0.0) * 1.1));
-}
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,6 +33,11 @@ std::string LibraryDirectory() {
   return fs::path(info.dli_fname).parent_path().string();
 }
 
+// The calibration family of a model the estimator does not know (measured_fit.h).
+std::string MeasuredFamily(const TrainHyperparams& hp) {
+  return tune::MeasuredFamily(hp.model, PrecisionName(hp.precision));
+}
+
 class GuardPlanner : public MemoryPlanner {
  public:
   GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog)
@@ -82,7 +48,8 @@ class GuardPlanner : public MemoryPlanner {
     options_.guard.lever_checkpointing =
         options_.guard.lever_checkpointing && MappedParam("gradient_checkpointing");
     const auto device = ParseDevice(options_.device);
-    device_ = GuardDeviceModel(options_.guard, device.ok() && device->is_cuda(), -1);
+    cpu_ = !(device.ok() && device->is_cuda());
+    formula_ = std::make_shared<FormulaMemoryModel>(GuardDeviceModel(options_.guard, !cpu_, -1));
   }
 
   std::optional<int64_t> Capacity() const override {
@@ -107,12 +74,12 @@ class GuardPlanner : public MemoryPlanner {
     TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
     MemoryAttr& attr = attrs_[trial.number()];
     attr.device_memory = *options_.guard.device_memory;
-    auto spec = catalog_.Find(r.hp.model);
-    if (!spec.ok()) return PlanEmpirical(trial, r, plan, attr);
-    const auto [request, correction] = Calibrated(trial, **spec, r, attr);
-    if (!options_.guard.admission) return PlanWithoutAdmission(request, correction, plan, attr);
-    TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(request, device_, *Capacity(), correction,
-                                                  options_.guard));
+    TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
+    if (!m) return PlanUnmeasured(trial, r, plan, attr);
+    if (auto oom = KnownOom(trial, *m, attr)) return RejectKnownOom(trial, plan, attr, *oom);
+    if (!options_.guard.admission) return PlanWithoutAdmission(*m, plan, attr);
+    TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(m->request, *m->model, *Capacity(),
+                                                  m->correction, options_.guard));
     if (a.verdict == AdmissionVerdict::kReject) {
       RecordAdmission(a, attr);
       return Reject(trial, params, a, plan, attr);
@@ -127,15 +94,14 @@ class GuardPlanner : public MemoryPlanner {
     if (!g.admission || !g.shrink_to_start || !g.lever_grad_accum)
       return std::optional<TrialPlan>();
     TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
-    auto spec = catalog_.Find(r.hp.model);
-    if (!spec.ok()) return std::optional<TrialPlan>();
     MemoryAttr attr;
     attr.device_memory = *g.device_memory;
-    const auto [request, correction] = Calibrated(trial, **spec, r, attr);
+    TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
+    if (!m || KnownOom(trial, *m, attr)) return std::optional<TrialPlan>();
     GuardOptions micro_batch_only = g;
     micro_batch_only.lever_checkpointing = false;
-    TUNE_ASSIGN_OR_RETURN(Admission a,
-                          AdmitTrial(request, device_, room, correction, micro_batch_only));
+    TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(m->request, *m->model, room, m->correction,
+                                                  micro_batch_only));
     if (a.verdict == AdmissionVerdict::kReject || a.request.batch_size < g.min_micro_batch) {
       return std::optional<TrialPlan>();
     }
@@ -147,12 +113,15 @@ class GuardPlanner : public MemoryPlanner {
     return std::optional<TrialPlan>(std::move(plan));
   }
 
-  Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak, bool oom) override {
+  Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak,
+                const std::string& peak_source, bool oom) override {
     auto it = attrs_.find(trial.number());
     if (it == attrs_.end()) return Status::Ok();
     MemoryAttr m = std::move(it->second);
     attrs_.erase(it);
     m.peak = oom ? -1 : peak;
+    // A CUDA program's resident set is host memory, not a point of its device's fit.
+    m.peak_source = oom ? "" : peak_source == "max_rss" && !cpu_ ? "host_max_rss" : peak_source;
     m.oom = oom;
     m.cap = plan.cap;  // it ran (or ran out) under its reservation
     MemoryAttr::Run& run = m.run.emplace();
@@ -163,7 +132,11 @@ class GuardPlanner : public MemoryPlanner {
       run.gradient_checkpointing = r->hp.gradient_checkpointing;
       run.max_length = r->hp.max_length;
     }
-    return trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(m));
+    const Json json = MemoryAttrToJson(m);
+    recorded_[trial.number()] = json;
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kMemory, json));
+    if (!r.ok() || m.family != MeasuredFamily(r->hp)) return Status::Ok();
+    return Fitted(trial, r->hp, m).status();  // the study keeps the fit with this peak in it
   }
 
   std::vector<std::string> Environment(const TrialPlan& /*plan*/) const override {
@@ -227,17 +200,96 @@ class GuardPlanner : public MemoryPlanner {
     return r;
   }
 
-  // The estimator's request for a trial of a catalog model and its calibration correction; sets
-  // the family and model of `attr`.
-  std::pair<MemoryRequest, double> Calibrated(TrialHandle& trial, const ModelSpec& spec,
-                                              const Request& r, MemoryAttr& attr) const {
-    attr.family = "command:" + MemoryFamily(spec, r.hp.precision);
+  // What estimates a trial (memory_model.h), the request it estimates and the calibration
+  // correction: the formulas for a catalog model, the fit of the measured peaks for any other
+  // once they can be fitted (nullopt before). Sets the family and model of `attr`.
+  struct Modelled {
+    std::shared_ptr<const MemoryModel> model;
+    MemoryRequest request;
+    double correction = 1.0;
+    bool measured = false;  // a fit, not the formulas
+  };
+  Result<std::optional<Modelled>> ModelFor(TrialHandle& trial, const Request& r,
+                                           MemoryAttr& attr) {
     attr.model = r.hp.model;
-    const double correction =
-        options_.guard.calibrate
-            ? CalibrationFromHistory(trial.history()).Correction(attr.family, attr.model)
-            : 1.0;
-    return {MemoryRequestFor(spec, r.hp, r.num_labels, 0), correction};
+    auto spec = catalog_.Find(r.hp.model);
+    if (spec.ok()) {
+      attr.family = "command:" + MemoryFamily(**spec, r.hp.precision);
+      return std::optional<Modelled>(Modelled{formula_,
+                                              MemoryRequestFor(**spec, r.hp, r.num_labels, 0),
+                                              Correction(trial, attr, 0.0)});
+    }
+    attr.family = MeasuredFamily(r.hp);
+    TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const MemoryModel> fitted, Fitted(trial, r.hp, attr));
+    if (!fitted) return std::optional<Modelled>();
+    MemoryRequest request;
+    request.model.name = r.hp.model;
+    request.batch_size = r.hp.batch_size;
+    request.max_length = r.hp.max_length;
+    request.grad_accum = r.hp.grad_accum;
+    request.precision = r.hp.precision;
+    request.gradient_checkpointing = r.hp.gradient_checkpointing;
+    // The fit carries its own margin: calibration may raise it (a run-time OOM), never lower it.
+    return std::optional<Modelled>(
+        Modelled{fitted, request, Correction(trial, attr, 1.0), /*measured=*/true});
+  }
+
+  // A fitted model's known out-of-memory shape that the trial reaches (KnownOomShape).
+  std::optional<MemoryPoint> KnownOom(TrialHandle& trial, const Modelled& m,
+                                      const MemoryAttr& attr) const {
+    if (!m.measured) return std::nullopt;
+    return KnownOomShape(FamilyAttrs(trial, attr.family), m.request.batch_size,
+                         m.request.max_length);
+  }
+
+  // The family's calibration correction (at least `floor`), from the trials the history holds and
+  // those this process recorded since.
+  double Correction(TrialHandle& trial, const MemoryAttr& attr, double floor) const {
+    if (!options_.guard.calibrate) return 1.0;
+    MemoryCalibration calibration;
+    for (const MemoryAttr& m : FamilyAttrs(trial, attr.family)) {
+      for (const MemoryRecord& record : MemoryRecordsFromJson(MemoryAttrToJson(m))) {
+        calibration.Add(record);
+      }
+    }
+    return std::max(floor, calibration.Correction(attr.family, attr.model));
+  }
+
+  // The "memory" attributes of the finished trials of `family`: the history's and those this
+  // process recorded after the history was taken.
+  std::vector<MemoryAttr> FamilyAttrs(TrialHandle& trial, const std::string& family) const {
+    std::map<int64_t, Json> found = recorded_;
+    for (const auto& t : trial.history().trials) {
+      if (!t || !IsFinished(t->state)) continue;
+      auto it = t->user_attrs.find(attrs::kMemory);
+      if (it != t->user_attrs.end()) found.emplace(t->number, *it);
+    }
+    std::vector<MemoryAttr> out;
+    for (const auto& [number, json] : found) {
+      std::optional<MemoryAttr> m = MemoryAttrFromJson(json);
+      if (m && m->family == family) out.push_back(std::move(*m));
+    }
+    return out;
+  }
+
+  // The fit of the family's measured peaks, once CanFit; stored in the study's system attribute
+  // MeasuredFitKey whenever it changes. Null before.
+  Result<std::shared_ptr<const MemoryModel>> Fitted(TrialHandle& trial,
+                                                    const TrainHyperparams& hp,
+                                                    const MemoryAttr& attr) {
+    const std::vector<MemoryPoint> points = MeasuredPoints(FamilyAttrs(trial, attr.family));
+    if (!CanFit(points)) return std::shared_ptr<const MemoryModel>();
+    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit,
+                          FitMeasuredMemory(points, hp.model, PrecisionName(hp.precision)));
+    const std::string key = MeasuredFitKey(fit.model, fit.precision);
+    const Json json = MeasuredFitToJson(fit);
+    if (stored_fits_[key] != json) {
+      spdlog::info("Memory of '{}' ({}) fitted from {} measured peak(s): {}", fit.model,
+                   fit.precision, fit.points.size(), MeasuredFitText(fit));
+      TUNE_RETURN_IF_ERROR(trial.SetStudySystemAttr(key, json));
+      stored_fits_[key] = json;
+    }
+    return std::shared_ptr<const MemoryModel>(std::make_shared<FittedMemoryModel>(fit));
   }
 
   static void RecordAdmission(const Admission& a, MemoryAttr& attr) {
@@ -260,11 +312,11 @@ class GuardPlanner : public MemoryPlanner {
   }
 
   // "admission": false: the trial runs as it is; it reserves its prediction all the same.
-  Result<TrialPlan> PlanWithoutAdmission(const MemoryRequest& request, double correction,
-                                         TrialPlan& plan, MemoryAttr& attr) const {
-    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, EstimateMemory(request, device_));
+  Result<TrialPlan> PlanWithoutAdmission(const Modelled& m, TrialPlan& plan,
+                                         MemoryAttr& attr) const {
+    TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, m.model->Estimate(m.request));
     attr.estimate = e.device_peak;
-    plan.reservation = static_cast<int64_t>(static_cast<double>(e.device_peak) * correction);
+    plan.reservation = static_cast<int64_t>(static_cast<double>(e.device_peak) * m.correction);
     plan.summary = fmt::format("predicted {} (no admission)", FormatBytes(plan.reservation));
     return plan;
   }
@@ -294,47 +346,65 @@ class GuardPlanner : public MemoryPlanner {
     return plan;
   }
 
-  // A model the estimator does not know: predicted from its trials' measured peaks.
-  Result<TrialPlan> PlanEmpirical(TrialHandle& trial, const Request& r, TrialPlan& plan,
-                                  MemoryAttr& attr) {
-    attr.family = "measured:" + r.hp.model;
-    std::vector<std::pair<double, double>> points;
-    for (const auto& t : trial.history().trials) {
-      if (!t || !IsFinished(t->state)) continue;
-      auto it = t->user_attrs.find(attrs::kMemory);
-      if (it == t->user_attrs.end()) continue;
-      const std::optional<MemoryAttr> m = MemoryAttrFromJson(*it);
-      if (!m || m->family != attr.family || m->oom || m->peak <= 0 || !m->run) continue;
-      points.emplace_back(static_cast<double>(m->run->batch_size * m->run->max_length),
-                          static_cast<double>(m->peak));
+  // A model the estimator does not know, before its peaks can be fitted: its first trial runs
+  // alone (nothing else on the device, so that its peak is its own); later ones reserve the
+  // whole card until the fit exists.
+  Result<TrialPlan> PlanUnmeasured(TrialHandle& trial, const Request& r, TrialPlan& plan,
+                                   MemoryAttr& attr) {
+    const std::vector<MemoryAttr> seen = FamilyAttrs(trial, attr.family);
+    const size_t shapes = DistinctShapes(MeasuredPoints(seen)).size();
+    if (auto oom = KnownOomShape(seen, r.hp.batch_size, r.hp.max_length)) {
+      return RejectKnownOom(trial, plan, attr, *oom);
     }
-    const double tokens = static_cast<double>(r.hp.batch_size * r.hp.max_length);
-    const std::optional<int64_t> peak = EmpiricalPeak(points, tokens);
-    if (!peak) {
-      plan.exclusive = true;
-      plan.summary = fmt::format("model '{}' unknown to the estimator: runs alone to measure it",
-                                 r.hp.model);
-      return plan;
+    plan.exclusive = seen.empty();
+    plan.reservation = *Capacity();
+    plan.summary = fmt::format(
+        "model '{}' is not in the catalog: {} to measure its peak ({} of {} shapes measured for "
+        "a fit)",
+        r.hp.model, plan.exclusive ? "runs alone" : "reserves the whole card", shapes,
+        MeasuredFit::kMinPoints);
+    return plan;
+  }
+
+  // A shape of the family that ran out of memory with the whole card (not under a smaller --jobs
+  // reservation) and that (B, T) reaches in both: it would too, whatever a fit says.
+  std::optional<MemoryPoint> KnownOomShape(const std::vector<MemoryAttr>& seen, int64_t batch_size,
+                                           int64_t max_length) const {
+    for (const MemoryAttr& m : seen) {
+      if (!m.oom || !m.run || (m.cap > 0 && m.cap < *Capacity())) continue;
+      if (batch_size >= m.run->batch_size && max_length >= m.run->max_length) {
+        return MemoryPoint{m.run->batch_size, m.run->max_length, -1};
+      }
     }
-    attr.estimate = attr.predicted = *peak;
-    attr.admission = "run";
-    attr.usable = *Capacity();
-    if (*peak > *Capacity() && points.size() >= 3) {
-      Admission a;
-      a.predicted = a.requested_estimate = *peak;
-      a.usable = *Capacity();
-      return Reject(trial, plan.params, a, plan, attr);
-    }
-    plan.reservation = std::min(*peak, *Capacity());
-    plan.summary = fmt::format("predicted {} from {} measured trial(s) of '{}'",
-                               FormatBytes(*peak), points.size(), r.hp.model);
+    return std::nullopt;
+  }
+
+  Result<TrialPlan> RejectKnownOom(TrialHandle& trial, TrialPlan& plan, MemoryAttr& attr,
+                                   const MemoryPoint& oom) {
+    Admission a;
+    a.usable = *Capacity();
+    a.verdict = AdmissionVerdict::kReject;
+    RecordAdmission(a, attr);
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(attr)));
+    attrs_.erase(trial.number());
+    const std::string reason = fmt::format(
+        "predicted out of memory: '{}' ran out of memory at batch_size {}, max_length {}, which "
+        "this trial reaches or exceeds",
+        attr.model, oom.batch_size, oom.max_length);
+    Json details{{"usable", a.usable}, {"oom_batch_size", oom.batch_size},
+                 {"oom_max_length", oom.max_length}};
+    TUNE_ASSIGN_OR_RETURN(plan.outcome, RecordOom(trial, plan.params, details, reason,
+                                                  EndReason::kPredicted));
     return plan;
   }
 
   CommandMemoryOptions options_;
   ModelCatalog catalog_;
-  DeviceMemoryModel device_;
+  bool cpu_ = false;  // memory.device is "cpu"
+  std::shared_ptr<const MemoryModel> formula_;  // the estimator's, on the device model
   std::map<int64_t, MemoryAttr> attrs_;  // planned trials' "memory", by number
+  std::map<int64_t, Json> recorded_;     // "memory" of the trials this process recorded
+  std::map<std::string, Json> stored_fits_;  // study system attributes written, by key
   mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
 };
 

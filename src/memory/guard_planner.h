@@ -9,10 +9,12 @@
 // a field only when its template is exactly one placeholder; the program then receives the new
 // value through the same parameter (argv templates, TUNE_PARAM_*, the params file).
 //
-// A model the estimator does not know is measured instead: its first trial runs alone (on an
-// idle device), later ones reserve a fit of the measured peaks against tokens per batch
-// (B = batch_size, T = max_length): the largest measured peak scaled by B·T with one or two
-// points, peak = a + b·(B·T) + c·(B·T)² by least squares with three or more, times 1.1.
+// A model the estimator does not know (not in the catalog: the user's own script) is measured
+// instead: its first trial runs alone, later ones reserve the whole card until the peaks the
+// trials measured can be fitted (measured_fit.h: four shapes, two values of T), and from then on
+// the fit predicts each trial through the same admission, levers and reservations as the
+// formulas (memory_model.h). A shape that ran out of memory with the whole card rules out every
+// shape at least as large in B and T.
 #pragma once
 
 #include <map>
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "memory/guard.h"
+#include "memory/measured_fit.h"
 #include "tune/distributions.h"
 #include "tune/memory_guard.h"
 #include "tune/model_catalog.h"
@@ -36,10 +39,5 @@ struct CommandMemoryOptions {
 
 // REQUIRES: options.guard.device_memory is set.
 std::unique_ptr<MemoryPlanner> NewGuardPlanner(CommandMemoryOptions options, ModelCatalog catalog);
-
-// The tokens-per-batch fit for models the estimator does not know (see the header comment):
-// the peak predicted for `tokens` from measured (tokens, peak) points; nullopt without points.
-std::optional<int64_t> EmpiricalPeak(const std::vector<std::pair<double, double>>& points,
-                                     double tokens);
 
 }  // namespace tune

@@ -246,10 +246,15 @@ class CommandProcess : public TrialProcess {
     TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide());
     if (planner_ != nullptr) {
       // What the program reported, else what the driver saw on a device, else its resident set.
-      const int64_t peak = reader_.memory_peak.value_or(
-          device_peak_.peak() > 0 ? device_peak_.peak() : program_->exit_status().max_rss_bytes);
+      int64_t peak = program_->exit_status().max_rss_bytes;
+      std::string source = "max_rss";
+      if (reader_.memory_peak) {
+        peak = *reader_.memory_peak, source = "reported";
+      } else if (device_peak_.peak() > 0) {
+        peak = device_peak_.peak(), source = "device_sampled";
+      }
       const bool oom = outcome.state == TrialState::kPruned && !oom_line_.empty();
-      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, oom));
+      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, source, oom));
     }
     return outcome;
   }

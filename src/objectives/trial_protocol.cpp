@@ -81,6 +81,10 @@ Status RemoteTrialHandle::SetSystemAttr(const std::string& key, const Json& valu
   return Send(Json{{"system_attr", {{"key", key}, {"value", value}}}});
 }
 
+Status RemoteTrialHandle::SetStudySystemAttr(const std::string& key, const Json& value) {
+  return Send(Json{{"study_system_attr", {{"key", key}, {"value", value}}}});
+}
+
 Status RemoteTrialHandle::SendOutcome(const TrialOutcome& outcome) {
   return Send(Json{{"outcome", OutcomeToJson(outcome)}});
 }
@@ -131,6 +135,10 @@ Status ChildTrialProcess::OnStdout(const std::string& line) {
   if (m.contains("system_attr")) {
     const Json& a = m["system_attr"];
     return trial_.SetSystemAttr(a.value("key", std::string("?")), a.value("value", Json()));
+  }
+  if (m.contains("study_system_attr")) {
+    const Json& a = m["study_system_attr"];
+    return trial_.SetStudySystemAttr(a.value("key", std::string("?")), a.value("value", Json()));
   }
   if (m.contains("outcome")) {
     TUNE_ASSIGN_OR_RETURN(outcome_, OutcomeFromJson(m["outcome"]));

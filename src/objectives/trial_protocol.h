@@ -8,6 +8,7 @@
 //                                               stdin with {"prune": false}
 //   {"user_attr": {"key": "memory", "value": {...}}}
 //   {"system_attr": {"key": "constraints", "value": [...]}}
+//   {"study_system_attr": {"key": "memory_fit:m/fp32", "value": {...}}}
 //   {"outcome": {"state": "COMPLETE", "values": [0.9], "reason": ""}}   the last line
 // and logs on its stderr as "[info] message", which the parent logs at the same level. A child
 // that ends without an outcome (a crash, a signal, the kernel's OOM killer) fails its trial with
@@ -38,6 +39,7 @@ class RemoteTrialHandle : public TrialHandle {
   Result<bool> ShouldPrune() override;
   Status SetUserAttr(const std::string& key, const Json& value) override;
   Status SetSystemAttr(const std::string& key, const Json& value) override;
+  Status SetStudySystemAttr(const std::string& key, const Json& value) override;
   // Empty: the parent keeps the study's history (and plans the trial with it).
   const TrialHistory& history() const override { return history_; }
 

@@ -175,6 +175,10 @@ Status Trial::SetSystemAttr(const std::string& key, const Json& value) {
   return Status::Ok();
 }
 
+Status Trial::SetStudySystemAttr(const std::string& key, const Json& value) {
+  return study_->storage().SetStudySystemAttr(study_->study_id(), key, value);
+}
+
 Result<FrozenTrial> Trial::Snapshot() const { return study_->storage().GetTrial(trial_id_); }
 
 // ---------------------------------------------------------------------------------------------

@@ -114,6 +114,28 @@ void AddMemory(StudySummary& s, const MemoryAttr& m) {
   }
 }
 
+// A trial of a model outside the catalog: its point, and whether a fit predicted it.
+void AddMeasured(StudySummary& s, const MemoryAttr& m, std::vector<MemoryAttr>& attrs) {
+  const std::optional<std::string> precision = MeasuredPrecision(m);
+  if (!precision) return;
+  StudySummary::Measured& x = s.measured[m.family];
+  x.model = m.model;
+  x.precision = *precision;
+  attrs.push_back(m);
+  if (m.admission && m.estimate > 0) {  // the fit predicted it (a known OOM shape: no estimate)
+    ++x.fitted_trials;
+    x.oom_after_fit += m.oom;
+  }
+}
+
+void FitMeasured(StudySummary& s, const std::map<std::string, std::vector<MemoryAttr>>& attrs) {
+  for (auto& [family, x] : s.measured) {
+    x.points = MeasuredPoints(attrs.at(family));
+    auto fit = FitMeasuredMemory(x.points, x.model, x.precision);
+    if (fit.ok()) x.fit = std::move(fit).value();
+  }
+}
+
 }  // namespace
 
 TrialCategory TrialCategoryOf(const FrozenTrial& t) {
@@ -142,6 +164,7 @@ StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
   StudySummary s;
   s.n_trials = static_cast<int64_t>(trials.size());
   std::vector<std::pair<double, int64_t>> estimate_errors, prediction_errors;
+  std::map<std::string, std::vector<MemoryAttr>> measured;
   for (const FrozenTrial& t : trials) {
     ++s.states[t.state];
     StudySummary::Row& row = s.categories[TrialCategoryOf(t)];
@@ -161,11 +184,13 @@ StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
     const std::optional<MemoryAttr> m = MemoryAttrFromJson(*memory);
     if (!m) continue;
     AddMemory(s, *m);
+    AddMeasured(s, *m, measured[m->family]);
     if (!m->oom) {
       AddError(estimate_errors, m->estimate, m->peak, t.number);
       AddError(prediction_errors, m->predicted, m->peak, t.number);
     }
   }
+  FitMeasured(s, measured);
   s.estimate_error = Stats(estimate_errors);
   s.prediction_error = Stats(prediction_errors);
   if (directions.size() == 1) s.best = FindBestTrial(trials, directions[0]);

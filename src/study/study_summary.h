@@ -3,7 +3,7 @@
 // Each trial falls in one category, from its state and the user attributes tune writes
 // (trial_attrs.h); the summary counts them and the trial time spent in each, measures the
 // memory estimator against the peaks trials measured, counts the memory levers the guard
-// applied, and finds the best trial (single objective) or the Pareto front.
+// applied, fits the measured peaks of models outside the catalog, and finds the best trial (single objective) or the Pareto front.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/measured_fit.h"
 #include "tune/trial.h"
 
 namespace tune {
@@ -67,6 +68,16 @@ struct StudySummary {
   int64_t lever_checkpointing = 0;   // trials run with gradient checkpointing turned on
   int64_t oom_retry_trials = 0;      // trials that ran out of memory and were retried smaller
   int64_t oom_retries = 0;           // ... the retries in all
+
+  // Models outside the catalog whose peaks the trials measured (measured_fit.h), by family.
+  struct Measured {
+    std::string model, precision;
+    std::vector<MemoryPoint> points;   // the exact peaks, one per trial
+    std::optional<MeasuredFit> fit;    // once the points can be fitted
+    int64_t fitted_trials = 0;         // trials the fit predicted (admitted or rejected)
+    int64_t oom_after_fit = 0;         // ... of which ran out of memory at run time
+  };
+  std::map<std::string, Measured> measured;
 
   std::optional<FrozenTrial> best;          // single objective
   std::vector<int64_t> pareto_front;        // numbers; every study

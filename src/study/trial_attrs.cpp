@@ -83,6 +83,7 @@ Json MemoryAttrToJson(const MemoryAttr& m) {
          {"oom", m.oom}};
   if (!m.model.empty()) j["model"] = m.model;
   if (m.cap > 0) j["cap"] = m.cap;
+  if (!m.peak_source.empty()) j["peak_source"] = m.peak_source;
   if (m.admission) {
     j["admission"] = *m.admission;
     j["predicted"] = m.predicted;
@@ -125,6 +126,7 @@ std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
   m.oom = Get<bool>(j, "oom", false);
   m.model = Get<std::string>(j, "model", "");
   m.cap = Get<int64_t>(j, "cap", 0);
+  m.peak_source = Get<std::string>(j, "peak_source", "");
   if (j.contains("admission")) {
     m.admission = Get<std::string>(j, "admission", "");
     m.predicted = Get<int64_t>(j, "predicted", 0);

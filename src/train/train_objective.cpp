@@ -15,6 +15,7 @@
 
 #include "memory/estimator.h"
 #include "memory/guard.h"
+#include "memory/memory_model.h"
 #include "objectives/trial_protocol.h"
 #include "train/pretrained.h"
 #include "train/save_best.h"
@@ -593,8 +594,14 @@ class TrainObjective final : public Objective {
     return r;
   }
 
+  // What estimates a job's memory (memory_model.h): the estimator's formulas on the trial's
+  // device. A model they do not cover gets its measured fit here.
+  std::unique_ptr<MemoryModel> MemoryModelFor(const TrainJob& /*job*/) const {
+    return std::make_unique<FormulaMemoryModel>(DeviceModel());
+  }
+
   std::optional<int64_t> EstimateFor(const TrainJob& job) const {
-    auto e = EstimateMemory(RequestFor(job), DeviceModel());
+    auto e = MemoryModelFor(job)->Estimate(RequestFor(job));
     if (!e.ok()) return std::nullopt;
     return e->device_peak;
   }
@@ -660,7 +667,7 @@ class TrainObjective final : public Objective {
     const int64_t usable = room.value_or(UsableMemory(*device_memory, options_.guard.margin));
     GuardOptions guard = options_.guard;
     if (room) guard.lever_checkpointing = false;
-    auto admitted = AdmitTrial(RequestFor(job), DeviceModel(), usable, correction, guard);
+    auto admitted = AdmitTrial(RequestFor(job), *MemoryModelFor(job), usable, correction, guard);
     if (!admitted.ok()) {
       if (room) return UnfitNow();
       spdlog::warn("Trial {}: no memory estimate ({}); it runs without admission", trial.number(),

@@ -2,6 +2,7 @@
 // (B=2, T=4, H=8, 2 heads, I=16, 1 layer, V=100, 16 positions, 2 token types, 3 labels):
 //   B*T*H = 64, B*T*I = 128, B*heads*T*T = 64, B*T = 8 elements.
 #include "memory/estimator.h"
+#include "memory/memory_model.h"
 
 #include <gtest/gtest.h>
 
@@ -325,13 +326,14 @@ TEST(MemoryEstimator, MaxBatchSizeIsTheLargestThatFits) {
   const DeviceMemoryModel cpu = DeviceMemoryModel::Cpu();
   r.batch_size = 37;
   const int64_t budget = Estimate(r, cpu).device_peak;
-  auto best = MaxBatchSize(r, cpu, budget);
+  const FormulaMemoryModel formula(cpu);
+  auto best = MaxBatchSize(formula, r, budget);
   ASSERT_TRUE(best.ok());
   EXPECT_EQ(*best, 37);
-  auto none = MaxBatchSize(r, cpu, 1000);
+  auto none = MaxBatchSize(formula, r, 1000);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, 0);
-  auto capped = MaxBatchSize(r, cpu, int64_t{1} << 40, 64);
+  auto capped = MaxBatchSize(formula, r, int64_t{1} << 40, 64);
   ASSERT_TRUE(capped.ok());
   EXPECT_EQ(*capped, 64);
 }

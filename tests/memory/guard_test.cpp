@@ -26,7 +26,7 @@ int64_t Peak(const MemoryRequest& r) {
 
 Admission Admit(const MemoryRequest& r, int64_t usable, double correction = 1.0,
                 const GuardOptions& options = {}) {
-  auto a = AdmitTrial(r, DeviceMemoryModel::Cpu(), usable, correction, options);
+  auto a = AdmitTrial(r, FormulaMemoryModel(DeviceMemoryModel::Cpu()), usable, correction, options);
   EXPECT_TRUE(a.ok()) << a.status().message();
   return a.ok() ? *a : Admission{};
 }

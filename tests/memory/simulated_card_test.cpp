@@ -82,18 +82,6 @@ TEST_F(SimulatedCardTest, BadNamesAndAnotherCapacityAreErrors) {
   EXPECT_NE(other.status().message().find("exists with 10.0 MiB"), std::string::npos);
 }
 
-TEST(EmpiricalPeak, ScalesOnePointAndFitsAQuadraticThroughThree) {
-  EXPECT_FALSE(EmpiricalPeak({}, 100).has_value());
-  // One point: proportional to tokens per batch, times 1.1.
-  EXPECT_EQ(*EmpiricalPeak({{1000, 2000}}, 2000), 4400);
-  // Exact quadratic data: the fit reproduces it (times 1.1).
-  auto f = [](double x) { return 5e6 + 300.0 * x + 0.02 * x * x; };
-  const std::vector<std::pair<double, double>> points = {
-      {1024, f(1024)}, {4096, f(4096)}, {16384, f(16384)}, {8192, f(8192)}};
-  const int64_t predicted = *EmpiricalPeak(points, 12288);
-  EXPECT_NEAR(static_cast<double>(predicted), 1.1 * f(12288), 1.1 * f(12288) * 1e-6);
-}
-
 TEST(GpuStretchTest, SaturationInterferenceAndSlicing) {
   const CardCompute c;  // interference 0.19 per co-runner, slicing 0.05
   EXPECT_DOUBLE_EQ(GpuStretch(0, 0.0), 1.0);

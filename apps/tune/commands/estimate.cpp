@@ -1,6 +1,8 @@
 // `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
 // (--measure) the same configuration trained on the device: on CPU under the counting allocator,
-// on CUDA under the caching allocator (its max_memory_allocated).
+// on CUDA under the caching allocator (its max_memory_allocated). A catalog model is estimated
+// by the formulas; any other by the fit of its measured peaks that a study stored (--study):
+// both are a MemoryModel (memory_model.h), and everything below asks that.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +12,7 @@
 #include "app.h"
 #include "commands.h"
 #include "memory/estimator.h"
+#include "memory/memory_model.h"
 #include "torch_loader.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
@@ -67,6 +70,16 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
 
   TUNE_ASSIGN_OR_RETURN(hp.precision, ParsePrecision(args.precision));
   ModelSpec model;
+  if (args.study) {  // a measured model: its fit knows only the shape and the precision
+    hp.model = model.name = args.model;
+    c.request.model = model;
+    c.request.batch_size = hp.batch_size;
+    c.request.max_length = hp.max_length;
+    c.request.grad_accum = hp.grad_accum;
+    c.request.precision = hp.precision;
+    c.request.gradient_checkpointing = hp.gradient_checkpointing;
+    return c;
+  }
   if (args.model == "mlp") {
     if (args.num_features <= 0) {
       return Status(StatusCode::kInvalidArgument, "--model mlp needs --num-features N (> 0)");
@@ -102,6 +115,44 @@ Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
         fmt::format("unknown --device '{}'; valid: cpu, cuda, cuda:N", args.device));
   }
   return device->is_cuda() ? DeviceMemoryModel::Cuda() : DeviceMemoryModel::Cpu();
+}
+
+// The fit of --model's measured peaks at --precision that --study stored (study system
+// attribute MeasuredFitKey). NotFound naming the fits the study has.
+Result<MeasuredFit> StoredFit(const EstimateArgs& args) {
+  TUNE_ASSIGN_OR_RETURN(StoredStudy study,
+                        OpenStoredStudy(args.storage, *args.study, StorageAccess::kReadOnly));
+  TUNE_ASSIGN_OR_RETURN(Json attrs, study.storage->GetStudySystemAttrs(study.id));
+  const std::string key = MeasuredFitKey(args.model, args.precision);
+  std::vector<std::string> fits;
+  for (const auto& [k, v] : attrs.items()) {
+    if (k.rfind("memory_fit:", 0) == 0) fits.push_back(k.substr(11));
+  }
+  if (!attrs.contains(key)) {
+    const std::string wanted = args.model + "/" + args.precision;
+    return NotFoundError(fmt::format(
+        "study '{}' has no memory fit of '{}'{}; {}", *args.study, wanted, DidYouMean(wanted, fits),
+        fits.empty() ? "it has none yet (a fit needs 4 measured shapes with 2 values of "
+                       "max_length)"
+                     : "it has: " + JoinNames(fits)));
+  }
+  Result<MeasuredFit> fit = MeasuredFitFromJson(attrs.at(key));
+  if (!fit.ok()) {
+    return InvalidArgumentError(fmt::format("study '{}', system attribute \"{}\": {}",
+                                            *args.study, key, fit.status().message()));
+  }
+  return fit;
+}
+
+// What estimates the configuration: --study's fit for a measured model, else the formulas on
+// --device.
+Result<std::unique_ptr<MemoryModel>> BuildMemoryModel(const EstimateArgs& args) {
+  if (args.study) {
+    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, StoredFit(args));
+    return std::unique_ptr<MemoryModel>(std::make_unique<FittedMemoryModel>(std::move(fit)));
+  }
+  TUNE_ASSIGN_OR_RETURN(DeviceMemoryModel device, BuildDevice(args));
+  return std::unique_ptr<MemoryModel>(std::make_unique<FormulaMemoryModel>(device));
 }
 
 bool OnCuda(const EstimateArgs& args) {
@@ -195,20 +246,18 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
   return result.peak_memory_bytes;
 }
 
-// The estimate's terms (estimator.h's tables) as rows: term, size, bytes.
-std::vector<std::vector<std::string>> BreakdownRows(const MemoryEstimate& e) {
+// The rows that explain the estimate (MemoryModel::Explain): term, size, bytes.
+std::vector<std::vector<std::string>> BreakdownRows(const MemoryModel& model,
+                                                    const MemoryRequest& r,
+                                                    const MemoryEstimate& e) {
   std::vector<std::vector<std::string>> rows = {{"term", "size", "bytes"}};
-  auto add = [&rows](const std::string& label, int64_t bytes) {
+  for (const auto& [label, bytes] : model.Explain(r, e)) {
     rows.push_back({label, FormatBytes(bytes), std::to_string(bytes)});
-  };
-  for (const auto& terms : {BreakdownTerms(e), PhaseTerms(e), DeviceTerms(e)}) {
-    for (const MemoryTerm& t : terms) add(t.label, t.bytes);
   }
-  add("device peak", e.device_peak);
   return rows;
 }
 
-int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const DeviceMemoryModel& device,
+int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const MemoryModel& model,
                   int64_t usable, Format format) {
   std::vector<int64_t> lengths = args.max_lengths;
   if (lengths.empty()) {
@@ -227,12 +276,12 @@ int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const DeviceMemoryM
   std::vector<std::vector<std::string>> rows = {{"max_length", "max_batch_size", "device_peak"}};
   for (int64_t t : lengths) {
     r.max_length = t;
-    auto best = MaxBatchSize(r, device, usable, args.batch_limit);
+    auto best = MaxBatchSize(model, r, usable, args.batch_limit);
     if (!best.ok()) return Fail(best.status());
     int64_t peak = 0;
     if (*best > 0) {
       r.batch_size = *best;
-      auto e = EstimateMemory(r, device);
+      auto e = model.Estimate(r);
       if (!e.ok()) return Fail(e.status());
       peak = e->device_peak;
     }
@@ -245,6 +294,7 @@ int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const DeviceMemoryM
                       {"precision", PrecisionName(r.precision)},
                       {"grad_accum", r.grad_accum},
                       {"gradient_checkpointing", r.gradient_checkpointing},
+                      {"memory_model", model.ToJson()},
                       {"max_batch", out}}
                      .dump(2)
               << "\n";
@@ -264,8 +314,8 @@ int Estimate(const EstimateArgs& args) {
   auto configuration = BuildConfiguration(args, *catalog);
   if (!configuration.ok()) return Fail(configuration.status());
   const MemoryRequest* request = &configuration->request;
-  auto device = BuildDevice(args);
-  if (!device.ok()) return Fail(device.status());
+  auto model = BuildMemoryModel(args);
+  if (!model.ok()) return Fail(model.status());
   std::optional<int64_t> budget;
   if (args.device_memory) {
     auto b = ParseBytes(*args.device_memory);
@@ -283,11 +333,15 @@ int Estimate(const EstimateArgs& args) {
     if (usable < 0) {
       return Fail(Status(StatusCode::kInvalidArgument, "--max-batch needs --device-memory SIZE"));
     }
-    return MaxBatchTable(args, *request, *device, usable, *format);
+    return MaxBatchTable(args, *request, **model, usable, *format);
   }
-  auto estimate = EstimateMemory(*request, *device);
+  auto estimate = (*model)->Estimate(*request);
   if (!estimate.ok()) return Fail(estimate.status());
   std::optional<int64_t> measured;
+  if (args.measure && args.study) {
+    return Fail(InvalidArgumentError(
+        "--measure trains catalog models; a measured model's probes are in --study's fit"));
+  }
   if (args.measure) {
     auto m = Measure(args, *configuration);
     if (!m.ok()) return Fail(m.status());
@@ -295,6 +349,7 @@ int Estimate(const EstimateArgs& args) {
   }
   if (*format == Format::kJson) {
     Json out = MemoryEstimateToJson(*estimate);
+    out["memory_model"] = (*model)->ToJson();
     out["model"] = args.model;
     out["precision"] = PrecisionName(request->precision);
     out["device"] = args.device;
@@ -310,15 +365,18 @@ int Estimate(const EstimateArgs& args) {
     }
     std::cout << out.dump(2) << "\n";
   } else {
-    auto rows = BreakdownRows(*estimate);
+    auto rows = BreakdownRows(**model, *request, *estimate);
     if (measured) {
       rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
                       FormatBytes(*measured), std::to_string(*measured)});
     }
     std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
     if (*format == Format::kTable) {
-      std::cout << fmt::format("{} parameters; peak in {}\n", estimate->num_parameters,
-                               MemoryPhaseName(estimate->peak_phase));
+      std::cout << fmt::format("Estimated by {}\n", (*model)->Describe());
+      if (estimate->num_parameters > 0) {
+        std::cout << fmt::format("{} parameters; peak in {}\n", estimate->num_parameters,
+                                 MemoryPhaseName(estimate->peak_phase));
+      }
       if (measured) {
         const int64_t compared = MeasurableEstimate(args, *estimate);
         std::cout << fmt::format("estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(compared),
@@ -340,8 +398,14 @@ int Estimate(const EstimateArgs& args) {
 
 std::function<int()> DeclareEstimate(CLI::App& command) {
   auto args = std::make_shared<EstimateArgs>();
-  command.add_option("--model", args->model, "Catalog model (or 'mlp' with --num-features)")
+  command.add_option("--model", args->model,
+                     "Catalog model (or 'mlp' with --num-features), or with --study a measured "
+                     "model")
       ->required();
+  command.add_option("--study,--study-name", args->study,
+                     "A study that measured --model (a command objective's memory.model outside "
+                     "the catalog): estimate by its stored fit");
+  command.add_option("--storage", args->storage, kReadOnlyStorageHelp);
   command.add_option("--catalog", args->catalog,
                      "A model catalog file merged into the built-in one");
   command.add_option("--architecture", args->architecture,

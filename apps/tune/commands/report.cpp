@@ -170,6 +170,7 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
   }
   j["importance"] = ImportanceJson(trials, directions);
   if (directions.size() > 1) j["pareto"] = ParetoJson(directions, trials);
+  j["memory_fits"] = MeasuredMemoryJson(SummarizeTrials(trials, directions));
   return j;
 }
 

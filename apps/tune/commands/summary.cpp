@@ -49,6 +49,53 @@ std::string LeversLine(const StudySummary& s) {
                      admissions.empty() ? "" : "; admission: " + admissions);
 }
 
+// Per model outside the catalog: its measured points and their fit.
+std::string MeasuredLines(const StudySummary& s) {
+  std::string out;
+  for (const auto& [family, x] : s.measured) {
+    std::string points;
+    for (const MemoryPoint& p : DistinctShapes(x.points)) {
+      points += fmt::format("{}(B={}, T={}): {}", points.empty() ? "" : ", ", p.batch_size,
+                            p.max_length, FormatBytes(p.peak));
+    }
+    out += fmt::format("  Measured memory of '{}' ({}): {} peak(s) at {} shape(s)\n", x.model,
+                       x.precision, x.points.size(), DistinctShapes(x.points).size());
+    if (!points.empty()) out += "    " + points + "\n";
+    if (!x.fit) {
+      out += fmt::format("    no fit yet: it needs {} shapes with 2 values of max_length\n",
+                         MeasuredFit::kMinPoints);
+      continue;
+    }
+    out += "    " + MeasuredFitText(*x.fit) + "\n";
+    out += fmt::format("    {} trial(s) predicted by the fit, {} out of memory at run time\n",
+                       x.fitted_trials, x.oom_after_fit);
+  }
+  return out;
+}
+
+}  // namespace
+
+Json MeasuredMemoryJson(const StudySummary& s) {
+  Json out = Json::array();
+  for (const auto& [family, x] : s.measured) {
+    Json points = Json::array();
+    for (const MemoryPoint& p : x.points) {
+      points.push_back({{"batch_size", p.batch_size}, {"max_length", p.max_length},
+                        {"peak", p.peak}});
+    }
+    out.push_back({{"model", x.model},
+                   {"precision", x.precision},
+                   {"points", points},
+                   {"fit", x.fit ? MeasuredFitToJson(*x.fit) : Json(nullptr)},
+                   {"text", x.fit ? Json(MeasuredFitText(*x.fit)) : Json(nullptr)},
+                   {"fitted_trials", x.fitted_trials},
+                   {"oom_after_fit", x.oom_after_fit}});
+  }
+  return out;
+}
+
+namespace {
+
 std::string BestLine(const StudySummary& s, size_t n_objectives) {
   if (n_objectives == 1) {
     if (!s.best) return "  Best trial: none (no COMPLETE trial)\n";
@@ -94,6 +141,7 @@ std::string SummaryText(const std::string& study, const std::vector<StudyDirecti
   out += ErrorLine("Memory estimate", s.estimate_error);
   out += ErrorLine("Guard's prediction", s.prediction_error);
   out += LeversLine(s);
+  out += MeasuredLines(s);
   out += BestLine(s, directions.size());
   return out;
 }
@@ -124,7 +172,8 @@ Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& di
                  {"levers", {{"batch_size", s.lever_batch},
                              {"gradient_checkpointing", s.lever_checkpointing}}},
                  {"oom_retry_trials", s.oom_retry_trials},
-                 {"oom_retries", s.oom_retries}};
+                 {"oom_retries", s.oom_retries},
+                 {"measured", MeasuredMemoryJson(s)}};
   j["best_trial"] = s.best ? TrialToJson(*s.best) : Json(nullptr);
   j["pareto_front"] = s.pareto_front;
   return j;

@@ -271,6 +271,31 @@
     });
   }
 
+  // Models outside the catalog (a command's memory.model): the peaks the trials measured and the
+  // fit a + b·B·T + c·B·T² the memory guard predicts with; no section without such a model.
+  function fits() {
+    const list = data.memory_fits || [];
+    if (!list.length) return;
+    const s = section('Measured memory fits', 'Models outside the catalog: peak = a + b·B·T + c·B·T² fitted to the peaks the trials measured (MiB); the held-out shape checks the fit, whose error sets the margin.');
+    const mib = v => (v / 1048576).toFixed(1);
+    for (const m of list) {
+      s.appendChild(el('h3', {}, m.model + ' (' + m.precision + ')'));
+      s.appendChild(el('p', {}, m.fit ? m.text + '; ' + m.fitted_trials + ' trial(s) predicted by the fit, ' + m.oom_after_fit + ' out of memory at run time'
+                                        : 'No fit yet: it needs 4 measured shapes with 2 values of max_length.'));
+      const t = el('table', { className: 'fit-points' });
+      const head = el('tr');
+      for (const h of ['batch size', 'max length', 'measured', 'fitted']) head.appendChild(el('th', {}, h));
+      t.appendChild(head);
+      for (const p of m.points) {
+        const row = el('tr');
+        const fitted = m.fit ? m.fit.a + m.fit.b * p.batch_size * p.max_length + m.fit.c * p.batch_size * p.max_length * p.max_length : null;
+        for (const v of [p.batch_size, p.max_length, mib(p.peak), fitted === null ? '-' : mib(fitted)]) row.appendChild(el('td', {}, String(v)));
+        t.appendChild(row);
+      }
+      s.appendChild(t);
+    }
+  }
+
   // One horizontal bar per trial: waiting (queued to started) in light grey, running coloured
   // by outcome. Bars are line segments separated by NaN points, a dataset per outcome.
   function timeline() {
@@ -401,7 +426,7 @@
   document.getElementById('subtitle').textContent = trials.length + ' trial(s), ' + data.directions.join(', ') +
     (data.datetime_start ? ', first started ' + data.datetime_start : '');
   const scriptStart = performance.now(), sectionMs = {};
-  for (const f of [history, pareto, intermediate, importance, slices, oomMap, memory, timeline, table]) {
+  for (const f of [history, pareto, intermediate, importance, slices, oomMap, memory, fits, timeline, table]) {
     const t = performance.now();
     f();
     sectionMs[f.name] = Math.round(performance.now() - t);
