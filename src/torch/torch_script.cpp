@@ -18,16 +18,14 @@ constexpr const char* kHowToExport =
     "in PyTorch with torch.jit.script(model).save(\"m.pt\") (docs/config.md, \"TorchScript "
     "models\")";
 
+constexpr const char* kInterpreterError =
+    "The following operation failed in the TorchScript interpreter";
+
 // The first line of a LibTorch message (the rest is a C++ or TorchScript backtrace); for an
-// error in the TorchScript interpreter, its last line (the Python exception: "RuntimeError: ...").
+// error in the TorchScript interpreter, the original message (ScriptErrorText).
 std::string Brief(const std::string& what) {
-  std::string line = what.substr(0, what.find('\n'));
-  if (line.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
-    const size_t end = what.find_last_not_of("\n ");
-    const size_t begin = what.rfind('\n', end);
-    if (end != std::string::npos && begin != std::string::npos)
-      line = what.substr(begin + 1, end - begin);
-  }
+  const std::string text = ScriptErrorText(what);
+  const std::string line = text.substr(0, text.find('\n'));
   return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
@@ -83,6 +81,14 @@ Status CheckOutput(const torch::IValue& out, const std::string& path, int64_t nu
 }
 
 }  // namespace
+
+std::string ScriptErrorText(const std::string& what) {
+  if (what.rfind(kInterpreterError, 0) != 0) return what;
+  const size_t end = what.find_last_not_of("\n ");
+  const size_t begin = what.rfind('\n', end);
+  if (end == std::string::npos || begin == std::string::npos) return what;
+  return what.substr(begin + 1, end - begin) + " (in the TorchScript interpreter)\n" + what;
+}
 
 Result<torch::jit::Module> LoadScriptModule(const std::string& path, const torch::Device& device) {
   std::error_code ec;

@@ -40,6 +40,11 @@ std::vector<torch::Tensor> ScriptParameters(const torch::jit::Module& module);
 // `gradient_checkpointing`; InvalidArgument otherwise (it is not a lever tune can pull).
 Status EnableScriptCheckpointing(torch::jit::Module& module, const std::string& path);
 
+// An error of the TorchScript interpreter ("The following operation failed in the TorchScript
+// interpreter. Traceback ... RuntimeError: MESSAGE") with MESSAGE as its first line; any other
+// text unchanged.
+std::string ScriptErrorText(const std::string& what);
+
 // Writes the module to `path` atomically (a temporary file, then a rename).
 Status SaveScriptModule(const torch::jit::Module& module, const std::string& path);
 

@@ -497,7 +497,10 @@ class TorchTrainer final : public Trainer {
       oom = true;
       error = std::string("std::bad_alloc: ") + e.what();
     } catch (const std::exception& e) {
-      error = e.what();
+      // The TorchScript interpreter rethrows what failed inside it (an out-of-memory error too)
+      // as a std::runtime_error whose last line is the original message.
+      error = internal::ScriptErrorText(e.what());
+      oom = LooksLikeOutOfMemory(error);
     }
     // Everything the run allocated (model, optimizer state, gradients, activations, the autocast
     // cache, which AutocastGuard clears) was local to Run() and is released by now; the caching

@@ -98,8 +98,8 @@ TEST_F(TorchScriptCli, TrainsSavesTheBestAndPredictsItsValue) {
   ProcessRun p = Tune({"predict", "--model", best_dir, "--data", (dir_.path() / "val.csv").string(),
                        "--text-column", "sentence", "--label-column", "topic", "--threads", "1"});
   ASSERT_EQ(p.code, 0) << p.err;
-  const std::string last = p.err.substr(p.err.rfind('{'));
-  const Json metrics = Json::parse(last);
+  const std::string err = p.err.substr(0, p.err.find_last_not_of('\n') + 1);
+  const Json metrics = Json::parse(err.substr(err.rfind('\n') + 1));  // the last line
   EXPECT_NEAR(metrics["value"].get<double>(), best["values"][0].get<double>(), 1e-6) << p.err;
 }
 
@@ -122,6 +122,16 @@ TEST_F(TorchScriptCli, GradientCheckpointingOnlyWhenTheModuleDeclaresIt) {
   ProcessRun ok = RunStudy(WriteConfig("checkpointing.pt", {{"gradient_checkpointing", true}}));
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_EQ(Json::parse(ok.out)["state"], "COMPLETE") << ok.out;
+}
+
+TEST_F(TorchScriptCli, AnOutOfMemoryRunIsCaughtRetriedAtHalfTheBatchAndPruned) {
+  // 1 MiB holds the module's weights (0.5 MiB) but not its training step: every attempt runs out
+  // of memory on the counting allocator's budget.
+  ProcessRun r = RunStudy(
+      WriteConfig("bag.pt", {{"memory", {{"device_memory", "1MiB"}, {"oom_retry", 1}}}}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("retry 1/1 at batch_size"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("PRUNED"), std::string::npos) << r.err;
 }
 
 struct BadFile {
