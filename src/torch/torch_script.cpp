@@ -71,8 +71,7 @@ std::optional<torch::IValue> TryForward(torch::jit::Module& module,
 
 Status CheckOutput(const torch::IValue& out, const std::string& path, int64_t num_labels) {
   const bool ok = out.isTensor() && out.toTensor().dim() == 2 && out.toTensor().size(0) == 1 &&
-                  out.toTensor().size(1) == num_labels &&
-                  out.toTensor().is_floating_point();
+                  out.toTensor().size(1) == num_labels && out.toTensor().is_floating_point();
   if (ok) return Status::Ok();
   return InvalidArgumentError(fmt::format(
       "TorchScript model {}: forward at B=1, T=8 returned {}, expected the logits as a floating "
@@ -110,13 +109,13 @@ Status CheckScriptForward(torch::jit::Module& module, const std::string& path, i
                           int64_t max_id, const torch::Device& device) {
   const int64_t arity = ForwardArity(module);
   if (arity != 2) {
-    return InvalidArgumentError(fmt::format(
-        "TorchScript model {}: {}; {}", path,
-        arity < 0 ? std::string("the module has no forward method")
-                  : fmt::format("forward takes {} input{}, expected 2 (input_ids, "
-                                "attention_mask)",
-                                arity, arity == 1 ? "" : "s"),
-        kHowToExport));
+    return InvalidArgumentError(
+        fmt::format("TorchScript model {}: {}; {}", path,
+                    arity < 0 ? std::string("the module has no forward method")
+                              : fmt::format("forward takes {} input{}, expected 2 (input_ids, "
+                                            "attention_mask)",
+                                            arity, arity == 1 ? "" : "s"),
+                    kHowToExport));
   }
   if (ScriptParameters(module).empty()) {
     return InvalidArgumentError(fmt::format(
@@ -186,8 +185,8 @@ Status SaveScriptModule(const torch::jit::Module& module, const std::string& pat
   try {
     module.save(tmp);
   } catch (const std::exception& e) {
-    return InternalError(fmt::format("cannot save the TorchScript model to {}: {}", tmp,
-                                     Brief(e.what())));
+    return InternalError(
+        fmt::format("cannot save the TorchScript model to {}: {}", tmp, Brief(e.what())));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);

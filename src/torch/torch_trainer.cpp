@@ -297,7 +297,9 @@ class ScriptTask final : public Task {
   }
   void SetTraining(bool on) override { module_.train(on); }
   torch::Device device() const override { return device_; }
-  Status Save(const std::string& path) override { return internal::SaveScriptModule(module_, path); }
+  Status Save(const std::string& path) override {
+    return internal::SaveScriptModule(module_, path);
+  }
   int64_t num_labels() const override { return data_.num_labels; }
   const std::vector<int64_t>& lengths(bool train) const override {
     return train ? train_lengths_ : eval_lengths_;
@@ -343,7 +345,9 @@ Result<std::unique_ptr<Task>> MakeTextTask(const TrainJob& job, const torch::Dev
     return std::unique_ptr<Task>(std::move(task));
   }
   auto text = std::make_unique<TextTask>(job, device);
-  if (!job.model.pretrained.empty()) TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+  if (!job.model.pretrained.empty()) {
+    TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+  }
   return std::unique_ptr<Task>(std::move(text));
 }
 
@@ -668,10 +672,11 @@ class TorchTrainer final : public Trainer {
       }
       OptimizerStep(rs, p);
       if (rs.job.on_step) {
-        rs.job.on_step(StepRecord{
-            rs.step, (loss_sum - group_start) / static_cast<double>(group_examples), rs.lr,
-            std::vector<std::vector<int64_t>>(batches.begin() + static_cast<std::ptrdiff_t>(g),
-                                              batches.begin() + static_cast<std::ptrdiff_t>(g_end))});
+        const auto first = batches.begin() + static_cast<std::ptrdiff_t>(g);
+        const auto last = batches.begin() + static_cast<std::ptrdiff_t>(g_end);
+        rs.job.on_step(StepRecord{rs.step,
+                                  (loss_sum - group_start) / static_cast<double>(group_examples),
+                                  rs.lr, std::vector<std::vector<int64_t>>(first, last)});
       }
     }
     m.epoch = epoch;

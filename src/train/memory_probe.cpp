@@ -12,7 +12,8 @@ namespace {
 void AddExamples(int64_t n, const ProbeRequest& r, std::mt19937& rng,
                  std::vector<std::vector<int32_t>>& ids, std::vector<int64_t>& labels) {
   const int64_t vocab = r.model.vocab_size > 0 ? r.model.vocab_size : 16;
-  std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(std::max<int64_t>(vocab - 1, 5)));
+  std::uniform_int_distribution<int32_t> token(
+      5, static_cast<int32_t>(std::max<int64_t>(vocab - 1, 5)));
   for (int64_t k = 0; k < n; ++k) {
     std::vector<int32_t> text(static_cast<size_t>(std::max<int64_t>(r.hp.max_length - 2, 1)));
     for (auto& id : text) id = token(rng);
@@ -47,8 +48,8 @@ Result<int64_t> MeasureTrainingPeak(Trainer& trainer, const ProbeRequest& r) {
   }));
   if (result.end != TrainResult::End::kCompleted) {
     return InternalError(fmt::format("the probe at batch_size {} x max_length {} ended {}: {}",
-                                     job.hp.batch_size, job.hp.max_length,
-                                     TrainEndName(result.end), result.message));
+                                     job.hp.batch_size, job.hp.max_length, TrainEndName(result.end),
+                                     result.message));
   }
   if (result.peak_memory_bytes < 0) {
     return FailedPreconditionError("the trainer does not measure memory (count_cpu_memory off)");

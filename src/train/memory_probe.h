@@ -19,10 +19,10 @@
 namespace tune {
 
 struct ProbeRequest {
-  ModelSpec model;       // a catalog encoder or a TorchScript model (model.torchscript)
-  TrainHyperparams hp;   // batch_size, max_length, grad_accum, precision, optimizer, ...
+  ModelSpec model;      // a catalog encoder or a TorchScript model (model.torchscript)
+  TrainHyperparams hp;  // batch_size, max_length, grad_accum, precision, optimizer, ...
   int64_t num_labels = 2;
-  int64_t steps = 2;     // optimizer steps, at least 2
+  int64_t steps = 2;  // optimizer steps, at least 2
 };
 
 // The run's peak of allocated bytes above the level before it (TrainResult::peak_memory_bytes).

@@ -1007,7 +1007,9 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
     TUNE_ASSIGN_OR_RETURN(tabular, LoadTabular(options.tabular));
   } else {
     TUNE_ASSIGN_OR_RETURN(text, LoadText(options, models));
-    if (trainer) TUNE_RETURN_IF_ERROR(CheckTorchScriptModels(options, models, text, *trainer, catalog));
+    if (trainer) {
+      TUNE_RETURN_IF_ERROR(CheckTorchScriptModels(options, models, text, *trainer, catalog));
+    }
   }
   return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
       std::move(options), std::move(catalog), std::move(trainer), std::move(text),

@@ -61,13 +61,14 @@ class TorchScriptCli : public ::testing::Test {
                       {"max_length", 16},
                       {"threads", 1}};
     for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
-    Json doc = {{"direction", "maximize"},
-                {"n_trials", 3},
-                {"sampler", {{"name", "random"}, {"seed", 1}}},
-                {"search_space",
-                 {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}, {"log", true}}},
-                  {"batch_size", Json::array({8, 16})}}},
-                {"objective", objective}};
+    Json doc = {
+        {"direction", "maximize"},
+        {"n_trials", 3},
+        {"sampler", {{"name", "random"}, {"seed", 1}}},
+        {"search_space",
+         {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}, {"log", true}}},
+          {"batch_size", Json::array({8, 16})}}},
+        {"objective", objective}};
     for (const auto& [k, v] : top_extra.items()) doc[k] = v;
     const std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
@@ -75,8 +76,8 @@ class TorchScriptCli : public ::testing::Test {
   }
 
   ProcessRun RunStudy(const std::string& config, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"--study", "ts", "--config", config, "--storage", "memory",
-                                     "--format", "json"};
+    std::vector<std::string> args = {"--study",   "ts",     "--config", config,
+                                     "--storage", "memory", "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Tune(args);
   }
@@ -107,8 +108,9 @@ TEST_F(TorchScriptCli, ACatalogEntryNamesTheFileAndItsVocabulary) {
   std::ofstream(dir_.path() / "vocab.txt")
       << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nand\na\ntoday\nrain\ncloud\nstorm\ngoal\n"
          "match\nteam\n";
-  const Json models = {{"my-bag", {{"torchscript", "bag.pt"}, {"vocab", "vocab.txt"},
-                                   {"max_position_embeddings", 64}}}};
+  const Json models = {
+      {"my-bag",
+       {{"torchscript", "bag.pt"}, {"vocab", "vocab.txt"}, {"max_position_embeddings", 64}}}};
   ProcessRun r = RunStudy(WriteConfig("my-bag", Json::object(), {{"models", models}}),
                           {"--log-level", "debug"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -127,8 +129,8 @@ TEST_F(TorchScriptCli, GradientCheckpointingOnlyWhenTheModuleDeclaresIt) {
 TEST_F(TorchScriptCli, AnOutOfMemoryRunIsCaughtRetriedAtHalfTheBatchAndPruned) {
   // 1 MiB holds the module's weights (0.5 MiB) but not its training step: every attempt runs out
   // of memory on the counting allocator's budget.
-  ProcessRun r = RunStudy(
-      WriteConfig("bag.pt", {{"memory", {{"device_memory", "1MiB"}, {"oom_retry", 1}}}}));
+  ProcessRun r =
+      RunStudy(WriteConfig("bag.pt", {{"memory", {{"device_memory", "1MiB"}, {"oom_retry", 1}}}}));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("retry 1/1 at batch_size"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("PRUNED"), std::string::npos) << r.err;
@@ -152,7 +154,8 @@ TEST_F(TorchScriptCli, EveryFileItCannotTrainIsAConfigError) {
   for (const BadFile& c : cases) {
     ProcessRun r = RunStudy(WriteConfig(c.file));
     EXPECT_EQ(r.code, 2) << c.file << ": " << r.err;
-    for (const char* s : c.says) EXPECT_NE(r.err.find(s), std::string::npos) << c.file << ": " << r.err;
+    for (const char* s : c.says)
+      EXPECT_NE(r.err.find(s), std::string::npos) << c.file << ": " << r.err;
     std::cout << c.file << " -> exit " << r.code << ": " << r.err;  // the message, for the log
   }
 }

@@ -33,10 +33,14 @@ Result<ModelSpec> ModelOf(const Json& m) {
 }
 
 Json DataToJson(const TextTrainData& d) {
-  return Json{{"train_ids", d.train_ids},       {"train_labels", d.train_labels},
-              {"validation_ids", d.validation_ids}, {"validation_labels", d.validation_labels},
-              {"pad_id", d.pad_id},             {"cls_id", d.cls_id},
-              {"sep_id", d.sep_id},             {"num_labels", d.num_labels}};
+  return Json{{"train_ids", d.train_ids},
+              {"train_labels", d.train_labels},
+              {"validation_ids", d.validation_ids},
+              {"validation_labels", d.validation_labels},
+              {"pad_id", d.pad_id},
+              {"cls_id", d.cls_id},
+              {"sep_id", d.sep_id},
+              {"num_labels", d.num_labels}};
 }
 
 Status Run(const std::string& spec_path) {
@@ -59,7 +63,9 @@ Status Run(const std::string& spec_path) {
   job.data = &data;
   Json steps = Json::array(), epochs = Json::array();
   job.on_step = [&](const StepRecord& s) {
-    steps.push_back({{"step", s.step}, {"loss", s.loss}, {"learning_rate", s.learning_rate},
+    steps.push_back({{"step", s.step},
+                     {"loss", s.loss},
+                     {"learning_rate", s.learning_rate},
                      {"micro_batches", s.micro_batches}});
   };
   TorchTrainerOptions options;
@@ -76,8 +82,8 @@ Status Run(const std::string& spec_path) {
                           return EpochDecision::kContinue;
                         }));
   if (result.end != TrainResult::End::kCompleted) {
-    return InternalError(fmt::format("training ended {}: {}", TrainEndName(result.end),
-                                     result.message));
+    return InternalError(
+        fmt::format("training ended {}: {}", TrainEndName(result.end), result.message));
   }
   std::cout << Json{{"data", DataToJson(data)},
                     {"hyperparams", HyperparamsToJson(job.hp)},
