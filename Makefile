@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo demo-function tune-criteria format clean
+.PHONY: all deps configure build test demo demo-function demo-torchscript tune-criteria format clean
 
 all: build
 
@@ -35,6 +35,21 @@ demo: build
 	$(BUILD_DIR)/tune report --study fortunes --storage sqlite:///$(DEMO_DB) \
 	  --output $(BUILD_DIR)/demo-report.html
 	@echo "The study's report page: $(abspath $(BUILD_DIR))/demo-report.html"
+
+# Your own PyTorch model trained in process (configs/fortunes-torchscript.json, docs/config.md
+# "TorchScript models"): the block-attention classifier of a user report, exported as TorchScript
+# by scripts/torchscript_models.py, tuned on four fortunes topics on CPU (a few minutes); the best
+# trial's trained module is saved to $(BUILD_DIR)/demo-torchscript-best and `tune predict`
+# reproduces its validation value.
+demo-torchscript: build
+	/usr/bin/python3 scripts/prepare-fortunes.py --out build/data/fortunes-4 \
+	  --labels computers,food,love,politics
+	/usr/bin/python3 scripts/torchscript_models.py block-attention --vocab-size 8000 \
+	  --num-labels 4 --dropout 0.1 --out build/data/block_attention.pt
+	$(BUILD_DIR)/tune --study fortunes-torchscript --config configs/fortunes-torchscript.json \
+	  --save-best $(BUILD_DIR)/demo-torchscript-best
+	$(BUILD_DIR)/tune predict --model $(BUILD_DIR)/demo-torchscript-best \
+	  --data build/data/fortunes-4/validation.jsonl --output $(BUILD_DIR)/demo-torchscript-predictions.jsonl
 
 # The built-in 'mixed' error surface with the heavy/base model space: seconds, no LibTorch.
 demo-function: build

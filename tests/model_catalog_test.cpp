@@ -60,5 +60,26 @@ TEST(ModelCatalog, ErrorsNameTheModelAndKey) {
   EXPECT_FALSE(incomplete.ok());
 }
 
+TEST(ModelCatalog, TorchScriptEntriesNeedOnlyTheirFile) {
+  ModelCatalog c = *ModelCatalog::Builtin();
+  ASSERT_TRUE(c.Merge({{"mine", {{"torchscript", "models/m.pt"}, {"vocab", "models/vocab.txt"},
+                                 {"family", "custom"}}}},
+                      "/studies/cfg.json", "/models")
+                  .ok());
+  const ModelSpec& m = **c.Find("mine");
+  EXPECT_TRUE(IsTorchScriptModel(m));
+  EXPECT_EQ(m.model_type, "torchscript");
+  EXPECT_EQ(m.torchscript, "/studies/models/m.pt");  // relative to the file of the entry
+  EXPECT_EQ(m.extra["vocab"], "/studies/models/vocab.txt");
+  EXPECT_EQ(m.extra["family"], "custom");
+  EXPECT_EQ(m.num_parameters, 0);
+  Status both = c.Merge({{"x", {{"torchscript", "m.pt"}, {"vocab", "v.txt"}, {"tokenizer", "d"}}}},
+                        "/studies/cfg.json", "/models");
+  EXPECT_NE(both.message().find("not both"), std::string::npos) << both.message();
+  EXPECT_TRUE(LooksLikeTorchScriptFile("models/m.pt"));
+  EXPECT_TRUE(LooksLikeTorchScriptFile("m.torchscript"));
+  EXPECT_FALSE(LooksLikeTorchScriptFile("bert-base-uncased"));
+}
+
 }  // namespace
 }  // namespace tune

@@ -41,11 +41,23 @@ struct ModelSpec {
   std::string pretrained;
   // The checkpoint directory the model was read from (config.json, tokenizer); empty: scratch.
   std::string checkpoint;
+  // A TorchScript model file (model_type "torchscript"; catalog key "torchscript", or a model
+  // name ending in .pt/.pth/.ts): the trainer trains the module's own parameters. Absolute.
+  std::string torchscript;
   Json extra = Json::object();  // any other keys, usable in conditions
 
   // All attributes as JSON (what conditions such as "model.heavy" read).
   Json Attributes() const;
 };
+
+inline constexpr const char* kTorchScriptModelType = "torchscript";
+
+// Whether `m` is a TorchScript model (its `torchscript` file is set).
+inline bool IsTorchScriptModel(const ModelSpec& m) { return !m.torchscript.empty(); }
+
+// Whether a model name that is not in the catalog names a TorchScript file by its extension
+// (.pt, .pth, .ts, .torchscript).
+bool LooksLikeTorchScriptFile(const std::string& name);
 
 // Parameters of the encoder (embeddings, layers, pooler) for BERT-like and DeBERTa-v2 models.
 int64_t EncoderParameterCount(const ModelSpec& m);

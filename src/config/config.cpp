@@ -203,6 +203,7 @@ Result<ModelCatalog> BuildCatalog(const JsonReader& r, const fs::path& base_dir)
     if (!checkpoint.ok()) return obj.ChildError("pretrained", checkpoint.status().message());
     catalog.Put(checkpoint->model);
   }
+  TUNE_RETURN_IF_ERROR(internal::AddTorchScriptModels(r, base_dir, catalog));
   TUNE_RETURN_IF_ERROR(internal::ResolveCheckpoints(r, base_dir, catalog));
   return catalog;
 }

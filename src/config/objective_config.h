@@ -50,6 +50,11 @@ Result<CheckpointKeys> ReadCheckpointKeys(const JsonReader& objective,
 Result<std::string> ResolveModelCheckpoint(const std::string& name, const ModelCatalog& catalog,
                                            const CheckpointKeys& keys,
                                            const std::filesystem::path& base_dir);
+// Every model name of the config that is not in the catalog and names a TorchScript file by its
+// extension (LooksLikeTorchScriptFile) put in the catalog as a TorchScript model named as
+// written, its file relative to base_dir; NotFound when the file does not exist.
+Status AddTorchScriptModels(const JsonReader& r, const std::filesystem::path& base_dir,
+                            ModelCatalog& catalog);
 // With "init": "pretrained": every model name of the config (`r`: the whole document) resolved
 // and read (ReadPretrainedCheckpoint), its config.json put in the catalog under the name.
 // NotFound listing each name that resolves nowhere, where it looked, and "init": "scratch";

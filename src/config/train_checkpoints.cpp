@@ -91,6 +91,30 @@ Result<std::string> ResolveModelCheckpoint(const std::string& name, const ModelC
   return ResolveCheckpoint(name, search);
 }
 
+Status AddTorchScriptModels(const JsonReader& r, const fs::path& base_dir, ModelCatalog& catalog) {
+  const Json& doc = r.json();
+  if (!doc.contains("objective") || !doc["objective"].is_object() ||
+      doc["objective"].value("type", Json()) != Json("train")) {
+    return Status::Ok();
+  }
+  for (const std::string& name : ModelNamesIn(doc)) {
+    if (catalog.Contains(name) || !LooksLikeTorchScriptFile(name)) continue;
+    ModelSpec m;
+    m.name = name;
+    m.model_type = kTorchScriptModelType;
+    m.torchscript = fs::absolute(base_dir / name).lexically_normal().string();
+    std::error_code ec;
+    if (!fs::is_regular_file(m.torchscript, ec)) {
+      return NotFoundError(fmt::format(
+          "{}: model '{}': no TorchScript file {} (save one with "
+          "torch.jit.script(model).save(\"{}\"))",
+          r.file(), name, m.torchscript, fs::path(name).filename().string()));
+    }
+    catalog.Put(std::move(m));
+  }
+  return Status::Ok();
+}
+
 Status ResolveCheckpoints(const JsonReader& r, const fs::path& base_dir, ModelCatalog& catalog) {
   const Json& doc = r.json();
   if (!doc.contains("objective") || !doc["objective"].is_object() ||
@@ -105,6 +129,7 @@ Status ResolveCheckpoints(const JsonReader& r, const fs::path& base_dir, ModelCa
   if (!keys.pretrained) return Status::Ok();
   std::vector<std::string> unresolved;
   for (const std::string& name : ModelNamesIn(doc)) {
+    if (auto spec = catalog.Find(name); spec.ok() && IsTorchScriptModel(**spec)) continue;
     auto dir = ResolveModelCheckpoint(name, catalog, keys, base_dir);
     if (!dir.ok()) {
       unresolved.push_back(dir.status().message());

@@ -544,7 +544,8 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
   const ModelCatalog& catalog = config.space.catalog();
   for (const auto& name : models) {
     auto spec = catalog.Find(name);
-    if (out.init_pretrained && (!spec.ok() || (*spec)->checkpoint.empty())) {
+    const bool script = spec.ok() && IsTorchScriptModel(**spec);
+    if (out.init_pretrained && !script && (!spec.ok() || (*spec)->checkpoint.empty())) {
       // A name ResolveCheckpoints did not see (a "model" parameter without "choices").
       TUNE_ASSIGN_OR_RETURN(CheckpointKeys keys,
                             ReadCheckpointKeys(r, fs::path(r.file()).parent_path()));

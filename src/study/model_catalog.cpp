@@ -1,5 +1,7 @@
 #include "tune/model_catalog.h"
 
+#include <filesystem>
+
 #include "util/json_reader.h"
 
 namespace tune {
@@ -26,6 +28,7 @@ Json ModelSpec::Attributes() const {
   a["heavy"] = heavy;
   if (!pretrained.empty()) a["pretrained"] = pretrained;
   if (!checkpoint.empty()) a["checkpoint"] = checkpoint;
+  if (!torchscript.empty()) a["torchscript"] = torchscript;
   return a;
 }
 
@@ -142,7 +145,31 @@ const std::vector<std::string> kModelKeys = {
     "model_type",        "num_hidden_layers", "hidden_size",
     "num_attention_heads", "intermediate_size", "vocab_size",
     "max_position_embeddings", "type_vocab_size", "position_buckets",
-    "num_parameters",    "heavy"};
+    "num_parameters",    "heavy",             "torchscript"};
+
+// A path of a catalog entry, relative to the file the entry is in.
+std::string EntryPath(const JsonReader& r, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::path(r.file()).parent_path();
+  return fs::absolute(base / path).lexically_normal().string();
+}
+
+// A TorchScript entry: {"torchscript": FILE, "vocab": FILE | "tokenizer": DIR, "vocab_size",
+// "max_position_embeddings"}; the file's module brings the architecture.
+Status ReadTorchScriptModel(const JsonReader& r, ModelSpec& m) {
+  TUNE_ASSIGN_OR_RETURN(std::string file, r.RequiredString("torchscript"));
+  m.torchscript = EntryPath(r, file);
+  m.model_type = kTorchScriptModelType;
+  for (const char* key : {"vocab", "tokenizer"}) {
+    TUNE_ASSIGN_OR_RETURN(std::optional<std::string> path, r.OptString(key));
+    if (path) m.extra[key] = EntryPath(r, *path);
+  }
+  if (m.extra.contains("vocab") && m.extra.contains("tokenizer")) {
+    return r.Error("set \"vocab\" (a vocab.txt) or \"tokenizer\" (a checkpoint directory), "
+                   "not both");
+  }
+  return Status::Ok();
+}
 
 Status ReadModel(const JsonReader& r, ModelSpec& m, std::optional<bool>& heavy_stated) {
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
@@ -177,6 +204,7 @@ Status ReadModel(const JsonReader& r, ModelSpec& m, std::optional<bool>& heavy_s
     for (const auto& k : kModelKeys) known = known || k == key;
     if (!known) m.extra[key] = value;
   }
+  if (r.Has("torchscript")) return ReadTorchScriptModel(r, m);
   if (m.num_hidden_layers == 0 || m.hidden_size == 0 || m.num_attention_heads == 0 ||
       m.intermediate_size == 0 || m.vocab_size == 0 || m.max_position_embeddings == 0) {
     return r.Error(
@@ -202,7 +230,7 @@ Status ModelCatalog::Merge(const Json& models, const std::string& file,
     m.name = name;
     std::optional<bool> heavy_stated;
     TUNE_RETURN_IF_ERROR(ReadModel(r.Child(name), m, heavy_stated));
-    if (!r.json().at(name).contains("num_parameters")) {
+    if (!r.json().at(name).contains("num_parameters") && !IsTorchScriptModel(m)) {
       m.num_parameters = IsDecoderModelType(m.model_type) ? DecoderParameterCount(m)
                                                           : EncoderParameterCount(m);
     }
@@ -250,6 +278,11 @@ Result<ModelCatalog> ModelCatalog::Builtin() {
     return Parse(doc, "<built-in configs/models.json>");
   }();
   return builtin;
+}
+
+bool LooksLikeTorchScriptFile(const std::string& name) {
+  const std::string ext = std::filesystem::path(name).extension().string();
+  return ext == ".pt" || ext == ".pth" || ext == ".ts" || ext == ".torchscript";
 }
 
 Result<const ModelSpec*> ModelCatalog::Find(const std::string& name) const {

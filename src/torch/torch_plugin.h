@@ -35,7 +35,8 @@ struct TorchTrainerOptions {
 // 5: tune_core and tune_train are shared libraries (one copy of process state).
 // 6: Trainer::Predict, TrainJob::save_weights, TextTrainData::label_names, EpochDecision::kKeep.
 // 7: tune_torch_cuda_status.
-inline constexpr int kTorchPluginAbi = 7;
+// 8: TorchScript models: Trainer::CheckTorchScriptModel, TrainJob::on_step, ModelSpec::torchscript.
+inline constexpr int kTorchPluginAbi = 8;
 
 // The beginning of tune_torch_cuda_status's sentence when CUDA is usable.
 inline constexpr const char* kCudaUsable = "CUDA compiled in and usable";

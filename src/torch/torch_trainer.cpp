@@ -25,6 +25,7 @@
 #include "torch/torch_models.h"
 #include "torch/torch_plugin.h"
 #include "torch/torch_pretrained.h"
+#include "torch/torch_script.h"
 #include "train/batching.h"
 #include "train/metrics.h"
 #include "util/device.h"
@@ -86,16 +87,20 @@ void SetLearningRate(torch::optim::Optimizer& opt, double lr) {
   for (auto& group : opt.param_groups()) group.options().set_lr(lr);
 }
 
-std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& hp,
-                                                       torch::nn::Module& model) {
-  // No weight decay on biases and LayerNorm weights (Hugging Face's Trainer does the same).
-  std::vector<torch::Tensor> decay, no_decay;
+// No weight decay on biases and LayerNorm weights (Hugging Face's Trainer does the same).
+void DecayGroups(torch::nn::Module& model, std::vector<torch::Tensor>& decay,
+                 std::vector<torch::Tensor>& no_decay) {
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
     const bool exempt = name.size() >= 4 && (name.compare(name.size() - 4, 4, "bias") == 0 ||
                                              name.find("LayerNorm") != std::string::npos);
     (exempt ? no_decay : decay).push_back(item.value());
   }
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& hp,
+                                                       const std::vector<torch::Tensor>& decay,
+                                                       const std::vector<torch::Tensor>& no_decay) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   if (hp.optimizer == OptimizerKind::kAdamW) {
     auto options = [&](double wd) {
@@ -118,11 +123,21 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainHyperparams& h
   return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(hp.learning_rate));
 }
 
-// What differs between a transformer on text and an MLP on tabular rows.
+// What differs between a transformer on text, a TorchScript module on text and an MLP on
+// tabular rows.
 class Task {
  public:
   virtual ~Task() = default;
-  virtual torch::nn::Module& module() = 0;
+  virtual std::vector<torch::Tensor> parameters() = 0;
+  // The trainable parameters with and without weight decay.
+  virtual void ParameterGroups(std::vector<torch::Tensor>& decay,
+                               std::vector<torch::Tensor>& no_decay) = 0;
+  virtual void SetTraining(bool on) = 0;
+  virtual torch::Device device() const = 0;
+  // Writes the model where TrainJob::save_weights says (text models only).
+  virtual Status Save(const std::string& path) {
+    return InternalError("cannot save this model to " + path);
+  }
   virtual int64_t num_labels() const = 0;
   // Per example of the training or validation split: the length batching sorts by.
   virtual const std::vector<int64_t>& lengths(bool train) const = 0;
@@ -177,7 +192,14 @@ class TextTask final : public Task {
   Status SaveWeights(const std::string& path) {
     return internal::SavePretrainedWeights(*model_, internal::PretrainedPrefix(model_type_), path);
   }
-  torch::nn::Module& module() override { return *model_; }
+  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
+  void ParameterGroups(std::vector<torch::Tensor>& decay,
+                       std::vector<torch::Tensor>& no_decay) override {
+    DecayGroups(*model_, decay, no_decay);
+  }
+  void SetTraining(bool on) override { model_->train(on); }
+  torch::Device device() const override { return device_; }
+  Status Save(const std::string& path) override { return SaveWeights(path); }
   int64_t num_labels() const override { return data_.num_labels; }
   const std::vector<int64_t>& lengths(bool train) const override {
     return train ? train_lengths_ : eval_lengths_;
@@ -215,7 +237,13 @@ class TabularTask final : public Task {
         eval_lengths_(job.tabular->validation_labels.size(), 1) {
     model_->to(device);
   }
-  torch::nn::Module& module() override { return *model_; }
+  std::vector<torch::Tensor> parameters() override { return model_->parameters(); }
+  void ParameterGroups(std::vector<torch::Tensor>& decay,
+                       std::vector<torch::Tensor>& no_decay) override {
+    DecayGroups(*model_, decay, no_decay);
+  }
+  void SetTraining(bool on) override { model_->train(on); }
+  torch::Device device() const override { return device_; }
   int64_t num_labels() const override { return data_.num_labels; }
   const std::vector<int64_t>& lengths(bool train) const override {
     return train ? train_lengths_ : eval_lengths_;
@@ -248,6 +276,81 @@ class TabularTask final : public Task {
   std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
+// A TorchScript module on text (torch_script.h): forward(input_ids, attention_mask) -> logits.
+class ScriptTask final : public Task {
+ public:
+  // The module of job.model.torchscript, loaded on `device`; with hp.gradient_checkpointing, the
+  // module must declare it. InvalidArgument/NotFound otherwise.
+  static Result<std::unique_ptr<ScriptTask>> Load(const TrainJob& job,
+                                                  const torch::Device& device) {
+    TUNE_ASSIGN_OR_RETURN(torch::jit::Module module,
+                          internal::LoadScriptModule(job.model.torchscript, device));
+    if (job.hp.gradient_checkpointing) {
+      TUNE_RETURN_IF_ERROR(internal::EnableScriptCheckpointing(module, job.model.torchscript));
+    }
+    return std::unique_ptr<ScriptTask>(new ScriptTask(job, device, std::move(module)));
+  }
+  std::vector<torch::Tensor> parameters() override { return internal::ScriptParameters(module_); }
+  void ParameterGroups(std::vector<torch::Tensor>& decay,
+                       std::vector<torch::Tensor>& no_decay) override {
+    internal::ScriptDecayGroups(module_, decay, no_decay);
+  }
+  void SetTraining(bool on) override { module_.train(on); }
+  torch::Device device() const override { return device_; }
+  Status Save(const std::string& path) override {
+    return internal::SaveScriptModule(module_, path);
+  }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    TokenBatch tb =
+        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
+                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
+    p.batch_rows = tb.rows;
+    p.batch_cols = tb.cols;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor logits =
+        module_
+            .forward({ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
+                      ToTensor(tb.attention_mask, tb.rows, tb.cols, device_)})
+            .toTensor();
+    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
+  }
+
+ private:
+  ScriptTask(const TrainJob& job, const torch::Device& device, torch::jit::Module module)
+      : data_(*job.data), hp_(job.hp), device_(device), module_(std::move(module)) {
+    for (const auto& ids : data_.train_ids)
+      train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+    for (const auto& ids : data_.validation_ids)
+      eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+  }
+
+  const TextTrainData& data_;
+  const TrainHyperparams& hp_;
+  torch::Device device_;
+  torch::jit::Module module_;
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+// The text task of `job` with its weights: a TorchScript module, or a transformer with its
+// pretrained weights (when job.model.pretrained is set).
+Result<std::unique_ptr<Task>> MakeTextTask(const TrainJob& job, const torch::Device& device) {
+  if (IsTorchScriptModel(job.model)) {
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<ScriptTask> task, ScriptTask::Load(job, device));
+    return std::unique_ptr<Task>(std::move(task));
+  }
+  auto text = std::make_unique<TextTask>(job, device);
+  if (!job.model.pretrained.empty()) {
+    TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+  }
+  return std::unique_ptr<Task>(std::move(text));
+}
+
 // The forward pass of a batch under autocast for bf16/fp16 (docs/memory.md#the-autocast-guard);
 // logits come back as float32 so that the loss is computed in full precision, outside autocast.
 std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& task,
@@ -256,7 +359,7 @@ std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& tas
   if (precision == Precision::kFp32) return task.Forward(batch, train, p);
   std::pair<torch::Tensor, torch::Tensor> out;
   {
-    const torch::Device device = task.module().parameters().front().device();
+    const torch::Device device = task.device();
     internal::AutocastGuard autocast(
         device.type(), precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf);
     out = task.Forward(batch, train, p);
@@ -334,9 +437,9 @@ class TorchTrainer final : public Trainer {
     if (job.data == nullptr) return InvalidArgumentError("Predict needs text data");
     try {
       torch::manual_seed(job.hp.seed);
-      TextTask task(job, device_);
-      TUNE_RETURN_IF_ERROR(task.LoadPretrained(job.model.pretrained));
-      task.module().train(false);
+      TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Task> made, MakeTextTask(job, device_));
+      Task& task = *made;
+      task.SetTraining(false);
       torch::NoGradGuard no_grad;
       Progress p;
       std::vector<std::vector<float>> out(job.data->validation_ids.size());
@@ -356,6 +459,23 @@ class TorchTrainer final : public Trainer {
       return out;
     } catch (const std::exception& e) {
       return InternalError(fmt::format("LibTorch error while predicting: {}", e.what()));
+    }
+  }
+
+  Result<int64_t> CheckTorchScriptModel(const TrainJob& job) override {
+    if (job.data == nullptr) return InvalidArgumentError("a TorchScript model trains on text");
+    try {
+      TUNE_ASSIGN_OR_RETURN(torch::jit::Module module,
+                            internal::LoadScriptModule(job.model.torchscript, device_));
+      TUNE_RETURN_IF_ERROR(internal::CheckScriptForward(
+          module, job.model.torchscript, job.data->num_labels,
+          std::max<int64_t>(job.data->vocab_size - 1, 4), device_));
+      int64_t n = 0;
+      for (const auto& p : internal::ScriptParameters(module)) n += p.numel();
+      return n;
+    } catch (const std::exception& e) {
+      return InternalError(fmt::format("LibTorch error while loading {}: {}",
+                                       job.model.torchscript, e.what()));
     }
   }
 
@@ -381,7 +501,10 @@ class TorchTrainer final : public Trainer {
       oom = true;
       error = std::string("std::bad_alloc: ") + e.what();
     } catch (const std::exception& e) {
-      error = e.what();
+      // The TorchScript interpreter rethrows what failed inside it (an out-of-memory error too)
+      // as a std::runtime_error whose last line is the original message.
+      error = internal::ScriptErrorText(e.what());
+      oom = LooksLikeOutOfMemory(error);
     }
     // Everything the run allocated (model, optimizer state, gradients, activations, the autocast
     // cache, which AutocastGuard clears) was local to Run() and is released by now; the caching
@@ -431,7 +554,6 @@ class TorchTrainer final : public Trainer {
   struct RunState {
     const TrainJob& job;
     std::unique_ptr<Task> task;
-    TextTask* text_task = nullptr;  // the task when it is text (pretrained weights, saving)
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     Precision precision = Precision::kFp32;
     std::optional<LossScaler> scaler;
@@ -448,17 +570,20 @@ class TorchTrainer final : public Trainer {
     if (job.tabular != nullptr) {
       rs->task = std::make_unique<TabularTask>(job, device_);
     } else {
-      auto text = std::make_unique<TextTask>(job, device_);
-      if (!job.model.pretrained.empty()) {
-        TUNE_RETURN_IF_ERROR(text->LoadPretrained(job.model.pretrained));
+      auto task = MakeTextTask(job, device_);
+      if (!task.ok() && IsTorchScriptModel(job.model)) {  // e.g. checkpointing not declared
+        result.end = TrainResult::End::kFailed;
+        result.message = task.status().message();
+        return std::optional<RunState>();
       }
-      rs->text_task = text.get();
-      rs->task = std::move(text);
+      TUNE_RETURN_IF_ERROR(task.status());
+      rs->task = std::move(task).value();
     }
-    torch::nn::Module& model = rs->task->module();
     result.num_parameters = 0;
-    for (const auto& t : model.parameters()) result.num_parameters += t.numel();
-    rs->optimizer = MakeOptimizer(hp, model);
+    for (const auto& t : rs->task->parameters()) result.num_parameters += t.numel();
+    std::vector<torch::Tensor> decay, no_decay;
+    rs->task->ParameterGroups(decay, no_decay);
+    rs->optimizer = MakeOptimizer(hp, decay, no_decay);
     rs->precision = job.tabular != nullptr ? Precision::kFp32 : hp.precision;
     if (Status st = CheckPrecisionForDevice(rs->precision, device_.str()); !st.ok()) {
       result.end = TrainResult::End::kFailed;
@@ -508,17 +633,16 @@ class TorchTrainer final : public Trainer {
   // scheduled learning rate, zero_grad.
   void OptimizerStep(RunState& rs, Progress& p) {
     const TrainHyperparams& hp = rs.job.hp;
-    torch::nn::Module& model = rs.task->module();
+    const std::vector<torch::Tensor> params = rs.task->parameters();
     p.phase = "optimizer_step";
-    const bool finite = rs.scaler ? rs.scaler->Unscale(model.parameters()) : true;
-    if (finite && hp.max_grad_norm > 0)
-      ClipGradients(model.parameters(), hp.max_grad_norm, *rs.optimizer);
+    const bool finite = rs.scaler ? rs.scaler->Unscale(params) : true;
+    if (finite && hp.max_grad_norm > 0) ClipGradients(params, hp.max_grad_norm, *rs.optimizer);
     rs.lr = LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps,
                            rs.warmup_steps);
     SetLearningRate(*rs.optimizer, rs.lr);
     if (finite) rs.optimizer->step();
     if (rs.scaler) rs.scaler->Update();
-    model.zero_grad(/*set_to_none=*/true);
+    for (const torch::Tensor& t : params) t.mutable_grad().reset();  // zero_grad(set_to_none)
     ++rs.step;
     p.step = rs.step;
   }
@@ -528,7 +652,7 @@ class TorchTrainer final : public Trainer {
   bool TrainEpoch(RunState& rs, int64_t epoch, std::mt19937_64& rng, EpochMetrics& m,
                   TrainResult& result, Progress& p) {
     const TrainHyperparams& hp = rs.job.hp;
-    rs.task->module().train(true);
+    rs.task->SetTraining(true);
     const auto batches =
         MakeTrainBatches(rs.task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
     double loss_sum = 0;
@@ -537,6 +661,7 @@ class TorchTrainer final : public Trainer {
       const size_t g_end = std::min(batches.size(), g + static_cast<size_t>(hp.grad_accum));
       int64_t group_examples = 0;
       for (size_t b = g; b < g_end; ++b) group_examples += static_cast<int64_t>(batches[b].size());
+      const double group_start = loss_sum;
       for (size_t b = g; b < g_end; ++b) {
         if (InterruptRequested()) {
           result.end = TrainResult::End::kInterrupted;
@@ -546,6 +671,13 @@ class TorchTrainer final : public Trainer {
         seen += static_cast<int64_t>(batches[b].size());
       }
       OptimizerStep(rs, p);
+      if (rs.job.on_step) {
+        const auto first = batches.begin() + static_cast<std::ptrdiff_t>(g);
+        const auto last = batches.begin() + static_cast<std::ptrdiff_t>(g_end);
+        rs.job.on_step(StepRecord{rs.step,
+                                  (loss_sum - group_start) / static_cast<double>(group_examples),
+                                  rs.lr, std::vector<std::vector<int64_t>>(first, last)});
+      }
     }
     m.epoch = epoch;
     m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
@@ -580,10 +712,9 @@ class TorchTrainer final : public Trainer {
         result.end = TrainResult::End::kStopped;
         return Status::Ok();
       }
-      if (*decision == EpochDecision::kKeep && rs.text_task != nullptr &&
-          !job.save_weights.empty()) {
+      if (*decision == EpochDecision::kKeep && job.data != nullptr && !job.save_weights.empty()) {
         p.phase = "saving";
-        TUNE_RETURN_IF_ERROR(rs.text_task->SaveWeights(job.save_weights));
+        TUNE_RETURN_IF_ERROR(rs.task->Save(job.save_weights));
       }
     }
     result.end = TrainResult::End::kCompleted;
@@ -593,7 +724,7 @@ class TorchTrainer final : public Trainer {
   // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
   bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m,
                 Progress& p) {
-    task.module().train(false);
+    task.SetTraining(false);
     torch::NoGradGuard no_grad;
     std::vector<int64_t> labels, predictions;
     double loss_sum = 0;

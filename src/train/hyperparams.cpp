@@ -359,6 +359,10 @@ bool UsesRobertaPositions(const ModelSpec& model) {
 }
 
 int64_t MaxSequenceLength(const ModelSpec& model) {
+  if (IsTorchScriptModel(model)) {
+    return model.max_position_embeddings > 0 ? model.max_position_embeddings
+                                             : kDefaultTorchScriptMaxLength;
+  }
   return UsesRobertaPositions(model) ? model.max_position_embeddings - 2
                                      : model.max_position_embeddings;
 }
@@ -367,7 +371,22 @@ bool UsesRelativePositions(const ModelSpec& model) {
   return model.model_type == "deberta-v2" || model.position_buckets > 0;
 }
 
+// A TorchScript model: max_length within the entry's max_position_embeddings (default 512);
+// gradient checkpointing only when the module declares it (a bool attribute
+// `gradient_checkpointing`, which the trainer sets; checked when the module is loaded).
+Status CheckTorchScriptForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
+  if (hp.max_length > MaxSequenceLength(model)) {
+    return InvalidArgumentError(fmt::format(
+        "max_length {} is longer than model '{}' allows ({}: its catalog entry's "
+        "max_position_embeddings{})",
+        hp.max_length, model.name, MaxSequenceLength(model),
+        model.max_position_embeddings > 0 ? "" : ", 512 when unset"));
+  }
+  return Status::Ok();
+}
+
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
+  if (IsTorchScriptModel(model)) return CheckTorchScriptForTraining(model, hp);
   const std::vector<std::string> supported = {"bert",      "roberta",    "xlm-roberta",
                                               "camembert", "deberta-v2", ""};
   if (std::find(supported.begin(), supported.end(), model.model_type) == supported.end()) {

@@ -89,11 +89,15 @@ Status SetHyperparam(TrainHyperparams& hp, const std::string& name, const Json& 
 // All hyperparameters as JSON (canonical names; enums as their config strings).
 Json HyperparamsToJson(const TrainHyperparams& hp);
 
-// Whether the trainer can build `model` with these settings: a supported model_type (bert,
+// Whether the trainer can build `model` with these settings: a TorchScript model (max_length
+// within its entry's max_position_embeddings), or a supported model_type (bert,
 // roberta, xlm-roberta, camembert, deberta-v2 with position_buckets > 0), heads dividing the hidden
 // size, max_length within the model's positions (RoBERTa-style models reserve two). InvalidArgument
 // says why not.
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp);
+// The longest max_length a TorchScript model accepts when its entry sets no
+// max_position_embeddings.
+inline constexpr int64_t kDefaultTorchScriptMaxLength = 512;
 // The longest max_length `model` accepts.
 int64_t MaxSequenceLength(const ModelSpec& model);
 // True for RoBERTa-style absolute positions (offset by padding_idx + 1 = 2).

@@ -41,6 +41,15 @@ Json ScratchConfig(const ModelSpec& m) {
   return c;
 }
 
+// A TorchScript model's config.json: its module is model.pt beside it.
+Json TorchScriptConfig(const ModelSpec& m) {
+  Json c = {{"model_type", kTorchScriptModelType},
+            {"torchscript", "model.pt"},
+            {"max_position_embeddings", MaxSequenceLength(m)}};
+  if (m.vocab_size > 0) c["vocab_size"] = m.vocab_size;
+  return c;
+}
+
 Status WriteJson(const fs::path& path, const Json& doc) {
   std::ofstream out(path, std::ios::trunc);
   out << doc.dump(2) << "\n";
@@ -70,6 +79,14 @@ Status CopyVocabFile(const fs::path& staging, const std::string& vocab_file) {
 Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tokenizer* built,
                       const std::string& vocab_file) {
   std::error_code ec;
+  if (IsTorchScriptModel(model) && built == nullptr && model.extra.contains("tokenizer")) {
+    for (const std::string& file : CheckpointTokenizerFiles(model.extra["tokenizer"])) {
+      fs::copy_file(file, staging / fs::path(file).filename(),
+                    fs::copy_options::overwrite_existing, ec);
+      if (ec) return InternalError(fmt::format("cannot copy {}: {}", file, ec.message()));
+    }
+    return Status::Ok();
+  }
   if (built != nullptr || model.checkpoint.empty()) {
     if (built == nullptr) return InvalidArgumentError("no tokenizer to save");
     if (!vocab_file.empty()) {
@@ -111,8 +128,8 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
-  Json config = ScratchConfig(model);
-  if (!model.checkpoint.empty()) {
+  Json config = IsTorchScriptModel(model) ? TorchScriptConfig(model) : ScratchConfig(model);
+  if (!model.checkpoint.empty() && !IsTorchScriptModel(model)) {
     TUNE_ASSIGN_OR_RETURN(config,
                           ReadJsonFile((fs::path(model.checkpoint) / "config.json").string()));
   }
@@ -196,10 +213,36 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
   return better;
 }
 
+// A saved TorchScript model: config.json says model_type "torchscript"; model.pt and the
+// tokenizer files sit beside it.
+Result<PretrainedCheckpoint> ReadSavedTorchScript(const std::string& dir, const Json& config) {
+  PretrainedCheckpoint c;
+  c.dir = dir;
+  c.config_path = (fs::path(dir) / "config.json").string();
+  c.weights_path = (fs::path(dir) / config.value("torchscript", "model.pt")).string();
+  c.vocab_path = PretrainedVocabPath(dir);
+  std::error_code ec;
+  if (!fs::is_regular_file(c.weights_path, ec)) {
+    return NotFoundError(fmt::format("{}: no TorchScript model {}", c.config_path, c.weights_path));
+  }
+  c.model.name = dir;
+  c.model.model_type = kTorchScriptModelType;
+  c.model.torchscript = c.weights_path;
+  c.model.checkpoint = dir;
+  c.model.max_position_embeddings =
+      config.value("max_position_embeddings", kDefaultTorchScriptMaxLength);
+  c.model.vocab_size = config.value("vocab_size", int64_t{0});
+  return c;
+}
+
 Result<SavedModel> ReadSavedModel(const std::string& dir) {
   SavedModel s;
-  TUNE_ASSIGN_OR_RETURN(s.checkpoint, ReadPretrainedCheckpoint(dir, dir));
   TUNE_ASSIGN_OR_RETURN(Json config, ReadJsonFile((fs::path(dir) / "config.json").string()));
+  if (config.value("model_type", std::string()) == kTorchScriptModelType) {
+    TUNE_ASSIGN_OR_RETURN(s.checkpoint, ReadSavedTorchScript(dir, config));
+  } else {
+    TUNE_ASSIGN_OR_RETURN(s.checkpoint, ReadPretrainedCheckpoint(dir, dir));
+  }
   const Json id2label = config.value("id2label", Json::object());
   const int64_t n = config.value("num_labels", static_cast<int64_t>(id2label.size()));
   for (int64_t i = 0; i < n; ++i) {

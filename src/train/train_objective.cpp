@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "memory/estimator.h"
 #include "memory/guard.h"
@@ -209,14 +210,25 @@ class EpochTracker {
 
 // The texts tokenized once per tokenizer: by checkpoint directory with "init": "pretrained",
 // else one set under "" (`built`: a vocabulary file's tokenizer, or one built from the training
-// text; none for a `pretrained` directory's).
+// text; none for a `pretrained` directory's). A TorchScript model's entry may name its own
+// tokenizer: a checkpoint directory (its key) or a vocabulary file ("vocab:" + the file, its
+// tokenizer in `vocab_files`).
 struct TextSets {
   std::map<std::string, TextTrainData> data;
   std::optional<Tokenizer> built;
+  std::map<std::string, Tokenizer> vocab_files;
 };
+
+constexpr const char* kVocabKeyPrefix = "vocab:";
 
 // Which of the TextSets a model trains on.
 std::string TokenizerKey(const TrainObjectiveOptions& options, const ModelSpec& model) {
+  if (IsTorchScriptModel(model)) {
+    if (model.extra.contains("tokenizer")) return model.extra["tokenizer"].get<std::string>();
+    if (model.extra.contains("vocab"))
+      return kVocabKeyPrefix + model.extra["vocab"].get<std::string>();
+    return std::string();
+  }
   return options.init_pretrained ? model.checkpoint : std::string();
 }
 
@@ -361,7 +373,9 @@ class TrainObjective final : public Objective {
     std::filesystem::remove_all(staging, ec);
     std::filesystem::create_directories(staging, ec);
     if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
-    job.save_weights = (std::filesystem::path(staging) / "model.safetensors").string();
+    job.save_weights = (std::filesystem::path(staging) /
+                        (IsTorchScriptModel(job.model) ? "model.pt" : "model.safetensors"))
+                           .string();
     return Status::Ok();
   }
 
@@ -379,9 +393,14 @@ class TrainObjective final : public Objective {
     }
     const SavedTrial saved{trial.study_name(), trial.number(), params, outcome.values[0],
                            TrainMetricName(options_.metric)};
-    const bool scratch = TokenizerKey(options_, job.model).empty() && text_.built;
+    const std::string key = TokenizerKey(options_, job.model);
+    const bool scratch = key.empty() && text_.built;
     const Tokenizer* built = scratch ? &*text_.built : nullptr;
-    const std::string vocab = scratch && options_.vocab ? *options_.vocab : std::string();
+    std::string vocab = scratch && options_.vocab ? *options_.vocab : std::string();
+    if (auto file = text_.vocab_files.find(key); file != text_.vocab_files.end()) {
+      built = &file->second;
+      vocab = key.substr(std::string(kVocabKeyPrefix).size());
+    }
     TUNE_RETURN_IF_ERROR(WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names,
                                               saved, built, vocab));
     if (options_.planned) return Status::Ok();  // a --jobs child: the parent promotes it
@@ -434,7 +453,7 @@ class TrainObjective final : public Objective {
     }
     if (Status st = CheckModelForTraining(*spec, job.hp); !st.ok()) {
       unfit = st.message();
-    } else if (data->second.vocab_size > spec->vocab_size) {
+    } else if (spec->vocab_size > 0 && data->second.vocab_size > spec->vocab_size) {
       unfit = fmt::format("the tokenizer has {} tokens but model '{}' embeds only {}",
                           data->second.vocab_size, spec->name, spec->vocab_size);
     }
@@ -861,19 +880,25 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
                                 const std::vector<const ModelSpec*>& models) {
   if (key.empty() && !options.vocab) {
     TokenizerOptions to = options.tokenizer;
-    for (const ModelSpec* m : models) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
+    for (const ModelSpec* m : models) {
+      if (m->vocab_size > 0) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
+    }
     std::vector<std::string> texts;
     texts.reserve(dataset.train.size());
     for (const auto& e : dataset.train) texts.push_back(e.text);
     return Tokenizer::Build(texts, to);
   }
-  const std::optional<std::string> dir = key.empty() ? options.pretrained : key;
-  const std::string file = dir ? PretrainedVocabPath(*dir) : *options.vocab;
+  const bool vocab_key = key.rfind(kVocabKeyPrefix, 0) == 0;
+  const std::optional<std::string> dir =
+      vocab_key ? std::nullopt : key.empty() ? options.pretrained : key;
+  const std::string file = dir          ? PretrainedVocabPath(*dir)
+                           : vocab_key ? key.substr(std::string(kVocabKeyPrefix).size())
+                                       : *options.vocab;
   TUNE_ASSIGN_OR_RETURN(Tokenizer t,
                         dir ? Tokenizer::FromCheckpointDir(*dir, options.tokenizer)
                             : Tokenizer::FromVocabFile(file, options.tokenizer.lowercase));
   for (const ModelSpec* m : models) {
-    if (t.vocab_size() > m->vocab_size) {
+    if (m->vocab_size > 0 && t.vocab_size() > m->vocab_size) {
       return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "
                                               "(vocab_size)",
                                               file, t.vocab_size(), m->name, m->vocab_size));
@@ -916,9 +941,34 @@ Result<TextSets> LoadText(const TrainObjectiveOptions& options,
     for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));
     TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, key, dataset, group));
     sets.data[key] = Tokenize(dataset, tokenizer, max_length);
-    if (key.empty() && !options.pretrained) sets.built = std::move(tokenizer);
+    if (key.rfind(kVocabKeyPrefix, 0) == 0) {
+      sets.vocab_files.emplace(key, std::move(tokenizer));
+    } else if (key.empty() && !options.pretrained) {
+      sets.built = std::move(tokenizer);
+    }
   }
   return sets;
+}
+
+// The checked load of every TorchScript model before the first trial (Trainer::
+// CheckTorchScriptModel); its parameter count goes into the catalog.
+Status CheckTorchScriptModels(const TrainObjectiveOptions& options,
+                              const std::vector<const ModelSpec*>& models, const TextSets& text,
+                              Trainer& trainer, ModelCatalog& catalog) {
+  std::set<std::string> checked;
+  for (const ModelSpec* m : models) {
+    if (!IsTorchScriptModel(*m) || !checked.insert(m->name).second) continue;
+    TrainJob job;
+    job.model = *m;
+    job.data = &text.data.at(TokenizerKey(options, *m));
+    TUNE_ASSIGN_OR_RETURN(int64_t parameters, trainer.CheckTorchScriptModel(job));
+    spdlog::info("TorchScript model {}: {} parameters; forward checked at B=1, T=8", m->name,
+                 parameters);
+    ModelSpec updated = *m;
+    updated.num_parameters = parameters;
+    catalog.Put(std::move(updated));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -964,6 +1014,9 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
     TUNE_ASSIGN_OR_RETURN(tabular, LoadTabular(options.tabular));
   } else {
     TUNE_ASSIGN_OR_RETURN(text, LoadText(options, models));
+    if (trainer) {
+      TUNE_RETURN_IF_ERROR(CheckTorchScriptModels(options, models, text, *trainer, catalog));
+    }
   }
   return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
       std::move(options), std::move(catalog), std::move(trainer), std::move(text),

@@ -51,6 +51,15 @@ struct TabularTrainData {
   int64_t num_labels = 0;
 };
 
+// One optimizer step, as the trainer took it (TrainJob::on_step).
+struct StepRecord {
+  int64_t step = 0;             // 1-based, across epochs
+  double loss = 0.0;            // the summed loss of the step's examples / their count
+  double learning_rate = 0.0;   // the rate the step used
+  std::vector<std::vector<int64_t>> micro_batches;  // indices into the training split
+};
+using StepCallback = std::function<void(const StepRecord&)>;
+
 // REQUIRES: exactly one of `data` (a transformer on text) and `tabular` (an MLP) is set, and it
 // outlives Train().
 struct TrainJob {
@@ -60,7 +69,10 @@ struct TrainJob {
   const TabularTrainData* tabular = nullptr;
   // Text: a model.safetensors path the trainer (re)writes, atomically, after every epoch whose
   // callback answers kKeep (the best epoch so far); empty: nothing is written.
+  // A TorchScript model (model.torchscript set) writes its trained module (model.pt) instead.
   std::string save_weights;
+  // Called after every optimizer step when set (the trajectory test, logs).
+  StepCallback on_step;
 };
 
 struct EpochMetrics {
@@ -134,6 +146,16 @@ class Trainer {
   virtual Result<std::vector<std::vector<float>>> Predict(const TrainJob& job) {
     (void)job;
     return FailedPreconditionError("this trainer cannot predict");
+  }
+  // The checked load of a TorchScript model (job.model.torchscript) before the first trial: the
+  // file is loaded and its forward run at B=1, T=8 with token ids up to job.data's vocabulary.
+  // Returns the module's trainable parameter count; NotFound for a missing file; InvalidArgument
+  // saying what was expected and how to export a model for a file that is not TorchScript, a
+  // forward that does not take (input_ids, attention_mask) or an output that is not
+  // Tensor[1, num_labels]. FailedPrecondition by default.
+  virtual Result<int64_t> CheckTorchScriptModel(const TrainJob& job) {
+    (void)job;
+    return FailedPreconditionError("this trainer cannot load TorchScript models");
   }
 };
 
