@@ -146,20 +146,56 @@ class Task {
                                                           bool train, Progress& p) = 0;
 };
 
-class TextTask final : public Task {
+// A model on tokenized text: batches of token ids and attention masks in, logits out.
+class TokenTask : public Task {
  public:
-  TextTask(const TrainJob& job, const torch::Device& device)
-      : data_(*job.data),
-        hp_(job.hp),
-        device_(device),
-        model_type_(job.model.model_type),
-        model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
-               internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
-    model_->to(device);
+  TokenTask(const TrainJob& job, const torch::Device& device)
+      : data_(*job.data), hp_(job.hp), device_(device) {
     for (const auto& ids : data_.train_ids)
       train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
     for (const auto& ids : data_.validation_ids)
       eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+  }
+  torch::Device device() const override { return device_; }
+  int64_t num_labels() const override { return data_.num_labels; }
+  const std::vector<int64_t>& lengths(bool train) const override {
+    return train ? train_lengths_ : eval_lengths_;
+  }
+  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) override {
+    TokenBatch tb =
+        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
+                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
+    p.batch_rows = tb.rows;
+    p.batch_cols = tb.cols;
+    p.phase = train ? "forward" : "evaluation";
+    torch::Tensor logits = Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
+                                  ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
+    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
+  }
+
+ protected:
+  // The model's logits, Tensor[B, num_labels].
+  virtual torch::Tensor Logits(const torch::Tensor& input_ids,
+                               const torch::Tensor& attention_mask) = 0;
+
+  const TextTrainData& data_;
+  const TrainHyperparams& hp_;
+  torch::Device device_;
+
+ private:
+  std::vector<int64_t> train_lengths_, eval_lengths_;
+};
+
+class TextTask final : public TokenTask {
+ public:
+  TextTask(const TrainJob& job, const torch::Device& device)
+      : TokenTask(job, device),
+        model_type_(job.model.model_type),
+        model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
+               internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
+    model_->to(device);
   }
   // Copies the checkpoint's weights into the model (a non-OK Status when they do not fit). What
   // is newly initialised and what the checkpoint has that the model does not use are logged
@@ -198,33 +234,17 @@ class TextTask final : public Task {
     DecayGroups(*model_, decay, no_decay);
   }
   void SetTraining(bool on) override { model_->train(on); }
-  torch::Device device() const override { return device_; }
   Status Save(const std::string& path) override { return SaveWeights(path); }
-  int64_t num_labels() const override { return data_.num_labels; }
-  const std::vector<int64_t>& lengths(bool train) const override {
-    return train ? train_lengths_ : eval_lengths_;
-  }
-  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
-                                                  Progress& p) override {
-    TokenBatch tb =
-        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
-                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
-                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
-    p.batch_rows = tb.rows;
-    p.batch_cols = tb.cols;
-    p.phase = train ? "forward" : "evaluation";
-    torch::Tensor logits = model_->forward(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
-                                           ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
-    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
-  }
 
  private:
-  const TextTrainData& data_;
-  const TrainHyperparams& hp_;
-  torch::Device device_;
+ private:
+  torch::Tensor Logits(const torch::Tensor& input_ids,
+                       const torch::Tensor& attention_mask) override {
+    return model_->forward(input_ids, attention_mask);
+  }
+
   std::string model_type_;
   TransformerClassifier model_;
-  std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
 class TabularTask final : public Task {
@@ -277,7 +297,7 @@ class TabularTask final : public Task {
 };
 
 // A TorchScript module on text (torch_script.h): forward(input_ids, attention_mask) -> logits.
-class ScriptTask final : public Task {
+class ScriptTask final : public TokenTask {
  public:
   // The module of job.model.torchscript, loaded on `device`; with hp.gradient_checkpointing, the
   // module must declare it. InvalidArgument/NotFound otherwise.
@@ -296,45 +316,19 @@ class ScriptTask final : public Task {
     internal::ScriptDecayGroups(module_, decay, no_decay);
   }
   void SetTraining(bool on) override { module_.train(on); }
-  torch::Device device() const override { return device_; }
   Status Save(const std::string& path) override {
     return internal::SaveScriptModule(module_, path);
-  }
-  int64_t num_labels() const override { return data_.num_labels; }
-  const std::vector<int64_t>& lengths(bool train) const override {
-    return train ? train_lengths_ : eval_lengths_;
-  }
-  std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
-                                                  Progress& p) override {
-    TokenBatch tb =
-        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
-                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
-                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
-    p.batch_rows = tb.rows;
-    p.batch_cols = tb.cols;
-    p.phase = train ? "forward" : "evaluation";
-    torch::Tensor logits =
-        module_
-            .forward({ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
-                      ToTensor(tb.attention_mask, tb.rows, tb.cols, device_)})
-            .toTensor();
-    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
   }
 
  private:
   ScriptTask(const TrainJob& job, const torch::Device& device, torch::jit::Module module)
-      : data_(*job.data), hp_(job.hp), device_(device), module_(std::move(module)) {
-    for (const auto& ids : data_.train_ids)
-      train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
-    for (const auto& ids : data_.validation_ids)
-      eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+      : TokenTask(job, device), module_(std::move(module)) {}
+  torch::Tensor Logits(const torch::Tensor& input_ids,
+                       const torch::Tensor& attention_mask) override {
+    return module_.forward({input_ids, attention_mask}).toTensor();
   }
 
-  const TextTrainData& data_;
-  const TrainHyperparams& hp_;
-  torch::Device device_;
   torch::jit::Module module_;
-  std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
 // The text task of `job` with its weights: a TorchScript module, or a transformer with its
