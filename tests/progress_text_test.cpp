@@ -96,6 +96,9 @@ TEST(ProgressText, ShowsTheBusyShareOfASimulatedCard) {
   JobsState s{2, 0, 17 * gib, 22 * gib};
   s.busy = 0.934;
   EXPECT_EQ(JobsStateText(s), "2 running, 17.00 GiB of 22.00 GiB reserved, busy 0.93");
+  s.utilization = 0.874;
+  EXPECT_EQ(JobsStateText(s),
+            "2 running, 17.00 GiB of 22.00 GiB reserved, busy 0.93, GPU 87% utilized");
 }
 
 TEST(ProgressText, ShowsTheMemoryLedgerWithSeveralJobs) {

@@ -22,6 +22,8 @@ class MemoryPlanner {
   virtual std::optional<int64_t> Capacity() const = 0;
   // What computes on the device now, when the planner can see it (a simulated card).
   virtual std::optional<DeviceBusy> Busy() const { return std::nullopt; }
+  // The real device's utilisation (NVML), when the trials run on a CUDA device; nullopt else.
+  virtual std::optional<double> Utilization() const { return std::nullopt; }
   // Before the trial runs: its reservation and the params it runs with (memory levers applied),
   // or, when it cannot fit, its outcome (recorded: PRUNED with reason "predicted").
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) = 0;

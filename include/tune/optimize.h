@@ -91,8 +91,9 @@ struct JobsState {
   int64_t reserved = 0;                 // bytes the running trials reserve
   std::optional<int64_t> capacity;      // bytes they may reserve; unset: not tracked
   std::optional<double> busy;           // their summed busy share (a simulated card); unset: unknown
+  std::optional<double> utilization;    // the device's utilisation (NVML, CUDA); unset: unknown
 };
-// "3 running, 17.2 GiB of 22.8 GiB reserved, 1 waiting".
+// "3 running, 17.2 GiB of 22.8 GiB reserved, GPU 87% utilized, 1 waiting".
 std::string JobsStateText(const JobsState& state);
 
 struct OptimizeOptions : RunSettings {

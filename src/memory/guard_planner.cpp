@@ -11,6 +11,7 @@
 
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
+#include "objectives/gpu_process_memory.h"
 #include "train/hyperparams.h"
 #include "tune/trial_attrs.h"
 #include "util/device.h"
@@ -67,6 +68,8 @@ class GuardPlanner : public MemoryPlanner {
     const CardLoad load = card_->load();
     return DeviceBusy{load.busy, load.sum_busy};
   }
+
+  std::optional<double> Utilization() const override { return utilization_.Now(); }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     TrialPlan plan;
@@ -406,6 +409,8 @@ class GuardPlanner : public MemoryPlanner {
   std::map<int64_t, Json> recorded_;     // "memory" of the trials this process recorded
   std::map<std::string, Json> stored_fits_;  // study system attributes written, by key
   mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
+  // The real card's (a simulated one has only its busy share).
+  DeviceUtilization utilization_{options_.guard.simulate ? "cpu" : options_.device};
 };
 
 }  // namespace

@@ -359,6 +359,10 @@ class CommandObjective : public Objective {
     return planner_ ? planner_->Busy() : std::nullopt;
   }
 
+  std::optional<double> DeviceUtilizationNow() const override {
+    return planner_ ? planner_->Utilization() : std::nullopt;
+  }
+
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     if (planner_) return planner_->Plan(trial, params);
     return Objective::Plan(trial, params);

@@ -3,11 +3,13 @@
 #include "objectives/gpu_process_memory.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "util/device.h"
 #include "util/dynamic_library.h"
 
 namespace tune {
@@ -38,6 +40,12 @@ struct MemoryInfo {
   unsigned long long used;   // NOLINT(runtime/int)
 };
 
+// nvmlUtilization_t (nvmlDeviceGetUtilizationRates): percentages of the last sample period.
+struct UtilizationRates {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 // NVML reports this for a process whose usage it cannot see (no permission, or a MIG view).
 constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;  // NOLINT(runtime/int)
 
@@ -52,6 +60,7 @@ struct GpuProcessMemory::Api {
   nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
   nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
   nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;  // optional
+  nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
 
   ~Api() {
     if (shutdown != nullptr) shutdown();
@@ -110,6 +119,7 @@ std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
   api->processes_v1 =
       lib.Symbol<decltype(api->processes_v1)>("nvmlDeviceGetComputeRunningProcesses");
   api->memory_info = lib.Symbol<decltype(api->memory_info)>("nvmlDeviceGetMemoryInfo");
+  api->utilization = lib.Symbol<decltype(api->utilization)>("nvmlDeviceGetUtilizationRates");
   auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
   if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
       api->device_handle == nullptr ||
@@ -151,16 +161,64 @@ std::optional<int64_t> GpuProcessMemory::Used(const std::function<bool(pid_t)>& 
   return total;
 }
 
-std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
+std::optional<void*> GpuProcessMemory::Device(unsigned int index) const {
   unsigned int devices = 0;
   nvmlDevice_t device = nullptr;
+  if (api_->device_count(&devices) != kNvmlSuccess || index >= devices ||
+      api_->device_handle(index, &device) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return device;
+}
+
+std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
   MemoryInfo info{};
-  if (api_->memory_info == nullptr || api_->device_count(&devices) != kNvmlSuccess ||
-      index >= devices || api_->device_handle(index, &device) != kNvmlSuccess ||
-      api_->memory_info(device, &info) != kNvmlSuccess) {
+  if (api_->memory_info == nullptr || !device || api_->memory_info(*device, &info) != kNvmlSuccess) {
     return std::nullopt;
   }
   return static_cast<int64_t>(info.total);
+}
+
+std::optional<double> GpuProcessMemory::Utilization(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  UtilizationRates rates{};
+  if (api_->utilization == nullptr || !device ||
+      api_->utilization(*device, &rates) != kNvmlSuccess || rates.gpu > 100) {
+    return std::nullopt;
+  }
+  return static_cast<double>(rates.gpu) / 100.0;
+}
+
+std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devices) {
+  if (cuda_index < 0) return std::nullopt;
+  if (visible_devices == nullptr) return static_cast<unsigned int>(cuda_index);
+  std::istringstream list(visible_devices);
+  std::string entry;
+  for (int i = 0; std::getline(list, entry, ','); ++i) {
+    std::erase_if(entry, [](unsigned char c) { return std::isspace(c) != 0; });
+    if (entry.empty() || entry.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    if (i == cuda_index) return static_cast<unsigned int>(std::stoul(entry));
+  }
+  return std::nullopt;
+}
+
+DeviceUtilization::DeviceUtilization(const std::string& device) {
+  const Result<Device> parsed = ParseDevice(device);
+  if (parsed.ok() && parsed->is_cuda()) {
+    index_ = NvmlIndexOf(parsed->index.value_or(0), std::getenv("CUDA_VISIBLE_DEVICES"));
+  }
+}
+
+std::optional<double> DeviceUtilization::Now() const {
+  if (!index_) return std::nullopt;
+  if (!opened_) {
+    opened_ = true;
+    nvml_ = GpuProcessMemory::Open();
+  }
+  return nvml_ ? nvml_->Utilization(*index_) : std::nullopt;
 }
 
 bool InProcessGroup(pid_t pid, pid_t pgid) {

@@ -3,7 +3,8 @@
 // (libnvidia-ml.so.1, installed with the driver) is opened with dlopen when present, so tune
 // needs no CUDA toolkit to build or run; without it Open() returns null and callers fall back to
 // what they can measure on the host. The command objective samples it while a program runs, to
-// record the program's device peak (docs/config.md, "The memory guard for a command").
+// record the program's device peak (docs/config.md, "The memory guard for a command"), and
+// `--jobs` reads the card's utilisation from it for its status line.
 //
 // Thread safety: UsedBy and UsedByGroup may be called from one thread at a time.
 #pragma once
@@ -37,13 +38,39 @@ class GpuProcessMemory {
   // The total memory of device `index` (NVML's nvmlDeviceGetMemoryInfo, what nvidia-smi shows
   // as the card's memory); nullopt when there is no such device or the driver cannot say.
   std::optional<int64_t> TotalMemory(unsigned int index = 0) const;
+  // The share of the last sample period (1/6 s to 1 s, by product) in which one or more kernels
+  // ran on device `index`, in [0, 1] (nvmlDeviceGetUtilizationRates' `gpu`, nvidia-smi's
+  // GPU-Util): a time share, not how much of the card they used. nullopt when the driver cannot
+  // say.
+  std::optional<double> Utilization(unsigned int index = 0) const;
 
   struct Api;  // the NVML entry points (gpu_process_memory.cpp)
 
  private:
   explicit GpuProcessMemory(std::unique_ptr<Api> api);
   std::optional<int64_t> Used(const std::function<bool(pid_t)>& counted) const;
+  std::optional<void*> Device(unsigned int index) const;  // NVML's handle of device `index`
   std::unique_ptr<Api> api_;
+};
+
+// NVML's index of CUDA device `cuda_index` as this process numbers it: the entry at that position
+// of CUDA_VISIBLE_DEVICES when it lists device indices, else the index itself; nullopt when the
+// list names devices otherwise (UUIDs, MIG instances) or has no such entry. (NVML ignores
+// CUDA_VISIBLE_DEVICES; with several cards, CUDA_DEVICE_ORDER=PCI_BUS_ID makes both number the
+// rest alike.)
+std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devices);
+
+// The utilisation of one CUDA device ("cuda" or "cuda:N"; nothing for "cpu"), read from NVML,
+// which is opened on the first reading. For status lines: never an error, nullopt when unknown.
+class DeviceUtilization {
+ public:
+  explicit DeviceUtilization(const std::string& device);
+  std::optional<double> Now() const;
+
+ private:
+  std::optional<unsigned int> index_;  // NVML's index; unset: not a CUDA device we can name
+  mutable bool opened_ = false;
+  mutable std::shared_ptr<GpuProcessMemory> nvml_;
 };
 
 // Whether process `pid` is alive (not a zombie) and belongs to process group `pgid` (read from

@@ -34,6 +34,7 @@ std::string JobsStateText(const JobsState& s) {
     text += fmt::format(", {} of {} reserved", FormatBytes(s.reserved), FormatBytes(*s.capacity));
   }
   if (s.busy) text += fmt::format(", busy {:.2f}", *s.busy);
+  if (s.utilization) text += fmt::format(", GPU {:.0f}% utilized", *s.utilization * 100.0);
   if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
   return text;
 }
@@ -157,6 +158,7 @@ class JobsLoop {
     s.reserved = reserved_;
     s.capacity = capacity_;
     if (const std::optional<DeviceBusy> busy = objective_.DeviceBusyNow()) s.busy = busy->sum_busy;
+    s.utilization = objective_.DeviceUtilizationNow();
     return s;
   }
 

@@ -17,6 +17,7 @@
 #include "memory/estimator.h"
 #include "memory/guard.h"
 #include "memory/memory_model.h"
+#include "objectives/gpu_process_memory.h"
 #include "objectives/trial_protocol.h"
 #include "train/pretrained.h"
 #include "train/save_best.h"
@@ -306,6 +307,8 @@ class TrainObjective final : public Objective {
     TUNE_RETURN_IF_ERROR(StageBest(trial, params, job, outcome));
     return outcome;
   }
+
+  std::optional<double> DeviceUtilizationNow() const override { return utilization_.Now(); }
 
   std::optional<int64_t> DeviceCapacity() const override {
     const std::optional<int64_t> d = DeviceMemory();
@@ -831,6 +834,7 @@ class TrainObjective final : public Objective {
   TrainHyperparams base_;
   std::map<std::string, int64_t> longest_tokens_;  // per TextSets key, with [CLS] and [SEP]
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
+  DeviceUtilization utilization_{options_.device};  // NVML's reading of a CUDA device
 };
 
 }  // namespace

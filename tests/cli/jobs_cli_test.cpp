@@ -359,6 +359,20 @@ TEST_F(JobsCli, ASmallerLaterTrialStartsWhileTheOldestWaitsForMemory) {
   EXPECT_GE(schedule(1, "started"), schedule(0, "ended"));    // trial 1 waited for trial 0
 }
 
+// On a CUDA device the status line carries the card's utilisation as NVML reports it (here the
+// stand-in library, which says 37%).
+TEST_F(JobsCli, TheStatusLineShowsTheCardsUtilization) {
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_UTIL", "37", 1);
+  const std::string config = MemoryStudy(dir_.path(), int64_t{80} << 30, {4, 4}, 0.2);
+  ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
+                       "2", "--jobs", "2"});
+  unsetenv("TUNE_FAKE_NVML_UTIL");
+  unsetenv("TUNE_NVML_LIBRARY");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("GPU 37% utilized"), std::string::npos) << r.err;
+}
+
 // memory.shrink_to_start: with bert-base at batch 32 running, a second one at 32 does not fit
 // beside it, but at a smaller micro-batch (16 x grad_accum 2 or less) it does: it starts at once
 // with that micro-batch (the program receives it), where without shrink_to_start it waits for

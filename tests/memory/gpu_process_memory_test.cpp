@@ -37,6 +37,32 @@ TEST(GpuProcessMemory, ReadsTheDevicesTotalMemoryAndItsProcesses) {
   EXPECT_EQ(gpu->TotalMemory(1), std::nullopt);  // no second device
   EXPECT_EQ(gpu->UsedBy({getpid()}), int64_t{0});
   unsetenv("TUNE_FAKE_NVML_TOTAL");
+  setenv("TUNE_FAKE_NVML_UTIL", "37", 1);
+  EXPECT_DOUBLE_EQ(gpu->Utilization(0).value_or(-1), 0.37);
+  EXPECT_EQ(gpu->Utilization(1), std::nullopt);
+  unsetenv("TUNE_FAKE_NVML_UTIL");
+}
+
+// CUDA numbers the devices CUDA_VISIBLE_DEVICES lists; NVML numbers all of them.
+TEST(NvmlIndexOf, FollowsCudaVisibleDevices) {
+  EXPECT_EQ(NvmlIndexOf(1, nullptr), 1u);
+  EXPECT_EQ(NvmlIndexOf(0, "2,3"), 2u);
+  EXPECT_EQ(NvmlIndexOf(1, " 2 , 3"), 3u);
+  EXPECT_EQ(NvmlIndexOf(2, "2,3"), std::nullopt);  // no third visible device
+  EXPECT_EQ(NvmlIndexOf(0, "GPU-8a4f7c1e-0000-0000-0000-000000000000"), std::nullopt);
+  EXPECT_EQ(NvmlIndexOf(-1, nullptr), std::nullopt);
+}
+
+// The status line's reading: from the library $TUNE_NVML_LIBRARY names, for CUDA devices only.
+TEST(DeviceUtilization, ReadsCudaDevicesOnly) {
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_UTIL", "81", 1);
+  EXPECT_DOUBLE_EQ(DeviceUtilization("cuda").Now().value_or(-1), 0.81);
+  EXPECT_DOUBLE_EQ(DeviceUtilization("cuda:0").Now().value_or(-1), 0.81);
+  EXPECT_EQ(DeviceUtilization("cuda:1").Now(), std::nullopt);  // the fake has one device
+  EXPECT_EQ(DeviceUtilization("cpu").Now(), std::nullopt);
+  unsetenv("TUNE_FAKE_NVML_UTIL");
+  unsetenv("TUNE_NVML_LIBRARY");
 }
 
 TEST(GpuProcessMemory, TheDriversLibraryOpensOnlyWhereItIsInstalled) {
@@ -53,6 +79,10 @@ TEST(GpuProcessMemory, TheDriversLibraryOpensOnlyWhereItIsInstalled) {
   auto mine = gpu->UsedBy({getpid()});
   ASSERT_TRUE(mine.has_value());
   EXPECT_EQ(*mine, 0);  // this test process never touches a GPU
+  const std::optional<double> busy = gpu->Utilization(0);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_GE(*busy, 0.0);
+  EXPECT_LE(*busy, 1.0);
 }
 
 // What the command objective counts as a trial's program: the process it started and that

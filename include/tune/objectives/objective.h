@@ -51,6 +51,9 @@ class Objective {
   virtual std::optional<int64_t> DeviceCapacity() const { return std::nullopt; }
   // What computes on that device now, when the objective can see it; nullopt: unknown.
   virtual std::optional<DeviceBusy> DeviceBusyNow() const { return std::nullopt; }
+  // That device's utilisation as its driver reports it now (NVML, a real CUDA device), in
+  // [0, 1]; nullopt: no such reading.
+  virtual std::optional<double> DeviceUtilizationNow() const { return std::nullopt; }
   // Plans a trial before it starts (--jobs). Default: it runs with its params, reserving nothing.
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
   // --jobs, a waiting trial that does not fit beside the running ones: its plan at a smaller
