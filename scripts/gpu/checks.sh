@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU checks of one short session on a borrowed GPU machine (docs/gpu.md#the-gpu-checks),
+# in order of value, each within what is left of one deadline, so that the session ends on time
+# with whatever was measured:
+#   1. the GPU kit (scripts/gpu/build.sh): tune and its CUDA tests built against python3's
+#      LibTorch with CUDA, then `ctest -L cuda`;
+#   2. the estimator against the caching allocator: `tune estimate --device cuda --measure` for
+#      the catalog's encoders at several shapes and precisions (four processes at once: each
+#      measures its own allocator's peak);
+#   3. co-running trials (bench/gpu_corun.py): how trials that share the card slow each other
+#      down, and the card's utilisation as NVML reports it (needs only python3's torch);
+#   4. a short study on the card: configs/criteria.json's space (from scratch, a slice of the
+#      fortunes data the kit carries in .gpu-kit/data/fortunes), `--jobs auto` on a 24 GiB
+#      budget: admission, reservations and the status line with NVML's utilisation.
+#
+# Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
+# RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl, study.log,
+#   study-trials.json, study-summary.txt. Exit status 0 (what failed is in checks.log).
+set -uo pipefail
+[ $# -ge 1 ] || { echo "usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]" >&2; exit 2; }
+src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+deadline=$((SECONDS + ${2:-540}))
+build=${TUNE_GPU_BUILD:-$src_dir/build-gpu}
+exec > >(tee "$out/checks.log") 2>&1
+
+left() { echo $((deadline - SECONDS)); }
+# within SECONDS_AT_MOST COMMAND...: the command, killed at that many seconds or the deadline.
+within() {
+  local cap=$1 t
+  shift
+  t=$(left)
+  [ "$cap" -lt "$t" ] && t=$cap
+  if [ "$t" -lt 10 ]; then
+    echo "checks: skipped (deadline): $*"
+    return 124
+  fi
+  timeout --kill-after=5 "$t" "$@"
+}
+mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
+
+mark "start"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.txt"
+
+# 1. The GPU kit: tune and the CUDA tests only (the full suite is CI's, on the CPU).
+mark "1. GPU kit"
+TUNE_GPU_TARGETS="tune tune_torch_cuda_tests" TUNE_GPU_CTEST_ARGS=skip \
+  within 400 bash "$src_dir/scripts/gpu/build.sh" "$out/kit" ||
+  echo "checks: build.sh failed or ran out of time (kit/summary.txt)"
+if [ ! -x "$build/tune" ]; then
+  mark "no tune binary: only the co-running trials"
+  within 90 python3 "$src_dir/bench/gpu_corun.py" --out "$out/corun.json"
+  exit 0
+fi
+export LD_LIBRARY_PATH=$build/kit-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$build/kit-root/usr/bin:$PATH
+tune=$build/tune
+
+# 2. The estimator against the caching allocator.
+mark "2. estimates"
+estimate() { # ID MODEL BATCH LENGTH PRECISION [more options]
+  local id=$1 model=$2 b=$3 t=$4 p=$5
+  shift 5
+  within 90 "$tune" estimate --model "$model" --batch-size "$b" --max-length "$t" --precision "$p" \
+    --device cuda --measure --format json "$@" > "$out/est-$id.json" 2> "$out/est-$id.err"
+  echo "est-$id exit $?"
+}
+configs=(
+  "1 bert-base-uncased 32 128 bf16" "2 bert-base-uncased 16 512 bf16"
+  "3 bert-base-uncased 32 256 fp32" "4 roberta-base 32 256 bf16"
+  "5 xlm-roberta-base 16 256 bf16" "6 microsoft/deberta-v3-base 16 256 bf16"
+  "7 bert-large-uncased 16 256 bf16" "8 roberta-large 16 384 bf16"
+  "9 microsoft/deberta-v3-large 8 384 bf16" "10 roberta-large 8 256 fp32"
+  "11 bert-base-uncased 16 512 bf16 --gradient-checkpointing"
+  "12 microsoft/deberta-v3-base 32 512 bf16"
+)
+# Four at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
+pids=()
+for c in "${configs[@]}"; do
+  # shellcheck disable=SC2086
+  estimate $c &
+  pids+=($!)
+  if [ "${#pids[@]}" -ge 4 ]; then
+    wait "${pids[@]}"
+    pids=()
+  fi
+done
+[ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}"
+for f in "$out"/est-*.json; do
+  [ -s "$f" ] && python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))))' \
+    "$f" >> "$out/estimates.jsonl" 2>/dev/null
+done
+rm -f "$out"/est-*.json
+tail -n +1 "$out"/est-*.err > "$out/estimates.err" 2>/dev/null
+rm -f "$out"/est-*.err
+
+# 3. Co-running trials (python3's torch alone).
+mark "3. co-running trials"
+within 90 python3 "$src_dir/bench/gpu_corun.py" --phase 2 --out "$out/corun.json" ||
+  echo "checks: gpu_corun.py failed or ran out of time"
+
+# 4. A short study on the card, --jobs auto on a 24 GiB budget.
+mark "4. study"
+data=$src_dir/.gpu-kit/data/fortunes
+work=$(mktemp -d)
+if [ -f "$data/train.jsonl" ]; then
+  head -n 800 "$data/train.jsonl" > "$work/train.jsonl"
+  head -n 200 "$data/validation.jsonl" > "$work/validation.jsonl"
+  python3 - "$src_dir/configs/criteria.json" "$work" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+o = c["objective"]
+o["data"] = {"train": sys.argv[2] + "/train.jsonl", "validation": sys.argv[2] + "/validation.jsonl"}
+o["init"] = "scratch"
+o["epochs"] = 2
+o.pop("patience", None)
+c["storage"] = "sqlite:///" + sys.argv[2] + "/gpu.db"
+json.dump(c, open(sys.argv[2] + "/criteria-gpu.json", "w"), indent=1)
+EOF
+  within 120 "$tune" --study gpu --config "$work/criteria-gpu.json" --n-trials 16 --jobs auto \
+    > "$out/study.log" 2>&1
+  echo "study exit $?"
+  "$tune" trials --study gpu --storage "sqlite:///$work/gpu.db" --format json \
+    > "$out/study-trials.json" 2>&1
+  "$tune" summary --study gpu --storage "sqlite:///$work/gpu.db" > "$out/study-summary.txt" 2>&1
+else
+  echo "checks: no $data/train.jsonl: the study skipped"
+fi
+mark "done"
+exit 0
