@@ -150,6 +150,11 @@ if [ "$configure_only" = 1 ]; then
   exit 0
 fi
 
+# The prefix's libraries and programs first, for the build too: gtest_discover_tests runs each
+# test program at build time, and the build's RUNPATH does not reach libraries' own dependencies
+# (ICU's libicudata, libpq's Kerberos).
+export LD_LIBRARY_PATH=$prefix/usr/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$prefix/usr/bin:$PATH
 log "building with $jobs jobs (build.log)"
 targets=()
 for t in ${TUNE_GPU_TARGETS:-}; do targets+=(--target "$t"); done
@@ -169,8 +174,6 @@ if [ -n "$torch_cuda" ] && ! grep -q 'libtorch_cuda' "$results/link.txt"; then
 fi
 
 # --- 4. Tests ----------------------------------------------------------------------------------
-export LD_LIBRARY_PATH=$prefix/usr/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$prefix/usr/bin:$PATH
 "$build/tune" --version > "$results/tune-version.txt" 2>&1 || true
 cat "$results/tune-version.txt"
 rc=0

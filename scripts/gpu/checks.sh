@@ -14,6 +14,7 @@
 #      budget: admission, reservations and the status line with NVML's utilisation.
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
+# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates corun study").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl, study.log,
 #   study-trials.json, study-summary.txt. Exit status 0 (what failed is in checks.log).
 set -uo pipefail
@@ -38,6 +39,8 @@ within() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
+steps=" ${TUNE_GPU_CHECKS:-kit estimates corun study} "
+wanted() { [[ $steps == *" $1 "* ]]; }
 mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
 
 mark "start"
@@ -45,7 +48,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 
 # 1. The GPU kit: tune and the CUDA tests only (the full suite is CI's, on the CPU).
 mark "1. GPU kit"
-TUNE_GPU_TARGETS="tune tune_torch_cuda_tests" TUNE_GPU_CTEST_ARGS=skip \
+wanted kit && TUNE_GPU_TARGETS="tune tune_torch_cuda_tests" TUNE_GPU_CTEST_ARGS=skip \
   within 400 bash "$src_dir/scripts/gpu/build.sh" "$out/kit" ||
   echo "checks: build.sh failed or ran out of time (kit/summary.txt)"
 if [ ! -x "$build/tune" ]; then
@@ -77,6 +80,7 @@ configs=(
 )
 # Four at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
 pids=()
+wanted estimates || configs=()
 for c in "${configs[@]}"; do
   # shellcheck disable=SC2086
   estimate $c &
@@ -97,14 +101,16 @@ rm -f "$out"/est-*.err
 
 # 3. Co-running trials (python3's torch alone).
 mark "3. co-running trials"
-within 90 python3 "$src_dir/bench/gpu_corun.py" --phase 2 --out "$out/corun.json" ||
+wanted corun && within 90 python3 "$src_dir/bench/gpu_corun.py" --phase 2 --out "$out/corun.json" ||
   echo "checks: gpu_corun.py failed or ran out of time"
 
 # 4. A short study on the card, --jobs auto on a 24 GiB budget.
 mark "4. study"
 data=$src_dir/.gpu-kit/data/fortunes
 work=$(mktemp -d)
-if [ -f "$data/train.jsonl" ]; then
+if ! wanted study; then
+  :
+elif [ -f "$data/train.jsonl" ]; then
   head -n 800 "$data/train.jsonl" > "$work/train.jsonl"
   head -n 200 "$data/validation.jsonl" > "$work/validation.jsonl"
   python3 - "$src_dir/configs/criteria.json" "$work" <<'EOF'

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 #ifdef TUNE_WITH_CUDA
+#include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
@@ -15,6 +18,28 @@ namespace tune::cuda_memory {
 namespace {
 // StatType::AGGREGATE; an index, because the enum moved between LibTorch versions.
 constexpr size_t kAggregate = 0;
+
+// LibTorch sets the caching allocator up for the process's devices when it first initialises
+// CUDA (lazily, at the first CUDA tensor); before that LibTorch 2.x answers every statistics call
+// with "Invalid device argument". An empty tensor initialises CUDA without allocating (the name
+// of the initialising call differs between versions: lazyInitCUDA, lazyInitDevice).
+Status InitializeCuda(int device) {
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [device] {
+    try {
+      const c10::Device d = device >= 0
+                                ? c10::Device(c10::DeviceType::CUDA,
+                                              static_cast<c10::DeviceIndex>(device))
+                                : c10::Device(c10::DeviceType::CUDA);
+      (void)at::empty({0}, at::TensorOptions().device(d));
+    } catch (const c10::Error& e) {
+      error = e.what_without_backtrace();
+    }
+  });
+  if (error.empty()) return Status::Ok();
+  return FailedPreconditionError(fmt::format("initialising CUDA: {}", error));
+}
 }  // namespace
 
 bool Compiled() { return true; }
@@ -29,6 +54,7 @@ std::string NoDeviceReason() {
 }
 
 Result<Stats> GetStats(int device) {
+  TUNE_RETURN_IF_ERROR(InitializeCuda(device));
   Stats s;
   size_t free = 0, total = 0;
   cudaError_t err = cudaSuccess;
@@ -54,12 +80,24 @@ Result<Stats> GetStats(int device) {
   return s;
 }
 
-void EmptyCache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+void EmptyCache() {
+  if (!InitializeCuda(-1).ok()) return;
+  try {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  } catch (const c10::Error&) {  // nothing cached to return
+  }
+}
 
-void ResetPeak(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(device); }
+void ResetPeak(int device) {
+  if (!InitializeCuda(device).ok()) return;
+  try {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device);
+  } catch (const c10::Error&) {  // GetStats reports the same device error
+  }
+}
 
 Status SetBudget(int device, int64_t bytes) {
-  TUNE_ASSIGN_OR_RETURN(Stats s, GetStats(device));
+  TUNE_ASSIGN_OR_RETURN(Stats s, GetStats(device));  // initialises CUDA
   const double fraction = bytes <= 0 || bytes >= s.total
                               ? 1.0
                               : static_cast<double>(bytes) / static_cast<double>(s.total);
