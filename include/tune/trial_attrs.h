@@ -75,6 +75,9 @@ struct MemoryAttr {
   std::string model;           // the model's name (per-model calibration); "" when not recorded
   int64_t cap = 0;             // --jobs: the reservation it was capped at; 0: none
   int64_t peak = -1;           // measured: allocated bytes above the level at the start
+  // CUDA: the context (and kernels) outside the caching allocator that `estimate` counted; with
+  // run->peak_reserved it gives the measured counterpart of `estimate`. -1: not recorded.
+  int64_t context = -1;
   // Command trials: where the peak came from: "reported" (the program's {"memory_peak": ...}),
   // "device_sampled" (NVML's samples: a lower bound), "max_rss" (the resident set, on a CPU
   // device), "host_max_rss" (the resident set of a program on a CUDA device); "" unknown.

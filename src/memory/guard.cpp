@@ -62,8 +62,9 @@ void MemoryCalibration::AddTo(Family& f, const MemoryRecord& r) {
       f.oom_floor = std::max(f.oom_floor, static_cast<double>(budget) / estimate * step);
     return;
   }
-  if (r.peak < 0) return;
-  f.ratios.push_back(static_cast<double>(r.peak) / estimate);
+  const int64_t measured = r.footprint >= 0 ? r.footprint : r.peak;
+  if (measured < 0) return;
+  f.ratios.push_back(static_cast<double>(measured) / estimate);
   if (f.ratios.size() > kWindow) f.ratios.erase(f.ratios.begin());
 }
 
@@ -112,8 +113,10 @@ std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
   std::vector<MemoryRecord> out;
   const std::optional<MemoryAttr> m = MemoryAttrFromJson(j);
   if (!m) return out;
-  const MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom, m->model,
-                       m->cap};
+  MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom, m->model, m->cap};
+  if (m->context >= 0 && m->run && m->run->peak_reserved >= 0) {
+    r.footprint = m->run->peak_reserved + m->context;
+  }
   out.push_back(r);
   if (!m->run) return out;
   for (const OomAttempt& attempt : m->run->oom_retries) {
@@ -121,6 +124,7 @@ std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
     MemoryRecord failed = r;
     failed.estimate = *attempt.estimate;
     failed.peak = -1;
+    failed.footprint = -1;
     failed.oom = true;
     out.push_back(failed);
   }

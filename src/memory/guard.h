@@ -89,6 +89,9 @@ struct MemoryRecord {
   bool oom = false;          // ran out of memory at run time
   std::string model;         // the model's name; "": only the family learns
   int64_t cap = 0;           // --jobs: the reservation it was capped at (0: device_memory)
+  // CUDA: the caching allocator's reserved peak plus the context the estimate counted, what
+  // the estimate (a device peak) predicts and a cap limits; -1: unknown (then `peak` counts).
+  int64_t footprint = -1;
 };
 
 // The calibration key of a configuration: the model's model_type, plus "/<precision>" when not

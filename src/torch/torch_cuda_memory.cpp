@@ -4,8 +4,11 @@
 
 #include <mutex>
 
+#include "torch/torch_version.h"
+
 #ifdef TUNE_WITH_CUDA
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
@@ -80,8 +83,22 @@ Result<Stats> GetStats(int device) {
   return s;
 }
 
+void ReleaseWorkspaces() {
+#if TUNE_TORCH_AT_LEAST(2, 0)
+  // LibTorch 2.x takes each stream's cuBLAS and cuBLASLt workspaces from the caching allocator
+  // and keeps them for the process's life (65 MiB on an H200 with 2.11), which would leave every
+  // finished trial looking as if it leaked them.
+  if (!InitializeCuda(-1).ok()) return;
+  try {
+    at::cuda::clearCublasWorkspaces();
+  } catch (const c10::Error&) {  // none to free
+  }
+#endif
+}
+
 void EmptyCache() {
   if (!InitializeCuda(-1).ok()) return;
+  ReleaseWorkspaces();
   try {
     c10::cuda::CUDACachingAllocator::emptyCache();
   } catch (const c10::Error&) {  // nothing cached to return
@@ -121,6 +138,8 @@ Result<Stats> GetStats(int /*device*/) {
 }
 
 void EmptyCache() {}
+
+void ReleaseWorkspaces() {}
 
 void ResetPeak(int /*device*/) {}
 

@@ -30,6 +30,10 @@ std::string NoDeviceReason();
 Result<Stats> GetStats(int device);
 // Returns every unused cached block to the driver (after an OOM and between trials).
 void EmptyCache();
+// Frees the cuBLAS and cuBLASLt workspaces LibTorch 2.x keeps allocated in the caching allocator
+// for the process's life (LibTorch takes new ones at the next matrix product); EmptyCache does
+// this too. Nothing with LibTorch 1.x.
+void ReleaseWorkspaces();
 void ResetPeak(int device);
 // Caps the caching allocator at `bytes` of the device (setMemoryFraction(bytes / total)); a cap
 // of the whole card or more removes it. The OOM message then says "... allowed;".

@@ -512,6 +512,7 @@ class TorchTrainer final : public Trainer {
             s->allocated_peak - std::max<int64_t>(result.memory_before_bytes, 0);
         result.peak_reserved_bytes = s->reserved_peak;
       }
+      cuda_memory::ReleaseWorkspaces();
       if (oom) cuda_memory::EmptyCache();
     } else if (count_memory_) {
       result.peak_memory_bytes =

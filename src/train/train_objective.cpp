@@ -587,14 +587,26 @@ class TrainObjective final : public Objective {
     return device.ok() && device->is_cuda();
   }
 
-  // CUDA: the caching-allocator model with the context (and other processes' memory) measured
-  // now as total - free - reserved; CPU: bytes as the counting allocator counts them.
+  // CUDA: the caching-allocator model with this process's context measured; CPU: bytes as the
+  // counting allocator counts them.
   DeviceMemoryModel DeviceModel() const {
     if (!OnCuda()) return GuardDeviceModel(options_.guard, false, -1);
     const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
-    const bool measured = m.total > 0 && m.free >= 0 && m.reserved >= 0;
-    return GuardDeviceModel(options_.guard, true,
-                            measured ? m.total - m.free - m.reserved : -1);
+    return GuardDeviceModel(options_.guard, true, MeasuredContext(m));
+  }
+
+  // This process's CUDA context and kernels: what the driver (NVML) says the process uses, less
+  // what the caching allocator reserved; -1 (the model's default) when the driver cannot say.
+  // Not total - free - reserved, which counts every other process on the card as context too
+  // (the other trials under --jobs: estimates 2-3x too high on an H200).
+  int64_t MeasuredContext(const DeviceMemoryStatus& m) const {
+    if (m.reserved < 0) return -1;
+    if (!nvml_opened_) {
+      nvml_opened_ = true;
+      nvml_ = GpuProcessMemory::Open();
+    }
+    const std::optional<int64_t> used = nvml_ ? nvml_->UsedBy({getpid()}) : std::nullopt;
+    return used && *used > m.reserved ? *used - m.reserved : -1;
   }
 
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
@@ -807,6 +819,7 @@ class TrainObjective final : public Objective {
     MemoryAttr m = AdmissionAttr(g, DeviceMemory());
     m.peak = result.peak_memory_bytes;
     m.oom = result.end == TrainResult::End::kOutOfMemory;
+    if (OnCuda()) m.context = DeviceModel().context_bytes;  // the estimate's
     MemoryAttr::Run& run = m.run.emplace();
     run.peak_reserved = result.peak_reserved_bytes;
     run.before = result.memory_before_bytes;
@@ -835,6 +848,8 @@ class TrainObjective final : public Objective {
   std::map<std::string, int64_t> longest_tokens_;  // per TextSets key, with [CLS] and [SEP]
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
   DeviceUtilization utilization_{options_.device};  // NVML's reading of a CUDA device
+  mutable bool nvml_opened_ = false;                // MeasuredContext's NVML, opened once
+  mutable std::shared_ptr<GpuProcessMemory> nvml_;
 };
 
 }  // namespace

@@ -221,6 +221,32 @@ TEST(MemoryCalibration, ReadsTheMemoryAttributesOfFinishedTrials) {
   EXPECT_DOUBLE_EQ(c.Correction("bert"), 5000.0 / 3000.0 * MemoryCalibration::kOomStep);
 }
 
+// On CUDA the estimate is a device peak (allocated peak, fragmentation, workspaces, context): the
+// trial's counterpart is the caching allocator's reserved peak plus that context, not its
+// allocated peak. Comparing with the allocated peak alone drove corrections to their floor and
+// predictions below what the allocator reserves (run-time OOMs under --jobs caps on an H200).
+TEST(MemoryCalibration, CudaTrialsCompareTheirReservedPeakAndContext) {
+  Json memory = {{"family", "xlm-roberta/bf16"},
+                 {"estimate", 8000},
+                 {"peak", 6000},  // allocated
+                 {"context", 500},
+                 {"peak_reserved", 7100},  // the run's fields
+                 {"before", 0},
+                 {"after", 0}};
+  auto calibrated = [](const Json& m) {
+    TrialHistory history;
+    auto t = std::make_shared<FrozenTrial>();
+    t->state = TrialState::kComplete;
+    t->user_attrs["memory"] = m;
+    history.trials.push_back(t);
+    return CalibrationFromHistory(history).Correction("xlm-roberta/bf16");
+  };
+  EXPECT_DOUBLE_EQ(calibrated(memory), 7600.0 / 8000.0);
+  // Records written before the context was (and CPU records) compare the peak.
+  memory.erase("context");
+  EXPECT_DOUBLE_EQ(calibrated(memory), MemoryCalibration::kMin);  // 6000 / 8000, at the floor
+}
+
 TEST(MemoryCalibration, RecordsRoundTripThroughJson) {
   const MemoryRecord r{"deberta-v2/bf16", 123456789, 24000000000, 130000000, false};
   const auto back = MemoryRecordsFromJson(MemoryRecordToJson(r));
