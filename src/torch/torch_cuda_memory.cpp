@@ -6,9 +6,12 @@
 
 #include "torch/torch_version.h"
 
+#if defined(TUNE_WITH_CUDA) && TUNE_TORCH_AT_LEAST(2, 0)
+#include <ATen/cuda/CUDAContextLight.h>  // at::cuda::clearCublasWorkspaces
+#endif
+
 #ifdef TUNE_WITH_CUDA
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
