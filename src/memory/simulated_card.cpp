@@ -187,11 +187,15 @@ int64_t SimulatedCard::mine() const {
 
 int64_t SimulatedCard::capacity() const { return shared_->capacity; }
 
-double GpuStretch(int64_t busy, double sum_busy, const CardCompute& compute) {
+double GpuStretch(int64_t busy, double sum_busy, double own, const CardCompute& compute) {
   if (busy <= 1) return std::max(1.0, sum_busy);
-  const double co_runners = static_cast<double>(busy - 1);
-  return std::max(1.0, sum_busy) * (1.0 + compute.interference * co_runners) *
-         (1.0 + compute.slicing);
+  const double sliced = 1.0 + compute.slicing;
+  const double interleaved =
+      sliced * (1.0 + compute.interleave * static_cast<double>(busy - 1));
+  if (!(own > 0.0)) return interleaved;
+  // The step (g + h) x sum_busy x sliced, written as h + g x stretch, with h / g = (1 - own) / own.
+  const double saturated = (sum_busy * sliced - (1.0 - own)) / own;
+  return std::max(interleaved, saturated);
 }
 
 Status SimulatedCard::SetBusy(double share) {
@@ -230,7 +234,8 @@ Result<double> SimulatedCard::RunSteps(const MicroSteps& steps, double time_scal
   while (done < steps.count) {
     const CardLoad now = load();
     const double step = steps.host_seconds +
-                        steps.gpu_seconds * GpuStretch(now.busy, now.sum_busy, compute);
+                        steps.gpu_seconds *
+                            GpuStretch(now.busy, now.sum_busy, steps.busy_share(), compute);
     if (!(step > 0.0)) break;
     // Sleeps one tick, or less when the steps left end sooner at this rate.
     const double left_real = (steps.count - done) * step * time_scale;

@@ -11,11 +11,12 @@
 //
 // The card shares compute too (issue 32). Each process states its busy share alone, u = g / (g +
 // h): the part of a micro-step its GPU time g takes beside its host time h (Python, the data
-// loader, kernel launches). With k processes busy at once, each one's GPU time per micro-step
-// stretches by GpuStretch(k, Σu): max(1, Σu) (the card has one compute), times 1 + interference
-// per co-runner (shared caches and memory bandwidth, even below saturation), times 1 + the
-// time-slicing overhead when k > 1. RunSteps runs a process's micro-steps under that stretch as the
-// load changes. The constants and their sources: docs/benchmarks.md, section "packing".
+// loader, kernel launches). With k >= 2 processes busy at once (measured on an H200:
+// docs/benchmarks.md, "Co-running trials on a real card"), a process's micro-step takes the
+// longer of its own step with its GPU time stretched by time-slicing and by waiting for the
+// co-runners' kernels, which do not overlap with its own, h + g (1 + slicing)(1 + interleave
+// (k - 1)), and its share of a saturated card, (g + h) Σu (1 + slicing). GpuStretch gives that
+// as a factor of g. RunSteps runs a process's micro-steps under that stretch as the load changes.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +27,18 @@
 
 namespace tune {
 
-// The compute model's constants (docs/benchmarks.md, "packing", gives their sources).
+// The compute model's constants, fitted to 18 measurements of BERT-base training processes
+// sharing an H200 (bench/gpu_corun.py; within 6 % of each): docs/benchmarks.md, "packing".
 struct CardCompute {
-  double interference = 0.19;  // GPU-time slowdown per busy co-runner (Gandiva, OSDI'18)
-  double slicing = 0.05;       // time-slicing overhead when more than one process is busy
+  double slicing = 0.11;     // GPU-time overhead of time-slicing when more than one is busy
+  double interleave = 0.44;  // GPU-time wait per busy co-runner whose kernels come between
 };
 
-// The factor by which each busy process's GPU time per micro-step stretches when `busy`
-// processes with summed busy share `sum_busy` compute at once (1 when busy <= 1 and sum_busy <= 1).
-double GpuStretch(int64_t busy, double sum_busy, const CardCompute& compute = {});
+// The factor by which the GPU time per micro-step of a busy process with busy share `own`
+// stretches when `busy` processes with summed busy share `sum_busy` compute at once: 1 alone (when
+// sum_busy <= 1), else max((1 + slicing)(1 + interleave (busy - 1)), (sum_busy (1 + slicing) -
+// (1 - own)) / own).
+double GpuStretch(int64_t busy, double sum_busy, double own, const CardCompute& compute = {});
 
 // What computes on the card now: the processes with a busy share > 0 and their sum.
 struct CardLoad {
@@ -77,7 +81,7 @@ class SimulatedCard {
   // The busy processes that are alive and their summed busy share.
   CardLoad load() const;
   // Runs `steps` on the card: sets this process busy, advances through the micro-steps as
-  // GpuStretch(load()) allows, re-reading the load every few milliseconds, and sets it idle
+  // GpuStretch(load(), its busy share) allows, re-reading the load every few milliseconds, and sets it idle
   // again. Simulated seconds pass `time_scale` times faster than real ones (time_scale = 0.01:
   // one simulated second takes 10 ms). Returns the simulated seconds the steps took.
   Result<double> RunSteps(const MicroSteps& steps, double time_scale,

@@ -82,13 +82,18 @@ TEST_F(SimulatedCardTest, BadNamesAndAnotherCapacityAreErrors) {
   EXPECT_NE(other.status().message().find("exists with 10.0 MiB"), std::string::npos);
 }
 
-TEST(GpuStretchTest, SaturationInterferenceAndSlicing) {
-  const CardCompute c;  // interference 0.19 per co-runner, slicing 0.05
-  EXPECT_DOUBLE_EQ(GpuStretch(0, 0.0), 1.0);
-  EXPECT_DOUBLE_EQ(GpuStretch(1, 0.6), 1.0);                            // alone: as measured
-  EXPECT_DOUBLE_EQ(GpuStretch(2, 0.6), 1.19 * 1.05);                    // below saturation
-  EXPECT_DOUBLE_EQ(GpuStretch(2, 1.5), 1.5 * 1.19 * 1.05);              // saturated
-  EXPECT_DOUBLE_EQ(GpuStretch(3, 2.4, c), 2.4 * (1 + 2 * 0.19) * 1.05);  // two co-runners
+TEST(GpuStretchTest, InterleavedBelowSaturationSharedAbove) {
+  const CardCompute c;  // slicing 0.11, interleave 0.44 per co-runner
+  EXPECT_DOUBLE_EQ(GpuStretch(0, 0.0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(GpuStretch(1, 0.6, 0.6), 1.0);  // alone: as measured
+  // Two small trials (u = 0.3): each waits for the other's kernels.
+  EXPECT_DOUBLE_EQ(GpuStretch(2, 0.6, 0.3), 1.11 * 1.44);
+  // Two busy ones (u = 0.75): the card is shared, the step (g + h) x 1.5 x 1.11.
+  EXPECT_DOUBLE_EQ(GpuStretch(2, 1.5, 0.75), (1.5 * 1.11 - 0.25) / 0.75);
+  EXPECT_DOUBLE_EQ(GpuStretch(3, 0.9, 0.3, c), 1.11 * (1 + 2 * 0.44));  // two co-runners
+  // The H200's 32 x 256 trials (u = 0.945, step 25.2 ms alone): four at once 4.20x measured.
+  const double u = 0.945, alone = 0.0252, g = u * alone, h = alone - g;
+  EXPECT_NEAR((h + g * GpuStretch(4, 4 * u, u)) / alone, 4.20, 0.05);
 }
 
 // Runs `steps` on the card in a child process once `go` can be read; writes the simulated
@@ -110,14 +115,15 @@ pid_t StepsInChild(const std::string& name, const MicroSteps& steps, double scal
 }
 
 // Two trials of known busy share u = 0.75 (g = 30 ms, h = 10 ms per micro-step) computing at
-// once: each micro-step takes h + g x GpuStretch(2, 1.5) = 10 + 30 x 1.5 x 1.19 x 1.05 = 66.2 ms
+// once: each micro-step takes h + g x GpuStretch(2, 1.5, 0.75) = (g + h) x 1.5 x 1.11 = 66.6 ms
 // instead of 40 ms alone, in simulated and in real time.
 TEST_F(SimulatedCardTest, TwoCoRunningTrialsStretchAsTheModelSays) {
   const MicroSteps steps{20, 0.030, 0.010};
   ASSERT_DOUBLE_EQ(steps.busy_share(), 0.75);
   const double scale = 0.5;  // a simulated second takes half a real one
   const double alone = 20 * 0.040;
-  const double together = 20 * (0.010 + 0.030 * GpuStretch(2, 1.5));
+  const double together = 20 * (0.010 + 0.030 * GpuStretch(2, 1.5, 0.75));
+  ASSERT_NEAR(together / 20, 0.0666, 1e-9);
   int go[2], out[2];
   ASSERT_EQ(pipe(go), 0);
   ASSERT_EQ(pipe(out), 0);
