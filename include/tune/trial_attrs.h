@@ -108,6 +108,10 @@ struct MemoryAttr {
 Json MemoryAttrToJson(const MemoryAttr& memory);
 // nullopt unless `j` has at least a string "family" and an integer "estimate".
 std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j);
+// What `estimate` (a device peak) is measured against: on CUDA, when both were recorded, the
+// caching allocator's reserved peak plus the context the estimate counted (what a --jobs cap
+// limits); else `peak` (-1: not measured).
+int64_t MeasuredDevicePeak(const MemoryAttr& m);
 
 // Records an out-of-memory trial the way every objective and the memory guard do (user
 // attributes of trial_attrs.h): oom=true, reason=`oom_reason` (kOom: it ran out of memory;

@@ -114,8 +114,8 @@ std::vector<MemoryRecord> MemoryRecordsFromJson(const Json& j) {
   const std::optional<MemoryAttr> m = MemoryAttrFromJson(j);
   if (!m) return out;
   MemoryRecord r{m->family, m->estimate, m->device_memory, m->peak, m->oom, m->model, m->cap};
-  if (m->context >= 0 && m->run && m->run->peak_reserved >= 0) {
-    r.footprint = m->run->peak_reserved + m->context;
+  if (const int64_t device_peak = MeasuredDevicePeak(*m); device_peak != m->peak) {
+    r.footprint = device_peak;
   }
   out.push_back(r);
   if (!m->run) return out;

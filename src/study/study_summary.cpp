@@ -186,8 +186,8 @@ StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
     AddMemory(s, *m);
     AddMeasured(s, *m, measured[m->family]);
     if (!m->oom) {
-      AddError(estimate_errors, m->estimate, m->peak, t.number);
-      AddError(prediction_errors, m->predicted, m->peak, t.number);
+      AddError(estimate_errors, m->estimate, MeasuredDevicePeak(*m), t.number);
+      AddError(prediction_errors, m->predicted, MeasuredDevicePeak(*m), t.number);
     }
   }
   FitMeasured(s, measured);

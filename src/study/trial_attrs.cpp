@@ -111,6 +111,11 @@ Json MemoryAttrToJson(const MemoryAttr& m) {
   return j;
 }
 
+int64_t MeasuredDevicePeak(const MemoryAttr& m) {
+  if (m.context >= 0 && m.run && m.run->peak_reserved >= 0) return m.run->peak_reserved + m.context;
+  return m.peak;
+}
+
 std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
   if (!j.is_object()) return std::nullopt;
   auto family = j.find("family");

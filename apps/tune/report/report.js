@@ -253,8 +253,10 @@
     for (const t of trials) {
       const m = t.memory;
       if (!m || !m.peak) continue;
-      if (m.estimate) est.push({ x: gib(m.peak), y: gib(m.estimate), n: t.number });
-      if (m.predicted) pred.push({ x: gib(m.peak), y: gib(m.predicted), n: t.number });
+      // A device peak's counterpart (MeasuredDevicePeak): on CUDA reserved peak + context.
+      const peak = m.context >= 0 && m.peak_reserved >= 0 ? m.peak_reserved + m.context : m.peak;
+      if (m.estimate) est.push({ x: gib(peak), y: gib(m.estimate), n: t.number });
+      if (m.predicted) pred.push({ x: gib(peak), y: gib(m.predicted), n: t.number });
     }
     if (!est.length && !pred.length) return emptyNote(s, 'No trial measured its peak memory (the memory user attribute with a peak).');
     const all = est.concat(pred).flatMap(p => [p.x, p.y]);
