@@ -114,12 +114,15 @@ double MeasuredFit::margin() const {
 }
 
 int64_t MeasuredFit::Predict(int64_t batch_size, int64_t max_length) const {
+  // Measured shapes bound it: those at least as large from above, those no larger from below.
+  double upper = std::numeric_limits<double>::infinity(), lower = 0;
   for (const MemoryPoint& p : points) {
-    if (p.batch_size == batch_size && p.max_length == max_length) {
-      return static_cast<int64_t>(std::ceil(static_cast<double>(p.peak) * (1.0 + kMinMargin)));
-    }
+    const double measured = static_cast<double>(p.peak) * (1.0 + kMinMargin);
+    if (p.batch_size >= batch_size && p.max_length >= max_length) upper = std::min(upper, measured);
+    if (p.batch_size <= batch_size && p.max_length <= max_length) lower = std::max(lower, measured);
   }
-  return static_cast<int64_t>(std::ceil(Fitted(batch_size, max_length) * (1.0 + margin())));
+  const double fitted = Fitted(batch_size, max_length) * (1.0 + margin());
+  return static_cast<int64_t>(std::ceil(std::max(lower, std::min(fitted, upper))));
 }
 
 std::vector<MemoryPoint> DistinctShapes(const std::vector<MemoryPoint>& points) {

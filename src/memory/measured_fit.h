@@ -15,8 +15,12 @@
 // out: the fit of the others predicts it, and that relative error is stored and shown; the
 // stored coefficients use every point. A prediction adds a margin that covers what the fit
 // underestimates: the held-out point's underestimate and the largest underestimate of a fitted
-// point, at least kMinMargin (an overestimate needs no margin). A shape that was measured is
-// predicted from its own largest peak, plus kMinMargin.
+// point, at least kMinMargin (an overestimate needs no margin). Measured shapes bound the
+// prediction, as memory does not shrink when the shape grows: a shape is predicted at most at
+// the peak plus kMinMargin of a measured shape at least as large in B and in T, and at least at
+// that of a measured shape no larger. So predictions grow with the batch, as the binary search
+// of --max-batch assumes (predicting only the measured shape itself from its peak made it
+// cheaper than the shape one smaller, and --max-batch stopped below it).
 //
 // A floor (optional): a training step's peak is the larger of two phases' peaks, the forward and
 // backward passes (which grow with the shape) and the optimizer step (weights, gradients and
@@ -64,8 +68,8 @@ struct MeasuredFit {
   double Fitted(int64_t batch_size, int64_t max_length) const;
   // max(kMinMargin, -held_out_error, the largest peak / Fitted - 1 of the points).
   double margin() const;
-  // The peak to plan for: a measured shape's peak × (1 + kMinMargin); any other shape's
-  // Fitted × (1 + margin()); rounded up.
+  // The peak to plan for: Fitted × (1 + margin()), bounded by measured shapes' peaks ×
+  // (1 + kMinMargin) (see above); rounded up.
   int64_t Predict(int64_t batch_size, int64_t max_length) const;
 };
 

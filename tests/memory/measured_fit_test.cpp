@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "memory/memory_model.h"
+
 namespace tune {
 namespace {
 
@@ -156,6 +158,41 @@ TEST(MeasuredFit, AFloorKeepsTheOptimizerStepsPeakOutOfTheCurve) {
   points.pop_back();
   EXPECT_FALSE(CanFit(points, floor));
   EXPECT_TRUE(CanFit(points));
+}
+
+TEST(MeasuredFit, MaxBatchAgreesWithTheEstimateAtAMeasuredShape) {
+  // Noisy peaks: the fit's margin exceeds kMinMargin, so a measured shape's own peak plus
+  // kMinMargin is below the curve's prediction there. --max-batch (MaxBatchSize's binary search)
+  // must still find the measured shape when the budget is what it is predicted to need; it
+  // stopped one below it when a measured shape was predicted from its peak and the shape one
+  // smaller from the curve.
+  std::vector<MemoryPoint> points;
+  const double noise[] = {1.0, 1.12, 0.95, 1.08, 1.0, 1.1};
+  int k = 0;
+  for (auto [b, t] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 64}, {4, 64}, {2, 128}, {8, 128}, {16, 128}, {4, 256}}) {
+    points.push_back({b, t, static_cast<int64_t>(static_cast<double>(Truth(b, t)) * noise[k++])});
+  }
+  auto fit = FitMeasuredMemory(points, "noisy", "fp32");
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  ASSERT_GT(fit->margin(), 0.08);
+  const FittedMemoryModel model(*fit);
+  for (const MemoryPoint& p : fit->points) {
+    MemoryRequest r;
+    r.batch_size = p.batch_size;
+    r.max_length = p.max_length;
+    const int64_t budget = fit->Predict(p.batch_size, p.max_length);
+    EXPECT_GE(budget, p.peak);  // never below what was measured
+    auto best = MaxBatchSize(model, r, budget, 64);
+    ASSERT_TRUE(best.ok());
+    EXPECT_GE(*best, p.batch_size) << "measured B=" << p.batch_size << " T=" << p.max_length;
+    // And it is the largest batch whose prediction fits (the predictions grow with the batch).
+    for (int64_t b = 1; b < 64; ++b) {
+      EXPECT_LE(fit->Predict(b, p.max_length), fit->Predict(b + 1, p.max_length));
+    }
+    EXPECT_LE(fit->Predict(*best, p.max_length), budget);
+    EXPECT_GT(fit->Predict(*best + 1, p.max_length), budget);
+  }
 }
 
 }  // namespace
