@@ -1,11 +1,11 @@
 // Text helpers (tune/text.h): did-you-mean suggestions and URL %-decoding.
 #include "util/text.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 
 #include "util/sha256.h"
-
-#include <gtest/gtest.h>
 
 namespace tune {
 namespace {

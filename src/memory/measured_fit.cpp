@@ -190,15 +190,15 @@ Result<MeasuredFit> FitMeasuredMemory(const std::vector<MemoryPoint>& points,
 }
 
 std::string MeasuredFitText(const MeasuredFit& fit) {
-  const std::string curve = fmt::format("{} + {:.1f}·B·T + {:.4g}·B·T²",
-                                        FormatBytes(static_cast<int64_t>(std::llround(fit.a))),
-                                        fit.b, fit.c);
+  const std::string curve =
+      fmt::format("{} + {:.1f}·B·T + {:.4g}·B·T²",
+                  FormatBytes(static_cast<int64_t>(std::llround(fit.a))), fit.b, fit.c);
   return fmt::format("peak = {} bytes; held out (B={}, T={}): {:+.1f}%, margin {:.1f}%",
-                     fit.floor > 0 ? fmt::format("max({}, {})", FormatBytes(std::llround(fit.floor)),
-                                                 curve)
-                                   : curve,
-                     fit.held_out.batch_size, fit.held_out.max_length,
-                     100 * fit.held_out_error, 100 * fit.margin());
+                     fit.floor > 0
+                         ? fmt::format("max({}, {})", FormatBytes(std::llround(fit.floor)), curve)
+                         : curve,
+                     fit.held_out.batch_size, fit.held_out.max_length, 100 * fit.held_out_error,
+                     100 * fit.margin());
 }
 
 std::string MeasuredFitKey(const std::string& model, const std::string& precision) {

@@ -65,9 +65,10 @@ Status MeasureRound(Trainer& trainer, const ScriptFitRequest& request, int round
     Result<int64_t> peak = MeasureTrainingPeak(trainer, probe);
     if (!peak.ok() && round == 0) return peak.status();
     if (!peak.ok()) {
-      spdlog::warn("Memory probe of {} at batch_size {} x max_length {}: {}; the probes grow no "
-                   "further", request.model.name, shape.batch_size, shape.max_length,
-                   peak.status().message());
+      spdlog::warn(
+          "Memory probe of {} at batch_size {} x max_length {}: {}; the probes grow no "
+          "further",
+          request.model.name, shape.batch_size, shape.max_length, peak.status().message());
       done = true;
       return Status::Ok();
     }
@@ -76,6 +77,15 @@ Status MeasureRound(Trainer& trainer, const ScriptFitRequest& request, int round
     points.push_back({shape.batch_size, shape.max_length, *peak});
   }
   return Status::Ok();
+}
+
+double SmallestPeak(const std::vector<MemoryPoint>& points) {
+  double smallest = 0;
+  for (const MemoryPoint& p : points) {
+    const auto peak = static_cast<double>(p.peak);
+    smallest = smallest == 0 ? peak : std::min(smallest, peak);
+  }
+  return smallest;
 }
 
 }  // namespace
@@ -87,18 +97,14 @@ Result<MeasuredFit> ProbeScriptMemory(Trainer& trainer, const ScriptFitRequest& 
   bool done = false;
   for (int round = 0; round <= request.max_rounds && !done; ++round) {
     TUNE_RETURN_IF_ERROR(MeasureRound(trainer, request, round, points, done));
-    if (round == 0 && !points.empty()) {
-      floor = static_cast<double>(std::min_element(points.begin(), points.end(),
-                                                    [](const MemoryPoint& x, const MemoryPoint& y) {
-                                                      return x.peak < y.peak;
-                                                    })->peak);
-    }
+    if (round == 0) floor = SmallestPeak(points);
     if (CanFit(points, floor)) break;
     if (round < request.max_rounds) {
-      spdlog::info("Memory probes of {}: fewer than {} shapes peak {:.0f}% above the floor of {} "
-                   "(the optimizer step's); growing the probes", request.model.name,
-                   MeasuredFit::kMinPoints, 100 * MeasuredFit::kFloorBand,
-                   FormatBytes(std::llround(floor)));
+      spdlog::info(
+          "Memory probes of {}: fewer than {} shapes peak {:.0f}% above the floor of {} "
+          "(the optimizer step's); growing the probes",
+          request.model.name, MeasuredFit::kMinPoints, 100 * MeasuredFit::kFloorBand,
+          FormatBytes(std::llround(floor)));
     }
   }
   return FitMeasuredMemory(points, model_hash, PrecisionName(request.hp.precision), floor);
@@ -138,8 +144,8 @@ Result<MeasuredFit> ScriptFitCache::Get(Trainer* trainer, const ScriptFitRequest
   }
   if (auto failed = failed_.find(key); failed != failed_.end()) return failed->second;
   if (trainer == nullptr) {
-    return FailedPreconditionError(fmt::format("the memory of {} is not measured yet",
-                                               request.model.name));
+    return FailedPreconditionError(
+        fmt::format("the memory of {} is not measured yet", request.model.name));
   }
   spdlog::info("Measuring the memory of TorchScript model {} ({}): {} probe(s) of two steps",
                request.model.name, PrecisionName(request.hp.precision), request.probes.size());

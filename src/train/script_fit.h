@@ -94,8 +94,8 @@ class ScriptFitCache {
     int64_t mtime_ns = 0;
     std::string hash;
   };
-  std::map<std::string, MeasuredFit> fits_;  // by MeasuredFitKey
-  std::map<std::string, Status> failed_;     // probes that failed, by MeasuredFitKey
+  std::map<std::string, MeasuredFit> fits_;   // by MeasuredFitKey
+  std::map<std::string, Status> failed_;      // probes that failed, by MeasuredFitKey
   std::map<std::string, HashedFile> hashes_;  // by path
   int64_t probed_ = 0;
 };
