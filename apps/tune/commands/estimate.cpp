@@ -188,7 +188,8 @@ bool OnCuda(const EstimateArgs& args) {
 Result<std::unique_ptr<Trainer>> MeasuringTrainer(const EstimateArgs& args, Precision precision) {
   if (precision == Precision::kPureBf16) {
     return Status(StatusCode::kInvalidArgument,
-                  "measuring: the trainer trains fp32, bf16 or fp16 (autocast), not pure_bf16");
+                  "--measure and the memory probes train fp32, bf16 or fp16 (autocast), not "
+                  "pure_bf16");
   }
   const bool cuda = OnCuda(args);
   TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(precision, cuda ? args.device : "cpu"));
@@ -198,11 +199,20 @@ Result<std::unique_ptr<Trainer>> MeasuringTrainer(const EstimateArgs& args, Prec
   options.count_cpu_memory = !cuda;
   auto loaded = LoadTorchTrainer(options);
   if (!loaded.ok() && cuda) {
-    return Status(loaded.status().code(),
-                  fmt::format("measuring on {}: {} (--device cpu measures on the CPU)", args.device,
-                              loaded.status().message()));
+    return Status(
+        loaded.status().code(),
+        fmt::format("{}: {} (--device cpu measures on the CPU)",
+                    args.measure ? "--measure" : "the memory probes", loaded.status().message()));
   }
   return loaded;
+}
+
+// The trainer of --measure and of a TorchScript model's probes; null when neither runs.
+Result<std::unique_ptr<Trainer>> TrainerFor(const EstimateArgs& args, const MemoryRequest& r) {
+  if (!args.measure && (args.study || !IsTorchScriptModel(r.model))) {
+    return std::unique_ptr<Trainer>();
+  }
+  return MeasuringTrainer(args, r.precision);
 }
 
 // A TorchScript model's fit: the checked load (a dry run at B=1, T=8), then the probes.
@@ -388,14 +398,9 @@ int Estimate(const EstimateArgs& args) {
     return Fail(InvalidArgumentError(
         "--measure trains the model; a measured model's probes are in --study's fit"));
   }
-  // Measures on --device: --measure, and a TorchScript model's probes.
-  std::unique_ptr<Trainer> trainer;
-  if (args.measure || (IsTorchScriptModel(request->model) && !args.study)) {
-    auto t = MeasuringTrainer(args, request->precision);
-    if (!t.ok()) return Fail(t.status());
-    trainer = std::move(*t);
-  }
-  auto model = BuildMemoryModel(args, *configuration, trainer.get());
+  auto trainer = TrainerFor(args, *request);
+  if (!trainer.ok()) return Fail(trainer.status());
+  auto model = BuildMemoryModel(args, *configuration, trainer->get());
   if (!model.ok()) return Fail(model.status());
   std::optional<int64_t> budget;
   if (args.device_memory) {
@@ -420,7 +425,7 @@ int Estimate(const EstimateArgs& args) {
   if (!estimate.ok()) return Fail(estimate.status());
   std::optional<int64_t> measured;
   if (args.measure) {
-    auto m = Measure(args, *configuration, *trainer);
+    auto m = Measure(args, *configuration, **trainer);
     if (!m.ok()) return Fail(m.status());
     measured = *m;
   }
