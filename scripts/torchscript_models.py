@@ -3,6 +3,8 @@
 
     torchscript_models.py block-attention --out m.pt --vocab-size 8000 --num-labels 10 [--layers 4]
     torchscript_models.py bag --out m.pt --vocab-size 8000 --num-labels 10
+    torchscript_models.py lstm --out m.pt --vocab-size 8000 --num-labels 10
+    torchscript_models.py cnn --out m.pt --vocab-size 8000 --num-labels 10
 
 Each module's forward(input_ids: Tensor[B, T] int64, attention_mask: Tensor[B, T] int64) returns
 the logits, Tensor[B, num_labels], as tune requires; the file is written with
@@ -12,7 +14,10 @@ block-attention is the architecture of a user report, scaled to CPU: every layer
 hidden state into 16 blocks of 4 dimensions, runs a separate self-attention over each block (its
 own QKV projections, 2 heads), then a cross-block attention over all 64 dimensions (8 heads),
 then a feed-forward network; post-LN residuals. A masked mean over the tokens feeds a
-classification head. bag is a small embedding-bag classifier (tests).
+classification head. lstm is a bidirectional two-layer LSTM classifier and cnn a convolutional
+text classifier (Kim-style, two 1-D convolutions and a masked max-pool): the benchmark's other
+architectures (docs/benchmarks.md, bench/torchscript_memory.py). bag is a small embedding-bag
+classifier (tests).
 """
 import argparse
 import math
@@ -110,6 +115,47 @@ class BagClassifier(nn.Module):
         return self.classifier(torch.tanh(self.hidden(pooled)))
 
 
+class LstmClassifier(nn.Module):
+    """Embeddings, a bidirectional LSTM, a masked mean over the tokens and a linear head."""
+
+    def __init__(self, vocab_size: int, num_labels: int, dim: int = 64, hidden: int = 128,
+                 layers: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.lstm = nn.LSTM(dim, hidden, num_layers=layers, batch_first=True,
+                            bidirectional=True, dropout=dropout)
+        self.classifier = nn.Linear(2 * hidden, num_labels)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        x, _ = self.lstm(self.embed(input_ids))
+        m = attention_mask.to(x.dtype).unsqueeze(-1)
+        pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return self.classifier(pooled)
+
+
+class CnnClassifier(nn.Module):
+    """Embeddings, two 1-D convolutions with GELU, a masked max-pool and a linear head."""
+
+    def __init__(self, vocab_size: int, num_labels: int, dim: int = 64, channels: int = 128,
+                 dropout: float = 0.1):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embed = nn.Embedding(vocab_size, dim)
+        self.conv1 = nn.Conv1d(dim, channels, kernel_size=5, padding=2)
+        self.conv2 = nn.Conv1d(channels, channels, kernel_size=3, padding=1)
+        self.act = nn.GELU()
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(channels, num_labels)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        x = self.embed(input_ids).transpose(1, 2)  # [B, dim, T]
+        x = self.act(self.conv1(x))
+        x = self.act(self.conv2(self.dropout(x)))
+        x = x.masked_fill(attention_mask[:, None, :] == 0, -1e4)
+        return self.classifier(self.dropout(x.max(dim=2).values))
+
+
 def make(kind: str, vocab_size: int, num_labels: int, layers: int = 4, dropout: float = 0.1,
          seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
@@ -117,12 +163,16 @@ def make(kind: str, vocab_size: int, num_labels: int, layers: int = 4, dropout: 
         return BlockAttentionClassifier(vocab_size, num_labels, layers=layers, dropout=dropout)
     if kind == "bag":
         return BagClassifier(vocab_size, num_labels)
+    if kind == "lstm":
+        return LstmClassifier(vocab_size, num_labels, dropout=dropout)
+    if kind == "cnn":
+        return CnnClassifier(vocab_size, num_labels, dropout=dropout)
     raise ValueError(f"unknown model kind {kind!r}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["block-attention", "bag"])
+    ap.add_argument("kind", choices=["block-attention", "bag", "lstm", "cnn"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--vocab-size", type=int, default=8000)
     ap.add_argument("--num-labels", type=int, required=True)

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "util/sha256.h"
+
 namespace tune {
 namespace {
 
@@ -23,6 +27,23 @@ TEST(Text, PercentDecode) {
   EXPECT_EQ(PercentDecode("bad%2"), std::nullopt);
   EXPECT_EQ(PercentDecode("bad%zz"), std::nullopt);
   EXPECT_EQ(PercentDecode("%"), std::nullopt);
+}
+
+TEST(Text, Sha256OfKnownTexts) {
+  // FIPS 180-4's examples, and a text of more than one block whose padding takes a second one.
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(Sha256Hex(std::string(1000, 'a')),
+            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+TEST(Text, DisplayWidthCountsCharactersNotBytes) {
+  EXPECT_EQ(DisplayWidth("b·B·T"), 5u);
+  EXPECT_EQ(DisplayWidth("c·B·T² (c = 1)"), 14u);
+  EXPECT_EQ(DisplayWidth("plain"), 5u);
+  EXPECT_EQ(DisplayWidth(""), 0u);
 }
 
 }  // namespace

@@ -106,13 +106,13 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows) {
     for (size_t i = 0; i < r.size() && i < width.size(); ++i)
-      width[i] = std::max(width[i], r[i].size());
+      width[i] = std::max(width[i], DisplayWidth(r[i]));
   }
   std::ostringstream out;
   for (size_t k = 0; k < rows.size(); ++k) {
     for (size_t i = 0; i < rows[k].size(); ++i) {
       out << (i ? "  " : "") << rows[k][i];
-      if (i + 1 < rows[k].size()) out << std::string(width[i] - rows[k][i].size(), ' ');
+      if (i + 1 < rows[k].size()) out << std::string(width[i] - DisplayWidth(rows[k][i]), ' ');
     }
     out << "\n";
     if (k == 0) {

@@ -44,6 +44,12 @@ class TrialHandle {
   virtual Status SetSystemAttr(const std::string& key, const Json& value) = 0;
   // The study's system attributes (e.g. a measured memory fit, "memory_fit:MODEL/PRECISION").
   virtual Status SetStudySystemAttr(const std::string& key, const Json& value) = 0;
+  // One of the study's system attributes; nullopt when it is unset or the study is not at hand
+  // (a child process sees only what its parent sends it).
+  virtual Result<std::optional<Json>> GetStudySystemAttr(const std::string& key) {
+    (void)key;
+    return std::optional<Json>();
+  }
   // The study's trials when this one started (what the sampler saw); empty in a child process.
   virtual const TrialHistory& history() const = 0;
 };
@@ -73,6 +79,7 @@ class Trial : public TrialHandle {
   Status SetUserAttr(const std::string& key, const Json& value) override;
   Status SetSystemAttr(const std::string& key, const Json& value) override;
   Status SetStudySystemAttr(const std::string& key, const Json& value) override;
+  Result<std::optional<Json>> GetStudySystemAttr(const std::string& key) override;
 
   // The params suggested so far (external representation).
   const Json& params() const { return params_; }

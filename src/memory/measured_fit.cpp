@@ -101,7 +101,7 @@ size_t DistinctLengths(const std::vector<MemoryPoint>& points) {
 }  // namespace
 
 double MeasuredFit::Fitted(int64_t batch_size, int64_t max_length) const {
-  return Evaluate({a, b, c}, batch_size, max_length);
+  return std::max(floor, Evaluate({a, b, c}, batch_size, max_length));
 }
 
 double MeasuredFit::margin() const {
@@ -114,12 +114,15 @@ double MeasuredFit::margin() const {
 }
 
 int64_t MeasuredFit::Predict(int64_t batch_size, int64_t max_length) const {
+  // Measured shapes bound it: those at least as large from above, those no larger from below.
+  double upper = std::numeric_limits<double>::infinity(), lower = 0;
   for (const MemoryPoint& p : points) {
-    if (p.batch_size == batch_size && p.max_length == max_length) {
-      return static_cast<int64_t>(std::ceil(static_cast<double>(p.peak) * (1.0 + kMinMargin)));
-    }
+    const double measured = static_cast<double>(p.peak) * (1.0 + kMinMargin);
+    if (p.batch_size >= batch_size && p.max_length >= max_length) upper = std::min(upper, measured);
+    if (p.batch_size <= batch_size && p.max_length <= max_length) lower = std::max(lower, measured);
   }
-  return static_cast<int64_t>(std::ceil(Fitted(batch_size, max_length) * (1.0 + margin())));
+  const double fitted = Fitted(batch_size, max_length) * (1.0 + margin());
+  return static_cast<int64_t>(std::ceil(std::max(lower, std::min(fitted, upper))));
 }
 
 std::vector<MemoryPoint> DistinctShapes(const std::vector<MemoryPoint>& points) {
@@ -134,19 +137,35 @@ std::vector<MemoryPoint> DistinctShapes(const std::vector<MemoryPoint>& points) 
   return out;
 }
 
-bool CanFit(const std::vector<MemoryPoint>& points) {
-  const std::vector<MemoryPoint> shapes = DistinctShapes(points);
+namespace {
+
+// The distinct shapes of `points` at least kFloorBand above `floor` (all of them for floor 0).
+std::vector<MemoryPoint> AboveFloor(const std::vector<MemoryPoint>& points, double floor) {
+  std::vector<MemoryPoint> out;
+  for (const MemoryPoint& p : DistinctShapes(points)) {
+    if (static_cast<double>(p.peak) >= floor * (1 + MeasuredFit::kFloorBand)) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool CanFit(const std::vector<MemoryPoint>& points, double floor) {
+  const std::vector<MemoryPoint> shapes = AboveFloor(points, floor);
   return shapes.size() >= MeasuredFit::kMinPoints && DistinctLengths(shapes) >= 2;
 }
 
 Result<MeasuredFit> FitMeasuredMemory(const std::vector<MemoryPoint>& points,
-                                      const std::string& model, const std::string& precision) {
-  std::vector<MemoryPoint> shapes = DistinctShapes(points);
+                                      const std::string& model, const std::string& precision,
+                                      double floor) {
+  std::vector<MemoryPoint> shapes = AboveFloor(points, floor);
   if (!CanFit(shapes)) {
     return FailedPreconditionError(fmt::format(
-        "cannot fit the memory of '{}' ({}): {} measured shape(s) with {} value(s) of max_length; "
-        "a fit needs {} shapes with at least 2 values of max_length",
-        model, precision, shapes.size(), DistinctLengths(shapes), MeasuredFit::kMinPoints));
+        "cannot fit the memory of '{}' ({}): {} measured shape(s){} with {} value(s) of "
+        "max_length; a fit needs {} shapes with at least 2 values of max_length",
+        model, precision, shapes.size(),
+        floor > 0 ? fmt::format(" above the floor of {}", FormatBytes(std::llround(floor))) : "",
+        DistinctLengths(shapes), MeasuredFit::kMinPoints));
   }
   MeasuredFit fit;
   fit.model = model;
@@ -165,16 +184,21 @@ Result<MeasuredFit> FitMeasuredMemory(const std::vector<MemoryPoint>& points,
                        static_cast<double>(fit.held_out.peak);
   const auto coef = NonNegativeFit(shapes);
   fit.a = coef[0], fit.b = coef[1], fit.c = coef[2];
-  fit.points = std::move(shapes);
+  fit.floor = floor;
+  fit.points = DistinctShapes(points);
   return fit;
 }
 
 std::string MeasuredFitText(const MeasuredFit& fit) {
-  return fmt::format("peak = {} + {:.1f}·B·T + {:.4g}·B·T² bytes; held out (B={}, T={}): "
-                     "{:+.1f}%, margin {:.1f}%",
-                     FormatBytes(static_cast<int64_t>(std::llround(fit.a))), fit.b, fit.c,
-                     fit.held_out.batch_size, fit.held_out.max_length,
-                     100 * fit.held_out_error, 100 * fit.margin());
+  const std::string curve =
+      fmt::format("{} + {:.1f}·B·T + {:.4g}·B·T²",
+                  FormatBytes(static_cast<int64_t>(std::llround(fit.a))), fit.b, fit.c);
+  return fmt::format("peak = {} bytes; held out (B={}, T={}): {:+.1f}%, margin {:.1f}%",
+                     fit.floor > 0
+                         ? fmt::format("max({}, {})", FormatBytes(std::llround(fit.floor)), curve)
+                         : curve,
+                     fit.held_out.batch_size, fit.held_out.max_length, 100 * fit.held_out_error,
+                     100 * fit.margin());
 }
 
 std::string MeasuredFitKey(const std::string& model, const std::string& precision) {
@@ -229,10 +253,11 @@ Json MeasuredFitToJson(const MeasuredFit& fit) {
   for (const MemoryPoint& p : fit.points) points.push_back(PointToJson(p));
   return {{"model", fit.model},
           {"precision", fit.precision},
-          {"formula", "a + b*B*T + c*B*T^2"},
+          {"formula", fit.floor > 0 ? "max(floor, a + b*B*T + c*B*T^2)" : "a + b*B*T + c*B*T^2"},
           {"a", fit.a},
           {"b", fit.b},
           {"c", fit.c},
+          {"floor", fit.floor},
           {"points", points},
           {"held_out", PointToJson(fit.held_out)},
           {"held_out_error", fit.held_out_error},
@@ -254,6 +279,12 @@ Result<MeasuredFit> MeasuredFitFromJson(const Json& j) {
       return InvalidArgumentError(fmt::format("memory fit: \"{}\": expected a number", key));
     }
     *field = j.at(key).get<double>();
+  }
+  if (j.contains("floor")) {  // fits stored before floors have none
+    if (!j.at("floor").is_number()) {
+      return InvalidArgumentError("memory fit: \"floor\": expected a number");
+    }
+    fit.floor = j.at("floor").get<double>();
   }
   if (!j.contains("points") || !j.at("points").is_array()) {
     return InvalidArgumentError("memory fit: \"points\": expected an array");

@@ -15,8 +15,19 @@
 // out: the fit of the others predicts it, and that relative error is stored and shown; the
 // stored coefficients use every point. A prediction adds a margin that covers what the fit
 // underestimates: the held-out point's underestimate and the largest underestimate of a fitted
-// point, at least kMinMargin (an overestimate needs no margin). A shape that was measured is
-// predicted from its own largest peak, plus kMinMargin.
+// point, at least kMinMargin (an overestimate needs no margin). Measured shapes bound the
+// prediction, as memory does not shrink when the shape grows: a shape is predicted at most at
+// the peak plus kMinMargin of a measured shape at least as large in B and in T, and at least at
+// that of a measured shape no larger. So predictions grow with the batch, as the binary search
+// of --max-batch assumes (predicting only the measured shape itself from its peak made it
+// cheaper than the shape one smaller, and --max-batch stopped below it).
+//
+// A floor (optional): a training step's peak is the larger of two phases' peaks, the forward and
+// backward passes (which grow with the shape) and the optimizer step (weights, gradients and
+// optimizer state: a constant). Where the activations are small beside the weights (an LSTM or a
+// CNN at small shapes) every small shape's peak is the optimizer step's, and a fit of them sees
+// no growth. Given a floor (the smallest shape's peak), the curve is fitted only to the points
+// at least kFloorBand above it, and the fit predicts max(floor, a + b·B·T + c·B·T²).
 //
 // No LibTorch, no storage: the fit is plain data, serialised to JSON for a study's system
 // attribute (MeasuredFitKey) and for trials' memory attributes.
@@ -43,20 +54,22 @@ struct MemoryPoint {
 struct MeasuredFit {
   static constexpr size_t kMinPoints = 4;
   static constexpr double kMinMargin = 0.05;
+  static constexpr double kFloorBand = 0.10;
 
   std::string model;      // the model's name; a file: "sha256:<hex>" of its contents
   std::string precision;  // "fp32", "bf16", ...
   double a = 0, b = 0, c = 0;     // bytes; bytes per token; bytes per token per position
+  double floor = 0;               // bytes: no shape's peak is below it (0: none)
   std::vector<MemoryPoint> points;  // distinct shapes (the largest peak of each), fitted
   MemoryPoint held_out;             // the point left out to check the fit
   double held_out_error = 0;        // (predicted - measured) / measured for held_out
 
-  // The fitted peak at (B, T), without margin.
+  // The fitted peak at (B, T), without margin: max(floor, a + b·B·T + c·B·T²).
   double Fitted(int64_t batch_size, int64_t max_length) const;
   // max(kMinMargin, -held_out_error, the largest peak / Fitted - 1 of the points).
   double margin() const;
-  // The peak to plan for: a measured shape's peak × (1 + kMinMargin); any other shape's
-  // Fitted × (1 + margin()); rounded up.
+  // The peak to plan for: Fitted × (1 + margin()), bounded by measured shapes' peaks ×
+  // (1 + kMinMargin) (see above); rounded up.
   int64_t Predict(int64_t batch_size, int64_t max_length) const;
 };
 
@@ -64,13 +77,15 @@ struct MeasuredFit {
 // non-positive shape or peak are dropped.
 std::vector<MemoryPoint> DistinctShapes(const std::vector<MemoryPoint>& points);
 
-// True when `points` can be fitted: kMinPoints distinct shapes, two values of T.
-bool CanFit(const std::vector<MemoryPoint>& points);
+// True when `points` can be fitted: kMinPoints distinct shapes, two values of T (with a floor
+// > 0: counting only the points at least kFloorBand above it).
+bool CanFit(const std::vector<MemoryPoint>& points, double floor = 0);
 
 // Fits `points` (see the header comment). FailedPrecondition, saying what is missing, when
-// !CanFit(points).
+// !CanFit(points, floor).
 Result<MeasuredFit> FitMeasuredMemory(const std::vector<MemoryPoint>& points,
-                                      const std::string& model, const std::string& precision);
+                                      const std::string& model, const std::string& precision,
+                                      double floor = 0);
 
 // "peak = 1.21 GiB + 3456.0·B·T + 15.2·B·T² bytes; held out (B=16, T=256): -2.1%, margin 5.0%".
 std::string MeasuredFitText(const MeasuredFit& fit);

@@ -66,6 +66,7 @@ std::vector<std::pair<std::string, int64_t>> FittedMemoryModel::Explain(
                                        : ""),
                       p.peak);
   }
+  if (fit_.floor > 0) rows.emplace_back("fit: floor (no shape peaks below it)", bytes(fit_.floor));
   rows.emplace_back("fit: a (per step, any shape)", bytes(fit_.a));
   rows.emplace_back(fmt::format("fit: b·B·T (b = {:.1f})", fit_.b), bytes(fit_.b * bt));
   rows.emplace_back(fmt::format("fit: c·B·T² (c = {:.4g})", fit_.c),

@@ -179,6 +179,10 @@ Status Trial::SetStudySystemAttr(const std::string& key, const Json& value) {
   return study_->storage().SetStudySystemAttr(study_->study_id(), key, value);
 }
 
+Result<std::optional<Json>> Trial::GetStudySystemAttr(const std::string& key) {
+  return study_->storage().GetStudySystemAttr(study_->study_id(), key);
+}
+
 Result<FrozenTrial> Trial::Snapshot() const { return study_->storage().GetTrial(trial_id_); }
 
 // ---------------------------------------------------------------------------------------------

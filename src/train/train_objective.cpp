@@ -21,6 +21,7 @@
 #include "objectives/trial_protocol.h"
 #include "train/pretrained.h"
 #include "train/save_best.h"
+#include "train/script_fit.h"
 #include "util/device.h"
 #include "util/text.h"
 
@@ -365,6 +366,7 @@ class TrainObjective final : public Objective {
     std::string levers;                  // the levers admission applied
     std::string family;                  // MemoryFamily
     bool unfit_now = false;              // PlanToFit: no micro-batch fits the room left
+    Json memory_model;                   // MemoryModel::ToJson of what estimated it, or null
   };
 
   // save_best: the trial's staging directory, which the trainer writes the best epoch's weights
@@ -488,7 +490,7 @@ class TrainObjective final : public Objective {
                    trial.number(), job.hp.batch_size, job.hp.grad_accum, retries.size(),
                    options_.guard.oom_retry, next.batch_size, next.grad_accum);
       job.hp = next;
-      guarded.estimate = EstimateFor(job);
+      guarded.estimate = EstimateFor(trial, job);
       tracker.Reset();
     }
   }
@@ -628,14 +630,49 @@ class TrainObjective final : public Objective {
     return r;
   }
 
-  // What estimates a job's memory (memory_model.h): the estimator's formulas on the trial's
-  // device. A model they do not cover gets its measured fit here.
-  std::unique_ptr<MemoryModel> MemoryModelFor(const TrainJob& /*job*/) const {
-    return std::make_unique<FormulaMemoryModel>(DeviceModel());
+  // The study's system attributes, where TorchScript models' fits are kept (script_fit.h).
+  class StudyFitStore : public FitStore {
+   public:
+    explicit StudyFitStore(TrialHandle& trial) : trial_(trial) {}
+    Result<std::optional<Json>> Get(const std::string& key) override {
+      return trial_.GetStudySystemAttr(key);
+    }
+    Status Put(const std::string& key, const Json& value) override {
+      return trial_.SetStudySystemAttr(key, value);
+    }
+
+   private:
+    TrialHandle& trial_;
+  };
+
+  // The fit of a TorchScript job's measured peaks at its precision (script_fit.h): cached, or
+  // the study's, or with `probe` measured now on this process's trainer. FailedPrecondition
+  // when there is none (a --jobs parent, which has no trainer, before a child measured it).
+  Result<MeasuredFit> ScriptFitFor(TrialHandle& trial, const TrainJob& job, bool probe) {
+    ScriptFitRequest request;
+    request.model = job.model;
+    request.hp = job.hp;
+    request.num_labels = job.data != nullptr ? job.data->num_labels : 2;
+    StudyFitStore store(trial);
+    return script_fits_.Get(probe ? trainer_.get() : nullptr, request, &store);
   }
 
-  std::optional<int64_t> EstimateFor(const TrainJob& job) const {
-    auto e = MemoryModelFor(job)->Estimate(RequestFor(job));
+  // What estimates a job's memory (memory_model.h): the estimator's formulas on the trial's
+  // device; for a TorchScript model, which they do not cover, the fit of its measured peaks
+  // (measured now only with `probe`: admission's).
+  Result<std::unique_ptr<MemoryModel>> MemoryModelFor(TrialHandle& trial, const TrainJob& job,
+                                                      bool probe = false) {
+    if (!IsTorchScriptModel(job.model)) {
+      return std::unique_ptr<MemoryModel>(std::make_unique<FormulaMemoryModel>(DeviceModel()));
+    }
+    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, ScriptFitFor(trial, job, probe));
+    return std::unique_ptr<MemoryModel>(std::make_unique<FittedMemoryModel>(std::move(fit)));
+  }
+
+  std::optional<int64_t> EstimateFor(TrialHandle& trial, const TrainJob& job) {
+    auto model = MemoryModelFor(trial, job);
+    if (!model.ok()) return std::nullopt;
+    auto e = (*model)->Estimate(RequestFor(job));
     if (!e.ok()) return std::nullopt;
     return e->device_peak;
   }
@@ -687,12 +724,12 @@ class TrainObjective final : public Objective {
   // Admission (Plan() and PlanToFit(): `room` is what it must fit instead of the usable memory).
   Result<Guarded> Admit(TrialHandle& trial, const Json& params, TrainJob& job,
                         std::optional<int64_t> room = std::nullopt) {
-    if (options_.planned) return GuardedFromJson(*options_.planned, job);
+    if (options_.planned) return PlannedGuard(trial, job);
     Guarded g;
     g.family = MemoryFamily(job.model, job.hp.precision);
     const std::optional<int64_t> device_memory = DeviceMemory();
     if (!options_.guard.admission || !device_memory) {
-      g.estimate = EstimateFor(job);
+      g.estimate = EstimateFor(trial, job);
       return g;
     }
     const double correction = options_.guard.calibrate
@@ -700,8 +737,12 @@ class TrainObjective final : public Objective {
                                   : 1.0;
     const int64_t usable = room.value_or(UsableMemory(*device_memory, options_.guard.margin));
     GuardOptions guard = options_.guard;
-    if (room) guard.lever_checkpointing = false;
-    auto admitted = AdmitTrial(RequestFor(job), *MemoryModelFor(job), usable, correction, guard);
+    // A fit does not know checkpointing (a TorchScript module need not declare it).
+    if (room || IsTorchScriptModel(job.model)) guard.lever_checkpointing = false;
+    auto model = MemoryModelFor(trial, job, /*probe=*/true);
+    auto admitted = model.ok() ? AdmitTrial(RequestFor(job), **model, usable, correction, guard)
+                               : Result<Admission>(model.status());
+    if (model.ok()) g.memory_model = (*model)->ToJson();
     if (!admitted.ok()) {
       if (room) return UnfitNow();
       spdlog::warn("Trial {}: no memory estimate ({}); it runs without admission", trial.number(),
@@ -769,6 +810,7 @@ class TrainObjective final : public Objective {
   static Json GuardedToJson(const Guarded& g) {
     Json j{{"family", g.family}, {"levers", g.levers}};
     if (g.estimate) j["estimate"] = *g.estimate;
+    if (!g.memory_model.is_null()) j["memory_model"] = g.memory_model;
     if (g.admission) {
       j["predicted"] = g.admission->predicted;
       j["correction"] = g.admission->correction;
@@ -776,6 +818,26 @@ class TrainObjective final : public Objective {
       j["verdict"] = AdmissionVerdictName(g.admission->verdict);
     }
     return j;
+  }
+
+  // In a child process: the parent's admission, and the fit it used (an out-of-memory retry
+  // estimates with it). A TorchScript model the parent had no fit of (its first trial, which
+  // runs alone) is measured here, first, and its fit stored in the study for the parent's later
+  // plans.
+  Result<Guarded> PlannedGuard(TrialHandle& trial, const TrainJob& job) {
+    const Json& plan = *options_.planned;
+    const Json model = plan.value("memory_model", Json::object());
+    if (model.value("kind", std::string()) == "fit" && model.contains("fit")) {
+      TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, MeasuredFitFromJson(model["fit"]));
+      script_fits_.Add(fit);
+    } else if (IsTorchScriptModel(job.model) && trainer_ && options_.guard.admission &&
+               DeviceMemory()) {
+      if (Result<MeasuredFit> fit = ScriptFitFor(trial, job, true); !fit.ok()) {
+        spdlog::warn("Trial {}: cannot measure the memory of {}: {}", trial.number(),
+                     job.model.name, fit.status().message());
+      }
+    }
+    return GuardedFromJson(plan, job);
   }
 
   // The child's Guarded: the parent's admission (the levers are already in the params).
@@ -819,7 +881,9 @@ class TrainObjective final : public Objective {
     MemoryAttr m = AdmissionAttr(g, DeviceMemory());
     m.peak = result.peak_memory_bytes;
     m.oom = result.end == TrainResult::End::kOutOfMemory;
-    if (OnCuda()) m.context = DeviceModel().context_bytes;  // the estimate's
+    // The formulas estimate the device's peak, context included; a TorchScript model's fit
+    // predicts what its probes measured (allocated), which `peak` is compared with.
+    if (OnCuda() && !IsTorchScriptModel(job.model)) m.context = DeviceModel().context_bytes;
     MemoryAttr::Run& run = m.run.emplace();
     run.peak_reserved = result.peak_reserved_bytes;
     run.before = result.memory_before_bytes;
@@ -850,6 +914,7 @@ class TrainObjective final : public Objective {
   DeviceUtilization utilization_{options_.device};  // NVML's reading of a CUDA device
   mutable bool nvml_opened_ = false;                // MeasuredContext's NVML, opened once
   mutable std::shared_ptr<GpuProcessMemory> nvml_;
+  ScriptFitCache script_fits_;         // TorchScript models' measured fits
 };
 
 }  // namespace

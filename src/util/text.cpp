@@ -71,6 +71,14 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& ca
   return m ? " (did you mean '" + *m + "'?)" : "";
 }
 
+size_t DisplayWidth(std::string_view utf8) {
+  size_t width = 0;
+  for (char c : utf8) {
+    if ((static_cast<unsigned char>(c) & 0xc0) != 0x80) ++width;  // not a continuation byte
+  }
+  return width;
+}
+
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {

@@ -47,6 +47,10 @@ std::string FormatBytes(int64_t bytes);
 // "24GiB", "24 GB", "1.5G", "512MiB", "1000000" (bytes). InvalidArgument naming the text.
 Result<int64_t> ParseBytes(std::string_view text);
 
+// The columns `utf8` takes in a terminal: one per character (a UTF-8 lead byte), so "b·B·T" is 5
+// wide though it is 7 bytes. Wide (East Asian) and combining characters are not special-cased.
+size_t DisplayWidth(std::string_view utf8);
+
 // "a, b, c".
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");
 

@@ -2,6 +2,8 @@
 // module, --save-best keeps it (model.pt) and `tune predict` reproduces the best value; every file
 // tune must refuse is a config error (exit 2) that says what was expected. The modules are written
 // by tests/scripts/make_torchscript_fixtures.py (python3-torch; skipped without it).
+// `tune estimate --model m.pt` probes and fits the module's memory, and a study's guard admits
+// and shrinks its trials by that fit.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -35,7 +38,7 @@ class TorchScriptCli : public ::testing::Test {
         "/usr/bin/python3 '{}/tests/scripts/make_torchscript_fixtures.py' '{}' --num-labels 2 "
         ">/dev/null 2>&1",
         TUNE_SOURCE_DIR, dir_.path().string());
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    if (NeedsFixtures()) ASSERT_EQ(std::system(cmd.c_str()), 0);
     std::ofstream train(dir_.path() / "train.csv"), val(dir_.path() / "val.csv");
     train << "sentence,topic\n";
     val << "sentence,topic\n";
@@ -47,6 +50,9 @@ class TorchScriptCli : public ::testing::Test {
       (i < 64 ? train : val) << "\"" << text << "\"," << (label ? "sports" : "weather") << "\n";
     }
   }
+
+  // The modules of make_torchscript_fixtures.py (a second or more of python3-torch).
+  virtual bool NeedsFixtures() const { return true; }
 
   std::string WriteConfig(const std::string& model, const Json& objective_extra = Json::object(),
                           const Json& top_extra = Json::object()) {
@@ -158,6 +164,138 @@ TEST_F(TorchScriptCli, EveryFileItCannotTrainIsAConfigError) {
       EXPECT_NE(r.err.find(s), std::string::npos) << c.file << ": " << r.err;
     std::cout << c.file << " -> exit " << r.code << ": " << r.err;  // the message, for the log
   }
+}
+
+// Display columns of a UTF-8 text (one per character).
+size_t Columns(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
+class TorchScriptFitCli : public TorchScriptCli {
+ protected:
+  bool NeedsFixtures() const override { return false; }
+
+  // A one-layer block-attention classifier with a small vocabulary: its training step grows
+  // with B·T and B·T² from the smallest probes on.
+  void ExportModel() {
+    model_ = (dir_.path() / "ba.pt").string();
+    const std::string cmd = fmt::format(
+        "/usr/bin/python3 '{}/scripts/torchscript_models.py' block-attention --layers 1 "
+        "--vocab-size 64 --num-labels 2 --out '{}' >/dev/null",
+        TUNE_SOURCE_DIR, model_);
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+
+  ProcessRun Estimate(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"estimate", "--model",   model_, "--device",
+                                     "cpu",      "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Tune(args);
+  }
+
+  std::string model_;
+};
+
+TEST_F(TorchScriptFitCli, EstimatePrintsTheFitAndMaxBatchAgreesWithIt) {
+  ASSERT_NO_FATAL_FAILURE(ExportModel());
+  ProcessRun mb = Estimate({"--max-batch", "--device-memory", "20MB", "--max-lengths", "64",
+                            "--format", "json"});
+  ASSERT_EQ(mb.code, 0) << mb.err;
+  const int64_t best = Json::parse(mb.out)["max_batch"][0]["max_batch_size"].get<int64_t>();
+  ASSERT_GT(best, 1) << mb.out;
+
+  // The largest batch fits; the table shows the probes, the fit and the measured peak.
+  ProcessRun r = Estimate({"--batch-size", std::to_string(best), "--max-length", "64",
+                           "--device-memory", "20MB", "--measure"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  for (const char* s : {"probe B=1 T=32: measured", "(held out; fit of the others",
+                        "fit: b·B·T (b = ", "fit: c·B·T² (c = ", "margin (", "device peak",
+                        "measured peak (cpu)", "Estimated by a fit of", "sha256:", "fits: "}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+  // The planned peak covers the measured one, and not by much.
+  const size_t compared = r.out.find(" vs measured ");
+  ASSERT_NE(compared, std::string::npos) << r.out;
+  const double error = std::stod(r.out.substr(r.out.find(": ", compared) + 2));
+  EXPECT_GE(error, 0.0) << r.out;
+  EXPECT_LT(error, 15.0) << r.out;
+  // The table's last column starts at the same display column in every row, '·' or not.
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<size_t> starts;
+  while (std::getline(lines, line) && line.rfind("Estimated", 0) != 0) {
+    if (line.rfind("---", 0) != 0) starts.push_back(Columns(line.substr(0, line.rfind("  ") + 2)));
+  }
+  ASSERT_GT(starts.size(), 8u) << r.out;
+  for (size_t k = 1; k < starts.size(); ++k) EXPECT_EQ(starts[k], starts[0]) << r.out;
+
+  // One more does not fit; the JSON has the fit.
+  ProcessRun over = Estimate({"--batch-size", std::to_string(best + 1), "--max-length", "64",
+                              "--device-memory", "20MB", "--format", "json"});
+  EXPECT_EQ(over.code, 1) << over.err;
+  const Json out = Json::parse(over.out);
+  EXPECT_EQ(out["fits"], false);
+  EXPECT_EQ(out["memory_model"]["kind"], "fit");
+  const Json& fit = out["memory_model"]["fit"];
+  EXPECT_EQ(fit["points"].size(), 5u);  // the first probes: no growth needed
+  EXPECT_EQ(fit["held_out"]["batch_size"], 4);
+  EXPECT_EQ(fit["held_out"]["max_length"], 64);
+  EXPECT_LT(std::abs(fit["held_out_error"].get<double>()), 0.05);
+  EXPECT_GE(fit["margin"].get<double>(), 0.05);
+}
+
+TEST_F(TorchScriptFitCli, EstimateRefusesWhatIsNotTorchScript) {
+  const std::string text = (dir_.path() / "notes.pt").string();
+  std::ofstream(text) << "not a model\n";
+  ProcessRun bad = Tune({"estimate", "--model", text, "--device", "cpu"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("is not a TorchScript file"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("torch.jit.script(model).save("), std::string::npos) << bad.err;
+  ProcessRun missing =
+      Tune({"estimate", "--model", (dir_.path() / "none.pt").string(), "--device", "cpu"});
+  EXPECT_EQ(missing.code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("no TorchScript file"), std::string::npos) << missing.err;
+}
+
+TEST_F(TorchScriptFitCli, TheGuardAdmitsAndShrinksTrialsByTheMeasuredFit) {
+  ASSERT_NO_FATAL_FAILURE(ExportModel());
+  // Texts of 80 words: batches are 64 tokens wide. The fit predicts batch 16 above 38 MB usable
+  // (40 MB less the 5% margin) and batch 8 within it.
+  std::ofstream train(dir_.path() / "long_train.csv"), val(dir_.path() / "long_val.csv");
+  train << "sentence,topic\n";
+  val << "sentence,topic\n";
+  const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
+  for (int i = 0; i < 48; ++i) {
+    std::string text;
+    for (int w = 0; w < 80; ++w) text += std::string(words[i % 2][(i + w) % 3]) + " ";
+    (i < 32 ? train : val) << "\"" << text << "\"," << (i % 2 ? "sports" : "weather") << "\n";
+  }
+  train.close();
+  val.close();
+  const Json data = {{"train", "long_train.csv"},
+                     {"validation", "long_val.csv"},
+                     {"text_column", "sentence"},
+                     {"label_column", "topic"}};
+  const Json objective = {
+      {"data", data}, {"max_length", 64}, {"epochs", 1}, {"memory", {{"device_memory", "40MB"}}}};
+  const Json top = {{"n_trials", 2},
+                    {"search_space",
+                     {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
+                      {"batch_size", Json::array({16})}}}};
+  ProcessRun r = RunStudy(WriteConfig(model_, objective, top));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Probed once, for both trials.
+  const std::string probing = "Measuring the memory of TorchScript model";
+  ASSERT_NE(r.err.find(probing), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(probing, r.err.find(probing) + 1), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Trial 0 admitted with batch_size 16 -> 8, grad_accum 1 -> 2"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Trial 1 admitted with batch_size 16 -> 8"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("out of memory"), std::string::npos) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["state"], "COMPLETE") << r.out;
 }
 
 }  // namespace

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "memory/memory_model.h"
+
 namespace tune {
 namespace {
 
@@ -119,6 +124,75 @@ TEST(MeasuredFit, RoundTripsThroughJson) {
   EXPECT_FALSE(MeasuredFitFromJson(Json::array()).ok());
   EXPECT_NE(MeasuredFitText(*fit).find("held out (B=2, T=256)"), std::string::npos)
       << MeasuredFitText(*fit);
+}
+
+TEST(MeasuredFit, AFloorKeepsTheOptimizerStepsPeakOutOfTheCurve) {
+  // An LSTM-like step: the optimizer step peaks at 20 MB whatever the shape; the forward and
+  // backward passes at 12 MB + 20 kB per token. Below 400 tokens every peak is the floor's.
+  const double floor = 20e6;
+  auto peak = [&](int64_t b, int64_t t) {
+    return static_cast<int64_t>(std::max(floor, 12e6 + 20e3 * static_cast<double>(b * t)));
+  };
+  std::vector<MemoryPoint> points;
+  for (auto [b, t] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 32}, {2, 32}, {4, 64}, {8, 64}, {4, 128}, {8, 128}, {16, 128}}) {
+    points.push_back({b, t, peak(b, t)});
+  }
+  // Without the floor the flat points bend the curve: (16, 256) is far off.
+  auto plain = FitMeasuredMemory(points, "lstm", "fp32");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_GT(std::abs(plain->Fitted(16, 256) / static_cast<double>(peak(16, 256)) - 1), 0.1);
+  // With it the curve is fitted to the four points above it, and the floor is kept.
+  auto fit = FitMeasuredMemory(points, "lstm", "fp32", floor);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_NEAR(fit->b, 20e3, 1.0);
+  EXPECT_NEAR(fit->Fitted(16, 256), static_cast<double>(peak(16, 256)), 1e3);
+  EXPECT_EQ(fit->Fitted(1, 8), floor);
+  EXPECT_EQ(fit->points.size(), points.size());
+  EXPECT_NE(MeasuredFitText(*fit).find("max(19.1 MiB, "), std::string::npos)
+      << MeasuredFitText(*fit);
+  auto back = MeasuredFitFromJson(MeasuredFitToJson(*fit));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->floor, floor);
+  // Three points above the floor are not enough.
+  points.pop_back();
+  EXPECT_FALSE(CanFit(points, floor));
+  EXPECT_TRUE(CanFit(points));
+}
+
+TEST(MeasuredFit, MaxBatchAgreesWithTheEstimateAtAMeasuredShape) {
+  // Noisy peaks: the fit's margin exceeds kMinMargin, so a measured shape's own peak plus
+  // kMinMargin is below the curve's prediction there. --max-batch (MaxBatchSize's binary search)
+  // must still find the measured shape when the budget is what it is predicted to need; it
+  // stopped one below it when a measured shape was predicted from its peak and the shape one
+  // smaller from the curve.
+  std::vector<MemoryPoint> points;
+  const double noise[] = {1.0, 1.12, 0.95, 1.08, 1.0, 1.1};
+  int k = 0;
+  for (auto [b, t] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 64}, {4, 64}, {2, 128}, {8, 128}, {16, 128}, {4, 256}}) {
+    points.push_back({b, t, static_cast<int64_t>(static_cast<double>(Truth(b, t)) * noise[k++])});
+  }
+  auto fit = FitMeasuredMemory(points, "noisy", "fp32");
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  ASSERT_GT(fit->margin(), 0.08);
+  const FittedMemoryModel model(*fit);
+  for (const MemoryPoint& p : fit->points) {
+    MemoryRequest r;
+    r.batch_size = p.batch_size;
+    r.max_length = p.max_length;
+    const int64_t budget = fit->Predict(p.batch_size, p.max_length);
+    EXPECT_GE(budget, p.peak);  // never below what was measured
+    auto best = MaxBatchSize(model, r, budget, 64);
+    ASSERT_TRUE(best.ok());
+    EXPECT_GE(*best, p.batch_size) << "measured B=" << p.batch_size << " T=" << p.max_length;
+    // And it is the largest batch whose prediction fits (the predictions grow with the batch).
+    for (int64_t b = 1; b < 64; ++b) {
+      EXPECT_LE(fit->Predict(b, p.max_length), fit->Predict(b + 1, p.max_length));
+    }
+    EXPECT_LE(fit->Predict(*best, p.max_length), budget);
+    EXPECT_GT(fit->Predict(*best + 1, p.max_length), budget);
+  }
 }
 
 }  // namespace

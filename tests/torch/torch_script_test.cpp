@@ -1,17 +1,29 @@
-// TorchScript models in the LibTorch trainer: the checked load and the memory probe
-// (train/memory_probe.h) on a block-attention module scripted by scripts/torchscript_models.py
+// TorchScript models in the LibTorch trainer: the checked load, the memory probe
+// (train/memory_probe.h) and the fits of probes cached by the file's content
+// (train/script_fit.h), on a block-attention module scripted by scripts/torchscript_models.py
 // (python3-torch; skipped without it).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
 
 #include "testing/temp_dir.h"
 #include "torch/torch_trainer.h"
 #include "train/memory_probe.h"
+#include "train/script_fit.h"
+#include "util/sha256.h"
 
 namespace tune {
 namespace {
+
+std::optional<std::string> ReadTextFileForTest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 class TorchScriptTest : public ::testing::Test {
  protected:
@@ -20,11 +32,7 @@ class TorchScriptTest : public ::testing::Test {
       GTEST_SKIP() << "python3-torch is not installed: cannot script the test module";
     }
     path_ = (dir_.path() / "ba.pt").string();
-    const std::string cmd = fmt::format(
-        "/usr/bin/python3 '{}/scripts/torchscript_models.py' block-attention --layers 1 "
-        "--vocab-size 64 --num-labels 3 --dropout 0 --out '{}' >/dev/null",
-        TUNE_SOURCE_DIR, path_);
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(Export(0));
     model_.name = model_.torchscript = path_;
     model_.model_type = kTorchScriptModelType;
     model_.vocab_size = 64;
@@ -33,6 +41,15 @@ class TorchScriptTest : public ::testing::Test {
     auto t = NewTorchTrainer(o);
     ASSERT_TRUE(t.ok()) << t.status().message();
     trainer_ = std::move(t).value();
+  }
+
+  // Writes the module to path_, its weights drawn with `seed`.
+  void Export(int seed) {
+    const std::string cmd = fmt::format(
+        "/usr/bin/python3 '{}/scripts/torchscript_models.py' block-attention --layers 1 "
+        "--vocab-size 64 --num-labels 3 --dropout 0 --seed {} --out '{}' >/dev/null",
+        TUNE_SOURCE_DIR, seed, path_);
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
 
   int64_t Peak(int64_t batch_size, int64_t max_length) {
@@ -80,6 +97,76 @@ TEST_F(TorchScriptTest, ProbesMeasurePeaksThatGrowWithTheBatchAndTheLength) {
   EXPECT_GT(batch, small);
   EXPECT_GT(length, batch);
   EXPECT_EQ(Peak(4, 32), batch);  // the same shape measures the same peak
+}
+
+// The study's system attributes, as a map.
+class MapFitStore : public FitStore {
+ public:
+  Result<std::optional<Json>> Get(const std::string& key) override {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? std::optional<Json>() : std::optional<Json>(it->second);
+  }
+  Status Put(const std::string& key, const Json& value) override {
+    attrs[key] = value;
+    return Status::Ok();
+  }
+  std::map<std::string, Json> attrs;
+};
+
+// The real trainer, counting its runs.
+class CountingTrainer : public Trainer {
+ public:
+  explicit CountingTrainer(Trainer& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
+    ++runs;
+    return inner_.Train(job, on_epoch);
+  }
+  int runs = 0;
+
+ private:
+  Trainer& inner_;
+};
+
+TEST_F(TorchScriptTest, AFitIsProbedOncePerFileContent) {
+  CountingTrainer trainer(*trainer_);
+  MapFitStore store;
+  ScriptFitRequest request;
+  request.model = model_;
+  request.num_labels = 3;
+  ScriptFitCache cache;
+  auto fit = cache.Get(&trainer, request, &store);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_EQ(cache.probed(), 1);
+  EXPECT_GE(trainer.runs, 5);  // the five first probes, and more if they grew
+  EXPECT_EQ(fit->points.size(), static_cast<size_t>(trainer.runs));
+  EXPECT_EQ(fit->precision, "fp32");
+  const std::string hash = "sha256:" + Sha256Hex(*ReadTextFileForTest(path_));
+  EXPECT_EQ(fit->model, hash);
+  ASSERT_EQ(store.attrs.count("memory_fit:" + hash + "/fp32"), 1u);
+  // The fit predicts a larger shape's measured peak.
+  const double measured = static_cast<double>(Peak(16, 128));
+  EXPECT_NEAR(fit->Fitted(16, 128) / measured, 1.0, 0.05) << MeasuredFitText(*fit);
+  EXPECT_GE(static_cast<double>(fit->Predict(16, 128)), measured);
+
+  // The same file: from memory, and in another process (cache) from the study, without probes.
+  const int runs = trainer.runs;
+  ASSERT_TRUE(cache.Get(&trainer, request, &store).ok());
+  ScriptFitCache other;
+  auto stored = other.Get(&trainer, request, &store);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  EXPECT_EQ(other.probed(), 0);
+  EXPECT_EQ(trainer.runs, runs);
+  EXPECT_EQ(stored->Predict(16, 128), fit->Predict(16, 128));
+
+  // A changed file (other weights, so other bytes) is probed again, under its own hash.
+  ASSERT_NO_FATAL_FAILURE(Export(1));
+  auto changed = cache.Get(&trainer, request, &store);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_EQ(cache.probed(), 2);
+  EXPECT_GT(trainer.runs, runs);
+  EXPECT_NE(changed->model, hash);
+  EXPECT_EQ(store.attrs.size(), 2u);
 }
 
 }  // namespace

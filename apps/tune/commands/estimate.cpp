@@ -1,11 +1,13 @@
 // `tune estimate`: a configuration's peak memory, term by term; the largest batch that fits; and
 // (--measure) the same configuration trained on the device: on CPU under the counting allocator,
 // on CUDA under the caching allocator (its max_memory_allocated). A catalog model is estimated
-// by the formulas; any other by the fit of its measured peaks that a study stored (--study):
-// both are a MemoryModel (memory_model.h), and everything below asks that.
+// by the formulas; a TorchScript file by the fit of peaks measured now at small shapes on
+// --device (script_fit.h); any other model by the fit of its measured peaks that a study stored
+// (--study): each is a MemoryModel (memory_model.h), and everything below asks that.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 #include <random>
 
@@ -14,10 +16,13 @@
 #include "memory/estimator.h"
 #include "memory/memory_model.h"
 #include "torch_loader.h"
+#include "train/memory_probe.h"
+#include "train/script_fit.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
 #include "util/device.h"
 #include "util/json_file.h"
+#include "util/sha256.h"
 
 namespace tune::app {
 namespace {
@@ -46,6 +51,26 @@ struct Configuration {
   MemoryRequest request;
 };
 
+// --model names a TorchScript file: not a catalog model, a name with a TorchScript extension.
+bool IsScriptArg(const EstimateArgs& args, const ModelCatalog& catalog) {
+  return !catalog.Contains(args.model) && LooksLikeTorchScriptFile(args.model);
+}
+
+// The TorchScript model in file `path`; NotFound saying how to export one when it is missing.
+Result<ModelSpec> ScriptModel(const std::string& path) {
+  ModelSpec m;
+  m.name = path;
+  m.model_type = kTorchScriptModelType;
+  m.torchscript = std::filesystem::absolute(path).lexically_normal().string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(m.torchscript, ec)) {
+    return NotFoundError(fmt::format(
+        "--model {}: no TorchScript file {} (save one with torch.jit.script(model).save(\"{}\"))",
+        path, m.torchscript, std::filesystem::path(path).filename().string()));
+  }
+  return m;
+}
+
 Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCatalog& catalog) {
   Configuration c;
   TrainHyperparams& hp = c.hp;
@@ -70,7 +95,10 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
 
   TUNE_ASSIGN_OR_RETURN(hp.precision, ParsePrecision(args.precision));
   ModelSpec model;
-  if (args.study) {  // a measured model: its fit knows only the shape and the precision
+  if (IsScriptArg(args, catalog)) {
+    TUNE_ASSIGN_OR_RETURN(model, ScriptModel(args.model));
+  }
+  if (args.study || IsTorchScriptModel(model)) {  // a fit knows only the shape and the precision
     hp.model = model.name = args.model;
     c.request.model = model;
     c.request.batch_size = hp.batch_size;
@@ -119,17 +147,22 @@ Result<DeviceMemoryModel> BuildDevice(const EstimateArgs& args) {
 
 // The fit of --model's measured peaks at --precision that --study stored (study system
 // attribute MeasuredFitKey). NotFound naming the fits the study has.
-Result<MeasuredFit> StoredFit(const EstimateArgs& args) {
+// A TorchScript file's fit is stored under its content hash.
+Result<MeasuredFit> StoredFit(const EstimateArgs& args, const ModelSpec& model) {
   TUNE_ASSIGN_OR_RETURN(StoredStudy study,
                         OpenStoredStudy(args.storage, *args.study, StorageAccess::kReadOnly));
   TUNE_ASSIGN_OR_RETURN(Json attrs, study.storage->GetStudySystemAttrs(study.id));
-  const std::string key = MeasuredFitKey(args.model, args.precision);
+  std::string name = args.model;
+  if (IsTorchScriptModel(model)) {
+    TUNE_ASSIGN_OR_RETURN(name, FileContentHash(model.torchscript));
+  }
+  const std::string key = MeasuredFitKey(name, args.precision);
   std::vector<std::string> fits;
   for (const auto& [k, v] : attrs.items()) {
     if (k.rfind("memory_fit:", 0) == 0) fits.push_back(k.substr(11));
   }
   if (!attrs.contains(key)) {
-    const std::string wanted = args.model + "/" + args.precision;
+    const std::string wanted = name + "/" + args.precision;
     return NotFoundError(fmt::format(
         "study '{}' has no memory fit of '{}'{}; {}", *args.study, wanted, DidYouMean(wanted, fits),
         fits.empty() ? "it has none yet (a fit needs 4 measured shapes with 2 values of "
@@ -144,20 +177,74 @@ Result<MeasuredFit> StoredFit(const EstimateArgs& args) {
   return fit;
 }
 
-// What estimates the configuration: --study's fit for a measured model, else the formulas on
-// --device.
-Result<std::unique_ptr<MemoryModel>> BuildMemoryModel(const EstimateArgs& args) {
-  if (args.study) {
-    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, StoredFit(args));
+bool OnCuda(const EstimateArgs& args) {
+  auto device = ParseDevice(args.device);
+  return device.ok() && device->is_cuda();
+}
+
+// The trainer that measures on --device (--measure, a TorchScript model's probes): on CPU under
+// the counting allocator, on CUDA the caching allocator's allocated peak. FailedPrecondition
+// with the trainer's reason on CUDA without a usable device or a CUDA LibTorch.
+Result<std::unique_ptr<Trainer>> MeasuringTrainer(const EstimateArgs& args, Precision precision) {
+  if (precision == Precision::kPureBf16) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--measure and the memory probes train fp32, bf16 or fp16 (autocast), not "
+                  "pure_bf16");
+  }
+  const bool cuda = OnCuda(args);
+  TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(precision, cuda ? args.device : "cpu"));
+  TorchTrainerOptions options;
+  options.device = cuda ? args.device : "cpu";
+  options.threads = args.threads;
+  options.count_cpu_memory = !cuda;
+  auto loaded = LoadTorchTrainer(options);
+  if (!loaded.ok() && cuda) {
+    return Status(
+        loaded.status().code(),
+        fmt::format("{}: {} (--device cpu measures on the CPU)",
+                    args.measure ? "--measure" : "the memory probes", loaded.status().message()));
+  }
+  return loaded;
+}
+
+// The trainer of --measure and of a TorchScript model's probes; null when neither runs.
+Result<std::unique_ptr<Trainer>> TrainerFor(const EstimateArgs& args, const MemoryRequest& r) {
+  if (!args.measure && (args.study || !IsTorchScriptModel(r.model))) {
+    return std::unique_ptr<Trainer>();
+  }
+  return MeasuringTrainer(args, r.precision);
+}
+
+// A TorchScript model's fit: the checked load (a dry run at B=1, T=8), then the probes.
+Result<MeasuredFit> ProbedFit(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
+  TextTrainData text;
+  text.num_labels = args.num_labels;
+  text.vocab_size = 16;
+  TrainJob job;
+  job.model = c.request.model;
+  job.data = &text;
+  TUNE_ASSIGN_OR_RETURN(int64_t parameters, trainer.CheckTorchScriptModel(job));
+  spdlog::info("TorchScript model {}: {} parameters; forward checked at B=1, T=8", args.model,
+               parameters);
+  ScriptFitRequest request;
+  request.model = c.request.model;
+  request.hp = c.hp;
+  request.num_labels = args.num_labels;
+  ScriptFitCache cache;
+  return cache.Get(&trainer, request, nullptr);
+}
+
+// What estimates the configuration: --study's fit for a measured model, the fit of a TorchScript
+// model's probes on `trainer`, else the formulas on --device.
+Result<std::unique_ptr<MemoryModel>> BuildMemoryModel(const EstimateArgs& args,
+                                                      const Configuration& c, Trainer* trainer) {
+  if (args.study || IsTorchScriptModel(c.request.model)) {
+    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, args.study ? StoredFit(args, c.request.model)
+                                                      : ProbedFit(args, c, *trainer));
     return std::unique_ptr<MemoryModel>(std::make_unique<FittedMemoryModel>(std::move(fit)));
   }
   TUNE_ASSIGN_OR_RETURN(DeviceMemoryModel device, BuildDevice(args));
   return std::unique_ptr<MemoryModel>(std::make_unique<FormulaMemoryModel>(device));
-}
-
-bool OnCuda(const EstimateArgs& args) {
-  auto device = ParseDevice(args.device);
-  return device.ok() && device->is_cuda();
 }
 
 // What --measure compares with the measured peak: the allocated peak, plus on CUDA the cuBLAS
@@ -170,25 +257,18 @@ int64_t MeasurableEstimate(const EstimateArgs& args, const MemoryEstimate& e) {
 // its measured peak (bytes above the level before the run): on CPU under the counting allocator,
 // on CUDA the caching allocator's allocated peak. On CUDA without a usable device or a CUDA
 // LibTorch this fails with the trainer's reason (FailedPrecondition).
-Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
+Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
   const MemoryRequest& r = c.request;
-  if (r.precision == Precision::kPureBf16) {
-    return Status(StatusCode::kInvalidArgument,
-                  "--measure: the trainer trains fp32, bf16 or fp16 (autocast), not pure_bf16");
+  if (IsTorchScriptModel(r.model)) {  // as its probes were measured
+    ProbeRequest probe;
+    probe.model = r.model;
+    probe.hp = c.hp;
+    probe.num_labels = args.num_labels;
+    probe.steps = args.measure_steps;
+    spdlog::info("Measuring: {} optimizer steps and one evaluation ({})",
+                 std::max<int64_t>(probe.steps, 2), trainer.name());
+    return MeasureTrainingPeak(trainer, probe);
   }
-  const bool cuda = OnCuda(args);
-  TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(r.precision, cuda ? args.device : "cpu"));
-  TorchTrainerOptions options;
-  options.device = cuda ? args.device : "cpu";
-  options.threads = args.threads;
-  options.count_cpu_memory = !cuda;
-  auto loaded = LoadTorchTrainer(options);
-  if (!loaded.ok() && cuda) {
-    return Status(loaded.status().code(),
-                  fmt::format("--measure: {} (--device cpu measures on the CPU)",
-                              loaded.status().message()));
-  }
-  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, std::move(loaded));
 
   TrainJob job;
   job.hp = c.hp;
@@ -234,8 +314,8 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c) {
     return Status(StatusCode::kInvalidArgument,
                   "--measure trains encoder classifiers and MLPs; tune has no decoder trainer");
   }
-  spdlog::info("Measuring: {} optimizer steps and one evaluation ({})", steps, trainer->name());
-  TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer->Train(job, [](const EpochMetrics&) {
+  spdlog::info("Measuring: {} optimizer steps and one evaluation ({})", steps, trainer.name());
+  TUNE_ASSIGN_OR_RETURN(TrainResult result, trainer.Train(job, [](const EpochMetrics&) {
     return Result<EpochDecision>(EpochDecision::kContinue);
   }));
   if (result.end != TrainResult::End::kCompleted) {
@@ -314,7 +394,13 @@ int Estimate(const EstimateArgs& args) {
   auto configuration = BuildConfiguration(args, *catalog);
   if (!configuration.ok()) return Fail(configuration.status());
   const MemoryRequest* request = &configuration->request;
-  auto model = BuildMemoryModel(args);
+  if (args.measure && args.study) {
+    return Fail(InvalidArgumentError(
+        "--measure trains the model; a measured model's probes are in --study's fit"));
+  }
+  auto trainer = TrainerFor(args, *request);
+  if (!trainer.ok()) return Fail(trainer.status());
+  auto model = BuildMemoryModel(args, *configuration, trainer->get());
   if (!model.ok()) return Fail(model.status());
   std::optional<int64_t> budget;
   if (args.device_memory) {
@@ -338,12 +424,8 @@ int Estimate(const EstimateArgs& args) {
   auto estimate = (*model)->Estimate(*request);
   if (!estimate.ok()) return Fail(estimate.status());
   std::optional<int64_t> measured;
-  if (args.measure && args.study) {
-    return Fail(InvalidArgumentError(
-        "--measure trains catalog models; a measured model's probes are in --study's fit"));
-  }
   if (args.measure) {
-    auto m = Measure(args, *configuration);
+    auto m = Measure(args, *configuration, **trainer);
     if (!m.ok()) return Fail(m.status());
     measured = *m;
   }
