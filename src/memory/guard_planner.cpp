@@ -69,7 +69,7 @@ class GuardPlanner : public MemoryPlanner {
     return DeviceBusy{load.busy, load.sum_busy};
   }
 
-  std::optional<double> Utilization() const override { return utilization_.Now(); }
+  std::optional<double> Utilization() const override { return nvml_.Utilization(); }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     TrialPlan plan;
@@ -410,7 +410,7 @@ class GuardPlanner : public MemoryPlanner {
   std::map<std::string, Json> stored_fits_;  // study system attributes written, by key
   mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
   // The real card's (a simulated one has only its busy share).
-  DeviceUtilization utilization_{options_.guard.simulate ? "cpu" : options_.device};
+  DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};
 };
 
 }  // namespace

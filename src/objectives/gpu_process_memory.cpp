@@ -9,6 +9,8 @@
 #include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "util/device.h"
 #include "util/dynamic_library.h"
 
@@ -205,20 +207,30 @@ std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devi
   return std::nullopt;
 }
 
-DeviceUtilization::DeviceUtilization(const std::string& device) {
+DeviceNvml::DeviceNvml(const std::string& device) {
   const Result<Device> parsed = ParseDevice(device);
   if (parsed.ok() && parsed->is_cuda()) {
     index_ = NvmlIndexOf(parsed->index.value_or(0), std::getenv("CUDA_VISIBLE_DEVICES"));
   }
 }
 
-std::optional<double> DeviceUtilization::Now() const {
-  if (!index_) return std::nullopt;
+const GpuProcessMemory* DeviceNvml::Nvml() const {
+  if (!index_) return nullptr;
   if (!opened_) {
     opened_ = true;
     nvml_ = GpuProcessMemory::Open();
   }
-  return nvml_ ? nvml_->Utilization(*index_) : std::nullopt;
+  return nvml_.get();
+}
+
+std::optional<double> DeviceNvml::Utilization() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml ? nvml->Utilization(*index_) : std::nullopt;
+}
+
+std::optional<int64_t> DeviceNvml::UsedByThisProcess() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml ? nvml->UsedBy({getpid()}) : std::nullopt;
 }
 
 bool InProcessGroup(pid_t pid, pid_t pgid) {

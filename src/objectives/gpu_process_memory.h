@@ -60,15 +60,19 @@ class GpuProcessMemory {
 // rest alike.)
 std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devices);
 
-// The utilisation of one CUDA device ("cuda" or "cuda:N"; nothing for "cpu"), read from NVML,
-// which is opened on the first reading. For status lines: never an error, nullopt when unknown.
-class DeviceUtilization {
+// One CUDA device ("cuda" or "cuda:N"; nothing for "cpu") as the driver (NVML) sees it, opened
+// on the first reading: for status lines and the trainer's context measurement, so never an
+// error, nullopt when unknown.
+class DeviceNvml {
  public:
-  explicit DeviceUtilization(const std::string& device);
-  std::optional<double> Now() const;
+  explicit DeviceNvml(const std::string& device);
+  std::optional<double> Utilization() const;
+  // The device memory this process uses (GpuProcessMemory::UsedBy).
+  std::optional<int64_t> UsedByThisProcess() const;
 
  private:
-  std::optional<unsigned int> index_;  // NVML's index; unset: not a CUDA device we can name
+  const GpuProcessMemory* Nvml() const;  // null: not a CUDA device, or no NVML
+  std::optional<unsigned int> index_;    // NVML's index; unset: not a CUDA device we can name
   mutable bool opened_ = false;
   mutable std::shared_ptr<GpuProcessMemory> nvml_;
 };

@@ -309,7 +309,7 @@ class TrainObjective final : public Objective {
     return outcome;
   }
 
-  std::optional<double> DeviceUtilizationNow() const override { return utilization_.Now(); }
+  std::optional<double> DeviceUtilizationNow() const override { return nvml_.Utilization(); }
 
   std::optional<int64_t> DeviceCapacity() const override {
     const std::optional<int64_t> d = DeviceMemory();
@@ -603,11 +603,7 @@ class TrainObjective final : public Objective {
   // (the other trials under --jobs: estimates 2-3x too high on an H200).
   int64_t MeasuredContext(const DeviceMemoryStatus& m) const {
     if (m.reserved < 0) return -1;
-    if (!nvml_opened_) {
-      nvml_opened_ = true;
-      nvml_ = GpuProcessMemory::Open();
-    }
-    const std::optional<int64_t> used = nvml_ ? nvml_->UsedBy({getpid()}) : std::nullopt;
+    const std::optional<int64_t> used = nvml_.UsedByThisProcess();
     return used && *used > m.reserved ? *used - m.reserved : -1;
   }
 
@@ -911,9 +907,7 @@ class TrainObjective final : public Objective {
   TrainHyperparams base_;
   std::map<std::string, int64_t> longest_tokens_;  // per TextSets key, with [CLS] and [SEP]
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
-  DeviceUtilization utilization_{options_.device};  // NVML's reading of a CUDA device
-  mutable bool nvml_opened_ = false;                // MeasuredContext's NVML, opened once
-  mutable std::shared_ptr<GpuProcessMemory> nvml_;
+  DeviceNvml nvml_{options_.device};  // utilisation, and this process's memory for the context
   ScriptFitCache script_fits_;         // TorchScript models' measured fits
 };
 

@@ -54,13 +54,13 @@ TEST(NvmlIndexOf, FollowsCudaVisibleDevices) {
 }
 
 // The status line's reading: from the library $TUNE_NVML_LIBRARY names, for CUDA devices only.
-TEST(DeviceUtilization, ReadsCudaDevicesOnly) {
+TEST(DeviceNvml, ReadsCudaDevicesOnly) {
   setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
   setenv("TUNE_FAKE_NVML_UTIL", "81", 1);
-  EXPECT_DOUBLE_EQ(DeviceUtilization("cuda").Now().value_or(-1), 0.81);
-  EXPECT_DOUBLE_EQ(DeviceUtilization("cuda:0").Now().value_or(-1), 0.81);
-  EXPECT_EQ(DeviceUtilization("cuda:1").Now(), std::nullopt);  // the fake has one device
-  EXPECT_EQ(DeviceUtilization("cpu").Now(), std::nullopt);
+  EXPECT_DOUBLE_EQ(DeviceNvml("cuda").Utilization().value_or(-1), 0.81);
+  EXPECT_DOUBLE_EQ(DeviceNvml("cuda:0").Utilization().value_or(-1), 0.81);
+  EXPECT_EQ(DeviceNvml("cuda:1").Utilization(), std::nullopt);  // the fake has one device
+  EXPECT_EQ(DeviceNvml("cpu").Utilization(), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_UTIL");
   unsetenv("TUNE_NVML_LIBRARY");
 }
