@@ -91,6 +91,13 @@ struct Widths {
                    // LayerNorm, the additive mask)
   bool autocast;   // linear inputs in fp32 are cast (a saved copy) and weights cast (cached)
   bool cpu_autocast = false;  // autocast on LibTorch's CPU kernels (their fp32 temporaries)
+  // LibTorch's CUDA kernels: dropout is fused (native_dropout saves a bool mask, 1 byte per
+  // element, where the CPU saves noise in the input's dtype) and autocast runs softmax in fp32.
+  bool cuda_kernels = false;
+  // Bytes per element of a dropout's saved mask for an input `width` bytes wide.
+  int64_t Mask(int64_t width) const { return cuda_kernels ? 1 : width; }
+  // Bytes per element of the attention probabilities softmax returns.
+  int64_t Softmax() const { return cuda_kernels && autocast ? 4 : mm; }
 };
 
 Widths WidthsFor(Precision p) {
@@ -155,8 +162,18 @@ struct Plan {
   int64_t embedding_gradient = 0;   // dense word-embedding gradient (bytes)
 };
 
-// Dropout in training: the noise tensor (input dtype) is saved; its output is the next op's.
-int64_t Noise(double p, int64_t bytes) { return p > 0 ? bytes : 0; }
+// Dropout in training of `elems` elements `width` bytes wide: its mask is saved (the noise
+// tensor in the input's dtype on CPU, a bool mask on CUDA); its output is the next op's.
+int64_t Noise(double p, const Widths& w, int64_t elems, int64_t width) {
+  return p > 0 ? elems * w.Mask(width) : 0;
+}
+
+// The bytes a forward without a graph holds at once for softmax and attention dropout.
+int64_t NoGradProbabilities(const Widths& w, int64_t batt, double pa) {
+  const int64_t sm = w.Softmax();
+  const int64_t cast = sm == w.mm ? 0 : batt * w.mm;
+  return pa > 0 ? batt * (2 * sm + w.Mask(sm)) + cast : batt * sm + cast;
+}
 
 // The forward of one encoder layer, op by op in the order of the trainer's code: what autograd
 // saves (kept until the layer's backward), the named temporaries (freed when the function that
@@ -186,6 +203,22 @@ class LayerTrace {
   void Touch() { peak_ = std::max(peak_, live_); }
   int64_t saved_ = 0, live_ = 0, peak_ = 0, marked_ = 0;
 };
+
+// The attention probabilities one layer's forward saves: the softmax output, and with
+// attention dropout its mask and the dropped probabilities; under autocast on CUDA the fp32
+// probabilities are cast for the matmul with v (the cast saved, the fp32 dropped ones freed).
+void TraceProbabilities(LayerTrace& tr, const Widths& w, int64_t batt, double pa) {
+  const int64_t sm = w.Softmax();
+  tr.Save(batt * sm);
+  if (pa > 0) tr.Save(batt * w.Mask(sm));
+  if (sm == w.mm) {
+    if (pa > 0) tr.Save(batt * sm);
+    return;
+  }
+  if (pa > 0) tr.Temp(batt * sm);
+  tr.Save(batt * w.mm);
+  if (pa > 0) tr.Drop(batt * sm);
+}
 
 // Shapes of an encoder layer's forward.
 struct EncoderShape {
@@ -272,8 +305,7 @@ void TraceContext(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_
   const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
   tr.Mark();
   // softmax output (saved), dropout noise and the dropped probabilities (saved by the matmul).
-  tr.Save(batt * w.mm);
-  if (s.pa > 0) tr.Save(2 * batt * w.mm);
+  TraceProbabilities(tr, w, batt, s.pa);
   // matmul(probs, v): v copied per head (saved), its output, and the context reshaped from it
   // (saved by the output projection).
   tr.Save(bth * w.mm);
@@ -292,7 +324,7 @@ void TraceResidualBlock(LayerTrace& tr, const EncoderShape& s, const Widths& w, 
   // (its input is already in the compute dtype: no cast)
   const int64_t dense = TraceLinear(tr, w, in_elems, bth, false);
   if (s.pd > 0) {
-    tr.Save(bth * w.mm);  // noise
+    tr.Save(Noise(s.pd, w, bth, w.mm));
     tr.Temp(bth * w.mm);  // dropped output
     tr.Drop(dense);
   }
@@ -337,13 +369,14 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
   // Feed-forward: h, the cast, the dense output and GELU output.
   const int64_t ffn = bth * w.fp + cast + bti * w.mm + std::max(bti * linear, bti * w.mm);
   if (!s.deberta) {
-    return std::max({6 * bth * w.mm + 2 * batt * w.mm, 2 * bth * w.fp + 2 * bti * w.mm, ffn});
+    return std::max({6 * bth * w.mm + batt * w.mm + NoGradProbabilities(w, batt, s.pa),
+                     2 * bth * w.fp + 2 * bti * w.mm, ffn});
   }
   const int64_t rh = s.rows * s.h, brh = s.b * rh, batr = s.b * s.a * s.t * s.rows,
                 index = s.t * s.t * 8;
   // q, k, v, r, pos_key, pos_query and the two indices stay alive through the attention.
   const int64_t held = 3 * bth * w.mm + (s.pd > 0 ? rh * w.fp : 0) + 2 * rh * w.mm + 2 * index;
-  const int64_t probs = s.pa > 0 ? 3 * batt * w.mm : batt * w.mm;  // softmax, noise, dropped
+  const int64_t probs = NoGradProbabilities(w, batt, s.pa);  // softmax, noise, dropped
   const int64_t attention = std::max(
       {batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,       // c2p's matmul
        2 * batt * w.mm + batr * w.mm,                             // c2p's gather
@@ -391,7 +424,7 @@ Layer EncoderEmbeddings(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // DeBERTa multiplies the LayerNorm output by the float attention mask, which the product saves.
   // With gradient checkpointing the first checkpoint holds it (counted as layer 0's).
   const bool output_saved = !w.autocast && !Checkpointing(r);
-  emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, bth * w.fp) + (output_saved ? bth * w.fp : 0) +
+  emb.saved = bth * w.fp + 2 * bt * 4 + Noise(pd, w, bth, w.fp) + (output_saved ? bth * w.fp : 0) +
               (deberta ? bt * w.fp : 0);
   emb.fwd_extra = 2 * bth * w.fp;  // word + position lookups before they are summed
   emb.bwd_transient = 2 * bth * w.fp;
@@ -487,7 +520,7 @@ Layer EncoderHead(const MemoryRequest& r, const Widths& w) {
   Layer head;
   AddLinear(head.params, h, h);
   int64_t width = h;
-  int64_t saved = b * h * w.fp + Noise(pc, b * h * w.fp) + b * h * w.fp;  // tanh out, noise, out
+  int64_t saved = b * h * w.fp + Noise(pc, w, b * h, w.fp) + b * h * w.fp;  // tanh out, noise, out
   // With checkpointing in fp32 the pooler's input, a view of the last layer's output, keeps that
   // output alive (under autocast the pooler saves a bf16 cast of the [CLS] rows instead).
   if (Checkpointing(r) && !w.autocast) saved += bth * w.fp;
@@ -608,7 +641,7 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   Layer emb;
   emb.params.push_back({v * h, false, true});
   emb.params.push_back({m.max_position_embeddings * h, false, true});
-  emb.saved = Noise(pd, bth * w.fp) + bth * w.fp;
+  emb.saved = Noise(pd, w, bth, w.fp) + bth * w.fp;
   plan.embedding_gradient = v * h * w.param;
   plan.inputs = 2 * bt * 8;
   plan.layers.push_back(std::move(emb));
@@ -622,9 +655,9 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
     AddLinear(layer.params, i, h);
     int64_t saved = bth * w.fp + 2 * bt * 4 + bth * w.fp;      // LN1 input/stats/output
     saved += 3 * bth * w.mm + batt * w.mm + (pa > 0 ? 2 * batt * w.mm : 0) + bth * w.mm;
-    saved += Noise(pd, bth * w.mm);
+    saved += Noise(pd, w, bth, w.mm);
     saved += bth * w.fp + 2 * bt * 4 + bth * w.fp;            // LN2 input/stats/output
-    saved += 2 * bti * w.mm + Noise(pd, bth * w.mm);
+    saved += 2 * bti * w.mm + Noise(pd, w, bth, w.mm);
     if (w.autocast) saved += 2 * bth * w.mm - 2 * bth * w.fp;
     layer.saved = saved;
     layer.fwd_extra = 3 * bth * w.mm + batt * w.mm;
@@ -804,9 +837,30 @@ void ReplayTrainingStep(Timeline& tl, const MemoryRequest& r, const Widths& w, c
   FreeParams(tl, plan, w.param);  // zero_grad(set_to_none): the gradients go
 }
 
+// What a caching allocator reserves beyond the allocated peak: the device's share of it, and at
+// least what two patterns of a training run leave (measured on an H200, docs/memory.md
+// #fragmentation): the word-embedding gradient and AdamW's two moments of it are blocks of the
+// table's size, allocated at the end of the first backward and at the first step, which the
+// freed activations' smaller blocks cannot hold (3 x the gradient); a checkpointed layer's
+// recomputation allocates and frees its tensors once per layer between gradients that stay
+// (0.9 x the backward transient).
+int64_t Fragmentation(const MemoryRequest& r, const DeviceMemoryModel& device,
+                      const MemoryEstimate& e) {
+  int64_t bytes = static_cast<int64_t>(
+      std::llround(device.fragmentation * static_cast<double>(e.allocated_peak)));
+  if (!device.caching_allocator || !r.train) return bytes;
+  bytes = std::max(bytes, 3 * e.embedding_gradient);
+  if (Checkpointing(r)) {
+    bytes = std::max(bytes, static_cast<int64_t>(
+                                std::llround(0.9 * static_cast<double>(e.backward_transient))));
+  }
+  return bytes;
+}
+
 // The phases' peaks (scaled by the device's correction) and the device's terms on top of the
 // allocated peak.
-void SetPeaks(const Timeline& tl, const DeviceMemoryModel& device, MemoryEstimate& e) {
+void SetPeaks(const MemoryRequest& r, const Timeline& tl, const DeviceMemoryModel& device,
+              MemoryEstimate& e) {
   const double c = device.correction;
   auto scaled = [c](int64_t v) {
     return static_cast<int64_t>(std::llround(static_cast<double>(v) * c));
@@ -828,8 +882,7 @@ void SetPeaks(const Timeline& tl, const DeviceMemoryModel& device, MemoryEstimat
     e.rounding = std::max<int64_t>(0, scaled(tl.rounded_peak()) - e.allocated_peak);
     e.workspace = device.workspace_bytes;
   }
-  e.fragmentation = static_cast<int64_t>(
-      std::llround(device.fragmentation * static_cast<double>(e.allocated_peak)));
+  e.fragmentation = Fragmentation(r, device, e);
   e.context = device.context_bytes;
   e.device_peak = 0;
   for (const MemoryTerm& term : DeviceTerms(e)) e.device_peak += term.bytes;
@@ -857,8 +910,10 @@ DeviceMemoryModel DeviceMemoryModel::Cuda() {
   DeviceMemoryModel d;
   d.caching_allocator = true;
   d.context_bytes = 512 * kMiB;
-  d.workspace_bytes = 8 * kMiB + 4 * kMiB;  // cuBLAS: one handle's workspace on the stream
-  d.fragmentation = 0.10;
+  // cuBLAS's and cuBLASLt's workspaces on the training stream, which LibTorch 2.x takes from
+  // the caching allocator: 65 MiB measured on an H200 with LibTorch 2.11 (less on older cards).
+  d.workspace_bytes = 65 * kMiB;
+  d.fragmentation = 0.05;  // beside Fragmentation()'s terms for training
   d.cpu_kernels = false;
   return d;
 }
@@ -897,6 +952,7 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
   TUNE_RETURN_IF_ERROR(CheckRequest(r));
   Widths w = WidthsFor(r.precision);
   w.cpu_autocast = w.autocast && device.cpu_kernels;
+  w.cuda_kernels = device.caching_allocator;
   Plan plan;
   TUNE_RETURN_IF_ERROR(BuildPlan(r, w, plan));
   MemoryEstimate e = StaticTerms(r, w, plan, device);
@@ -909,7 +965,7 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
   // Under autocast the low-precision weight copies are cached for the whole evaluation forward.
   tl.Transient(plan.eval_transient + e.autocast_cache);
   tl.Free(plan.eval_inputs);
-  SetPeaks(tl, device, e);
+  SetPeaks(r, tl, device, e);
   return e;
 }
 

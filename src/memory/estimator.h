@@ -61,9 +61,10 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
 // How a device turns allocated bytes into memory it must have. Defaults: Cpu() counts bytes as
 // the counting allocator does (no rounding, no overhead); Cuda() models PyTorch's caching
 // allocator (512 B blocks; requests <= 1 MiB share 2 MiB segments, 1-10 MiB requests take 20 MiB
-// segments, larger ones are rounded to 2 MiB), a 512 MiB context, cuBLAS workspaces and 10%
-// fragmentation of the allocated peak. The guard replaces context and fragmentation with
-// measured values.
+// segments, larger ones are rounded to 2 MiB), a 512 MiB context, 65 MiB of cuBLAS workspaces and
+// fragmentation: 5% of the allocated peak, in training at least three word-embedding-sized blocks
+// (and with checkpointing 0.9 x the backward transient). The guard replaces context and
+// fragmentation with measured values.
 struct DeviceMemoryModel {
   bool caching_allocator = false;
   int64_t context_bytes = 0;    // CUDA context and kernels, outside the allocator
