@@ -2,12 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <mutex>
+
+#include <spdlog/spdlog.h>
 
 #include "torch/torch_version.h"
 
 #if defined(TUNE_WITH_CUDA) && TUNE_TORCH_AT_LEAST(2, 0)
 #include <ATen/cuda/CUDAContextLight.h>  // at::cuda::clearCublasWorkspaces
+#endif
+
+#if defined(TUNE_WITH_CUDA) && TUNE_TORCH_AT_LEAST(2, 1) && \
+    __has_include(<c10/cuda/CUDAAllocatorConfig.h>)
+#include <c10/cuda/CUDAAllocatorConfig.h>  // setAllocatorSettings
+#define TUNE_EXPANDABLE_SEGMENTS 1
 #endif
 
 #ifdef TUNE_WITH_CUDA
@@ -49,6 +58,29 @@ Status InitializeCuda(int device) {
 }  // namespace
 
 bool Compiled() { return true; }
+
+std::string ConfigureAllocator() {
+  static std::once_flag once;
+  static std::string setting;
+  std::call_once(once, [] {
+    for (const char* name : {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}) {
+      if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        setting = fmt::format("{}={} (from the environment)", name, v);
+        return;
+      }
+    }
+#ifdef TUNE_EXPANDABLE_SEGMENTS
+    try {
+      c10::cuda::CUDACachingAllocator::setAllocatorSettings("expandable_segments:True");
+      setting = "expandable_segments:True";
+    } catch (const c10::Error& e) {
+      spdlog::warn("CUDA caching allocator: expandable segments not set: {}",
+                   e.what_without_backtrace());
+    }
+#endif
+  });
+  return setting;
+}
 
 std::string NoDeviceReason() {
   int count = 0;
@@ -133,6 +165,8 @@ Status SetBudget(int device, int64_t bytes) {
 #else
 
 bool Compiled() { return false; }
+
+std::string ConfigureAllocator() { return ""; }
 
 std::string NoDeviceReason() { return ""; }
 

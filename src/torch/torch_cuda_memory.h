@@ -22,6 +22,12 @@ struct Stats {
 
 // Whether this build has the CUDA backend.
 bool Compiled();
+// Once per process, before CUDA allocates: unless PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF
+// is set, turns on the caching allocator's expandable segments (LibTorch >= 2.1): large blocks
+// are mapped into one growing segment instead of a cudaMalloc'ed segment per request, so memory
+// freed at one shape serves the next and reserved memory stays close to allocated memory
+// (docs/memory.md#expandable-segments). Returns the setting in force ("": LibTorch's defaults).
+std::string ConfigureAllocator();
 // Why the CUDA runtime finds no device here, in its words (cudaGetDeviceCount's error: "no
 // CUDA-capable device is detected", "found no NVIDIA driver on your system", ...); "" when it
 // finds one, or without the backend.

@@ -476,6 +476,9 @@ class TorchTrainer final : public Trainer {
   Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
     TrainResult result;
     Progress progress;
+    // cuBLAS workspaces an earlier forward (a TorchScript model's check, an earlier run) left
+    // allocated would count as this run's baseline, and be freed by it.
+    if (device_.is_cuda()) cuda_memory::ReleaseWorkspaces();
     result.memory_before_bytes = MemoryStatus().allocated;
     if (count_memory_) ResetCpuPeakMemory();
     if (device_.is_cuda()) cuda_memory::ResetPeak(CudaIndex());
@@ -520,7 +523,7 @@ class TorchTrainer final : public Trainer {
     }
     if (device_.is_cpu()) internal::ReleaseFreeCpuMemory();
     result.memory_after_bytes = MemoryStatus().allocated;
-    if (result.memory_after_bytes != result.memory_before_bytes) {
+    if (result.memory_after_bytes > result.memory_before_bytes) {
       spdlog::warn("Memory after the run: {} bytes allocated, {} before it: the run leaked",
                    result.memory_after_bytes, result.memory_before_bytes);
     }
@@ -789,6 +792,9 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
           ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(parsed.index.value_or(-1)))
           : torch::Device(torch::kCPU);
   if (device.is_cuda()) {
+    if (const std::string setting = cuda_memory::ConfigureAllocator(); !setting.empty()) {
+      spdlog::debug("CUDA caching allocator: {}", setting);
+    }
     if (!CudaCompiledIn()) {
       return FailedPreconditionError(fmt::format(
           "device '{}': this LibTorch {} was built without CUDA (Debian's libtorch is CPU-only); "
