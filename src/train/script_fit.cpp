@@ -107,7 +107,21 @@ Result<MeasuredFit> ProbeScriptMemory(Trainer& trainer, const ScriptFitRequest& 
           FormatBytes(std::llround(floor)));
     }
   }
-  return FitMeasuredMemory(points, model_hash, PrecisionName(request.hp.precision), floor);
+  const std::string precision = PrecisionName(request.hp.precision);
+  if (!CanFit(points, floor) && CanFit(points, 0)) {
+    // Still within the band at the largest probes: the activations stay small beside the floor
+    // (on CUDA it holds the cuBLAS workspaces too). Every probe goes into the fit, flat ones
+    // included, and the floor still bounds it below.
+    spdlog::warn(
+        "Memory probes of {}: fewer than {} shapes peak {:.0f}% above the floor of {} even at "
+        "the largest probes; fitting all {} (the activations are small beside the floor)",
+        request.model.name, MeasuredFit::kMinPoints, 100 * MeasuredFit::kFloorBand,
+        FormatBytes(std::llround(floor)), DistinctShapes(points).size());
+    TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, FitMeasuredMemory(points, model_hash, precision, 0));
+    fit.floor = floor;
+    return fit;
+  }
+  return FitMeasuredMemory(points, model_hash, precision, floor);
 }
 
 Result<std::string> ScriptFitCache::ContentHash(const std::string& path) {
