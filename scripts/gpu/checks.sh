@@ -5,8 +5,8 @@
 #   1. the GPU kit (scripts/gpu/build.sh): tune and its CUDA tests built against python3's
 #      LibTorch with CUDA, then `ctest -L cuda`;
 #   2. the estimator against the caching allocator: `tune estimate --device cuda --measure` for
-#      the catalog's encoders at several shapes and precisions (four processes at once: each
-#      measures its own allocator's peak);
+#      the catalog's encoders at a grid of shapes and two precisions (six processes at once: each
+#      measures its own allocator's peaks); 2b. TorchScript models' fits probed on the card;
 #   3. co-running trials (bench/gpu_corun.py): how trials that share the card slow each other
 #      down, and the card's utilisation as NVML reports it (needs only python3's torch);
 #   4. a short study on the card: configs/criteria.json's space (from scratch, a slice of the
@@ -14,8 +14,9 @@
 #      budget: admission, reservations and the status line with NVML's utilisation.
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
-# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates corun study").
-# RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl, study.log,
+# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates torchscript corun study").
+# RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
+#   torchscript.jsonl, study.log,
 #   study-trials.json, study-summary.txt. Exit status 0 (what failed is in checks.log).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]" >&2; exit 2; }
@@ -39,7 +40,7 @@ within() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
-steps=" ${TUNE_GPU_CHECKS:-kit estimates corun study} "
+steps=" ${TUNE_GPU_CHECKS:-kit estimates torchscript corun study} "
 wanted() { [[ $steps == *" $1 "* ]]; }
 mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
 
@@ -59,6 +60,7 @@ fi
 export LD_LIBRARY_PATH=$build/kit-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$build/kit-root/usr/bin:$PATH
 tune=$build/tune
+work_ts=$(mktemp -d)
 
 # 2. The estimator against the caching allocator.
 mark "2. estimates"
@@ -69,6 +71,8 @@ estimate() { # ID MODEL BATCH LENGTH PRECISION [more options]
     --device cuda --measure --format json "$@" > "$out/est-$id.json" 2> "$out/est-$id.err"
   echo "est-$id exit $?"
 }
+# A grid per model (two lengths, two batch sizes) so that the formulas' per-token and
+# per-attention-score terms can be fitted to the card, fp32 beside bf16 for two encoders.
 configs=(
   "1 bert-base-uncased 32 128 bf16" "2 bert-base-uncased 16 512 bf16"
   "3 bert-base-uncased 32 256 fp32" "4 roberta-base 32 256 bf16"
@@ -77,15 +81,32 @@ configs=(
   "9 microsoft/deberta-v3-large 8 384 bf16" "10 roberta-large 8 256 fp32"
   "11 bert-base-uncased 16 512 bf16 --gradient-checkpointing"
   "12 microsoft/deberta-v3-base 32 512 bf16"
+  "13 bert-base-uncased 8 128 bf16" "14 bert-base-uncased 64 128 bf16"
+  "15 bert-base-uncased 8 512 bf16" "16 bert-base-uncased 32 512 bf16"
+  "17 bert-base-uncased 8 128 fp32" "18 bert-base-uncased 32 128 fp32"
+  "19 bert-base-uncased 8 512 fp32" "20 bert-base-uncased 32 512 fp32"
+  "21 microsoft/deberta-v3-base 8 128 bf16" "22 microsoft/deberta-v3-base 32 128 bf16"
+  "23 microsoft/deberta-v3-base 8 512 bf16" "24 microsoft/deberta-v3-base 16 256 fp32"
+  "25 xlm-roberta-base 32 128 bf16" "26 bert-large-uncased 32 512 bf16"
+  "27 bert-large-uncased 8 128 bf16" "28 roberta-large 8 128 bf16"
+  "29 microsoft/deberta-v3-large 16 512 bf16" "30 microsoft/deberta-v3-large 8 128 bf16"
+  "31 bert-base-uncased 32 512 bf16 --gradient-checkpointing"
+  "32 roberta-large 16 384 bf16 --gradient-checkpointing"
+  # Held out from the CUDA terms fitted to 1-32 (2026-11-26): shapes none of them had.
+  "33 bert-base-uncased 24 384 bf16" "34 microsoft/deberta-v3-base 24 384 bf16"
+  "35 roberta-large 24 256 bf16 --gradient-checkpointing" "36 xlm-roberta-base 8 512 bf16"
+  "37 bert-large-uncased 8 384 fp32" "38 microsoft/deberta-v3-large 4 256 fp32"
+  "39 roberta-base 48 192 bf16" "40 microsoft/deberta-v3-base 12 448 bf16 --gradient-checkpointing"
+  "41 bert-large-uncased 24 320 bf16" "42 xlm-roberta-base 40 160 fp32"
 )
-# Four at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
+# Six at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
 pids=()
 wanted estimates || configs=()
 for c in "${configs[@]}"; do
   # shellcheck disable=SC2086
   estimate $c &
   pids+=($!)
-  if [ "${#pids[@]}" -ge 4 ]; then
+  if [ "${#pids[@]}" -ge 6 ]; then
     wait "${pids[@]}"
     pids=()
   fi
@@ -98,6 +119,25 @@ done
 rm -f "$out"/est-*.json
 tail -n +1 "$out"/est-*.err > "$out/estimates.err" 2>/dev/null
 rm -f "$out"/est-*.err
+
+# 2b. TorchScript models' probes on the card (issue 33): the fit of peaks measured at small
+#     shapes on CUDA against a measured run at the requested shape.
+mark "2b. TorchScript fits"
+if wanted torchscript; then
+  for kind in ${TUNE_GPU_TS_KINDS:-block-attention lstm cnn}; do
+    within 30 python3 "$src_dir/scripts/torchscript_models.py" "$kind" --out "$work_ts/$kind.pt" \
+      --vocab-size 8000 --num-labels 4 > /dev/null 2>> "$out/torchscript.err" || continue
+    for shape in "16 256" "32 128"; do
+      read -r b t <<< "$shape"
+      within 60 "$tune" estimate --model "$work_ts/$kind.pt" --batch-size "$b" --max-length "$t" \
+        --num-labels 4 --device cuda --measure --format json > "$work_ts/o.json" \
+        2>> "$out/torchscript.err"
+      echo "torchscript $kind ${b}x$t exit $?"
+      [ -s "$work_ts/o.json" ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["kind"]=sys.argv[2]; print(json.dumps(d))' \
+        "$work_ts/o.json" "$kind" >> "$out/torchscript.jsonl"
+    done
+  done
+fi
 
 # 3. Co-running trials (python3's torch alone).
 mark "3. co-running trials"
@@ -124,7 +164,7 @@ o.pop("patience", None)
 c["storage"] = "sqlite:///" + sys.argv[2] + "/gpu.db"
 json.dump(c, open(sys.argv[2] + "/criteria-gpu.json", "w"), indent=1)
 EOF
-  within 120 "$tune" --study gpu --config "$work/criteria-gpu.json" --n-trials 16 --jobs auto \
+  within 150 "$tune" --study gpu --config "$work/criteria-gpu.json" --n-trials 24 --jobs auto \
     > "$out/study.log" 2>&1
   echo "study exit $?"
   "$tune" trials --study gpu --storage "sqlite:///$work/gpu.db" --format json \

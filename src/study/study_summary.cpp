@@ -185,7 +185,8 @@ StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
     if (!m) continue;
     AddMemory(s, *m);
     AddMeasured(s, *m, measured[m->family]);
-    if (!m->oom) {
+    // A failed trial (interrupted, an error) may have stopped before its peak.
+    if (!m->oom && (t.state == TrialState::kComplete || t.state == TrialState::kPruned)) {
       AddError(estimate_errors, m->estimate, MeasuredDevicePeak(*m), t.number);
       AddError(prediction_errors, m->predicted, MeasuredDevicePeak(*m), t.number);
     }

@@ -253,11 +253,18 @@ int64_t MeasurableEstimate(const EstimateArgs& args, const MemoryEstimate& e) {
   return e.allocated_peak + (OnCuda(args) ? e.workspace : 0);
 }
 
+// What --measure measured: the allocated peak (bytes above the level before the run) and, on
+// CUDA, the caching allocator's reserved peak (-1 where not measured).
+struct Measured {
+  int64_t allocated = 0;
+  int64_t reserved = -1;
+};
+
 // Trains the configuration for a few optimizer steps and one evaluation on --device and returns
-// its measured peak (bytes above the level before the run): on CPU under the counting allocator,
-// on CUDA the caching allocator's allocated peak. On CUDA without a usable device or a CUDA
-// LibTorch this fails with the trainer's reason (FailedPrecondition).
-Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
+// its measured peaks: on CPU under the counting allocator, on CUDA the caching allocator's.
+// On CUDA without a usable device or a CUDA LibTorch this fails with the trainer's reason
+// (FailedPrecondition).
+Result<Measured> Measure(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
   const MemoryRequest& r = c.request;
   if (IsTorchScriptModel(r.model)) {  // as its probes were measured
     ProbeRequest probe;
@@ -267,7 +274,8 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c, Traine
     probe.steps = args.measure_steps;
     spdlog::info("Measuring: {} optimizer steps and one evaluation ({})",
                  std::max<int64_t>(probe.steps, 2), trainer.name());
-    return MeasureTrainingPeak(trainer, probe);
+    TUNE_ASSIGN_OR_RETURN(int64_t peak, MeasureTrainingPeak(trainer, probe));
+    return Measured{peak, -1};
   }
 
   TrainJob job;
@@ -323,7 +331,7 @@ Result<int64_t> Measure(const EstimateArgs& args, const Configuration& c, Traine
                   fmt::format("the measuring run ended with {}: {}", TrainEndName(result.end),
                               result.message));
   }
-  return result.peak_memory_bytes;
+  return Measured{result.peak_memory_bytes, result.peak_reserved_bytes};
 }
 
 // The rows that explain the estimate (MemoryModel::Explain): term, size, bytes.
@@ -424,10 +432,12 @@ int Estimate(const EstimateArgs& args) {
   auto estimate = (*model)->Estimate(*request);
   if (!estimate.ok()) return Fail(estimate.status());
   std::optional<int64_t> measured;
+  int64_t measured_reserved = -1;
   if (args.measure) {
     auto m = Measure(args, *configuration, **trainer);
     if (!m.ok()) return Fail(m.status());
-    measured = *m;
+    measured = m->allocated;
+    measured_reserved = m->reserved;
   }
   if (*format == Format::kJson) {
     Json out = MemoryEstimateToJson(*estimate);
@@ -442,6 +452,7 @@ int Estimate(const EstimateArgs& args) {
     }
     if (measured) {
       out["measured_peak"] = *measured;
+      if (measured_reserved >= 0) out["measured_reserved_peak"] = measured_reserved;
       out["error"] = static_cast<double>(MeasurableEstimate(args, *estimate) - *measured) /
                      static_cast<double>(*measured);
     }
@@ -451,6 +462,10 @@ int Estimate(const EstimateArgs& args) {
     if (measured) {
       rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
                       FormatBytes(*measured), std::to_string(*measured)});
+      if (measured_reserved >= 0) {
+        rows.push_back({"measured reserved peak", FormatBytes(measured_reserved),
+                        std::to_string(measured_reserved)});
+      }
     }
     std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
     if (*format == Format::kTable) {
