@@ -720,7 +720,7 @@ class TrainObjective final : public Objective {
   // Admission (Plan() and PlanToFit(): `room` is what it must fit instead of the usable memory).
   Result<Guarded> Admit(TrialHandle& trial, const Json& params, TrainJob& job,
                         std::optional<int64_t> room = std::nullopt) {
-    if (options_.planned) return PlannedGuard(trial, job);
+    if (options_.planned && !AdmitsHere(job)) return PlannedGuard(job);
     Guarded g;
     g.family = MemoryFamily(job.model, job.hp.precision);
     const std::optional<int64_t> device_memory = DeviceMemory();
@@ -728,9 +728,13 @@ class TrainObjective final : public Objective {
       g.estimate = EstimateFor(trial, job);
       return g;
     }
-    const double correction = options_.guard.calibrate
-                                  ? CalibrationFromHistory(trial.history()).Correction(g.family)
-                                  : 1.0;
+    double correction = options_.guard.calibrate
+                            ? CalibrationFromHistory(trial.history()).Correction(g.family)
+                            : 1.0;
+    // A measured fit carries its own margin (its held-out and measured shapes' errors):
+    // calibration may raise its predictions, never lower them below what was measured (as for
+    // a command's measured model).
+    if (IsTorchScriptModel(job.model)) correction = std::max(1.0, correction);
     const int64_t usable = room.value_or(UsableMemory(*device_memory, options_.guard.margin));
     GuardOptions guard = options_.guard;
     // A fit does not know checkpointing (a TorchScript module need not declare it).
@@ -816,22 +820,25 @@ class TrainObjective final : public Objective {
     return j;
   }
 
+  // In a child process: whether the trial is admitted here rather than by the parent. A
+  // TorchScript model the parent had no fit of (its first trial, which runs alone): it is
+  // measured here, first (the fit stored in the study for the parent's later plans), and
+  // admitted by that fit against the card as without --jobs (its levers shrink it).
+  bool AdmitsHere(const TrainJob& job) const {
+    const Json model = options_.planned->value("memory_model", Json::object());
+    const bool parent_fit = model.value("kind", std::string()) == "fit" && model.contains("fit");
+    return !parent_fit && IsTorchScriptModel(job.model) && trainer_ &&
+           options_.guard.admission && DeviceMemory().has_value();
+  }
+
   // In a child process: the parent's admission, and the fit it used (an out-of-memory retry
-  // estimates with it). A TorchScript model the parent had no fit of (its first trial, which
-  // runs alone) is measured here, first, and its fit stored in the study for the parent's later
-  // plans.
-  Result<Guarded> PlannedGuard(TrialHandle& trial, const TrainJob& job) {
+  // estimates with it).
+  Result<Guarded> PlannedGuard(const TrainJob& job) {
     const Json& plan = *options_.planned;
     const Json model = plan.value("memory_model", Json::object());
     if (model.value("kind", std::string()) == "fit" && model.contains("fit")) {
       TUNE_ASSIGN_OR_RETURN(MeasuredFit fit, MeasuredFitFromJson(model["fit"]));
       script_fits_.Add(fit);
-    } else if (IsTorchScriptModel(job.model) && trainer_ && options_.guard.admission &&
-               DeviceMemory()) {
-      if (Result<MeasuredFit> fit = ScriptFitFor(trial, job, true); !fit.ok()) {
-        spdlog::warn("Trial {}: cannot measure the memory of {}: {}", trial.number(),
-                     job.model.name, fit.status().message());
-      }
     }
     return GuardedFromJson(plan, job);
   }
