@@ -251,7 +251,7 @@ Result<MemoryPoint> PointFromJson(const Json& j, const std::string& where) {
 Json MeasuredFitToJson(const MeasuredFit& fit) {
   Json points = Json::array();
   for (const MemoryPoint& p : fit.points) points.push_back(PointToJson(p));
-  return {{"model", fit.model},
+  Json j = {{"model", fit.model},
           {"precision", fit.precision},
           {"formula", fit.floor > 0 ? "max(floor, a + b*B*T + c*B*T^2)" : "a + b*B*T + c*B*T^2"},
           {"a", fit.a},
@@ -262,6 +262,8 @@ Json MeasuredFitToJson(const MeasuredFit& fit) {
           {"held_out", PointToJson(fit.held_out)},
           {"held_out_error", fit.held_out_error},
           {"margin", fit.margin()}};
+  if (!fit.source.empty()) j["source"] = fit.source;
+  return j;
 }
 
 Result<MeasuredFit> MeasuredFitFromJson(const Json& j) {
@@ -280,6 +282,7 @@ Result<MeasuredFit> MeasuredFitFromJson(const Json& j) {
     }
     *field = j.at(key).get<double>();
   }
+  if (j.contains("source") && j.at("source").is_string()) fit.source = j.at("source").get<std::string>();
   if (j.contains("floor")) {  // fits stored before floors have none
     if (!j.at("floor").is_number()) {
       return InvalidArgumentError("memory fit: \"floor\": expected a number");

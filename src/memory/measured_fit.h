@@ -57,6 +57,7 @@ struct MeasuredFit {
   static constexpr double kFloorBand = 0.10;
 
   std::string model;      // the model's name; a file: "sha256:<hex>" of its contents
+  std::string source;     // a file's path as the study named it when it was probed ("": none)
   std::string precision;  // "fp32", "bf16", ...
   double a = 0, b = 0, c = 0;     // bytes; bytes per token; bytes per token per position
   double floor = 0;               // bytes: no shape's peak is below it (0: none)

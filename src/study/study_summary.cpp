@@ -138,6 +138,32 @@ void FitMeasured(StudySummary& s, const std::map<std::string, std::vector<Memory
 
 }  // namespace
 
+void AddProbedFits(const Json& system_attrs, const std::vector<FrozenTrial>& trials,
+                   StudySummary& s) {
+  if (!system_attrs.is_object()) return;
+  for (const auto& [key, value] : system_attrs.items()) {
+    if (key.rfind("memory_fit:sha256:", 0) != 0) continue;
+    Result<MeasuredFit> fit = MeasuredFitFromJson(value);
+    if (!fit.ok()) continue;
+    StudySummary::Measured& x = s.measured["probed:" + key];
+    x.model = fit->source.empty() ? fit->model : fit->source;
+    x.precision = fit->precision;
+    x.points = fit->points;
+    x.probed = true;
+    const std::string family =
+        std::string("torchscript") + (fit->precision == "fp32" ? "" : "/" + fit->precision);
+    for (const FrozenTrial& t : trials) {
+      auto memory = t.user_attrs.find(attrs::kMemory);
+      if (memory == t.user_attrs.end()) continue;
+      const std::optional<MemoryAttr> m = MemoryAttrFromJson(*memory);
+      if (!m || m->family != family || m->estimate <= 0) continue;
+      ++x.fitted_trials;
+      x.oom_after_fit += m->oom ? 1 : 0;
+    }
+    x.fit = std::move(fit).value();
+  }
+}
+
 TrialCategory TrialCategoryOf(const FrozenTrial& t) {
   const std::optional<EndReason> reason = TrialEndReason(t);
   switch (t.state) {

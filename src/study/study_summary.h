@@ -76,6 +76,7 @@ struct StudySummary {
     std::optional<MeasuredFit> fit;    // once the points can be fitted
     int64_t fitted_trials = 0;         // trials the fit predicted (admitted or rejected)
     int64_t oom_after_fit = 0;         // ... of which ran out of memory at run time
+    bool probed = false;  // a TorchScript model's fit from the train objective's probes
   };
   std::map<std::string, Measured> measured;
 
@@ -85,5 +86,11 @@ struct StudySummary {
 
 StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
                              const std::vector<StudyDirection>& directions);
+
+// Adds to `s.measured` the TorchScript models' fits the train objective probed and stored in the
+// study's system attributes (MeasuredFitKey of "sha256:<hex>"), each with the trials of
+// TorchScript models at its precision that a fit predicted.
+void AddProbedFits(const Json& system_attrs, const std::vector<FrozenTrial>& trials,
+                   StudySummary& s);
 
 }  // namespace tune

@@ -169,6 +169,7 @@ Result<MeasuredFit> ScriptFitCache::Get(Trainer* trainer, const ScriptFitRequest
     return probed.status();
   }
   MeasuredFit fit = std::move(probed).value();
+  fit.source = request.model.torchscript;
   ++probed_;
   spdlog::info("Memory of {} fitted: {}", request.model.name, MeasuredFitText(fit));
   if (store != nullptr) TUNE_RETURN_IF_ERROR(store->Put(key, MeasuredFitToJson(fit)));

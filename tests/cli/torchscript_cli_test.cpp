@@ -188,6 +188,33 @@ class TorchScriptFitCli : public TorchScriptCli {
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
 
+  // Texts of 80 words (long_train.csv, long_val.csv): batches are 64 tokens wide. The fit
+  // predicts batch 16 above 38 MB usable (40 MB less the 5% margin) and batch 8 within it.
+  void WriteLongTexts() {
+    std::ofstream train(dir_.path() / "long_train.csv"), val(dir_.path() / "long_val.csv");
+    train << "sentence,topic\n";
+    val << "sentence,topic\n";
+    const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
+    for (int i = 0; i < 48; ++i) {
+      std::string text;
+      for (int w = 0; w < 80; ++w) text += std::string(words[i % 2][(i + w) % 3]) + " ";
+      (i < 32 ? train : val) << "\"" << text << "\"," << (i % 2 ? "sports" : "weather") << "\n";
+    }
+    train.close();
+    val.close();
+  }
+
+  // A study of the model on the long texts under a 40 MB simulated card.
+  std::string WriteLongConfig(const Json& top) {
+    const Json data = {{"train", "long_train.csv"},
+                       {"validation", "long_val.csv"},
+                       {"text_column", "sentence"},
+                       {"label_column", "topic"}};
+    const Json objective = {
+        {"data", data}, {"max_length", 64}, {"epochs", 1}, {"memory", {{"device_memory", "40MB"}}}};
+    return WriteConfig(model_, objective, top);
+  }
+
   ProcessRun Estimate(std::vector<std::string> extra) {
     std::vector<std::string> args = {"estimate", "--model",   model_, "--device",
                                      "cpu",      "--threads", "1"};
@@ -261,30 +288,12 @@ TEST_F(TorchScriptFitCli, EstimateRefusesWhatIsNotTorchScript) {
 
 TEST_F(TorchScriptFitCli, TheGuardAdmitsAndShrinksTrialsByTheMeasuredFit) {
   ASSERT_NO_FATAL_FAILURE(ExportModel());
-  // Texts of 80 words: batches are 64 tokens wide. The fit predicts batch 16 above 38 MB usable
-  // (40 MB less the 5% margin) and batch 8 within it.
-  std::ofstream train(dir_.path() / "long_train.csv"), val(dir_.path() / "long_val.csv");
-  train << "sentence,topic\n";
-  val << "sentence,topic\n";
-  const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
-  for (int i = 0; i < 48; ++i) {
-    std::string text;
-    for (int w = 0; w < 80; ++w) text += std::string(words[i % 2][(i + w) % 3]) + " ";
-    (i < 32 ? train : val) << "\"" << text << "\"," << (i % 2 ? "sports" : "weather") << "\n";
-  }
-  train.close();
-  val.close();
-  const Json data = {{"train", "long_train.csv"},
-                     {"validation", "long_val.csv"},
-                     {"text_column", "sentence"},
-                     {"label_column", "topic"}};
-  const Json objective = {
-      {"data", data}, {"max_length", 64}, {"epochs", 1}, {"memory", {{"device_memory", "40MB"}}}};
+  ASSERT_NO_FATAL_FAILURE(WriteLongTexts());
   const Json top = {{"n_trials", 2},
                     {"search_space",
                      {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
                       {"batch_size", Json::array({16})}}}};
-  ProcessRun r = RunStudy(WriteConfig(model_, objective, top));
+  ProcessRun r = RunStudy(WriteLongConfig(top));
   ASSERT_EQ(r.code, 0) << r.err;
   // Probed once, for both trials.
   const std::string probing = "Measuring the memory of TorchScript model";
@@ -294,8 +303,39 @@ TEST_F(TorchScriptFitCli, TheGuardAdmitsAndShrinksTrialsByTheMeasuredFit) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("Trial 1 admitted with batch_size 16 -> 8"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("out of memory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("out of memory in "), std::string::npos) << r.err;
   EXPECT_EQ(Json::parse(r.out)["state"], "COMPLETE") << r.out;
+}
+
+// With --jobs the first trial runs alone in its own process, which probes the model (once: the
+// fit goes into the study for the others) and then admits the trial by that fit, as without
+// --jobs; the parent admits the later trials. `tune summary` lists the fit under the file's name.
+TEST_F(TorchScriptFitCli, WithJobsTheFirstTrialProbesAndIsAdmittedByTheFit) {
+  ASSERT_NO_FATAL_FAILURE(ExportModel());
+  ASSERT_NO_FATAL_FAILURE(WriteLongTexts());
+  const Json top = {{"n_trials", 3},
+                    {"search_space",
+                     {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
+                      {"batch_size", Json::array({16})}}}};
+  const std::string storage = "sqlite:///" + (dir_.path() / "ts.db").string();
+  ProcessRun r = Tune({"--study", "ts", "--config", WriteLongConfig(top), "--storage", storage,
+                       "--jobs", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string probing = "Measuring the memory of TorchScript model";
+  ASSERT_NE(r.err.find(probing), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(probing, r.err.find(probing) + 1), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Trial 0 admitted with batch_size 16 -> 8"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("out of memory in "), std::string::npos) << r.err;
+  ProcessRun summary = Tune({"summary", "--study", "ts", "--storage", storage});
+  ASSERT_EQ(summary.code, 0) << summary.err;
+  EXPECT_NE(summary.out.find("  COMPLETE       3"), std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("Measured memory of TorchScript model '" + model_ + "' (fp32): "),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("3 trial(s) predicted by the fit, 0 out of memory at run time"),
+            std::string::npos)
+      << summary.out;
 }
 
 }  // namespace

@@ -156,7 +156,7 @@ Json ParetoJson(const std::vector<StudyDirection>& directions,
 }
 
 Json ReportData(const std::string& study, const std::vector<StudyDirection>& directions,
-                const std::vector<FrozenTrial>& trials) {
+                const std::vector<FrozenTrial>& trials, const Json& system_attrs) {
   const std::optional<TimePoint> t0 = FirstTime(trials);
   Json j = {{"study", study}, {"datetime_start", t0 ? Json(FormatDatetime(*t0)) : Json(nullptr)}};
   j["directions"] = Json::array();
@@ -170,7 +170,9 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
   }
   j["importance"] = ImportanceJson(trials, directions);
   if (directions.size() > 1) j["pareto"] = ParetoJson(directions, trials);
-  j["memory_fits"] = MeasuredMemoryJson(SummarizeTrials(trials, directions));
+  StudySummary summary = SummarizeTrials(trials, directions);
+  AddProbedFits(system_attrs, trials, summary);
+  j["memory_fits"] = MeasuredMemoryJson(summary);
   return j;
 }
 
@@ -222,7 +224,8 @@ int WriteReport(const ReportArgs& args) {
   if (!study.ok()) return Fail(study.status());
   const std::vector<FrozenTrial>& trials = study->trials;
   const std::string page =
-      RenderPage(ReportData(args.study, study->info.directions, trials), *chartjs);
+      RenderPage(ReportData(args.study, study->info.directions, trials, study->info.system_attrs),
+                 *chartjs);
   std::ofstream out(args.output, std::ios::binary);
   out << page;
   out.close();

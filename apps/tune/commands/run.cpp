@@ -286,9 +286,13 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
     return;
   }
   if (spdlog::get_level() <= spdlog::level::info) {
+    StudySummary summary = SummarizeTrials(*trials, s.directions());
+    if (auto info = s.storage().GetStudy(s.study_id()); info.ok()) {
+      AddProbedFits(info->system_attrs, *trials, summary);
+    }
     std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
                              elapsed_seconds)
-              << SummaryText(s.name(), s.directions(), SummarizeTrials(*trials, s.directions()));
+              << SummaryText(s.name(), s.directions(), summary);
     std::cerr.flush();
   }
   if (s.directions().size() > 1) {  // the Pareto front, as `tune best-trials` prints it

@@ -58,8 +58,11 @@ std::string MeasuredLines(const StudySummary& s) {
       points += fmt::format("{}(B={}, T={}): {}", points.empty() ? "" : ", ", p.batch_size,
                             p.max_length, FormatBytes(p.peak));
     }
-    out += fmt::format("  Measured memory of '{}' ({}): {} peak(s) at {} shape(s)\n", x.model,
-                       x.precision, x.points.size(), DistinctShapes(x.points).size());
+    out += x.probed ? fmt::format("  Measured memory of TorchScript model '{}' ({}): {} probe(s)\n",
+                                  x.model, x.precision, x.points.size())
+                    : fmt::format("  Measured memory of '{}' ({}): {} peak(s) at {} shape(s)\n",
+                                  x.model, x.precision, x.points.size(),
+                                  DistinctShapes(x.points).size());
     if (!points.empty()) out += "    " + points + "\n";
     if (!x.fit) {
       out += fmt::format("    no fit yet: it needs {} shapes with 2 values of max_length\n",
@@ -89,7 +92,8 @@ Json MeasuredMemoryJson(const StudySummary& s) {
                    {"fit", x.fit ? MeasuredFitToJson(*x.fit) : Json(nullptr)},
                    {"text", x.fit ? Json(MeasuredFitText(*x.fit)) : Json(nullptr)},
                    {"fitted_trials", x.fitted_trials},
-                   {"oom_after_fit", x.oom_after_fit}});
+                   {"oom_after_fit", x.oom_after_fit},
+                   {"source", x.probed ? "probes" : "trials"}});
   }
   return out;
 }
@@ -190,7 +194,8 @@ int ShowSummary(const SummaryArgs& args) {
   auto study = ReadStoredStudy(args.storage, args.study);
   if (!study.ok()) return Fail(study.status());
   const std::vector<StudyDirection>& directions = study->info.directions;
-  const StudySummary s = SummarizeTrials(study->trials, directions);
+  StudySummary s = SummarizeTrials(study->trials, directions);
+  AddProbedFits(study->info.system_attrs, study->trials, s);
   if (*format == Format::kJson) {
     std::cout << SummaryJson(args.study, directions, s).dump(2) << "\n";
   } else {

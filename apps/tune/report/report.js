@@ -273,15 +273,15 @@
     });
   }
 
-  // Models outside the catalog (a command's memory.model): the peaks the trials measured and the
-  // fit a + b·B·T + c·B·T² the memory guard predicts with; no section without such a model.
+  // Models outside the catalog (a command's memory.model; a TorchScript model's probes): the
+  // peaks measured and the fit the memory guard predicts with; no section without such a model.
   function fits() {
     const list = data.memory_fits || [];
     if (!list.length) return;
-    const s = section('Measured memory fits', 'Models outside the catalog: peak = a + b·B·T + c·B·T² fitted to the peaks the trials measured (MiB); the held-out shape checks the fit, whose error sets the margin.');
+    const s = section('Measured memory fits', 'Models outside the catalog: peak = max(floor, a + b·B·T + c·B·T²) fitted to the peaks the trials measured, or for a TorchScript model to its probes (MiB); the held-out shape checks the fit, whose error sets the margin.');
     const mib = v => (v / 1048576).toFixed(1);
     for (const m of list) {
-      s.appendChild(el('h3', {}, m.model + ' (' + m.precision + ')'));
+      s.appendChild(el('h3', {}, (m.source === 'probes' ? 'TorchScript model ' : '') + m.model + ' (' + m.precision + ')'));
       s.appendChild(el('p', {}, m.fit ? m.text + '; ' + m.fitted_trials + ' trial(s) predicted by the fit, ' + m.oom_after_fit + ' out of memory at run time'
                                         : 'No fit yet: it needs 4 measured shapes with 2 values of max_length.'));
       const t = el('table', { className: 'fit-points' });
@@ -290,7 +290,7 @@
       t.appendChild(head);
       for (const p of m.points) {
         const row = el('tr');
-        const fitted = m.fit ? m.fit.a + m.fit.b * p.batch_size * p.max_length + m.fit.c * p.batch_size * p.max_length * p.max_length : null;
+        const fitted = m.fit ? Math.max(m.fit.floor || 0, m.fit.a + m.fit.b * p.batch_size * p.max_length + m.fit.c * p.batch_size * p.max_length * p.max_length) : null;
         for (const v of [p.batch_size, p.max_length, mib(p.peak), fitted === null ? '-' : mib(fitted)]) row.appendChild(el('td', {}, String(v)));
         t.appendChild(row);
       }
