@@ -444,6 +444,10 @@ int Estimate(const EstimateArgs& args) {
     out["memory_model"] = (*model)->ToJson();
     out["model"] = args.model;
     out["precision"] = PrecisionName(request->precision);
+    out["batch_size"] = request->batch_size;
+    out["max_length"] = request->max_length;
+    out["grad_accum"] = request->grad_accum;
+    out["gradient_checkpointing"] = request->gradient_checkpointing;
     out["device"] = args.device;
     if (usable >= 0) {
       out["device_memory"] = *budget;
