@@ -139,6 +139,7 @@ Status ParseCommandMemory(const JsonReader& parent, const ObjectiveContext& cont
   fields.push_back("num_labels");
   std::vector<std::string> keys = fields;
   keys.push_back("device");
+  keys.push_back("boundary_probes");
   CommandMemoryOptions m;
   TUNE_RETURN_IF_ERROR(ParseGuardOptions(r, m.guard, keys));
   if (!m.guard.device_memory) {
@@ -149,6 +150,7 @@ Status ParseCommandMemory(const JsonReader& parent, const ObjectiveContext& cont
     return r.ChildError("device", fmt::format("unknown device model '{}'{}; valid: cuda, cpu",
                                               m.device, DidYouMean(m.device, {"cuda", "cpu"})));
   }
+  TUNE_ASSIGN_OR_RETURN(m.boundary_probes, r.Bool("boundary_probes", m.boundary_probes));
   for (const auto& [key, value] : r.json().items()) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) continue;
     if (value.is_string()) {

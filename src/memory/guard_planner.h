@@ -35,6 +35,9 @@ struct CommandMemoryOptions {
   std::map<std::string, Json> request;
   // The device model of the estimates: "cuda" (the caching allocator, a context) or "cpu".
   std::string device = "cuda";
+  // A run enqueues the first trials of each model outside the catalog at the space's boundary
+  // shapes (config/boundary_probes.h).
+  bool boundary_probes = true;
 };
 
 // REQUIRES: options.guard.device_memory is set.

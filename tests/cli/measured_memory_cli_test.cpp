@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -28,14 +29,15 @@ class MeasuredMemoryCli : public ::testing::Test {
 
   // A study of measured_memory_program.py on a simulated 420 MB card: (8, 512) and (32, 256)
   // fit, (16, 512) and (32, 512) do not. Four probes at the smallest batches and the longest
-  // lengths come first.
-  std::string Config(int64_t n_trials) const {
+  // lengths come first: the user's (enqueue_trials), or else tune's boundary probes.
+  std::string Config(int64_t n_trials, bool user_probes = true,
+                     std::optional<bool> boundary_probes = std::nullopt) const {
     const std::string program = std::string(TUNE_TEST_DATA_DIR) + "/measured_memory_program.py";
     Json probes = Json::array();
     for (auto [b, t] : std::vector<std::pair<int, int>>{{1, 512}, {1, 256}, {2, 512}, {1, 64}}) {
-      probes.push_back({{"batch_size", b}, {"max_length", t}});
+      if (user_probes) probes.push_back({{"batch_size", b}, {"max_length", t}});
     }
-    const Json doc = {
+    Json doc = {
         {"direction", "maximize"},
         {"n_trials", n_trials},
         {"sampler", {{"name", "random"}, {"seed", 3}}},
@@ -55,13 +57,14 @@ class MeasuredMemoryCli : public ::testing::Test {
             {"batch_size", "{batch_size}"},
             {"max_length", "{max_length}"},
             {"simulate", "measured-" + dir_.path().filename().string()}}}}}};
+    if (boundary_probes) doc["objective"]["memory"]["boundary_probes"] = *boundary_probes;
     const std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
     return path;
   }
 
-  Json Trials() const {
-    ProcessRun r = Tune({"trials", "--study", "m", "--storage", Storage(), "--format", "json"});
+  Json Trials(const std::string& study = "m") const {
+    ProcessRun r = Tune({"trials", "--study", study, "--storage", Storage(), "--format", "json"});
     EXPECT_EQ(r.code, 0) << r.err;
     return Json::parse(r.out);
   }
@@ -144,6 +147,55 @@ TEST_F(MeasuredMemoryCli, FitsTheMeasuredPeaksAndRunsOutOfMemoryOnlyBeforeTheFit
   ProcessRun report = Tune({"report", "--study", "m", "--storage", Storage(), "--output", page});
   ASSERT_EQ(report.code, 0) << report.err;
   EXPECT_NE(Slurp(page).find("\"memory_fits\":[{"), std::string::npos);
+}
+
+// Without the user's probes tune enqueues its own at the space's boundary: B 1 and 2 at the
+// longest length, B 1 at the length nearest the geometric mean (sqrt(32 · 512) = 128) and the
+// shortest. They run first and make the fit; a resumed study does not enqueue them again.
+TEST_F(MeasuredMemoryCli, BoundaryProbesRunFirstAndMakeTheFit) {
+  const std::string config = Config(6, /*user_probes=*/false);
+  ProcessRun first =
+      Tune({"--study", "m", "--config", config, "--storage", Storage(), "--n-trials", "2",
+            "--jobs", "2"});
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.err.find("Enqueued 4 boundary probes for measured model 'my-script': "
+                           "(B=1,T=512), (B=1,T=128), (B=2,T=512), (B=1,T=32)"),
+            std::string::npos)
+      << first.err;
+  ASSERT_EQ(Trials().size(), 4u);  // two ran, two still WAITING
+
+  ProcessRun resumed = Tune({"--study", "m", "--config", config, "--storage", Storage()});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(resumed.err.find("boundary probe"), std::string::npos) << resumed.err;
+  const Json trials = Trials();
+  ASSERT_EQ(trials.size(), 6u);
+  const std::vector<std::pair<int64_t, int64_t>> probes = {{1, 512}, {1, 128}, {2, 512}, {1, 32}};
+  for (const Json& t : trials) {
+    const size_t n = t["number"].get<size_t>();
+    const Json& m = t["user_attrs"]["memory"];
+    EXPECT_EQ(t["state"], "COMPLETE") << t.dump();
+    if (n < probes.size()) {
+      EXPECT_EQ(t["params"]["batch_size"], probes[n].first) << t.dump();
+      EXPECT_EQ(t["params"]["max_length"], probes[n].second) << t.dump();
+      EXPECT_FALSE(m.contains("admission")) << t.dump();  // measured before the fit
+    } else {
+      EXPECT_TRUE(m.contains("admission")) << "no fit after the probes: " << t.dump();
+    }
+  }
+  EXPECT_NE(resumed.err.find("Memory of 'my-script' (fp32) fitted from 4 measured peak(s)"),
+            std::string::npos)
+      << resumed.err;
+}
+
+TEST_F(MeasuredMemoryCli, BoundaryProbesOffEnqueueNothing) {
+  ProcessRun off = Tune({"--study", "off", "--config", Config(1, false, false), "--storage",
+                         Storage()});
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.err.find("boundary probe"), std::string::npos) << off.err;
+  EXPECT_EQ(Trials("off").size(), 1u);
+  ProcessRun on = Tune({"--study", "on", "--config", Config(1, false), "--storage", Storage()});
+  ASSERT_EQ(on.code, 0) << on.err;
+  EXPECT_EQ(Trials("on").size(), 4u);  // one probe ran, three wait
 }
 
 TEST_F(MeasuredMemoryCli, BadEstimateRequestsSayWhatTheStudyHas) {

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "commands.h"
+#include "config/boundary_probes.h"
 #include "config/config.h"
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
@@ -175,7 +176,7 @@ struct OpenedStudy {
 };
 
 // The sampler, pruner, objective (with its trainer), storage and study of `config`; enqueues
-// the config's trials into a new study.
+// the config's trials into a new study, then the boundary probes its measured models still need.
 Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config) {
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(config.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(config.pruner));
@@ -195,6 +196,7 @@ Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config
   } else {
     spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), existing);
   }
+  TUNE_RETURN_IF_ERROR(EnqueueBoundaryProbes(config, s));
   return opened;
 }
 
