@@ -27,17 +27,13 @@
 #include <vector>
 
 #include "memory/measured_fit.h"
+#include "memory/probe_shapes.h"  // ProbeShape
 #include "train/hyperparams.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
 #include "tune/status.h"
 
 namespace tune {
-
-struct ProbeShape {
-  int64_t batch_size = 0;
-  int64_t max_length = 0;
-};
 
 // (1, 32), (2, 32), (4, 32), (2, 64), (4, 64): B <= 4, T <= 64, two lengths. The fit holds out
 // (4, 64), the largest B·T², and checks it with the others.
