@@ -16,7 +16,7 @@
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates torchscript corun study").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
-#   torchscript.jsonl, study.log,
+#   allocator.txt, torchscript.jsonl, study.log,
 #   study-trials.json, study-summary.txt. Exit status 0 (what failed is in checks.log).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]" >&2; exit 2; }
@@ -119,6 +119,10 @@ done
 rm -f "$out"/est-*.json
 tail -n +1 "$out"/est-*.err > "$out/estimates.err" 2>/dev/null
 rm -f "$out"/est-*.err
+# The caching allocator's settings in force (tune turns on expandable segments; debug log).
+wanted estimates && within 60 "$tune" --log-level debug estimate --model bert-base-uncased \
+  --batch-size 8 --max-length 128 --precision bf16 --device cuda --measure 2>&1 |
+  grep -i "caching allocator" > "$out/allocator.txt"
 
 # 2b. TorchScript models' probes on the card (issue 33): the fit of peaks measured at small
 #     shapes on CUDA against a measured run at the requested shape.
