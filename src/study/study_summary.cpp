@@ -136,8 +136,7 @@ void FitMeasured(StudySummary& s, const std::map<std::string, std::vector<Memory
   }
 }
 
-}  // namespace
-
+// The probed fits of SummarizeTrials (study_summary.h).
 void AddProbedFits(const Json& system_attrs, const std::vector<FrozenTrial>& trials,
                    StudySummary& s) {
   if (!system_attrs.is_object()) return;
@@ -164,6 +163,8 @@ void AddProbedFits(const Json& system_attrs, const std::vector<FrozenTrial>& tri
   }
 }
 
+}  // namespace
+
 TrialCategory TrialCategoryOf(const FrozenTrial& t) {
   const std::optional<EndReason> reason = TrialEndReason(t);
   switch (t.state) {
@@ -186,7 +187,8 @@ TrialCategory TrialCategoryOf(const FrozenTrial& t) {
 }
 
 StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
-                             const std::vector<StudyDirection>& directions) {
+                             const std::vector<StudyDirection>& directions,
+                             const Json& system_attrs) {
   StudySummary s;
   s.n_trials = static_cast<int64_t>(trials.size());
   std::vector<std::pair<double, int64_t>> estimate_errors, prediction_errors;
@@ -218,6 +220,7 @@ StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
     }
   }
   FitMeasured(s, measured);
+  AddProbedFits(system_attrs, trials, s);
   s.estimate_error = Stats(estimate_errors);
   s.prediction_error = Stats(prediction_errors);
   if (directions.size() == 1) s.best = FindBestTrial(trials, directions[0]);

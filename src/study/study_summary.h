@@ -84,13 +84,11 @@ struct StudySummary {
   std::vector<int64_t> pareto_front;        // numbers; every study
 };
 
-StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
-                             const std::vector<StudyDirection>& directions);
-
-// Adds to `s.measured` the TorchScript models' fits the train objective probed and stored in the
-// study's system attributes (MeasuredFitKey of "sha256:<hex>"), each with the trials of
+// `system_attrs`: the study's; `measured` then also holds the TorchScript models' fits the train
+// objective probed and stored there (MeasuredFitKey of "sha256:<hex>"), each with the trials of
 // TorchScript models at its precision that a fit predicted.
-void AddProbedFits(const Json& system_attrs, const std::vector<FrozenTrial>& trials,
-                   StudySummary& s);
+StudySummary SummarizeTrials(const std::vector<FrozenTrial>& trials,
+                             const std::vector<StudyDirection>& directions,
+                             const Json& system_attrs = Json::object());
 
 }  // namespace tune

@@ -204,8 +204,13 @@ class TorchScriptFitCli : public TorchScriptCli {
     val.close();
   }
 
-  // A study of the model on the long texts under a 40 MB simulated card.
-  std::string WriteLongConfig(const Json& top) {
+  // A study of `n_trials` trials of the model at batch size 16 (learning rate searched) on the
+  // long texts under a 40 MB simulated card.
+  std::string WriteLongConfig(int n_trials) {
+    const Json top = {{"n_trials", n_trials},
+                      {"search_space",
+                       {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
+                        {"batch_size", Json::array({16})}}}};
     const Json data = {{"train", "long_train.csv"},
                        {"validation", "long_val.csv"},
                        {"text_column", "sentence"},
@@ -289,11 +294,7 @@ TEST_F(TorchScriptFitCli, EstimateRefusesWhatIsNotTorchScript) {
 TEST_F(TorchScriptFitCli, TheGuardAdmitsAndShrinksTrialsByTheMeasuredFit) {
   ASSERT_NO_FATAL_FAILURE(ExportModel());
   ASSERT_NO_FATAL_FAILURE(WriteLongTexts());
-  const Json top = {{"n_trials", 2},
-                    {"search_space",
-                     {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
-                      {"batch_size", Json::array({16})}}}};
-  ProcessRun r = RunStudy(WriteLongConfig(top));
+  ProcessRun r = RunStudy(WriteLongConfig(2));
   ASSERT_EQ(r.code, 0) << r.err;
   // Probed once, for both trials.
   const std::string probing = "Measuring the memory of TorchScript model";
@@ -313,12 +314,8 @@ TEST_F(TorchScriptFitCli, TheGuardAdmitsAndShrinksTrialsByTheMeasuredFit) {
 TEST_F(TorchScriptFitCli, WithJobsTheFirstTrialProbesAndIsAdmittedByTheFit) {
   ASSERT_NO_FATAL_FAILURE(ExportModel());
   ASSERT_NO_FATAL_FAILURE(WriteLongTexts());
-  const Json top = {{"n_trials", 3},
-                    {"search_space",
-                     {{"learning_rate", {{"type", "float"}, {"low", 5e-3}, {"high", 3e-2}}},
-                      {"batch_size", Json::array({16})}}}};
   const std::string storage = "sqlite:///" + (dir_.path() / "ts.db").string();
-  ProcessRun r = Tune({"--study", "ts", "--config", WriteLongConfig(top), "--storage", storage,
+  ProcessRun r = Tune({"--study", "ts", "--config", WriteLongConfig(3), "--storage", storage,
                        "--jobs", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string probing = "Measuring the memory of TorchScript model";

@@ -170,9 +170,7 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
   }
   j["importance"] = ImportanceJson(trials, directions);
   if (directions.size() > 1) j["pareto"] = ParetoJson(directions, trials);
-  StudySummary summary = SummarizeTrials(trials, directions);
-  AddProbedFits(system_attrs, trials, summary);
-  j["memory_fits"] = MeasuredMemoryJson(summary);
+  j["memory_fits"] = MeasuredMemoryJson(SummarizeTrials(trials, directions, system_attrs));
   return j;
 }
 

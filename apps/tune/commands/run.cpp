@@ -288,10 +288,9 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
     return;
   }
   if (spdlog::get_level() <= spdlog::level::info) {
-    StudySummary summary = SummarizeTrials(*trials, s.directions());
-    if (auto info = s.storage().GetStudy(s.study_id()); info.ok()) {
-      AddProbedFits(info->system_attrs, *trials, summary);
-    }
+    auto info = s.storage().GetStudy(s.study_id());
+    const StudySummary summary = SummarizeTrials(
+        *trials, s.directions(), info.ok() ? info->system_attrs : Json::object());
     std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
                              elapsed_seconds)
               << SummaryText(s.name(), s.directions(), summary);

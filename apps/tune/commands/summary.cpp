@@ -194,8 +194,7 @@ int ShowSummary(const SummaryArgs& args) {
   auto study = ReadStoredStudy(args.storage, args.study);
   if (!study.ok()) return Fail(study.status());
   const std::vector<StudyDirection>& directions = study->info.directions;
-  StudySummary s = SummarizeTrials(study->trials, directions);
-  AddProbedFits(study->info.system_attrs, study->trials, s);
+  const StudySummary s = SummarizeTrials(study->trials, directions, study->info.system_attrs);
   if (*format == Format::kJson) {
     std::cout << SummaryJson(args.study, directions, s).dump(2) << "\n";
   } else {
