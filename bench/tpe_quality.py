@@ -41,7 +41,7 @@ DEFAULT_TUNE_SAMPLERS = ('tune={"preset": "optuna"};'
                          'tune_tuned={"min_bandwidth_factor": 0.025, "prior_weight": 1.5}')
 
 
-# --- the model catalog (src/study/model_catalog.cpp) -------------------------------------------------
+# --- the model catalog (src/trial/model_catalog.cpp) -------------------------------------------------
 
 def encoder_parameter_count(m):
     """EncoderParameterCount: BERT-like and DeBERTa-v2 encoders."""

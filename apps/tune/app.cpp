@@ -84,6 +84,13 @@ Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& s
   return out;
 }
 
+Result<std::unique_ptr<Study>> LoadStoredStudy(const StoredStudy& opened,
+                                               const std::string& study) {
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(SamplerConfig{}));
+  TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(PrunerConfig{}));
+  return Study::Load(opened.storage, study, std::move(sampler), std::move(pruner));
+}
+
 Result<StudyRecords> ReadStoredStudy(const std::string& url, const std::string& study,
                                      const std::vector<TrialState>& states) {
   TUNE_ASSIGN_OR_RETURN(StoredStudy opened, OpenStoredStudy(url, study, StorageAccess::kReadOnly));

@@ -10,6 +10,7 @@
 #include "study/study_summary.h"
 #include "tune/status.h"
 #include "tune/storages/storage.h"
+#include "tune/study.h"
 #include "tune/trial.h"
 
 namespace tune::app {
@@ -36,6 +37,10 @@ struct StoredStudy {
 };
 Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& study,
                                     StorageAccess access);
+// The opened study as a Study with the default sampler and pruner, for the commands that change
+// its trials without sampling them (tell, enqueue).
+Result<std::unique_ptr<Study>> LoadStoredStudy(const StoredStudy& opened,
+                                               const std::string& study);
 
 // A study read whole (read-only) for the commands that show it: its record and its trials in
 // `states` (every state when empty).

@@ -98,6 +98,17 @@ Result<std::unique_ptr<Trainer>> LoadTorchTrainer(const TorchTrainerOptions& opt
   return std::unique_ptr<Trainer>(trainer);
 }
 
+Result<std::unique_ptr<Trainer>> LoadTrainer(const std::string& device, int64_t threads,
+                                             std::optional<int64_t> device_memory,
+                                             bool count_cpu_memory) {
+  TorchTrainerOptions options;
+  options.device = device;
+  options.threads = threads;
+  options.device_memory = device_memory;
+  options.count_cpu_memory = count_cpu_memory;
+  return LoadTorchTrainer(options);
+}
+
 std::string TorchVersionText() {
   auto plugin = Load();
   if (!plugin.ok()) return "LibTorch: not available (" + plugin.status().message() + ")";

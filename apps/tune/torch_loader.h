@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "torch/torch_plugin.h"
 #include "tune/status.h"
@@ -15,6 +17,14 @@ namespace tune::app {
 // library is missing or cannot load (a LibTorch library it needs is missing), or when it comes
 // from another build of tune.
 Result<std::unique_ptr<Trainer>> LoadTorchTrainer(const TorchTrainerOptions& options);
+
+// The trainer a command trains with (run, run-trial, predict, estimate): on `device` with
+// `threads` (a config's or the command line's), its runs limited to `device_memory` (the guard's
+// device_memory, or a --jobs child's reservation; unset: no limit), every run's peak measured
+// on CPU unless `count_cpu_memory` is false. LoadTorchTrainer's errors.
+Result<std::unique_ptr<Trainer>> LoadTrainer(const std::string& device, int64_t threads,
+                                             std::optional<int64_t> device_memory,
+                                             bool count_cpu_memory = true);
 
 // For --version: "LibTorch 1.13.0; CUDA not compiled in (...)", or why the trainer library is
 // not available.

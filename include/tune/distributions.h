@@ -16,13 +16,10 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "tune/json.h"
 #include "tune/status.h"
 
 namespace tune {
-
-using Json = nlohmann::json;
 
 // Optuna: FloatDistribution(low, high, log=False, step=None).
 struct FloatDistribution {
@@ -93,10 +90,5 @@ Status CheckCompatibility(const Distribution& old_dist, const Distribution& new_
 // Equality of JSON scalars as choices compare: bools never equal numbers, NaN equals NaN,
 // 1 == 1.0. Used for categorical choices and for conditions on sampled values.
 bool ScalarEqual(const Json& a, const Json& b);
-
-// Python's json.dumps of a double ("1e-06", "0.001", "1.0", "Infinity", "NaN").
-std::string PyFloatRepr(double v);
-// Python's json.dumps of a JSON scalar or array of scalars (", " separators, ASCII escapes).
-std::string PyJsonDumps(const Json& v);
 
 }  // namespace tune

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "tune/status.h"
-#include "tune/study.h"
 #include "tune/trial.h"
 
 namespace tune {

@@ -1,4 +1,5 @@
-// Trial records shared by the study, samplers, pruners and storages.
+// Trial records shared by the study, samplers, pruners and storages, and TrialHandle: what an
+// objective sees of a running trial.
 //
 // FrozenTrial is Optuna's FrozenTrial: a plain value describing one trial as stored. Params are
 // kept in internal representation next to their distributions (see distributions.h). Trials in a
@@ -121,6 +122,33 @@ struct TrialPlan {
   // An out-of-memory error under a cap tells calibration about that cap, not the device.
   int64_t cap = 0;
   std::string summary;           // how the reservation was reached, for the log
+};
+
+// What an objective sees of a running trial: its number, its intermediate values and the pruner,
+// and its attributes. Trial implements it over the study; a trial that runs in a child process
+// (--jobs) sees one that forwards each call to the parent, which owns the study.
+class TrialHandle {
+ public:
+  virtual ~TrialHandle() = default;
+  virtual int64_t number() const = 0;
+  virtual const std::string& study_name() const = 0;
+  // Optuna's trial.report(value, step).
+  virtual Status Report(double value, int64_t step) = 0;
+  // Asks the study's pruner, given the latest report.
+  virtual Result<bool> ShouldPrune() = 0;
+  virtual Status SetUserAttr(const std::string& key, const Json& value) = 0;
+  // Optuna's trial system attributes (e.g. "constraints", read by samplers).
+  virtual Status SetSystemAttr(const std::string& key, const Json& value) = 0;
+  // The study's system attributes (e.g. a measured memory fit, "memory_fit:MODEL/PRECISION").
+  virtual Status SetStudySystemAttr(const std::string& key, const Json& value) = 0;
+  // One of the study's system attributes; nullopt when it is unset or the study is not at hand
+  // (a child process sees only what its parent sends it).
+  virtual Result<std::optional<Json>> GetStudySystemAttr(const std::string& key) {
+    (void)key;
+    return std::optional<Json>();
+  }
+  // The study's trials when this one started (what the sampler saw); empty in a child process.
+  virtual const TrialHistory& history() const = 0;
 };
 
 }  // namespace tune

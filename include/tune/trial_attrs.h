@@ -27,7 +27,7 @@
 
 namespace tune {
 
-class TrialHandle;  // study.h
+class TrialHandle;  // trial.h
 namespace attrs {
 inline constexpr const char* kReason = "reason";
 inline constexpr const char* kOom = "oom";

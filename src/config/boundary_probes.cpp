@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "memory/measured_fit.h"
+#include "measure/measured_fit.h"
 #include "train/hyperparams.h"
 #include "util/templates.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "memory/probe_shapes.h"
+#include "measure/probe_shapes.h"
 #include "tune/study.h"
 
 namespace tune {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "config/objective_config.h"
-#include "train/pretrained.h"
+#include "checkpoints/pretrained.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
 #include "util/text.h"

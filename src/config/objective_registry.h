@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "memory/guard_planner.h"
-#include "train/train_objective.h"
+#include "train_objective/train_objective.h"
 #include "tune/distributions.h"
 #include "tune/objectives/command.h"
 #include "tune/objectives/functions.h"
@@ -21,7 +21,7 @@ namespace tune {
 enum class ObjectiveType {
   kFunction,  // "function": a built-in test function (functions.h)
   kCommand,   // "command": the user's program, once per trial (command.h)
-  kTrain,     // "train": in-process training with the LibTorch trainer (train.h)
+  kTrain,     // "train": in-process training (train_objective/train_objective.h)
 };
 
 // "function", "command", "train".

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "util/json_reader.h"
 #include "util/text.h"
+#include "util/py_json.h"
 
 namespace tune {
 

@@ -6,7 +6,7 @@
 
 #include "config/objective_config.h"
 #include "train/hyperparams.h"
-#include "train/pretrained.h"
+#include "checkpoints/pretrained.h"
 #include "util/text.h"
 
 namespace tune::internal {

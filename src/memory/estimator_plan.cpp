@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "memory/inference.h"
-#include "train/hub_cache.h"
+#include "checkpoints/hub_cache.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
 #include "util/text.h"

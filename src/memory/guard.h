@@ -1,7 +1,7 @@
 // The memory guard's decisions [tune_train]: what to do with a trial before it runs (admission),
 // how to shrink it after an out-of-memory error (retry), and what the study's own trials say
-// about the estimator (calibration). No LibTorch here: the train objective (train.cpp) applies
-// these decisions around the Trainer, which measures and enforces the budget.
+// about the estimator (calibration). No LibTorch here: train_guard.h applies these decisions to
+// the train objective's trials around the Trainer, which measures and enforces device_memory.
 //
 // Admission: the trial's configuration is estimated (estimator.h) and the estimate, times the
 // model family's fitted correction, is compared with the usable memory, device_memory × (1 −

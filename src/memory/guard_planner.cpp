@@ -11,7 +11,7 @@
 
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
-#include "objectives/gpu_process_memory.h"
+#include "measure/gpu_process_memory.h"
 #include "train/hyperparams.h"
 #include "tune/trial_attrs.h"
 #include "util/device.h"

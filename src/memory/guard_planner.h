@@ -22,7 +22,7 @@
 #include <string>
 
 #include "memory/guard.h"
-#include "memory/measured_fit.h"
+#include "measure/measured_fit.h"
 #include "tune/distributions.h"
 #include "tune/memory_guard.h"
 #include "tune/model_catalog.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "memory/estimator.h"
-#include "memory/measured_fit.h"
+#include "measure/measured_fit.h"
 #include "tune/status.h"
 
 namespace tune {

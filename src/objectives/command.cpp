@@ -14,7 +14,7 @@
 #include <fstream>
 #include <regex>
 
-#include "objectives/gpu_process_memory.h"
+#include "measure/gpu_process_memory.h"
 #include "tune/memory_guard.h"
 #include "tune/trial_attrs.h"
 #include "util/interrupt.h"

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "tune/objectives/objective.h"
-#include "tune/study.h"
 #include "util/subprocess.h"
 
 namespace tune {

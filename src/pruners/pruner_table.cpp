@@ -9,6 +9,7 @@
 #include "tune/pruners/threshold.h"
 #include "util/family_table.h"
 #include "util/json_reader.h"
+#include "util/py_json.h"
 
 namespace tune {
 namespace {

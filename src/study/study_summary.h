@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/measured_fit.h"
+#include "measure/measured_fit.h"
 #include "tune/trial.h"
 
 namespace tune {

@@ -35,7 +35,7 @@ struct State {
   std::atomic<int64_t> peak{0};
   std::atomic<int64_t> allocations{0};
   std::atomic<int64_t> ooms{0};
-  std::atomic<int64_t> budget{-1};
+  std::atomic<int64_t> limit{-1};  // device_memory; -1: none
 };
 
 // Never destroyed: tensors may be freed during static destruction.
@@ -57,14 +57,14 @@ class CountingCpuAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) TUNE_ALLOCATE_CONST override {
     State& s = GetState();
     const auto bytes = static_cast<int64_t>(n);
-    const int64_t budget = s.budget.load(std::memory_order_relaxed);
-    if (budget >= 0) {
+    const int64_t limit = s.limit.load(std::memory_order_relaxed);
+    if (limit >= 0) {
       const int64_t live = s.live.load(std::memory_order_relaxed);
-      if (live + bytes > budget) {
+      if (live + bytes > limit) {
         s.ooms.fetch_add(1, std::memory_order_relaxed);
         TORCH_CHECK_WITH(OutOfMemoryError, false,
                          "CPU out of memory (tune memory budget): tried to allocate ", Bytes(bytes),
-                         "; ", Bytes(live), " of the ", Bytes(budget), " budget in use");
+                         "; ", Bytes(live), " of the ", Bytes(limit), " budget in use");
       }
     }
     if (SimulatedCard* card = ProcessSimulatedCard(); card != nullptr && bytes > 0) {
@@ -137,12 +137,12 @@ CpuMemoryStats GetCpuMemoryStats() {
   stats.peak_bytes = s.peak.load();
   stats.allocations = s.allocations.load();
   stats.oom_count = s.ooms.load();
-  stats.budget_bytes = s.budget.load();
+  if (const int64_t limit = s.limit.load(); limit >= 0) stats.device_memory = limit;
   return stats;
 }
 
-void SetCpuMemoryBudget(std::optional<int64_t> bytes) {
-  GetState().budget.store(bytes ? std::max<int64_t>(*bytes, 0) : -1);
+void SetCpuDeviceMemory(std::optional<int64_t> bytes) {
+  GetState().limit.store(bytes ? std::max<int64_t>(*bytes, 0) : -1);
 }
 
 void ResetCpuPeakMemory() {

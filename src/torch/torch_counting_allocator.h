@@ -19,8 +19,8 @@ struct CpuMemoryStats {
   int64_t live_bytes = 0;     // bytes held by live CPU tensors now
   int64_t peak_bytes = 0;     // the largest live_bytes since the last reset
   int64_t allocations = 0;    // allocations so far
-  int64_t oom_count = 0;      // allocations refused by the budget
-  int64_t budget_bytes = -1;  // -1: no budget
+  int64_t oom_count = 0;      // allocations refused by the device_memory limit
+  std::optional<int64_t> device_memory;  // the limit (SetCpuDeviceMemory); unset: none
 };
 
 // Makes the counting allocator LibTorch's CPU allocator (later calls do nothing).
@@ -28,8 +28,9 @@ void InstallCountingCpuAllocator();
 bool CountingCpuAllocatorInstalled();
 CpuMemoryStats GetCpuMemoryStats();
 // An allocation that would take live_bytes above `bytes` throws c10::OutOfMemoryError
-// ("CPU out of memory (tune memory budget): ..."). nullopt removes the budget.
-void SetCpuMemoryBudget(std::optional<int64_t> bytes);
+// ("CPU out of memory (tune memory budget): ..."): the device_memory of a simulated card.
+// nullopt removes the limit.
+void SetCpuDeviceMemory(std::optional<int64_t> bytes);
 // Sets peak_bytes to live_bytes.
 void ResetCpuPeakMemory();
 

@@ -148,7 +148,7 @@ void ResetPeak(int device) {
   }
 }
 
-Status SetBudget(int device, int64_t bytes) {
+Status SetDeviceMemory(int device, int64_t bytes) {
   TUNE_ASSIGN_OR_RETURN(Stats s, GetStats(device));  // initialises CUDA
   const double fraction = bytes <= 0 || bytes >= s.total
                               ? 1.0
@@ -180,7 +180,7 @@ void ReleaseWorkspaces() {}
 
 void ResetPeak(int /*device*/) {}
 
-Status SetBudget(int /*device*/, int64_t /*bytes*/) {
+Status SetDeviceMemory(int /*device*/, int64_t /*bytes*/) {
   return FailedPreconditionError("tune was built without the CUDA memory backend");
 }
 

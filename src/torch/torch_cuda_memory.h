@@ -43,6 +43,6 @@ void ReleaseWorkspaces();
 void ResetPeak(int device);
 // Caps the caching allocator at `bytes` of the device (setMemoryFraction(bytes / total)); a cap
 // of the whole card or more removes it. The OOM message then says "... allowed;".
-Status SetBudget(int device, int64_t bytes);
+Status SetDeviceMemory(int device, int64_t bytes);
 
 }  // namespace tune::cuda_memory

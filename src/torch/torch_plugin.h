@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "train/trainer.h"
@@ -23,11 +24,11 @@ struct TorchTrainerOptions {
   // On CPU: install the counting allocator to measure every run's peak memory and to check that
   // memory returns to its level before the run.
   bool count_cpu_memory = true;
-  // The memory trials may use, in bytes; -1: no limit. CPU: the counting allocator's budget (an
-  // allocation above it throws c10::OutOfMemoryError, as a card would); CUDA: the caching
-  // allocator is capped at this share of the card (setMemoryFraction) when it is less than the
-  // card.
-  int64_t memory_budget_bytes = -1;
+  // The memory trials may use, in bytes (the guard's device_memory); unset: no limit. CPU: the
+  // counting allocator's limit (an allocation above it throws c10::OutOfMemoryError, as a card
+  // would); CUDA: the caching allocator is capped at this share of the card
+  // (setMemoryFraction) when it is less than the card.
+  std::optional<int64_t> device_memory;
 };
 
 // Changes whenever TorchTrainerOptions, Trainer or what they use change shape, or how the two
@@ -36,7 +37,9 @@ struct TorchTrainerOptions {
 // 6: Trainer::Predict, TrainJob::save_weights, TextTrainData::label_names, EpochDecision::kKeep.
 // 7: tune_torch_cuda_status.
 // 8: TorchScript models: Trainer::CheckTorchScriptModel, TrainJob::on_step, ModelSpec::torchscript.
-inline constexpr int kTorchPluginAbi = 8;
+// 9: one name for the memory budget: TorchTrainerOptions::device_memory and
+//    DeviceMemoryStatus::device_memory, std::optional (were memory_budget_bytes and budget, -1).
+inline constexpr int kTorchPluginAbi = 9;
 
 // The beginning of tune_torch_cuda_status's sentence when CUDA is usable.
 inline constexpr const char* kCudaUsable = "CUDA compiled in and usable";

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "train/safetensors.h"
+#include "checkpoints/safetensors.h"
 
 namespace tune::internal {
 namespace {

@@ -402,8 +402,12 @@ void DrainAutogradQueue() {
 
 class TorchTrainer final : public Trainer {
  public:
-  TorchTrainer(torch::Device device, int threads, bool count_memory, int64_t budget)
-      : device_(device), threads_(threads), count_memory_(count_memory), budget_(budget) {}
+  TorchTrainer(torch::Device device, int threads, bool count_memory,
+               std::optional<int64_t> device_memory)
+      : device_(device),
+        threads_(threads),
+        count_memory_(count_memory),
+        device_memory_(device_memory) {}
 
   std::string name() const override {
     return fmt::format(
@@ -413,7 +417,7 @@ class TorchTrainer final : public Trainer {
 
   DeviceMemoryStatus MemoryStatus() const override {
     DeviceMemoryStatus m;
-    m.budget = budget_;
+    m.device_memory = device_memory_;
     if (device_.is_cuda()) {
       if (auto s = cuda_memory::GetStats(CudaIndex()); s.ok()) {
         m.allocated = s->allocated;
@@ -751,7 +755,7 @@ class TorchTrainer final : public Trainer {
   torch::Device device_;
   int threads_;
   bool count_memory_;
-  int64_t budget_;  // -1: none
+  std::optional<int64_t> device_memory_;  // the limit enforced; unset: none
 };
 
 }  // namespace
@@ -821,21 +825,19 @@ Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& opti
     // Keeps the freed activations and gradients of a step in the heap for the next one.
     internal::ConfigureCpuMalloc();
   }
-  const bool count_memory = device.is_cpu() && (options.count_cpu_memory ||
-                                                options.memory_budget_bytes > 0);
+  const std::optional<int64_t> device_memory =
+      options.device_memory && *options.device_memory > 0 ? options.device_memory : std::nullopt;
+  const bool count_memory = device.is_cpu() && (options.count_cpu_memory || device_memory);
   if (count_memory) {
     InstallCountingCpuAllocator();
-    SetCpuMemoryBudget(options.memory_budget_bytes > 0
-                           ? std::optional<int64_t>(options.memory_budget_bytes)
-                           : std::nullopt);
+    SetCpuDeviceMemory(device_memory);
   }
-  if (device.is_cuda() && options.memory_budget_bytes > 0) {
-    TUNE_RETURN_IF_ERROR(cuda_memory::SetBudget(device.has_index() ? device.index() : 0,
-                                                options.memory_budget_bytes));
+  if (device.is_cuda() && device_memory) {
+    TUNE_RETURN_IF_ERROR(
+        cuda_memory::SetDeviceMemory(device.has_index() ? device.index() : 0, *device_memory));
   }
-  return std::unique_ptr<Trainer>(std::make_unique<TorchTrainer>(
-      device, threads, count_memory,
-      options.memory_budget_bytes > 0 ? options.memory_budget_bytes : -1));
+  return std::unique_ptr<Trainer>(
+      std::make_unique<TorchTrainer>(device, threads, count_memory, device_memory));
 }
 
 }  // namespace tune

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "util/text.h"
+#include "util/py_json.h"
 
 namespace tune {
 namespace {

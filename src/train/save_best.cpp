@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -211,6 +212,59 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
   ::close(fd);
   if (!st.ok()) return st;
   return better;
+}
+
+BestModelSaver::BestModelSaver(std::string dir, TrainMetric metric)
+    : dir_(std::move(dir)), metric_(metric) {}
+
+Status BestModelSaver::Prepare(int64_t trial_number, TrainJob& job) const {
+  if (job.data == nullptr) return Status::Ok();
+  const std::string staging = SaveBestStagingDir(dir_, trial_number);
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec) return InternalError(fmt::format("cannot create {}: {}", staging, ec.message()));
+  job.save_weights =
+      (fs::path(staging) / (IsTorchScriptModel(job.model) ? "model.pt" : "model.safetensors"))
+          .string();
+  return Status::Ok();
+}
+
+Result<bool> BestModelSaver::Stage(const std::string& study, int64_t trial_number,
+                                   const Json& params, const TrainJob& job,
+                                   const TrialOutcome& outcome, const Tokenizer* built,
+                                   const std::string& vocab_file) const {
+  if (job.save_weights.empty()) return false;
+  const std::string staging = SaveBestStagingDir(dir_, trial_number);
+  std::error_code ec;
+  if (outcome.state != TrialState::kComplete || outcome.values.size() != 1 ||
+      !fs::exists(job.save_weights, ec)) {
+    fs::remove_all(staging, ec);
+    return false;
+  }
+  const SavedTrial saved{study, trial_number, params, outcome.values[0], TrainMetricName(metric_)};
+  TUNE_RETURN_IF_ERROR(WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names,
+                                            saved, built, vocab_file));
+  return true;
+}
+
+Status BestModelSaver::Promote(int64_t number, const TrialOutcome& outcome,
+                               std::optional<double> study_best) const {
+  const std::string staging = SaveBestStagingDir(dir_, number);
+  std::error_code ec;
+  if (outcome.state != TrialState::kComplete || outcome.values.size() != 1 ||
+      !fs::exists(fs::path(staging) / "trial.json", ec)) {
+    fs::remove_all(staging, ec);
+    return Status::Ok();
+  }
+  TUNE_ASSIGN_OR_RETURN(bool promoted,
+                        PromoteIfBest(staging, dir_, outcome.values[0],
+                                      TrainMetricDirection(metric_), study_best));
+  if (promoted) {
+    spdlog::info("Trial {} is the best so far ({} {}): saved its model to {}", number,
+                 TrainMetricName(metric_), outcome.values[0], dir_);
+  }
+  return Status::Ok();
 }
 
 // A saved TorchScript model: config.json says model_type "torchscript"; model.pt and the

@@ -2,7 +2,8 @@
 // "save_best"), plain C++: the trainer writes a trial's best-epoch weights into a staging
 // directory beside DIR (SaveBestStagingDir); the objective adds the rest of a Hugging Face-style
 // directory (WriteSavedModelFiles) and, when the trial beats the study's best, swaps it into DIR
-// atomically (PromoteIfBest). `tune predict` reads it back (ReadSavedModel).
+// atomically (PromoteIfBest); BestModelSaver does the three steps for the train objective.
+// `tune predict` reads DIR back (ReadSavedModel).
 //
 // DIR holds: config.json (the checkpoint's, or one written from the catalog model for scratch
 // trials, with num_labels, id2label, label2id and a "tune" object: the trial's hyperparameters
@@ -16,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "checkpoints/pretrained.h"
+#include "tokenizers/tokenizer.h"
 #include "train/hyperparams.h"
-#include "train/pretrained.h"
-#include "train/tokenizer.h"
+#include "train/train_metric.h"
+#include "train/trainer.h"
 #include "tune/model_catalog.h"
 #include "tune/status.h"
 #include "tune/trial.h"
@@ -54,6 +57,36 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
 
 // The best COMPLETE value in `history`, if any.
 std::optional<double> BestCompleteValue(const TrialHistory& history);
+
+// --save-best for one study: a trial's model is staged while it trains and promoted to the
+// directory when it beats the study's best.
+class BestModelSaver {
+ public:
+  // `dir`: the save_best directory; `metric`: the study's (its name and direction).
+  BestModelSaver(std::string dir, TrainMetric metric);
+  const std::string& dir() const { return dir_; }
+
+  // Before a trial trains: its staging directory (SaveBestStagingDir), emptied, and
+  // job.save_weights set to the weights file the trainer writes there (model.safetensors, or
+  // model.pt for a TorchScript model). Nothing for a job without text data (tabular).
+  Status Prepare(int64_t trial_number, TrainJob& job) const;
+
+  // After the trial ran: a COMPLETE single-objective trial whose weights were written gets the
+  // rest of the directory in its staging (WriteSavedModelFiles: `built` and `vocab_file` as
+  // there); any other trial's staging is removed. Returns whether the trial was staged.
+  Result<bool> Stage(const std::string& study, int64_t trial_number, const Json& params,
+                     const TrainJob& job, const TrialOutcome& outcome, const Tokenizer* built,
+                     const std::string& vocab_file) const;
+
+  // Moves trial `number`'s staged model to the directory when it beats `study_best` and the
+  // directory's own (PromoteIfBest), logging it; otherwise removes the staging.
+  Status Promote(int64_t number, const TrialOutcome& outcome,
+                 std::optional<double> study_best) const;
+
+ private:
+  std::string dir_;
+  TrainMetric metric_;
+};
 
 struct SavedModel {
   PretrainedCheckpoint checkpoint;  // config.json, model.safetensors, tokenizer

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "memory/measured_fit.h"
-#include "memory/probe_shapes.h"  // ProbeShape
+#include "measure/measured_fit.h"
+#include "measure/probe_shapes.h"  // ProbeShape
 #include "train/hyperparams.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"

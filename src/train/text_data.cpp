@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "train/batching.h"
-#include "train/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 #include "util/text.h"
 
 namespace tune {
@@ -532,6 +532,33 @@ Result<TabularDataset> LoadTabularDataset(const TabularDataOptions& o) {
     for (size_t k = 0; k < x->size(); ++k)
       (*x)[k] = ((*x)[k] - data.mean[k % f]) / data.stddev[k % f];
   }
+  return data;
+}
+
+TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& tokenizer,
+                                  int64_t max_length, TrainTokenCounts* counts) {
+  TextTrainData data;
+  data.num_labels = static_cast<int64_t>(dataset.labels.size());
+  data.label_names = dataset.labels;
+  data.vocab_size = tokenizer.vocab_size();
+  data.pad_id = tokenizer.pad_id();
+  data.cls_id = tokenizer.cls_id();
+  data.sep_id = tokenizer.sep_id();
+  const auto cap = static_cast<size_t>(std::max<int64_t>(max_length - 2, 0));
+  TrainTokenCounts seen;
+  for (const auto& e : dataset.train) {
+    data.train_ids.push_back(tokenizer.Encode(e.text, cap + 1));
+    const auto n = static_cast<int64_t>(data.train_ids.back().size());
+    seen.tokens += n;
+    seen.longest = std::max(seen.longest, n);
+    if (data.train_ids.back().size() > cap) data.train_ids.back().resize(cap);
+    data.train_labels.push_back(e.label);
+  }
+  for (const auto& e : dataset.validation) {
+    data.validation_ids.push_back(tokenizer.Encode(e.text, cap));
+    data.validation_labels.push_back(e.label);
+  }
+  if (counts != nullptr) *counts = seen;
   return data;
 }
 

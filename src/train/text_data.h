@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/distributions.h"
+#include "tokenizers/tokenizer.h"
+#include "train/trainer.h"
+#include "tune/json.h"
 #include "tune/status.h"
 
 namespace tune {
@@ -76,6 +78,17 @@ struct TextDataset {
 
 // Reads and checks a text classification data set (see the file comment for the errors).
 Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
+
+// Every text of `dataset` tokenized by `tokenizer` as the trainer reads it: cut to `max_length`
+// tokens with the special tokens; the label names, vocabulary size and special ids from the
+// tokenizer. `counts`: the training texts' tokens before the cut (at most one past it). The
+// train objective tokenizes its data set with it, and `tune predict` the texts it labels.
+struct TrainTokenCounts {
+  int64_t tokens = 0;   // in all training texts
+  int64_t longest = 0;  // in the longest
+};
+TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& tokenizer,
+                                  int64_t max_length, TrainTokenCounts* counts = nullptr);
 
 // A tabular classification data set: numeric feature columns and a label column.
 struct TabularDataOptions {

@@ -1,7 +1,7 @@
 // Trainer: trains one model for one trial and reports each epoch's validation metrics.
 //
-// This is the seam between the train objective (tune_core: data, params, reporting, pruning, early
-// stopping, outcomes) and the code that runs the network (tune_torch's NewTorchTrainer, in
+// This is the seam between the train objective (tune_train: data, params, reporting, pruning,
+// early stopping, outcomes) and the code that runs the network (tune_torch's NewTorchTrainer, in
 // torch_trainer.h). Tests of the objective use a scripted trainer that replays learning curves.
 //
 // Contract of Train():
@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,10 +119,11 @@ struct DeviceMemoryStatus {
   int64_t reserved = -1;   // CUDA: held by the caching allocator
   int64_t free = -1;       // CUDA: cudaMemGetInfo's free memory (all processes)
   int64_t total = -1;      // CUDA: the card's memory
-  int64_t budget = -1;     // the budget enforced (CPU counting allocator / CUDA memory fraction)
+  // The device_memory limit enforced (CPU counting allocator / CUDA memory fraction); unset: none.
+  std::optional<int64_t> device_memory;
 };
 
-// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, budget 22.0 GiB" (the known
+// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, device_memory 22.0 GiB" (the known
 // parts).
 std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
 

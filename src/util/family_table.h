@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tune/distributions.h"
+#include "tune/json.h"
 #include "tune/status.h"
 #include "util/text.h"
 

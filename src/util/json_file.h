@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "tune/distributions.h"
+#include "tune/json.h"
 #include "tune/status.h"
 
 namespace tune {

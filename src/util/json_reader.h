@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/distributions.h"
+#include "tune/json.h"
 #include "tune/status.h"
 #include "util/text.h"
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/text.h"
+#include "util/py_json.h"
 
 namespace tune {
 

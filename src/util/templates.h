@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/distributions.h"
+#include "tune/json.h"
 #include "tune/status.h"
 
 namespace tune {

@@ -8,6 +8,7 @@
 #include "testing/temp_dir.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
+#include "tune/study.h"
 #include "util/templates.h"
 
 namespace tune {

@@ -14,6 +14,7 @@
 #include "storages/rdb/codec.h"
 #include "testing/storage_processes.h"
 #include "testing/temp_dir.h"
+#include "util/py_json.h"
 
 namespace tune {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "train/hyperparams.h"
-#include "train/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "train/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -37,7 +37,7 @@ class CudaTest : public ::testing::Test {
   // Removes any cap a test's trainer put on the allocator (setMemoryFraction is per process).
   void TearDown() override {
     if (!IsSkipped()) {
-      EXPECT_TRUE(cuda_memory::SetBudget(0, 0).ok());
+      EXPECT_TRUE(cuda_memory::SetDeviceMemory(0, 0).ok());
     }
   }
   static cuda_memory::Stats Stats() {
@@ -45,10 +45,11 @@ class CudaTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? *s : cuda_memory::Stats{};
   }
-  static std::unique_ptr<Trainer> CudaTrainer(int64_t budget = -1) {
+  static std::unique_ptr<Trainer> CudaTrainer(
+      std::optional<int64_t> device_memory = std::nullopt) {
     TorchTrainerOptions o;
     o.device = "cuda:0";
-    o.memory_budget_bytes = budget;
+    o.device_memory = device_memory;
     auto t = NewTorchTrainer(o);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     return t.ok() ? std::move(t).value() : nullptr;
@@ -148,7 +149,7 @@ class CudaObjectiveTest : public CudaTest {
     auto c = ParseStudyConfig(doc, "study.json", dir_.path());
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     if (!c.ok()) return nullptr;
-    auto trainer = CudaTrainer(c->objective.train.guard.device_memory.value_or(-1));
+    auto trainer = CudaTrainer(c->objective.train.guard.device_memory);
     if (trainer == nullptr) return nullptr;
     auto o = MakeObjective(*c, std::move(trainer));
     EXPECT_TRUE(o.ok()) << o.status().ToString();
@@ -199,7 +200,7 @@ TEST_F(CudaObjectiveTest, OutOfMemoryOnTheDeviceIsPrunedAndMemoryReturns) {
   EXPECT_EQ(after.allocated, baseline.allocated);
   EXPECT_LE(after.reserved, baseline.reserved);
   // Without the cap the same trial completes.
-  ASSERT_TRUE(cuda_memory::SetBudget(0, 0).ok());
+  ASSERT_TRUE(cuda_memory::SetDeviceMemory(0, 0).ok());
   EXPECT_EQ(RunTrial(*study, *free_run).state, TrialState::kComplete);
   EXPECT_EQ(Stats().allocated, baseline.allocated);
 }

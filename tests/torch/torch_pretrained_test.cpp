@@ -14,9 +14,9 @@
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
 #include "torch/torch_trainer.h"
-#include "train/byte_bpe.h"
-#include "train/safetensors.h"
-#include "train/tokenizer.h"
+#include "tokenizers/byte_bpe.h"
+#include "checkpoints/safetensors.h"
+#include "tokenizers/tokenizer.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
 

@@ -2,7 +2,7 @@
 // protobuf-lite; linked into a process that also loads LibTorch (libprotobuf.so) the two
 // interposed and the process crashed in protobuf's static initialisation, before main. tune
 // therefore opens SentencePiece through libtune_spm.so with dlopen(RTLD_LOCAL | RTLD_DEEPBIND)
-// (src/train/sentencepiece.h). This binary links LibTorch: that it starts at all is the first
+// (src/tokenizers/sentencepiece.h). This binary links LibTorch: that it starts at all is the first
 // half of the test; the tests below tokenize with an spm.model, check that protobuf's symbols
 // still resolve to LibTorch's libprotobuf, and run a forward pass on the ids.
 #include <dlfcn.h>
@@ -15,7 +15,7 @@
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
 #include "torch/torch_models.h"
-#include "train/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 
 namespace tune::internal {
 namespace {

@@ -14,7 +14,7 @@
 #include "testing/separable_text.h"
 #include "testing/temp_dir.h"
 #include "torch/torch_counting_allocator.h"
-#include "train/tokenizer.h"
+#include "tokenizers/tokenizer.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -382,7 +382,7 @@ class TrainObjectiveTorchTest : public ::testing::Test {
   std::unique_ptr<Objective> MakeTrain(const StudyConfig& c) {
     TorchTrainerOptions o;
     o.threads = 1;
-    o.memory_budget_bytes = c.objective.train.guard.device_memory.value_or(-1);
+    o.device_memory = c.objective.train.guard.device_memory;
     auto trainer = NewTorchTrainer(o);
     EXPECT_TRUE(trainer.ok());
     auto objective = MakeObjective(c, std::move(trainer).value());
@@ -451,10 +451,10 @@ TEST_F(TrainObjectiveTorchTest, OutOfMemoryUnderAByteBudgetIsPrunedAndMemoryRetu
   ASSERT_TRUE(CountingCpuAllocatorInstalled());
   const int64_t baseline = GetCpuMemoryStats().live_bytes;
   // The model (~60k parameters) fits; a forward pass over 64 x 32 tokens does not.
-  SetCpuMemoryBudget(baseline + 700 * 1024);
+  SetCpuDeviceMemory(baseline + 700 * 1024);
   auto study = NewStudy();
   FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
-  SetCpuMemoryBudget(std::nullopt);
+  SetCpuDeviceMemory(std::nullopt);
   EXPECT_EQ(t.state, TrialState::kPruned);
   EXPECT_EQ(t.user_attrs["oom"], true);
   EXPECT_EQ(t.user_attrs["reason"], "oom");
@@ -478,7 +478,7 @@ TEST_F(TrainObjectiveTorchTest, OutOfMemoryUnderAByteBudgetIsPrunedAndMemoryRetu
 // The memory guard around real training runs, with the counting allocator as the device.
 class MemoryGuardTorchTest : public TrainObjectiveTorchTest {
  protected:
-  void TearDown() override { SetCpuMemoryBudget(std::nullopt); }
+  void TearDown() override { SetCpuDeviceMemory(std::nullopt); }
   // The estimate of the fixture's tiny model at `batch` x 32 tokens, fp32, AdamW.
   int64_t Estimate(int64_t batch) {
     auto c = Config({}, {{"learning_rate", Json::array({3e-3})}});
@@ -586,9 +586,9 @@ TEST_F(MemoryGuardTorchTest, AnOomInBackwardLeavesNoMemoryBehind) {
   const int64_t peak = ok.user_attrs["memory"]["peak"].get<int64_t>();
   bool in_backward = false;
   for (int k = 99; k >= 50 && !in_backward; --k) {
-    SetCpuMemoryBudget(baseline + peak * k / 100);
+    SetCpuDeviceMemory(baseline + peak * k / 100);
     FrozenTrial t = RunTrial(*study, *objective, {{"learning_rate", 3e-3}});
-    SetCpuMemoryBudget(std::nullopt);
+    SetCpuDeviceMemory(std::nullopt);
     ASSERT_EQ(t.state, TrialState::kPruned) << k;
     in_backward = t.user_attrs["oom_config"]["phase"] == "backward";
     // Whatever the phase, everything is released, the failed backward's buffers included.

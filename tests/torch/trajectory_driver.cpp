@@ -12,9 +12,9 @@
 #include <iostream>
 
 #include "torch/torch_trainer.h"
-#include "train/pretrained.h"
+#include "checkpoints/pretrained.h"
 #include "train/text_data.h"
-#include "train/train_objective.h"
+#include "train_objective/train_objective.h"
 #include "util/json_file.h"
 
 namespace tune {

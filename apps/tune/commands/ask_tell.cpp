@@ -290,12 +290,7 @@ int Tell(const TellArgs& args) {
   auto [state, values] = *parsed;
   auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kExisting);
   if (!opened.ok()) return Fail(opened.status());
-  auto sampler = MakeSampler(SamplerConfig{});
-  auto pruner = MakePruner(PrunerConfig{});
-  if (!sampler.ok()) return Fail(sampler.status());
-  if (!pruner.ok()) return Fail(pruner.status());
-  auto study = Study::Load(opened->storage, args.study, std::move(sampler).value(),
-                           std::move(pruner).value());
+  auto study = LoadStoredStudy(*opened, args.study);
   if (!study.ok()) return Fail(study.status());
   auto told = (*study)->TellNumber(args.trial_number, state, values);
   if (!told.ok()) {

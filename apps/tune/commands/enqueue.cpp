@@ -33,6 +33,34 @@ Result<std::map<std::string, Distribution>> KnownDistributions(Storage& storage,
   return out;
 }
 
+// Values must fit the kind of parameter the study already knows; an unknown name is only
+// warned about (a conditional parameter may not have been sampled yet).
+Status CheckParams(const StoredStudy& opened, const std::string& study, const Json& params) {
+  TUNE_ASSIGN_OR_RETURN(auto known, KnownDistributions(*opened.storage, opened.id));
+  std::vector<std::string> names;
+  for (const auto& [name, d] : known) names.push_back(name);
+  for (const auto& [name, v] : params.items()) {
+    auto it = known.find(name);
+    if (it == known.end()) {
+      if (!known.empty()) {
+        spdlog::warn("--params: no trial of study '{}' has a parameter '{}'{}; known: {}", study,
+                     name, DidYouMean(name, names), JoinNames(names));
+      }
+      continue;
+    }
+    Result<double> internal = ToInternal(it->second, v);
+    if (!internal.ok()) {
+      return InvalidArgumentError(
+          fmt::format("--params: '{}': {}", name, internal.status().message()));
+    }
+    if (!Contains(it->second, *internal)) {
+      spdlog::warn("--params: {} of '{}' is outside {}; the trial will use it anyway", v.dump(),
+                   name, DistributionToJson(it->second));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int Enqueue(const EnqueueArgs& args) {
@@ -56,41 +84,8 @@ int Enqueue(const EnqueueArgs& args) {
   }
   auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kExisting);
   if (!opened.ok()) return Fail(opened.status());
-  Storage& storage = *opened->storage;
-  const int64_t id = opened->id;
-
-  // Values must fit the kind of parameter the study already knows; an unknown name is only
-  // warned about (a conditional parameter may not have been sampled yet).
-  auto known = KnownDistributions(storage, id);
-  if (!known.ok()) return Fail(known.status());
-  std::vector<std::string> names;
-  for (const auto& [name, d] : *known) names.push_back(name);
-  for (const auto& [name, v] : params->items()) {
-    auto it = known->find(name);
-    if (it == known->end()) {
-      if (!known->empty()) {
-        spdlog::warn("--params: no trial of study '{}' has a parameter '{}'{}; known: {}",
-                     args.study, name, DidYouMean(name, names), JoinNames(names));
-      }
-      continue;
-    }
-    Result<double> internal = ToInternal(it->second, v);
-    if (!internal.ok()) {
-      return Fail(InvalidArgumentError(
-          fmt::format("--params: '{}': {}", name, internal.status().message())));
-    }
-    if (!Contains(it->second, *internal)) {
-      spdlog::warn("--params: {} of '{}' is outside {}; the trial will use it anyway", v.dump(),
-                   name, DistributionToJson(it->second));
-    }
-  }
-
-  auto sampler = MakeSampler(SamplerConfig{});
-  auto pruner = MakePruner(PrunerConfig{});
-  if (!sampler.ok()) return Fail(sampler.status());
-  if (!pruner.ok()) return Fail(pruner.status());
-  auto study = Study::Load(opened->storage, args.study, std::move(sampler).value(),
-                           std::move(pruner).value());
+  if (Status st = CheckParams(*opened, args.study, *params); !st.ok()) return Fail(st);
+  auto study = LoadStoredStudy(*opened, args.study);
   if (!study.ok()) return Fail(study.status());
   auto trial = (*study)->EnqueueTrial(*params);
   if (!trial.ok()) return Fail(trial.status());

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include "app.h"
 #include "commands.h"
@@ -71,28 +72,40 @@ Result<ModelSpec> ScriptModel(const std::string& path) {
   return m;
 }
 
+// Sets the hyperparameters `flags` names ({flag, hyperparameter, value}) through the train
+// objective's table (hyperparams.h): the ranges, choices and messages of a config's keys, the
+// error prefixed with the flag.
+Status SetFromFlags(TrainHyperparams& hp,
+                    const std::vector<std::tuple<const char*, const char*, Json>>& flags) {
+  for (const auto& [flag, name, value] : flags) {
+    if (Status s = SetHyperparam(hp, name, value); !s.ok()) {
+      return InvalidArgumentError(fmt::format("{}: {}", flag, s.message()));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCatalog& catalog) {
   Configuration c;
   TrainHyperparams& hp = c.hp;
-  if (args.optimizer == "adamw") {
-    hp.optimizer = OptimizerKind::kAdamW;
-  } else if (args.optimizer == "sgd") {
-    hp.optimizer = OptimizerKind::kSgd;
+  TUNE_RETURN_IF_ERROR(SetFromFlags(
+      hp, {{"--optimizer", "optimizer", args.optimizer},
+           {"--batch-size", "batch_size", args.batch_size},
+           {"--eval-batch-size", "eval_batch_size", args.eval_batch_size},
+           {"--grad-accum", "grad_accum", args.grad_accum},
+           {"--momentum", "momentum", args.momentum},
+           {"--weight-decay", "weight_decay", args.weight_decay},
+           {"--dropout", "dropout", args.dropout},
+           {"--dropout", "attention_dropout", args.dropout},
+           {"--gradient-checkpointing", "gradient_checkpointing", args.gradient_checkpointing},
+           {"--mlp-layers", "mlp_layers", args.mlp_layers},
+           {"--mlp-hidden", "mlp_hidden", args.mlp_hidden}}));
+  if (args.model == "mlp") {
+    hp.max_length = args.max_length;  // an MLP reads rows, not sequences: shown as given
   } else {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("unknown --optimizer '{}'; valid: adamw, sgd", args.optimizer));
+    TUNE_RETURN_IF_ERROR(SetFromFlags(hp, {{"--max-length", "max_length", args.max_length}}));
   }
-  hp.batch_size = args.batch_size;
-  hp.eval_batch_size = args.eval_batch_size;
-  hp.grad_accum = args.grad_accum;
-  hp.max_length = args.max_length;
-  hp.momentum = args.momentum;
-  hp.weight_decay = args.weight_decay;
-  hp.dropout = hp.attention_dropout = args.dropout;
-  hp.gradient_checkpointing = args.gradient_checkpointing;
-  hp.mlp_layers = args.mlp_layers;
-  hp.mlp_hidden = args.mlp_hidden;
-
+  // pure_bf16 is the estimator's alone (the table offers what the trainer trains).
   TUNE_ASSIGN_OR_RETURN(hp.precision, ParsePrecision(args.precision));
   ModelSpec model;
   if (IsScriptArg(args, catalog)) {
@@ -122,12 +135,9 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
                     fmt::format("unknown --architecture '{}'; valid: encoder, decoder",
                                 args.architecture));
     }
-    if (args.classifier_layers < 0 || args.classifier_layers > 3) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("--classifier-layers {} must be 0-3", args.classifier_layers));
-    }
-    hp.classifier_layers = args.classifier_layers;
-    hp.classifier_hidden = args.classifier_hidden;
+    TUNE_RETURN_IF_ERROR(
+        SetFromFlags(hp, {{"--classifier-layers", "classifier_layers", args.classifier_layers},
+                          {"--classifier-hidden", "classifier_hidden", args.classifier_hidden}}));
   }
   c.request = MemoryRequestFor(model, hp, args.num_labels, args.num_features);
   c.request.train = !args.eval_only;
@@ -193,11 +203,7 @@ Result<std::unique_ptr<Trainer>> MeasuringTrainer(const EstimateArgs& args, Prec
   }
   const bool cuda = OnCuda(args);
   TUNE_RETURN_IF_ERROR(CheckPrecisionForDevice(precision, cuda ? args.device : "cpu"));
-  TorchTrainerOptions options;
-  options.device = cuda ? args.device : "cpu";
-  options.threads = args.threads;
-  options.count_cpu_memory = !cuda;
-  auto loaded = LoadTorchTrainer(options);
+  auto loaded = LoadTrainer(cuda ? args.device : "cpu", args.threads, std::nullopt);
   if (!loaded.ok() && cuda) {
     return Status(
         loaded.status().code(),
@@ -394,6 +400,91 @@ int MaxBatchTable(const EstimateArgs& args, MemoryRequest r, const MemoryModel& 
 
 }  // namespace
 
+// --device-memory and --margin: the memory the configuration must fit and the usable part of
+// it; both unset without --device-memory.
+struct Limit {
+  std::optional<int64_t> device_memory;
+  std::optional<int64_t> usable;  // device_memory x (1 - margin)
+};
+
+Result<Limit> ParseLimit(const EstimateArgs& args) {
+  Limit limit;
+  if (args.device_memory) {
+    auto b = ParseBytes(*args.device_memory);
+    if (!b.ok()) return Status(b.status().code(), "--device-memory: " + b.status().message());
+    limit.device_memory = *b;
+  }
+  if (args.margin < 0 || args.margin >= 1) {
+    return InvalidArgumentError(fmt::format("--margin {} must be in [0, 1)", args.margin));
+  }
+  if (limit.device_memory) {
+    limit.usable =
+        static_cast<int64_t>(static_cast<double>(*limit.device_memory) * (1.0 - args.margin));
+  }
+  return limit;
+}
+
+Json EstimateJson(const EstimateArgs& args, const MemoryModel& model,
+                  const MemoryRequest& request, const MemoryEstimate& estimate,
+                  const Limit& limit, const std::optional<Measured>& measured) {
+  Json out = MemoryEstimateToJson(estimate);
+  out["memory_model"] = model.ToJson();
+  out["model"] = args.model;
+  out["precision"] = PrecisionName(request.precision);
+  out["batch_size"] = request.batch_size;
+  out["max_length"] = request.max_length;
+  out["grad_accum"] = request.grad_accum;
+  out["gradient_checkpointing"] = request.gradient_checkpointing;
+  out["device"] = args.device;
+  if (limit.usable) {
+    out["device_memory"] = *limit.device_memory;
+    out["usable"] = *limit.usable;
+    out["fits"] = estimate.device_peak <= *limit.usable;
+  }
+  if (measured) {
+    out["measured_peak"] = measured->allocated;
+    if (measured->reserved >= 0) out["measured_reserved_peak"] = measured->reserved;
+    out["error"] = static_cast<double>(MeasurableEstimate(args, estimate) - measured->allocated) /
+                   static_cast<double>(measured->allocated);
+  }
+  return out;
+}
+
+void PrintEstimate(const EstimateArgs& args, Format format, const MemoryModel& model,
+                   const MemoryRequest& request, const MemoryEstimate& estimate,
+                   const Limit& limit, const std::optional<Measured>& measured) {
+  auto rows = BreakdownRows(model, request, estimate);
+  if (measured) {
+    rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
+                    FormatBytes(measured->allocated), std::to_string(measured->allocated)});
+    if (measured->reserved >= 0) {
+      rows.push_back({"measured reserved peak", FormatBytes(measured->reserved),
+                      std::to_string(measured->reserved)});
+    }
+  }
+  std::cout << (format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
+  if (format != Format::kTable) return;
+  std::cout << fmt::format("Estimated by {}\n", model.Describe());
+  if (estimate.num_parameters > 0) {
+    std::cout << fmt::format("{} parameters; peak in {}\n", estimate.num_parameters,
+                             MemoryPhaseName(estimate.peak_phase));
+  }
+  if (measured) {
+    const int64_t compared = MeasurableEstimate(args, estimate);
+    std::cout << fmt::format("estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(compared),
+                             FormatBytes(measured->allocated),
+                             100.0 * static_cast<double>(compared - measured->allocated) /
+                                 static_cast<double>(measured->allocated));
+  }
+  if (limit.usable) {
+    const bool fits = estimate.device_peak <= *limit.usable;
+    std::cout << fmt::format("{}: {} of {} usable ({} with a {:.0f}% margin)\n",
+                             fits ? "fits" : "does NOT fit", FormatBytes(estimate.device_peak),
+                             FormatBytes(*limit.usable), FormatBytes(*limit.device_memory),
+                             100 * args.margin);
+  }
+}
+
 int Estimate(const EstimateArgs& args) {
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
@@ -410,90 +501,29 @@ int Estimate(const EstimateArgs& args) {
   if (!trainer.ok()) return Fail(trainer.status());
   auto model = BuildMemoryModel(args, *configuration, trainer->get());
   if (!model.ok()) return Fail(model.status());
-  std::optional<int64_t> budget;
-  if (args.device_memory) {
-    auto b = ParseBytes(*args.device_memory);
-    if (!b.ok()) return Fail(Status(b.status().code(), "--device-memory: " + b.status().message()));
-    budget = *b;
-  }
-  if (args.margin < 0 || args.margin >= 1) {
-    return Fail(Status(StatusCode::kInvalidArgument,
-                       fmt::format("--margin {} must be in [0, 1)", args.margin)));
-  }
-  // -1: no budget given.
-  const int64_t usable =
-      budget ? static_cast<int64_t>(static_cast<double>(*budget) * (1.0 - args.margin)) : -1;
+  auto limit = ParseLimit(args);
+  if (!limit.ok()) return Fail(limit.status());
   if (args.max_batch) {
-    if (usable < 0) {
+    if (!limit->usable) {
       return Fail(Status(StatusCode::kInvalidArgument, "--max-batch needs --device-memory SIZE"));
     }
-    return MaxBatchTable(args, *request, **model, usable, *format);
+    return MaxBatchTable(args, *request, **model, *limit->usable, *format);
   }
   auto estimate = (*model)->Estimate(*request);
   if (!estimate.ok()) return Fail(estimate.status());
-  std::optional<int64_t> measured;
-  int64_t measured_reserved = -1;
+  std::optional<Measured> measured;
   if (args.measure) {
     auto m = Measure(args, *configuration, **trainer);
     if (!m.ok()) return Fail(m.status());
-    measured = m->allocated;
-    measured_reserved = m->reserved;
+    measured = *m;
   }
   if (*format == Format::kJson) {
-    Json out = MemoryEstimateToJson(*estimate);
-    out["memory_model"] = (*model)->ToJson();
-    out["model"] = args.model;
-    out["precision"] = PrecisionName(request->precision);
-    out["batch_size"] = request->batch_size;
-    out["max_length"] = request->max_length;
-    out["grad_accum"] = request->grad_accum;
-    out["gradient_checkpointing"] = request->gradient_checkpointing;
-    out["device"] = args.device;
-    if (usable >= 0) {
-      out["device_memory"] = *budget;
-      out["usable"] = usable;
-      out["fits"] = estimate->device_peak <= usable;
-    }
-    if (measured) {
-      out["measured_peak"] = *measured;
-      if (measured_reserved >= 0) out["measured_reserved_peak"] = measured_reserved;
-      out["error"] = static_cast<double>(MeasurableEstimate(args, *estimate) - *measured) /
-                     static_cast<double>(*measured);
-    }
-    std::cout << out.dump(2) << "\n";
+    std::cout << EstimateJson(args, **model, *request, *estimate, *limit, measured).dump(2)
+              << "\n";
   } else {
-    auto rows = BreakdownRows(**model, *request, *estimate);
-    if (measured) {
-      rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
-                      FormatBytes(*measured), std::to_string(*measured)});
-      if (measured_reserved >= 0) {
-        rows.push_back({"measured reserved peak", FormatBytes(measured_reserved),
-                        std::to_string(measured_reserved)});
-      }
-    }
-    std::cout << (*format == Format::kCsv ? RenderCsv(rows) : RenderTable(rows));
-    if (*format == Format::kTable) {
-      std::cout << fmt::format("Estimated by {}\n", (*model)->Describe());
-      if (estimate->num_parameters > 0) {
-        std::cout << fmt::format("{} parameters; peak in {}\n", estimate->num_parameters,
-                                 MemoryPhaseName(estimate->peak_phase));
-      }
-      if (measured) {
-        const int64_t compared = MeasurableEstimate(args, *estimate);
-        std::cout << fmt::format("estimate {} vs measured {}: {:+.2f}%\n", FormatBytes(compared),
-                                 FormatBytes(*measured),
-                                 100.0 * static_cast<double>(compared - *measured) /
-                                     static_cast<double>(*measured));
-      }
-      if (usable >= 0) {
-        const bool fits = estimate->device_peak <= usable;
-        std::cout << fmt::format("{}: {} of {} usable ({} with a {:.0f}% margin)\n",
-                                 fits ? "fits" : "does NOT fit", FormatBytes(estimate->device_peak),
-                                 FormatBytes(usable), FormatBytes(*budget), 100 * args.margin);
-      }
-    }
+    PrintEstimate(args, *format, **model, *request, *estimate, *limit, measured);
   }
-  if (usable >= 0 && estimate->device_peak > usable) return kExitFailure;
+  if (limit->usable && estimate->device_peak > *limit->usable) return kExitFailure;
   return kExitOk;
 }
 

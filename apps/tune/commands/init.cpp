@@ -1,5 +1,5 @@
 // `tune init --from-cache`: a study config for fine-tuning the encoder checkpoints of the local
-// Hugging Face cache (train/pretrained.h: FindHubCheckpoints), each marked heavy or base by the
+// Hugging Face cache (checkpoints/pretrained.h: FindHubCheckpoints), each marked heavy or base by the
 // model catalog's rule, with configs/criteria.json's heavy/base spaces and a memory guard sized
 // to the device. The config is loaded as `tune --config` loads it before it is written.
 #include <fmt/format.h>
@@ -15,9 +15,9 @@
 #include "app.h"
 #include "commands.h"
 #include "config/config.h"
-#include "objectives/gpu_process_memory.h"
+#include "measure/gpu_process_memory.h"
 #include "train/hyperparams.h"
-#include "train/pretrained.h"
+#include "checkpoints/pretrained.h"
 #include "torch_loader.h"
 #include "tune/model_catalog.h"
 #include "util/device.h"

@@ -14,7 +14,7 @@
 #include "train/metrics.h"
 #include "train/save_best.h"
 #include "train/text_data.h"
-#include "train/train_objective.h"
+#include "train_objective/train_objective.h"
 
 namespace tune::app {
 namespace {
@@ -135,11 +135,7 @@ int Predict(const PredictArgs& args) {
   std::vector<std::string> texts;
   bool labelled = false;
   if (Status st = LoadPredictData(args, *model, data, texts, labelled); !st.ok()) return Fail(st);
-  TorchTrainerOptions options;
-  options.device = args.device;
-  options.threads = args.threads;
-  options.count_cpu_memory = false;
-  auto trainer = LoadTorchTrainer(options);
+  auto trainer = LoadTrainer(args.device, args.threads, std::nullopt, /*count_cpu_memory=*/false);
   if (!trainer.ok()) return Fail(trainer.status());
   TrainJob job;
   job.model = model->checkpoint.model;

@@ -163,11 +163,8 @@ Result<std::unique_ptr<Trainer>> LoadTrainerFor(const StudyConfig& config) {
   const GuardOptions& guard = config.objective.train.guard;
   if (guard.simulate)
     TUNE_RETURN_IF_ERROR(SetProcessSimulatedCard(*guard.simulate, *guard.device_memory));
-  TorchTrainerOptions options;
-  options.device = config.objective.train.device;
-  options.threads = config.objective.train.threads;
-  options.memory_budget_bytes = config.objective.train.guard.device_memory.value_or(-1);
-  return LoadTorchTrainer(options);
+  const TrainObjectiveOptions& train = config.objective.train;
+  return LoadTrainer(train.device, train.threads, guard.device_memory);
 }
 
 struct OpenedStudy {

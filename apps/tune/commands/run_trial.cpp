@@ -26,7 +26,7 @@ struct RunTrialArgs {
   int64_t trial_number = 0;
   std::string params;  // JSON object
   std::string plan;    // JSON object: the parent's admission
-  int64_t budget = 0;  // bytes; 0: none
+  std::optional<int64_t> device_memory;  // bytes: the parent's reservation; unset: none
   std::string device = "cpu";
   int64_t oom_retry = 0;
   std::string save_best;  // the parent's --save-best (staged here, promoted by the parent)
@@ -47,7 +47,7 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
   train.device = args.device;
   train.guard.oom_retry = args.oom_retry;
   if (!args.save_best.empty()) train.save_best = args.save_best;
-  if (args.budget > 0) train.guard.device_memory = args.budget;
+  if (args.device_memory) train.guard.device_memory = args.device_memory;
   TUNE_ASSIGN_OR_RETURN(Json plan, ParseJsonArgument("--plan", args.plan));
   train.planned = plan;
   return config;
@@ -61,11 +61,8 @@ int RunTrial(const RunTrialArgs& args) {
   if (!config.ok()) return Fail(config.status());
   auto params = ParseJsonArgument("--params", args.params);
   if (!params.ok()) return Fail(params.status());
-  TorchTrainerOptions trainer_options;
-  trainer_options.device = config->objective.train.device;
-  trainer_options.threads = config->objective.train.threads;
-  trainer_options.memory_budget_bytes = args.budget > 0 ? args.budget : -1;
-  auto trainer = LoadTorchTrainer(trainer_options);
+  auto trainer = LoadTrainer(config->objective.train.device, config->objective.train.threads,
+                             args.device_memory);
   if (!trainer.ok()) return Fail(trainer.status());
   auto objective = MakeObjective(*config, std::move(trainer).value());
   if (!objective.ok()) return Fail(objective.status());
@@ -85,7 +82,8 @@ std::function<int()> DeclareRunTrial(CLI::App& command) {
   command.add_option("--trial-number", args->trial_number, "The trial's number")->required();
   command.add_option("--params", args->params, "The trial's params (JSON)")->required();
   command.add_option("--plan", args->plan, "The parent's admission (JSON)")->required();
-  command.add_option("--budget", args->budget, "Memory budget in bytes (0: none)");
+  command.add_option("--device-memory", args->device_memory,
+                     "The memory this trial may use, in bytes (its reservation)");
   command.add_option("--device", args->device, "cpu, cuda or cuda:N");
   command.add_option("--oom-retry", args->oom_retry, "Retries after an out-of-memory error");
   command.add_option("--save-best", args->save_best, "The study's best-model directory");

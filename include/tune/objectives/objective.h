@@ -1,5 +1,6 @@
 // Objective: evaluates one trial. Kinds: "function" (built-in test functions, functions.h),
-// "command" (a user's program per trial, command.h) and "train" (in-process training, train.h).
+// "command" (a user's program per trial, command.h) and "train" (in-process training with
+// LibTorch, which tune_train provides).
 //
 // Run() receives the live trial (to report intermediate values, ask the pruner and set
 // attributes) and its sampled params. It returns the trial's outcome; pruning and failure are
@@ -14,7 +15,6 @@
 #include <vector>
 
 #include "tune/status.h"
-#include "tune/study.h"
 #include "tune/trial.h"
 #include "tune/trial_attrs.h"
 

@@ -1,4 +1,5 @@
 #include "storages/rdb/codec.h"
+#include "util/py_json.h"
 
 #include <cmath>
 #include <ctime>

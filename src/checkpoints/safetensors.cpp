@@ -1,0 +1,356 @@
+#include "checkpoints/safetensors.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "tune/distributions.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The format caps the header at 100 MB (safetensors' MAX_HEADER_SIZE).
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+struct DtypeName {
+  SafetensorsDtype dtype;
+  const char* name;
+  int64_t size;
+};
+constexpr DtypeName kDtypes[] = {
+    {SafetensorsDtype::kF32, "F32", 4}, {SafetensorsDtype::kF16, "F16", 2},
+    {SafetensorsDtype::kBF16, "BF16", 2}, {SafetensorsDtype::kF64, "F64", 8},
+    {SafetensorsDtype::kI64, "I64", 8}, {SafetensorsDtype::kI32, "I32", 4},
+    {SafetensorsDtype::kI16, "I16", 2}, {SafetensorsDtype::kI8, "I8", 1},
+    {SafetensorsDtype::kU8, "U8", 1},   {SafetensorsDtype::kBool, "BOOL", 1}};
+
+bool IsFloat(SafetensorsDtype d) {
+  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 ||
+         d == SafetensorsDtype::kBF16;
+}
+
+}  // namespace
+
+const char* SafetensorsDtypeName(SafetensorsDtype dtype) {
+  for (const auto& d : kDtypes) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return "?";
+}
+
+int64_t SafetensorsDtypeSize(SafetensorsDtype dtype) {
+  for (const auto& d : kDtypes) {
+    if (d.dtype == dtype) return d.size;
+  }
+  return 0;
+}
+
+int64_t SafetensorsTensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ffu;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float Bfloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t FloatToBfloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);  // nan
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // nan
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (abs < 0x38800000u) {  // subnormal half (or zero)
+    if (abs < 0x33000000u) return sign;
+    const uint32_t exp = abs >> 23;
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exp;  // 14 + (112 - exp) ... half subnormal scale
+    uint32_t v = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (v & 1u))) ++v;
+    return static_cast<uint16_t>(sign | v);
+  }
+  uint32_t v = abs - 0x38000000u;  // rebias exponent 127 -> 15
+  v += 0xfffu + ((v >> 13) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(sign | (v >> 13));
+}
+
+namespace {
+
+Status NotSafetensors(const std::string& path, const std::string& what) {
+  return InvalidArgumentError(fmt::format("{}: not a valid safetensors file: {}", path, what));
+}
+
+// The header: 8 bytes of little-endian length, then that many bytes of JSON (an object).
+Result<Json> ReadHeader(const std::string& path, uint64_t size, uint64_t& header_len) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot open", path));
+  if (size < 8) {
+    return NotSafetensors(path,
+                          fmt::format("{} bytes, shorter than the 8-byte header length", size));
+  }
+  unsigned char len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > size - 8) {
+    return NotSafetensors(
+        path, fmt::format("the header length {} goes beyond the end of the file ({} bytes); the "
+                          "file is truncated or not safetensors",
+                          header_len, size));
+  }
+  if (header_len > kMaxHeaderBytes) {
+    return NotSafetensors(path,
+                          fmt::format("the header length {} is over the format's limit of {} bytes",
+                                      header_len, kMaxHeaderBytes));
+  }
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (!in) return NotSafetensors(path, "cannot read the header");
+  Json doc = Json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return NotSafetensors(path, "the header is not valid JSON");
+  if (!doc.is_object()) return NotSafetensors(path, "the header is not a JSON object");
+  return doc;
+}
+
+// A tensor's dtype and its element size; nullopt for a dtype tune does not read.
+std::optional<std::pair<SafetensorsDtype, int64_t>> ParseDtype(const Json& dtype) {
+  if (!dtype.is_string()) return std::nullopt;
+  for (const auto& d : kDtypes) {
+    if (dtype.get<std::string>() == d.name) return std::make_pair(d.dtype, int64_t{d.size});
+  }
+  return std::nullopt;
+}
+
+// A tensor's shape into t.shape and its element count; an error message when it is bad.
+std::optional<std::string> ParseShape(const Json& shape, SafetensorsTensorInfo& t,
+                                      uint64_t& numel) {
+  if (!shape.is_array()) return "\"shape\" is not an array";
+  numel = 1;
+  for (const Json& s : shape) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0) {
+      return fmt::format("bad dimension {} in shape {}", s.dump(), shape.dump());
+    }
+    const auto d = s.get<uint64_t>();
+    if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / 16 / d) {
+      return fmt::format("shape {} is too large", shape.dump());
+    }
+    numel *= d;
+    t.shape.push_back(static_cast<int64_t>(d));
+  }
+  return std::nullopt;
+}
+
+// One tensor entry of the header, checked against the data that follows it.
+Result<SafetensorsTensorInfo> ParseTensor(const std::string& path, const std::string& name,
+                                          const Json& entry, uint64_t data_start,
+                                          uint64_t data_size) {
+  auto tensor_error = [&](const std::string& what) {
+    return InvalidArgumentError(fmt::format("{}: tensor '{}': {}", path, name, what));
+  };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+      !entry.contains("data_offsets")) {
+    return tensor_error("needs \"dtype\", \"shape\" and \"data_offsets\"");
+  }
+  SafetensorsTensorInfo t;
+  t.name = name;
+  const auto dtype = ParseDtype(entry["dtype"]);
+  if (!dtype) {
+    return tensor_error(
+        fmt::format("unknown dtype {}; valid: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL",
+                    entry["dtype"].dump()));
+  }
+  t.dtype = dtype->first;
+  uint64_t numel = 0;
+  if (auto bad = ParseShape(entry["shape"], t, numel)) return tensor_error(*bad);
+  const Json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    return tensor_error(
+        fmt::format("\"data_offsets\" must be [begin, end], got {}", offsets.dump()));
+  }
+  const auto begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+  if (begin > end || end > data_size) {
+    return tensor_error(fmt::format(
+        "data_offsets [{}, {}] lie outside the {} bytes of data after the header; the file is "
+        "truncated or corrupt",
+        begin, end, data_size));
+  }
+  const uint64_t want = numel * static_cast<uint64_t>(dtype->second);
+  if (end - begin != want) {
+    return tensor_error(fmt::format("{} {} needs {} bytes but data_offsets [{}, {}] hold {}",
+                                    SafetensorsDtypeName(t.dtype), ShapeString(t.shape), want,
+                                    begin, end, end - begin));
+  }
+  t.begin = data_start + begin;
+  t.bytes = want;
+  return t;
+}
+
+}  // namespace
+
+Result<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) return NotFoundError(fmt::format("{}: cannot open: {}", path, ec.message()));
+  uint64_t header_len = 0;
+  TUNE_ASSIGN_OR_RETURN(Json doc, ReadHeader(path, size, header_len));
+  SafetensorsFile file;
+  file.path_ = path;
+  const uint64_t data_start = 8 + header_len;
+  for (const auto& [name, entry] : doc.items()) {
+    if (name != "__metadata__") {
+      TUNE_ASSIGN_OR_RETURN(file.tensors_[name],
+                            ParseTensor(path, name, entry, data_start, size - data_start));
+      continue;
+    }
+    if (!entry.is_object()) return NotSafetensors(path, "__metadata__ is not an object");
+    for (const auto& [k, v] : entry.items()) {
+      if (!v.is_string()) {
+        return NotSafetensors(path, fmt::format("__metadata__ '{}' is not a string", k));
+      }
+      file.metadata_[k] = v.get<std::string>();
+    }
+  }
+  return file;
+}
+
+const SafetensorsTensorInfo* SafetensorsFile::Find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Result<std::vector<float>> SafetensorsFile::ReadFloats(const SafetensorsTensorInfo& t) const {
+  if (!IsFloat(t.dtype)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", path_, t.name,
+        SafetensorsDtypeName(t.dtype)));
+  }
+  std::ifstream in(path_, std::ios::binary);
+  std::vector<unsigned char> raw(t.bytes);
+  in.seekg(static_cast<std::streamoff>(t.begin));
+  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(t.bytes));
+  if (!in) {
+    return InvalidArgumentError(
+        fmt::format("{}: tensor '{}': cannot read {} bytes at offset {} (did the file change?)",
+                    path_, t.name, t.bytes, t.begin));
+  }
+  const auto n = static_cast<size_t>(t.numel());
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char* p = raw.data() + i * static_cast<size_t>(SafetensorsDtypeSize(t.dtype));
+    if (t.dtype == SafetensorsDtype::kF32) {
+      const uint32_t bits = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+                            static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+      std::memcpy(&out[i], &bits, sizeof(float));
+    } else {
+      const auto bits = static_cast<uint16_t>(p[0] | p[1] << 8);
+      out[i] = t.dtype == SafetensorsDtype::kF16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
+    }
+  }
+  return out;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWriteTensor>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  // nlohmann's object keeps keys sorted; the format does not care about the order.
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (!IsFloat(t.dtype)) {
+      return InvalidArgumentError(fmt::format("tensor '{}': can only write F32, F16 or BF16",
+                                              t.name));
+    }
+    int64_t numel = 1;
+    for (int64_t s : t.shape) numel *= s;
+    if (numel != static_cast<int64_t>(t.values.size())) {
+      return InvalidArgumentError(fmt::format("tensor '{}': shape {} needs {} values, got {}",
+                                              t.name, ShapeString(t.shape), numel,
+                                              t.values.size()));
+    }
+    const uint64_t bytes = static_cast<uint64_t>(numel * SafetensorsDtypeSize(t.dtype));
+    header[t.name] = {{"dtype", SafetensorsDtypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text += ' ';  // align the data, as the reference writer does
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InternalError(fmt::format("{}: cannot write", path));
+  uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xffu));
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : tensors) {
+    for (float v : t.values) {
+      if (t.dtype == SafetensorsDtype::kF32) {
+        uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        for (int i = 0; i < 4; ++i) out.put(static_cast<char>((bits >> (8 * i)) & 0xffu));
+      } else {
+        const uint16_t bits =
+            t.dtype == SafetensorsDtype::kF16 ? FloatToHalf(v) : FloatToBfloat16(v);
+        out.put(static_cast<char>(bits & 0xffu));
+        out.put(static_cast<char>(bits >> 8));
+      }
+    }
+  }
+  if (!out) return InternalError(fmt::format("{}: write failed", path));
+  return Status::Ok();
+}
+
+}  // namespace tune

@@ -1,0 +1,250 @@
+// NVML through dlopen: the few entry points GpuProcessMemory needs, declared here with the C
+// types of NVML's public header (nvml.h), so that building needs no CUDA toolkit.
+#include "measure/gpu_process_memory.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "util/device.h"
+#include "util/dynamic_library.h"
+
+namespace tune {
+namespace {
+
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr nvmlReturn_t kNvmlInsufficientSize = 7;
+
+// nvmlProcessInfo_v1_t (nvmlDeviceGetComputeRunningProcesses) and nvmlProcessInfo_v2_t (its _v2
+// and _v3 variants, with the MIG instance ids).
+struct ProcessInfoV1 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int): NVML's type
+};
+struct ProcessInfoV2 {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int)
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+
+// nvmlMemory_t (nvmlDeviceGetMemoryInfo).
+struct MemoryInfo {
+  unsigned long long total;  // NOLINT(runtime/int): NVML's type
+  unsigned long long free;   // NOLINT(runtime/int)
+  unsigned long long used;   // NOLINT(runtime/int)
+};
+
+// nvmlUtilization_t (nvmlDeviceGetUtilizationRates): percentages of the last sample period.
+struct UtilizationRates {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+// NVML reports this for a process whose usage it cannot see (no permission, or a MIG view).
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;  // NOLINT(runtime/int)
+
+}  // namespace
+
+struct GpuProcessMemory::Api {
+  std::optional<DynamicLibrary> lib;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*device_count)(unsigned int*) = nullptr;
+  nvmlReturn_t (*device_handle)(unsigned int, nvmlDevice_t*) = nullptr;
+  // One of these, the newest the library has.
+  nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
+  nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
+  nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;  // optional
+  nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
+
+  ~Api() {
+    if (shutdown != nullptr) shutdown();
+  }
+
+  // (pid, bytes) of the compute processes on one device.
+  bool Processes(nvmlDevice_t device, std::vector<std::pair<pid_t, int64_t>>& out) const {
+    unsigned int n = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::vector<ProcessInfoV2> v2(processes_v2 ? n : 0);
+      std::vector<ProcessInfoV1> v1(processes_v2 ? 0 : n);
+      unsigned int count = n;
+      const nvmlReturn_t r = processes_v2 ? processes_v2(device, &count, v2.data())
+                                          : processes_v1(device, &count, v1.data());
+      if (r == kNvmlInsufficientSize) {
+        n = count + 8;  // processes may start between the two calls
+        continue;
+      }
+      if (r != kNvmlSuccess) return false;
+      for (unsigned int i = 0; i < count; ++i) {
+        const unsigned int pid = processes_v2 ? v2[i].pid : v1[i].pid;
+        const unsigned long long used =  // NOLINT(runtime/int)
+            processes_v2 ? v2[i].used_gpu_memory : v1[i].used_gpu_memory;
+        if (used != kNvmlValueNotAvailable) out.emplace_back(static_cast<pid_t>(pid), used);
+      }
+      return true;
+    }
+    return false;
+  }
+};
+
+std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
+                                                         const std::string& library) {
+  std::string path = library;
+  if (path.empty()) {
+    const char* env = std::getenv("TUNE_NVML_LIBRARY");
+    path = env != nullptr && *env != '\0' ? env : "libnvidia-ml.so.1";
+  }
+  auto fail = [&](const std::string& reason) {
+    if (why != nullptr) *why = reason;
+    return nullptr;
+  };
+  auto opened = DynamicLibrary::Open(path);
+  if (!opened.ok()) return fail(opened.status().message());
+  auto api = std::make_unique<Api>();
+  const DynamicLibrary& lib = api->lib.emplace(std::move(opened).value());
+  auto init = lib.Symbol<nvmlReturn_t (*)()>("nvmlInit_v2");
+  api->device_count = lib.Symbol<decltype(api->device_count)>("nvmlDeviceGetCount_v2");
+  api->device_handle = lib.Symbol<decltype(api->device_handle)>("nvmlDeviceGetHandleByIndex_v2");
+  api->processes_v2 =
+      lib.Symbol<decltype(api->processes_v2)>("nvmlDeviceGetComputeRunningProcesses_v3");
+  if (api->processes_v2 == nullptr) {
+    api->processes_v2 =
+        lib.Symbol<decltype(api->processes_v2)>("nvmlDeviceGetComputeRunningProcesses_v2");
+  }
+  api->processes_v1 =
+      lib.Symbol<decltype(api->processes_v1)>("nvmlDeviceGetComputeRunningProcesses");
+  api->memory_info = lib.Symbol<decltype(api->memory_info)>("nvmlDeviceGetMemoryInfo");
+  api->utilization = lib.Symbol<decltype(api->utilization)>("nvmlDeviceGetUtilizationRates");
+  auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
+  if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
+      api->device_handle == nullptr ||
+      (api->processes_v2 == nullptr && api->processes_v1 == nullptr)) {
+    return fail(path + ": not NVML (an entry point is missing)");
+  }
+  if (const nvmlReturn_t r = init(); r != kNvmlSuccess) {
+    return fail(path + ": nvmlInit failed with NVML error " + std::to_string(r));
+  }
+  api->shutdown = shutdown;
+  return std::shared_ptr<GpuProcessMemory>(new GpuProcessMemory(std::move(api)));
+}
+
+GpuProcessMemory::GpuProcessMemory(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+GpuProcessMemory::~GpuProcessMemory() = default;
+
+std::optional<int64_t> GpuProcessMemory::UsedBy(const std::vector<pid_t>& pids) const {
+  return Used([&](pid_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); });
+}
+
+std::optional<int64_t> GpuProcessMemory::UsedByGroup(pid_t pgid) const {
+  return Used([pgid](pid_t pid) { return InProcessGroup(pid, pgid); });
+}
+
+std::optional<int64_t> GpuProcessMemory::Used(const std::function<bool(pid_t)>& counted) const {
+  unsigned int devices = 0;
+  if (api_->device_count(&devices) != kNvmlSuccess) return std::nullopt;
+  int64_t total = 0;
+  for (unsigned int d = 0; d < devices; ++d) {
+    nvmlDevice_t device = nullptr;
+    std::vector<std::pair<pid_t, int64_t>> procs;
+    if (api_->device_handle(d, &device) != kNvmlSuccess || !api_->Processes(device, procs)) {
+      return std::nullopt;
+    }
+    for (const auto& [pid, bytes] : procs) {
+      if (counted(pid)) total += bytes;
+    }
+  }
+  return total;
+}
+
+std::optional<void*> GpuProcessMemory::Device(unsigned int index) const {
+  unsigned int devices = 0;
+  nvmlDevice_t device = nullptr;
+  if (api_->device_count(&devices) != kNvmlSuccess || index >= devices ||
+      api_->device_handle(index, &device) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return device;
+}
+
+std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  MemoryInfo info{};
+  if (api_->memory_info == nullptr || !device || api_->memory_info(*device, &info) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(info.total);
+}
+
+std::optional<double> GpuProcessMemory::Utilization(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  UtilizationRates rates{};
+  if (api_->utilization == nullptr || !device ||
+      api_->utilization(*device, &rates) != kNvmlSuccess || rates.gpu > 100) {
+    return std::nullopt;
+  }
+  return static_cast<double>(rates.gpu) / 100.0;
+}
+
+std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devices) {
+  if (cuda_index < 0) return std::nullopt;
+  if (visible_devices == nullptr) return static_cast<unsigned int>(cuda_index);
+  std::istringstream list(visible_devices);
+  std::string entry;
+  for (int i = 0; std::getline(list, entry, ','); ++i) {
+    std::erase_if(entry, [](unsigned char c) { return std::isspace(c) != 0; });
+    if (entry.empty() || entry.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    if (i == cuda_index) return static_cast<unsigned int>(std::stoul(entry));
+  }
+  return std::nullopt;
+}
+
+DeviceNvml::DeviceNvml(const std::string& device) {
+  const Result<Device> parsed = ParseDevice(device);
+  if (parsed.ok() && parsed->is_cuda()) {
+    index_ = NvmlIndexOf(parsed->index.value_or(0), std::getenv("CUDA_VISIBLE_DEVICES"));
+  }
+}
+
+const GpuProcessMemory* DeviceNvml::Nvml() const {
+  if (!index_) return nullptr;
+  if (!opened_) {
+    opened_ = true;
+    nvml_ = GpuProcessMemory::Open();
+  }
+  return nvml_.get();
+}
+
+std::optional<double> DeviceNvml::Utilization() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml ? nvml->Utilization(*index_) : std::nullopt;
+}
+
+std::optional<int64_t> DeviceNvml::UsedByThisProcess() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml ? nvml->UsedBy({getpid()}) : std::nullopt;
+}
+
+bool InProcessGroup(pid_t pid, pid_t pgid) {
+  if (pid <= 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(line.substr(close + 1));
+  std::string state;
+  long ppid = 0, pgrp = 0;  // NOLINT(runtime/int)
+  return (rest >> state >> ppid >> pgrp) && pgrp == pgid && state != "Z" && state != "X";
+}
+
+}  // namespace tune

@@ -1,0 +1,163 @@
+#include "tokenizers/sentencepiece.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tokenizers/spm_shim/spm_shim.h"
+#include "util/dynamic_library.h"
+
+namespace tune::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kShim = "libtune_spm.so";
+
+}  // namespace
+
+struct SentencePieceModel::Api {
+  decltype(&tune_spm_abi) abi = nullptr;
+  decltype(&tune_spm_load) load = nullptr;
+  decltype(&tune_spm_free) free = nullptr;
+  decltype(&tune_spm_size) size = nullptr;
+  decltype(&tune_spm_unk_id) unk_id = nullptr;
+  decltype(&tune_spm_piece_to_id) piece_to_id = nullptr;
+  decltype(&tune_spm_id_to_piece) id_to_piece = nullptr;
+  decltype(&tune_spm_encode) encode = nullptr;
+  decltype(&tune_spm_encoding_free) encoding_free = nullptr;
+
+  bool Bind(const DynamicLibrary& lib) {
+    abi = lib.Symbol<decltype(abi)>("tune_spm_abi");
+    load = lib.Symbol<decltype(load)>("tune_spm_load");
+    free = lib.Symbol<decltype(free)>("tune_spm_free");
+    size = lib.Symbol<decltype(size)>("tune_spm_size");
+    unk_id = lib.Symbol<decltype(unk_id)>("tune_spm_unk_id");
+    piece_to_id = lib.Symbol<decltype(piece_to_id)>("tune_spm_piece_to_id");
+    id_to_piece = lib.Symbol<decltype(id_to_piece)>("tune_spm_id_to_piece");
+    encode = lib.Symbol<decltype(encode)>("tune_spm_encode");
+    encoding_free = lib.Symbol<decltype(encoding_free)>("tune_spm_encoding_free");
+    return abi != nullptr && load != nullptr && free != nullptr && size != nullptr &&
+           unk_id != nullptr && piece_to_id != nullptr && id_to_piece != nullptr &&
+           encode != nullptr && encoding_free != nullptr && abi() == TUNE_SPM_ABI;
+  }
+};
+
+std::vector<std::string> SentencePieceModel::ShimCandidates() {
+  if (const char* env = std::getenv("TUNE_SPM_LIBRARY"); env != nullptr && *env != '\0') {
+    return {env};
+  }
+  std::vector<std::string> out;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&SentencePieceModel::ShimCandidates), &info) != 0 &&
+      info.dli_fname != nullptr) {
+    out.push_back((fs::path(info.dli_fname).parent_path() / kShim).string());
+  }
+#ifdef TUNE_SPM_BUILD_PATH
+  out.push_back(TUNE_SPM_BUILD_PATH);
+#endif
+  return out;
+}
+
+// Opened once per process and never closed: its own symbol scope first (DEEPBIND), and nothing
+// of it in the global scope (LOCAL).
+Result<const SentencePieceModel::Api*> SentencePieceModel::Shim() {
+  static const Result<const Api*> shim = []() -> Result<const Api*> {
+    static Api api;
+    auto lib = DynamicLibrary::OpenFirst(ShimCandidates(), RTLD_DEEPBIND);
+    if (lib.status().code() == StatusCode::kNotFound) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("the SentencePiece library {} is missing ({}); rebuild tune or "
+                                "set TUNE_SPM_LIBRARY to its path",
+                                kShim, lib.status().message()));
+    }
+    if (!lib.ok()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("cannot load the SentencePiece library {} (Debian: "
+                                "libsentencepiece0; scripts/install-deps.sh installs it)",
+                                lib.status().message()));
+    }
+    if (!api.Bind(*lib)) {
+      return Status(StatusCode::kFailedPrecondition,
+                    fmt::format("{} is not the SentencePiece library of this tune build "
+                                "(stale or foreign); rebuild tune, or point TUNE_SPM_LIBRARY "
+                                "at the right {}",
+                                lib->path(), kShim));
+    }
+    lib->Keep();
+    return &api;
+  }();
+  return shim;
+}
+
+Result<std::shared_ptr<const SentencePieceModel>> SentencePieceModel::Load(
+    const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return NotFoundError(fmt::format("{}: cannot open the SentencePiece model file", path));
+  }
+  TUNE_ASSIGN_OR_RETURN(const Api* api, Shim());
+  char why[512] = {0};
+  tune_spm* model = api->load(path.c_str(), why, sizeof(why));
+  if (model == nullptr) {
+    return InvalidArgumentError(
+        fmt::format("{}: not a valid SentencePiece model ({})", path, why));
+  }
+  return std::shared_ptr<const SentencePieceModel>(new SentencePieceModel(api, model));
+}
+
+SentencePieceModel::SentencePieceModel(const Api* api, tune_spm* model)
+    : api_(api), model_(model) {}
+
+SentencePieceModel::~SentencePieceModel() { api_->free(model_); }
+
+std::vector<int> SentencePieceModel::Encode(std::string_view text,
+                                            std::vector<std::string>* pieces) const {
+  tune_spm_encoding e{};
+  std::vector<int> ids;
+  if (api_->encode(model_, text.data(), text.size(), pieces != nullptr ? 1 : 0, &e) != 0) {
+    return ids;
+  }
+  ids.assign(e.ids, e.ids + e.count);
+  for (size_t i = 0; pieces != nullptr && i < e.count; ++i) {
+    const size_t begin = i == 0 ? 0 : e.piece_ends[i - 1];
+    pieces->emplace_back(e.pieces + begin, e.piece_ends[i] - begin);
+  }
+  api_->encoding_free(&e);
+  return ids;
+}
+
+std::vector<int> SentencePieceModel::EncodeIds(std::string_view text) const {
+  return Encode(text, nullptr);
+}
+
+std::vector<std::string> SentencePieceModel::EncodePieces(std::string_view text) const {
+  std::vector<std::string> pieces;
+  Encode(text, &pieces);
+  return pieces;
+}
+
+int SentencePieceModel::size() const { return api_->size(model_); }
+
+std::string SentencePieceModel::Piece(int id) const {
+  if (id < 0 || id >= size()) return std::string();
+  std::string piece(64, '\0');
+  size_t n = api_->id_to_piece(model_, id, piece.data(), piece.size());
+  if (n > piece.size()) {
+    piece.resize(n);
+    n = api_->id_to_piece(model_, id, piece.data(), piece.size());
+  }
+  piece.resize(n);
+  return piece;
+}
+
+int SentencePieceModel::PieceId(std::string_view piece) const {
+  const int id = api_->piece_to_id(model_, piece.data(), piece.size());
+  return id >= 0 && Piece(id) == piece ? id : -1;
+}
+
+int SentencePieceModel::unk_id() const { return api_->unk_id(model_); }
+
+}  // namespace tune::internal

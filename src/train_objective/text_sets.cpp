@@ -1,0 +1,160 @@
+// The train objective's data (text_sets.h).
+#include "train_objective/text_sets.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "checkpoints/pretrained.h"
+#include "train/text_data.h"
+#include "util/text.h"
+
+namespace tune {
+namespace {
+
+// The tokenizer of the models under `key` (TokenizerKey): the checkpoint's (each model's with
+// "init": "pretrained", else "pretrained"'s; Tokenizer::FromCheckpointDir), the vocabulary
+// file's, or one built from the training texts no larger than the smallest model's vocabulary;
+// checked against every model's embedding table.
+Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std::string& key,
+                                const TextDataset& dataset,
+                                const std::vector<const ModelSpec*>& models) {
+  if (key.empty() && !options.vocab) {
+    TokenizerOptions to = options.tokenizer;
+    for (const ModelSpec* m : models) {
+      if (m->vocab_size > 0) to.vocab_size = std::min(to.vocab_size, m->vocab_size);
+    }
+    std::vector<std::string> texts;
+    texts.reserve(dataset.train.size());
+    for (const auto& e : dataset.train) texts.push_back(e.text);
+    return Tokenizer::Build(texts, to);
+  }
+  const bool vocab_key = key.rfind(kVocabKeyPrefix, 0) == 0;
+  const std::optional<std::string> dir =
+      vocab_key ? std::nullopt : key.empty() ? options.pretrained : key;
+  const std::string file = dir          ? PretrainedVocabPath(*dir)
+                           : vocab_key ? key.substr(std::string(kVocabKeyPrefix).size())
+                                       : *options.vocab;
+  TUNE_ASSIGN_OR_RETURN(Tokenizer t,
+                        dir ? Tokenizer::FromCheckpointDir(*dir, options.tokenizer)
+                            : Tokenizer::FromVocabFile(file, options.tokenizer.lowercase));
+  for (const ModelSpec* m : models) {
+    if (m->vocab_size > 0 && t.vocab_size() > m->vocab_size) {
+      return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "
+                                              "(vocab_size)",
+                                              file, t.vocab_size(), m->name, m->vocab_size));
+    }
+  }
+  return t;
+}
+
+// Every text tokenized once by `tokenizer` (TokenizeTextDataset), with a log line.
+TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, int64_t max_length) {
+  const auto start = std::chrono::steady_clock::now();
+  TrainTokenCounts counts;
+  TextTrainData data = TokenizeTextDataset(dataset, tokenizer, max_length, &counts);
+  const int64_t tokens = counts.tokens, longest = counts.longest;
+  const int64_t cap = std::max<int64_t>(max_length - 2, 0);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  spdlog::info(
+      "Train data: {} training examples ({}), {} validation examples ({}), {} labels; "
+      "{}; {:.1f} tokens per training text on average{}; prepared in {:.1f}s",
+      data.train_ids.size(), dataset.train_source, data.validation_ids.size(),
+      dataset.validation_source, data.num_labels, tokenizer.description(),
+      data.train_ids.empty()
+          ? 0.0
+          : static_cast<double>(tokens) / static_cast<double>(data.train_ids.size()),
+      longest > cap ? fmt::format(", the longest over {} (truncated)", cap) : "", secs);
+  return data;
+}
+
+}  // namespace
+
+std::string TokenizerKey(const TrainObjectiveOptions& options, const ModelSpec& model) {
+  if (IsTorchScriptModel(model)) {
+    if (model.extra.contains("tokenizer")) return model.extra["tokenizer"].get<std::string>();
+    if (model.extra.contains("vocab"))
+      return kVocabKeyPrefix + model.extra["vocab"].get<std::string>();
+    return std::string();
+  }
+  return options.init_pretrained ? model.checkpoint : std::string();
+}
+
+Result<std::vector<const ModelSpec*>> ModelsOf(const TrainObjectiveOptions& options,
+                                               const ModelCatalog& catalog,
+                                               const std::string& default_model) {
+  std::vector<const ModelSpec*> models;
+  for (const auto& name : options.models) {
+    TUNE_ASSIGN_OR_RETURN(const ModelSpec* m, catalog.Find(name));
+    models.push_back(m);
+  }
+  if (!default_model.empty()) {
+    TUNE_ASSIGN_OR_RETURN(const ModelSpec* m, catalog.Find(default_model));
+    models.push_back(m);
+  }
+  return models;
+}
+
+Result<TextSets> LoadText(const TrainObjectiveOptions& options,
+                          const std::vector<const ModelSpec*>& models) {
+  TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
+  std::map<std::string, std::vector<const ModelSpec*>> groups;
+  for (const ModelSpec* m : models) groups[TokenizerKey(options, *m)].push_back(m);
+  if (groups.empty()) groups[""];
+  TextSets sets;
+  for (const auto& [key, group] : groups) {
+    int64_t max_length = group.empty() ? 512 : 0;
+    for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));
+    TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, MakeTokenizer(options, key, dataset, group));
+    sets.data[key] = Tokenize(dataset, tokenizer, max_length);
+    if (key.rfind(kVocabKeyPrefix, 0) == 0) {
+      sets.vocab_files.emplace(key, std::move(tokenizer));
+    } else if (key.empty() && !options.pretrained) {
+      sets.built = std::move(tokenizer);
+    }
+  }
+  return sets;
+}
+
+Result<TabularTrainData> LoadTabular(const TabularDataOptions& options) {
+  TUNE_ASSIGN_OR_RETURN(TabularDataset dataset, LoadTabularDataset(options));
+  TabularTrainData tabular;
+  tabular.num_features = static_cast<int64_t>(dataset.features.size());
+  tabular.num_labels = static_cast<int64_t>(dataset.labels.size());
+  tabular.train_x = std::move(dataset.train_x);
+  tabular.train_labels = std::move(dataset.train_y);
+  tabular.validation_x = std::move(dataset.validation_x);
+  tabular.validation_labels = std::move(dataset.validation_y);
+  spdlog::info(
+      "Train data: {} training rows ({}), {} validation rows ({}), {} features ({}), {} "
+      "labels",
+      tabular.train_labels.size(), dataset.train_source, tabular.validation_labels.size(),
+      dataset.validation_source, tabular.num_features, JoinNames(dataset.features),
+      tabular.num_labels);
+  return tabular;
+}
+
+Status CheckTorchScriptModels(const TrainObjectiveOptions& options,
+                              const std::vector<const ModelSpec*>& models, const TextSets& text,
+                              Trainer& trainer, ModelCatalog& catalog) {
+  std::set<std::string> checked;
+  for (const ModelSpec* m : models) {
+    if (!IsTorchScriptModel(*m) || !checked.insert(m->name).second) continue;
+    TrainJob job;
+    job.model = *m;
+    job.data = &text.data.at(TokenizerKey(options, *m));
+    TUNE_ASSIGN_OR_RETURN(int64_t parameters, trainer.CheckTorchScriptModel(job));
+    spdlog::info("TorchScript model {}: {} parameters; forward checked at B=1, T=8", m->name,
+                 parameters);
+    ModelSpec updated = *m;
+    updated.num_parameters = parameters;
+    catalog.Put(std::move(updated));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tune

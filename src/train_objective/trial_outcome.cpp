@@ -1,0 +1,123 @@
+// A train trial's epochs and outcome (trial_outcome.h).
+#include "train_objective/trial_outcome.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "tune/trial_attrs.h"
+
+namespace tune {
+namespace {
+
+Json EpochToJson(const EpochMetrics& m) {
+  return Json{{"epoch", m.epoch},
+              {"train_loss", m.train_loss},
+              {"validation_loss", m.validation_loss},
+              {"accuracy", m.accuracy},
+              {"macro_f1", m.macro_f1},
+              {"optimizer_steps", m.optimizer_steps},
+              {"learning_rate", m.learning_rate},
+              {"seconds", m.seconds}};
+}
+
+}  // namespace
+
+Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
+  const double value = TrainMetricValue(metric_, m);
+  // Per-epoch lines are for --log-level debug; the trial's line says how it ended.
+  spdlog::debug(
+      "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
+      "macro_f1={:.4f} ({:.1f}s)",
+      trial_.number(), m.epoch + 1, hp_.epochs, m.train_loss, m.validation_loss, m.accuracy,
+      m.macro_f1, m.seconds);
+  TUNE_RETURN_IF_ERROR(trial_.Report(value, m.epoch));
+  const bool improved = Improves(value);
+  if (improved) {
+    best = value;
+    best_epoch = m.epoch;
+    since_best_ = 0;
+  } else {
+    ++since_best_;
+  }
+  TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
+  if (prune) {
+    pruned = true;
+    return EpochDecision::kStop;
+  }
+  if (hp_.patience > 0 && since_best_ >= hp_.patience && m.epoch + 1 < hp_.epochs) {
+    stopped_early = true;
+    return EpochDecision::kStop;
+  }
+  return improved ? EpochDecision::kKeep : EpochDecision::kContinue;
+}
+
+void EpochTracker::Reset() {
+  best.reset();
+  best_epoch = -1;
+  since_best_ = 0;
+  pruned = stopped_early = false;
+}
+
+bool EpochTracker::Improves(double value) const {
+  if (!best) return true;
+  if (!std::isfinite(value)) return false;
+  return TrainMetricDirection(metric_) == StudyDirection::kMaximize
+             ? value > *best + hp_.min_delta
+             : value < *best - hp_.min_delta;
+}
+
+std::string FirstLine(const std::string& s) {
+  std::string line = s.substr(0, s.find('\n'));
+  return line.size() > 300 ? line.substr(0, 297) + "..." : line;
+}
+
+Result<TrialOutcome> FailTrial(TrialHandle& trial, const std::string& reason) {
+  spdlog::warn("Trial {} failed: {}", trial.number(), FirstLine(reason));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, reason));
+  return TrialOutcome{TrialState::kFail, {}, FirstLine(reason)};
+}
+
+Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& options,
+                          const TrainResult& result, const EpochTracker& tracker) {
+  Json summary{{"end", TrainEndName(result.end)},
+               {"epochs_run", result.epochs.size()},
+               {"num_parameters", result.num_parameters},
+               {"metric", TrainMetricName(options.metric)}};
+  if (!options.costs.empty()) {
+    Json names = Json::array({TrainMetricName(options.metric)});
+    for (TrainCost c : options.costs) names.push_back(TrainCostName(c));
+    summary["objectives"] = std::move(names);
+  }
+  if (tracker.best_epoch >= 0) summary["best_epoch"] = tracker.best_epoch;
+  if (tracker.stopped_early) summary["stopped_early"] = true;
+  if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
+  Json history = Json::array();
+  for (const auto& m : result.epochs) history.push_back(EpochToJson(m));
+  summary["history"] = std::move(history);
+  return trial.SetUserAttr(attrs::kTrain, summary);
+}
+
+Result<TrialOutcome> FinishedRunOutcome(TrialHandle& trial, const TrainObjectiveOptions& options,
+                                        const TrainResult& result, const EpochTracker& tracker) {
+  if (tracker.pruned) {
+    return TrialOutcome{
+        TrialState::kPruned, {}, fmt::format("pruned after epoch {}", result.epochs.size())};
+  }
+  if (!tracker.best) return FailTrial(trial, "the run finished without an evaluated epoch");
+  std::vector<double> values{*tracker.best};
+  for (TrainCost c : options.costs) values.push_back(TrainCostValue(c, result));
+  if (!options.constraints.empty()) {
+    Json violations = Json::array();
+    for (const auto& [c, bound] : options.constraints) {
+      violations.push_back(TrainCostValue(c, result) - bound);
+    }
+    TUNE_RETURN_IF_ERROR(trial.SetSystemAttr("constraints", violations));
+  }
+  return TrialOutcome{TrialState::kComplete, std::move(values), ""};
+}
+
+}  // namespace tune

@@ -1,0 +1,58 @@
+// How a train trial's epochs end it: the epoch callback (reports, pruning, early stopping, the
+// best epoch), user attribute "train", and the trial's outcome with its costs and constraints.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "train/trainer.h"
+#include "train_objective/train_objective.h"
+#include "tune/status.h"
+#include "tune/trial.h"
+
+namespace tune {
+
+// The epoch callback's state: the best value so far, early stopping and pruning.
+class EpochTracker {
+ public:
+  // `hp`: the job's (a retry changes the batch, not the epochs); it must outlive the tracker.
+  EpochTracker(TrialHandle& trial, TrainMetric metric, const TrainHyperparams& hp)
+      : trial_(trial), metric_(metric), hp_(hp) {}
+
+  // Reports the epoch's metric, asks the pruner, and decides: stop (pruned, or `patience`
+  // epochs without an improvement larger than `min_delta`), keep (the best so far) or continue.
+  Result<EpochDecision> OnEpoch(const EpochMetrics& m);
+  // Forgets the run (a retry starts over).
+  void Reset();
+
+  std::optional<double> best;
+  int64_t best_epoch = -1;
+  bool pruned = false;
+  bool stopped_early = false;
+
+ private:
+  bool Improves(double value) const;
+
+  TrialHandle& trial_;
+  const TrainMetric metric_;
+  const TrainHyperparams& hp_;
+  int64_t since_best_ = 0;
+};
+
+// The first line of `s`, at most 300 characters.
+std::string FirstLine(const std::string& s);
+
+// A failed trial: fail_reason recorded, FAIL with its first line.
+Result<TrialOutcome> FailTrial(TrialHandle& trial, const std::string& reason);
+
+// User attribute "train": how the run ended, its epochs and the best one.
+Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& options,
+                          const TrainResult& result, const EpochTracker& tracker);
+
+// The outcome of a run that completed or stopped: PRUNED when the pruner stopped it, FAIL
+// without an evaluated epoch, else COMPLETE with the best epoch's metric and the options' costs
+// (and the constraints' violations as the trial system attribute "constraints").
+Result<TrialOutcome> FinishedRunOutcome(TrialHandle& trial, const TrainObjectiveOptions& options,
+                                        const TrainResult& result, const EpochTracker& tracker);
+
+}  // namespace tune

@@ -1,0 +1,213 @@
+// Tokenizer::FromCheckpointDir: which file is read, tokenizer_config.json, SentencePiece models
+// (trained here by Debian's python3-sentencepiece) with Hugging Face's ids, tokenizer.json, and
+// the errors of missing and corrupt files. Parity on random text: tests/tokenizer_parity/.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "testing/temp_dir.h"
+#include "tokenizers/tokenizer.h"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+using Ids = std::vector<int32_t>;
+using Words = std::vector<std::string>;
+
+void WriteLines(const fs::path& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+// Trains a small SentencePiece model with python3-sentencepiece; false when it cannot.
+bool TrainSentencePiece(const fs::path& dir, const std::string& prefix, bool deberta) {
+  std::ofstream corpus(dir / "corpus.txt");
+  for (int i = 0; i < 200; ++i) {
+    corpus << "the quick brown fox jumps over the lazy dog " << i << "\n"
+           << "Grüße aus Köln, привет мир, 東京タワー\n";
+  }
+  corpus.close();
+  const std::string ids = deberta ? "pad_id=0, pad_piece='[PAD]', bos_id=1, bos_piece='[CLS]', "
+                                    "eos_id=2, eos_piece='[SEP]', unk_id=3, unk_piece='[UNK]'"
+                                  : "unk_id=0, bos_id=1, eos_id=2, pad_id=-1";
+  const std::string script =
+      "import sentencepiece as spm\n"
+      "spm.SentencePieceTrainer.train(input='" +
+      (dir / "corpus.txt").string() + "', model_prefix='" + (dir / prefix).string() +
+      "', vocab_size=" + (deberta ? "80" : "120") + ", model_type='" +
+      (deberta ? "unigram" : "bpe") + "', minloglevel=2, " + ids + ")\n";
+  std::ofstream(dir / "train.py") << script;
+  return std::system(
+             ("/usr/bin/python3 " + (dir / "train.py").string() + " 2>/dev/null").c_str()) == 0;
+}
+
+TEST(TokenizerFiles, ChoosesTheFirstTokenizerFilePresent) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  EXPECT_EQ(Tokenizer::CheckpointTokenizerFile(d.string()), (d / "vocab.txt").string());
+  for (const char* name :
+       {"tokenizer.json", "sentencepiece.bpe.model", "spm.model", "vocab.json", "vocab.txt"}) {
+    std::ofstream(d / name) << "x";
+    EXPECT_EQ(Tokenizer::CheckpointTokenizerFile(d.string()), (d / name).string());
+  }
+}
+
+TEST(TokenizerFiles, MissingAndCorruptFilesAreNamed) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  auto none = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find(d.string() + ": no tokenizer file"), std::string::npos);
+  EXPECT_NE(none.status().message().find("spm.model (DeBERTa's SentencePiece)"),
+            std::string::npos);
+
+  std::ofstream(d / "spm.model") << "not a protobuf at all";
+  auto corrupt = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(corrupt.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(corrupt.status().message().find((d / "spm.model").string() +
+                                            ": not a valid SentencePiece model"),
+            std::string::npos)
+      << corrupt.status().message();
+  fs::remove(d / "spm.model");
+
+  std::ofstream(d / "tokenizer.json") << "{\"model\": ";
+  auto truncated = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(truncated.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(truncated.status().message().rfind(
+                (d / "tokenizer.json").string() + ":1:11: invalid JSON: ", 0),
+            0u)
+      << truncated.status().message();
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << "[1, 2]";
+  EXPECT_EQ(Tokenizer::FromCheckpointDir(d.string(), {}).status().message(),
+            (d / "tokenizer.json").string() + ": not a JSON object");
+  std::ofstream(d / "tokenizer.json", std::ios::trunc)
+      << R"({"model": {"type": "Unigram", "vocab": [["<unk>", 0.0]]}})";
+  auto unigram = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_NE(unigram.status().message().find("model.type is 'Unigram'; tune reads tokenizer.json "
+                                            "files of type WordPiece and BPE"),
+            std::string::npos)
+      << unigram.status().message();
+
+  WriteLines(d / "vocab.txt", {"[PAD]", "[UNK]", "[CLS]", "[SEP]"});
+  std::ofstream(d / "tokenizer_config.json") << R"({"do_lower_case": "yes"})";
+  auto config = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(config.status().message(),
+            (d / "tokenizer_config.json").string() +
+                ": \"do_lower_case\" is \"yes\"; expected true or false");
+}
+
+TEST(TokenizerFiles, TokenizerConfigSetsLowercasing) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  WriteLines(d / "vocab.txt", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Café", "cafe"});
+  auto uncased = Tokenizer::FromCheckpointDir(d.string(), {});  // BertTokenizer's default
+  ASSERT_TRUE(uncased.ok()) << uncased.status().ToString();
+  EXPECT_EQ(uncased->Encode("Café"), (Ids{6}));
+  EXPECT_EQ(uncased->mask_id(), 4);
+  std::ofstream(d / "tokenizer_config.json")
+      << R"({"do_lower_case": false, "strip_accents": null})";
+  auto cased = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(cased.ok()) << cased.status().ToString();
+  EXPECT_FALSE(cased->lowercase());
+  EXPECT_EQ(cased->Encode("Café"), (Ids{5}));
+  // Lowercased but accents kept (strip_accents: false).
+  std::ofstream(d / "tokenizer_config.json", std::ios::trunc)
+      << R"({"do_lower_case": true, "strip_accents": false})";
+  auto kept = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->SplitWords("CAFÉ"), (Words{"café"}));
+}
+
+TEST(TokenizerFiles, DebertaSpmModelUsesItsOwnIds) {
+  testing::TempDir dir;
+  if (!TrainSentencePiece(dir.path(), "spm", /*deberta=*/true)) {
+    GTEST_SKIP() << "python3-sentencepiece cannot train a model (Debian: python3-sentencepiece)";
+  }
+  auto t = Tokenizer::FromCheckpointDir(dir.path().string(), {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->pad_id(), 0);
+  EXPECT_EQ(t->cls_id(), 1);
+  EXPECT_EQ(t->sep_id(), 2);
+  EXPECT_EQ(t->unk_id(), 3);
+  EXPECT_EQ(t->mask_id(), 80);  // not a piece: added after the last one
+  EXPECT_EQ(t->vocab_size(), 81);
+  const Ids ids = t->Encode("the lazy fox");
+  ASSERT_FALSE(ids.empty());
+  Words pieces = t->SplitWords("the lazy fox");
+  ASSERT_EQ(pieces.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
+  EXPECT_EQ(t->Encode("\xF0\x9F\x98\x80"), (Ids{t->TokenId("\xE2\x96\x81"), 3}));  // ▁ + [UNK]
+  EXPECT_EQ(t->EncodeForClassification("the", 8).front(), 1);
+}
+
+TEST(TokenizerFiles, XlmRobertaModelUsesFairseqIds) {
+  testing::TempDir dir;
+  if (!TrainSentencePiece(dir.path(), "sentencepiece.bpe", /*deberta=*/false)) {
+    GTEST_SKIP() << "python3-sentencepiece cannot train a model (Debian: python3-sentencepiece)";
+  }
+  fs::remove(dir.path() / "sentencepiece.bpe.vocab");
+  auto t = Tokenizer::FromCheckpointDir(dir.path().string(), {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->cls_id(), 0);
+  EXPECT_EQ(t->pad_id(), 1);
+  EXPECT_EQ(t->sep_id(), 2);
+  EXPECT_EQ(t->unk_id(), 3);
+  EXPECT_EQ(t->vocab_size(), 122);  // 120 pieces + <pad> + <mask>
+  EXPECT_EQ(t->mask_id(), 121);
+  EXPECT_EQ(t->TokenText(121), "<mask>");
+  // Every piece moves up by one; SentencePiece's unknown (0) is <unk> (3).
+  const Ids ids = t->Encode("the fox \xF0\x9F\x98\x80");
+  Words pieces = t->SplitWords("the fox \xF0\x9F\x98\x80");
+  ASSERT_EQ(pieces.size(), ids.size());
+  EXPECT_EQ(ids.back(), 3);
+  for (size_t i = 0; i + 1 < ids.size(); ++i) {
+    EXPECT_GE(ids[i], 4);
+    EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
+  }
+}
+
+TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  std::ofstream(d / "tokenizer.json") << R"({
+    "normalizer": {"type": "BertNormalizer", "lowercase": true, "strip_accents": null,
+                   "handle_chinese_chars": true, "clean_text": true},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                 {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]},
+    "added_tokens": [{"id": 6, "content": "[MASK]"}],
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100,
+              "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "run": 4, "##ning": 5}}})";
+  auto wp = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(wp.ok()) << wp.status().ToString();
+  EXPECT_EQ(wp->EncodeForClassification("RUNNING runs", 8), (Ids{2, 4, 5, 1, 3}));
+  EXPECT_EQ(wp->mask_id(), 6);
+
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]},
+    "model": {"type": "BPE", "unk_token": null, "merges": [["h", "i"], "\u0120 hi"],
+              "vocab": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "h": 4, "i": 5,
+                        "hi": 6, "\u0120": 7, "\u0120hi": 8}}})";
+  auto bpe = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(bpe.ok()) << bpe.status().ToString();
+  EXPECT_EQ(bpe->EncodeForClassification("hi hi ih", 16), (Ids{0, 6, 8, 7, 5, 4, 2}));
+  EXPECT_EQ(bpe->mask_id(), -1);
+
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
+    "pre_tokenizer": {"type": "Whitespace"},
+    "model": {"type": "BPE", "merges": [], "vocab": {"<s>": 0}}})";
+  auto ws = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_NE(ws.status().message().find("pre_tokenizer.type is 'Whitespace'; a BPE tokenizer.json "
+                                       "needs ByteLevel"),
+            std::string::npos)
+      << ws.status().message();
+}
+
+}  // namespace
+}  // namespace tune
