@@ -24,11 +24,11 @@ set -euo pipefail
 # pre-tokenizer, SentencePiece models); python3-sentencepiece + python3-regex: their parity tests.
 # libjs-chart.js: the charting library `tune report` inlines in its pages; chromium: the headless
 # browser the report_browser test loads them in. universal-ctags: scripts/longest-functions.py
-# (the memory_functions_short test).
+# (the memory_functions_short test). clang-format: scripts/check-format.sh, which .ci/run runs.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
       libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
       libicu-dev libsentencepiece-dev python3-sentencepiece python3-regex libjs-chart.js chromium
-      universal-ctags)
+      universal-ctags clang-format)
 torch=1
 for arg in "$@"; do
   case "$arg" in

@@ -25,8 +25,12 @@ constexpr const char* kInterpreterError =
 // error in the TorchScript interpreter, the original message (ScriptErrorText).
 std::string Brief(const std::string& what) {
   const std::string text = ScriptErrorText(what);
-  const std::string line = text.substr(0, text.find('\n'));
-  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > 300) {
+    line.resize(300);
+    line.append("...");
+  }
+  return line;
 }
 
 // "Tensor[1, 3] float", "tuple", "None".

@@ -20,8 +20,7 @@ struct Entry {
 };
 
 std::string Shown(const Json& v) {
-  std::string s = v.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+  return Abbreviate(v.dump(), 40);
 }
 
 // Lower bound `lo` (inclusive unless lo_open), upper bound `hi` (exclusive if hi_open).

@@ -218,7 +218,7 @@ Result<std::string> TextField(const DataTable& table, const DataRow& row, const 
   TUNE_ASSIGN_OR_RETURN(const Json* v, Field(table, row, column));
   if (!v->is_string()) {
     std::string text = v->dump();
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    text = Abbreviate(text, 40);
     return InvalidArgumentError(
         fmt::format("{}:{}: '{}' must be a string, got {}", table.path, row.line, column, text));
   }
@@ -385,7 +385,7 @@ Status ReadFeatures(const DataTable& table, const DataRow& row,
     }
     if (!std::isfinite(x)) {
       std::string shown = v->dump();
-      if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+      shown = Abbreviate(shown, 40);
       return InvalidArgumentError(fmt::format("{}:{}: feature '{}' must be a finite number, got {}",
                                               table.path, row.line, column, shown));
     }

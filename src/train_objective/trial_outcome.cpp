@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tune/trial_attrs.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -71,8 +72,7 @@ bool EpochTracker::Improves(double value) const {
 }
 
 std::string FirstLine(const std::string& s) {
-  std::string line = s.substr(0, s.find('\n'));
-  return line.size() > 300 ? line.substr(0, 297) + "..." : line;
+  return Abbreviate(std::string_view(s).substr(0, s.find('\n')), 300);
 }
 
 Result<TrialOutcome> FailTrial(TrialHandle& trial, const std::string& reason) {

@@ -127,7 +127,7 @@ class JsonReader {
   }
   static std::string Describe(const Json& v) {
     std::string text = v.dump();
-    if (text.size() > 60) text = text.substr(0, 57) + "...";
+    text = Abbreviate(text, 60);
     return TypeName(v) + " (" + text + ")";
   }
 

@@ -196,4 +196,11 @@ Result<int64_t> ParseBytes(std::string_view text) {
   return static_cast<int64_t>(std::llround(bytes));
 }
 
+std::string Abbreviate(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  std::string out(text.substr(0, max > 3 ? max - 3 : 0));
+  out.append("...");
+  return out;
+}
+
 }  // namespace tune

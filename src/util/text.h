@@ -52,6 +52,9 @@ Result<int64_t> ParseBytes(std::string_view text);
 size_t DisplayWidth(std::string_view utf8);
 
 // "a, b, c".
+// `text` when it has at most `max` bytes, else its first max - 3 bytes and "..." (for messages).
+std::string Abbreviate(std::string_view text, size_t max);
+
 std::string JoinNames(const std::vector<std::string>& names, std::string_view sep = ", ");
 
 }  // namespace tune
