@@ -2,6 +2,8 @@
 // programs, not library code, so a failed call ends the process with a message (exit code 1).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +11,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tune/status.h"
 

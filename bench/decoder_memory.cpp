@@ -100,24 +100,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   const tune::DecoderMeasurement& m = *measured;
-  const nlohmann::json out = {
-      {"model", spec.model.name},       {"family", a.family},
-      {"layers", a.layers},             {"hidden", a.hidden},
-      {"heads", a.heads},               {"kv_heads", a.family == "gpt2" ? a.heads : a.kv_heads},
-      {"vocab", a.vocab},               {"batch", a.batch},
-      {"prompt", a.prompt},             {"new_tokens", a.new_tokens},
-      {"measured",
-       {{"weights", m.weights},
-        {"kv_cache", m.kv_cache},
-        {"prefill", m.prefill_peak},
-        {"decode", m.decode_peak},
-        {"peak", m.peak}}},
-      {"estimated",
-       {{"weights", e->weights.total()},
-        {"kv_cache", e->kv_cache},
-        {"prefill", e->prefill},
-        {"decode", e->decode},
-        {"peak", e->allocated_peak}}}};
+  const nlohmann::json out = {{"model", spec.model.name},
+                              {"family", a.family},
+                              {"layers", a.layers},
+                              {"hidden", a.hidden},
+                              {"heads", a.heads},
+                              {"kv_heads", a.family == "gpt2" ? a.heads : a.kv_heads},
+                              {"vocab", a.vocab},
+                              {"batch", a.batch},
+                              {"prompt", a.prompt},
+                              {"new_tokens", a.new_tokens},
+                              {"measured",
+                               {{"weights", m.weights},
+                                {"kv_cache", m.kv_cache},
+                                {"prefill", m.prefill_peak},
+                                {"decode", m.decode_peak},
+                                {"peak", m.peak}}},
+                              {"estimated",
+                               {{"weights", e->weights.total()},
+                                {"kv_cache", e->kv_cache},
+                                {"prefill", e->prefill},
+                                {"decode", e->decode},
+                                {"peak", e->allocated_peak}}}};
   std::cout << out.dump() << "\n";
   return 0;
 }

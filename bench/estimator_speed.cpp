@@ -77,8 +77,8 @@ std::vector<Case> MakeCases(const ModelCatalog& catalog) {
     r.optimizer = OptimizerKind::kSgd;
     cases.push_back({"xlm-roberta-base b32 T128 fp32 SGD", r});
   }
-  cases.push_back({"microsoft/deberta-v3-base b16 T256 fp32",
-                   encoder("microsoft/deberta-v3-base", 16, 256)});
+  cases.push_back(
+      {"microsoft/deberta-v3-base b16 T256 fp32", encoder("microsoft/deberta-v3-base", 16, 256)});
   {
     MemoryRequest r = encoder("microsoft/deberta-v3-large", 8, 512);
     r.precision = Precision::kBf16;
@@ -176,17 +176,16 @@ int Main(int argc, char** argv) {
     for (int64_t k = 0; k < searches; ++k) {
       const auto t0 = Clock::now();
       best = Take(MaxBatchSize(FormulaMemoryModel(cuda), c.request, budget), c.name);
-      us.push_back(
-          std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
       sink += best;
     }
     double mean = 0;
     for (double u : us) mean += u;
     mean /= static_cast<double>(us.size());
-    const Json row = {{"kind", "max_batch"},     {"case", c.name},
-                      {"device", "cuda 24 GiB"}, {"searches", searches},
-                      {"mean_us", mean},         {"p50_us", Quantile(us, 0.50)},
-                      {"p99_us", Quantile(us, 0.99)}, {"max_batch_size", best}};
+    const Json row = {
+        {"kind", "max_batch"},          {"case", c.name},        {"device", "cuda 24 GiB"},
+        {"searches", searches},         {"mean_us", mean},       {"p50_us", Quantile(us, 0.50)},
+        {"p99_us", Quantile(us, 0.99)}, {"max_batch_size", best}};
     std::printf("%s\n", row.dump().c_str());
   }
   std::fprintf(stderr, "(checksum %lld)\n", static_cast<long long>(sink));

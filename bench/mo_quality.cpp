@@ -114,15 +114,14 @@ Json RunOne(const std::string& sampler, const Json& options, const std::string& 
       static_cast<size_t>(FunctionObjectives(problem.options.name)), StudyDirection::kMinimize);
   auto study = Take(Study::CreateOrLoad(NewInMemoryStorage(), "quality", directions,
                                         Take(MakeSampler(config), "sampler"),
-                                        std::make_unique<NopPruner>(),
-                                        static_cast<uint64_t>(seed)),
+                                        std::make_unique<NopPruner>(), static_cast<uint64_t>(seed)),
                     "create study");
   Json values = Json::array(), ms = Json::array();
   for (int64_t i = 0; i < n_trials; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     values.push_back(RunTrial(*study, problem, catalog));
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return {{"tool", "tune"}, {"sampler", sampler}, {"problem", name},
           {"seed", seed},   {"values", values},   {"ms", ms}};
@@ -139,7 +138,8 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
   for (const auto& sampler : samplers) {
     for (const auto& name : problems) {
       for (int64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
-        fmt::print("{}\n", RunOne(sampler, options, name, seed, n_trials, oom_threshold, catalog).dump());
+        fmt::print("{}\n",
+                   RunOne(sampler, options, name, seed, n_trials, oom_threshold, catalog).dump());
         std::fflush(stdout);
       }
     }

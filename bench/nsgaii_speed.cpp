@@ -93,8 +93,7 @@ int Main(int argc, char** argv) {
       if (k < trials - window) continue;
       cpu_ms.push_back(ThreadCpuMs() - c0);
       ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-              .count());
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     total_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
   }

@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "suggest.h"
 #include "samplers/registry.h"
+#include "suggest.h"
 #include "tune/model_catalog.h"
 #include "tune/objectives/functions.h"
 #include "tune/pruners/pruner.h"
@@ -128,7 +128,6 @@ Problem MakeProblem(const std::string& problem, double oom_threshold) {
   }
   return p;
 }
-
 
 int PrintSpace(const std::string& problem) {
   Json out = Json::array();
@@ -225,12 +224,11 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
         config.options["multivariate"] = mode == "multivariate";
         config.options["n_startup_trials"] = n_startup;
         config.source = "--sampler";
-        auto study = Take(Study::CreateOrLoad(NewInMemoryStorage(), "quality",
-                                              {StudyDirection::kMinimize},
-                                              Take(MakeSampler(config), "sampler"),
-                                              std::make_unique<NopPruner>(),
-                                              static_cast<uint64_t>(seed)),
-                          "create study");
+        auto study =
+            Take(Study::CreateOrLoad(NewInMemoryStorage(), "quality", {StudyDirection::kMinimize},
+                                     Take(MakeSampler(config), "sampler"),
+                                     std::make_unique<NopPruner>(), static_cast<uint64_t>(seed)),
+                 "create study");
         for (const Json& params : StartupPoints(startup, name, seed)) {
           Take(study->EnqueueTrial(params), "enqueue");
         }
@@ -243,7 +241,7 @@ int Run(const Flags& flags, const ModelCatalog& catalog) {
         }
         double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        Json line = {{"tool", label},    {"mode", mode}, {"function", name}, {"seed", seed},
+        Json line = {{"tool", label},    {"mode", mode}, {"function", name},  {"seed", seed},
                      {"values", values}, {"oom", oom},   {"seconds", seconds}};
         fmt::print("{}\n", line.dump());
         std::fflush(stdout);

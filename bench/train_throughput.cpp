@@ -8,7 +8,6 @@
 // Usage: tune_bench_train_throughput --layers 4 --hidden 256 --heads 4 --intermediate 1024
 //          --vocab 16384 --batch 16 --length 64 --steps 8 --threads 1
 #include <fmt/format.h>
-
 #include <time.h>
 
 #include <cstdlib>
@@ -135,8 +134,8 @@ int main(int argc, char** argv) {
                    "\"libtorch\": \"{}\", \"count_memory\": {}, \"peak_memory_bytes\": {}}}",
                    a.name, result->num_parameters, a.threads, a.batch, a.length, a.steps,
                    seconds[0], seconds[1], samples / seconds[1], cpu[1] - cpu[0],
-                   samples / (cpu[1] - cpu[0]), tune::TorchVersion(),
-                   a.count_memory != 0, result->peak_memory_bytes)
+                   samples / (cpu[1] - cpu[0]), tune::TorchVersion(), a.count_memory != 0,
+                   result->peak_memory_bytes)
             << std::endl;
   return 0;
 }

@@ -194,8 +194,9 @@ std::string ParamsText(const FrozenTrial& t) {
   const Json params = t.ExternalParams();
   for (const auto& [name, v] : params.items()) {
     if (!out.empty()) out += " ";
-    out += name + "=" + (v.is_number_float() ? fmt::format("{:.4g}", v.get<double>())
-                                              : (v.is_string() ? v.get<std::string>() : v.dump()));
+    out += name + "=" +
+           (v.is_number_float() ? fmt::format("{:.4g}", v.get<double>())
+                                : (v.is_string() ? v.get<std::string>() : v.dump()));
   }
   return out;
 }
@@ -227,7 +228,7 @@ void PrintTrials(const std::vector<FrozenTrial>& trials, Format format) {
                                     d ? fmt::format("{:.3f}", *d) : ""};
     Json params = t.ExternalParams();
     for (const auto& n : param_names) {
-      row.push_back(!params.contains(n) ? ""
+      row.push_back(!params.contains(n)     ? ""
                     : params[n].is_string() ? params[n].get<std::string>()
                                             : params[n].dump());
     }

@@ -39,8 +39,7 @@ Result<StoredStudy> OpenStoredStudy(const std::string& url, const std::string& s
                                     StorageAccess access);
 // The opened study as a Study with the default sampler and pruner, for the commands that change
 // its trials without sampling them (tell, enqueue).
-Result<std::unique_ptr<Study>> LoadStoredStudy(const StoredStudy& opened,
-                                               const std::string& study);
+Result<std::unique_ptr<Study>> LoadStoredStudy(const StoredStudy& opened, const std::string& study);
 
 // A study read whole (read-only) for the commands that show it: its record and its trials in
 // `states` (every state when empty).
@@ -83,7 +82,7 @@ struct RunArgs {
   std::optional<std::string> device_memory;  // train objective: the memory guard's budget
   std::optional<int64_t> oom_retry;
   std::optional<std::string> save_best;  // train objective: the best trial's model directory
-  std::optional<std::string> jobs;  // N or "auto"
+  std::optional<std::string> jobs;       // N or "auto"
   std::optional<int64_t> max_jobs;
   std::optional<std::string> progress;  // auto, bar, lines, off
   std::optional<double> progress_interval;
@@ -129,7 +128,7 @@ int ExportStudy(const ExportArgs& args);
 
 struct EstimateArgs {
   std::string model;
-  std::optional<std::string> study;    // a study that stored a measured fit of `model`
+  std::optional<std::string> study;  // a study that stored a measured fit of `model`
   std::string storage = kDefaultStorage;
   std::optional<std::string> catalog;  // a catalog file merged into the built-in one
   std::string architecture = "encoder";

@@ -21,8 +21,8 @@ int SetLogLevel(const std::string& level) {
   const std::vector<std::string> levels = {"trace", "debug", "info", "warn", "error", "off"};
   auto lvl = spdlog::level::from_str(level);
   if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
-    std::cerr << "tune: unknown --log-level '" << level << "'"
-              << tune::DidYouMean(level, levels) << "; valid: " << tune::JoinNames(levels) << "\n";
+    std::cerr << "tune: unknown --log-level '" << level << "'" << tune::DidYouMean(level, levels)
+              << "; valid: " << tune::JoinNames(levels) << "\n";
     return tune::app::kExitUsage;
   }
   spdlog::set_level(lvl);
@@ -36,10 +36,11 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
 
-  CLI::App app{"tune: hyperparameter studies with an in-process GPU memory guard.\n"
-               "Runs the study NAME from configs/NAME.json (or --config), or manages stored "
-               "studies with a subcommand.",
-               "tune"};
+  CLI::App app{
+      "tune: hyperparameter studies with an in-process GPU memory guard.\n"
+      "Runs the study NAME from configs/NAME.json (or --config), or manages stored "
+      "studies with a subcommand.",
+      "tune"};
   app.set_version_flag("--version", [] {
     return std::string("tune ") + TUNE_VERSION + "\n" + tune::app::TorchVersionText();
   });

@@ -203,10 +203,10 @@ void ProgressLog::OnTrialStarted(const Trial& t, const TrialPlan& plan, const Jo
     std::lock_guard lock(mu_);
     counts_.jobs = jobs;
   }
-  spdlog::info("Trial {} started{}: {}; params: {}", t.number(),
-               plan.reservation > 0 ? fmt::format(", reserving {}", FormatBytes(plan.reservation))
-                                    : "",
-               JobsStateText(jobs), plan.params.dump());
+  spdlog::info(
+      "Trial {} started{}: {}; params: {}", t.number(),
+      plan.reservation > 0 ? fmt::format(", reserving {}", FormatBytes(plan.reservation)) : "",
+      JobsStateText(jobs), plan.params.dump());
 }
 
 void ProgressLog::set_jobs(const JobsState& jobs) {

@@ -1,7 +1,7 @@
 // How a run shows its progress (--progress auto|bar|lines|off): on a terminal, one status line
 // kept at the bottom of the screen and redrawn in place while log lines scroll above it;
 // elsewhere (CI, nohup, a pipe), plain progress lines, at most one every --progress-interval
-// seconds. docs/cli.md, "Progress", shows both. The text itself: tune/progress_text.h.
+// seconds. docs/cli.md, "Progress", shows both. The text itself: study/progress_text.h.
 #pragma once
 
 #include <chrono>

@@ -44,8 +44,7 @@ Result<Plugin> Bind(DynamicLibrary& lib) {
   p.version = lib.Symbol<decltype(p.version)>("tune_torch_version");
   p.cuda_status = lib.Symbol<decltype(p.cuda_status)>("tune_torch_cuda_status");
   if (p.abi == nullptr || p.new_trainer == nullptr || p.version == nullptr ||
-      p.cuda_status == nullptr ||
-      p.abi() != kTorchPluginAbi) {
+      p.cuda_status == nullptr || p.abi() != kTorchPluginAbi) {
     return Status(StatusCode::kFailedPrecondition,
                   fmt::format("{} is not the LibTorch trainer of this tune build (stale or "
                               "foreign library); rebuild tune, or point "

@@ -84,8 +84,8 @@ std::optional<double> NumberText(const std::string& text) {
 
 // The keys the trials have, for "did you mean".
 std::vector<std::string> KnownKeys(const std::vector<FrozenTrial>& trials) {
-  std::set<std::string> keys = {"number", "state", "value", "duration", "datetime_start",
-                                "datetime_complete"};
+  std::set<std::string> keys = {"number",   "state",          "value",
+                                "duration", "datetime_start", "datetime_complete"};
   for (const FrozenTrial& t : trials) {
     for (const auto& [name, v] : t.params) keys.insert("params_" + name);
     for (const auto& [name, v] : t.user_attrs.items()) keys.insert(name);

@@ -1,7 +1,8 @@
 // MemoryPlanner: the memory guard's interface for objectives that run external programs (the
-// command objective's "memory" section, objectives/command.h). The command objective (tune_core)
-// asks it; tune_train's guard implements it (NewGuardPlanner, src/memory/guard_planner.h), so
-// the core needs no estimator. A program embedding tune_core may implement its own.
+// command objective's "memory" section, tune/objectives/command.h). The command objective
+// (tune_core) asks it; tune_train's guard implements it (NewGuardPlanner,
+// src/memory/guard_planner.h), so the core needs no estimator. A program embedding tune_core may
+// implement its own.
 #pragma once
 
 #include <cstdint>

@@ -87,11 +87,11 @@ Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& wh
 // once").
 struct JobsState {
   int64_t running = 0;
-  int64_t waiting = 0;                  // asked and planned, waiting for memory
-  int64_t reserved = 0;                 // bytes the running trials reserve
-  std::optional<int64_t> capacity;      // bytes they may reserve; unset: not tracked
-  std::optional<double> busy;           // their summed busy share (a simulated card); unset: unknown
-  std::optional<double> utilization;    // the device's utilisation (NVML, CUDA); unset: unknown
+  int64_t waiting = 0;                // asked and planned, waiting for memory
+  int64_t reserved = 0;               // bytes the running trials reserve
+  std::optional<int64_t> capacity;    // bytes they may reserve; unset: not tracked
+  std::optional<double> busy;         // their summed busy share (a simulated card); unset: unknown
+  std::optional<double> utilization;  // the device's utilisation (NVML, CUDA); unset: unknown
 };
 // "3 running, 17.2 GiB of 22.8 GiB reserved, GPU 87% utilized, 1 waiting".
 std::string JobsStateText(const JobsState& state);
@@ -110,12 +110,12 @@ struct OptimizeOptions : RunSettings {
 };
 
 struct OptimizeResult {
-  int64_t trials_run = 0;       // trials finished by this call
-  int64_t finished_total = 0;   // finished trials in the study afterwards
-  int64_t stale_failed = 0;     // stale trials this call failed
-  int64_t stale_retried = 0;    // ... of which it re-enqueued
-  int64_t trials_lost = 0;      // own trials failed as stale by another worker while running
-  bool interrupted = false;     // stopped by Ctrl-C (the running trial is FAIL)
+  int64_t trials_run = 0;      // trials finished by this call
+  int64_t finished_total = 0;  // finished trials in the study afterwards
+  int64_t stale_failed = 0;    // stale trials this call failed
+  int64_t stale_retried = 0;   // ... of which it re-enqueued
+  int64_t trials_lost = 0;     // own trials failed as stale by another worker while running
+  bool interrupted = false;    // stopped by Ctrl-C (the running trial is FAIL)
   bool timed_out = false;
 };
 

@@ -25,9 +25,9 @@ namespace tune {
 
 struct Condition {
   enum class Op { kEq, kNe, kIn, kNotIn, kLt, kLe, kGt, kGe };
-  std::string key;          // a parameter name, or "<model param>.<catalog attribute>"
-  std::string param;        // the parameter the key reads
-  std::string attribute;    // catalog attribute, empty when the key is a parameter
+  std::string key;        // a parameter name, or "<model param>.<catalog attribute>"
+  std::string param;      // the parameter the key reads
+  std::string attribute;  // catalog attribute, empty when the key is a parameter
   Op op = Op::kEq;
   Json operand;
 };

@@ -73,7 +73,7 @@ inline Status InternalError(std::string m) { return {StatusCode::kInternal, std:
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : data_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(data_).ok() && "Result constructed from an OK status");
   }
@@ -102,9 +102,9 @@ class [[nodiscard]] Result {
 #define TUNE_INTERNAL_CONCAT(a, b) TUNE_INTERNAL_CONCAT2(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define TUNE_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    ::tune::Status tune_status_ = (expr);     \
+#define TUNE_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::tune::Status tune_status_ = (expr);        \
     if (!tune_status_.ok()) return tune_status_; \
   } while (0)
 

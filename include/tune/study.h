@@ -166,7 +166,7 @@ class Study {
   std::optional<uint64_t> seed_;
   std::mutex sampler_mu_;  // serialises sampler and pruner calls
 
-  std::mutex cache_mu_;  // guards the two members below
+  std::mutex cache_mu_;                                    // guards the two members below
   std::vector<std::shared_ptr<const FrozenTrial>> cache_;  // by number
   std::vector<int64_t> unfinished_;                        // numbers not finished when read
 };

@@ -27,15 +27,15 @@ enum class TrialState { kRunning = 0, kComplete = 1, kPruned = 2, kFail = 3, kWa
 const char* TrialStateName(TrialState s);
 Result<TrialState> ParseTrialState(std::string_view name);
 // The states a trial ends in, and the test for them.
-inline const std::vector<TrialState> kFinishedStates = {TrialState::kComplete,
-                                                        TrialState::kPruned, TrialState::kFail};
+inline const std::vector<TrialState> kFinishedStates = {TrialState::kComplete, TrialState::kPruned,
+                                                        TrialState::kFail};
 inline bool IsFinished(TrialState s) {
   return s == TrialState::kComplete || s == TrialState::kPruned || s == TrialState::kFail;
 }
 
 // Optuna's StudyDirection.
 enum class StudyDirection { kNotSet = 0, kMinimize = 1, kMaximize = 2 };
-const char* StudyDirectionName(StudyDirection d);  // "MINIMIZE", ...
+const char* StudyDirectionName(StudyDirection d);                       // "MINIMIZE", ...
 std::string StudyDirectionsText(const std::vector<StudyDirection>& d);  // "MINIMIZE, MAXIMIZE"
 // Accepts "minimize"/"maximize" in any case.
 Result<StudyDirection> ParseStudyDirection(std::string_view name);
@@ -121,7 +121,7 @@ struct TrialPlan {
   // The memory the trial was capped at while it ran (--jobs: its reservation); 0: the device's.
   // An out-of-memory error under a cap tells calibration about that cap, not the device.
   int64_t cap = 0;
-  std::string summary;           // how the reservation was reached, for the log
+  std::string summary;  // how the reservation was reached, for the log
 };
 
 // What an objective sees of a running trial: its number, its intermediate values and the pruner,

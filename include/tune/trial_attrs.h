@@ -61,20 +61,20 @@ bool IsOomTrial(const FrozenTrial& trial);
 struct OomAttempt {
   int64_t batch_size = 0;
   int64_t grad_accum = 0;
-  std::string phase;                    // setup, forward, backward, optimizer_step, evaluation
-  std::string error;                    // the first line of the error
-  int64_t peak_memory_bytes = -1;       // measured; -1: not measured
-  std::optional<int64_t> estimate;      // device_peak estimated for the attempt
+  std::string phase;                // setup, forward, backward, optimizer_step, evaluation
+  std::string error;                // the first line of the error
+  int64_t peak_memory_bytes = -1;   // measured; -1: not measured
+  std::optional<int64_t> estimate;  // device_peak estimated for the attempt
 };
 
 // The user attribute "memory" of a train trial (bytes throughout; -1: not measured).
 struct MemoryAttr {
-  std::string family;          // calibration key: model_type[/precision]
-  int64_t estimate = 0;        // device_peak estimated for the configuration that ran
-  int64_t device_memory = 0;   // the memory the trial could use; 0: no limit
-  std::string model;           // the model's name (per-model calibration); "" when not recorded
-  int64_t cap = 0;             // --jobs: the reservation it was capped at; 0: none
-  int64_t peak = -1;           // measured: allocated bytes above the level at the start
+  std::string family;         // calibration key: model_type[/precision]
+  int64_t estimate = 0;       // device_peak estimated for the configuration that ran
+  int64_t device_memory = 0;  // the memory the trial could use; 0: no limit
+  std::string model;          // the model's name (per-model calibration); "" when not recorded
+  int64_t cap = 0;            // --jobs: the reservation it was capped at; 0: none
+  int64_t peak = -1;          // measured: allocated bytes above the level at the start
   // CUDA: the context (and kernels) outside the caching allocator that `estimate` counted; with
   // run->peak_reserved it gives the measured counterpart of `estimate`. -1: not recorded.
   int64_t context = -1;
@@ -82,7 +82,7 @@ struct MemoryAttr {
   // "device_sampled" (NVML's samples: a lower bound), "max_rss" (the resident set, on a CPU
   // device), "host_max_rss" (the resident set of a program on a CUDA device); "" unknown.
   std::string peak_source;
-  bool oom = false;            // ran out of memory at run time
+  bool oom = false;  // ran out of memory at run time
   // Admission, when it ran: its verdict ("run", "run_with_levers", "reject"), the prediction
   // (estimate x correction), the correction and the usable memory, and the levers applied.
   std::optional<std::string> admission;
@@ -95,11 +95,11 @@ struct MemoryAttr {
     int64_t peak_reserved = -1;  // CUDA: the caching allocator's peak
     int64_t before = -1;         // allocated when the run started and after it was released
     int64_t after = -1;
-    int64_t rss = -1;            // the process's resident set and malloc's in-use bytes after it
+    int64_t rss = -1;  // the process's resident set and malloc's in-use bytes after it
     int64_t heap = -1;
-    int64_t batch_size = 0;      // the batch as it ran (levers and retries applied)
+    int64_t batch_size = 0;  // the batch as it ran (levers and retries applied)
     int64_t grad_accum = 0;
-    int64_t max_length = 0;      // command trials: the request's tokens per example
+    int64_t max_length = 0;  // command trials: the request's tokens per example
     bool gradient_checkpointing = false;
     std::vector<OomAttempt> oom_retries;
   };

@@ -67,9 +67,9 @@ Status ReadDebertaConfig(const internal::JsonReader& r, const Json& doc, ModelSp
   m.position_buckets = *buckets;
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> max_rel, r.OptInt("max_relative_positions"));
   if (max_rel && *max_rel >= 1 && *max_rel != m.max_position_embeddings) {
-    return r.ChildError("max_relative_positions",
-                        fmt::format("must be -1 or max_position_embeddings ({})",
-                                    m.max_position_embeddings));
+    return r.ChildError(
+        "max_relative_positions",
+        fmt::format("must be -1 or max_position_embeddings ({})", m.max_position_embeddings));
   }
   TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> conv, r.OptInt("conv_kernel_size"));
   if (conv && *conv > 0)
@@ -107,8 +107,8 @@ Status ReadCheckpointConfig(const Json& doc, const std::string& config_path, Mod
     if (!v && f.fallback < 0) return r.Error(fmt::format("missing required key '{}'", f.key));
     *f.dst = v.value_or(f.fallback);
     if (*f.dst < 0 || (f.fallback < 0 && *f.dst == 0)) {
-      return r.ChildError(f.key, fmt::format("must be {} 0, got {}", f.fallback < 0 ? ">" : ">=",
-                                             *f.dst));
+      return r.ChildError(f.key,
+                          fmt::format("must be {} 0, got {}", f.fallback < 0 ? ">" : ">=", *f.dst));
     }
   }
   if (m.hidden_size % m.num_attention_heads != 0) {
@@ -138,9 +138,10 @@ Status CheckCheckpointFiles(const PretrainedCheckpoint& c) {
   const fs::path dir(c.dir);
   std::error_code ec;
   if (!fs::exists(c.config_path, ec)) {
-    return NotFoundError(fmt::format("{}: not found; a checkpoint directory needs config.json, "
-                                     "model.safetensors and its tokenizer files",
-                                     c.config_path));
+    return NotFoundError(
+        fmt::format("{}: not found; a checkpoint directory needs config.json, "
+                    "model.safetensors and its tokenizer files",
+                    c.config_path));
   }
   if (!fs::exists(c.weights_path, ec)) {
     if (fs::exists(dir / "pytorch_model.bin", ec)) {
@@ -208,9 +209,9 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
 std::vector<std::string> CheckpointTokenizerFiles(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const char* f : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer.json",
-                        "tokenizer_config.json", "special_tokens_map.json", "spm.model",
-                        "sentencepiece.bpe.model", "added_tokens.json"}) {
+  for (const char* f :
+       {"vocab.txt", "vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json",
+        "special_tokens_map.json", "spm.model", "sentencepiece.bpe.model", "added_tokens.json"}) {
     if (fs::exists(fs::path(dir) / f, ec)) out.push_back((fs::path(dir) / f).string());
   }
   return out;

@@ -64,7 +64,6 @@ struct CheckpointSearch {
   std::string hub_cache;                  // HuggingFaceHubCache() unless a test sets it
 };
 
-
 // The directory `name` resolves to (offline), or NotFound listing every place searched.
 Result<std::string> ResolveCheckpoint(const std::string& name, const CheckpointSearch& search);
 

@@ -25,15 +25,14 @@ struct DtypeName {
   int64_t size;
 };
 constexpr DtypeName kDtypes[] = {
-    {SafetensorsDtype::kF32, "F32", 4}, {SafetensorsDtype::kF16, "F16", 2},
+    {SafetensorsDtype::kF32, "F32", 4},   {SafetensorsDtype::kF16, "F16", 2},
     {SafetensorsDtype::kBF16, "BF16", 2}, {SafetensorsDtype::kF64, "F64", 8},
-    {SafetensorsDtype::kI64, "I64", 8}, {SafetensorsDtype::kI32, "I32", 4},
-    {SafetensorsDtype::kI16, "I16", 2}, {SafetensorsDtype::kI8, "I8", 1},
-    {SafetensorsDtype::kU8, "U8", 1},   {SafetensorsDtype::kBool, "BOOL", 1}};
+    {SafetensorsDtype::kI64, "I64", 8},   {SafetensorsDtype::kI32, "I32", 4},
+    {SafetensorsDtype::kI16, "I16", 2},   {SafetensorsDtype::kI8, "I8", 1},
+    {SafetensorsDtype::kU8, "U8", 1},     {SafetensorsDtype::kBool, "BOOL", 1}};
 
 bool IsFloat(SafetensorsDtype d) {
-  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 ||
-         d == SafetensorsDtype::kBF16;
+  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 || d == SafetensorsDtype::kBF16;
 }
 
 }  // namespace
@@ -101,7 +100,7 @@ uint16_t FloatToBfloat16(float f) {
   std::memcpy(&bits, &f, sizeof bits);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return static_cast<uint16_t>((bits >> 16) | 0x40u);  // nan
-  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+  bits += 0x7fffu + ((bits >> 16) & 1u);                 // round to nearest even
   return static_cast<uint16_t>(bits >> 16);
 }
 
@@ -110,9 +109,9 @@ uint16_t FloatToHalf(float f) {
   std::memcpy(&bits, &f, sizeof bits);
   const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // nan
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // nan
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {  // subnormal half (or zero)
+  if (abs < 0x38800000u) {                                               // subnormal half (or zero)
     if (abs < 0x33000000u) return sign;
     const uint32_t exp = abs >> 23;
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
@@ -153,9 +152,9 @@ Result<Json> ReadHeader(const std::string& path, uint64_t size, uint64_t& header
                           header_len, size));
   }
   if (header_len > kMaxHeaderBytes) {
-    return NotSafetensors(path,
-                          fmt::format("the header length {} is over the format's limit of {} bytes",
-                                      header_len, kMaxHeaderBytes));
+    return NotSafetensors(
+        path, fmt::format("the header length {} is over the format's limit of {} bytes", header_len,
+                          kMaxHeaderBytes));
   }
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
@@ -275,9 +274,9 @@ const SafetensorsTensorInfo* SafetensorsFile::Find(const std::string& name) cons
 
 Result<std::vector<float>> SafetensorsFile::ReadFloats(const SafetensorsTensorInfo& t) const {
   if (!IsFloat(t.dtype)) {
-    return InvalidArgumentError(fmt::format(
-        "{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", path_, t.name,
-        SafetensorsDtypeName(t.dtype)));
+    return InvalidArgumentError(
+        fmt::format("{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", path_, t.name,
+                    SafetensorsDtypeName(t.dtype)));
   }
   std::ifstream in(path_, std::ios::binary);
   std::vector<unsigned char> raw(t.bytes);
@@ -312,8 +311,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWr
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     if (!IsFloat(t.dtype)) {
-      return InvalidArgumentError(fmt::format("tensor '{}': can only write F32, F16 or BF16",
-                                              t.name));
+      return InvalidArgumentError(
+          fmt::format("tensor '{}': can only write F32, F16 or BF16", t.name));
     }
     int64_t numel = 1;
     for (int64_t s : t.shape) numel *= s;

@@ -107,8 +107,7 @@ Json TrialValue(const FrozenTrial& trial, const std::string& name) {
 bool HasShape(const std::vector<FrozenTrial>& trials, const ProbeTarget& target,
               const ProbeShape& shape) {
   return std::any_of(trials.begin(), trials.end(), [&](const FrozenTrial& t) {
-    return (!target.model_param ||
-            ScalarEqual(TrialValue(t, *target.model_param), target.model)) &&
+    return (!target.model_param || ScalarEqual(TrialValue(t, *target.model_param), target.model)) &&
            ScalarEqual(TrialValue(t, target.batch_size_param), shape.batch_size) &&
            ScalarEqual(TrialValue(t, target.max_length_param), shape.max_length);
   });
@@ -140,9 +139,10 @@ std::vector<ProbeTarget> BoundaryProbeTargets(const StudyConfig& config) {
   std::vector<ProbeTarget> targets;
   for (const std::string& model : measured.models) {
     if (!batch || !length) {
-      spdlog::debug("No boundary probes for measured model '{}': memory.batch_size and "
-                    "memory.max_length must each name a parameter (\"{{batch_size}}\")",
-                    model);
+      spdlog::debug(
+          "No boundary probes for measured model '{}': memory.batch_size and "
+          "memory.max_length must each name a parameter (\"{{batch_size}}\")",
+          model);
       continue;
     }
     ProbeTarget target{model, measured.param, *batch, *length, {}};

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/objective_config.h"
 #include "checkpoints/pretrained.h"
+#include "config/objective_config.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
 #include "util/text.h"
@@ -23,10 +23,10 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "description",  "direction",   "directions", "n_trials",       "timeout",
-    "storage",      "sampler",     "pruner",     "models",         "model_catalog",
-    "search_space", "conditional", "objective",  "enqueue_trials", "heartbeat_interval",
-    "grace_period", "retry_failed", "retry_oom", "jobs",          "max_jobs",
+    "description",  "direction",    "directions",       "n_trials",       "timeout",
+    "storage",      "sampler",      "pruner",           "models",         "model_catalog",
+    "search_space", "conditional",  "objective",        "enqueue_trials", "heartbeat_interval",
+    "grace_period", "retry_failed", "retry_oom",        "jobs",           "max_jobs",
     "max_busy",     "progress",     "progress_interval"};
 
 // "direction": "maximize" or "directions": ["minimize", "maximize"].
@@ -78,7 +78,8 @@ Status ParseJobs(const JsonReader& r, StudyConfig& config) {
   }
   TUNE_ASSIGN_OR_RETURN(std::optional<double> max_busy, r.OptNumber("max_busy"));
   if (max_busy) {
-    if (!(*max_busy >= 0 && *max_busy <= 256)) return r.ChildError("max_busy", "must be in [0, 256]");
+    if (!(*max_busy >= 0 && *max_busy <= 256))
+      return r.ChildError("max_busy", "must be in [0, 256]");
     config.max_busy = *max_busy;
   }
   return Status::Ok();
@@ -226,9 +227,8 @@ Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, Mod
   if (space_json.is_null() && conditional_json.is_null()) {
     return r.Error("missing 'search_space': declare the parameters to tune");
   }
-  TUNE_ASSIGN_OR_RETURN(config.space,
-                        ParseSearchSpace(space_json, conditional_json, std::move(catalog), r.file(),
-                                         key_order));
+  TUNE_ASSIGN_OR_RETURN(config.space, ParseSearchSpace(space_json, conditional_json,
+                                                       std::move(catalog), r.file(), key_order));
   if (config.space.ParamNames().empty()) return r.Error("the search space has no parameters");
   if (!doc.contains("objective")) {
     return r.Error("missing 'objective' (\"function\", \"command\" or \"train\")");

@@ -75,7 +75,7 @@ Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& 
                                           ModelCatalog catalog, const std::string& source,
                                           const SpaceKeyOrder& key_order = {});
 
-// The objective of `config` (objectives/registry.h). The "train" objective needs a Trainer
+// The objective of `config` (config/objective_registry.h). The "train" objective needs a Trainer
 // (tune_torch's, loaded by the tune binary); without one it is a FailedPrecondition saying
 // that tune was built without LibTorch.
 Result<std::unique_ptr<Objective>> MakeObjective(const StudyConfig& config,

@@ -58,10 +58,14 @@ Result<std::unique_ptr<Objective>> MakeFunction(const StudyConfig& config,
 
 std::vector<OptionKey> CommandKeys() {
   const CommandOptions d;
-  return {{"argv", nullptr},         {"env", Json::object()},
-          {"cwd", nullptr},          {"timeout", nullptr},
-          {"work_dir", nullptr},     {"oom_patterns", Json::array()},
-          {"stderr_tail_bytes", d.stderr_tail_bytes}, {"memory", nullptr}};
+  return {{"argv", nullptr},
+          {"env", Json::object()},
+          {"cwd", nullptr},
+          {"timeout", nullptr},
+          {"work_dir", nullptr},
+          {"oom_patterns", Json::array()},
+          {"stderr_tail_bytes", d.stderr_tail_bytes},
+          {"memory", nullptr}};
 }
 
 Status CheckTemplate(const JsonReader& r, const std::string& key, const std::string& text,

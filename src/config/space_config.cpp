@@ -10,8 +10,8 @@
 
 #include "config/config.h"
 #include "util/json_reader.h"
-#include "util/text.h"
 #include "util/py_json.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -33,19 +33,19 @@ Status ParseFloatParam(const JsonReader& r, bool log, ParamSpec& spec) {
   TUNE_ASSIGN_OR_RETURN(std::optional<double> high, r.OptNumber("high"));
   TUNE_ASSIGN_OR_RETURN(std::optional<double> step, r.OptNumber("step"));
   if (*low > *high) {
-    return r.Error(fmt::format("low ({}) must be <= high ({})", PyFloatRepr(*low),
-                               PyFloatRepr(*high)));
+    return r.Error(
+        fmt::format("low ({}) must be <= high ({})", PyFloatRepr(*low), PyFloatRepr(*high)));
   }
   if (log && *low <= 0) {
-    return r.ChildError("low", fmt::format("log=true needs low > 0, got low={}",
-                                           PyFloatRepr(*low)));
+    return r.ChildError("low",
+                        fmt::format("log=true needs low > 0, got low={}", PyFloatRepr(*low)));
   }
   if (log && step) return r.ChildError("step", "step cannot be combined with log=true");
   if (step && *step <= 0) return r.ChildError("step", "step must be > 0");
   if (step && !StepDividesRange(*low, *high, *step)) {
-    return r.ChildError("step", fmt::format("step {} does not divide the range [{}, {}] ({})",
-                                            PyFloatRepr(*step), PyFloatRepr(*low),
-                                            PyFloatRepr(*high), RangeHint(*low, *high, *step)));
+    return r.ChildError(
+        "step", fmt::format("step {} does not divide the range [{}, {}] ({})", PyFloatRepr(*step),
+                            PyFloatRepr(*low), PyFloatRepr(*high), RangeHint(*low, *high, *step)));
   }
   auto d = MakeFloatDistribution(*low, *high, log, step);
   if (!d.ok()) return r.Error(d.status().message());
@@ -72,8 +72,7 @@ Status ParseIntParam(const JsonReader& r, bool log, ParamSpec& spec) {
     return r.ChildError("step",
                         fmt::format("step {} does not divide the range [{}, {}] (use high = "
                                     "{} or {})",
-                                    *step, *low, *high, *low + n * *step,
-                                    *low + (n + 1) * *step));
+                                    *step, *low, *high, *low + n * *step, *low + (n + 1) * *step));
   }
   auto d = MakeIntDistribution(*low, *high, log, step.value_or(1));
   if (!d.ok()) return r.Error(d.status().message());
@@ -206,10 +205,10 @@ struct SpaceParser {
       if (d.is_model) names.push_back(d.name + ".heavy");
     }
     return when.ChildError(
-        key, fmt::format("condition on unknown parameter '{}'{}; a condition may read "
-                         "parameters declared before it: {}",
-                         key, DidYouMean(key, names),
-                         names.empty() ? "(none yet)" : JoinNames(names)));
+        key,
+        fmt::format("condition on unknown parameter '{}'{}; a condition may read "
+                    "parameters declared before it: {}",
+                    key, DidYouMean(key, names), names.empty() ? "(none yet)" : JoinNames(names)));
   }
 
   Status CheckModelAttribute(const JsonReader& when, const std::string& key,
@@ -226,10 +225,10 @@ struct SpaceParser {
       }
     }
     if (known) return Status::Ok();
-    return when.ChildError(key, fmt::format("unknown model attribute '{}'{}; catalog "
-                                            "attributes: {}",
-                                            attribute, DidYouMean(attribute, attrs),
-                                            JoinNames(attrs)));
+    return when.ChildError(key,
+                           fmt::format("unknown model attribute '{}'{}; catalog "
+                                       "attributes: {}",
+                                       attribute, DidYouMean(attribute, attrs), JoinNames(attrs)));
   }
 
   // The operator and operand: {"<op>": operand}, a list (in) or a value (==).
@@ -246,21 +245,21 @@ struct SpaceParser {
       return Status::Ok();
     }
     if (v.size() != 1) {
-      return when.ChildError(key, "an operator object has exactly one operator, e.g. "
-                                  "{\">=\": 1}");
+      return when.ChildError(key,
+                             "an operator object has exactly one operator, e.g. "
+                             "{\">=\": 1}");
     }
     const std::string op = v.begin().key();
     c.operand = v.begin().value();
     static const std::map<std::string, Condition::Op> kOps = {
-        {"==", Condition::Op::kEq}, {"!=", Condition::Op::kNe},
-        {"in", Condition::Op::kIn}, {"not_in", Condition::Op::kNotIn},
-        {"<", Condition::Op::kLt},  {"<=", Condition::Op::kLe},
-        {">", Condition::Op::kGt},  {">=", Condition::Op::kGe}};
+        {"==", Condition::Op::kEq},        {"!=", Condition::Op::kNe}, {"in", Condition::Op::kIn},
+        {"not_in", Condition::Op::kNotIn}, {"<", Condition::Op::kLt},  {"<=", Condition::Op::kLe},
+        {">", Condition::Op::kGt},         {">=", Condition::Op::kGe}};
     auto it = kOps.find(op);
     if (it == kOps.end()) {
-      return when.ChildError(key, fmt::format("unknown operator '{}'{}; valid: {}", op,
-                                              DidYouMean(op, kConditionOps),
-                                              JoinNames(kConditionOps)));
+      return when.ChildError(
+          key, fmt::format("unknown operator '{}'{}; valid: {}", op, DidYouMean(op, kConditionOps),
+                           JoinNames(kConditionOps)));
     }
     c.op = it->second;
     if ((c.op == Condition::Op::kIn || c.op == Condition::Op::kNotIn) != c.operand.is_array()) {
@@ -326,8 +325,10 @@ struct SpaceParser {
     }
     if (conditional) {
       if (!conditional->json().is_array()) {
-        return conditional->Error("expected an array of {\"when\": ..., \"search_space\": ...} "
-                                  "blocks, got " + JsonReader::Describe(conditional->json()));
+        return conditional->Error(
+            "expected an array of {\"when\": ..., \"search_space\": ...} "
+            "blocks, got " +
+            JsonReader::Describe(conditional->json()));
       }
       for (size_t i = 0; i < conditional->json().size(); ++i) {
         JsonReader b = conditional->Index(i);

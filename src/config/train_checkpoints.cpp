@@ -4,9 +4,9 @@
 // for that name.
 #include <fmt/format.h>
 
+#include "checkpoints/pretrained.h"
 #include "config/objective_config.h"
 #include "train/hyperparams.h"
-#include "checkpoints/pretrained.h"
 #include "util/text.h"
 
 namespace tune::internal {
@@ -105,10 +105,10 @@ Status AddTorchScriptModels(const JsonReader& r, const fs::path& base_dir, Model
     m.torchscript = fs::absolute(base_dir / name).lexically_normal().string();
     std::error_code ec;
     if (!fs::is_regular_file(m.torchscript, ec)) {
-      return NotFoundError(fmt::format(
-          "{}: model '{}': no TorchScript file {} (save one with "
-          "torch.jit.script(model).save(\"{}\"))",
-          r.file(), name, m.torchscript, fs::path(name).filename().string()));
+      return NotFoundError(
+          fmt::format("{}: model '{}': no TorchScript file {} (save one with "
+                      "torch.jit.script(model).save(\"{}\"))",
+                      r.file(), name, m.torchscript, fs::path(name).filename().string()));
     }
     catalog.Put(std::move(m));
   }
@@ -119,8 +119,7 @@ Status ResolveCheckpoints(const JsonReader& r, const fs::path& base_dir, ModelCa
   const Json& doc = r.json();
   if (!doc.contains("objective") || !doc["objective"].is_object() ||
       doc["objective"].value("type", Json()) != Json("train") ||
-      doc["objective"].value("task", std::string("text_classification")) !=
-          "text_classification" ||
+      doc["objective"].value("task", std::string("text_classification")) != "text_classification" ||
       doc["objective"].contains("pretrained")) {
     return Status::Ok();
   }
@@ -137,8 +136,8 @@ Status ResolveCheckpoints(const JsonReader& r, const fs::path& base_dir, ModelCa
     }
     auto checkpoint = ReadPretrainedCheckpoint(*dir, name);
     if (!checkpoint.ok()) {
-      return obj.Error(fmt::format("model '{}' ({}): {}", name, *dir,
-                                   checkpoint.status().message()));
+      return obj.Error(
+          fmt::format("model '{}' ({}): {}", name, *dir, checkpoint.status().message()));
     }
     ModelSpec m = checkpoint->model;
     if (auto old = catalog.Find(name); old.ok()) {  // keep the entry's own attributes

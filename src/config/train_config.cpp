@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "checkpoints/pretrained.h"
 #include "config/objective_config.h"
 #include "train/hyperparams.h"
-#include "checkpoints/pretrained.h"
 #include "util/device.h"
 #include "util/text.h"
 
@@ -170,12 +170,12 @@ Status ParseObjectives(const JsonReader& r, TrainObjectiveOptions& out) {
   if (names.empty()) return r.ChildError("objectives", "needs the metric first");
   auto m = ParseTrainMetric(names[0]);
   if (!m.ok()) {
-    return r.ChildError("objectives/0", "the first objective is the metric: " +
-                                             std::string(m.status().message()));
+    return r.ChildError("objectives/0",
+                        "the first objective is the metric: " + std::string(m.status().message()));
   }
   if (r.Has("metric") && *m != out.metric) {
-    return r.ChildError("objectives/0", fmt::format("'{}' differs from \"metric\": '{}'",
-                                                    names[0], TrainMetricName(out.metric)));
+    return r.ChildError("objectives/0", fmt::format("'{}' differs from \"metric\": '{}'", names[0],
+                                                    TrainMetricName(out.metric)));
   }
   out.metric = *m;
   for (size_t i = 1; i < names.size(); ++i) {
@@ -304,11 +304,10 @@ Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
   }
   if (!out.simulate) return Status::Ok();
   const std::string& name = *out.simulate;
-  const bool ok = !name.empty() && name.size() <= 64 &&
-                  std::all_of(name.begin(), name.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
-                           c == '.';
-                  });
+  const bool ok =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      });
   if (!ok) {
     return r.ChildError("simulate", fmt::format("card name '{}': use 1-64 letters, digits, '-', "
                                                 "'_' or '.'",
@@ -486,7 +485,9 @@ Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
 Status CheckObjectiveDirections(const JsonReader& r, const StudyConfig& config,
                                 const TrainObjectiveOptions& out) {
   const StudyDirection want = TrainMetricDirection(out.metric);
-  auto name = [](StudyDirection d) { return d == StudyDirection::kMaximize ? "maximize" : "minimize"; };
+  auto name = [](StudyDirection d) {
+    return d == StudyDirection::kMaximize ? "maximize" : "minimize";
+  };
   if (out.costs.empty() && (config.directions.size() != 1 || config.directions[0] != want)) {
     return InvalidArgumentError(fmt::format(
         "{}: /direction: the train objective's metric '{}' is {}d; set \"direction\": \"{}\"",
@@ -501,7 +502,8 @@ Status CheckObjectiveDirections(const JsonReader& r, const StudyConfig& config,
   if (config.directions != wanted) {
     return InvalidArgumentError(fmt::format(
         "{}: /directions: the train objective returns {} value(s) ({}{}); set \"directions\": "
-        "[{}]", r.file(), wanted.size(), TrainMetricName(out.metric),
+        "[{}]",
+        r.file(), wanted.size(), TrainMetricName(out.metric),
         out.costs.empty() ? "" : ", then the costs, each minimized", fmt::join(quoted, ", ")));
   }
   if (!out.costs.empty() && out.save_best) {
@@ -553,8 +555,8 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
       return NotFoundError(fmt::format(
           "{}: /objective: \"init\" is \"pretrained\", but {}; set \"init\": \"scratch\" to "
           "train it from random weights",
-          r.file(), dir.ok() ? fmt::format("model '{}' was not resolved", name)
-                             : dir.status().message()));
+          r.file(),
+          dir.ok() ? fmt::format("model '{}' was not resolved", name) : dir.status().message()));
     }
     if (!spec.ok()) return r.Error(spec.status().message());
     TrainHyperparams probe;

@@ -2,14 +2,14 @@
 // types of NVML's public header (nvml.h), so that building needs no CUDA toolkit.
 #include "measure/gpu_process_memory.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "util/device.h"
 #include "util/dynamic_library.h"
@@ -61,7 +61,7 @@ struct GpuProcessMemory::Api {
   // One of these, the newest the library has.
   nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
   nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
-  nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;  // optional
+  nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;        // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
 
   ~Api() {
@@ -176,7 +176,8 @@ std::optional<void*> GpuProcessMemory::Device(unsigned int index) const {
 std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
   const std::optional<nvmlDevice_t> device = Device(index);
   MemoryInfo info{};
-  if (api_->memory_info == nullptr || !device || api_->memory_info(*device, &info) != kNvmlSuccess) {
+  if (api_->memory_info == nullptr || !device ||
+      api_->memory_info(*device, &info) != kNvmlSuccess) {
     return std::nullopt;
   }
   return static_cast<int64_t>(info.total);

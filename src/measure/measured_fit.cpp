@@ -178,10 +178,10 @@ Result<MeasuredFit> FitMeasuredMemory(const std::vector<MemoryPoint>& points,
   fit.held_out = *boundary;
   std::vector<MemoryPoint> rest = shapes;
   rest.erase(rest.begin() + (boundary - shapes.begin()));
-  const double check = Evaluate(NonNegativeFit(rest), fit.held_out.batch_size,
-                                fit.held_out.max_length);
-  fit.held_out_error = (check - static_cast<double>(fit.held_out.peak)) /
-                       static_cast<double>(fit.held_out.peak);
+  const double check =
+      Evaluate(NonNegativeFit(rest), fit.held_out.batch_size, fit.held_out.max_length);
+  fit.held_out_error =
+      (check - static_cast<double>(fit.held_out.peak)) / static_cast<double>(fit.held_out.peak);
   const auto coef = NonNegativeFit(shapes);
   fit.a = coef[0], fit.b = coef[1], fit.c = coef[2];
   fit.floor = floor;
@@ -239,7 +239,8 @@ Result<MemoryPoint> PointFromJson(const Json& j, const std::string& where) {
   for (auto [key, field] : {std::pair{"batch_size", &p.batch_size},
                             std::pair{"max_length", &p.max_length}, std::pair{"peak", &p.peak}}) {
     if (!j.is_object() || !j.contains(key) || !j.at(key).is_number_integer()) {
-      return InvalidArgumentError(fmt::format("memory fit: {}.{}: expected an integer", where, key));
+      return InvalidArgumentError(
+          fmt::format("memory fit: {}.{}: expected an integer", where, key));
     }
     *field = j.at(key).get<int64_t>();
   }
@@ -252,16 +253,16 @@ Json MeasuredFitToJson(const MeasuredFit& fit) {
   Json points = Json::array();
   for (const MemoryPoint& p : fit.points) points.push_back(PointToJson(p));
   Json j = {{"model", fit.model},
-          {"precision", fit.precision},
-          {"formula", fit.floor > 0 ? "max(floor, a + b*B*T + c*B*T^2)" : "a + b*B*T + c*B*T^2"},
-          {"a", fit.a},
-          {"b", fit.b},
-          {"c", fit.c},
-          {"floor", fit.floor},
-          {"points", points},
-          {"held_out", PointToJson(fit.held_out)},
-          {"held_out_error", fit.held_out_error},
-          {"margin", fit.margin()}};
+            {"precision", fit.precision},
+            {"formula", fit.floor > 0 ? "max(floor, a + b*B*T + c*B*T^2)" : "a + b*B*T + c*B*T^2"},
+            {"a", fit.a},
+            {"b", fit.b},
+            {"c", fit.c},
+            {"floor", fit.floor},
+            {"points", points},
+            {"held_out", PointToJson(fit.held_out)},
+            {"held_out_error", fit.held_out_error},
+            {"margin", fit.margin()}};
   if (!fit.source.empty()) j["source"] = fit.source;
   return j;
 }
@@ -269,20 +270,22 @@ Json MeasuredFitToJson(const MeasuredFit& fit) {
 Result<MeasuredFit> MeasuredFitFromJson(const Json& j) {
   if (!j.is_object()) return InvalidArgumentError("memory fit: expected an object");
   MeasuredFit fit;
-  for (auto [key, field] : {std::pair{"model", &fit.model}, std::pair{"precision", &fit.precision}}) {
+  for (auto [key, field] :
+       {std::pair{"model", &fit.model}, std::pair{"precision", &fit.precision}}) {
     if (!j.contains(key) || !j.at(key).is_string()) {
       return InvalidArgumentError(fmt::format("memory fit: \"{}\": expected a string", key));
     }
     *field = j.at(key).get<std::string>();
   }
-  for (auto [key, field] : {std::pair{"a", &fit.a}, std::pair{"b", &fit.b},
-                            std::pair{"c", &fit.c}, std::pair{"held_out_error", &fit.held_out_error}}) {
+  for (auto [key, field] : {std::pair{"a", &fit.a}, std::pair{"b", &fit.b}, std::pair{"c", &fit.c},
+                            std::pair{"held_out_error", &fit.held_out_error}}) {
     if (!j.contains(key) || !j.at(key).is_number()) {
       return InvalidArgumentError(fmt::format("memory fit: \"{}\": expected a number", key));
     }
     *field = j.at(key).get<double>();
   }
-  if (j.contains("source") && j.at("source").is_string()) fit.source = j.at("source").get<std::string>();
+  if (j.contains("source") && j.at("source").is_string())
+    fit.source = j.at("source").get<std::string>();
   if (j.contains("floor")) {  // fits stored before floors have none
     if (!j.at("floor").is_number()) {
       return InvalidArgumentError("memory fit: \"floor\": expected a number");

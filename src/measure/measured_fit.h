@@ -56,11 +56,11 @@ struct MeasuredFit {
   static constexpr double kMinMargin = 0.05;
   static constexpr double kFloorBand = 0.10;
 
-  std::string model;      // the model's name; a file: "sha256:<hex>" of its contents
-  std::string source;     // a file's path as the study named it when it was probed ("": none)
-  std::string precision;  // "fp32", "bf16", ...
-  double a = 0, b = 0, c = 0;     // bytes; bytes per token; bytes per token per position
-  double floor = 0;               // bytes: no shape's peak is below it (0: none)
+  std::string model;           // the model's name; a file: "sha256:<hex>" of its contents
+  std::string source;          // a file's path as the study named it when it was probed ("": none)
+  std::string precision;       // "fp32", "bf16", ...
+  double a = 0, b = 0, c = 0;  // bytes; bytes per token; bytes per token per position
+  double floor = 0;            // bytes: no shape's peak is below it (0: none)
   std::vector<MemoryPoint> points;  // distinct shapes (the largest peak of each), fitted
   MemoryPoint held_out;             // the point left out to check the fit
   double held_out_error = 0;        // (predicted - measured) / measured for held_out

@@ -76,8 +76,8 @@ Result<std::vector<ProbeShape>> BoundaryProbeShapes(const Distribution& batch_si
   TUNE_ASSIGN_OR_RETURN(IntValues b, IntValues::Of(batch_size, "batch_size"));
   TUNE_ASSIGN_OR_RETURN(IntValues t, IntValues::Of(max_length, "max_length"));
   if (t.min() == t.max()) {
-    return FailedPreconditionError(fmt::format(
-        "max_length has one value ({}); a fit needs two lengths", t.min()));
+    return FailedPreconditionError(
+        fmt::format("max_length has one value ({}); a fit needs two lengths", t.min()));
   }
   const int64_t t_mid =
       t.Nearest(std::sqrt(static_cast<double>(t.min()) * static_cast<double>(t.max())));

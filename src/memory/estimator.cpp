@@ -19,8 +19,8 @@ constexpr int64_t kGiB = 1024 * kMiB;
 
 // Sizes of the caching allocator (docs/memory.md#caching-allocator-sizes).
 constexpr int64_t kMinBlock = 512;
-constexpr int64_t kSmallSize = 1 * kMiB;   // requests up to this share small segments
-constexpr int64_t kSmallBuffer = 2 * kMiB; // a small segment
+constexpr int64_t kSmallSize = 1 * kMiB;    // requests up to this share small segments
+constexpr int64_t kSmallBuffer = 2 * kMiB;  // a small segment
 constexpr int64_t kMinLargeAlloc = 10 * kMiB;
 constexpr int64_t kRoundLarge = 2 * kMiB;
 
@@ -84,12 +84,12 @@ class Timeline {
 
 // Byte widths of a run's tensors.
 struct Widths {
-  int64_t param;   // weights, gradients
-  int64_t state;   // optimizer state
-  int64_t mm;      // outputs of matmuls/linears and what follows them in the same dtype
-  int64_t fp;      // outputs that stay in the parameters' dtype (embeddings, residual sums,
-                   // LayerNorm, the additive mask)
-  bool autocast;   // linear inputs in fp32 are cast (a saved copy) and weights cast (cached)
+  int64_t param;  // weights, gradients
+  int64_t state;  // optimizer state
+  int64_t mm;     // outputs of matmuls/linears and what follows them in the same dtype
+  int64_t fp;     // outputs that stay in the parameters' dtype (embeddings, residual sums,
+                  // LayerNorm, the additive mask)
+  bool autocast;  // linear inputs in fp32 are cast (a saved copy) and weights cast (cached)
   bool cpu_autocast = false;  // autocast on LibTorch's CPU kernels (their fp32 temporaries)
   // LibTorch's CUDA kernels: dropout is fused (native_dropout saves a bool mask, 1 byte per
   // element, where the CPU saves noise in the input's dtype) and autocast runs softmax in fp32.
@@ -123,11 +123,11 @@ struct Param {
 
 struct Layer {
   std::vector<Param> params;
-  int64_t saved = 0;      // bytes saved for backward by its forward
-  int64_t fwd_extra = 0;  // temporaries of its forward beyond what it saves (bytes)
-  int64_t bwd_transient = 0;  // temporaries alive together in its backward (bytes)
-  int64_t autocast_weights = 0;        // low-precision weight copies its saved ops hold
-  int64_t forward_cache = 0;  // low-precision weight copies cached only until the forward ends
+  int64_t saved = 0;             // bytes saved for backward by its forward
+  int64_t fwd_extra = 0;         // temporaries of its forward beyond what it saves (bytes)
+  int64_t bwd_transient = 0;     // temporaries alive together in its backward (bytes)
+  int64_t autocast_weights = 0;  // low-precision weight copies its saved ops hold
+  int64_t forward_cache = 0;     // low-precision weight copies cached only until the forward ends
   // Its saved tensors are all released before its gradients appear (a Linear after the
   // activation and dropout above it) rather than while they are produced (a transformer layer).
   bool grads_after_free = false;
@@ -155,11 +155,11 @@ Status Check(bool ok, const std::string& message) {
 // The run, built as layers in forward order; backward walks them in reverse.
 struct Plan {
   std::vector<Layer> layers;
-  int64_t inputs = 0;       // ids, masks, labels: live for the whole step
-  int64_t logits_loss = 0;  // saved by the loss
-  int64_t eval_transient = 0;       // the largest temporaries of an evaluation forward
+  int64_t inputs = 0;          // ids, masks, labels: live for the whole step
+  int64_t logits_loss = 0;     // saved by the loss
+  int64_t eval_transient = 0;  // the largest temporaries of an evaluation forward
   int64_t eval_inputs = 0;
-  int64_t embedding_gradient = 0;   // dense word-embedding gradient (bytes)
+  int64_t embedding_gradient = 0;  // dense word-embedding gradient (bytes)
 };
 
 // Dropout in training of `elems` elements `width` bytes wide: its mask is saved (the noise
@@ -377,14 +377,14 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
   // q, k, v, r, pos_key, pos_query and the two indices stay alive through the attention.
   const int64_t held = 3 * bth * w.mm + (s.pd > 0 ? rh * w.fp : 0) + 2 * rh * w.mm + 2 * index;
   const int64_t probs = NoGradProbabilities(w, batt, s.pa);  // softmax, noise, dropped
-  const int64_t attention = std::max(
-      {batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,       // c2p's matmul
-       2 * batt * w.mm + batr * w.mm,                             // c2p's gather
-       2 * batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,   // p2c's matmul
-       3 * batt * w.mm + batr * w.mm,                             // p2c's gather
-       5 * batt * w.mm + (w.cpu_autocast ? 2 * batt * 4 : 0),    // the score sum and mask
-       3 * batt * w.mm + probs,                                   // softmax and dropout
-       3 * batt * w.mm + batt * w.mm + 2 * bth * w.mm});          // matmul with v
+  const int64_t attention =
+      std::max({batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,      // c2p's matmul
+                2 * batt * w.mm + batr * w.mm,                            // c2p's gather
+                2 * batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,  // p2c's matmul
+                3 * batt * w.mm + batr * w.mm,                            // p2c's gather
+                5 * batt * w.mm + (w.cpu_autocast ? 2 * batt * 4 : 0),    // the score sum and mask
+                3 * batt * w.mm + probs,                                  // softmax and dropout
+                3 * batt * w.mm + batt * w.mm + 2 * bth * w.mm});         // matmul with v
   return std::max(held + attention, ffn);
 }
 
@@ -433,7 +433,9 @@ Layer EncoderEmbeddings(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // DeBERTa's bucketed relative positions ([T, T] int64, cached by the model after the first
   // forward).
   plan.inputs = 2 * bt * 8 + bt * w.fp + b * 8 +
-                (deberta ? t * t * 8 : UsesRobertaPositions(m) ? bt * 8 : t * 8);
+                (deberta                   ? t * t * 8
+                 : UsesRobertaPositions(m) ? bt * 8
+                                           : t * 8);
   return emb;
 }
 
@@ -549,9 +551,9 @@ void EncoderEval(const MemoryRequest& r, const Widths& w, int64_t rows, Plan& pl
     // The layer input and the normalised relative table, then the layer's own temporaries.
     plan.eval_transient = ebth * w.fp + rows * h * w.fp + NoGradEncoderLayerPeak(eval_shape, w);
   } else {
-    plan.eval_transient = std::max(ebth * w.fp + 3 * ebth * w.mm + 2 * ebth * w.mm +
-                                       2 * ebatt * w.mm,
-                                   2 * ebth * w.fp + 2 * ebti * w.mm);
+    plan.eval_transient =
+        std::max(ebth * w.fp + 3 * ebth * w.mm + 2 * ebth * w.mm + 2 * ebatt * w.mm,
+                 2 * ebth * w.fp + 2 * ebti * w.mm);
     if (w.autocast) {
       plan.eval_transient =
           std::max(plan.eval_transient, ebth * w.fp + NoGradEncoderLayerPeak(eval_shape, w));
@@ -653,10 +655,10 @@ Status PlanDecoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
     AddLayerNorm(layer.params, h);
     AddLinear(layer.params, h, i);
     AddLinear(layer.params, i, h);
-    int64_t saved = bth * w.fp + 2 * bt * 4 + bth * w.fp;      // LN1 input/stats/output
+    int64_t saved = bth * w.fp + 2 * bt * 4 + bth * w.fp;  // LN1 input/stats/output
     saved += 3 * bth * w.mm + batt * w.mm + (pa > 0 ? 2 * batt * w.mm : 0) + bth * w.mm;
     saved += Noise(pd, w, bth, w.mm);
-    saved += bth * w.fp + 2 * bt * 4 + bth * w.fp;            // LN2 input/stats/output
+    saved += bth * w.fp + 2 * bt * 4 + bth * w.fp;  // LN2 input/stats/output
     saved += 2 * bti * w.mm + Noise(pd, w, bth, w.mm);
     if (w.autocast) saved += 2 * bth * w.mm - 2 * bth * w.fp;
     layer.saved = saved;
@@ -696,10 +698,10 @@ Status CheckRequest(const MemoryRequest& r) {
   TUNE_RETURN_IF_ERROR(
       Check(r.max_length > 0, fmt::format("max_length {} must be > 0", r.max_length)));
   if (r.model.max_position_embeddings > 0 && r.model.position_buckets == 0) {
-    TUNE_RETURN_IF_ERROR(Check(r.max_length <= r.model.max_position_embeddings,
-                               fmt::format("max_length {} exceeds model '{}''s {} positions",
-                                           r.max_length, r.model.name,
-                                           r.model.max_position_embeddings)));
+    TUNE_RETURN_IF_ERROR(
+        Check(r.max_length <= r.model.max_position_embeddings,
+              fmt::format("max_length {} exceeds model '{}''s {} positions", r.max_length,
+                          r.model.name, r.model.max_position_embeddings)));
   }
   return Status::Ok();
 }
@@ -823,9 +825,7 @@ void ReplayMicroBatch(Timeline& tl, const Plan& plan, const Widths& w, bool grad
 // One optimizer step: the state, the micro-batches, step() and zero_grad().
 void ReplayTrainingStep(Timeline& tl, const MemoryRequest& r, const Widths& w, const Plan& plan,
                         int64_t optimizer_transient) {
-  const int64_t state_copies = r.optimizer == OptimizerKind::kAdamW ? 2
-                               : r.momentum > 0                     ? 1
-                                                                    : 0;
+  const int64_t state_copies = r.optimizer == OptimizerKind::kAdamW ? 2 : r.momentum > 0 ? 1 : 0;
   AllocParams(tl, plan, w.state, state_copies);
   // Micro-batches after the second repeat the second's timeline exactly (same live set, same
   // peaks), so two passes give the step's peaks for any accumulation.
@@ -851,8 +851,8 @@ int64_t Fragmentation(const MemoryRequest& r, const DeviceMemoryModel& device,
   if (!device.caching_allocator || !r.train) return bytes;
   bytes = std::max(bytes, 3 * e.embedding_gradient);
   if (Checkpointing(r)) {
-    bytes = std::max(bytes, static_cast<int64_t>(
-                                std::llround(0.9 * static_cast<double>(e.backward_transient))));
+    bytes = std::max(
+        bytes, static_cast<int64_t>(std::llround(0.9 * static_cast<double>(e.backward_transient))));
   }
   return bytes;
 }
@@ -870,8 +870,8 @@ void SetPeaks(const MemoryRequest& r, const Timeline& tl, const DeviceMemoryMode
   e.optimizer_step_peak = scaled(tl.peak(MemoryPhase::kOptimizerStep));
   e.eval_peak = scaled(tl.peak(MemoryPhase::kEval));
   e.allocated_peak = 0;
-  for (MemoryPhase p : {MemoryPhase::kForward, MemoryPhase::kBackward,
-                        MemoryPhase::kOptimizerStep, MemoryPhase::kEval}) {
+  for (MemoryPhase p : {MemoryPhase::kForward, MemoryPhase::kBackward, MemoryPhase::kOptimizerStep,
+                        MemoryPhase::kEval}) {
     const int64_t v = scaled(tl.peak(p));
     if (v > e.allocated_peak) {
       e.allocated_peak = v;

@@ -35,12 +35,12 @@ struct MemoryRequest {
   int64_t num_labels = 2;            // classifier outputs
   std::vector<int64_t> head_hidden;  // widths of the classifier's hidden layers (0-3)
   Activation head_activation = Activation::kGelu;
-  int64_t num_features = 0;          // MLP input width
-  std::vector<int64_t> mlp_hidden;   // MLP hidden widths
-  int64_t batch_size = 16;           // micro-batch
-  int64_t max_length = 128;          // tokens per example (the padded batch width)
+  int64_t num_features = 0;         // MLP input width
+  std::vector<int64_t> mlp_hidden;  // MLP hidden widths
+  int64_t batch_size = 16;          // micro-batch
+  int64_t max_length = 128;         // tokens per example (the padded batch width)
   int64_t grad_accum = 1;
-  int64_t eval_batch_size = 0;       // 0: batch_size
+  int64_t eval_batch_size = 0;  // 0: batch_size
   Precision precision = Precision::kFp32;
   bool gradient_checkpointing = false;
   OptimizerKind optimizer = OptimizerKind::kAdamW;
@@ -89,17 +89,17 @@ struct MemoryEstimate {
   int64_t num_parameters = 0;
   // Breakdown, bytes.
   int64_t weights = 0;
-  int64_t gradients = 0;        // all parameter gradients (live from backward to the step)
-  int64_t optimizer_state = 0;  // AdamW m and v; SGD momentum buffers
-  int64_t activations = 0;      // saved for backward by one micro-batch's forward
-  int64_t inputs = 0;           // token ids, masks, labels (or features) of one micro-batch
-  int64_t autocast_cache = 0;   // low-precision weight copies held during forward/backward
-  int64_t logits_loss = 0;      // logits and what the loss keeps
-  int64_t backward_transient = 0;  // the largest temporaries of one layer's backward
-  int64_t embedding_gradient = 0;  // dense word-embedding gradient (a temporary with accumulation)
-  int64_t optimizer_transient = 0; // temporaries of step() (AdamW: 2x the largest parameter;
-                                   // 0 for the trainer's fused CPU AdamW)
-  int64_t workspace = 0;        // cuBLAS workspaces (CUDA)
+  int64_t gradients = 0;            // all parameter gradients (live from backward to the step)
+  int64_t optimizer_state = 0;      // AdamW m and v; SGD momentum buffers
+  int64_t activations = 0;          // saved for backward by one micro-batch's forward
+  int64_t inputs = 0;               // token ids, masks, labels (or features) of one micro-batch
+  int64_t autocast_cache = 0;       // low-precision weight copies held during forward/backward
+  int64_t logits_loss = 0;          // logits and what the loss keeps
+  int64_t backward_transient = 0;   // the largest temporaries of one layer's backward
+  int64_t embedding_gradient = 0;   // dense word-embedding gradient (a temporary with accumulation)
+  int64_t optimizer_transient = 0;  // temporaries of step() (AdamW: 2x the largest parameter;
+                                    // 0 for the trainer's fused CPU AdamW)
+  int64_t workspace = 0;            // cuBLAS workspaces (CUDA)
   // Peak of allocated bytes in each phase and overall.
   int64_t forward_peak = 0;
   int64_t backward_peak = 0;
@@ -111,7 +111,7 @@ struct MemoryEstimate {
   int64_t rounding = 0;       // caching-allocator rounding at the peak
   int64_t fragmentation = 0;  // fragmentation allowance
   int64_t context = 0;
-  int64_t device_peak = 0;    // allocated_peak + rounding + fragmentation + context + workspace
+  int64_t device_peak = 0;  // allocated_peak + rounding + fragmentation + context + workspace
 };
 
 // InvalidArgument for an impossible request (zero sizes, heads not dividing hidden, ...).

@@ -40,8 +40,8 @@ struct Step {
 // Element widths: w the compute dtype, c the KV cache's.
 struct Dtypes {
   int64_t w, c;
-  bool eager;   // the attention materialises its scores
-  bool dynamic; // the cache grows by torch.cat
+  bool eager;    // the attention materialises its scores
+  bool dynamic;  // the cache grows by torch.cat
 };
 
 int64_t Width(WeightFormat f) {
@@ -63,15 +63,15 @@ void RmsNorm(Trace& tr, int64_t bt, int64_t h, int64_t w) {
   tr.Alloc(f32);              // pow(2)
   tr.Alloc(stat);             // mean
   tr.Free(f32);
-  tr.Alloc(stat);             // variance + eps
-  tr.Alloc(stat);             // rsqrt
-  tr.Alloc(f32);              // hidden_states * rsqrt
+  tr.Alloc(stat);  // variance + eps
+  tr.Alloc(stat);  // rsqrt
+  tr.Alloc(f32);   // hidden_states * rsqrt
   tr.Free(2 * stat);
   if (w != 4) {
-    tr.Free(f32);             // the fp32 copy, replaced
-    tr.Alloc(out);            // .to(input_dtype)
+    tr.Free(f32);   // the fp32 copy, replaced
+    tr.Alloc(out);  // .to(input_dtype)
   }
-  tr.Alloc(out);              // weight * ...
+  tr.Alloc(out);  // weight * ...
   tr.Free(f32 + stat + (w != 4 ? out : 0));
 }
 
@@ -88,9 +88,9 @@ void Rotary(Trace& tr, int64_t x) {
   tr.Alloc(x / 2);  // -x2
   tr.Alloc(x);      // cat
   tr.Free(x / 2);
-  tr.Alloc(x);      // rotate_half(x) * sin
-  tr.Free(x);       // rotate_half(x)
-  tr.Alloc(x);      // the sum
+  tr.Alloc(x);  // rotate_half(x) * sin
+  tr.Free(x);   // rotate_half(x)
+  tr.Alloc(x);  // the sum
   tr.Free(2 * x);
 }
 
@@ -138,40 +138,40 @@ int64_t LlamaLayer(const DecoderShape& m, const Step& st, const Dtypes& d) {
   tr.Alloc(kv);                    // v_proj
   Rotary(tr, q);
   Rotary(tr, kv);
-  tr.Free(q + kv);                 // the unrotated q and k, replaced
+  tr.Free(q + kv);  // the unrotated q and k, replaced
   CacheUpdate(tr, st, m.kv_heads, m.head_dim, d);
   int64_t repeated = 0;
-  if (m.kv_heads != m.heads) {     // repeat_kv: K and V expanded to every query head
+  if (m.kv_heads != m.heads) {  // repeat_kv: K and V expanded to every query head
     repeated = 2 * st.b * m.heads * st.s() * m.head_dim * d.c;
     tr.Alloc(repeated);
   }
   int64_t probs = 0;
   if (d.eager) {
     probs = EagerScores(tr, st, m.heads, d, true);
-    tr.Alloc(q);                   // matmul(probs, v)
+    tr.Alloc(q);  // matmul(probs, v)
   } else {
-    tr.Alloc(q);                   // the fused kernel's output
+    tr.Alloc(q);  // the fused kernel's output
   }
-  tr.Alloc(q);                     // transpose(1, 2).contiguous()
+  tr.Alloc(q);  // transpose(1, 2).contiguous()
   tr.Free(q);
-  tr.Alloc(x);                     // o_proj
+  tr.Alloc(x);                         // o_proj
   tr.Free(q + q + 2 * kv + repeated);  // the attention's locals
-  tr.Free(x);                      // h, replaced by the attention's output
-  tr.Alloc(x);                     // residual + attention output
-  tr.Free(x);                      // the attention output
-  tr.Free(x);                      // the layer input (residual), replaced
-  RmsNorm(tr, bt, m.hidden, d.w);  // h2, alive through the MLP
-  tr.Alloc(inter);                 // gate_proj
-  tr.Alloc(inter);                 // act_fn
+  tr.Free(x);                          // h, replaced by the attention's output
+  tr.Alloc(x);                         // residual + attention output
+  tr.Free(x);                          // the attention output
+  tr.Free(x);                          // the layer input (residual), replaced
+  RmsNorm(tr, bt, m.hidden, d.w);      // h2, alive through the MLP
+  tr.Alloc(inter);                     // gate_proj
+  tr.Alloc(inter);                     // act_fn
   tr.Free(inter);
-  tr.Alloc(inter);                 // up_proj
-  tr.Alloc(inter);                 // act * up
+  tr.Alloc(inter);  // up_proj
+  tr.Alloc(inter);  // act * up
   tr.Free(2 * inter);
-  tr.Alloc(x);                     // down_proj
+  tr.Alloc(x);  // down_proj
   tr.Free(inter);
-  tr.Free(x);                      // h2, replaced
-  tr.Alloc(x);                     // residual + MLP output
-  tr.Free(2 * x + probs);          // the MLP output, the residual and the probabilities
+  tr.Free(x);              // h2, replaced
+  tr.Alloc(x);             // residual + MLP output
+  tr.Free(2 * x + probs);  // the MLP output, the residual and the probabilities
 
   return tr.peak();
 }
@@ -205,13 +205,13 @@ int64_t Gpt2Layer(const DecoderShape& m, const Step& st, const Dtypes& d) {
   CacheUpdate(tr, st, m.heads, m.head_dim, d);
   int64_t probs = 0;
   if (d.eager) {
-    tr.During(q);                    // matmul copies the strided q view
+    tr.During(q);  // matmul copies the strided q view
     probs = EagerScores(tr, st, m.heads, d, false);
-    tr.Alloc(q);                     // matmul(probs, v)
+    tr.Alloc(q);  // matmul(probs, v)
   } else {
     tr.Alloc(q);
   }
-  tr.Alloc(q);                       // reshape(...).contiguous() of the transposed output
+  tr.Alloc(q);  // reshape(...).contiguous() of the transposed output
   tr.Free(q);
   tr.Alloc(x);                       // c_proj
   tr.Free(q + 3 * q);                // the merged heads and c_attn's output, at return
@@ -222,11 +222,11 @@ int64_t Gpt2Layer(const DecoderShape& m, const Step& st, const Dtypes& d) {
   tr.Alloc(inter);                   // c_fc
   NewGelu(tr, inter);
   tr.Free(inter);
-  tr.Alloc(x);                       // c_proj
+  tr.Alloc(x);  // c_proj
   tr.Free(inter);
-  tr.Alloc(x);                       // residual + MLP output
-  tr.Free(x);                        // h2, replaced
-  tr.Free(3 * x + probs);            // MLP output, attention output, residual, probabilities
+  tr.Alloc(x);             // residual + MLP output
+  tr.Free(x);              // h2, replaced
+  tr.Free(3 * x + probs);  // MLP output, attention output, residual, probabilities
   return tr.peak();
 }
 
@@ -239,9 +239,9 @@ int64_t ForwardPrologue(Trace& tr, const DecoderShape& m, const Step& st, const 
   tr.Alloc(st.t * 8);  // positions
   if (m.family == DecoderFamily::kLlama) {
     const int64_t half = st.t * (m.head_dim / 2) * 4, full = st.t * m.head_dim * 4;
-    tr.Alloc(st.t * 4);  // positions as float
-    tr.Alloc(half);      // outer(positions, inv_freq)
-    tr.Alloc(full);      // cat(freqs, freqs)
+    tr.Alloc(st.t * 4);                     // positions as float
+    tr.Alloc(half);                         // outer(positions, inv_freq)
+    tr.Alloc(full);                         // cat(freqs, freqs)
     tr.Alloc(2 * st.t * m.head_dim * d.w);  // cos, sin
     tr.Free(st.t * 4 + half + full);
   }
@@ -252,12 +252,12 @@ int64_t ForwardPrologue(Trace& tr, const DecoderShape& m, const Step& st, const 
     tr.Free(mask);
   }
   if (m.family == DecoderFamily::kGpt2) {
-    tr.Alloc(x);               // wte(ids)
+    tr.Alloc(x);                      // wte(ids)
     tr.Alloc(st.t * m.hidden * d.w);  // wpe(positions)
-    tr.Alloc(x);               // the sum
+    tr.Alloc(x);                      // the sum
     tr.Free(x + st.t * m.hidden * d.w);
   } else {
-    tr.Alloc(x);               // embed_tokens(ids)
+    tr.Alloc(x);  // embed_tokens(ids)
   }
   return tr.live();
 }
@@ -278,20 +278,20 @@ int64_t Logits(Trace& tr, const DecoderShape& m, const Step& st, const Dtypes& d
   Trace lt;
   if (role == InferenceRole::kScore) {
     const int64_t n = bt * m.vocab;
-    lt.Alloc(n * d.w);                 // lm_head over every position
-    if (d.w != 4) lt.Alloc(n * 4);     // .float()
-    lt.Alloc(n * 4);                   // log_softmax
+    lt.Alloc(n * d.w);              // lm_head over every position
+    if (d.w != 4) lt.Alloc(n * 4);  // .float()
+    lt.Alloc(n * 4);                // log_softmax
   } else {
     const int64_t n = st.b * m.vocab;
-    lt.Alloc(n * d.w);                 // lm_head of the last position
-    if (d.w != 4) lt.Alloc(n * 4);     // .float()
+    lt.Alloc(n * d.w);              // lm_head of the last position
+    if (d.w != 4) lt.Alloc(n * 4);  // .float()
     if (sample) {
-      lt.Alloc(n * 4);                 // / temperature
-      lt.Alloc(n * 4);                 // softmax
+      lt.Alloc(n * 4);  // / temperature
+      lt.Alloc(n * 4);  // softmax
       lt.Free(n * 4);
-      lt.During(n * 4 + st.b * 8);     // multinomial's exponential draw, the token ids
+      lt.During(n * 4 + st.b * 8);  // multinomial's exponential draw, the token ids
     } else {
-      lt.During(st.b * 8);             // argmax
+      lt.During(st.b * 8);  // argmax
     }
   }
   tr.During(lt.peak());
@@ -303,8 +303,8 @@ int64_t ForwardPeak(const DecoderShape& m, const Step& st, const Dtypes& d, Infe
                     bool sample, int64_t* logits_bytes) {
   Trace tr;
   const int64_t held = ForwardPrologue(tr, m, st, d);
-  const int64_t layer = m.family == DecoderFamily::kLlama ? LlamaLayer(m, st, d)
-                                                          : Gpt2Layer(m, st, d);
+  const int64_t layer =
+      m.family == DecoderFamily::kLlama ? LlamaLayer(m, st, d) : Gpt2Layer(m, st, d);
   tr.During(layer);
   Trace tail;
   tail.Alloc(held);
@@ -323,9 +323,9 @@ const std::vector<std::string>& WeightFormatNames() {
 }
 
 Result<WeightFormat> ParseWeightFormat(std::string_view name) {
-  static const std::array<WeightFormat, 6> kFormats = {
-      WeightFormat::kFp32, WeightFormat::kFp16, WeightFormat::kBf16,
-      WeightFormat::kInt8, WeightFormat::kNf4,  WeightFormat::kFp4};
+  static const std::array<WeightFormat, 6> kFormats = {WeightFormat::kFp32, WeightFormat::kFp16,
+                                                       WeightFormat::kBf16, WeightFormat::kInt8,
+                                                       WeightFormat::kNf4,  WeightFormat::kFp4};
   for (size_t k = 0; k < kFormats.size(); ++k) {
     if (name == WeightFormatNames()[k]) return kFormats[k];
   }
@@ -391,7 +391,7 @@ namespace {
 // Adds one Linear [out, in] (with or without its bias) to `wb`.
 void AddLinear(WeightBytes& wb, int64_t in, int64_t out, bool bias, WeightFormat f, bool dq) {
   const int64_t stored = QuantizedLinearBytes(in, out, f, dq);
-  const int64_t data = f == WeightFormat::kInt8                              ? in * out
+  const int64_t data = f == WeightFormat::kInt8                             ? in * out
                        : f == WeightFormat::kNf4 || f == WeightFormat::kFp4 ? (in * out + 1) / 2
                                                                             : stored;
   wb.linear += data;
@@ -464,13 +464,14 @@ namespace {
 Status CheckLengths(const InferenceModel& im, const DecoderShape& s) {
   const std::string& n = im.label;
   if (im.role == InferenceRole::kClassify) {
-    return Invalid(fmt::format("model '{}': role classify needs an encoder, but '{}' is a decoder "
-                               "LM (roles: generate, score)",
-                               n, im.model.name));
+    return Invalid(
+        fmt::format("model '{}': role classify needs an encoder, but '{}' is a decoder "
+                    "LM (roles: generate, score)",
+                    n, im.model.name));
   }
   if (im.prompt_tokens <= 0) {
-    return Invalid(fmt::format("model '{}': prompt_tokens must be > 0, got {}", n,
-                               im.prompt_tokens));
+    return Invalid(
+        fmt::format("model '{}': prompt_tokens must be > 0, got {}", n, im.prompt_tokens));
   }
   if (im.role == InferenceRole::kGenerate && im.max_new_tokens <= 0) {
     return Invalid(fmt::format("model '{}': role generate needs max_new_tokens > 0, got {}", n,
@@ -521,8 +522,8 @@ Result<InferenceEstimate> EstimateDecoder(const InferenceModel& im, const Device
   e.kv_cache = b * cached * KvCacheBytesPerToken(s, c);
   int64_t prefill_logits = 0, decode_logits = 0;
   e.prefill = ForwardPeak(s, Step{b, im.prompt_tokens, 0}, d, im.role, im.sample, &prefill_logits);
-  const int64_t steps = im.decode_steps >= 0 ? std::min(im.decode_steps, new_tokens - 1)
-                                             : new_tokens - 1;
+  const int64_t steps =
+      im.decode_steps >= 0 ? std::min(im.decode_steps, new_tokens - 1) : new_tokens - 1;
   if (generate && steps > 0) {
     const Step last{b, 1, im.prompt_tokens + steps - 1};
     e.decode = ForwardPeak(s, last, d, im.role, im.sample, &decode_logits);
@@ -542,8 +543,8 @@ Result<InferenceEstimate> EstimateEncoder(const InferenceModel& im, const Device
                                im.label, im.model.name, InferenceRoleName(im.role)));
   }
   if (im.max_length <= 0) {
-    return Invalid(fmt::format("model '{}': role classify needs max_length > 0, got {}",
-                               im.label, im.max_length));
+    return Invalid(fmt::format("model '{}': role classify needs max_length > 0, got {}", im.label,
+                               im.max_length));
   }
   MemoryRequest r;
   r.architecture = Architecture::kEncoder;
@@ -569,8 +570,8 @@ Result<InferenceEstimate> EstimateEncoder(const InferenceModel& im, const Device
 Result<InferenceEstimate> EstimateInference(const InferenceModel& im,
                                             const DeviceMemoryModel& device) {
   if ((im.double_quant) && im.format != WeightFormat::kNf4 && im.format != WeightFormat::kFp4) {
-    return Invalid(fmt::format("model '{}': double_quant applies to nf4 and fp4, not {}",
-                               im.label, WeightFormatName(im.format)));
+    return Invalid(fmt::format("model '{}': double_quant applies to nf4 and fp4, not {}", im.label,
+                               WeightFormatName(im.format)));
   }
   if (im.kv_cache_dtype != WeightFormat::kFp32 && im.kv_cache_dtype != WeightFormat::kFp16 &&
       im.kv_cache_dtype != WeightFormat::kBf16) {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "memory/inference.h"
 #include "checkpoints/hub_cache.h"
+#include "memory/inference.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
 #include "util/text.h"
@@ -80,13 +80,12 @@ Result<ModelSpec> ModelSpecFromHfConfig(const Json& config, const std::string& n
   ModelSpec m;
   m.name = name;
   TUNE_ASSIGN_OR_RETURN(m.model_type, r.RequiredString("model_type"));
-  static const std::vector<std::string> kTypes = {"gpt2",    "llama",       "mistral",
-                                                  "bert",    "roberta",     "xlm-roberta",
-                                                  "camembert", "deberta-v2"};
+  static const std::vector<std::string> kTypes = {
+      "gpt2", "llama", "mistral", "bert", "roberta", "xlm-roberta", "camembert", "deberta-v2"};
   if (std::find(kTypes.begin(), kTypes.end(), m.model_type) == kTypes.end()) {
-    return r.ChildError("model_type", fmt::format("'{}' is not supported{}; supported: {}",
-                                                  m.model_type, DidYouMean(m.model_type, kTypes),
-                                                  JoinNames(kTypes)));
+    return r.ChildError("model_type",
+                        fmt::format("'{}' is not supported{}; supported: {}", m.model_type,
+                                    DidYouMean(m.model_type, kTypes), JoinNames(kTypes)));
   }
   if (m.model_type == "gpt2") {
     TUNE_RETURN_IF_ERROR(ReadGpt2Config(r, m));
@@ -116,9 +115,10 @@ Result<std::string> FindHfCachedConfig(const std::string& repo_id) {
     const fs::path config = *snapshot / "config.json";
     if (fs::is_regular_file(config, ec)) return config.string();
   }
-  return NotFoundError(fmt::format("'{}' is not in the Hugging Face cache (looked for {}/"
-                                   "snapshots/<refs/main>/config.json in: {})",
-                                   repo_id, HubRepoFolder(repo_id), cache));
+  return NotFoundError(
+      fmt::format("'{}' is not in the Hugging Face cache (looked for {}/"
+                  "snapshots/<refs/main>/config.json in: {})",
+                  repo_id, HubRepoFolder(repo_id), cache));
 }
 
 Result<ModelSpec> ResolveModel(const std::string& ref, const ModelCatalog& catalog) {
@@ -136,15 +136,16 @@ Result<ModelSpec> ResolveModel(const std::string& ref, const ModelCatalog& catal
     TUNE_ASSIGN_OR_RETURN(Json doc, ReadJsonFile(*cached));
     return ModelSpecFromHfConfig(doc, ref, *cached);
   }
-  return NotFoundError(fmt::format(
-      "unknown model '{}'{}: not in the catalog, not a path to a config.json, and {}", ref,
-      DidYouMean(ref, catalog.names()), cached.status().message()));
+  return NotFoundError(
+      fmt::format("unknown model '{}'{}: not in the catalog, not a path to a config.json, and {}",
+                  ref, DidYouMean(ref, catalog.names()), cached.status().message()));
 }
 
 namespace {
 
-const std::vector<std::string> kPlanKeys = {"device_memory", "margin", "requests", "models",
-                                            "prompt_tokens", "max_new_tokens", "max_length"};
+const std::vector<std::string> kPlanKeys = {"device_memory", "margin",        "requests",
+                                            "models",        "prompt_tokens", "max_new_tokens",
+                                            "max_length"};
 const std::vector<std::string> kModelKeys = {
     "name",           "model",          "format",     "double_quant", "role",
     "prompt_tokens",  "max_new_tokens", "max_length", "batch_size",   "num_labels",
@@ -168,8 +169,8 @@ Result<std::string> Choice(const JsonReader& r, const char* key, const std::stri
                            const std::vector<std::string>& valid) {
   TUNE_ASSIGN_OR_RETURN(std::string v, r.String(key, fallback));
   if (std::find(valid.begin(), valid.end(), v) == valid.end()) {
-    return r.ChildError(key, fmt::format("unknown value '{}'{}; valid: {}", v,
-                                         DidYouMean(v, valid), JoinNames(valid)));
+    return r.ChildError(key, fmt::format("unknown value '{}'{}; valid: {}", v, DidYouMean(v, valid),
+                                         JoinNames(valid)));
   }
   return v;
 }
@@ -206,15 +207,14 @@ Status ReadModelOptions(const JsonReader& r, InferenceModel& im) {
 
 Status ReadLengths(const JsonReader& r, const Defaults& d, InferenceModel& im) {
   if (im.role == InferenceRole::kClassify) {
-    TUNE_ASSIGN_OR_RETURN(im.max_length, Length(r, "max_length", d.max_length,
-                                                "role classify: tokens per sequence"));
+    TUNE_ASSIGN_OR_RETURN(
+        im.max_length, Length(r, "max_length", d.max_length, "role classify: tokens per sequence"));
     return Status::Ok();
   }
   const bool generate = im.role == InferenceRole::kGenerate;
-  TUNE_ASSIGN_OR_RETURN(im.prompt_tokens,
-                        Length(r, "prompt_tokens", d.prompt_tokens,
-                               generate ? "role generate: the prompt's tokens"
-                                        : "role score: the tokens scored"));
+  TUNE_ASSIGN_OR_RETURN(im.prompt_tokens, Length(r, "prompt_tokens", d.prompt_tokens,
+                                                 generate ? "role generate: the prompt's tokens"
+                                                          : "role score: the tokens scored"));
   if (generate) {
     TUNE_ASSIGN_OR_RETURN(im.max_new_tokens, Length(r, "max_new_tokens", d.max_new_tokens,
                                                     "role generate: tokens generated"));
@@ -236,9 +236,8 @@ Result<InferenceModel> ReadPlanModel(const JsonReader& r, const Defaults& d,
     auto shape = DecoderShapeOf(im.model);
     if (!shape.ok()) return r.ChildError("model", shape.status().message());
   }
-  TUNE_ASSIGN_OR_RETURN(std::string role,
-                        Choice(r, "role", decoder ? "generate" : "classify",
-                               {"generate", "score", "classify"}));
+  TUNE_ASSIGN_OR_RETURN(std::string role, Choice(r, "role", decoder ? "generate" : "classify",
+                                                 {"generate", "score", "classify"}));
   im.role = *ParseInferenceRole(role);
   if (decoder == (im.role == InferenceRole::kClassify)) {
     return r.ChildError("role", fmt::format("'{}' is {}: its roles are {}", ref,
@@ -260,9 +259,9 @@ Result<InferencePlan> ParseInferencePlan(const Json& doc, const std::string& fil
   if (r.Has("device_memory")) {
     const Json& v = doc.at("device_memory");
     auto bytes = v.is_string() ? ParseBytes(v.get<std::string>())
-                 : v.is_number_integer() ? Result<int64_t>(v.get<int64_t>())
-                                         : Result<int64_t>(InvalidArgumentError(
-                                               "expected a size such as \"80GiB\""));
+                 : v.is_number_integer()
+                     ? Result<int64_t>(v.get<int64_t>())
+                     : Result<int64_t>(InvalidArgumentError("expected a size such as \"80GiB\""));
     if (!bytes.ok()) return r.ChildError("device_memory", bytes.status().message());
     plan.device_memory = *bytes;
   }
@@ -277,8 +276,9 @@ Result<InferencePlan> ParseInferencePlan(const Json& doc, const std::string& fil
   TUNE_ASSIGN_OR_RETURN(d.max_new_tokens, r.OptInt("max_new_tokens"));
   TUNE_ASSIGN_OR_RETURN(d.max_length, r.OptInt("max_length"));
   if (!r.Has("models") || !doc.at("models").is_array() || doc.at("models").empty()) {
-    return r.Error("a plan needs \"models\": a non-empty array of {\"model\": ..., \"format\": "
-                   "..., \"role\": ...}");
+    return r.Error(
+        "a plan needs \"models\": a non-empty array of {\"model\": ..., \"format\": "
+        "..., \"role\": ...}");
   }
   const JsonReader models = r.Child("models");
   for (size_t k = 0; k < doc.at("models").size(); ++k) {
@@ -390,9 +390,9 @@ std::vector<Candidate> Candidates(const InferencePlan& plan, const PlanResult& n
     if (m.role == InferenceRole::kGenerate && m.max_new_tokens > 1) {
       const int64_t longest = LongestGeneration(plan, k, device);
       if (longest > 0) {
-        Candidate c{fmt::format("max_new_tokens {} for '{}' (from {})", longest, m.label,
-                                m.max_new_tokens),
-                    plan};
+        Candidate c{
+            fmt::format("max_new_tokens {} for '{}' (from {})", longest, m.label, m.max_new_tokens),
+            plan};
         c.plan.models[k].max_new_tokens = longest;
         out.push_back(std::move(c));
       }

@@ -177,8 +177,8 @@ std::string LeverText(const MemoryRequest& from, const MemoryRequest& to) {
 
 }  // namespace
 
-Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model,
-                             int64_t usable, double correction, const GuardOptions& options) {
+Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model, int64_t usable,
+                             double correction, const GuardOptions& options) {
   Admission a;
   a.correction = correction;
   a.usable = usable;

@@ -40,17 +40,17 @@ struct GuardOptions {
   // the card's memory, or less (the allocator is capped with setMemoryFraction). Unset on CPU:
   // no budget, no admission; unset on CUDA: the card's total memory.
   std::optional<int64_t> device_memory;
-  double margin = 0.05;           // share of device_memory kept free
-  bool admission = true;          // estimate each trial before it runs
-  bool lever_grad_accum = true;   // admission may halve batch_size and double grad_accum
+  double margin = 0.05;             // share of device_memory kept free
+  bool admission = true;            // estimate each trial before it runs
+  bool lever_grad_accum = true;     // admission may halve batch_size and double grad_accum
   bool lever_checkpointing = true;  // admission may turn on gradient checkpointing
   // --jobs: a waiting trial that does not fit beside the running ones starts at once at a
   // smaller micro-batch (the grad_accum lever only) when one fits the memory left.
   bool shrink_to_start = true;
   // Shrink to start never goes below this micro-batch (sequences): such a trial waits instead.
   int64_t min_micro_batch = 4;
-  int64_t oom_retry = 0;          // run-time OOM: retries at half the micro-batch, ×2 accumulation
-  bool calibrate = true;          // fit each model family's correction from the study's trials
+  int64_t oom_retry = 0;  // run-time OOM: retries at half the micro-batch, ×2 accumulation
+  bool calibrate = true;  // fit each model family's correction from the study's trials
   // The CUDA device model's defaults (estimator.h, DeviceMemoryModel::Cuda()), when set. Unset
   // context: measured at each trial start as total - free - reserved.
   std::optional<int64_t> cuda_context;
@@ -82,13 +82,13 @@ int64_t UsableMemory(int64_t device_memory, double margin);
 
 // What one trial's run taught about memory: user attribute "memory" of a trial.
 struct MemoryRecord {
-  std::string family;  // MemoryFamily(): "bert", "deberta-v2/bf16", "mlp", ...
+  std::string family;         // MemoryFamily(): "bert", "deberta-v2/bf16", "mlp", ...
   int64_t estimate = 0;       // device_peak estimated for the configuration that ran
   int64_t device_memory = 0;  // the budget it ran under
-  int64_t peak = -1;         // measured peak; -1: not measured
-  bool oom = false;          // ran out of memory at run time
-  std::string model;         // the model's name; "": only the family learns
-  int64_t cap = 0;           // --jobs: the reservation it was capped at (0: device_memory)
+  int64_t peak = -1;          // measured peak; -1: not measured
+  bool oom = false;           // ran out of memory at run time
+  std::string model;          // the model's name; "": only the family learns
+  int64_t cap = 0;            // --jobs: the reservation it was capped at (0: device_memory)
   // CUDA: the caching allocator's reserved peak plus the context the estimate counted, what
   // the estimate (a device peak) predicts and a cap limits; -1: unknown (then `peak` counts).
   int64_t footprint = -1;
@@ -101,8 +101,8 @@ std::string MemoryFamily(const ModelSpec& model, Precision precision);
 // Per-family correction factors fitted from records (see the header comment).
 class MemoryCalibration {
  public:
-  static constexpr double kMin = 0.875;   // never trust an estimate to be more than 1/8 high
-  static constexpr double kMax = 4.0;     // a correction above this means a broken estimate
+  static constexpr double kMin = 0.875;  // never trust an estimate to be more than 1/8 high
+  static constexpr double kMax = 4.0;    // a correction above this means a broken estimate
   static constexpr double kOomStep = 1.02;
   // An OOM under a --jobs cap (the trial's own prediction): the prediction was low by an unknown
   // amount, so the next one grows by this step rather than creeping up.
@@ -110,7 +110,7 @@ class MemoryCalibration {
   // A model with no record yet reserves this much more than its family's correction (at least
   // 1): the estimator has not been checked on it, and an OOM costs a whole trial.
   static constexpr double kUnmeasuredHeadroom = 1.15;
-  static constexpr size_t kWindow = 64;   // measured records per family that count
+  static constexpr size_t kWindow = 64;  // measured records per family that count
 
   void Add(const MemoryRecord& record);
   // 1.0 for a family with no records. With `model`: the model's own correction once it has
@@ -156,8 +156,8 @@ struct Admission {
 
 // Decides whether `request` fits `usable` bytes (see the header comment), each configuration
 // estimated by `model` (formulas or a measured fit). InvalidArgument when it cannot be estimated.
-Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model,
-                             int64_t usable, double correction, const GuardOptions& options);
+Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model, int64_t usable,
+                             double correction, const GuardOptions& options);
 
 // Half the micro-batch and twice the accumulation, keeping the effective batch. False (nothing
 // changed) when the micro-batch is odd or 1.

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "measure/gpu_process_memory.h"
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
-#include "measure/gpu_process_memory.h"
 #include "train/hyperparams.h"
 #include "tune/trial_attrs.h"
 #include "util/device.h"
@@ -44,8 +44,8 @@ class GuardPlanner : public MemoryPlanner {
   GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog)
       : options_(std::move(options)), catalog_(std::move(catalog)) {
     // A lever can only change a field the program receives through one parameter.
-    options_.guard.lever_grad_accum = options_.guard.lever_grad_accum &&
-                                      MappedParam("batch_size") && MappedParam("grad_accum");
+    options_.guard.lever_grad_accum =
+        options_.guard.lever_grad_accum && MappedParam("batch_size") && MappedParam("grad_accum");
     options_.guard.lever_checkpointing =
         options_.guard.lever_checkpointing && MappedParam("gradient_checkpointing");
     const auto device = ParseDevice(options_.device);
@@ -81,8 +81,8 @@ class GuardPlanner : public MemoryPlanner {
     if (!m) return PlanUnmeasured(trial, r, plan, attr);
     if (auto oom = KnownOom(trial, *m, attr)) return RejectKnownOom(trial, plan, attr, *oom);
     if (!options_.guard.admission) return PlanWithoutAdmission(*m, plan, attr);
-    TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(m->request, *m->model, *Capacity(),
-                                                  m->correction, options_.guard));
+    TUNE_ASSIGN_OR_RETURN(
+        Admission a, AdmitTrial(m->request, *m->model, *Capacity(), m->correction, options_.guard));
     if (a.verdict == AdmissionVerdict::kReject) {
       RecordAdmission(a, attr);
       return Reject(trial, params, a, plan, attr);
@@ -103,8 +103,8 @@ class GuardPlanner : public MemoryPlanner {
     if (!m || KnownOom(trial, *m, attr)) return std::optional<TrialPlan>();
     GuardOptions micro_batch_only = g;
     micro_batch_only.lever_checkpointing = false;
-    TUNE_ASSIGN_OR_RETURN(Admission a, AdmitTrial(m->request, *m->model, room, m->correction,
-                                                  micro_batch_only));
+    TUNE_ASSIGN_OR_RETURN(Admission a,
+                          AdmitTrial(m->request, *m->model, room, m->correction, micro_batch_only));
     if (a.verdict == AdmissionVerdict::kReject || a.request.batch_size < g.min_micro_batch) {
       return std::optional<TrialPlan>();
     }
@@ -180,13 +180,13 @@ class GuardPlanner : public MemoryPlanner {
       if (spec.is_string()) {
         auto text = ExpandTemplate(spec.get<std::string>(), values);
         if (!text) {
-          return InvalidArgumentError(fmt::format(
-              "memory.{}: \"{}\" names a parameter this trial does not have", field,
-              spec.get<std::string>()));
+          return InvalidArgumentError(
+              fmt::format("memory.{}: \"{}\" names a parameter this trial does not have", field,
+                          spec.get<std::string>()));
         }
         const Json parsed = Json::parse(*text, nullptr, false);
-        value = parsed.is_discarded() || parsed.is_object() || parsed.is_array() ? Json(*text)
-                                                                                  : parsed;
+        value =
+            parsed.is_discarded() || parsed.is_object() || parsed.is_array() ? Json(*text) : parsed;
       }
       if (field == "num_labels") {
         if (!value.is_number_integer() || value.get<int64_t>() < 1) {
@@ -212,15 +212,13 @@ class GuardPlanner : public MemoryPlanner {
     double correction = 1.0;
     bool measured = false;  // a fit, not the formulas
   };
-  Result<std::optional<Modelled>> ModelFor(TrialHandle& trial, const Request& r,
-                                           MemoryAttr& attr) {
+  Result<std::optional<Modelled>> ModelFor(TrialHandle& trial, const Request& r, MemoryAttr& attr) {
     attr.model = r.hp.model;
     auto spec = catalog_.Find(r.hp.model);
     if (spec.ok()) {
       attr.family = "command:" + MemoryFamily(**spec, r.hp.precision);
-      return std::optional<Modelled>(Modelled{formula_,
-                                              MemoryRequestFor(**spec, r.hp, r.num_labels, 0),
-                                              Correction(trial, attr, 0.0)});
+      return std::optional<Modelled>(Modelled{
+          formula_, MemoryRequestFor(**spec, r.hp, r.num_labels, 0), Correction(trial, attr, 0.0)});
     }
     attr.family = MeasuredFamily(r.hp);
     TUNE_ASSIGN_OR_RETURN(std::shared_ptr<const MemoryModel> fitted, Fitted(trial, r.hp, attr));
@@ -277,8 +275,7 @@ class GuardPlanner : public MemoryPlanner {
 
   // The fit of the family's measured peaks, once CanFit; stored in the study's system attribute
   // MeasuredFitKey whenever it changes. Null before.
-  Result<std::shared_ptr<const MemoryModel>> Fitted(TrialHandle& trial,
-                                                    const TrainHyperparams& hp,
+  Result<std::shared_ptr<const MemoryModel>> Fitted(TrialHandle& trial, const TrainHyperparams& hp,
                                                     const MemoryAttr& attr) {
     const std::vector<MemoryPoint> points = MeasuredPoints(FamilyAttrs(trial, attr.family));
     if (!CanFit(points)) return std::shared_ptr<const MemoryModel>();
@@ -394,20 +391,21 @@ class GuardPlanner : public MemoryPlanner {
         "predicted out of memory: '{}' ran out of memory at batch_size {}, max_length {}, which "
         "this trial reaches or exceeds",
         attr.model, oom.batch_size, oom.max_length);
-    Json details{{"usable", a.usable}, {"oom_batch_size", oom.batch_size},
+    Json details{{"usable", a.usable},
+                 {"oom_batch_size", oom.batch_size},
                  {"oom_max_length", oom.max_length}};
-    TUNE_ASSIGN_OR_RETURN(plan.outcome, RecordOom(trial, plan.params, details, reason,
-                                                  EndReason::kPredicted));
+    TUNE_ASSIGN_OR_RETURN(plan.outcome,
+                          RecordOom(trial, plan.params, details, reason, EndReason::kPredicted));
     return plan;
   }
 
   CommandMemoryOptions options_;
   ModelCatalog catalog_;
-  bool cpu_ = false;  // memory.device is "cpu"
-  std::shared_ptr<const MemoryModel> formula_;  // the estimator's, on the device model
-  std::map<int64_t, MemoryAttr> attrs_;  // planned trials' "memory", by number
-  std::map<int64_t, Json> recorded_;     // "memory" of the trials this process recorded
-  std::map<std::string, Json> stored_fits_;  // study system attributes written, by key
+  bool cpu_ = false;                             // memory.device is "cpu"
+  std::shared_ptr<const MemoryModel> formula_;   // the estimator's, on the device model
+  std::map<int64_t, MemoryAttr> attrs_;          // planned trials' "memory", by number
+  std::map<int64_t, Json> recorded_;             // "memory" of the trials this process recorded
+  std::map<std::string, Json> stored_fits_;      // study system attributes written, by key
   mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
   // The real card's (a simulated one has only its busy share).
   DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};

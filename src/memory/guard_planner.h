@@ -21,8 +21,8 @@
 #include <memory>
 #include <string>
 
-#include "memory/guard.h"
 #include "measure/measured_fit.h"
+#include "memory/guard.h"
 #include "tune/distributions.h"
 #include "tune/memory_guard.h"
 #include "tune/model_catalog.h"

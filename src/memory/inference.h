@@ -34,16 +34,16 @@ const char* WeightFormatName(WeightFormat f);
 const std::vector<std::string>& WeightFormatNames();
 bool IsQuantized(WeightFormat f);
 
-inline constexpr int64_t kQuantBlock = 64;        // 4-bit absmax block (bitsandbytes default)
-inline constexpr int64_t kDoubleQuantBlock = 256; // absmaxes per second-level block
+inline constexpr int64_t kQuantBlock = 64;         // 4-bit absmax block (bitsandbytes default)
+inline constexpr int64_t kDoubleQuantBlock = 256;  // absmaxes per second-level block
 
 // Weight bytes of a model, split by what they are.
 struct WeightBytes {
   int64_t num_parameters = 0;
-  int64_t linear = 0;        // the transformer layers' Linear weights in the storage format
-  int64_t scales = 0;        // quantisation constants (int8 row scales, 4-bit absmaxes)
-  int64_t embeddings = 0;    // token (and position) embeddings and an untied LM head
-  int64_t other = 0;         // norms and biases
+  int64_t linear = 0;      // the transformer layers' Linear weights in the storage format
+  int64_t scales = 0;      // quantisation constants (int8 row scales, 4-bit absmaxes)
+  int64_t embeddings = 0;  // token (and position) embeddings and an untied LM head
+  int64_t other = 0;       // norms and biases
   int64_t total() const { return linear + scales + embeddings + other; }
 };
 // The bytes of one Linear weight [out, in] in `format` (plus its scales).
@@ -76,30 +76,30 @@ struct InferenceModel {
   WeightFormat format = WeightFormat::kFp16;
   bool double_quant = false;  // 4-bit formats only
   InferenceRole role = InferenceRole::kGenerate;
-  int64_t prompt_tokens = 0;   // generate, score
-  int64_t max_new_tokens = 0;  // generate
-  int64_t max_length = 0;      // classify
-  int64_t batch_size = 1;      // sequences per request
-  int64_t num_labels = 3;      // classify
+  int64_t prompt_tokens = 0;                          // generate, score
+  int64_t max_new_tokens = 0;                         // generate
+  int64_t max_length = 0;                             // classify
+  int64_t batch_size = 1;                             // sequences per request
+  int64_t num_labels = 3;                             // classify
   WeightFormat kv_cache_dtype = WeightFormat::kFp16;  // fp32, fp16 or bf16 (fp32 for fp32 models)
   AttentionKernel attention = AttentionKernel::kEager;
-  bool sample = true;          // sampling (softmax and multinomial) rather than greedy argmax
+  bool sample = true;  // sampling (softmax and multinomial) rather than greedy argmax
   // The cache is allocated at its full length before the prefill (vLLM, HF StaticCache, tune's
   // measurement) rather than grown by torch.cat per token (HF DynamicCache).
   bool static_cache = false;
-  int64_t decode_steps = -1;   // decode steps traced (-1: max_new_tokens); for measurements
+  int64_t decode_steps = -1;  // decode steps traced (-1: max_new_tokens); for measurements
 };
 
 // One model's memory. Per-request terms are for one request (batch_size sequences).
 struct InferenceEstimate {
   WeightBytes weights;
-  int64_t kv_cache = 0;         // K and V of prompt + generated tokens, all layers
-  int64_t prefill = 0;          // the prefill's largest live activations above the KV cache
-  int64_t decode = 0;           // one decode step's largest live activations (the last step)
-  int64_t logits = 0;           // logits and sampling (or log-softmax) buffers at their peak
-  int64_t dequant = 0;          // quantised weights dequantised for one prefill matmul
-  int64_t per_request = 0;      // kv_cache + max(prefill, decode) (each includes its logits)
-  int64_t allocated_peak = 0;   // weights + per_request: one request on its own
+  int64_t kv_cache = 0;        // K and V of prompt + generated tokens, all layers
+  int64_t prefill = 0;         // the prefill's largest live activations above the KV cache
+  int64_t decode = 0;          // one decode step's largest live activations (the last step)
+  int64_t logits = 0;          // logits and sampling (or log-softmax) buffers at their peak
+  int64_t dequant = 0;         // quantised weights dequantised for one prefill matmul
+  int64_t per_request = 0;     // kv_cache + max(prefill, decode) (each includes its logits)
+  int64_t allocated_peak = 0;  // weights + per_request: one request on its own
 };
 
 // InvalidArgument for an impossible request: missing lengths, a decoder role on an encoder,
@@ -139,23 +139,23 @@ struct PlanModelResult {
 struct PlanResult {
   std::vector<PlanModelResult> models;
   int64_t requests = 0;
-  int64_t weights = 0;       // all models
-  int64_t per_request = 0;   // all models, one request
-  int64_t context = 0;       // CUDA context (once per process)
-  int64_t workspace = 0;     // cuBLAS workspace
-  int64_t fragmentation = 0; // share of the per-request memory, which comes and goes
+  int64_t weights = 0;        // all models
+  int64_t per_request = 0;    // all models, one request
+  int64_t context = 0;        // CUDA context (once per process)
+  int64_t workspace = 0;      // cuBLAS workspace
+  int64_t fragmentation = 0;  // share of the per-request memory, which comes and goes
   int64_t total = 0;
-  int64_t usable = -1;       // device_memory x (1 - margin); -1 without a device size
+  int64_t usable = -1;  // device_memory x (1 - margin); -1 without a device size
   bool fits = true;
-  int64_t max_requests = -1; // the largest N that fits (0: not even one); -1 without a size
+  int64_t max_requests = -1;  // the largest N that fits (0: not even one); -1 without a size
 };
 Result<PlanResult> EvaluatePlan(const InferencePlan& plan, const DeviceMemoryModel& device);
 
 // One change that lowers the plan's memory (--suggest).
 struct PlanSuggestion {
-  std::string change;        // "quantise 'scorer' to int8", "9 parallel requests", ...
-  int64_t saved = 0;         // bytes
-  int64_t total = 0;         // the plan's total after the change
+  std::string change;  // "quantise 'scorer' to int8", "9 parallel requests", ...
+  int64_t saved = 0;   // bytes
+  int64_t total = 0;   // the plan's total after the change
   bool fits = false;
   int64_t max_requests = 0;  // after the change
 };

@@ -54,12 +54,12 @@ Json FittedMemoryModel::ToJson() const {
 std::vector<std::pair<std::string, int64_t>> FittedMemoryModel::Explain(
     const MemoryRequest& request, const MemoryEstimate& e) const {
   const auto bytes = [](double v) { return static_cast<int64_t>(std::llround(v)); };
-  const double bt = static_cast<double>(request.batch_size) *
-                    static_cast<double>(request.max_length);
+  const double bt =
+      static_cast<double>(request.batch_size) * static_cast<double>(request.max_length);
   std::vector<std::pair<std::string, int64_t>> rows;
   for (const MemoryPoint& p : fit_.points) {
-    const bool held = p.batch_size == fit_.held_out.batch_size &&
-                      p.max_length == fit_.held_out.max_length;
+    const bool held =
+        p.batch_size == fit_.held_out.batch_size && p.max_length == fit_.held_out.max_length;
     rows.emplace_back(fmt::format("probe B={} T={}: measured{}", p.batch_size, p.max_length,
                                   held ? fmt::format(" (held out; fit of the others {:+.1f}%)",
                                                      100 * fit_.held_out_error)
@@ -77,8 +77,8 @@ std::vector<std::pair<std::string, int64_t>> FittedMemoryModel::Explain(
   return rows;
 }
 
-Result<int64_t> MaxBatchSize(const MemoryModel& model, MemoryRequest request,
-                             int64_t budget_bytes, int64_t limit) {
+Result<int64_t> MaxBatchSize(const MemoryModel& model, MemoryRequest request, int64_t budget_bytes,
+                             int64_t limit) {
   auto fits = [&](int64_t b) -> Result<bool> {
     request.batch_size = b;
     TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, model.Estimate(request));

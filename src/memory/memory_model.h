@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "memory/estimator.h"
 #include "measure/measured_fit.h"
+#include "memory/estimator.h"
 #include "tune/status.h"
 
 namespace tune {
@@ -71,7 +71,7 @@ class FittedMemoryModel : public MemoryModel {
 
 // The largest micro-batch in [1, limit] whose device_peak is at most `budget_bytes`; 0 when
 // not even 1 fits. The peak grows with the batch, so this is a binary search.
-Result<int64_t> MaxBatchSize(const MemoryModel& model, MemoryRequest request,
-                             int64_t budget_bytes, int64_t limit = 4096);
+Result<int64_t> MaxBatchSize(const MemoryModel& model, MemoryRequest request, int64_t budget_bytes,
+                             int64_t limit = 4096);
 
 }  // namespace tune

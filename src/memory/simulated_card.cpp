@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -119,8 +119,8 @@ void Initialise(SimulatedCard::Shared* s, int64_t capacity) {
 Result<std::unique_ptr<SimulatedCard>> SimulatedCard::Open(const std::string& name,
                                                            int64_t capacity) {
   if (!ValidName(name)) {
-    return InvalidArgumentError(fmt::format(
-        "simulated card name '{}': use 1-64 letters, digits, '-', '_' or '.'", name));
+    return InvalidArgumentError(
+        fmt::format("simulated card name '{}': use 1-64 letters, digits, '-', '_' or '.'", name));
   }
   if (capacity <= 0) return InvalidArgumentError("a simulated card needs a capacity > 0 bytes");
   const std::string shm = ShmName(name);
@@ -136,8 +136,8 @@ Result<std::unique_ptr<SimulatedCard>> SimulatedCard::Open(const std::string& na
   void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
-    return FailedPreconditionError(fmt::format("cannot map the simulated card /dev/shm{}: {}",
-                                               shm, std::strerror(errno)));
+    return FailedPreconditionError(
+        fmt::format("cannot map the simulated card /dev/shm{}: {}", shm, std::strerror(errno)));
   }
   auto* shared = static_cast<Shared*>(p);
   Initialise(shared, capacity);
@@ -190,8 +190,7 @@ int64_t SimulatedCard::capacity() const { return shared_->capacity; }
 double GpuStretch(int64_t busy, double sum_busy, double own, const CardCompute& compute) {
   if (busy <= 1) return std::max(1.0, sum_busy);
   const double sliced = 1.0 + compute.slicing;
-  const double interleaved =
-      sliced * (1.0 + compute.interleave * static_cast<double>(busy - 1));
+  const double interleaved = sliced * (1.0 + compute.interleave * static_cast<double>(busy - 1));
   if (!(own > 0.0)) return interleaved;
   // The step (g + h) x sum_busy x sliced, written as h + g x stretch, with h / g = (1 - own) / own.
   const double saturated = (sum_busy * sliced - (1.0 - own)) / own;
@@ -233,14 +232,15 @@ Result<double> SimulatedCard::RunSteps(const MicroSteps& steps, double time_scal
   Clock::time_point last = Clock::now();
   while (done < steps.count) {
     const CardLoad now = load();
-    const double step = steps.host_seconds +
-                        steps.gpu_seconds *
-                            GpuStretch(now.busy, now.sum_busy, steps.busy_share(), compute);
+    const double step =
+        steps.host_seconds +
+        steps.gpu_seconds * GpuStretch(now.busy, now.sum_busy, steps.busy_share(), compute);
     if (!(step > 0.0)) break;
     // Sleeps one tick, or less when the steps left end sooner at this rate.
     const double left_real = (steps.count - done) * step * time_scale;
     std::this_thread::sleep_for(std::min<Clock::duration>(
-        tick, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left_real))));
+        tick,
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(left_real))));
     const Clock::time_point t = Clock::now();
     const double dt = std::chrono::duration<double>(t - last).count() / time_scale;
     last = t;
@@ -254,8 +254,8 @@ Result<double> SimulatedCard::RunSteps(const MicroSteps& steps, double time_scal
 
 Status SimulatedCard::Remove(const std::string& name) {
   if (shm_unlink(ShmName(name).c_str()) != 0 && errno != ENOENT) {
-    return InternalError(fmt::format("cannot remove the simulated card '{}': {}", name,
-                                     std::strerror(errno)));
+    return InternalError(
+        fmt::format("cannot remove the simulated card '{}': {}", name, std::strerror(errno)));
   }
   return Status::Ok();
 }

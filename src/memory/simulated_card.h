@@ -81,9 +81,9 @@ class SimulatedCard {
   // The busy processes that are alive and their summed busy share.
   CardLoad load() const;
   // Runs `steps` on the card: sets this process busy, advances through the micro-steps as
-  // GpuStretch(load(), its busy share) allows, re-reading the load every few milliseconds, and sets it idle
-  // again. Simulated seconds pass `time_scale` times faster than real ones (time_scale = 0.01:
-  // one simulated second takes 10 ms). Returns the simulated seconds the steps took.
+  // GpuStretch(load(), its busy share) allows, re-reading the load every few milliseconds, and sets
+  // it idle again. Simulated seconds pass `time_scale` times faster than real ones (time_scale =
+  // 0.01: one simulated second takes 10 ms). Returns the simulated seconds the steps took.
   Result<double> RunSteps(const MicroSteps& steps, double time_scale,
                           const CardCompute& compute = {});
 

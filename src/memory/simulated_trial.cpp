@@ -11,8 +11,9 @@ namespace tune {
 Result<SimulatedTrialRun> RunSimulatedTrial(SimulatedCard& card, const SimulatedTrialSpec& spec,
                                             const CardCompute& compute) {
   if (spec.static_bytes < 0 || spec.peak_bytes < spec.static_bytes || !(spec.time_scale > 0)) {
-    return InvalidArgumentError("a simulated trial needs 0 <= static_bytes <= peak_bytes and a "
-                                "time scale > 0");
+    return InvalidArgumentError(
+        "a simulated trial needs 0 <= static_bytes <= peak_bytes and a "
+        "time scale > 0");
   }
   SimulatedTrialRun run;
   Status loaded = card.Charge(spec.static_bytes);

@@ -22,7 +22,7 @@ struct SimulatedTrialSpec {
   int64_t peak_bytes = 0;        // its whole peak, reached at the first micro-step
   double startup_seconds = 0.0;  // simulated
   MicroSteps steps;
-  double time_scale = 1.0;       // real seconds per simulated second
+  double time_scale = 1.0;          // real seconds per simulated second
   double real_seconds_spent = 0.0;  // real time the process already spent starting (counted in
                                     // the start-up, not added to it)
 };

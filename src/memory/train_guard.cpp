@@ -103,8 +103,7 @@ MemoryRequest TrainGuard::RequestFor(const TrainJob& job) {
 // The fit of a TorchScript job's measured peaks at its precision (script_fit.h): cached, or the
 // study's, or with `probe` measured now on this process's trainer. FailedPrecondition when there
 // is none (a --jobs parent, which has no trainer, before a child measured it).
-Result<MeasuredFit> TrainGuard::ScriptFitFor(TrialHandle& trial, const TrainJob& job,
-                                             bool probe) {
+Result<MeasuredFit> TrainGuard::ScriptFitFor(TrialHandle& trial, const TrainJob& job, bool probe) {
   ScriptFitRequest request;
   request.model = job.model;
   request.hp = job.hp;
@@ -164,8 +163,8 @@ Result<GuardDecision> TrainGuard::Admit(TrialHandle& trial, const Json& params, 
     return g;
   }
   const Admission& a = *admitted;
-  if (room && (a.verdict == AdmissionVerdict::kReject ||
-               a.request.batch_size < options_.min_micro_batch)) {
+  if (room &&
+      (a.verdict == AdmissionVerdict::kReject || a.request.batch_size < options_.min_micro_batch)) {
     return UnfitNow();  // no micro-batch at or above the floor fits the room left
   }
   g.admission = a;
@@ -193,9 +192,8 @@ Result<GuardDecision> TrainGuard::Admit(TrialHandle& trial, const Json& params, 
 }
 
 // A trial admission does not run: PRUNED with reason "predicted".
-Result<TrialOutcome> TrainGuard::Reject(TrialHandle& trial, const Json& params,
-                                        const TrainJob& job, const GuardDecision& g,
-                                        int64_t device_memory) const {
+Result<TrialOutcome> TrainGuard::Reject(TrialHandle& trial, const Json& params, const TrainJob& job,
+                                        const GuardDecision& g, int64_t device_memory) const {
   const Admission& a = *g.admission;
   TUNE_RETURN_IF_ERROR(
       trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(AdmissionAttr(g, device_memory))));
@@ -266,8 +264,7 @@ GuardDecision TrainGuard::DecisionFromJson(const Json& j, const TrainJob& job) {
   return g;
 }
 
-MemoryAttr TrainGuard::AdmissionAttr(const GuardDecision& g,
-                                     std::optional<int64_t> device_memory) {
+MemoryAttr TrainGuard::AdmissionAttr(const GuardDecision& g, std::optional<int64_t> device_memory) {
   MemoryAttr m;
   m.family = g.family;
   m.estimate = g.estimate.value_or(0);
@@ -282,8 +279,8 @@ MemoryAttr TrainGuard::AdmissionAttr(const GuardDecision& g,
   return m;
 }
 
-Status TrainGuard::RecordMemory(TrialHandle& trial, const TrainJob& job,
-                                const GuardDecision& g, const TrainResult& result,
+Status TrainGuard::RecordMemory(TrialHandle& trial, const TrainJob& job, const GuardDecision& g,
+                                const TrainResult& result,
                                 const std::vector<OomAttempt>& retries) const {
   MemoryAttr m = AdmissionAttr(g, DeviceMemory());
   m.peak = result.peak_memory_bytes;

@@ -50,9 +50,7 @@ std::string ParamEnvName(const std::string& param) {
   return out;
 }
 
-
 namespace {
-
 
 Result<double> ToNumber(const Json& v) {
   if (v.is_number() && !v.is_boolean()) return v.get<double>();
@@ -275,8 +273,8 @@ class CommandProcess : public TrialProcess {
   Result<TrialOutcome> Decide() {
     const ExitStatus& exit = program_->exit_status();
     if (reader_.pruned_step) {
-      return TrialOutcome{TrialState::kPruned, {},
-                          fmt::format("pruned at step {}", *reader_.pruned_step)};
+      return TrialOutcome{
+          TrialState::kPruned, {}, fmt::format("pruned at step {}", *reader_.pruned_step)};
     }
     if (stop_ == StopCause::kInterrupted) {
       TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kInterrupted, true));
@@ -295,8 +293,9 @@ class CommandProcess : public TrialProcess {
     }
     if (!exit.success()) return Fail(exit.Describe());
     if (!reader_.final_values) {
-      return Fail("no value reported: print {\"value\": X} on stdout or write it to "
-                  "$TUNE_RESULT_FILE");
+      return Fail(
+          "no value reported: print {\"value\": X} on stdout or write it to "
+          "$TUNE_RESULT_FILE");
     }
     return TrialOutcome{TrialState::kComplete, *reader_.final_values, ""};
   }
@@ -415,9 +414,9 @@ class CommandObjective : public Objective {
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> program, Subprocess::Spawn(so));
     spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
                   fmt::join(so.argv, " "));
-    return std::unique_ptr<TrialProcess>(std::make_unique<CommandProcess>(
-        trial, plan, planner_.get(), options_, patterns_, std::move(dir), std::move(program),
-        gpu_.get()));
+    return std::unique_ptr<TrialProcess>(
+        std::make_unique<CommandProcess>(trial, plan, planner_.get(), options_, patterns_,
+                                         std::move(dir), std::move(program), gpu_.get()));
   }
 
   Result<fs::path> MakeTrialDir(const TrialHandle& trial) const {
@@ -432,8 +431,8 @@ class CommandObjective : public Objective {
     const char* tmp = std::getenv("TMPDIR");
     std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/tune-trial-XXXXXX";
     if (!mkdtemp(templ.data())) {
-      return InternalError(fmt::format("cannot create a temporary directory {}: {}", templ,
-                                       std::strerror(errno)));
+      return InternalError(
+          fmt::format("cannot create a temporary directory {}: {}", templ, std::strerror(errno)));
     }
     return fs::path(templ);
   }
@@ -448,8 +447,7 @@ class CommandObjective : public Objective {
       } else if (argv.empty()) {
         return InvalidArgumentError("the program name \"" + a + "\" names an inactive parameter");
       } else {
-        spdlog::debug("Trial {}: argument \"{}\" left out (inactive parameter)", trial.number(),
-                      a);
+        spdlog::debug("Trial {}: argument \"{}\" left out (inactive parameter)", trial.number(), a);
       }
     }
     return argv;
@@ -480,7 +478,7 @@ class CommandObjective : public Objective {
 
   CommandOptions options_;
   std::unique_ptr<MemoryPlanner> planner_;  // null: no memory section
-  std::shared_ptr<GpuProcessMemory> gpu_;     // NVML, when a planner needs device peaks
+  std::shared_ptr<GpuProcessMemory> gpu_;   // NVML, when a planner needs device peaks
   std::vector<std::string> patterns_;
 };
 

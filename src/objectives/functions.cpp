@@ -177,8 +177,8 @@ Json FunctionDefaultSpace(const FunctionOptions& options) {
 
 double MixedMemoryProxy(const ModelCatalog& catalog, const Json& params) {
   const ModelSpec* m = LookupModel(catalog, params);
-  double scale = m ? static_cast<double>(m->num_hidden_layers * m->hidden_size) / (12.0 * 768.0)
-                   : 1.0;
+  double scale =
+      m ? static_cast<double>(m->num_hidden_layers * m->hidden_size) / (12.0 * 768.0) : 1.0;
   return NumberOr(params, "batch_size", 16) * NumberOr(params, "max_length", 256) * scale;
 }
 
@@ -210,16 +210,16 @@ Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatal
     if (options.oom_threshold) {
       double proxy = MixedMemoryProxy(catalog, params);
       if (proxy > *options.oom_threshold) {
-        return ResourceExhaustedError(fmt::format(
-            "simulated out of memory: memory proxy {:.0f} > oom_threshold {:.0f}", proxy,
-            *options.oom_threshold));
+        return ResourceExhaustedError(
+            fmt::format("simulated out of memory: memory proxy {:.0f} > oom_threshold {:.0f}",
+                        proxy, *options.oom_threshold));
       }
     }
     return Mixed(catalog, params);
   }
   if (FunctionObjectives(n) > 1) {
-    return InvalidArgumentError(fmt::format("function '{}' has {} objectives", n,
-                                            FunctionObjectives(n)));
+    return InvalidArgumentError(
+        fmt::format("function '{}' has {} objectives", n, FunctionObjectives(n)));
   }
   return InvalidArgumentError(fmt::format("unknown function '{}'{}; valid: {}", n,
                                           DidYouMean(n, FunctionNames()),
@@ -227,8 +227,8 @@ Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatal
 }
 
 Result<std::vector<double>> EvaluateFunctionValues(const FunctionOptions& options,
-                                                  const ModelCatalog& catalog,
-                                                  const Json& params) {
+                                                   const ModelCatalog& catalog,
+                                                   const Json& params) {
   if (const int n = MultiObjectiveProblemVariables(options.name); n > 0) {
     TUNE_ASSIGN_OR_RETURN(std::vector<double> x, Vector(params, n));
     return EvaluateMultiObjectiveProblem(options.name, x);

@@ -44,11 +44,13 @@ std::vector<double> Wfg4(const std::vector<double>& z) {
     y[i] = SMulti(z[i] / (2.0 * static_cast<double>(i + 1)), 30, 10, 0.35);
   }
   double position = 0.0, distance = 0.0;  // r_sum with unit weights: means
-  for (size_t i = 0; i < z.size(); ++i) (static_cast<int>(i) < kPosition ? position : distance) += y[i];
+  for (size_t i = 0; i < z.size(); ++i)
+    (static_cast<int>(i) < kPosition ? position : distance) += y[i];
   position /= kPosition;
   distance /= static_cast<double>(z.size() - kPosition);
   // Concave shape with A = 1: x_1 = t_1, x_M = t_M; f_m = x_M + 2m h_m.
-  return {distance + 2.0 * std::sin(position * kPi / 2), distance + 4.0 * std::cos(position * kPi / 2)};
+  return {distance + 2.0 * std::sin(position * kPi / 2),
+          distance + 4.0 * std::cos(position * kPi / 2)};
 }
 
 }  // namespace

@@ -100,8 +100,8 @@ Result<std::unique_ptr<Pruner>> MakePercentile(const JsonReader& r) {
         "percentile 50)");
   }
   if (!(*p >= 0 && *p <= 100)) {
-    return r.ChildError("percentile", fmt::format("must be between 0 and 100 inclusive, got {}",
-                                                  PyFloatRepr(*p)));
+    return r.ChildError(
+        "percentile", fmt::format("must be between 0 and 100 inclusive, got {}", PyFloatRepr(*p)));
   }
   PercentileOptions o;
   o.percentile = *p;
@@ -222,9 +222,9 @@ const std::vector<PrunerRow>& PrunerTable() {
 Result<std::unique_ptr<Pruner>> MakePrunerAt(const std::string& name, const JsonReader& r) {
   const PrunerRow* row = internal::FindRow(PrunerTable(), name);
   if (row == nullptr) {
-    return InvalidArgumentError(fmt::format("{}: {}/name: {}", r.file(), r.path(),
-                                            internal::UnknownNameMessage(PrunerTable(), "pruner",
-                                                                         name)));
+    return InvalidArgumentError(
+        fmt::format("{}: {}/name: {}", r.file(), r.path(),
+                    internal::UnknownNameMessage(PrunerTable(), "pruner", name)));
   }
   TUNE_RETURN_IF_ERROR(r.CheckKeys(internal::KeyNames(row->keys)));
   return row->make(r);

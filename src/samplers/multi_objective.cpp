@@ -144,8 +144,8 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
   for (size_t i = 0; i < n; ++i) {
     inclusive[i] = BoxVolume(reference, points[i]);
     const double bound = inclusive[i] - BoxVolume(reference, limited(i, selected.size() - 1));
-    contribs[i] = std::isnan(contribs[i]) || std::isnan(bound) ? std::nan("")
-                                                                 : std::min(contribs[i], bound);
+    contribs[i] =
+        std::isnan(contribs[i]) || std::isnan(bound) ? std::nan("") : std::min(contribs[i], bound);
   }
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
@@ -179,7 +179,8 @@ std::vector<int64_t> HsspOnUnique(LossPoints points, std::vector<int64_t> ids, i
     if (!std::isfinite(r)) return {ids.begin(), ids.begin() + subset_size};
   }
   if (ids.size() == static_cast<size_t>(subset_size)) return ids;
-  if (reference.size() == 2) return Hssp2d(std::move(points), std::move(ids), subset_size, reference);
+  if (reference.size() == 2)
+    return Hssp2d(std::move(points), std::move(ids), subset_size, reference);
   std::vector<double> contribs(points.size());
   for (size_t i = 0; i < points.size(); ++i) contribs[i] = BoxVolume(reference, points[i]);
   std::vector<int64_t> selected_ids;
@@ -266,8 +267,8 @@ std::vector<int> NondominationRank(const LossPoints& losses, int n_below) {
   return out;
 }
 
-std::vector<int> FastNondominationRank(const LossPoints& losses,
-                                       const std::vector<double>& penalty, int n_below) {
+std::vector<int> FastNondominationRank(const LossPoints& losses, const std::vector<double>& penalty,
+                                       int n_below) {
   if (losses.empty()) return {};
   if (n_below <= 0) n_below = static_cast<int>(losses.size());
   if (penalty.empty()) return NondominationRank(losses, n_below);

@@ -28,8 +28,8 @@ std::vector<int> NondominationRank(const LossPoints& losses,
 // Optuna's _fast_non_domination_rank with penalties (constrained NSGA-II): feasible points
 // (penalty <= 0) ranked by their losses, then infeasible ones by their penalty, then those with
 // a NaN penalty (no constraint values) by their losses. `penalty` empty = no constraints.
-std::vector<int> FastNondominationRank(const LossPoints& losses,
-                                       const std::vector<double>& penalty, int n_below = 0);
+std::vector<int> FastNondominationRank(const LossPoints& losses, const std::vector<double>& penalty,
+                                       int n_below = 0);
 
 // The reference point of a set of losses: per objective max(1.1 w, 0.9 w) of the worst value w,
 // 1e-12 where that is 0. Optuna's _get_reference_point.

@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <utility>
@@ -139,8 +139,8 @@ std::vector<TrialPtrs> RankPopulation(const TrialPtrs& population,
     }
   }
   std::vector<int> ranks = FastNondominationRank(losses, penalty, 0);
-  std::vector<TrialPtrs> by_rank(static_cast<size_t>(*std::max_element(ranks.begin(),
-                                                                       ranks.end())) + 1);
+  std::vector<TrialPtrs> by_rank(
+      static_cast<size_t>(*std::max_element(ranks.begin(), ranks.end())) + 1);
   for (size_t i = 0; i < population.size(); ++i) {
     if (ranks[i] >= 0) by_rank[static_cast<size_t>(ranks[i])].push_back(population[i]);
   }
@@ -242,7 +242,7 @@ class NsgaIISampler::State {
     for (auto it = space->begin(); it != space->end();) {
       auto found = t.distributions.find(it->first);
       it = found != t.distributions.end() && found->second == it->second ? std::next(it)
-                                                                        : space->erase(it);
+                                                                         : space->erase(it);
     }
   }
 
@@ -338,8 +338,8 @@ struct ParentSearch {
     TrialPtrs pool = Population(g - 1);
     pool.insert(pool.end(), previous.begin(), previous.end());
     TUNE_ASSIGN_OR_RETURN(TrialPtrs elite,
-                          SelectElitePopulation(pool, history.directions,
-                                                options.population_size, options.constraints));
+                          SelectElitePopulation(pool, history.directions, options.population_size,
+                                                options.constraints));
     Json ids = Json::array();
     for (const auto& t : elite) ids.push_back(t->trial_id);
     written[key] = std::move(ids);
@@ -359,8 +359,8 @@ Result<SamplerRecords> NsgaIISampler::BeforeSample(const TrialHistory& history,
     generation = NextGeneration(history, options_.population_size, generation_of);
     records.trial_system_attrs[kNsgaIIGenerationKey] = generation;
   }
-  ParentSearch search{options_,          *state_, history, study_attrs,
-                      records.study_system_attrs, generation_of};
+  ParentSearch search{options_,     *state_, history, study_attrs, records.study_system_attrs,
+                      generation_of};
   TUNE_ASSIGN_OR_RETURN(TrialPtrs parents, search.Parents(generation));
   state_->pending = {trial.number, std::move(parents)};
   return records;
@@ -376,8 +376,7 @@ SearchSpace NsgaIISampler::InferRelativeSearchSpace(const TrialHistory& history)
 }
 
 double NsgaIISampler::SampleIndependent(const TrialHistory& /*history*/,
-                                        const FrozenTrial& /*trial*/,
-                                        const std::string& /*name*/,
+                                        const FrozenTrial& /*trial*/, const std::string& /*name*/,
                                         const Distribution& distribution, Rng& rng) {
   return SampleUniform(distribution, rng);
 }
@@ -394,13 +393,20 @@ std::map<std::string, double> NsgaIISampler::SampleRelative(const TrialHistory& 
 
 namespace {
 
-bool IsNumerical(const Distribution& d) { return !std::holds_alternative<CategoricalDistribution>(d); }
+bool IsNumerical(const Distribution& d) {
+  return !std::holds_alternative<CategoricalDistribution>(d);
+}
 
 // Optuna's _SearchSpaceTransform (transform_log, transform_step) for one numerical parameter.
 double Transform(const Distribution& d, double v) {
-  bool log = std::visit([](const auto& x) {
-    if constexpr (requires { x.log; }) return x.log; else return false;
-  }, d);
+  bool log = std::visit(
+      [](const auto& x) {
+        if constexpr (requires { x.log; })
+          return x.log;
+        else
+          return false;
+      },
+      d);
   return log ? std::log(v) : v;
 }
 
@@ -489,8 +495,7 @@ struct CrossoverJob {
       for (const auto& [name, d] : numerical) row.push_back(Transform(d, ParamOf(*p, name)));
       rows.push_back(std::move(row));
     }
-    std::vector<double> c =
-        Crossover(options, rows, bounds, directions.size() > 1, random);
+    std::vector<double> c = Crossover(options, rows, bounds, directions.size() > 1, random);
     for (size_t i = 0; i < numerical.size(); ++i) {
       child.emplace_back(numerical[i].first, Untransform(numerical[i].second, c[i]));
     }
@@ -511,15 +516,18 @@ namespace {
 // (with a warning) when there are too few parents or no child fits after kMaxCrossoverTries.
 std::optional<Child> PerformCrossover(const NsgaIIOptions& options, const TrialPtrs& parents,
                                       const SearchSpace& space,
-                                      const std::vector<StudyDirection>& directions,
-                                      int64_t number, GaRandom& random) {
+                                      const std::vector<StudyDirection>& directions, int64_t number,
+                                      GaRandom& random) {
   if (parents.size() < static_cast<size_t>(CrossoverParents(options.crossover))) {
-    spdlog::warn("NSGA-II: trial {}: {} parents, fewer than the crossover needs; sampling at "
-                 "random", number, parents.size());
+    spdlog::warn(
+        "NSGA-II: trial {}: {} parents, fewer than the crossover needs; sampling at "
+        "random",
+        number, parents.size());
     return std::nullopt;
   }
-  CrossoverJob job{options, parents, directions,
-                   options.constraints ? ConstrainedDominates : Dominates, {}, {}, {}};
+  CrossoverJob job{
+      options, parents, directions, options.constraints ? ConstrainedDominates : Dominates,
+      {},      {},      {}};
   for (const auto& [name, d] : space) {
     if (IsNumerical(d)) {
       job.numerical.emplace_back(name, d);
@@ -532,8 +540,10 @@ std::optional<Child> PerformCrossover(const NsgaIIOptions& options, const TrialP
     Child child = job.Try(random);
     if (InSpace(child, space)) return child;
   }
-  spdlog::warn("NSGA-II: trial {}: no crossover child in the search space after {} tries; "
-               "sampling at random", number, kMaxCrossoverTries);
+  spdlog::warn(
+      "NSGA-II: trial {}: no crossover child in the search space after {} tries; "
+      "sampling at random",
+      number, kMaxCrossoverTries);
   return std::nullopt;
 }
 
@@ -564,8 +574,8 @@ std::map<std::string, double> NsgaIISampler::SampleRelative(const TrialHistory& 
     for (const auto& [name, d] : space) child.emplace_back(name, ParamOf(*parent, name));
   }
   // Mutation: each parameter is left to SampleIndependent with probability mutation_prob.
-  double mutation_prob = options_.mutation_prob.value_or(
-      1.0 / std::max(1.0, static_cast<double>(child.size())));
+  double mutation_prob =
+      options_.mutation_prob.value_or(1.0 / std::max(1.0, static_cast<double>(child.size())));
   std::map<std::string, double> out;
   for (const auto& [name, value] : child) {
     if (random.Rand() >= mutation_prob) out[name] = value;

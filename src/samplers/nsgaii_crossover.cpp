@@ -275,12 +275,18 @@ int CrossoverParents(NsgaIICrossover crossover) {
 
 const char* CrossoverName(NsgaIICrossover crossover) {
   switch (crossover) {
-    case NsgaIICrossover::kUniform: return "uniform";
-    case NsgaIICrossover::kBlxAlpha: return "blxalpha";
-    case NsgaIICrossover::kSbx: return "sbx";
-    case NsgaIICrossover::kVsbx: return "vsbx";
-    case NsgaIICrossover::kSpx: return "spx";
-    case NsgaIICrossover::kUndx: return "undx";
+    case NsgaIICrossover::kUniform:
+      return "uniform";
+    case NsgaIICrossover::kBlxAlpha:
+      return "blxalpha";
+    case NsgaIICrossover::kSbx:
+      return "sbx";
+    case NsgaIICrossover::kVsbx:
+      return "vsbx";
+    case NsgaIICrossover::kSpx:
+      return "spx";
+    case NsgaIICrossover::kUndx:
+      return "undx";
   }
   return "uniform";
 }
@@ -290,12 +296,18 @@ std::vector<double> Crossover(const NsgaIIOptions& options,
                               const std::vector<std::pair<double, double>>& bounds,
                               bool multi_objective, GaRandom& random) {
   switch (options.crossover) {
-    case NsgaIICrossover::kUniform: return Uniform(parents, options.swapping_prob, random);
-    case NsgaIICrossover::kBlxAlpha: return BlxAlpha(parents, options.alpha, random);
-    case NsgaIICrossover::kSbx: return Sbx(parents, bounds, options, multi_objective, random);
-    case NsgaIICrossover::kVsbx: return Vsbx(parents, options, multi_objective, random);
-    case NsgaIICrossover::kSpx: return Spx(parents, options, random);
-    case NsgaIICrossover::kUndx: return Undx(parents, options, random);
+    case NsgaIICrossover::kUniform:
+      return Uniform(parents, options.swapping_prob, random);
+    case NsgaIICrossover::kBlxAlpha:
+      return BlxAlpha(parents, options.alpha, random);
+    case NsgaIICrossover::kSbx:
+      return Sbx(parents, bounds, options, multi_objective, random);
+    case NsgaIICrossover::kVsbx:
+      return Vsbx(parents, options, multi_objective, random);
+    case NsgaIICrossover::kSpx:
+      return Spx(parents, options, random);
+    case NsgaIICrossover::kUndx:
+      return Undx(parents, options, random);
   }
   return {};
 }

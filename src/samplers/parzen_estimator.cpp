@@ -218,8 +218,7 @@ double ScottBandwidth(const std::vector<double>& sorted) {
 
 void ParzenEstimator::NeighborBandwidths(const ParzenDimension& dim,
                                          const std::vector<std::pair<double, uint32_t>>& sorted,
-                                         const ParzenOptions& options,
-                                         std::vector<double>& sigma) {
+                                         const ParzenOptions& options, std::vector<double>& sigma) {
   const size_t m = sorted.size();
   if (options.rule == BandwidthRule::kOptuna) {
     // Larger gap to a sorted neighbour, the domain ends acting as neighbours.
@@ -241,8 +240,8 @@ void ParzenEstimator::NeighborBandwidths(const ParzenDimension& dim,
   values.reserve(m + 1);
   for (const auto& entry : sorted) values.push_back(entry.first);
   const double centre = 0.5 * (dim.low + dim.high);
-  const auto p = static_cast<size_t>(std::upper_bound(values.begin(), values.end(), centre) -
-                                     values.begin());
+  const auto p =
+      static_cast<size_t>(std::upper_bound(values.begin(), values.end(), centre) - values.begin());
   values.insert(values.begin() + static_cast<ptrdiff_t>(p), centre);
   if (options.rule == BandwidthRule::kScott) {
     const double s = ScottBandwidth(values);
@@ -288,8 +287,7 @@ void ParzenEstimator::TruncationNorms(const ParzenDimension& dim,
       last_log_sigma = std::log(last_sigma);
     }
     const double lz = log_z[pair_of[i]];
-    st.log_norm[i] =
-        dim.kind == KernelKind::kContinuous ? -lz - last_log_sigma - kLogSqrt2Pi : -lz;
+    st.log_norm[i] = dim.kind == KernelKind::kContinuous ? -lz - last_log_sigma - kLogSqrt2Pi : -lz;
   }
 }
 
@@ -373,7 +371,7 @@ std::vector<double> ParzenEstimator::CategoricalProbabilities(size_t d, size_t c
   std::vector<double> p(static_cast<size_t>(dims_[d].n_choices));
   for (size_t c = 0; c < p.size(); ++c) {
     p[c] = std::exp(static_cast<int32_t>(c) == observed ? st.log_hit[component]
-                                                         : st.log_miss[component]);
+                                                        : st.log_miss[component]);
   }
   return p;
 }

@@ -53,7 +53,7 @@ struct ParzenOptions {
   double magic_clip_exponent = 1.0;
   bool consider_endpoints = false;
   BandwidthRule rule = BandwidthRule::kOptuna;  // per dimension (see TpeOptions::bandwidth)
-  bool multivariate = false;  // selects `bandwidth` for numerical dimensions
+  bool multivariate = false;                    // selects `bandwidth` for numerical dimensions
   MultivariateBandwidth bandwidth = MultivariateBandwidth::kPerDimension;
   std::optional<double> categorical_prior_weight;  // see TpeOptions
 };
@@ -97,7 +97,7 @@ class ParzenEstimator {
     // categorical
     std::vector<int32_t> choice;  // -1 for the prior
     std::vector<double> log_hit, log_miss;
-    double hit_probability = 1.0;  // P(choose the observed choice outright) when sampling
+    double hit_probability = 1.0;   // P(choose the observed choice outright) when sampling
     bool miss_others_only = false;  // otherwise draw among the other choices (else among all)
   };
   // The bin edges of a discrete value t (clipped to the domain).
@@ -115,8 +115,7 @@ class ParzenEstimator {
   // st.inv_sigma and st.log_norm (ln of the kernel's normaliser: truncation mass, and for a
   // continuous dimension 1 / (sigma sqrt(2 pi))) from st.mu and st.sigma.
   static void TruncationNorms(const ParzenDimension& dim,
-                              const std::vector<std::pair<double, uint32_t>>& sorted,
-                              DimState& st);
+                              const std::vector<std::pair<double, uint32_t>>& sorted, DimState& st);
 
   std::vector<ParzenDimension> dims_;
   std::vector<DimState> dim_state_;

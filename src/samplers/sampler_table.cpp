@@ -75,11 +75,12 @@ Status ParseGamma(const JsonReader& r, TpeOptions& o) {
     o.gamma_sqrt_beta = g.at("sqrt").get<double>();
     return Status::Ok();
   }
-  return r.ChildError("gamma", "expected \"default\" (min(ceil(0.1 n), 25)), \"hyperopt\" "
-                               "(min(ceil(0.25 sqrt(n)), 25)), a ratio r in (0, 1] "
-                               "(min(ceil(r n), 25)) or {\"sqrt\": beta}, beta in (0, 25] "
-                               "(min(ceil(beta sqrt(n)), 25)), got " +
-                                   JsonReader::Describe(g));
+  return r.ChildError("gamma",
+                      "expected \"default\" (min(ceil(0.1 n), 25)), \"hyperopt\" "
+                      "(min(ceil(0.25 sqrt(n)), 25)), a ratio r in (0, 1] "
+                      "(min(ceil(r n), 25)) or {\"sqrt\": beta}, beta in (0, 25] "
+                      "(min(ceil(beta sqrt(n)), 25)), got " +
+                          JsonReader::Describe(g));
 }
 
 // "weights": "default" (Optuna's), "uniform" or "expected_improvement".
@@ -242,8 +243,8 @@ const std::vector<std::pair<NsgaIICrossover, std::vector<OptionKey>>>& Crossover
 }
 
 // A crossover option that is a number > 0 (>= 0 with `zero_ok`), or null for Optuna's default.
-Status ParseCrossoverNumber(const JsonReader& c, const std::string& key,
-                            std::optional<double>& out, bool zero_ok) {
+Status ParseCrossoverNumber(const JsonReader& c, const std::string& key, std::optional<double>& out,
+                            bool zero_ok) {
   TUNE_ASSIGN_OR_RETURN(auto v, c.OptNumber(key));
   if (!v) return Status::Ok();
   if (!(zero_ok ? *v >= 0.0 : *v > 0.0) || std::isinf(*v)) {
@@ -373,9 +374,9 @@ std::vector<std::pair<std::string, Json>> SamplerOptionKeys(const std::string& n
 Result<std::unique_ptr<Sampler>> MakeSampler(const SamplerConfig& config) {
   const SamplerRow* row = internal::FindRow(SamplerTable(), config.name);
   if (row == nullptr) {
-    return InvalidArgumentError(fmt::format(
-        "{}: /sampler/name: {}", config.source,
-        internal::UnknownNameMessage(SamplerTable(), "sampler", config.name)));
+    return InvalidArgumentError(
+        fmt::format("{}: /sampler/name: {}", config.source,
+                    internal::UnknownNameMessage(SamplerTable(), "sampler", config.name)));
   }
   JsonReader r(config.options, config.source, "/sampler");
   TUNE_RETURN_IF_ERROR(r.CheckKeys(internal::KeyNames(row->keys)));

@@ -32,7 +32,7 @@ TpeOptions TpePresetOptions(TpePreset /*preset*/) { return TpeOptions(); }
 int TpeGamma(const TpeOptions& options, int n) {
   double g = options.gamma_hyperopt
                  ? std::ceil(options.gamma_sqrt_beta * std::sqrt(static_cast<double>(n)))
-                                    : std::ceil(options.gamma_ratio * static_cast<double>(n));
+                 : std::ceil(options.gamma_ratio * static_cast<double>(n));
   return std::min(static_cast<int>(g), options.gamma_max);
 }
 
@@ -103,7 +103,7 @@ class TpeSampler::Index {
       auto k = static_cast<size_t>(number);
       if (k >= present_.size() || !present_[k]) continue;
       if (multi_objective_ && IsFeasibleComplete(key)) continue;  // split above
-      if (want <= 0) {  // the best trial above
+      if (want <= 0) {                                            // the best trial above
         if (key[0] == 0.0 && key[1] == -kInf) threshold_ = key[2];
         break;
       }
@@ -231,9 +231,9 @@ class TpeSampler::Index {
   struct Entry {
     bool ingested = false;
     bool complete = false;
-    bool feasible_complete = false;      // COMPLETE and not ranked infeasible
-    bool satisfies_constraints = true;   // SatisfiesAll (with constraints)
-    std::vector<double> losses;          // COMPLETE: the values as losses
+    bool feasible_complete = false;     // COMPLETE and not ranked infeasible
+    bool satisfies_constraints = true;  // SatisfiesAll (with constraints)
+    std::vector<double> losses;         // COMPLETE: the values as losses
     bool oom = false;  // PRUNED with the user attribute oom=true (tune's memory guard)
     int signature = -1;
     double value = kNaN;  // signed value of a feasible COMPLETE trial (EI weights)
@@ -276,8 +276,7 @@ class TpeSampler::Index {
   }
 
   void Ingest(const FrozenTrial& t, const std::vector<StudyDirection>& directions) {
-    const StudyDirection direction =
-        directions.empty() ? StudyDirection::kMinimize : directions[0];
+    const StudyDirection direction = directions.empty() ? StudyDirection::kMinimize : directions[0];
     auto number = static_cast<size_t>(t.number);
     if (number >= trials_.size()) {
       size_t size = std::max(number + 1, trials_.size() * 2);
@@ -422,7 +421,7 @@ class TpeSampler::Index {
   int n_ = 0;
   std::vector<char> below_;
   std::vector<double> below_weight_;  // several objectives: the l weight of each below trial
-  double threshold_ = kInf;  // the value of the best trial above, for EiWeights
+  double threshold_ = kInf;           // the value of the best trial above, for EiWeights
   bool below_valid_ = false;
 };
 
@@ -787,8 +786,8 @@ Estimators BuildEstimators(TpeSampler::Index& index, const TpeOptions& options,
     for (double w : below_weights) sum += w;
     lopt.prior_weight = options.prior_weight * sum / static_cast<double>(below_weights.size());
   }
-  ParzenEstimator l(pdims, obs_below, below_weights.empty() ? weights(obs_below) : below_weights, lopt,
-                    obs.below_order.empty() ? nullptr : &obs.below_order);
+  ParzenEstimator l(pdims, obs_below, below_weights.empty() ? weights(obs_below) : below_weights,
+                    lopt, obs.below_order.empty() ? nullptr : &obs.below_order);
   ParzenEstimator g(pdims, obs_above, weights(obs_above), popt,
                     obs.above_order.empty() ? nullptr : &obs.above_order);
   return {std::move(obs), std::move(l), std::move(g)};

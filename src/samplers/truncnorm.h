@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cmath>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 // Hot element-wise loops over kernels: on x86-64 Linux, GCC also builds AVX2 and AVX-512 clones

@@ -1,12 +1,12 @@
 #include "tune/storages/in_memory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace tune {
 
@@ -272,7 +272,7 @@ class InMemoryStorage : public Storage {
   struct StudyRecord {
     StudyInfo info;
     std::vector<int64_t> trial_ids;
-    std::set<int64_t> waiting;  // numbers of WAITING trials
+    std::set<int64_t> waiting;                // numbers of WAITING trials
     std::map<int64_t, TimePoint> heartbeats;  // number -> last heartbeat, RUNNING trials only
   };
   struct Entry {

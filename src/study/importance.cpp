@@ -12,9 +12,9 @@
 namespace tune {
 namespace {
 
-constexpr int kMaxSteps = 50;          // PedAnovaImportanceEvaluator._n_steps
-constexpr double kPriorWeight = 1.0;   // ... _prior_weight
-constexpr size_t kMinTopTrials = 2;    // ... _min_n_top_trials
+constexpr int kMaxSteps = 50;         // PedAnovaImportanceEvaluator._n_steps
+constexpr double kPriorWeight = 1.0;  // ... _prior_weight
+constexpr size_t kMinTopTrials = 2;   // ... _min_n_top_trials
 
 using Trials = std::vector<const FrozenTrial*>;
 
@@ -167,8 +167,7 @@ double PearsonDivergence(const std::string& name, const Distribution& d, const T
 }  // namespace
 
 std::vector<ParamImportance> PedAnovaImportances(const std::vector<FrozenTrial>& trials,
-                                                 StudyDirection direction,
-                                                 double target_quantile) {
+                                                 StudyDirection direction, double target_quantile) {
   Trials complete;
   for (const FrozenTrial& t : trials) {
     if (t.state == TrialState::kComplete && t.values.size() == 1) complete.push_back(&t);
@@ -191,9 +190,8 @@ std::vector<ParamImportance> PedAnovaImportances(const std::vector<FrozenTrial>&
   }
   for (auto& p : out)
     p.importance = sum > 0 ? p.importance / sum : 1.0 / static_cast<double>(out.size());
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.importance > b.importance;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.importance > b.importance; });
   return out;
 }
 

@@ -10,8 +10,8 @@ bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial) {
   return !ledger.capacity || ledger.reserved + trial.reservation <= *ledger.capacity;
 }
 
-std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue,
-                                  const JobsLedger& ledger, int64_t max_passes) {
+std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
+                                  int64_t max_passes) {
   if (queue.empty()) return std::nullopt;
   if (FitsNow(ledger, queue.front())) return 0;
   if (queue.front().passed >= max_passes) return std::nullopt;

@@ -18,9 +18,9 @@ namespace tune::internal {
 // What runs now on the device: how many trials, what they reserve, and the limits.
 struct JobsLedger {
   int64_t running = 0;
-  int64_t reserved = 0;                // bytes the running trials reserve
-  std::optional<int64_t> capacity;     // bytes usable by reservations; none: unlimited
-  int64_t limit = 1;                   // the most trials at once (jobs, or max_jobs with auto)
+  int64_t reserved = 0;             // bytes the running trials reserve
+  std::optional<int64_t> capacity;  // bytes usable by reservations; none: unlimited
+  int64_t limit = 1;                // the most trials at once (jobs, or max_jobs with auto)
   // The running trials already use the compute allowed (RunSettings::max_busy): no other starts
   // beside them, whatever its memory.
   bool compute_full = false;
@@ -34,15 +34,16 @@ struct WaitingTrial {
 };
 
 // True if a trial with this reservation may start beside the running ones: fewer than the limit
-// run, the compute is not full, and its reservation fits the capacity left (an exclusive trial: nothing runs). A trial
-// always fits an idle device (one that cannot fit it alone was planned not to run).
+// run, the compute is not full, and its reservation fits the capacity left (an exclusive trial:
+// nothing runs). A trial always fits an idle device (one that cannot fit it alone was planned not
+// to run).
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial);
 
 // The index in `queue` (oldest first) of the trial to start now, if any: the head when it fits;
 // else, while the head has been passed fewer than `max_passes` times, the oldest later trial
 // that fits.
-std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue,
-                                  const JobsLedger& ledger, int64_t max_passes);
+std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
+                                  int64_t max_passes);
 
 // Records that queue[started] starts: the trials before it were passed once more. Removes it.
 void MarkStarted(std::vector<WaitingTrial>& queue, size_t started);

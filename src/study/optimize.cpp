@@ -27,8 +27,8 @@ Result<int64_t> ParseJobsValue(const std::string& text) {
   int64_t jobs = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), jobs);
   if (ec != std::errc() || end != text.data() + text.size() || jobs < 1 || jobs > 256) {
-    return InvalidArgumentError(fmt::format(
-        "expected \"auto\" or a number of trials from 1 to 256, got {}", text));
+    return InvalidArgumentError(
+        fmt::format("expected \"auto\" or a number of trials from 1 to 256, got {}", text));
   }
   return jobs;
 }
@@ -152,21 +152,24 @@ class OptimizeLoop {
       // Another worker may have finished its last trial since the loop counted.
       TUNE_ASSIGN_OR_RETURN(result_.finished_total,
                             study_.storage().CountTrials(study_.study_id(), kFinishedStates));
-      spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s); not "
-                   "starting another",
-                   *target, running);
+      spdlog::info(
+          "The target of {} trials is reached counting {} RUNNING trial(s); not "
+          "starting another",
+          *target, running);
       return true;
     }
     if (!waiting_) {
       waiting_ = true;
       waiting_since_ = SteadyClock::now();
-      spdlog::info("The target of {} trials is reached counting {} RUNNING trial(s): waiting "
-                   "up to {:.0f}s for them to finish (or go stale, if their worker died)",
-                   *target, running, patience);
+      spdlog::info(
+          "The target of {} trials is reached counting {} RUNNING trial(s): waiting "
+          "up to {:.0f}s for them to finish (or go stale, if their worker died)",
+          *target, running, patience);
     } else if (SecondsSince(waiting_since_) > patience) {
-      spdlog::info("{} trial(s) still RUNNING after {:.0f}s, with live heartbeats: other "
-                   "workers will finish them; stopping",
-                   running, patience);
+      spdlog::info(
+          "{} trial(s) still RUNNING after {:.0f}s, with live heartbeats: other "
+          "workers will finish them; stopping",
+          running, patience);
       return true;
     }
     SleepInterruptibly(std::min(interval_, 1.0));
@@ -211,7 +214,7 @@ class OptimizeLoop {
   std::optional<SteadyClock::time_point> last_stale_check_;
   bool waiting_ = false;  // for running trials (of others) to finish or go stale
   SteadyClock::time_point waiting_since_{};
-  int64_t extra_target_ = 0;  // stale trials this worker re-enqueued
+  int64_t extra_target_ = 0;   // stale trials this worker re-enqueued
   int64_t study_retries_ = 0;  // the study's out-of-memory retries, when last counted
 };
 

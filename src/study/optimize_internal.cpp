@@ -107,11 +107,13 @@ Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
   }
   retry->user_attrs = Json::object();  // a new attempt: no outcome of the old one
   retry->system_attrs["oom_retry"] = true;
-  TUNE_ASSIGN_OR_RETURN(FrozenTrial created, study.storage().CreateTrial(study.study_id(), &*retry));
-  spdlog::info("Trial {} ran out of memory; its params are re-enqueued as trial {} (attempt {} "
-               "of {})",
-               told.number, created.number, retry->system_attrs["retry_history"].size() + 1,
-               options.retry_oom + 1);
+  TUNE_ASSIGN_OR_RETURN(FrozenTrial created,
+                        study.storage().CreateTrial(study.study_id(), &*retry));
+  spdlog::info(
+      "Trial {} ran out of memory; its params are re-enqueued as trial {} (attempt {} "
+      "of {})",
+      told.number, created.number, retry->system_attrs["retry_history"].size() + 1,
+      options.retry_oom + 1);
   return true;
 }
 

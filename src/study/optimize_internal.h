@@ -44,7 +44,7 @@ class HeartbeatThread {
   std::condition_variable cv_;
   std::map<int64_t, SteadyClock::time_point> due_;  // watched trial ids; guarded by mu_
   bool stop_ = false;                               // guarded by mu_
-  std::thread thread_;  // last: starts after the members above exist
+  std::thread thread_;                              // last: starts after the members above exist
 };
 
 // True if `status` came from writing to a trial that another worker has failed as stale

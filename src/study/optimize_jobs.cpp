@@ -46,12 +46,12 @@ using Clock = std::chrono::system_clock;
 
 struct Job {
   std::unique_ptr<Trial> trial;
-  Json sampled;                           // the sampled params, before the plan's levers
+  Json sampled;  // the sampled params, before the plan's levers
   TrialPlan plan;
   int64_t planned_at = 0;                 // JobsLoop::told_ when it was planned
   std::unique_ptr<TrialProcess> process;  // set once started
   Clock::time_point queued, started;
-  int64_t shrink_tried_at = -1;           // JobsLoop::ledger_version_ of the last PlanToFit
+  int64_t shrink_tried_at = -1;  // JobsLoop::ledger_version_ of the last PlanToFit
 };
 
 class JobsLoop {
@@ -147,7 +147,8 @@ class JobsLoop {
       ++busy_samples_;
     }
     const double mean = busy_samples_ > 0 ? seen_busy_ / static_cast<double>(busy_samples_) : 1.0;
-    const int64_t starting = std::max<int64_t>(0, static_cast<int64_t>(running_.size()) - now->busy);
+    const int64_t starting =
+        std::max<int64_t>(0, static_cast<int64_t>(running_.size()) - now->busy);
     return now->sum_busy + static_cast<double>(starting) * mean >= options_.max_busy;
   }
 
@@ -184,9 +185,10 @@ class JobsLoop {
       TUNE_RETURN_IF_ERROR(CountStudyRetries());
       if (Target() != before) return true;  // a retry is waiting: ask again
       if (running_.empty()) {
-        spdlog::info("The target of {} trials is reached counting RUNNING trials of other "
-                     "workers; not starting another",
-                     *Target());
+        spdlog::info(
+            "The target of {} trials is reached counting RUNNING trials of other "
+            "workers; not starting another",
+            *Target());
       }
       internal::SleepInterruptibly(0.05);
       return false;
@@ -308,8 +310,8 @@ class JobsLoop {
   // Polls every running trial's process for a short while; tells the finished ones.
   Status PollRunning() {
     if (running_.empty()) return Status::Ok();
-    const auto wait = std::chrono::milliseconds(std::max<int64_t>(
-        5, 50 / static_cast<int64_t>(running_.size())));
+    const auto wait =
+        std::chrono::milliseconds(std::max<int64_t>(5, 50 / static_cast<int64_t>(running_.size())));
     for (auto it = running_.begin(); it != running_.end();) {
       Job& job = **it;
       Status polled = job.process->Poll(wait);
@@ -433,7 +435,7 @@ class JobsLoop {
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;
   std::vector<std::unique_ptr<Job>> queue_;  // waiting to start, oldest first
-  std::vector<WaitingTrial> waiting_;         // queue_'s place in the order, one per job
+  std::vector<WaitingTrial> waiting_;        // queue_'s place in the order, one per job
   int64_t reserved_ = 0;
   int64_t told_ = 0;  // trials told so far: a queued trial planned before the last is re-planned
   int64_t ledger_version_ = 0;  // changes when a trial starts, ends or is told

@@ -63,8 +63,8 @@ std::string ProgressText(const ProgressCounts& counts, const ProgressTarget& tar
   return fmt::format(
       "{}/{} finished | {} COMPLETE, {} pruned, {} OOM, {} FAIL | best {}{} | elapsed {} | "
       "ETA {}",
-      counts.finished, of, counts.complete, counts.pruned, counts.oom, counts.failed, best,
-      running, ClockText(elapsed_seconds), eta ? ClockText(*eta) : std::string("?"));
+      counts.finished, of, counts.complete, counts.pruned, counts.oom, counts.failed, best, running,
+      ClockText(elapsed_seconds), eta ? ClockText(*eta) : std::string("?"));
 }
 
 }  // namespace tune

@@ -26,7 +26,7 @@ struct ProgressCounts {
   int64_t finished = 0;  // finished trials in the study (earlier runs included)
   int64_t run = 0;       // of which this run finished
   int64_t complete = 0, pruned = 0, oom = 0, failed = 0;  // the study's, by outcome
-  int64_t retried = 0;   // stale trials this run re-enqueued (each raises the target by one)
+  int64_t retried = 0;  // stale trials this run re-enqueued (each raises the target by one)
   std::optional<double> best_value;
   int64_t best_number = -1;
   std::optional<JobsState> jobs;  // what runs now (with several jobs, the memory ledger)
@@ -37,7 +37,7 @@ struct ProgressCounts {
 };
 
 struct ProgressTarget {
-  std::optional<int64_t> n_trials;       // the study's target of finished trials
+  std::optional<int64_t> n_trials;        // the study's target of finished trials
   std::optional<double> timeout_seconds;  // this run stops starting trials after this
 };
 

@@ -71,8 +71,7 @@ Result<Json> Trial::Suggest(const std::string& name, const Distribution& distrib
   } else {
     TUNE_ASSIGN_OR_RETURN(internal, Sample(name, distribution));
   }
-  TUNE_RETURN_IF_ERROR(
-      study_->storage().SetTrialParam(trial_id_, name, internal, distribution));
+  TUNE_RETURN_IF_ERROR(study_->storage().SetTrialParam(trial_id_, name, internal, distribution));
   frozen_.params[name] = internal;
   frozen_.distributions[name] = distribution;
   Json external = ToExternal(distribution, internal);
@@ -260,8 +259,7 @@ Result<std::shared_ptr<const TrialHistory>> Study::History() {
 }
 
 Result<std::unique_ptr<Trial>> Study::Ask() {
-  TUNE_ASSIGN_OR_RETURN(std::optional<FrozenTrial> waiting,
-                        storage_->ClaimWaitingTrial(study_id_));
+  TUNE_ASSIGN_OR_RETURN(std::optional<FrozenTrial> waiting, storage_->ClaimWaitingTrial(study_id_));
   FrozenTrial frozen;
   if (waiting) {
     frozen = std::move(*waiting);
@@ -309,18 +307,18 @@ Result<FrozenTrial> Study::Tell(Trial& trial, TrialState state, std::vector<doub
 Result<FrozenTrial> Study::TellNumber(int64_t number, TrialState state,
                                       std::vector<double> values) {
   // Only trial `number` (a first number past every trial reads no others).
-  TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> found,
-                        storage_->GetTrialsSince(study_id_, std::numeric_limits<int64_t>::max(),
-                                                 {number}));
+  TUNE_ASSIGN_OR_RETURN(
+      std::vector<FrozenTrial> found,
+      storage_->GetTrialsSince(study_id_, std::numeric_limits<int64_t>::max(), {number}));
   if (found.empty() || found.front().number != number) {
     return NotFoundError(fmt::format("study '{}' has no trial {}", name_, number));
   }
   const FrozenTrial& t = found.front();
   if (IsFinished(t.state)) return TrialFinishedError(number);
   if (t.state != TrialState::kRunning) {
-    return FailedPreconditionError(fmt::format(
-        "trial {} is {}, not RUNNING; only a trial that was asked for can be told", number,
-        TrialStateName(t.state)));
+    return FailedPreconditionError(
+        fmt::format("trial {} is {}, not RUNNING; only a trial that was asked for can be told",
+                    number, TrialStateName(t.state)));
   }
   std::optional<double> last;
   if (!t.intermediate_values.empty()) last = t.intermediate_values.rbegin()->second;
@@ -330,15 +328,16 @@ Result<FrozenTrial> Study::TellNumber(int64_t number, TrialState state,
 Result<FrozenTrial> Study::Finish(int64_t trial_id, int64_t number, TrialState state,
                                   std::vector<double> values, std::optional<double> last_reported) {
   if (state == TrialState::kRunning || state == TrialState::kWaiting) {
-    return InvalidArgumentError(fmt::format("cannot tell a trial the state {}; use COMPLETE, "
-                                            "PRUNED or FAIL",
-                                            TrialStateName(state)));
+    return InvalidArgumentError(
+        fmt::format("cannot tell a trial the state {}; use COMPLETE, "
+                    "PRUNED or FAIL",
+                    TrialStateName(state)));
   }
   if (state == TrialState::kComplete) {
     if (values.size() != directions_.size()) {
-      return InvalidArgumentError(fmt::format(
-          "trial {}: {} value(s) given, but the study has {} objective(s)", number,
-          values.size(), directions_.size()));
+      return InvalidArgumentError(
+          fmt::format("trial {}: {} value(s) given, but the study has {} objective(s)", number,
+                      values.size(), directions_.size()));
     }
     for (double v : values) {
       if (std::isnan(v)) {

@@ -46,8 +46,10 @@ std::vector<std::u32string> GptPreTokenize(std::u32string_view s) {
     if (s[i] == '\'' && i + 1 < n) {
       const char32_t a = s[i + 1], b = i + 2 < n ? s[i + 2] : 0;
       size_t len = 0;
-      if (a == 's' || a == 't' || a == 'm' || a == 'd') len = 2;
-      else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) len = 3;
+      if (a == 's' || a == 't' || a == 'm' || a == 'd')
+        len = 2;
+      else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+        len = 3;
       if (len > 0) {
         out.emplace_back(s.substr(i, len));
         i += len;
@@ -57,8 +59,9 @@ std::vector<std::u32string> GptPreTokenize(std::u32string_view s) {
     // ' ?' then letters, numbers or other characters.
     const size_t j = (s[i] == ' ' && i + 1 < n && !IsSpace(s[i + 1])) ? i + 1 : i;
     if (!IsSpace(s[j])) {
-      const size_t end = IsLetter(s[j]) ? run(j, IsLetter) : IsNumber(s[j]) ? run(j, IsNumber)
-                                                                              : run(j, IsOther);
+      const size_t end = IsLetter(s[j])   ? run(j, IsLetter)
+                         : IsNumber(s[j]) ? run(j, IsNumber)
+                                          : run(j, IsOther);
       out.emplace_back(s.substr(i, end - i));
       i = end;
       continue;
@@ -84,9 +87,8 @@ Status ByteBpe::AddMerge(std::string_view pair, const std::string& where) {
   const size_t space = pair.find(' ');
   if (space == std::string::npos || space == 0 || space + 1 == pair.size() ||
       pair.find(' ', space + 1) != std::string::npos) {
-    return InvalidArgumentError(
-        fmt::format("{}: '{}' is not a merge (two tokens separated by one space)", where,
-                    pair.substr(0, 80)));
+    return InvalidArgumentError(fmt::format(
+        "{}: '{}' is not a merge (two tokens separated by one space)", where, pair.substr(0, 80)));
   }
   if (FindInvalidUtf8(pair) != std::string::npos) {
     return InvalidArgumentError(fmt::format("{}: invalid UTF-8", where));

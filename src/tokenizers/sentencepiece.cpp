@@ -102,8 +102,7 @@ Result<std::shared_ptr<const SentencePieceModel>> SentencePieceModel::Load(
   char why[512] = {0};
   tune_spm* model = api->load(path.c_str(), why, sizeof(why));
   if (model == nullptr) {
-    return InvalidArgumentError(
-        fmt::format("{}: not a valid SentencePiece model ({})", path, why));
+    return InvalidArgumentError(fmt::format("{}: not a valid SentencePiece model ({})", path, why));
   }
   return std::shared_ptr<const SentencePieceModel>(new SentencePieceModel(api, model));
 }

@@ -138,10 +138,10 @@ class Tokenizer {
   void SentencePieceEncode(std::string_view text, size_t max_tokens,
                            std::vector<int32_t>& out) const;
 
-  std::shared_ptr<const internal::ByteBpe> bpe_;  // set: byte-level BPE
+  std::shared_ptr<const internal::ByteBpe> bpe_;             // set: byte-level BPE
   std::shared_ptr<const internal::SentencePieceModel> spm_;  // set: SentencePiece
-  int32_t spm_offset_ = 0;  // HF id = SentencePiece id + offset (1: fairseq, XLM-R)
-  bool bpe_prefix_space_ = false;  // tokenizer.json ByteLevel add_prefix_space
+  int32_t spm_offset_ = 0;           // HF id = SentencePiece id + offset (1: fairseq, XLM-R)
+  bool bpe_prefix_space_ = false;    // tokenizer.json ByteLevel add_prefix_space
   std::string continuation_ = "##";  // WordPiece continuing_subword_prefix
   size_t max_chars_per_word_ = 100;  // WordPiece: a longer word is [UNK]
   std::vector<std::string> tokens_;

@@ -41,8 +41,8 @@ Status ReadVocabObject(const nlohmann::json& vocab, const std::string& where,
   if (vocab.empty()) return InvalidArgumentError(fmt::format("{}: the vocabulary is empty", where));
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return InvalidArgumentError(fmt::format("{}: token '{}' has id {}; ids are integers >= 0",
-                                              where, token, id.dump()));
+      return InvalidArgumentError(
+          fmt::format("{}: token '{}' has id {}; ids are integers >= 0", where, token, id.dump()));
     }
     const auto i = static_cast<size_t>(id.get<int64_t>());
     if (i >= tokens.size()) tokens.resize(i + 1);
@@ -186,8 +186,8 @@ Result<Tokenizer> Tokenizer::FromBpeFiles(const std::string& path, const std::st
   TUNE_RETURN_IF_ERROR(
       t.FindSpecials(path, kNames, "<mask>", "a RoBERTa-style byte-level BPE vocab.json"));
   TUNE_ASSIGN_OR_RETURN(internal::ByteBpe bpe, internal::ByteBpe::FromMergesFile(merges));
-  t.description_ = fmt::format("byte-level BPE {} ({} tokens, {} merges)", path, vocab.size(),
-                               bpe.size());
+  t.description_ =
+      fmt::format("byte-level BPE {} ({} tokens, {} merges)", path, vocab.size(), bpe.size());
   t.bpe_ = std::make_shared<const internal::ByteBpe>(std::move(bpe));
   return t;
 }
@@ -239,8 +239,8 @@ Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
   }
   const nlohmann::json& model = doc["model"];
   Tokenizer t;
-  TUNE_RETURN_IF_ERROR(ReadVocabObject(model.value("vocab", nlohmann::json()),
-                                       path + ": model.vocab", t.tokens_));
+  TUNE_RETURN_IF_ERROR(
+      ReadVocabObject(model.value("vocab", nlohmann::json()), path + ": model.vocab", t.tokens_));
   for (const auto& added : doc.value("added_tokens", nlohmann::json::array())) {
     const int64_t id = added.value("id", int64_t{-1});
     const std::string content = added.value("content", std::string());
@@ -266,8 +266,8 @@ Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
   const char* const names[4] = {pad.c_str(), unk_name.c_str(), cls.c_str(), sep.c_str()};
   TUNE_RETURN_IF_ERROR(t.FindSpecials(path, names, model_type == "BPE" ? "<mask>" : "[MASK]",
                                       "a BERT- or RoBERTa-style tokenizer.json"));
-  t.description_ = fmt::format("{} tokenizer.json {} ({} tokens)", model_type, path,
-                               t.tokens_.size());
+  t.description_ =
+      fmt::format("{} tokenizer.json {} ({} tokens)", model_type, path, t.tokens_.size());
   return t;
 }
 

@@ -1,11 +1,10 @@
 #include "tokenizers/unicode.h"
 
+#include <fmt/format.h>
+#include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
-#include <unicode/locid.h>
-
-#include <fmt/format.h>
 
 namespace tune::internal {
 namespace {
@@ -40,8 +39,8 @@ std::u32string Normalize(std::u32string_view s, bool compose) {
   // Below U+00C0 nothing decomposes, and below U+0300 (the first combining mark) nothing composes.
   if (AllBelow(s, compose ? 0x300 : 0xC0)) return std::u32string(s);
   UErrorCode err = U_ZERO_ERROR;
-  const icu::Normalizer2* n = compose ? icu::Normalizer2::getNFCInstance(err)
-                                      : icu::Normalizer2::getNFDInstance(err);
+  const icu::Normalizer2* n =
+      compose ? icu::Normalizer2::getNFCInstance(err) : icu::Normalizer2::getNFDInstance(err);
   if (U_FAILURE(err)) return std::u32string(s);
   icu::UnicodeString out = n->normalize(ToIcu(s), err);
   return U_FAILURE(err) ? std::u32string(s) : FromIcu(out);

@@ -16,10 +16,10 @@
 namespace tune {
 
 struct CpuMemoryStats {
-  int64_t live_bytes = 0;     // bytes held by live CPU tensors now
-  int64_t peak_bytes = 0;     // the largest live_bytes since the last reset
-  int64_t allocations = 0;    // allocations so far
-  int64_t oom_count = 0;      // allocations refused by the device_memory limit
+  int64_t live_bytes = 0;                // bytes held by live CPU tensors now
+  int64_t peak_bytes = 0;                // the largest live_bytes since the last reset
+  int64_t allocations = 0;               // allocations so far
+  int64_t oom_count = 0;                 // allocations refused by the device_memory limit
   std::optional<int64_t> device_memory;  // the limit (SetCpuDeviceMemory); unset: none
 };
 

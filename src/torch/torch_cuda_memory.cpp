@@ -1,11 +1,10 @@
 #include "torch_cuda_memory.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <mutex>
-
-#include <spdlog/spdlog.h>
 
 #include "torch/torch_version.h"
 
@@ -43,10 +42,9 @@ Status InitializeCuda(int device) {
   static std::string error;
   std::call_once(once, [device] {
     try {
-      const c10::Device d = device >= 0
-                                ? c10::Device(c10::DeviceType::CUDA,
-                                              static_cast<c10::DeviceIndex>(device))
-                                : c10::Device(c10::DeviceType::CUDA);
+      const c10::Device d =
+          device >= 0 ? c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device))
+                      : c10::Device(c10::DeviceType::CUDA);
       (void)at::empty({0}, at::TensorOptions().device(d));
     } catch (const c10::Error& e) {
       error = e.what_without_backtrace();
@@ -105,13 +103,12 @@ Result<Stats> GetStats(int device) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     err = cudaMemGetInfo(&free, &total);
   } catch (const c10::Error& e) {
-    return FailedPreconditionError(
-        fmt::format("CUDA allocator statistics of device {}: {}", device,
-                    e.what_without_backtrace()));
+    return FailedPreconditionError(fmt::format("CUDA allocator statistics of device {}: {}", device,
+                                               e.what_without_backtrace()));
   }
   if (err != cudaSuccess) {
-    return FailedPreconditionError(fmt::format("cudaMemGetInfo on device {}: {}", device,
-                                               cudaGetErrorString(err)));
+    return FailedPreconditionError(
+        fmt::format("cudaMemGetInfo on device {}: {}", device, cudaGetErrorString(err)));
   }
   s.free = static_cast<int64_t>(free);
   s.total = static_cast<int64_t>(total);
@@ -156,8 +153,8 @@ Status SetDeviceMemory(int device, int64_t bytes) {
   try {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device);
   } catch (const c10::Error& e) {
-    return FailedPreconditionError(fmt::format("setMemoryFraction({}, {}): {}", fraction, device,
-                                               e.what_without_backtrace()));
+    return FailedPreconditionError(
+        fmt::format("setMemoryFraction({}, {}): {}", fraction, device, e.what_without_backtrace()));
   }
   return Status::Ok();
 }

@@ -3,13 +3,12 @@
 // reset here at the same point, and locals go when the function returns.
 #include "torch/torch_decoder.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "torch/torch_counting_allocator.h"
 
@@ -131,8 +130,8 @@ torch::Tensor RepeatKv(const torch::Tensor& x, int64_t n_rep) {
 // (the layer holds them until it returns, as HF's decoder layers do).
 torch::Tensor Attend(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values,
                      const Context& c, bool fp32_softmax, torch::Tensor& probs) {
-  torch::Tensor scores = torch::matmul(q, keys.transpose(2, 3)) /
-                         std::sqrt(static_cast<double>(q.size(-1)));
+  torch::Tensor scores =
+      torch::matmul(q, keys.transpose(2, 3)) / std::sqrt(static_cast<double>(q.size(-1)));
   if (c.t > 1) scores = scores + c.mask;
   probs = fp32_softmax ? torch::softmax(scores, -1, torch::kFloat32) : torch::softmax(scores, -1);
   scores.reset();
@@ -289,9 +288,9 @@ DecoderMeasurement Run(const DecoderShape& s, const DecoderRunSpec& spec) {
   const int64_t held = Live();
   out.kv_cache = held - level - out.weights;
   ResetCpuPeakMemory();
-  torch::Tensor next = Forward(m, torch::randint(0, s.vocab, {spec.batch_size, spec.prompt_tokens},
-                                                 torch::kLong),
-                               0, spec.sample);
+  torch::Tensor next =
+      Forward(m, torch::randint(0, s.vocab, {spec.batch_size, spec.prompt_tokens}, torch::kLong), 0,
+              spec.sample);
   out.prefill_peak = Peak() - held;
   out.tokens = 1;
   for (int64_t step = 1; step < spec.max_new_tokens; ++step) {

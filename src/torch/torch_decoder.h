@@ -18,7 +18,7 @@
 namespace tune {
 
 struct DecoderRunSpec {
-  ModelSpec model;            // model_type gpt2, llama or mistral (DecoderShapeOf)
+  ModelSpec model;  // model_type gpt2, llama or mistral (DecoderShapeOf)
   int64_t batch_size = 1;
   int64_t prompt_tokens = 16;
   int64_t max_new_tokens = 8;  // the prefill samples the first; max_new_tokens - 1 decode steps

@@ -23,7 +23,7 @@ bool Fusable(const torch::Tensor& p, const torch::Tensor& g) {
 // The constants of one step, each rounded to float as LibTorch rounds a double Scalar for a float
 // tensor op.
 struct Coefficients {
-  float decay;      // 1 - lr * weight_decay
+  float decay;  // 1 - lr * weight_decay
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
   float bias2_sqrt;  // sqrt(1 - beta2^step)
   float eps;

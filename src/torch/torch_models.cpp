@@ -136,8 +136,8 @@ void EmbeddingsBase::RegisterParts(const EncoderConfig& c, bool absolute_positio
       torch::nn::Embedding(
           torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size).padding_idx(c.pad_id)));
   if (absolute_positions) {
-    position_embeddings_ = register_module(
-        "position_embeddings", torch::nn::Embedding(c.max_positions, c.hidden_size));
+    position_embeddings_ = register_module("position_embeddings",
+                                           torch::nn::Embedding(c.max_positions, c.hidden_size));
   }
   if (c.type_vocab_size > 0) {
     token_type_embeddings_ = register_module(
@@ -237,8 +237,10 @@ torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t 
   torch::Tensor sign = torch::sign(rel);
   torch::Tensor abs_pos =
       torch::where((rel < mid) & (rel > -mid), torch::full_like(rel, mid - 1), torch::abs(rel));
-  torch::Tensor log_base = torch::scalar_tensor(
-      static_cast<double>(max_position - 1) / static_cast<double>(mid), torch::kFloat).log();
+  torch::Tensor log_base =
+      torch::scalar_tensor(static_cast<double>(max_position - 1) / static_cast<double>(mid),
+                           torch::kFloat)
+          .log();
   torch::Tensor log_pos =
       torch::ceil(torch::log(abs_pos.to(torch::kFloat) / static_cast<double>(mid)) / log_base *
                   static_cast<double>(mid - 1)) +
@@ -293,8 +295,8 @@ torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
   torch::Tensor c2p = torch::gather(torch::matmul(q, pos_key.transpose(-1, -2)), -1, c2p_pos);
   // Position to content: row j (key) reads bucket(j - i) + S, then transposed to [query, key].
   torch::Tensor p2c_pos = torch::clamp(-rel_pos + span_, 0, 2 * span_ - 1).expand(shape);
-  torch::Tensor p2c = torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, p2c_pos)
-                          .transpose(-1, -2);
+  torch::Tensor p2c =
+      torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, p2c_pos).transpose(-1, -2);
   scores = (scores + c2p + p2c).mul_(scale_).add_(mask);
   torch::Tensor probs = dropout_(torch::softmax(scores, -1));
   return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
@@ -370,11 +372,12 @@ TransformerClassifierImpl::TransformerClassifierImpl(const EncoderConfig& encode
   if (encoder.deberta) {
     const int64_t span =
         encoder.position_buckets > 0 ? encoder.position_buckets : encoder.max_relative_positions;
-    rel_embeddings_ = enc->register_module("rel_embeddings",
-                                           torch::nn::Embedding(2 * span, encoder.hidden_size));
+    rel_embeddings_ =
+        enc->register_module("rel_embeddings", torch::nn::Embedding(2 * span, encoder.hidden_size));
     rel_norm_ = enc->register_module(
-        "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({encoder.hidden_size})
-                                              .eps(encoder.layer_norm_eps)));
+        "LayerNorm",
+        torch::nn::LayerNorm(
+            torch::nn::LayerNormOptions({encoder.hidden_size}).eps(encoder.layer_norm_eps)));
   }
   auto pooler = register_module("pooler", std::make_shared<ContainerImpl>());
   pooler_ =
@@ -412,9 +415,9 @@ torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
   if (config_.deberta) {
     const int64_t t = input_ids.size(1);
     if (!rel_pos_.defined() || rel_pos_.size(0) != t || rel_pos_.device() != input_ids.device()) {
-      rel_pos_ = DebertaRelativePositions(t, config_.position_buckets,
-                                          config_.max_relative_positions)
-                     .to(input_ids.device());
+      rel_pos_ =
+          DebertaRelativePositions(t, config_.position_buckets, config_.max_relative_positions)
+              .to(input_ids.device());
     }
     rel_pos = rel_pos_;
     rel = rel_norm_(rel_embeddings_->weight);  // norm_rel_ebd "layer_norm", shared by all layers

@@ -37,8 +37,8 @@ struct EncoderConfig {
   // embeddings; every layer adds content-to-position and position-to-content terms computed from
   // shared relative embeddings (2 * position_buckets rows).
   bool deberta = false;
-  int64_t position_buckets = 256;         // log buckets of relative positions (HF position_buckets)
-  int64_t max_relative_positions = 512;   // HF max_relative_positions (-1 there: max_positions)
+  int64_t position_buckets = 256;        // log buckets of relative positions (HF position_buckets)
+  int64_t max_relative_positions = 512;  // HF max_relative_positions (-1 there: max_positions)
 };
 
 struct HeadConfig {

@@ -1,4 +1,4 @@
-// The C entry points the tune binary finds with dlsym (tune/train/torch_plugin.h). No LibTorch
+// The C entry points the tune binary finds with dlsym (torch/torch_plugin.h). No LibTorch
 // here: the trainer's own files include it.
 #include "torch/torch_plugin.h"
 

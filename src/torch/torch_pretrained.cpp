@@ -79,10 +79,10 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
         plan.emplace_back(param, head);
       } else {
         if (head != nullptr) {
-          report.resized.push_back(fmt::format("{}: found shape {} in the checkpoint, the model "
-                                               "needs {}",
-                                               head->name, ShapeString(head->shape),
-                                               ShapeString(Shape(param))));
+          report.resized.push_back(
+              fmt::format("{}: found shape {} in the checkpoint, the model "
+                          "needs {}",
+                          head->name, ShapeString(head->shape), ShapeString(Shape(param))));
         }
         report.fresh.push_back(name);
       }
@@ -121,10 +121,10 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
     for (size_t i = 0; i < shown; ++i) list += "\n  " + problems[i];
     if (shown < problems.size())
       list += fmt::format("\n  ... and {} more", problems.size() - shown);
-    return InvalidArgumentError(fmt::format("{}: the checkpoint does not fit the model from its "
-                                            "config.json ({} problem{}):{}",
-                                            weights_path, problems.size(),
-                                            problems.size() == 1 ? "" : "s", list));
+    return InvalidArgumentError(
+        fmt::format("{}: the checkpoint does not fit the model from its "
+                    "config.json ({} problem{}):{}",
+                    weights_path, problems.size(), problems.size() == 1 ? "" : "s", list));
   }
   for (const auto& [name, info] : file.tensors()) {
     // Buffers, not weights (HF saves position_ids in older BERT checkpoints).
@@ -154,8 +154,8 @@ Status SavePretrainedWeights(torch::nn::Module& model, const std::string& prefix
     const std::string& name = item.key();
     torch::Tensor t = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
     SafetensorsWriteTensor w;
-    const bool bare = StartsWith(name, "classifier.") ||
-                      (StartsWith(name, "pooler.") && prefix == "deberta.");
+    const bool bare =
+        StartsWith(name, "classifier.") || (StartsWith(name, "pooler.") && prefix == "deberta.");
     w.name = (bare ? "" : prefix) + name;
     w.shape = t.sizes().vec();
     w.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());

@@ -1,10 +1,10 @@
 // The LibTorch trainer (torch_trainer.h).
 #include "torch/torch_trainer.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -70,8 +70,7 @@ torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols
 // gradients); SGD's gradients are scaled in place.
 void ClipGradients(const std::vector<torch::Tensor>& params, double max_norm,
                    torch::optim::Optimizer& optimizer) {
-  const double coefficient =
-      internal::ClipCoefficient(internal::GradientNorm(params), max_norm);
+  const double coefficient = internal::ClipCoefficient(internal::GradientNorm(params), max_norm);
   if (coefficient >= 1.0) return;
   if (auto* adamw = dynamic_cast<internal::FusedAdamW*>(&optimizer)) {
     adamw->set_grad_scale(coefficient);
@@ -211,12 +210,12 @@ class TextTask final : public TokenTask {
     spdlog::log(level, "Loaded {} tensors from {}{}", report.loaded, weights_path,
                 report.prefix.empty() ? "" : fmt::format(" (prefix '{}')", report.prefix));
     if (!report.fresh.empty()) {
-      spdlog::log(level, "Some weights of the model were not initialized from the checkpoint at "
-                  "{} and are newly initialized: [{}]{}",
-                  weights_path, fmt::join(report.fresh, ", "),
-                  report.resized.empty()
-                      ? ""
-                      : fmt::format(" ({})", fmt::join(report.resized, "; ")));
+      spdlog::log(
+          level,
+          "Some weights of the model were not initialized from the checkpoint at "
+          "{} and are newly initialized: [{}]{}",
+          weights_path, fmt::join(report.fresh, ", "),
+          report.resized.empty() ? "" : fmt::format(" ({})", fmt::join(report.resized, "; ")));
     }
     if (!report.unexpected.empty()) {
       spdlog::log(level, "Some weights of the checkpoint at {} were not used: [{}]", weights_path,
@@ -441,8 +440,8 @@ class TorchTrainer final : public Trainer {
       torch::NoGradGuard no_grad;
       Progress p;
       std::vector<std::vector<float>> out(job.data->validation_ids.size());
-      const int64_t batch_size = job.hp.eval_batch_size > 0 ? job.hp.eval_batch_size
-                                                            : job.hp.batch_size;
+      const int64_t batch_size =
+          job.hp.eval_batch_size > 0 ? job.hp.eval_batch_size : job.hp.batch_size;
       for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
         if (InterruptRequested()) return CancelledError("interrupted");
         torch::Tensor logits = task.Forward(batch, /*train=*/false, p)
@@ -465,15 +464,15 @@ class TorchTrainer final : public Trainer {
     try {
       TUNE_ASSIGN_OR_RETURN(torch::jit::Module module,
                             internal::LoadScriptModule(job.model.torchscript, device_));
-      TUNE_RETURN_IF_ERROR(internal::CheckScriptForward(
-          module, job.model.torchscript, job.data->num_labels,
-          std::max<int64_t>(job.data->vocab_size - 1, 4), device_));
+      TUNE_RETURN_IF_ERROR(
+          internal::CheckScriptForward(module, job.model.torchscript, job.data->num_labels,
+                                       std::max<int64_t>(job.data->vocab_size - 1, 4), device_));
       int64_t n = 0;
       for (const auto& p : internal::ScriptParameters(module)) n += p.numel();
       return n;
     } catch (const std::exception& e) {
-      return InternalError(fmt::format("LibTorch error while loading {}: {}",
-                                       job.model.torchscript, e.what()));
+      return InternalError(
+          fmt::format("LibTorch error while loading {}: {}", job.model.torchscript, e.what()));
     }
   }
 
@@ -609,7 +608,8 @@ class TorchTrainer final : public Trainer {
   // result.end kFailed) when the loss is not finite.
   bool MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
                   int64_t epoch, double& loss_sum, TrainResult& result, Progress& p) {
-    static const auto kSum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+    static const auto kSum =
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
     auto [logits, labels] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
     torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, kSum);
     const double batch_loss = summed.item<double>();
@@ -639,8 +639,8 @@ class TorchTrainer final : public Trainer {
     p.phase = "optimizer_step";
     const bool finite = rs.scaler ? rs.scaler->Unscale(params) : true;
     if (finite && hp.max_grad_norm > 0) ClipGradients(params, hp.max_grad_norm, *rs.optimizer);
-    rs.lr = LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps,
-                           rs.warmup_steps);
+    rs.lr =
+        LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps, rs.warmup_steps);
     SetLearningRate(*rs.optimizer, rs.lr);
     if (finite) rs.optimizer->step();
     if (rs.scaler) rs.scaler->Update();
@@ -724,8 +724,7 @@ class TorchTrainer final : public Trainer {
   }
 
   // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
-  bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m,
-                Progress& p) {
+  bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m, Progress& p) {
     task.SetTraining(false);
     torch::NoGradGuard no_grad;
     std::vector<int64_t> labels, predictions;
@@ -764,9 +763,7 @@ namespace {
 // Whether this LibTorch has CUDA: libtorch_cuda's hooks are registered (it is linked and loaded)
 // and tune_torch has its CUDA memory backend. Not at::hasCUDA(), which is false on a CUDA build
 // that finds no device.
-bool CudaCompiledIn() {
-  return at::detail::getCUDAHooks().hasCUDART() && cuda_memory::Compiled();
-}
+bool CudaCompiledIn() { return at::detail::getCUDAHooks().hasCUDART() && cuda_memory::Compiled(); }
 
 // Why CUDA finds no device here, for messages.
 std::string NoCudaDeviceText() {

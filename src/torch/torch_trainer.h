@@ -4,7 +4,7 @@
 // positions and disentangled attention, GELU pooler; then a head with 0-3 hidden layers), with
 // AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping, optional
 // gradient checkpointing, and evaluates after every epoch; or an MLP on tabular rows. The tune
-// binary reaches it through the plugin entry points of tune/train/torch_plugin.h. No LibTorch
+// binary reaches it through the plugin entry points of torch/torch_plugin.h. No LibTorch
 // types here.
 //
 // Out-of-memory (c10::OutOfMemoryError, a c10::Error whose message says out of memory, or

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <functional>
 
-#include "util/text.h"
 #include "util/py_json.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -19,9 +19,7 @@ struct Entry {
   Setter set;
 };
 
-std::string Shown(const Json& v) {
-  return Abbreviate(v.dump(), 40);
-}
+std::string Shown(const Json& v) { return Abbreviate(v.dump(), 40); }
 
 // Lower bound `lo` (inclusive unless lo_open), upper bound `hi` (exclusive if hi_open).
 Setter Float(double TrainHyperparams::*field, double lo, bool lo_open, double hi, bool hi_open) {
@@ -376,11 +374,11 @@ bool UsesRelativePositions(const ModelSpec& model) {
 // `gradient_checkpointing`, which the trainer sets; checked when the module is loaded).
 Status CheckTorchScriptForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
   if (hp.max_length > MaxSequenceLength(model)) {
-    return InvalidArgumentError(fmt::format(
-        "max_length {} is longer than model '{}' allows ({}: its catalog entry's "
-        "max_position_embeddings{})",
-        hp.max_length, model.name, MaxSequenceLength(model),
-        model.max_position_embeddings > 0 ? "" : ", 512 when unset"));
+    return InvalidArgumentError(
+        fmt::format("max_length {} is longer than model '{}' allows ({}: its catalog entry's "
+                    "max_position_embeddings{})",
+                    hp.max_length, model.name, MaxSequenceLength(model),
+                    model.max_position_embeddings > 0 ? "" : ", 512 when unset"));
   }
   return Status::Ok();
 }
@@ -402,10 +400,10 @@ Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp)
         model.name));
   }
   if (UsesRelativePositions(model) && UsesRobertaPositions(model)) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}': position_buckets {} with model_type '{}': relative positions are "
-        "DeBERTa's (model_type deberta-v2)",
-        model.name, model.position_buckets, model.model_type));
+    return InvalidArgumentError(
+        fmt::format("model '{}': position_buckets {} with model_type '{}': relative positions are "
+                    "DeBERTa's (model_type deberta-v2)",
+                    model.name, model.position_buckets, model.model_type));
   }
   if (model.num_attention_heads <= 0 || model.hidden_size % model.num_attention_heads != 0) {
     return InvalidArgumentError(

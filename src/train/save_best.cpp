@@ -82,8 +82,8 @@ Status WriteTokenizer(const fs::path& staging, const ModelSpec& model, const Tok
   std::error_code ec;
   if (IsTorchScriptModel(model) && built == nullptr && model.extra.contains("tokenizer")) {
     for (const std::string& file : CheckpointTokenizerFiles(model.extra["tokenizer"])) {
-      fs::copy_file(file, staging / fs::path(file).filename(),
-                    fs::copy_options::overwrite_existing, ec);
+      fs::copy_file(file, staging / fs::path(file).filename(), fs::copy_options::overwrite_existing,
+                    ec);
       if (ec) return InternalError(fmt::format("cannot copy {}: {}", file, ec.message()));
     }
     return Status::Ok();
@@ -142,9 +142,8 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   config["num_labels"] = labels.size();
   config["id2label"] = id2label;
   config["label2id"] = label2id;
-  config["tune"] = {{"hyperparams", HyperparamsToJson(hp)},
-                    {"metric", trial.metric},
-                    {"model", model.name}};
+  config["tune"] = {
+      {"hyperparams", HyperparamsToJson(hp)}, {"metric", trial.metric}, {"model", model.name}};
   TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));
   TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built, vocab_file));
   return WriteJson(dir / "trial.json", {{"study", trial.study},
@@ -171,8 +170,9 @@ Status Swap(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   if (!fs::exists(to, ec)) {
     fs::rename(from, to, ec);
-    if (ec) return InternalError(fmt::format("cannot rename {} to {}: {}", from.string(),
-                                             to.string(), ec.message()));
+    if (ec)
+      return InternalError(
+          fmt::format("cannot rename {} to {}: {}", from.string(), to.string(), ec.message()));
     return Status::Ok();
   }
 #ifdef RENAME_EXCHANGE
@@ -203,9 +203,9 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
       doc.ok() && (*doc)["value"].is_number()) {
     saved = (*doc)["value"].get<double>();
   }
-  const bool better = (!saved || IsBetter(direction, value, *saved)) &&
-                      (!study_best || IsBetter(direction, value, *study_best) ||
-                       value == *study_best);
+  const bool better =
+      (!saved || IsBetter(direction, value, *saved)) &&
+      (!study_best || IsBetter(direction, value, *study_best) || value == *study_best);
   Status st = better ? Swap(staging, target) : Status::Ok();
   fs::remove_all(staging, ec);  // the old best, or the trial that did not win
   ::flock(fd, LOCK_UN);
@@ -257,9 +257,8 @@ Status BestModelSaver::Promote(int64_t number, const TrialOutcome& outcome,
     fs::remove_all(staging, ec);
     return Status::Ok();
   }
-  TUNE_ASSIGN_OR_RETURN(bool promoted,
-                        PromoteIfBest(staging, dir_, outcome.values[0],
-                                      TrainMetricDirection(metric_), study_best));
+  TUNE_ASSIGN_OR_RETURN(bool promoted, PromoteIfBest(staging, dir_, outcome.values[0],
+                                                     TrainMetricDirection(metric_), study_best));
   if (promoted) {
     spdlog::info("Trial {} is the best so far ({} {}): saved its model to {}", number,
                  TrainMetricName(metric_), outcome.values[0], dir_);
@@ -306,9 +305,9 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
                            : "LABEL_" + key);
   }
   if (s.labels.size() < 2) {
-    return InvalidArgumentError(fmt::format(
-        "{}: no classifier labels (num_labels / id2label); is this a saved tune model?",
-        s.checkpoint.config_path));
+    return InvalidArgumentError(
+        fmt::format("{}: no classifier labels (num_labels / id2label); is this a saved tune model?",
+                    s.checkpoint.config_path));
   }
   const Json tune = config.value("tune", Json::object());
   s.metric = tune.value("metric", s.metric);
@@ -318,8 +317,8 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
   for (const auto& [key, value] : hyperparams.items()) {
     if (value.is_null()) continue;
     if (Status st = SetHyperparam(s.hp, key, value); !st.ok()) {
-      return InvalidArgumentError(fmt::format("{}: /tune/hyperparams/{}: {}",
-                                              s.checkpoint.config_path, key, st.message()));
+      return InvalidArgumentError(
+          fmt::format("{}: /tune/hyperparams/{}: {}", s.checkpoint.config_path, key, st.message()));
     }
   }
   if (auto trial = ReadJsonFile((fs::path(dir) / "trial.json").string()); trial.ok())

@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "train/batching.h"
 #include "tokenizers/tokenizer.h"
+#include "train/batching.h"
 #include "util/text.h"
 
 namespace tune {

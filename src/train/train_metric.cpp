@@ -58,8 +58,8 @@ const char* TrainCostName(TrainCost cost) {
 }
 
 Result<TrainCost> ParseTrainCost(const std::string& name) {
-  for (TrainCost c : {TrainCost::kPeakMemory, TrainCost::kTrainSeconds,
-                      TrainCost::kNumParameters}) {
+  for (TrainCost c :
+       {TrainCost::kPeakMemory, TrainCost::kTrainSeconds, TrainCost::kNumParameters}) {
     if (name == TrainCostName(c)) return c;
   }
   const std::vector<std::string> valid = {"peak_memory", "train_seconds", "num_parameters"};

@@ -54,9 +54,9 @@ struct TabularTrainData {
 
 // One optimizer step, as the trainer took it (TrainJob::on_step).
 struct StepRecord {
-  int64_t step = 0;             // 1-based, across epochs
-  double loss = 0.0;            // the summed loss of the step's examples / their count
-  double learning_rate = 0.0;   // the rate the step used
+  int64_t step = 0;            // 1-based, across epochs
+  double loss = 0.0;           // the summed loss of the step's examples / their count
+  double learning_rate = 0.0;  // the rate the step used
   std::vector<std::vector<int64_t>> micro_batches;  // indices into the training split
 };
 using StepCallback = std::function<void(const StepRecord&)>;
@@ -101,9 +101,9 @@ struct TrainResult {
   };
   End end = End::kCompleted;
   std::vector<EpochMetrics> epochs;
-  std::string message;             // kOutOfMemory / kFailed: the error text
-  Json details = Json::object();   // kOutOfMemory: phase, epoch, step, batch shape, peak bytes...
-  int64_t num_parameters = 0;      // of the model built
+  std::string message;            // kOutOfMemory / kFailed: the error text
+  Json details = Json::object();  // kOutOfMemory: phase, epoch, step, batch shape, peak bytes...
+  int64_t num_parameters = 0;     // of the model built
   // Measured by the device (-1: not measured): the peak of allocated bytes during the run above
   // the level before it (CPU: the counting allocator; CUDA: allocated_bytes.peak), the peak of
   // reserved bytes (CUDA), and the allocated bytes before the run and after its release.
@@ -123,8 +123,8 @@ struct DeviceMemoryStatus {
   std::optional<int64_t> device_memory;
 };
 
-// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, device_memory 22.0 GiB" (the known
-// parts).
+// "allocated 12.0 MiB, reserved 20.0 MiB, free 3.1 GiB of 24.0 GiB, device_memory 22.0 GiB" (the
+// known parts).
 std::string DeviceMemoryStatusText(const DeviceMemoryStatus& s);
 
 // This process's resident set size in bytes (/proc/self/statm), or -1 where it cannot be read.

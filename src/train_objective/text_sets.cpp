@@ -33,9 +33,10 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
     return Tokenizer::Build(texts, to);
   }
   const bool vocab_key = key.rfind(kVocabKeyPrefix, 0) == 0;
-  const std::optional<std::string> dir =
-      vocab_key ? std::nullopt : key.empty() ? options.pretrained : key;
-  const std::string file = dir          ? PretrainedVocabPath(*dir)
+  const std::optional<std::string> dir = vocab_key     ? std::nullopt
+                                         : key.empty() ? options.pretrained
+                                                       : key;
+  const std::string file = dir         ? PretrainedVocabPath(*dir)
                            : vocab_key ? key.substr(std::string(kVocabKeyPrefix).size())
                                        : *options.vocab;
   TUNE_ASSIGN_OR_RETURN(Tokenizer t,
@@ -43,9 +44,10 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
                             : Tokenizer::FromVocabFile(file, options.tokenizer.lowercase));
   for (const ModelSpec* m : models) {
     if (m->vocab_size > 0 && t.vocab_size() > m->vocab_size) {
-      return InvalidArgumentError(fmt::format("{} has {} tokens but model '{}' embeds only {} "
-                                              "(vocab_size)",
-                                              file, t.vocab_size(), m->name, m->vocab_size));
+      return InvalidArgumentError(
+          fmt::format("{} has {} tokens but model '{}' embeds only {} "
+                      "(vocab_size)",
+                      file, t.vocab_size(), m->name, m->vocab_size));
     }
   }
   return t;

@@ -217,10 +217,11 @@ class TrainObjective final : public Objective {
                                    result.details.value("phase", std::string("training")),
                                    FirstLine(result.message), result.peak_memory_bytes,
                                    guarded.estimate});
-      spdlog::warn("Trial {}: out of memory at batch_size {} x grad_accum {}; retry {}/{} at "
-                   "batch_size {} x grad_accum {}",
-                   trial.number(), job.hp.batch_size, job.hp.grad_accum, retries.size(),
-                   options_.guard.oom_retry, next.batch_size, next.grad_accum);
+      spdlog::warn(
+          "Trial {}: out of memory at batch_size {} x grad_accum {}; retry {}/{} at "
+          "batch_size {} x grad_accum {}",
+          trial.number(), job.hp.batch_size, job.hp.grad_accum, retries.size(),
+          options_.guard.oom_retry, next.batch_size, next.grad_accum);
       job.hp = next;
       guarded.estimate = guard_.EstimateFor(trial, job);
       tracker.Reset();
@@ -293,11 +294,11 @@ class TrainObjective final : public Objective {
     plan.reservation =
         guarded.admission ? guarded.admission->predicted : guarded.estimate.value_or(0);
     plan.exclusive = !guarded.estimate;
-    plan.summary = guarded.admission ? fmt::format("predicted {} (estimate {} x correction {:.3f})",
-                                                   FormatBytes(guarded.admission->predicted),
-                                                   FormatBytes(*guarded.estimate),
-                                                   guarded.admission->correction)
-                                     : "memory unknown: runs alone";
+    plan.summary = guarded.admission
+                       ? fmt::format("predicted {} (estimate {} x correction {:.3f})",
+                                     FormatBytes(guarded.admission->predicted),
+                                     FormatBytes(*guarded.estimate), guarded.admission->correction)
+                       : "memory unknown: runs alone";
     if (room) plan.summary += ", " + guarded.levers + " to start beside the running trials";
     plan_json_[trial.number()] = TrainGuard::PlanJson(guarded);
     return std::optional<TrialPlan>(std::move(plan));
@@ -335,9 +336,9 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
       TUNE_RETURN_IF_ERROR(CheckTorchScriptModels(options, models, text, *trainer, catalog));
     }
   }
-  return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
-      std::move(options), std::move(catalog), std::move(trainer), std::move(text),
-      std::move(tabular), std::move(base)));
+  return std::unique_ptr<Objective>(
+      std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
+                                       std::move(text), std::move(tabular), std::move(base)));
 }
 
 }  // namespace tune

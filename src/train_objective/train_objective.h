@@ -8,8 +8,8 @@
 // each epoch the metric is reported (trial.Report(value, epoch)) and the pruner asked. Early
 // stopping ends a trial after `patience` epochs without an improvement larger than `min_delta`.
 //
-// The memory guard (memory/train_guard.h), per trial: memory is logged at trial start and end (the trainer
-// logs training start and end); with a device_memory (always on CUDA) and admission on, the
+// The memory guard (memory/train_guard.h), per trial: memory is logged at trial start and end (the
+// trainer logs training start and end); with a device_memory (always on CUDA) and admission on, the
 // trial is estimated and run as it is, run with levers, or PRUNED without running (oom=true,
 // reason="predicted", oom_config); a run-time OOM is retried `oom_retry` times at half the
 // micro-batch and twice the accumulation. User attribute "memory" records the admission, the

@@ -66,9 +66,8 @@ void EpochTracker::Reset() {
 bool EpochTracker::Improves(double value) const {
   if (!best) return true;
   if (!std::isfinite(value)) return false;
-  return TrainMetricDirection(metric_) == StudyDirection::kMaximize
-             ? value > *best + hp_.min_delta
-             : value < *best - hp_.min_delta;
+  return TrainMetricDirection(metric_) == StudyDirection::kMaximize ? value > *best + hp_.min_delta
+                                                                    : value < *best - hp_.min_delta;
 }
 
 std::string FirstLine(const std::string& s) {

@@ -149,8 +149,8 @@ Result<FloatDistribution> MakeFloatDistribution(double low, double high, bool lo
   FloatDistribution d{low, high, log, step};
   if (auto adjusted_high = step ? AdjustedHigh(low, high, *step) : std::nullopt) {
     double adjusted = *adjusted_high;
-    spdlog::warn("The range [{}, {}] is not divisible by step={}; it is replaced by [{}, {}]",
-                 low, high, *step, low, adjusted);
+    spdlog::warn("The range [{}, {}] is not divisible by step={}; it is replaced by [{}, {}]", low,
+                 high, *step, low, adjusted);
     d.high = adjusted;
   }
   return d;
@@ -158,12 +158,12 @@ Result<FloatDistribution> MakeFloatDistribution(double low, double high, bool lo
 
 Result<IntDistribution> MakeIntDistribution(int64_t low, int64_t high, bool log, int64_t step) {
   if (log && step != 1) {
-    return InvalidArgumentError(
-        "IntDistribution: `step` must be 1 when `log` is true, got step=" + std::to_string(step));
+    return InvalidArgumentError("IntDistribution: `step` must be 1 when `log` is true, got step=" +
+                                std::to_string(step));
   }
   if (low > high) {
-    return InvalidArgumentError(fmt::format(
-        "IntDistribution: `low <= high` must hold, but got low={} high={}", low, high));
+    return InvalidArgumentError(
+        fmt::format("IntDistribution: `low <= high` must hold, but got low={} high={}", low, high));
   }
   if (log && low < 1) {
     return InvalidArgumentError(fmt::format(
@@ -176,8 +176,8 @@ Result<IntDistribution> MakeIntDistribution(int64_t low, int64_t high, bool log,
   IntDistribution d{low, high, log, step};
   if ((high - low) % step != 0) {
     int64_t adjusted = low + (high - low) / step * step;
-    spdlog::warn("The range [{}, {}] is not divisible by step={}; it is replaced by [{}, {}]",
-                 low, high, step, low, adjusted);
+    spdlog::warn("The range [{}, {}] is not divisible by step={}; it is replaced by [{}, {}]", low,
+                 high, step, low, adjusted);
     d.high = adjusted;
   }
   return d;
@@ -185,14 +185,16 @@ Result<IntDistribution> MakeIntDistribution(int64_t low, int64_t high, bool log,
 
 Result<CategoricalDistribution> MakeCategoricalDistribution(std::vector<Json> choices) {
   if (choices.empty()) {
-    return InvalidArgumentError("CategoricalDistribution: `choices` must contain one or more "
-                                "elements");
+    return InvalidArgumentError(
+        "CategoricalDistribution: `choices` must contain one or more "
+        "elements");
   }
   for (const Json& c : choices) {
     if (!IsScalar(c)) {
-      return InvalidArgumentError("CategoricalDistribution: choices must be null, bool, int, "
-                                  "float or string, got " +
-                                  c.dump());
+      return InvalidArgumentError(
+          "CategoricalDistribution: choices must be null, bool, int, "
+          "float or string, got " +
+          c.dump());
     }
   }
   return CategoricalDistribution{std::move(choices)};
@@ -326,12 +328,12 @@ Result<double> ToInternal(const Distribution& d, const Json& external) {
     for (size_t i = 0; i < c->choices.size(); ++i) {
       if (ScalarEqual(c->choices[i], external)) return static_cast<double>(i);
     }
-    return InvalidArgumentError(fmt::format("{} is not among the choices {}", external.dump(),
-                                            Json(c->choices).dump()));
+    return InvalidArgumentError(
+        fmt::format("{} is not among the choices {}", external.dump(), Json(c->choices).dump()));
   }
   if (!external.is_number() || external.is_boolean()) {
-    return InvalidArgumentError(fmt::format("{} is not a number (distribution {})",
-                                            external.dump(), DistributionToJson(d)));
+    return InvalidArgumentError(fmt::format("{} is not a number (distribution {})", external.dump(),
+                                            DistributionToJson(d)));
   }
   double v = external.get<double>();
   if (std::isnan(v)) return InvalidArgumentError("parameter value is NaN");
@@ -381,9 +383,9 @@ bool IsSingle(const Distribution& d) {
 
 Status CheckCompatibility(const Distribution& old_dist, const Distribution& new_dist) {
   if (old_dist.index() != new_dist.index()) {
-    return InvalidArgumentError(fmt::format(
-        "Cannot set different distribution kind to the same parameter name ({} vs {})",
-        DistributionClassName(old_dist), DistributionClassName(new_dist)));
+    return InvalidArgumentError(
+        fmt::format("Cannot set different distribution kind to the same parameter name ({} vs {})",
+                    DistributionClassName(old_dist), DistributionClassName(new_dist)));
   }
   if (const auto* c = std::get_if<CategoricalDistribution>(&old_dist)) {
     if (!(*c == std::get<CategoricalDistribution>(new_dist))) {

@@ -77,9 +77,9 @@ bool ExtraBool(const ModelSpec& m, const char* key, bool fallback) {
 
 Result<DecoderShape> DecoderShapeOf(const ModelSpec& m) {
   if (!IsDecoderModelType(m.model_type)) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}': model_type '{}' is not a decoder LM (gpt2, llama, mistral)", m.name,
-        m.model_type));
+    return InvalidArgumentError(
+        fmt::format("model '{}': model_type '{}' is not a decoder LM (gpt2, llama, mistral)",
+                    m.name, m.model_type));
   }
   DecoderShape s;
   const bool gpt2 = m.model_type == "gpt2";
@@ -91,10 +91,10 @@ Result<DecoderShape> DecoderShapeOf(const ModelSpec& m) {
   s.max_positions = m.max_position_embeddings;
   s.intermediate = m.intermediate_size > 0 ? m.intermediate_size : (gpt2 ? 4 * s.hidden : 0);
   if (s.layers <= 0 || s.hidden <= 0 || s.heads <= 0 || s.vocab <= 0 || s.intermediate <= 0) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}' needs num_hidden_layers, hidden_size, num_attention_heads, "
-        "intermediate_size and vocab_size > 0",
-        m.name));
+    return InvalidArgumentError(
+        fmt::format("model '{}' needs num_hidden_layers, hidden_size, num_attention_heads, "
+                    "intermediate_size and vocab_size > 0",
+                    m.name));
   }
   if (!m.extra.contains("head_dim") && s.hidden % s.heads != 0) {
     return InvalidArgumentError(
@@ -123,8 +123,8 @@ int64_t DecoderParameterCount(const DecoderShape& s) {
   if (s.family == DecoderFamily::kGpt2) {
     // wte, wpe; per layer ln_1, c_attn (h -> 3h), c_proj, ln_2, c_fc, c_proj (all with biases);
     // ln_f.
-    const int64_t layer = 2 * h + (h * 3 * q + 3 * q) + (q * h + h) + 2 * h + (h * i + i) +
-                          (i * h + h);
+    const int64_t layer =
+        2 * h + (h * 3 * q + 3 * q) + (q * h + h) + 2 * h + (h * i + i) + (i * h + h);
     return embeddings + s.max_positions * h + s.layers * layer + 2 * h + head;
   }
   // embed_tokens; per layer input_layernorm, q/k/v/o projections, post_attention_layernorm,
@@ -141,11 +141,18 @@ int64_t DecoderParameterCount(const ModelSpec& m) {
 
 namespace {
 
-const std::vector<std::string> kModelKeys = {
-    "model_type",        "num_hidden_layers", "hidden_size",
-    "num_attention_heads", "intermediate_size", "vocab_size",
-    "max_position_embeddings", "type_vocab_size", "position_buckets",
-    "num_parameters",    "heavy",             "torchscript"};
+const std::vector<std::string> kModelKeys = {"model_type",
+                                             "num_hidden_layers",
+                                             "hidden_size",
+                                             "num_attention_heads",
+                                             "intermediate_size",
+                                             "vocab_size",
+                                             "max_position_embeddings",
+                                             "type_vocab_size",
+                                             "position_buckets",
+                                             "num_parameters",
+                                             "heavy",
+                                             "torchscript"};
 
 // A path of a catalog entry, relative to the file the entry is in.
 std::string EntryPath(const JsonReader& r, const std::string& path) {
@@ -165,8 +172,9 @@ Status ReadTorchScriptModel(const JsonReader& r, ModelSpec& m) {
     if (path) m.extra[key] = EntryPath(r, *path);
   }
   if (m.extra.contains("vocab") && m.extra.contains("tokenizer")) {
-    return r.Error("set \"vocab\" (a vocab.txt) or \"tokenizer\" (a checkpoint directory), "
-                   "not both");
+    return r.Error(
+        "set \"vocab\" (a vocab.txt) or \"tokenizer\" (a checkpoint directory), "
+        "not both");
   }
   return Status::Ok();
 }
@@ -220,8 +228,7 @@ Status ReadModel(const JsonReader& r, ModelSpec& m, std::optional<bool>& heavy_s
 
 }  // namespace
 
-Status ModelCatalog::Merge(const Json& models, const std::string& file,
-                          const std::string& path) {
+Status ModelCatalog::Merge(const Json& models, const std::string& file, const std::string& path) {
   JsonReader r(models, file, path);
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
   for (const auto& [name, value] : models.items()) {
@@ -231,8 +238,8 @@ Status ModelCatalog::Merge(const Json& models, const std::string& file,
     std::optional<bool> heavy_stated;
     TUNE_RETURN_IF_ERROR(ReadModel(r.Child(name), m, heavy_stated));
     if (!r.json().at(name).contains("num_parameters") && !IsTorchScriptModel(m)) {
-      m.num_parameters = IsDecoderModelType(m.model_type) ? DecoderParameterCount(m)
-                                                          : EncoderParameterCount(m);
+      m.num_parameters =
+          IsDecoderModelType(m.model_type) ? DecoderParameterCount(m) : EncoderParameterCount(m);
     }
     if (heavy_stated) heavy_stated_[name] = *heavy_stated;
     auto stated = heavy_stated_.find(name);

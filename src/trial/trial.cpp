@@ -37,9 +37,8 @@ Result<TrialState> ParseTrialState(std::string_view name) {
                        TrialState::kFail, TrialState::kWaiting}) {
     if (u == TrialStateName(s)) return s;
   }
-  return InvalidArgumentError(
-      fmt::format("unknown trial state '{}' (valid: RUNNING, COMPLETE, PRUNED, FAIL, WAITING)",
-                  name));
+  return InvalidArgumentError(fmt::format(
+      "unknown trial state '{}' (valid: RUNNING, COMPLETE, PRUNED, FAIL, WAITING)", name));
 }
 
 const char* StudyDirectionName(StudyDirection d) {

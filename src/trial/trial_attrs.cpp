@@ -1,6 +1,5 @@
 #include "tune/trial_attrs.h"
 
-
 namespace tune {
 
 const char* EndReasonName(EndReason reason) {
@@ -20,8 +19,8 @@ const char* EndReasonName(EndReason reason) {
 std::optional<EndReason> TrialEndReason(const FrozenTrial& trial) {
   auto it = trial.user_attrs.find(attrs::kReason);
   if (it == trial.user_attrs.end() || !it->is_string()) return std::nullopt;
-  for (EndReason r : {EndReason::kOom, EndReason::kPredicted, EndReason::kInterrupted,
-                      EndReason::kTimeout}) {
+  for (EndReason r :
+       {EndReason::kOom, EndReason::kPredicted, EndReason::kInterrupted, EndReason::kTimeout}) {
     if (*it == EndReasonName(r)) return r;
   }
   return std::nullopt;

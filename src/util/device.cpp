@@ -25,8 +25,7 @@ Result<Device> ParseDevice(std::string_view text) {
       return Device{Device::Kind::kCuda, index};
     }
   }
-  return InvalidArgumentError(
-      fmt::format("unknown device '{}'; valid: cpu, cuda, cuda:N", text));
+  return InvalidArgumentError(fmt::format("unknown device '{}'; valid: cpu, cuda, cuda:N", text));
 }
 
 }  // namespace tune

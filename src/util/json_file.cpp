@@ -17,8 +17,8 @@ Result<Json> ParseJsonText(std::string_view text, const std::string& where) {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
     const TextPosition at = LineColumnAt(text, e.byte);
-    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", where, at.line,
-                                            at.column, JsonSyntaxMessage(e.what())));
+    return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", where, at.line, at.column,
+                                            JsonSyntaxMessage(e.what())));
   }
 }
 

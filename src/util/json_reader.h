@@ -87,8 +87,8 @@ class JsonReader {
     if (!Has(key) || json_.at(key).is_null()) return std::optional<int64_t>();
     const Json& v = json_.at(key);
     if (!v.is_number_integer() &&
-        !(v.is_number_float() && v.get<double>() == static_cast<double>(
-                                                        static_cast<int64_t>(v.get<double>())))) {
+        !(v.is_number_float() &&
+          v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
       return ChildError(key, "expected an integer, got " + Describe(v));
     }
     return std::optional<int64_t>(v.is_number_integer() ? v.get<int64_t>()

@@ -146,8 +146,8 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SubprocessOptions& o
                                             std::strerror(err),
                                             options.cwd ? " (cwd " + *options.cwd + ")" : ""));
   }
-  auto p = std::unique_ptr<Subprocess>(new Subprocess(pid, Pipes::Take(pipes.out[0]),
-                                                      Pipes::Take(pipes.err[0]), options));
+  auto p = std::unique_ptr<Subprocess>(
+      new Subprocess(pid, Pipes::Take(pipes.out[0]), Pipes::Take(pipes.err[0]), options));
   p->in_fd_ = Pipes::Take(pipes.in[1]);
   return p;
 }

@@ -29,11 +29,11 @@
 namespace tune {
 
 struct SubprocessOptions {
-  std::vector<std::string> argv;       // argv[0] is looked up in PATH
-  std::vector<std::string> env;        // the whole environment, "NAME=value" each
-  std::optional<std::string> cwd;      // unset: this process's working directory
-  double kill_grace_seconds = 5.0;     // Stop(): SIGTERM, then SIGKILL after this long
-  size_t stderr_tail_bytes = 4096;     // the end of stderr kept for stderr_tail()
+  std::vector<std::string> argv;    // argv[0] is looked up in PATH
+  std::vector<std::string> env;     // the whole environment, "NAME=value" each
+  std::optional<std::string> cwd;   // unset: this process's working directory
+  double kill_grace_seconds = 5.0;  // Stop(): SIGTERM, then SIGKILL after this long
+  size_t stderr_tail_bytes = 4096;  // the end of stderr kept for stderr_tail()
   // After the program exits, how long its leftover children may hold the pipes open before the
   // group is killed.
   double linger_seconds = 2.0;
@@ -48,7 +48,7 @@ struct SubprocessOptions {
 struct ExitStatus {
   bool exited = false;  // it called exit(): `code` is its status
   int code = -1;
-  int signal = 0;       // it was killed by this signal (0: not signalled)
+  int signal = 0;              // it was killed by this signal (0: not signalled)
   int64_t max_rss_bytes = -1;  // the largest resident set of the program or a child it waited for
 
   bool success() const { return exited && code == 0; }

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "util/text.h"
 #include "util/py_json.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -17,9 +17,10 @@ Result<std::vector<std::string>> TemplateNames(const std::string& text) {
       }
       size_t end = text.find('}', i);
       if (end == std::string::npos) {
-        return InvalidArgumentError(fmt::format("unbalanced '{{' in \"{}\" (write '{{{{' for a "
-                                                "literal brace)",
-                                                text));
+        return InvalidArgumentError(
+            fmt::format("unbalanced '{{' in \"{}\" (write '{{{{' for a "
+                        "literal brace)",
+                        text));
       }
       names.push_back(text.substr(i + 1, end - i - 1));
       i = end;

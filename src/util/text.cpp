@@ -181,16 +181,26 @@ Result<int64_t> ParseBytes(std::string_view text) {
   std::string lower;
   for (char ch : unit) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   double scale = 0;
-  if (lower.empty() || lower == "b") scale = 1;
-  else if (lower == "k" || lower == "kib") scale = static_cast<double>(kKiBytes);
-  else if (lower == "kb") scale = 1e3;
-  else if (lower == "m" || lower == "mib") scale = static_cast<double>(kMiBytes);
-  else if (lower == "mb") scale = 1e6;
-  else if (lower == "g" || lower == "gib") scale = static_cast<double>(kGiBytes);
-  else if (lower == "gb") scale = 1e9;
-  else if (lower == "t" || lower == "tib") scale = static_cast<double>(kGiBytes) * 1024;
-  else if (lower == "tb") scale = 1e12;
-  else return bad(fmt::format("unknown unit '{}'", unit));
+  if (lower.empty() || lower == "b")
+    scale = 1;
+  else if (lower == "k" || lower == "kib")
+    scale = static_cast<double>(kKiBytes);
+  else if (lower == "kb")
+    scale = 1e3;
+  else if (lower == "m" || lower == "mib")
+    scale = static_cast<double>(kMiBytes);
+  else if (lower == "mb")
+    scale = 1e6;
+  else if (lower == "g" || lower == "gib")
+    scale = static_cast<double>(kGiBytes);
+  else if (lower == "gb")
+    scale = 1e9;
+  else if (lower == "t" || lower == "tib")
+    scale = static_cast<double>(kGiBytes) * 1024;
+  else if (lower == "tb")
+    scale = 1e12;
+  else
+    return bad(fmt::format("unknown unit '{}'", unit));
   const double bytes = number * scale;
   if (!(bytes > 0) || bytes > 9e18) return bad("out of range");
   return static_cast<int64_t>(std::llround(bytes));

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "checkpoints/safetensors.h"
 #include "config/config.h"
 #include "testing/scripted_trainer.h"
 #include "testing/temp_dir.h"
-#include "checkpoints/safetensors.h"
 
 namespace tune {
 namespace {
@@ -16,23 +16,28 @@ namespace {
 namespace fs = std::filesystem;
 
 Json BertConfig() {
-  return {{"model_type", "bert"},           {"hidden_size", 16},
-          {"num_hidden_layers", 2},         {"num_attention_heads", 2},
-          {"intermediate_size", 24},        {"vocab_size", 40},
-          {"max_position_embeddings", 20},  {"type_vocab_size", 2},
-          {"hidden_act", "gelu"},           {"layer_norm_eps", 1e-12},
+  return {{"model_type", "bert"},
+          {"hidden_size", 16},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 2},
+          {"intermediate_size", 24},
+          {"vocab_size", 40},
+          {"max_position_embeddings", 20},
+          {"type_vocab_size", 2},
+          {"hidden_act", "gelu"},
+          {"layer_norm_eps", 1e-12},
           {"architectures", {"BertForMaskedLM"}}};
 }
 
 Json DebertaV3Config() {
-  return {{"model_type", "deberta-v2"},      {"hidden_size", 16},
-          {"num_hidden_layers", 2},          {"num_attention_heads", 2},
-          {"intermediate_size", 24},         {"vocab_size", 40},
-          {"max_position_embeddings", 20},   {"type_vocab_size", 0},
-          {"relative_attention", true},      {"position_buckets", 8},
-          {"max_relative_positions", -1},    {"pos_att_type", "p2c|c2p"},
-          {"share_att_key", true},           {"norm_rel_ebd", "layer_norm"},
-          {"position_biased_input", false},  {"layer_norm_eps", 1e-7}};
+  return {{"model_type", "deberta-v2"},     {"hidden_size", 16},
+          {"num_hidden_layers", 2},         {"num_attention_heads", 2},
+          {"intermediate_size", 24},        {"vocab_size", 40},
+          {"max_position_embeddings", 20},  {"type_vocab_size", 0},
+          {"relative_attention", true},     {"position_buckets", 8},
+          {"max_relative_positions", -1},   {"pos_att_type", "p2c|c2p"},
+          {"share_att_key", true},          {"norm_rel_ebd", "layer_norm"},
+          {"position_biased_input", false}, {"layer_norm_eps", 1e-7}};
 }
 
 class PretrainedCheckpointTest : public ::testing::Test {
@@ -104,10 +109,10 @@ TEST_F(PretrainedCheckpointTest, MissingFilesAreNamed) {
   }
   st = ReadStatus();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find((ckpt_ / "vocab.txt").string() +
-                              ": the tokenizer has 48 tokens but " +
-                              (ckpt_ / "config.json").string() + " says vocab_size 40"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find((ckpt_ / "vocab.txt").string() + ": the tokenizer has 48 tokens but " +
+                        (ckpt_ / "config.json").string() + " says vocab_size 40"),
+      std::string::npos)
       << st.message();
 }
 
@@ -244,8 +249,9 @@ TEST_F(PretrainedCheckpointTest, ConfigsTheTrainerCannotBuildAreRefusedByKey) {
   const std::string file = (ckpt_ / "config.json").string();
   Json c = BertConfig();
   c["hidden_act"] = "relu";
-  EXPECT_EQ(error(c), file + ": /hidden_act: 'relu' is not supported; the trainer's encoders use "
-                             "'gelu'");
+  EXPECT_EQ(error(c), file +
+                          ": /hidden_act: 'relu' is not supported; the trainer's encoders use "
+                          "'gelu'");
   c = BertConfig();
   c["model_type"] = "gpt2";
   EXPECT_NE(error(c).find("/model_type: 'gpt2' is not supported"), std::string::npos);
@@ -274,10 +280,11 @@ TEST_F(PretrainedCheckpointTest, ConfigsTheTrainerCannotBuildAreRefusedByKey) {
 // The objective key: the checkpoint becomes the model, its vocab.txt the vocabulary.
 TEST_F(PretrainedCheckpointTest, ObjectiveKeyPretrained) {
   WriteCheckpoint(BertConfig());
-  std::ofstream(dir_.path() / "train.jsonl") << R"({"text": "the cat", "label": "a"})" << "\n";
+  std::ofstream(dir_.path() / "train.jsonl") << R"({"text": "the cat", "label": "a"})"
+                                             << "\n";
   auto config = [&](Json objective_extra, Json space = Json()) {
-    Json objective = {{"type", "train"}, {"data", {{"train", "train.jsonl"}}},
-                      {"pretrained", "ckpt"}};
+    Json objective = {
+        {"type", "train"}, {"data", {{"train", "train.jsonl"}}}, {"pretrained", "ckpt"}};
     for (const auto& [k, v] : objective_extra.items()) objective[k] = v;
     if (space.is_null()) space = {{"lr", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-3}}}};
     Json doc = {{"direction", "maximize"}, {"search_space", space}, {"objective", objective}};
@@ -343,9 +350,9 @@ TEST_F(PretrainedCheckpointTest, SentencePieceCheckpointsAreUsable) {
   std::ofstream(ckpt_ / "spm.model") << "truncated";
   Status corrupt = make();
   EXPECT_EQ(corrupt.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(corrupt.message().find((ckpt_ / "spm.model").string() +
-                                   ": not a valid SentencePiece model"),
-            std::string::npos)
+  EXPECT_NE(
+      corrupt.message().find((ckpt_ / "spm.model").string() + ": not a valid SentencePiece model"),
+      std::string::npos)
       << corrupt.message();
 
   std::ofstream(dir_.path() / "corpus.txt") << "the quick brown fox jumps over a lazy dog\n";

@@ -29,9 +29,9 @@ std::string Raw(const std::string& header, const std::string& data) {
 TEST(Safetensors, HalfAndBfloat16Conversions) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
-  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);   // largest half
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);   // rounds to inf
-  EXPECT_EQ(FloatToHalf(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);            // largest half
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);            // rounds to inf
+  EXPECT_EQ(FloatToHalf(5.9604645e-8f), 0x0001);       // smallest subnormal
   EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // a tie rounds to even
   EXPECT_EQ(HalfToFloat(0x3c00), 1.0f);
   EXPECT_EQ(HalfToFloat(0x0001), 5.9604645e-8f);
@@ -125,8 +125,7 @@ TEST_F(SafetensorsBadFileTest, HeaderLengthBeyondTheFile) {
   // A huge length (2^63) must not allocate or wrap around.
   bytes = Raw("{}", "");
   bytes[7] = static_cast<char>(0x80);
-  EXPECT_NE(OpenStatus(bytes).message().find("goes beyond the end of the file"),
-            std::string::npos);
+  EXPECT_NE(OpenStatus(bytes).message().find("goes beyond the end of the file"), std::string::npos);
 }
 
 TEST_F(SafetensorsBadFileTest, TruncatedData) {
@@ -153,8 +152,8 @@ TEST_F(SafetensorsBadFileTest, UnknownDtype) {
 }
 
 TEST_F(SafetensorsBadFileTest, ByteCountNotMatchingTheShape) {
-  Status st = OpenStatus(Raw(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})",
-                             std::string(12, '\0')));
+  Status st = OpenStatus(
+      Raw(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})", std::string(12, '\0')));
   EXPECT_NE(st.message().find("F32 [2, 2] needs 16 bytes but data_offsets [0, 12] hold 12"),
             std::string::npos)
       << st.message();

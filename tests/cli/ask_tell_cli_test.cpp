@@ -1,10 +1,10 @@
 // Optuna's shell verbs (create-study, ask, tell, best-trials), --study-name, and the trials
 // command's --filter, --sort and --limit, on real SQLite files.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"

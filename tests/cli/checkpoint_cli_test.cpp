@@ -107,9 +107,9 @@ TEST_F(CheckpointCli, EveryTrialStartsFromItsCheckpoint) {
   Json enqueue = Json::array();
   for (const std::string& m : models) enqueue.push_back({{"model", m}});
   enqueue.push_back({{"model", kBert}});
-  const std::string config = WriteConfig(Json(models), {{"epochs", 1}, {"max_length", 32}},
-                                         {{"learning_rate", Json::array({1e-12})}},
-                                         {{"enqueue_trials", enqueue}});
+  const std::string config =
+      WriteConfig(Json(models), {{"epochs", 1}, {"max_length", 32}},
+                  {{"learning_rate", Json::array({1e-12})}}, {{"enqueue_trials", enqueue}});
   ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
                        std::to_string(enqueue.size()), "--save-best", best},
                       dir_.path().string());
@@ -151,10 +151,9 @@ TEST_F(CheckpointCli, SentencePieceCheckpointTrainsWithItsOwnTokenizer) {
   Json enqueue = Json::array({{{"model", kDebertaSpm}}, {{"model", kBert}}});
   // The spm.model's 60 pieces spell the texts in up to 23 ids: max_length 32 cuts none, as
   // `tune predict` (the checkpoint's positions) does not.
-  const std::string config = WriteConfig(Json::array({kBert, kDebertaSpm}),
-                                         {{"epochs", 1}, {"max_length", 32}},
-                                         {{"learning_rate", Json::array({1e-12})}},
-                                         {{"enqueue_trials", enqueue}});
+  const std::string config =
+      WriteConfig(Json::array({kBert, kDebertaSpm}), {{"epochs", 1}, {"max_length", 32}},
+                  {{"learning_rate", Json::array({1e-12})}}, {{"enqueue_trials", enqueue}});
   ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "2"},
                       dir_.path().string());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -188,10 +187,10 @@ TEST_F(CheckpointCli, SaveBestThenPredictReproducesTheBestValue) {
     const std::string config =
         WriteConfig(models, {{"epochs", 3}, {"max_length", 32}},
                     {{"learning_rate", Json::array({1e-3, 3e-3, 1e-2})}}, top_extra);
-    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
-                         "4", "--save-best", std::string(jobs) == "2" ? best + "/" : best,
-                         "--jobs", jobs},
-                        dir_.path().string());
+    ProcessRun r =
+        Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials", "4",
+              "--save-best", std::string(jobs) == "2" ? best + "/" : best, "--jobs", jobs},
+             dir_.path().string());
     ASSERT_EQ(r.code, 0) << r.err;
     ProcessRun top = Tune({"best-trial", "--study", "s", "--storage", storage, "--format", "json"});
     ASSERT_EQ(top.code, 0) << top.err;
@@ -231,9 +230,9 @@ TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
     const std::string best = (dir_.path() / ("best-" + std::string(vocab))).string();
     const std::string storage =
         "sqlite:///" + (dir_.path() / (std::string(vocab) + ".db")).string();
-    const std::string config = WriteConfig(
-        Json::array({std::string(vocab) == "vocab.txt" ? "tiny-bert" : "tiny-roberta"}),
-        {{"init", "scratch"}, {"tokenizer", {{"vocab", (source / vocab).string()}}}});
+    const std::string config =
+        WriteConfig(Json::array({std::string(vocab) == "vocab.txt" ? "tiny-bert" : "tiny-roberta"}),
+                    {{"init", "scratch"}, {"tokenizer", {{"vocab", (source / vocab).string()}}}});
     ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", storage, "--n-trials",
                          "2", "--save-best", best},
                         dir_.path().string());
@@ -252,10 +251,10 @@ TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
 // A name that resolves nowhere is a config error before any trial: exit 2, every place
 // searched, and the way out ("init": "scratch").
 TEST_F(CheckpointCli, AnUnknownCheckpointIsAConfigErrorListingWhereItLooked) {
-  const std::string config = WriteConfig(Json::array({kBert, "nobody/missing"}),
-                                         {{"models_dir", "models"}});
-  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory"},
-                      dir_.path().string());
+  const std::string config =
+      WriteConfig(Json::array({kBert, "nobody/missing"}), {{"models_dir", "models"}});
+  ProcessRun r =
+      Tune({"--study", "s", "--config", config, "--storage", "memory"}, dir_.path().string());
   EXPECT_EQ(r.code, 2) << r.err;
   for (const std::string& s :
        {std::string("model 'nobody/missing' names no checkpoint directory"),
@@ -280,8 +279,7 @@ TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
   std::vector<Case> cases = {
       {"no weights", [&] { fs::remove(weights); },
        weights + ": not found; the checkpoint directory has no weights"},
-      {"pytorch_model.bin only",
-       [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
+      {"pytorch_model.bin only", [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
        "from safetensors.torch import save_file"},
       {"vocabulary larger than vocab_size",
        [&] {
@@ -314,8 +312,8 @@ TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
                               .c_str()),
               0);
     c.damage();
-    ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory"},
-                        dir_.path().string());
+    ProcessRun r =
+        Tune({"--study", "s", "--config", config, "--storage", "memory"}, dir_.path().string());
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("study.json"), std::string::npos) << r.err;
@@ -326,9 +324,9 @@ TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
 // "init": "scratch" needs no checkpoint (the catalog's shapes, random weights).
 TEST_F(CheckpointCli, ScratchNeedsNoCheckpoint) {
   const std::string config = WriteConfig(Json::array({"tiny-bert"}), {{"init", "scratch"}});
-  ProcessRun r = Tune({"--study", "s", "--config", config, "--storage", "memory", "--n-trials",
-                       "0"},
-                      dir_.path().string());
+  ProcessRun r =
+      Tune({"--study", "s", "--config", config, "--storage", "memory", "--n-trials", "0"},
+           dir_.path().string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err.find("checkpoint"), std::string::npos) << r.err;
 }

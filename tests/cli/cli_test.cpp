@@ -1,5 +1,6 @@
 // Runs the built `tune` binary like a user: exit codes, output formats, config errors, Ctrl-C.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -45,8 +44,8 @@ TEST(Cli, SeedMakesRunsReproducible) {
 }
 
 TEST(Cli, UsageErrorsExit2) {
-  EXPECT_EQ(Tune({}).code, 2);                                       // no --study
-  EXPECT_EQ(Tune({"--study", "demo", "--n-trails", "5"}).code, 2);   // unknown flag
+  EXPECT_EQ(Tune({}).code, 2);                                      // no --study
+  EXPECT_EQ(Tune({"--study", "demo", "--n-trails", "5"}).code, 2);  // unknown flag
   EXPECT_EQ(Tune({"--study", "demo", "--n-trials", "-1"}).code, 2);
   ProcessRun missing = Tune({"--study", "dmeo"});
   EXPECT_EQ(missing.code, 2);

@@ -12,9 +12,9 @@ using testing::ProcessRun;
 using testing::Tune;
 
 TEST(EstimateCli, IssueExampleSaysWhetherItFits) {
-  ProcessRun r = Tune({"estimate", "--model", "bert-large-uncased", "--batch-size", "16",
-                       "--max-length", "384", "--grad-accum", "4", "--precision", "bf16",
-                       "--device-memory", "24GiB"});
+  ProcessRun r =
+      Tune({"estimate", "--model", "bert-large-uncased", "--batch-size", "16", "--max-length",
+            "384", "--grad-accum", "4", "--precision", "bf16", "--device-memory", "24GiB"});
   ASSERT_TRUE(r.code == 0 || r.code == 1) << r.err;
   EXPECT_NE(r.out.find("optimizer state"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("device peak"), std::string::npos) << r.out;
@@ -42,8 +42,8 @@ TEST(EstimateCli, JsonBreakdownAddsUp) {
 }
 
 TEST(EstimateCli, MaxBatchShrinksAsSequencesGrow) {
-  ProcessRun r = Tune({"estimate", "--max-batch", "--model", "bert-base-uncased",
-                       "--device-memory", "24GiB", "--format", "json"});
+  ProcessRun r = Tune({"estimate", "--max-batch", "--model", "bert-base-uncased", "--device-memory",
+                       "24GiB", "--format", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   Json j = Json::parse(r.out);
   ASSERT_EQ(j["max_batch"].size(), 5u);  // 64, 128, 256, 384, 512 (512 positions)
@@ -55,8 +55,8 @@ TEST(EstimateCli, MaxBatchShrinksAsSequencesGrow) {
     EXPECT_LE(row["device_peak"].get<int64_t>(), j["usable_bytes"].get<int64_t>());
     previous = b;
   }
-  ProcessRun table = Tune({"estimate", "--max-batch", "--model", "roberta-base",
-                           "--device-memory", "16GiB", "--max-lengths", "128,512"});
+  ProcessRun table = Tune({"estimate", "--max-batch", "--model", "roberta-base", "--device-memory",
+                           "16GiB", "--max-lengths", "128,512"});
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("max_batch_size"), std::string::npos) << table.out;
 }
@@ -70,8 +70,7 @@ TEST(EstimateCli, BadInputNamesWhatIsWrong) {
   EXPECT_NE(r.err.find("unknown precision 'bf61'"), std::string::npos) << r.err;
   r = Tune({"estimate", "--model", "bert-base-uncased", "--device-memory", "24XB"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--device-memory: invalid memory size '24XB'"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("--device-memory: invalid memory size '24XB'"), std::string::npos) << r.err;
   r = Tune({"estimate", "--model", "bert-base-uncased", "--max-length", "600"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("max_length 600 exceeds"), std::string::npos) << r.err;
@@ -87,8 +86,8 @@ TEST(EstimateCli, MeasureAgreesWithTheEstimateOnCpu) {
            {"--model", "tiny-roberta", "--batch-size", "8", "--max-length", "128",
             "--gradient-checkpointing", "--optimizer", "sgd"},
            {"--model", "mlp", "--num-features", "16", "--batch-size", "128"}}) {
-    std::vector<std::string> args = {"estimate", "--device", "cpu", "--measure", "--threads",
-                                     "1", "--format", "json"};
+    std::vector<std::string> args = {"estimate",  "--device", "cpu",      "--measure",
+                                     "--threads", "1",        "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     ProcessRun r = Tune(args);
     ASSERT_EQ(r.code, 0) << r.err;

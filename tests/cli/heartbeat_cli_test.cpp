@@ -1,9 +1,9 @@
 // Heartbeats with the tune binary on SQLite: kill -9 of a worker mid-trial, stale trials failed
 // and retried, 20 runs killed at random points, and the file still opened by Debian's Optuna.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -29,8 +29,8 @@ TEST(CliHeartbeat, BadSettingsExit2) {
   TempDir dir;
   const std::string cfg = testing::WriteSphereConfig(dir.path());
   auto run = [&](std::vector<std::string> flags) {
-    std::vector<std::string> args = {"--study", "s", "--config", cfg, "--n-trials", "1",
-                                     "--storage", "sqlite:///s.db"};
+    std::vector<std::string> args = {"--study",    "s", "--config",  cfg,
+                                     "--n-trials", "1", "--storage", "sqlite:///s.db"};
     args.insert(args.end(), flags.begin(), flags.end());
     return Tune(args, dir.path().string());
   };
@@ -67,9 +67,10 @@ TEST(CliHeartbeat, RandomKillsLoseNoCompleteTrialAndOptunaStillOpensTheFile) {
   // Debian 12's Optuna 3.1 opens schema v3.0.0.d only; Optuna >= 3.2 (Debian 13's 4.1) opens
   // the default v3.2.0.a and refuses v3.0.0.d until it is upgraded.
   const bool optuna_3_1 =
-      Shell("/usr/bin/python3 -c \"import optuna, sys; "
-            "sys.exit(0 if tuple(map(int, optuna.__version__.split('.')[:2])) < (3, 2) else 1)\"",
-            dir.path())
+      Shell(
+          "/usr/bin/python3 -c \"import optuna, sys; "
+          "sys.exit(0 if tuple(map(int, optuna.__version__.split('.')[:2])) < (3, 2) else 1)\"",
+          dir.path())
           .code == 0;
   const std::string url = "sqlite:///" + db.string() + (optuna_3_1 ? "?schema=v3.0.0.d" : "");
   Json trials = testing::KillWorkersAtRandomPoints(url, dir.path(), 20);

@@ -66,8 +66,8 @@ class JobsCli : public ::testing::Test {
       std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
       const std::string stat = Slurp("/proc/" + pid + "/stat");
       const size_t paren = stat.rfind(')');
-      const bool zombie = paren != std::string::npos && paren + 2 < stat.size() &&
-                          stat[paren + 2] == 'Z';
+      const bool zombie =
+          paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
       if (!zombie && cmdline.find(Marker()) != std::string::npos) ++n;
     }
     closedir(proc);
@@ -139,14 +139,14 @@ TEST_F(JobsCli, TrialsRunAtTheSameTimeInTheirOwnProcesses) {
 
 // A trial whose process dies ends FAIL with its signal; the study and the other trials go on.
 TEST_F(JobsCli, ADyingTrialFailsAloneWithItsSignal) {
-  const std::string config = WriteConfig(
-      {{"mode", {"sleep", "segv", "abort", "kill9"}},
-       {"seconds", {{"type", "float"}, {"low", 0.3}, {"high", 0.5}}}},
-      {{"enqueue_trials",
-        {{{"mode", "segv"}, {"seconds", 0.3}},
-         {{"mode", "abort"}, {"seconds", 0.3}},
-         {{"mode", "kill9"}, {"seconds", 0.3}},
-         {{"mode", "sleep"}, {"seconds", 0.3}}}}});
+  const std::string config =
+      WriteConfig({{"mode", {"sleep", "segv", "abort", "kill9"}},
+                   {"seconds", {{"type", "float"}, {"low", 0.3}, {"high", 0.5}}}},
+                  {{"enqueue_trials",
+                    {{{"mode", "segv"}, {"seconds", 0.3}},
+                     {{"mode", "abort"}, {"seconds", 0.3}},
+                     {{"mode", "kill9"}, {"seconds", 0.3}},
+                     {{"mode", "sleep"}, {"seconds", 0.3}}}}});
   ProcessRun r = Tune({"--study", "j", "--config", config, "--storage", Storage(), "--n-trials",
                        "8", "--jobs", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -157,8 +157,10 @@ TEST_F(JobsCli, ADyingTrialFailsAloneWithItsSignal) {
     const Json& t = trials[static_cast<size_t>(i)];
     EXPECT_EQ(t["state"], "FAIL") << t.dump();
     EXPECT_EQ(t["user_attrs"]["signal"], signals[static_cast<size_t>(i)]) << t.dump();
-    EXPECT_NE(t["user_attrs"]["stderr_tail"].get<std::string>().find("mode " + std::string(
-                  i == 0 ? "segv" : i == 1 ? "abort" : "kill9")),
+    EXPECT_NE(t["user_attrs"]["stderr_tail"].get<std::string>().find(
+                  "mode " + std::string(i == 0   ? "segv"
+                                        : i == 1 ? "abort"
+                                                 : "kill9")),
               std::string::npos);
   }
   EXPECT_EQ(trials[3]["state"], "COMPLETE");
@@ -208,8 +210,8 @@ TEST_F(JobsCli, AKilledTuneLeavesNoTrialProcessAndItsTrialsGoStale) {
   const std::string quick = WriteConfig(
       {{"mode", {"sleep"}}, {"seconds", {{"type", "float"}, {"low", 0.1}, {"high", 0.1}}}},
       {{"heartbeat_interval", 1}, {"grace_period", 2}});
-  ProcessRun again = Tune({"--study", "j", "--config", quick, "--storage", Storage(),
-                           "--n-trials", "4", "--jobs", "2"});
+  ProcessRun again = Tune({"--study", "j", "--config", quick, "--storage", Storage(), "--n-trials",
+                           "4", "--jobs", "2"});
   ASSERT_EQ(again.code, 0) << again.err;
   const Json trials = Trials();
   ASSERT_EQ(trials.size(), 4u);
@@ -417,15 +419,14 @@ TEST_F(JobsCli, AWaitingTrialStartsAtOnceAtASmallerMicroBatchThatFits) {
       EXPECT_EQ(ran["argv"], Json({fmt::format("--per_device_train_batch_size={}", batch),
                                    fmt::format("--gradient_accumulation_steps={}", 32 / batch)}));
       EXPECT_EQ(second["value"], static_cast<double>(batch));
-      EXPECT_NE(r.err.find("Trial 1 shrunk to start beside 1 running"), std::string::npos)
-          << r.err;
+      EXPECT_NE(r.err.find("Trial 1 shrunk to start beside 1 running"), std::string::npos) << r.err;
       EXPECT_LE(second["user_attrs"]["schedule"]["reservation"].get<int64_t>(),
                 static_cast<int64_t>(0.95 * static_cast<double>(CardFor32And4())) -
                     trials[0]["user_attrs"]["schedule"]["reservation"].get<int64_t>());
     } else {
       EXPECT_GE(started, first_ended);
-      EXPECT_EQ(ran["argv"], Json({"--per_device_train_batch_size=32",
-                                   "--gradient_accumulation_steps=1"}));
+      EXPECT_EQ(ran["argv"],
+                Json({"--per_device_train_batch_size=32", "--gradient_accumulation_steps=1"}));
     }
   }
 }
@@ -444,8 +445,8 @@ TEST_F(JobsCli, TrialsStillWaitingAtTheTimeoutNeverStart) {
     EXPECT_EQ(t["state"], "FAIL") << t.dump();
     EXPECT_EQ(t["user_attrs"]["reason"], "timeout");
     EXPECT_FALSE(t["user_attrs"]["schedule"].contains("started"));
-    EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / ("trial_" + std::to_string(i))
-                                         / "ran.json"));
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() / "trials" / ("trial_" + std::to_string(i)) /
+                                         "ran.json"));
   }
 }
 

@@ -1,10 +1,10 @@
 // The management commands on SQLite storages: delete-study, enqueue, export; bad input exits 2
 // and changes nothing.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"

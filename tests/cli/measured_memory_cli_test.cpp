@@ -37,26 +37,25 @@ class MeasuredMemoryCli : public ::testing::Test {
     for (auto [b, t] : std::vector<std::pair<int, int>>{{1, 512}, {1, 256}, {2, 512}, {1, 64}}) {
       if (user_probes) probes.push_back({{"batch_size", b}, {"max_length", t}});
     }
-    Json doc = {
-        {"direction", "maximize"},
-        {"n_trials", n_trials},
-        {"sampler", {{"name", "random"}, {"seed", 3}}},
-        {"search_space",
-         {{"batch_size", {1, 2, 4, 8, 16, 32}}, {"max_length", {32, 64, 128, 256, 512}}}},
-        {"enqueue_trials", probes},
-        {"objective",
-         {{"type", "command"},
-          {"argv", {"/usr/bin/python3", program}},
-          {"env",
-           {{"MEASURED_A", fmt::format("{}", kA)},
-            {"MEASURED_B", fmt::format("{}", kB)},
-            {"MEASURED_C", fmt::format("{}", kC)}}},
-          {"memory",
-           {{"device_memory", 420'000'000},
-            {"model", "my-script"},
-            {"batch_size", "{batch_size}"},
-            {"max_length", "{max_length}"},
-            {"simulate", "measured-" + dir_.path().filename().string()}}}}}};
+    Json doc = {{"direction", "maximize"},
+                {"n_trials", n_trials},
+                {"sampler", {{"name", "random"}, {"seed", 3}}},
+                {"search_space",
+                 {{"batch_size", {1, 2, 4, 8, 16, 32}}, {"max_length", {32, 64, 128, 256, 512}}}},
+                {"enqueue_trials", probes},
+                {"objective",
+                 {{"type", "command"},
+                  {"argv", {"/usr/bin/python3", program}},
+                  {"env",
+                   {{"MEASURED_A", fmt::format("{}", kA)},
+                    {"MEASURED_B", fmt::format("{}", kB)},
+                    {"MEASURED_C", fmt::format("{}", kC)}}},
+                  {"memory",
+                   {{"device_memory", 420'000'000},
+                    {"model", "my-script"},
+                    {"batch_size", "{batch_size}"},
+                    {"max_length", "{max_length}"},
+                    {"simulate", "measured-" + dir_.path().filename().string()}}}}}};
     if (boundary_probes) doc["objective"]["memory"]["boundary_probes"] = *boundary_probes;
     const std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
@@ -73,8 +72,8 @@ class MeasuredMemoryCli : public ::testing::Test {
 };
 
 TEST_F(MeasuredMemoryCli, FitsTheMeasuredPeaksAndRunsOutOfMemoryOnlyBeforeTheFit) {
-  ProcessRun run = Tune({"--study", "m", "--config", Config(24), "--storage", Storage(),
-                         "--jobs", "2"});
+  ProcessRun run =
+      Tune({"--study", "m", "--config", Config(24), "--storage", Storage(), "--jobs", "2"});
   ASSERT_EQ(run.code, 0) << run.err;
   const Json trials = Trials();
   ASSERT_EQ(trials.size(), 24u);
@@ -128,9 +127,9 @@ TEST_F(MeasuredMemoryCli, FitsTheMeasuredPeaksAndRunsOutOfMemoryOnlyBeforeTheFit
   const double truth = Truth(32, 512);
   EXPECT_GT(est["device_peak"].get<double>(), truth);
   EXPECT_LT(est["device_peak"].get<double>(), 1.25 * truth);
-  ProcessRun table = Tune({"estimate", "--model", "my-script", "--study", "m", "--storage",
-                           Storage(), "--batch-size", "32", "--max-length", "512",
-                           "--device-memory", "420000000"});
+  ProcessRun table =
+      Tune({"estimate", "--model", "my-script", "--study", "m", "--storage", Storage(),
+            "--batch-size", "32", "--max-length", "512", "--device-memory", "420000000"});
   EXPECT_EQ(table.code, 1) << table.out;  // does not fit
   EXPECT_NE(table.out.find("probe B=1 T=512: measured"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("does NOT fit"), std::string::npos) << table.out;
@@ -154,9 +153,8 @@ TEST_F(MeasuredMemoryCli, FitsTheMeasuredPeaksAndRunsOutOfMemoryOnlyBeforeTheFit
 // shortest. They run first and make the fit; a resumed study does not enqueue them again.
 TEST_F(MeasuredMemoryCli, BoundaryProbesRunFirstAndMakeTheFit) {
   const std::string config = Config(6, /*user_probes=*/false);
-  ProcessRun first =
-      Tune({"--study", "m", "--config", config, "--storage", Storage(), "--n-trials", "2",
-            "--jobs", "2"});
+  ProcessRun first = Tune({"--study", "m", "--config", config, "--storage", Storage(), "--n-trials",
+                           "2", "--jobs", "2"});
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_NE(first.err.find("Enqueued 4 boundary probes for measured model 'my-script': "
                            "(B=1,T=512), (B=1,T=128), (B=2,T=512), (B=1,T=32)"),
@@ -188,8 +186,8 @@ TEST_F(MeasuredMemoryCli, BoundaryProbesRunFirstAndMakeTheFit) {
 }
 
 TEST_F(MeasuredMemoryCli, BoundaryProbesOffEnqueueNothing) {
-  ProcessRun off = Tune({"--study", "off", "--config", Config(1, false, false), "--storage",
-                         Storage()});
+  ProcessRun off =
+      Tune({"--study", "off", "--config", Config(1, false, false), "--storage", Storage()});
   ASSERT_EQ(off.code, 0) << off.err;
   EXPECT_EQ(off.err.find("boundary probe"), std::string::npos) << off.err;
   EXPECT_EQ(Trials("off").size(), 1u);
@@ -207,8 +205,8 @@ TEST_F(MeasuredMemoryCli, BadEstimateRequestsSayWhatTheStudyHas) {
   EXPECT_NE(e.err.find("study 'm' has no memory fit of 'my-script/bf16'"), std::string::npos)
       << e.err;
   EXPECT_NE(e.err.find("it has: my-script/fp32"), std::string::npos) << e.err;
-  ProcessRun typo = Tune({"estimate", "--model", "my-scrip", "--study", "m", "--storage",
-                          Storage()});
+  ProcessRun typo =
+      Tune({"estimate", "--model", "my-scrip", "--study", "m", "--storage", Storage()});
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.err.find("did you mean 'my-script/fp32'?"), std::string::npos) << typo.err;
 }

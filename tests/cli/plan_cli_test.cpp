@@ -47,13 +47,14 @@ TEST(PlanCli, FewerRequestsFitAndInt8RaisesTheCount) {
   ProcessRun fits = Tune({"plan", "--plan", kPlan, "--requests", std::to_string(fp16)});
   EXPECT_EQ(fits.code, 0) << fits.out;
   EXPECT_NE(fits.out.find("fits at " + std::to_string(fp16) + " parallel requests"),
-            std::string::npos) << fits.out;
+            std::string::npos)
+      << fits.out;
   // The same plan with the scorer in int8, through --model flags.
-  ProcessRun int8 = Tune({"plan", "--model", "meta-llama/Meta-Llama-3-70B=nf4+dq:generate",
-                          "--model", "meta-llama/Meta-Llama-3-8B=int8:score", "--model",
-                          "microsoft/deberta-v3-large=fp16", "--prompt-tokens", "1024",
-                          "--max-new-tokens", "512", "--max-length", "512", "--requests", "10",
-                          "--device-memory", "80GiB", "--format", "json"});
+  ProcessRun int8 =
+      Tune({"plan", "--model", "meta-llama/Meta-Llama-3-70B=nf4+dq:generate", "--model",
+            "meta-llama/Meta-Llama-3-8B=int8:score", "--model", "microsoft/deberta-v3-large=fp16",
+            "--prompt-tokens", "1024", "--max-new-tokens", "512", "--max-length", "512",
+            "--requests", "10", "--device-memory", "80GiB", "--format", "json"});
   ASSERT_TRUE(int8.code == 0 || int8.code == 1) << int8.err;
   const Json j = Json::parse(int8.out);
   EXPECT_EQ(j["models"][0]["double_quant"], true);

@@ -1,12 +1,11 @@
 // The tune binary on a PostgreSQL storage (testing/postgres_server.h): a run, resuming and the
 // read-only commands; eight worker processes on one study; bad URLs, servers and databases
 // (exit 2, a clear message, no password, nothing created).
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "testing/postgres_server.h"
 #include "testing/temp_dir.h"

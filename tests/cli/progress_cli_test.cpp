@@ -1,12 +1,12 @@
 // How a run shows its progress (--progress): on a terminal (a pseudo-terminal made by
 // util-linux `script`), the status line redrawn in place with log lines above it; piped to a
 // file, plain lines without escape sequences, at most one progress line per interval.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
@@ -130,8 +130,8 @@ TEST_F(ProgressCli, RejectsAnUnknownModeNamingTheValidOnes) {
       << r.err;
   std::ofstream(dir_.path() / "bad.json")
       << R"({"objective": {"type": "function", "name": "branin"}, "progress": "barr"})";
-  ProcessRun cfg = Tune({"--study", "bad", "--config", "bad.json", "--storage", url_},
-                        dir_.path().string());
+  ProcessRun cfg =
+      Tune({"--study", "bad", "--config", "bad.json", "--storage", url_}, dir_.path().string());
   EXPECT_EQ(cfg.code, 2) << cfg.err;
   EXPECT_NE(cfg.err.find("progress"), std::string::npos) << cfg.err;
 }

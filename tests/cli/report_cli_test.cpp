@@ -2,13 +2,13 @@
 // pruner and --jobs 2 gives one self-contained page whose JSON blob holds every trial, its
 // outcome, learning curve and schedule, and the PED-ANOVA importances. (The page in a real
 // browser: tests/report/report_browser_test.py.)
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
@@ -51,7 +51,9 @@ TEST_F(ReportCli, OneSelfContainedPageOfAStudyWithOutOfMemoryTrials) {
       "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": true}},
     "objective": {"type": "function", "name": "mixed", "oom_threshold": 6000, "n_steps": 6}})";
   ASSERT_EQ(Run({"--study", "m", "--config", "m.json", "--n-trials", "40", "--jobs", "2",
-                 "--log-level", "warn"}).code, 0);
+                 "--log-level", "warn"})
+                .code,
+            0);
   ProcessRun r = Run({"report", "--study-name", "m", "--output", "r.html"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string page = Read("r.html");

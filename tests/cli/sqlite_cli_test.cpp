@@ -1,13 +1,12 @@
 // The tune binary on SQLite storages: the default file, resuming, the schema option, bad files
 // and URLs (exit 2, nothing changed), and several worker processes on one study.
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"

@@ -1,14 +1,13 @@
 // The end-of-run summary and `tune summary` on real studies: a command objective whose program
 // runs out of memory, times out, crashes or finishes; a pruned function study; a train study
 // on a simulated card with the memory guard (estimate against measured peaks).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "testing/sqlite_cli.h"
 #include "testing/temp_dir.h"
@@ -142,23 +141,25 @@ TEST_F(SummaryCli, EstimatorErrorOverTrialsThatMeasuredAPeak) {
   train.close();
   val.close();
   const std::string card = "summary-cli-" + std::to_string(getpid());
-  const Json data = {{"train", "train.csv"}, {"validation", "val.csv"},
-                     {"text_column", "sentence"}, {"label_column", "topic"}};
+  const Json data = {{"train", "train.csv"},
+                     {"validation", "val.csv"},
+                     {"text_column", "sentence"},
+                     {"label_column", "topic"}};
   const Json lr = {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}};
-  Json doc = {{"direction", "maximize"},
-              {"sampler", {{"name", "random"}, {"seed", 1}}},
-              {"search_space",
-               {{"learning_rate", lr},
-                {"batch_size", {{"type", "categorical"}, {"choices", {4, 8, 16}}}}}},
-              {"objective",
-               {{"type", "train"},
-                {"data", data},
-                {"model", "tiny-bert"},
-                {"init", "scratch"},
-                {"epochs", 1},
-                {"max_length", 16},
-                {"threads", 1},
-                {"memory", {{"device_memory", "2GiB"}, {"simulate", card}}}}}};
+  Json doc = {
+      {"direction", "maximize"},
+      {"sampler", {{"name", "random"}, {"seed", 1}}},
+      {"search_space",
+       {{"learning_rate", lr}, {"batch_size", {{"type", "categorical"}, {"choices", {4, 8, 16}}}}}},
+      {"objective",
+       {{"type", "train"},
+        {"data", data},
+        {"model", "tiny-bert"},
+        {"init", "scratch"},
+        {"epochs", 1},
+        {"max_length", 16},
+        {"threads", 1},
+        {"memory", {{"device_memory", "2GiB"}, {"simulate", card}}}}}};
   std::ofstream(dir_.path() / "t.json") << doc.dump(2);
   ProcessRun r = Run({"--study", "t", "--config", "t.json", "--n-trials", "3"});
   fs::remove("/dev/shm/tune-card-" + card);

@@ -232,8 +232,8 @@ class TorchScriptFitCli : public TorchScriptCli {
 
 TEST_F(TorchScriptFitCli, EstimatePrintsTheFitAndMaxBatchAgreesWithIt) {
   ASSERT_NO_FATAL_FAILURE(ExportModel());
-  ProcessRun mb = Estimate({"--max-batch", "--device-memory", "20MB", "--max-lengths", "64",
-                            "--format", "json"});
+  ProcessRun mb = Estimate(
+      {"--max-batch", "--device-memory", "20MB", "--max-lengths", "64", "--format", "json"});
   ASSERT_EQ(mb.code, 0) << mb.err;
   const int64_t best = Json::parse(mb.out)["max_batch"][0]["max_batch_size"].get<int64_t>();
   ASSERT_GT(best, 1) << mb.out;
@@ -315,8 +315,8 @@ TEST_F(TorchScriptFitCli, WithJobsTheFirstTrialProbesAndIsAdmittedByTheFit) {
   ASSERT_NO_FATAL_FAILURE(ExportModel());
   ASSERT_NO_FATAL_FAILURE(WriteLongTexts());
   const std::string storage = "sqlite:///" + (dir_.path() / "ts.db").string();
-  ProcessRun r = Tune({"--study", "ts", "--config", WriteLongConfig(3), "--storage", storage,
-                       "--jobs", "2"});
+  ProcessRun r =
+      Tune({"--study", "ts", "--config", WriteLongConfig(3), "--storage", storage, "--jobs", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string probing = "Measuring the memory of TorchScript model";
   ASSERT_NE(r.err.find(probing), std::string::npos) << r.err;
@@ -325,8 +325,7 @@ TEST_F(TorchScriptFitCli, WithJobsTheFirstTrialProbesAndIsAdmittedByTheFit) {
   EXPECT_EQ(r.err.find("out of memory in "), std::string::npos) << r.err;
   ProcessRun summary = Tune({"summary", "--study", "ts", "--storage", storage});
   ASSERT_EQ(summary.code, 0) << summary.err;
-  EXPECT_NE(summary.out.find("  COMPLETE       3"), std::string::npos)
-      << summary.out;
+  EXPECT_NE(summary.out.find("  COMPLETE       3"), std::string::npos) << summary.out;
   EXPECT_NE(summary.out.find("Measured memory of TorchScript model '" + model_ + "' (fp32): "),
             std::string::npos)
       << summary.out;

@@ -1,12 +1,11 @@
 // The 'train' objective through the `tune` binary: a tiny study on a small synthetic text set.
 // Without LibTorch the same config must fail with a clear message instead.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -67,9 +66,8 @@ class TrainCli : public ::testing::Test {
 };
 
 TEST_F(TrainCli, RunsAStudyAndPrintsTheBestTrial) {
-  ProcessRun r = Tune(
-      {"--study", "t", "--config", WriteConfig({}), "--storage", "memory", "--format", "json",
-       "--log-level", "debug"});  // per-epoch lines are debug
+  ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory",
+                       "--format", "json", "--log-level", "debug"});  // per-epoch lines are debug
 #ifdef TUNE_WITH_TORCH
   ASSERT_EQ(r.code, 0) << r.err;
   Json best = Json::parse(r.out);
@@ -253,14 +251,18 @@ TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
   auto reservation = [&](int batch, int accum) {
     const std::string storage =
         "sqlite:///" + (dir_.path() / fmt::format("r{}x{}.db", batch, accum)).string();
-    const std::string config = WriteConfig(
-        {{"batch_size", batch}, {"grad_accum", accum}, {"max_length", 128}, {"epochs", 1},
-         {"memory", {{"device_memory", "4GiB"}, {"levers", {"grad_accum"}}}}});
+    const std::string config =
+        WriteConfig({{"batch_size", batch},
+                     {"grad_accum", accum},
+                     {"max_length", 128},
+                     {"epochs", 1},
+                     {"memory", {{"device_memory", "4GiB"}, {"levers", {"grad_accum"}}}}});
     ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
                          "1", "--jobs", "2"});
     EXPECT_EQ(r.code, 0) << r.err;
-    const Json t = Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format",
-                                     "json"}).out).at(0);
+    const Json t =
+        Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out)
+            .at(0);
     return t["user_attrs"]["schedule"]["reservation"].get<int64_t>();
   };
   const int64_t r64 = reservation(64, 1), r32 = reservation(32, 2);
@@ -276,8 +278,8 @@ TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
        {"memory",
         {{"device_memory", device_memory}, {"levers", {"grad_accum"}}, {"simulate", card}}}});
   const std::string storage = "sqlite:///" + (dir_.path() / "shrink.db").string();
-  ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
-                       "2", "--jobs", "2"});
+  ProcessRun r = Tune(
+      {"--study", "t", "--config", config, "--storage", storage, "--n-trials", "2", "--jobs", "2"});
   std::filesystem::remove("/dev/shm/tune-card-" + card);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("Trial 1 shrunk to start beside 1 running"), std::string::npos) << r.err;
@@ -316,7 +318,6 @@ TEST_F(TrainCli, BadDataExits2NamingTheLine) {
 #endif
 }
 
-
 // The memory guard's settings are checked like every other key, with the closest valid choice.
 TEST_F(TrainCli, MemoryGuardSettingsAreChecked) {
   ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory",
@@ -336,8 +337,8 @@ TEST_F(TrainCli, MemoryGuardSettingsAreChecked) {
   EXPECT_NE(r.err.find("/objective/memory/margin: 1.5 must be in [0, 1)"), std::string::npos)
       << r.err;
   r = Tune({"--study", "t", "--config",
-            WriteConfig({{"memory", {{"device_memory", "lots"}, {"oom_retries", 1}}}}),
-            "--storage", "memory"});
+            WriteConfig({{"memory", {{"device_memory", "lots"}, {"oom_retries", 1}}}}), "--storage",
+            "memory"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("did you mean 'oom_retry'?"), std::string::npos) << r.err;
   r = Tune({"--study", "d", "--config", std::string(TUNE_SOURCE_DIR) + "/configs/demo.json",
@@ -361,12 +362,12 @@ TEST_F(TrainCli, CriteriaConfigUnderTheGuardPrunesWhatCannotFit) {
   const std::string config = (dir_.path() / "criteria.json").string();
   std::ofstream(config) << doc.dump(2);
   const std::string storage = "sqlite:///" + (dir_.path() / "c.db").string();
-  ProcessRun r = Tune({"--study", "criteria", "--config", config, "--storage", storage,
-                       "--device", "cpu", "--device-memory", "1GiB", "--n-trials", "6"});
+  ProcessRun r = Tune({"--study", "criteria", "--config", config, "--storage", storage, "--device",
+                       "cpu", "--device-memory", "1GiB", "--n-trials", "6"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("no COMPLETE trial"), std::string::npos) << r.err;
-  ProcessRun trials = Tune({"trials", "--study", "criteria", "--storage", storage, "--format",
-                            "json"});
+  ProcessRun trials =
+      Tune({"trials", "--study", "criteria", "--storage", storage, "--format", "json"});
   ASSERT_EQ(trials.code, 0) << trials.err;
   Json all = Json::parse(trials.out);
   ASSERT_EQ(all.size(), 6u);

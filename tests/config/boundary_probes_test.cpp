@@ -58,10 +58,9 @@ TEST(BoundaryProbes, AMeasuredModelIsProbedAtItsSpacesBoundary) {
 
 TEST(BoundaryProbes, TheParamsTheTemplatesNameAreFixed) {
   // Other parameter names, and a field given by its alias.
-  const std::vector<ProbeTarget> targets = BoundaryProbeTargets(
-      Config({{"batch_size", nullptr}, {"per_device_train_batch_size", "{bs}"},
-              {"max_length", "{len}"}},
-             {{"search_space", {{"bs", {4, 8}}, {"len", {128, 512}}}}}));
+  const std::vector<ProbeTarget> targets = BoundaryProbeTargets(Config(
+      {{"batch_size", nullptr}, {"per_device_train_batch_size", "{bs}"}, {"max_length", "{len}"}},
+      {{"search_space", {{"bs", {4, 8}}, {"len", {128, 512}}}}}));
   ASSERT_EQ(targets.size(), 1u);
   EXPECT_EQ(targets[0].shapes, (Shapes{{4, 512}, {4, 128}, {8, 512}, {8, 128}}));
   EXPECT_EQ(PlanBoundaryProbes(targets, {}, Json::object())[0].params[0],
@@ -71,8 +70,7 @@ TEST(BoundaryProbes, TheParamsTheTemplatesNameAreFixed) {
 TEST(BoundaryProbes, EachMeasuredChoiceOfTheModelParameterIsProbedWithItsOwnDistributions) {
   const Json extra = {
       {"search_space",
-       {{"model", {"bert-base-uncased", "small-lm", "big-lm"}},
-        {"max_length", {128, 256, 512}}}},
+       {{"model", {"bert-base-uncased", "small-lm", "big-lm"}}, {"max_length", {128, 256, 512}}}},
       {"conditional",
        {{{"when", {{"model", "big-lm"}}}, {"search_space", {{"batch_size", {1, 2}}}}},
         {{"when", {{"model", {{"!=", "big-lm"}}}}},
@@ -95,11 +93,14 @@ TEST(BoundaryProbes, NoProbesWhenOffWhenTheUserEnqueuedTheShapesOrWithoutShapePa
   EXPECT_TRUE(BoundaryProbeTargets(Config({{"model", "bert-base-uncased"}})).empty());
   EXPECT_TRUE(BoundaryProbeTargets(Config({{"max_length", 512}})).empty());
   EXPECT_TRUE(BoundaryProbeTargets(Config({{"batch_size", "{batch_size}0"}})).empty());
-  EXPECT_TRUE(BoundaryProbeTargets(
-                  Config(Json::object(), {{"enqueue_trials", {{{"batch_size", 1}, {"max_length", 64}}}}}))
-                  .empty());
+  EXPECT_TRUE(
+      BoundaryProbeTargets(
+          Config(Json::object(), {{"enqueue_trials", {{{"batch_size", 1}, {"max_length", 64}}}}}))
+          .empty());
   // Enqueued trials that leave the shape to the sampler are not the user's probes.
-  EXPECT_EQ(BoundaryProbeTargets(Config(Json::object(), {{"enqueue_trials", {{{"lr", 1e-4}}}}})).size(), 1u);
+  EXPECT_EQ(
+      BoundaryProbeTargets(Config(Json::object(), {{"enqueue_trials", {{{"lr", 1e-4}}}}})).size(),
+      1u);
 }
 
 TEST(BoundaryProbes, ShapesTheStudyHasAndAStoredFitAreNotEnqueuedAgain) {

@@ -254,7 +254,7 @@ TEST(Config, SearchSpaceKeepsTheFileOrder) {
   auto c = LoadStudyConfig(path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->space.ParamNames(), (std::vector<std::string>{"z_lr", "m_optimizer", "a_batch",
-                                                              "y_momentum", "b_nesterov"}));
+                                                             "y_momentum", "b_nesterov"}));
   std::vector<std::string> asked;
   auto study = Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMinimize},
                                    std::make_unique<RecordingSampler>(&asked),
@@ -302,15 +302,14 @@ namespace {
 
 TEST(Config, CatalogFileThresholdRederivesHeavy) {
   testing::TempDir dir;
-  std::ofstream(dir.path() / "catalog.json")
-      << R"({"heavy_threshold_parameters": 100000000,
+  std::ofstream(dir.path() / "catalog.json") << R"({"heavy_threshold_parameters": 100000000,
              "models": {"roberta-large": {"heavy": false}}})";
   Json d = Base();
   d["model_catalog"] = "catalog.json";
   auto c = ParseStudyConfig(d, "study.json", dir.path());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE((*c->space.catalog().Find("bert-base-uncased"))->heavy);   // 109M >= 100M
-  EXPECT_FALSE((*c->space.catalog().Find("roberta-large"))->heavy);      // stated
+  EXPECT_TRUE((*c->space.catalog().Find("bert-base-uncased"))->heavy);  // 109M >= 100M
+  EXPECT_FALSE((*c->space.catalog().Find("roberta-large"))->heavy);     // stated
   EXPECT_FALSE((*c->space.catalog().Find("prajjwal1/bert-tiny"))->heavy);
 }
 

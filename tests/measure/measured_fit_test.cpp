@@ -21,8 +21,8 @@ std::vector<MemoryPoint> Probes(const std::vector<std::pair<int64_t, int64_t>>& 
 }
 
 TEST(MeasuredFit, RecoversTheCoefficientsAndExtrapolatesInBatchAndLength) {
-  auto fit = FitMeasuredMemory(Probes({{1, 64}, {2, 64}, {1, 128}, {2, 256}, {4, 32}}), "mine",
-                               "fp32");
+  auto fit =
+      FitMeasuredMemory(Probes({{1, 64}, {2, 64}, {1, 128}, {2, 256}, {4, 32}}), "mine", "fp32");
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_NEAR(fit->a, 3e8, 1.0);
   EXPECT_NEAR(fit->b, 2000, 1e-4);
@@ -33,7 +33,8 @@ TEST(MeasuredFit, RecoversTheCoefficientsAndExtrapolatesInBatchAndLength) {
   EXPECT_EQ(fit->held_out.max_length, 256);
   EXPECT_NEAR(fit->held_out_error, 0.0, 1e-9);
   EXPECT_NEAR(fit->margin(), MeasuredFit::kMinMargin, 1e-9);
-  EXPECT_EQ(fit->Predict(8, 64), static_cast<int64_t>(std::ceil(fit->Fitted(8, 64) * (1 + fit->margin()))));
+  EXPECT_EQ(fit->Predict(8, 64),
+            static_cast<int64_t>(std::ceil(fit->Fitted(8, 64) * (1 + fit->margin()))));
   // A measured shape: its own peak plus the least margin.
   EXPECT_EQ(fit->Predict(2, 64), static_cast<int64_t>(std::ceil(Truth(2, 64) * 1.05)));
 }
@@ -41,8 +42,8 @@ TEST(MeasuredFit, RecoversTheCoefficientsAndExtrapolatesInBatchAndLength) {
 TEST(MeasuredFit, TheHeldOutErrorMeasuresAModelTheFormulaDoesNotHold) {
   // Memory cubic in T: the quadratic through the short lengths underestimates the longest.
   std::vector<MemoryPoint> points;
-  for (auto [b, t] : std::vector<std::pair<int64_t, int64_t>>{{1, 64}, {2, 64}, {1, 128},
-                                                                {1, 512}}) {
+  for (auto [b, t] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 64}, {2, 64}, {1, 128}, {1, 512}}) {
     points.push_back({b, t, 1'000'000 + b * t * t * t});
   }
   auto fit = FitMeasuredMemory(points, "cubic", "fp32");
@@ -59,8 +60,7 @@ TEST(MeasuredFit, TheHeldOutErrorMeasuresAModelTheFormulaDoesNotHold) {
 TEST(MeasuredFit, AnOverestimateAtTheHeldOutShapeNeedsNoMargin) {
   // The largest shape costs less than the others promise (a constant per-example term at B=1):
   // the fit overestimates it, and the margin stays at its least unless a fitted point is under.
-  std::vector<MemoryPoint> points = {{1, 64, 1000}, {1, 128, 2000}, {1, 256, 4000},
-                                     {2, 256, 5000}};
+  std::vector<MemoryPoint> points = {{1, 64, 1000}, {1, 128, 2000}, {1, 256, 4000}, {2, 256, 5000}};
   auto fit = FitMeasuredMemory(points, "rss", "fp32");
   ASSERT_TRUE(fit.ok());
   EXPECT_GT(fit->held_out_error, 0.2);
@@ -73,8 +73,8 @@ TEST(MeasuredFit, AnOverestimateAtTheHeldOutShapeNeedsNoMargin) {
 
 TEST(MeasuredFit, CoefficientsStayNonNegative) {
   // Noisy, falling with the batch at one length: an unconstrained fit would make b or c < 0.
-  std::vector<MemoryPoint> points = {{1, 64, 1000}, {2, 64, 990}, {4, 64, 980}, {1, 128, 1000},
-                                     {8, 128, 995}};
+  std::vector<MemoryPoint> points = {
+      {1, 64, 1000}, {2, 64, 990}, {4, 64, 980}, {1, 128, 1000}, {8, 128, 995}};
   auto fit = FitMeasuredMemory(points, "flat", "fp32");
   ASSERT_TRUE(fit.ok());
   EXPECT_GE(fit->a, 0);
@@ -82,7 +82,8 @@ TEST(MeasuredFit, CoefficientsStayNonNegative) {
   EXPECT_GE(fit->c, 0);
   // Larger shapes never predict less, and the points stay within their noise.
   EXPECT_GE(fit->Fitted(64, 512), fit->Fitted(1, 64));
-  for (const MemoryPoint& p : points) EXPECT_NEAR(fit->Fitted(p.batch_size, p.max_length), p.peak, 20);
+  for (const MemoryPoint& p : points)
+    EXPECT_NEAR(fit->Fitted(p.batch_size, p.max_length), p.peak, 20);
 }
 
 TEST(MeasuredFit, NeedsFourShapesAndTwoLengths) {
@@ -106,8 +107,8 @@ TEST(MeasuredFit, NeedsFourShapesAndTwoLengths) {
 }
 
 TEST(MeasuredFit, RoundTripsThroughJson) {
-  auto fit = FitMeasuredMemory(Probes({{1, 64}, {2, 64}, {1, 128}, {2, 256}}), "sha256:ab12",
-                               "bf16");
+  auto fit =
+      FitMeasuredMemory(Probes({{1, 64}, {2, 64}, {1, 128}, {2, 256}}), "sha256:ab12", "bf16");
   ASSERT_TRUE(fit.ok());
   const Json j = MeasuredFitToJson(*fit);
   auto back = MeasuredFitFromJson(j);
@@ -119,8 +120,7 @@ TEST(MeasuredFit, RoundTripsThroughJson) {
   EXPECT_EQ(MeasuredFitKey("mine", "bf16"), "memory_fit:mine/bf16");
   Json bad = j;
   bad["points"][1]["peak"] = "big";
-  EXPECT_NE(MeasuredFitFromJson(bad).status().message().find("points[1].peak"),
-            std::string::npos);
+  EXPECT_NE(MeasuredFitFromJson(bad).status().message().find("points[1].peak"), std::string::npos);
   EXPECT_FALSE(MeasuredFitFromJson(Json::array()).ok());
   EXPECT_NE(MeasuredFitText(*fit).find("held out (B=2, T=256)"), std::string::npos)
       << MeasuredFitText(*fit);

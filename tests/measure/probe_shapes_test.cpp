@@ -28,8 +28,7 @@ Shapes ShapesOf(const Distribution& b, const Distribution& t) {
 
 TEST(ProbeShapes, IntDistributionsGiveTheSmallestBatchesAtTheLongestLengths) {
   // T_mid: sqrt(32 · 512) = 128.
-  EXPECT_EQ(ShapesOf(Int(1, 64), Int(32, 512)),
-            (Shapes{{1, 512}, {1, 128}, {2, 512}, {1, 32}}));
+  EXPECT_EQ(ShapesOf(Int(1, 64), Int(32, 512)), (Shapes{{1, 512}, {1, 128}, {2, 512}, {1, 32}}));
   // On a step grid: the second batch is low + step; sqrt(64 · 1024) = 256 = 64 + 3 · 64.
   EXPECT_EQ(ShapesOf(Int(8, 64, false, 8), Int(64, 1024, false, 64)),
             (Shapes{{8, 1024}, {8, 256}, {16, 1024}, {8, 64}}));

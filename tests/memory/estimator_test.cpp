@@ -2,9 +2,10 @@
 // (B=2, T=4, H=8, 2 heads, I=16, 1 layer, V=100, 16 positions, 2 token types, 3 labels):
 //   B*T*H = 64, B*T*I = 128, B*heads*T*T = 64, B*T = 8 elements.
 #include "memory/estimator.h"
-#include "memory/memory_model.h"
 
 #include <gtest/gtest.h>
+
+#include "memory/memory_model.h"
 
 namespace tune {
 namespace {
@@ -71,8 +72,8 @@ TEST(MemoryEstimator, PersistentStateFollowsPrecisionAndOptimizer) {
   r = TinyRequest();
   r.optimizer = OptimizerKind::kSgd;
   e = Estimate(r);
-  EXPECT_EQ(e.optimizer_state, 4 * p);         // momentum buffers
-  EXPECT_EQ(e.optimizer_transient, 800 * 4);   // grad.add(p, weight_decay) for the largest
+  EXPECT_EQ(e.optimizer_state, 4 * p);        // momentum buffers
+  EXPECT_EQ(e.optimizer_transient, 800 * 4);  // grad.add(p, weight_decay) for the largest
   r.momentum = 0;
   r.weight_decay = 0;
   e = Estimate(r);
@@ -268,8 +269,7 @@ TEST(MemoryEstimator, CudaKernelsMatchPeaksMeasuredOnAnH200) {
     hp.max_length = c.t;
     hp.precision = c.precision;
     hp.gradient_checkpointing = c.checkpointing;
-    const MemoryEstimate e =
-        Estimate(MemoryRequestFor(**model, hp, 2), DeviceMemoryModel::Cuda());
+    const MemoryEstimate e = Estimate(MemoryRequestFor(**model, hp, 2), DeviceMemoryModel::Cuda());
     const double error = static_cast<double>(e.allocated_peak + e.workspace - c.measured) /
                          static_cast<double>(c.measured);
     EXPECT_LT(std::abs(error), 0.02) << c.model << " " << c.b << "x" << c.t << ": " << error;
@@ -285,17 +285,16 @@ TEST(MemoryEstimator, CudaAddsRoundingContextWorkspaceAndFragmentation) {
   // Without dropout, in fp32, CUDA's kernels save what the CPU's do.
   MemoryRequest no_dropout = r;
   no_dropout.dropout = no_dropout.attention_dropout = no_dropout.classifier_dropout = 0;
-  EXPECT_EQ(Estimate(no_dropout, cuda).allocated_peak,
-            Estimate(no_dropout, plain).allocated_peak);
+  EXPECT_EQ(Estimate(no_dropout, cuda).allocated_peak, Estimate(no_dropout, plain).allocated_peak);
   // Every tensor here is far below 512 B or a little above: rounding is large relative to them.
   EXPECT_GT(e.rounding, 0);
   EXPECT_EQ(e.context, 512 * 1024 * 1024);
   EXPECT_EQ(e.workspace, 65 * 1024 * 1024);
   // In training at least the word-embedding gradient and AdamW's two moments of it (100 x 8 x 4
   // bytes each), above 5% of this tiny peak.
-  EXPECT_EQ(e.fragmentation, std::max<int64_t>(3 * 100 * 8 * 4,
-                                               std::llround(0.05 * static_cast<double>(
-                                                                       e.allocated_peak))));
+  EXPECT_EQ(e.fragmentation,
+            std::max<int64_t>(3 * 100 * 8 * 4,
+                              std::llround(0.05 * static_cast<double>(e.allocated_peak))));
   MemoryRequest eval = r;
   eval.train = false;
   const MemoryEstimate ev = Estimate(eval, cuda);

@@ -24,13 +24,12 @@ DecoderShape Shape(const std::string& name) {
 // Hugging Face's published parameter counts (model cards, model.num_parameters()) agree with the
 // config formula for every decoder in the catalog.
 TEST(InferenceModels, CatalogCountsMatchTheDecoderFormula) {
-  const std::map<std::string, int64_t> published = {
-      {"gpt2", 124'439'808},
-      {"meta-llama/Meta-Llama-3-8B", 8'030'261'248},
-      {"meta-llama/Meta-Llama-3-70B", 70'553'706'496},
-      {"meta-llama/Llama-3.2-1B", 1'235'814'400},
-      {"meta-llama/Llama-3.2-3B", 3'212'749'824},
-      {"mistralai/Mistral-7B-v0.1", 7'241'732'096}};
+  const std::map<std::string, int64_t> published = {{"gpt2", 124'439'808},
+                                                    {"meta-llama/Meta-Llama-3-8B", 8'030'261'248},
+                                                    {"meta-llama/Meta-Llama-3-70B", 70'553'706'496},
+                                                    {"meta-llama/Llama-3.2-1B", 1'235'814'400},
+                                                    {"meta-llama/Llama-3.2-3B", 3'212'749'824},
+                                                    {"mistralai/Mistral-7B-v0.1", 7'241'732'096}};
   for (const auto& [name, count] : published) {
     const ModelSpec* m = *Catalog().Find(name);
     EXPECT_EQ(DecoderParameterCount(*m), count) << name;
@@ -175,7 +174,7 @@ TEST(InferenceEstimate, EagerScoresAndSdpa) {
   m.attention = AttentionKernel::kSdpa;
   auto sdpa = EstimateInference(m, DeviceMemoryModel::Cuda());
   ASSERT_TRUE(eager.ok() && sdpa.ok());
-  const int64_t scores = int64_t{32} * 4096 * 4096;  // heads x T x T elements
+  const int64_t scores = int64_t{32} * 4096 * 4096;             // heads x T x T elements
   EXPECT_GE(eager->prefill - sdpa->prefill, scores * (2 + 4));  // fp16 scores + fp32 softmax
   EXPECT_EQ(eager->kv_cache, (4096 + 16 - 1) * 128 * 1024);
 }
@@ -210,7 +209,8 @@ TEST(InferencePlanFile, ParsesAndNamesBadKeys) {
   bad = PlanDoc();
   bad["models"][0].erase("max_new_tokens");
   EXPECT_NE(error(bad).find("plan.json: /models/0: missing required key 'max_new_tokens'"),
-            std::string::npos) << error(bad);
+            std::string::npos)
+      << error(bad);
   bad = PlanDoc();
   bad["models"][0]["model"] = "meta-llama/Meta-Llama-3-8b";
   EXPECT_NE(error(bad).find("did you mean 'meta-llama/Meta-Llama-3-8B'?"), std::string::npos)
@@ -224,10 +224,10 @@ TEST(InferencePlanFile, ParsesAndNamesBadKeys) {
 }
 
 TEST(InferencePlanFile, KvHeadsMustDivideHeads) {
-  Json config = {{"model_type", "llama"},          {"num_hidden_layers", 2},
-                 {"hidden_size", 64},              {"num_attention_heads", 8},
-                 {"num_key_value_heads", 3},       {"intermediate_size", 128},
-                 {"vocab_size", 100},              {"max_position_embeddings", 64}};
+  Json config = {{"model_type", "llama"},    {"num_hidden_layers", 2},
+                 {"hidden_size", 64},        {"num_attention_heads", 8},
+                 {"num_key_value_heads", 3}, {"intermediate_size", 128},
+                 {"vocab_size", 100},        {"max_position_embeddings", 64}};
   auto m = ModelSpecFromHfConfig(config, "odd", "odd/config.json");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("odd/config.json"), std::string::npos);
@@ -262,8 +262,9 @@ TEST(InferencePlanFile, ReadsConfigFromTheHfCache) {
 }
 
 TEST(InferencePlanFile, Gpt2ConfigKeys) {
-  Json config = {{"model_type", "gpt2"}, {"n_layer", 12}, {"n_embd", 768}, {"n_head", 12},
-                 {"n_inner", nullptr},   {"vocab_size", 50257}, {"n_positions", 1024}};
+  Json config = {{"model_type", "gpt2"}, {"n_layer", 12},      {"n_embd", 768},
+                 {"n_head", 12},         {"n_inner", nullptr}, {"vocab_size", 50257},
+                 {"n_positions", 1024}};
   auto m = ModelSpecFromHfConfig(config, "gpt2", "gpt2/config.json");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->num_parameters, 124'439'808);

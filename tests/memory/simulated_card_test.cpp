@@ -107,9 +107,9 @@ pid_t StepsInChild(const std::string& name, const MicroSteps& steps, double scal
   auto card = SimulatedCard::Open(name, 100 * kMiB);
   const auto start = std::chrono::steady_clock::now();
   Result<double> simulated = card.ok() ? (*card)->RunSteps(steps, scale) : Result<double>(-1.0);
-  const double times[2] = {simulated.ok() ? *simulated : -1.0,
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                               .count()};
+  const double times[2] = {
+      simulated.ok() ? *simulated : -1.0,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   (void)!write(out, times, sizeof times);
   _exit(0);
 }
@@ -129,7 +129,8 @@ TEST_F(SimulatedCardTest, TwoCoRunningTrialsStretchAsTheModelSays) {
   ASSERT_EQ(pipe(out), 0);
   for (int n : {1, 2}) {
     std::vector<pid_t> children;
-    for (int i = 0; i < n; ++i) children.push_back(StepsInChild(name_, steps, scale, go[0], out[1]));
+    for (int i = 0; i < n; ++i)
+      children.push_back(StepsInChild(name_, steps, scale, go[0], out[1]));
     ASSERT_EQ(write(go[1], "gg", n), n);
     for (int i = 0; i < n; ++i) {
       double times[2] = {0, 0};
@@ -165,14 +166,16 @@ TEST_F(SimulatedCardTest, AnOomAfterStartUpCostsTheStartUp) {
     spec.startup_seconds = 3.0;
     spec.steps = {100, 0.1, 0.1};
     spec.time_scale = 0.1;  // 3 simulated seconds: 0.3 real ones
-    auto run = mine.ok() ? RunSimulatedTrial(**mine, spec) : Result<SimulatedTrialRun>(mine.status());
+    auto run =
+        mine.ok() ? RunSimulatedTrial(**mine, spec) : Result<SimulatedTrialRun>(mine.status());
     const double result[2] = {run.ok() && run->oom ? 1.0 : 0.0, run.ok() ? run->seconds : -1.0};
     (void)!write(out[1], result, sizeof result);
     _exit(0);  // exits holding its 20 MiB
   }
   double result[2] = {0, 0};
   ASSERT_EQ(read(out[0], result, sizeof result), static_cast<ssize_t>(sizeof result));
-  const double real = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double real =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result[0], 1.0) << "out of memory at the first step";
   EXPECT_DOUBLE_EQ(result[1], 3.0) << "the start-up, paid";
   EXPECT_GE(real, 0.3);

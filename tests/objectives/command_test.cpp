@@ -105,9 +105,9 @@ TEST_F(CommandObjectiveTest, TimeoutKillsTheProgramAndFails) {
 
 TEST_F(CommandObjectiveTest, OutOfMemoryTextPrunesWithOomConfig) {
   auto [outcome, t] = RunTrial(Opts({"oom"}), {{"model", "bert-large-uncased"},
-                                              {"batch_size", 48},
-                                              {"grad_accum", 4},
-                                              {"max_length", 480}});
+                                               {"batch_size", 48},
+                                               {"grad_accum", 4},
+                                               {"max_length", 480}});
   EXPECT_EQ(outcome.state, TrialState::kPruned);
   EXPECT_EQ(t.state, TrialState::kPruned);
   EXPECT_EQ(t.user_attrs["oom"], true);

@@ -1,11 +1,10 @@
 #include "tune/objectives/functions.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <numbers>
-
-#include <gtest/gtest.h>
 
 namespace tune {
 namespace {
@@ -25,14 +24,22 @@ TEST(Functions, KnownMinima) {
   EXPECT_DOUBLE_EQ(Eval("rosenbrock", {{"x0", 1.0}, {"x1", 1.0}, {"x2", 1.0}}, 3), 0.0);
   EXPECT_NEAR(Eval("branin", {{"x1", -std::numbers::pi}, {"x2", 12.275}}), 0.397887, 1e-5);
   EXPECT_NEAR(Eval("branin", {{"x1", 9.42478}, {"x2", 2.475}}), 0.397887, 1e-5);
-  EXPECT_NEAR(Eval("hartmann6", {{"x0", 0.20169}, {"x1", 0.150011}, {"x2", 0.476874},
-                                 {"x3", 0.275332}, {"x4", 0.311652}, {"x5", 0.6573}}),
+  EXPECT_NEAR(Eval("hartmann6", {{"x0", 0.20169},
+                                 {"x1", 0.150011},
+                                 {"x2", 0.476874},
+                                 {"x3", 0.275332},
+                                 {"x4", 0.311652},
+                                 {"x5", 0.6573}}),
               -3.32237, 1e-4);
 }
 
 TEST(Functions, MixedPrefersLargeModelsAtTheirLearningRate) {
-  Json good = {{"model", "microsoft/deberta-v3-large"}, {"batch_size", 16}, {"grad_accum", 2},
-               {"max_length", 384}, {"lr", 1e-5}, {"weight_decay", 0.01}};
+  Json good = {{"model", "microsoft/deberta-v3-large"},
+               {"batch_size", 16},
+               {"grad_accum", 2},
+               {"max_length", 384},
+               {"lr", 1e-5},
+               {"weight_decay", 0.01}};
   Json base = good;
   base["model"] = "bert-base-uncased";
   base["lr"] = 3e-5;
@@ -95,9 +102,10 @@ TEST(Functions, MultiObjectiveProblemsOnTheirFronts) {
     x[0] = 0.25;  // on the front: g = 1
     auto v = EvaluateFunctionValues(o, catalog, Xs(x));
     ASSERT_TRUE(v.ok()) << v.status().ToString();
-    const double f2 = std::string(name) == "zdt1"   ? 1 - std::sqrt(0.25)
-                      : std::string(name) == "zdt2" ? 1 - 0.0625
-                                                    : 1 - 0.5 - 0.25 * std::sin(2.5 * std::numbers::pi);
+    const double f2 = std::string(name) == "zdt1" ? 1 - std::sqrt(0.25)
+                      : std::string(name) == "zdt2"
+                          ? 1 - 0.0625
+                          : 1 - 0.5 - 0.25 * std::sin(2.5 * std::numbers::pi);
     EXPECT_NEAR((*v)[0], 0.25, 1e-15) << name;
     EXPECT_NEAR((*v)[1], f2, 1e-12) << name;
     x[5] = 1.0;  // off the front: g = 2
@@ -126,8 +134,12 @@ TEST(Functions, MixedMemoryReturnsErrorAndMemory) {
   FunctionOptions o;
   o.name = "mixed_memory";
   o.oom_threshold = 20000;
-  Json p = {{"model", "bert-base-uncased"}, {"batch_size", 16}, {"grad_accum", 2},
-            {"max_length", 256}, {"lr", 3e-5}, {"weight_decay", 0.01}};
+  Json p = {{"model", "bert-base-uncased"},
+            {"batch_size", 16},
+            {"grad_accum", 2},
+            {"max_length", 256},
+            {"lr", 3e-5},
+            {"weight_decay", 0.01}};
   auto v = EvaluateFunctionValues(o, catalog, p);
   ASSERT_TRUE(v.ok());
   EXPECT_NEAR((*v)[1], 16 * 256, 1e-9);
@@ -136,8 +148,7 @@ TEST(Functions, MixedMemoryReturnsErrorAndMemory) {
   EXPECT_EQ((*v)[0], *EvaluateFunction(mixed, catalog, p));
   p["batch_size"] = 64;
   p["max_length"] = 512;
-  EXPECT_EQ(EvaluateFunctionValues(o, catalog, p).status().code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(EvaluateFunctionValues(o, catalog, p).status().code(), StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -29,9 +29,7 @@ int GenerationOf(const FrozenTrial& t) {
   return t.system_attrs.at(kNsgaIIGenerationKey).get<int>();
 }
 
-Json StudyAttrs(Study& study) {
-  return study.storage().GetStudy(study.study_id())->system_attrs;
-}
+Json StudyAttrs(Study& study) { return study.storage().GetStudy(study.study_id())->system_attrs; }
 
 // Asks a trial, suggests x and y in [0, 1], tells `value(x, y)`.
 FrozenTrial RunOne(Study& study, const std::function<std::vector<double>(double, double)>& value) {
@@ -187,11 +185,10 @@ std::vector<int64_t> Numbers(const TrialPtrs& trials) {
 }
 
 TEST(NsgaII, ConstraintsMakeInfeasibleTrialsLose) {
-  TrialPtrs population = {Scored(0, {0.0}, std::vector<double>{1.0}),
-                          Scored(1, {1.0}, std::vector<double>{0.5}),
-                          Scored(2, {5.0}, std::vector<double>{0.0}),
-                          Scored(3, {9.0}, std::vector<double>{-1.0}),
-                          Scored(4, {-1.0}, std::nullopt)};
+  TrialPtrs population = {
+      Scored(0, {0.0}, std::vector<double>{1.0}), Scored(1, {1.0}, std::vector<double>{0.5}),
+      Scored(2, {5.0}, std::vector<double>{0.0}), Scored(3, {9.0}, std::vector<double>{-1.0}),
+      Scored(4, {-1.0}, std::nullopt)};
   auto constrained = SelectElitePopulation(population, {StudyDirection::kMinimize}, 3, true);
   ASSERT_TRUE(constrained.ok());
   // Feasible first (2 before 3 by value), then the least violating; no constraints: last.
@@ -205,8 +202,8 @@ TEST(NsgaII, ConstraintsMakeInfeasibleTrialsLose) {
 TEST(NsgaII, CrowdingDistanceKeepsTheEndsOfTheLastFront) {
   TrialPtrs front;
   for (int i = 0; i < 5; ++i) front.push_back(Scored(i, {i * 1.0, 4.0 - i}, std::nullopt));
-  auto elite = SelectElitePopulation(
-      front, {StudyDirection::kMinimize, StudyDirection::kMinimize}, 2, false);
+  auto elite = SelectElitePopulation(front, {StudyDirection::kMinimize, StudyDirection::kMinimize},
+                                     2, false);
   ASSERT_TRUE(elite.ok());
   std::vector<int64_t> got = Numbers(*elite);
   EXPECT_EQ(std::set<int64_t>(got.begin(), got.end()), (std::set<int64_t>{0, 4}));
@@ -304,8 +301,7 @@ TEST(NsgaII, ConfigOptionsAreCheckedStrictly) {
   EXPECT_EQ(d.swapping_prob, 0.5);
   auto undx = Make(R"({"crossover": "undx"})");
   ASSERT_TRUE(undx.ok());
-  EXPECT_EQ(dynamic_cast<const NsgaIISampler&>(**undx).options().crossover,
-            NsgaIICrossover::kUndx);
+  EXPECT_EQ(dynamic_cast<const NsgaIISampler&>(**undx).options().crossover, NsgaIICrossover::kUndx);
 
   auto expect_error = [](const std::string& options, const std::string& part) {
     auto r = Make(options);

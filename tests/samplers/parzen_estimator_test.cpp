@@ -1,5 +1,5 @@
 // Statistical and hand-computed checks of the truncated-normal helpers and the Parzen
-// estimator TPE builds (tune/samplers/truncnorm.h, parzen_estimator.h).
+// estimator TPE builds (samplers/truncnorm.h, parzen_estimator.h).
 #include "samplers/parzen_estimator.h"
 
 #include <gtest/gtest.h>

@@ -632,13 +632,14 @@ TEST(Tpe, SeveralObjectivesSplitByNonDominationAndWeighByHypervolume) {
 // Runs n trials of the zdt1 function; returns the hypervolume of the front w.r.t. (1.1, 11).
 double RunZdt1(std::unique_ptr<Sampler> sampler, uint64_t seed, int n) {
   auto c = ParseStudyConfig(Json::parse(R"({"directions": ["minimize", "minimize"],
-      "objective": {"type": "function", "name": "zdt1"}})"), "t.json", ".");
+      "objective": {"type": "function", "name": "zdt1"}})"),
+                            "t.json", ".");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   auto objective = std::move(MakeObjective(*c)).value();
-  auto study = std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", c->directions,
-                                             std::move(sampler), std::make_unique<NopPruner>(),
-                                             seed))
-                   .value();
+  auto study =
+      std::move(Study::CreateOrLoad(NewInMemoryStorage(), "s", c->directions, std::move(sampler),
+                                    std::make_unique<NopPruner>(), seed))
+          .value();
   OptimizeOptions oo;
   oo.n_trials = n;
   EXPECT_TRUE(Optimize(*study, c->space, *objective, oo).ok());

@@ -4,14 +4,14 @@
 // and reconnects.
 #include "tune/storages/postgres.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "testing/postgres_server.h"
 #include "testing/storage_processes.h"

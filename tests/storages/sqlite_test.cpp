@@ -2,14 +2,14 @@
 // (left byte-identical), URLs, and several processes writing one file.
 #include "tune/storages/sqlite.h"
 
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include "storages/rdb/codec.h"
 #include "testing/storage_processes.h"

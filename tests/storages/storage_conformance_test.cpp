@@ -1,5 +1,7 @@
 // The Storage contract (include/tune/storages/storage.h), run against every backend. A backend
 // joins with one line in Backends() below.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -10,8 +12,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "tune/storages/in_memory.h"

@@ -2,9 +2,9 @@
 // tests/report/importance_test.py.)
 #include "tune/importance.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 namespace tune {
 namespace {

@@ -351,9 +351,9 @@ std::pair<int, int> RunStream(int64_t max_passes) {
   std::vector<WaitingTrial> queue = {Needs(12)};
   int overtook = 0;
   for (int t = 0; t < 200; ++t) {
-    small_ends.erase(std::remove_if(small_ends.begin(), small_ends.end(),
-                                    [t](int end) { return end <= t; }),
-                     small_ends.end());
+    small_ends.erase(
+        std::remove_if(small_ends.begin(), small_ends.end(), [t](int end) { return end <= t; }),
+        small_ends.end());
     queue.push_back(Needs(2));
     const auto n = static_cast<int64_t>(small_ends.size());
     const JobsLedger ledger{n, 2 * n * kGiB, 22 * kGiB, 16};
@@ -372,8 +372,8 @@ TEST(JobsQueue, TheHeadStartsEventuallyBehindAStreamOfSmallTrials) {
   EXPECT_EQ(never, -1) << "the stream should starve an unbounded backfill";
   EXPECT_GT(passed, 100);
   const auto [started, overtook] = RunStream(/*max_passes=*/4);
-  EXPECT_EQ(overtook, 4);   // then nothing more starts before it:
-  EXPECT_EQ(started, 10);   // six of the 2 GiB trials end (t = 5..10): now it fits
+  EXPECT_EQ(overtook, 4);  // then nothing more starts before it:
+  EXPECT_EQ(started, 10);  // six of the 2 GiB trials end (t = 5..10): now it fits
 }
 
 }  // namespace

@@ -82,8 +82,7 @@ TEST(ProgressText, EtaHonoursTheTimeout) {
   EXPECT_DOUBLE_EQ(*EstimateEtaSeconds(none, {std::nullopt, 300.0}, 400.0), 0.0);
   EXPECT_NE(ProgressText(none, {std::nullopt, 3600.0}, 0.0).find("0/- finished"),
             std::string::npos);
-  EXPECT_NE(ProgressText(none, {std::nullopt, 3600.0}, 0.0).find("ETA 1:00:00"),
-            std::string::npos);
+  EXPECT_NE(ProgressText(none, {std::nullopt, 3600.0}, 0.0).find("ETA 1:00:00"), std::string::npos);
   // Neither: no estimate.
   EXPECT_FALSE(EstimateEtaSeconds(c, {std::nullopt, std::nullopt}, 100.0).has_value());
   // The target is reached already (a resumed study): nothing left.

@@ -23,10 +23,10 @@ TEST(ConditionalSpace, HeavyAndBaseModelsGetTheirOwnRanges) {
                                 "demo.json");
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   std::shared_ptr<Storage> storage = NewInMemoryStorage();
-  auto study = Study::CreateOrLoad(storage, "s", {StudyDirection::kMinimize},
-                                   std::make_unique<RandomSampler>(),
-                                   std::make_unique<NopPruner>(), 3)
-                   .value();
+  auto study =
+      Study::CreateOrLoad(storage, "s", {StudyDirection::kMinimize},
+                          std::make_unique<RandomSampler>(), std::make_unique<NopPruner>(), 3)
+          .value();
   int heavy = 0, base = 0;
   for (int i = 0; i < 300; ++i) {
     auto trial = study->Ask().value();
@@ -84,9 +84,8 @@ TEST(ConditionalSpace, ConditionsOnSampledValuesAndOperators) {
   EXPECT_TRUE(s->Holds(nested, {{"head_layers", 3}, {"head_dim", 256}}));
   EXPECT_FALSE(s->Holds(nested, {{"head_layers", 1}, {"head_dim", 256}}));
   EXPECT_EQ(s->ActiveParams({{"optimizer", "adamw"}, {"head_layers", 0}}).size(), 2u);
-  EXPECT_EQ(s->ParamNames(),
-            (std::vector<std::string>{"head_layers", "optimizer", "momentum", "head_dim",
-                                      "head_dropout"}));
+  EXPECT_EQ(s->ParamNames(), (std::vector<std::string>{"head_layers", "optimizer", "momentum",
+                                                       "head_dim", "head_dropout"}));
 }
 
 }  // namespace

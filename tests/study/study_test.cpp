@@ -40,12 +40,12 @@ TEST(Study, TellRules) {
   std::shared_ptr<Storage> storage = NewInMemoryStorage();
   auto study = NewStudy(storage, "s");
   auto t = study->Ask().value();
-  EXPECT_FALSE(study->Tell(*t, TrialState::kComplete, {}).ok());       // value missing
-  EXPECT_FALSE(study->Tell(*t, TrialState::kRunning, {1.0}).ok());     // not a final state
+  EXPECT_FALSE(study->Tell(*t, TrialState::kComplete, {}).ok());      // value missing
+  EXPECT_FALSE(study->Tell(*t, TrialState::kRunning, {1.0}).ok());    // not a final state
   auto nan = study->Tell(*t, TrialState::kComplete, {std::nan("")});  // NaN -> FAIL
   ASSERT_TRUE(nan.ok());
   EXPECT_EQ(nan->state, TrialState::kFail);
-  EXPECT_FALSE(study->Tell(*t, TrialState::kComplete, {1.0}).ok());    // already finished
+  EXPECT_FALSE(study->Tell(*t, TrialState::kComplete, {1.0}).ok());  // already finished
 
   auto p = study->Ask().value();
   ASSERT_TRUE(p->Report(0.9, 0).ok());
@@ -102,8 +102,8 @@ TEST(Study, LoadChecksDirection) {
                           std::make_unique<RandomSampler>(), std::make_unique<NopPruner>());
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("MINIMIZE"), std::string::npos);
-  auto missing = Study::Load(storage, "t", std::make_unique<RandomSampler>(),
-                             std::make_unique<NopPruner>());
+  auto missing =
+      Study::Load(storage, "t", std::make_unique<RandomSampler>(), std::make_unique<NopPruner>());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 

@@ -27,7 +27,7 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCount_v2(unsigned int* n
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigned int index,
-                                                                        void** device) {
+                                                                         void** device) {
   if (index != 0) return 2;  // NVML_ERROR_INVALID_ARGUMENT
   *device = &g_device;
   return 0;
@@ -45,7 +45,9 @@ __attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void*, Memory
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void*, Utilization* u) {
   const char* env = std::getenv("TUNE_FAKE_NVML_UTIL");
-  u->gpu = env != nullptr && *env != '\0' ? static_cast<unsigned int>(std::strtoul(env, nullptr, 10)) : 0;
+  u->gpu = env != nullptr && *env != '\0'
+               ? static_cast<unsigned int>(std::strtoul(env, nullptr, 10))
+               : 0;
   u->memory = 0;
   return 0;
 }

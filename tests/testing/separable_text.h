@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "train/hyperparams.h"
 #include "tokenizers/tokenizer.h"
+#include "train/hyperparams.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
 
@@ -43,7 +43,8 @@ inline Synthetic MakeSynthetic(int n, int num_classes, uint64_t seed) {
   return s;
 }
 
-inline TextTrainData Tokenize(const Synthetic& train, const Synthetic& validation, int64_t num_labels) {
+inline TextTrainData Tokenize(const Synthetic& train, const Synthetic& validation,
+                              int64_t num_labels) {
   Tokenizer tok = Tokenizer::Build(train.texts, TokenizerOptions{});
   TextTrainData d;
   for (const auto& t : train.texts) d.train_ids.push_back(tok.Encode(t, 62));

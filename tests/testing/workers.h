@@ -7,6 +7,7 @@
 //                            /*workers=*/8, /*n_trials=*/400, WriteSphereConfig(dir.path()));
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,8 +24,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "testing/tune_process.h"
 #include "tune/distributions.h"

@@ -28,8 +28,7 @@ TEST(ByteBpe, PreTokenizesAsGpt2sPattern) {
   // A word keeps the space before it; contractions split off; runs of one class stay together.
   EXPECT_EQ(PreTokens("Hello world!"), (Words{"Hello", " world", "!"}));
   EXPECT_EQ(PreTokens("it's  12\n"), (Words{"it", "'s", " ", " 12", "\n"}));
-  EXPECT_EQ(PreTokens("we'll they've I'm"),
-            (Words{"we", "'ll", " they", "'ve", " I", "'m"}));
+  EXPECT_EQ(PreTokens("we'll they've I'm"), (Words{"we", "'ll", " they", "'ve", " I", "'m"}));
   EXPECT_EQ(PreTokens("a1b2 ..."), (Words{"a", "1", "b", "2", " ..."}));
   // \s+(?!\S): the last space of a run goes to the next word; trailing spaces stay together.
   EXPECT_EQ(PreTokens("x   y  "), (Words{"x", "  ", " y", "  "}));
@@ -41,13 +40,11 @@ TEST(ByteBpe, PreTokenizesAsGpt2sPattern) {
   // \p{L}, \p{N} and \s from Unicode (expected values from the `regex` module): Thai letters,
   // Devanagari's marks (neither letters nor numbers), Arabic-Indic digits, U+2028 and U+0085
   // as white space; Roman numerals, fractions and mathematical digits are numbers; runes letters.
-  EXPECT_EQ(PreTokens("ภาษาไทย हिन्द"
-                      "ी ١٢٣ x y z"),
-            (Words{"ภาษาไทย", " ह", "ि", "न",
-                   "्", "द", "ी", " ١٢٣", " x", " ", "y", " ",
-                   "", "z"}));
-  EXPECT_EQ(PreTokens("Ⅻ½ 𝟘𝟙 ᚠᛇ"),
-            (Words{"Ⅻ½", " 𝟘𝟙", " ᚠᛇ"}));
+  EXPECT_EQ(
+      PreTokens("ภาษาไทย हिन्द"
+                "ी ١٢٣ x y z"),
+      (Words{"ภาษาไทย", " ह", "ि", "न", "्", "द", "ी", " ١٢٣", " x", " ", "y", " ", "", "z"}));
+  EXPECT_EQ(PreTokens("Ⅻ½ 𝟘𝟙 ᚠᛇ"), (Words{"Ⅻ½", " 𝟘𝟙", " ᚠᛇ"}));
 }
 
 TEST(ByteBpe, MapsBytesToGpt2sAlphabet) {

@@ -60,8 +60,7 @@ TEST(TokenizerFiles, MissingAndCorruptFilesAreNamed) {
   auto none = Tokenizer::FromCheckpointDir(d.string(), {});
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   EXPECT_NE(none.status().message().find(d.string() + ": no tokenizer file"), std::string::npos);
-  EXPECT_NE(none.status().message().find("spm.model (DeBERTa's SentencePiece)"),
-            std::string::npos);
+  EXPECT_NE(none.status().message().find("spm.model (DeBERTa's SentencePiece)"), std::string::npos);
 
   std::ofstream(d / "spm.model") << "not a protobuf at all";
   auto corrupt = Tokenizer::FromCheckpointDir(d.string(), {});

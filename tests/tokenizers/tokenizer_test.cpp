@@ -51,10 +51,8 @@ TEST(Tokenizer, BasicTokenizerUsesUnicodeCategories) {
   testing::TempDir dir;
   Tokenizer t = BertLike(dir);
   EXPECT_EQ(t.SplitWords("ΟΔΟΣ.Σ İstanbul x y a­b ﬁ"),
-            (Words{"οδοσ", ".", "ς", "istanbul", "x", "y", "ab",
-                   "ﬁ"}));
-  EXPECT_EQ(t.SplitWords("हिन्दी ก่า 東京abc"),
-            (Words{"हिनदी", "กา", "東", "京", "abc"}));
+            (Words{"οδοσ", ".", "ς", "istanbul", "x", "y", "ab", "ﬁ"}));
+  EXPECT_EQ(t.SplitWords("हिन्दी ก่า 東京abc"), (Words{"हिनदी", "กา", "東", "京", "abc"}));
   auto cased =
       Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);
   ASSERT_TRUE(cased.ok());

@@ -45,8 +45,7 @@ class CudaTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? *s : cuda_memory::Stats{};
   }
-  static std::unique_ptr<Trainer> CudaTrainer(
-      std::optional<int64_t> device_memory = std::nullopt) {
+  static std::unique_ptr<Trainer> CudaTrainer(std::optional<int64_t> device_memory = std::nullopt) {
     TorchTrainerOptions o;
     o.device = "cuda:0";
     o.device_memory = device_memory;
@@ -86,15 +85,14 @@ TEST_F(CudaTest, EmptyCacheReturnsReservedMemory) {
 }
 
 TEST_F(CudaTest, TrainerLearnsTheSeparableTaskOnTheCard) {
-  TextTrainData d = testing::Tokenize(testing::MakeSynthetic(480, 4, 1),
-                                      testing::MakeSynthetic(160, 4, 2), 4);
+  TextTrainData d =
+      testing::Tokenize(testing::MakeSynthetic(480, 4, 1), testing::MakeSynthetic(160, 4, 2), 4);
   auto trainer = CudaTrainer();
   ASSERT_NE(trainer, nullptr);
   EXPECT_NE(trainer->name().find("cuda:0"), std::string::npos) << trainer->name();
-  auto r = trainer->Train(TrainJob{testing::TinyModel(), testing::FastHyperparams(), &d},
-                          [](const EpochMetrics&) {
-                            return Result<EpochDecision>(EpochDecision::kContinue);
-                          });
+  auto r = trainer->Train(
+      TrainJob{testing::TinyModel(), testing::FastHyperparams(), &d},
+      [](const EpochMetrics&) { return Result<EpochDecision>(EpochDecision::kContinue); });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
   EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
@@ -213,15 +211,15 @@ TEST_F(CudaTest, EstimateAgainstMaxMemoryAllocated) {
            {"--model", "bert-base-uncased", "--batch-size", "16", "--max-length", "128"},
            {"--model", "bert-base-uncased", "--batch-size", "8", "--max-length", "256",
             "--gradient-checkpointing"}}) {
-    std::vector<std::string> args = {"estimate", "--device", "cuda", "--measure", "--format",
-                                     "json"};
+    std::vector<std::string> args = {"estimate",  "--device", "cuda",
+                                     "--measure", "--format", "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     testing::ProcessRun r = testing::Tune(args);
     ASSERT_EQ(r.code, 0) << r.err;
     Json j = Json::parse(r.out);
     std::cout << extra[1] << " b" << extra[3] << " T" << extra[5] << ": estimate "
-              << j["allocated_peak"] << " + workspace " << j["breakdown"]["workspace"] << ", measured "
-              << j["measured_peak"] << ", error " << j["error"] << "\n";
+              << j["allocated_peak"] << " + workspace " << j["breakdown"]["workspace"]
+              << ", measured " << j["measured_peak"] << ", error " << j["error"] << "\n";
     EXPECT_GT(j["measured_peak"].get<int64_t>(), 256 * kMiB);
     EXPECT_LT(std::abs(j["error"].get<double>()), 0.15) << j.dump(1);
   }

@@ -1,13 +1,13 @@
 // The trainer's own CPU kernels: AdamW (src/torch/torch_fused_adamw.h), its fused step against
 // LibTorch's torch::optim::AdamW, gradient clipping folded into the step and the fallback path;
 // dropout (src/torch/torch_dropout.h), its keep rate, scaling, gradient and reproducibility.
-#include "torch/torch_dropout.h"
-#include "torch/torch_fused_adamw.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
+
+#include "torch/torch_dropout.h"
+#include "torch/torch_fused_adamw.h"
 
 namespace tune::internal {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "torch/torch_compat.h"
-
 #include <set>
+
+#include "torch/torch_compat.h"
 
 namespace tune::internal {
 namespace {
@@ -39,14 +39,14 @@ TEST(DebertaRelativePositions, IdentityNearLogBucketsFar) {
   ASSERT_EQ(r.scalar_type(), torch::kLong);
   auto at = [&](int64_t i, int64_t j) { return r[i][j].item<int64_t>(); };
   EXPECT_EQ(at(0, 0), 0);
-  EXPECT_EQ(at(3, 0), 3);    // query 3, key 0: d = 3
+  EXPECT_EQ(at(3, 0), 3);  // query 3, key 0: d = 3
   EXPECT_EQ(at(0, 3), -3);
-  EXPECT_EQ(at(4, 0), 4);    // |d| = mid stays itself
-  EXPECT_EQ(at(5, 0), 5);    // log(1.25) / log(7.75) * 3 = 0.33 -> 1 + 4
-  EXPECT_EQ(at(0, 8), -6);   // log(2) ... = 1.02 -> 2 + 4
-  EXPECT_EQ(at(10, 0), 6);   // log(2.5) ... = 1.34 -> 2 + 4
-  EXPECT_EQ(at(16, 0), 7);   // log(4) ... = 2.03 -> 3 + 4
-  EXPECT_EQ(at(19, 2), 7);   // d = 17
+  EXPECT_EQ(at(4, 0), 4);   // |d| = mid stays itself
+  EXPECT_EQ(at(5, 0), 5);   // log(1.25) / log(7.75) * 3 = 0.33 -> 1 + 4
+  EXPECT_EQ(at(0, 8), -6);  // log(2) ... = 1.02 -> 2 + 4
+  EXPECT_EQ(at(10, 0), 6);  // log(2.5) ... = 1.34 -> 2 + 4
+  EXPECT_EQ(at(16, 0), 7);  // log(4) ... = 2.03 -> 3 + 4
+  EXPECT_EQ(at(19, 2), 7);  // d = 17
   // Without buckets: the plain distance.
   EXPECT_EQ(DebertaRelativePositions(20, 0, 32)[16][0].item<int64_t>(), 16);
 }

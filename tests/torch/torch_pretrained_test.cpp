@@ -10,13 +10,13 @@
 #include <fstream>
 #include <functional>
 
+#include "checkpoints/safetensors.h"
 #include "config/config.h"
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
-#include "torch/torch_trainer.h"
 #include "tokenizers/byte_bpe.h"
-#include "checkpoints/safetensors.h"
 #include "tokenizers/tokenizer.h"
+#include "torch/torch_trainer.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
 
@@ -219,11 +219,10 @@ class PretrainedObjectiveTest : public ::testing::Test {
     std::filesystem::create_directories(ckpt_);
     std::ofstream vocab(ckpt_ / "vocab.txt");
     for (int32_t id = 0; id < tok.vocab_size(); ++id) vocab << tok.TokenText(id) << "\n";
-    Json config = {{"model_type", "bert"},          {"hidden_size", 16},
-                   {"num_hidden_layers", 2},        {"num_attention_heads", 2},
-                   {"intermediate_size", 24},       {"vocab_size", 40},
-                   {"max_position_embeddings", 20}, {"type_vocab_size", 2},
-                   {"layer_norm_eps", 1e-12}};
+    Json config = {
+        {"model_type", "bert"},          {"hidden_size", 16},       {"num_hidden_layers", 2},
+        {"num_attention_heads", 2},      {"intermediate_size", 24}, {"vocab_size", 40},
+        {"max_position_embeddings", 20}, {"type_vocab_size", 2},    {"layer_norm_eps", 1e-12}};
     config["vocab_size"] = std::max<int64_t>(40, tok.vocab_size());
     vocab_size_ = config["vocab_size"].get<int64_t>();
     std::ofstream(ckpt_ / "config.json") << config.dump();
@@ -304,17 +303,16 @@ TEST_F(PretrainedObjectiveTest, TrialsStartFromTheCheckpoint) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->state, TrialState::kComplete) << t->user_attrs.dump();
   EXPECT_GT(t->value(), 0.8) << t->user_attrs.dump();
-  EXPECT_EQ(t->user_attrs["train"]["num_parameters"].get<int64_t>(),
-            [&] {
-              ModelSpec m;
-              m.hidden_size = 16;
-              m.intermediate_size = 24;
-              m.num_hidden_layers = 2;
-              m.vocab_size = vocab_size_;
-              m.max_position_embeddings = 20;
-              m.type_vocab_size = 2;
-              return EncoderParameterCount(m) + 16 * 2 + 2;
-            }());
+  EXPECT_EQ(t->user_attrs["train"]["num_parameters"].get<int64_t>(), [&] {
+    ModelSpec m;
+    m.hidden_size = 16;
+    m.intermediate_size = 24;
+    m.num_hidden_layers = 2;
+    m.vocab_size = vocab_size_;
+    m.max_position_embeddings = 20;
+    m.type_vocab_size = 2;
+    return EncoderParameterCount(m) + 16 * 2 + 2;
+  }());
   // Proof that the weights reach the trainer: NaN word embeddings make the first loss NaN.
   WriteWeights(std::nanf(""));
   t = RunOneTrial();

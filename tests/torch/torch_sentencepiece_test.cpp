@@ -14,8 +14,8 @@
 
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
-#include "torch/torch_models.h"
 #include "tokenizers/tokenizer.h"
+#include "torch/torch_models.h"
 
 namespace tune::internal {
 namespace {
@@ -32,8 +32,8 @@ bool TrainDebertaSpm(const fs::path& dir) {
   corpus.close();
   std::ofstream(dir / "train.py")
       << "import sentencepiece as spm\n"
-         "spm.SentencePieceTrainer.train(input='" << (dir / "corpus.txt").string()
-      << "', model_prefix='" << (dir / "spm").string()
+         "spm.SentencePieceTrainer.train(input='"
+      << (dir / "corpus.txt").string() << "', model_prefix='" << (dir / "spm").string()
       << "', vocab_size=80, model_type='unigram', minloglevel=2, pad_id=0, pad_piece='[PAD]', "
          "bos_id=1, bos_piece='[CLS]', eos_id=2, eos_piece='[SEP]', unk_id=3, "
          "unk_piece='[UNK]')\n";
@@ -62,9 +62,9 @@ TEST(TorchSentencePiece, SpmTokenizerAndLibTorchShareOneProcess) {
 
   // SentencePiece stays out of the global scope; protobuf is LibTorch's.
   EXPECT_EQ(dlsym(RTLD_DEFAULT, "_ZN13sentencepiece22SentencePieceProcessorC1Ev"), nullptr);
-  EXPECT_NE(DefiningLibrary("_ZN6google8protobuf8internal10LogMessage6FinishEv")
-                .find("libprotobuf.so"),
-            std::string::npos);
+  EXPECT_NE(
+      DefiningLibrary("_ZN6google8protobuf8internal10LogMessage6FinishEv").find("libprotobuf.so"),
+      std::string::npos);
 
   EncoderConfig c = testing::TinyDebertaConfig();
   c.vocab_size = tokenizer->vocab_size();

@@ -13,8 +13,8 @@
 #include "memory/estimator.h"
 #include "testing/separable_text.h"
 #include "testing/temp_dir.h"
-#include "torch/torch_counting_allocator.h"
 #include "tokenizers/tokenizer.h"
+#include "torch/torch_counting_allocator.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -344,14 +344,11 @@ class TrainObjectiveTorchTest : public ::testing::Test {
     }
   }
   Result<StudyConfig> Config(const Json& objective_keys, const Json& space) {
-    Json objective = {{"type", "train"},
-                      {"data", {{"train", "train.jsonl"}, {"validation", "validation.jsonl"}}},
-                      {"model", "tiny"},
-                      {"init", "scratch"},
-                      {"threads", 1},
-                      {"max_length", 32},
-                      {"dropout", 0.0},
-                      {"batch_size", 16}};
+    Json objective = {
+        {"type", "train"}, {"data", {{"train", "train.jsonl"}, {"validation", "validation.jsonl"}}},
+        {"model", "tiny"}, {"init", "scratch"},
+        {"threads", 1},    {"max_length", 32},
+        {"dropout", 0.0},  {"batch_size", 16}};
     for (const auto& [k, v] : objective_keys.items()) objective[k] = v;
     Json doc = {{"direction", "maximize"},
                 {"models",
@@ -473,7 +470,6 @@ TEST_F(TrainObjectiveTorchTest, OutOfMemoryUnderAByteBudgetIsPrunedAndMemoryRetu
   EXPECT_EQ(next.state, TrialState::kComplete);
   EXPECT_EQ(GetCpuMemoryStats().live_bytes, baseline);
 }
-
 
 // The memory guard around real training runs, with the counting allocator as the device.
 class MemoryGuardTorchTest : public TrainObjectiveTorchTest {

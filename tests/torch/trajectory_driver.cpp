@@ -11,8 +11,8 @@
 
 #include <iostream>
 
-#include "torch/torch_trainer.h"
 #include "checkpoints/pretrained.h"
+#include "torch/torch_trainer.h"
 #include "train/text_data.h"
 #include "train_objective/train_objective.h"
 #include "util/json_file.h"

@@ -120,7 +120,8 @@ TEST_F(TrainObjectiveTest, MemoryGuardOptionsParseWithUnitsAndRanges) {
            {{{"device_memory", true}}, "expected a size such as \"24GiB\""},
            {{{"fragmentation", 1.5}}, "/objective/memory/fragmentation: 1.5 must be in [0, 1]"},
            {{{"oom_retry", 11}}, "/objective/memory/oom_retry: 11 must be in [0, 10]"},
-           {{{"estimate_scale", 0.1}}, "/objective/memory/estimate_scale: 0.1 must be in [0.25, 4]"},
+           {{{"estimate_scale", 0.1}},
+            "/objective/memory/estimate_scale: 0.1 must be in [0.25, 4]"},
            {{{"cuda_context", "-5MiB"}}, "/objective/memory/cuda_context"}}) {
     auto bad = Config(TrainJson({{"memory", bad_memory}}), space);
     ASSERT_FALSE(bad.ok()) << bad_memory.dump();
@@ -194,13 +195,14 @@ TEST_F(TrainObjectiveTest, LossMetricIsMinimized) {
 // Several objectives: the metric, then the run's costs, and the constraints attribute.
 TEST_F(TrainObjectiveTest, ObjectivesReturnTheMetricThenTheCosts) {
   const Json space = {{"batch_size", {{"type", "categorical"}, {"choices", {8, 16}}}}};
-  Json doc = {{"directions", {"maximize", "minimize", "minimize", "minimize"}},
-              {"sampler", {{"name", "tpe"}, {"constraints", true}}},
-              {"search_space", space},
-              {"objective", TrainJson({{"epochs", 2},
-                                       {"objectives", {"macro_f1", "peak_memory",
-                                                       "num_parameters", "train_seconds"}},
-                                       {"constraints", {{"peak_memory", 10000}}}})}};
+  Json doc = {
+      {"directions", {"maximize", "minimize", "minimize", "minimize"}},
+      {"sampler", {{"name", "tpe"}, {"constraints", true}}},
+      {"search_space", space},
+      {"objective",
+       TrainJson({{"epochs", 2},
+                  {"objectives", {"macro_f1", "peak_memory", "num_parameters", "train_seconds"}},
+                  {"constraints", {{"peak_memory", 10000}}}})}};
   auto c = ParseStudyConfig(doc, "study.json", dir_.path());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto trainer = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5, 0.7});
@@ -236,11 +238,13 @@ TEST_F(TrainObjectiveTest, ObjectivesReturnTheMetricThenTheCosts) {
             "study.json: /directions: the train objective returns 4 value(s) (macro_f1, then the "
             "costs, each minimized); set \"directions\": [\"maximize\", \"minimize\", "
             "\"minimize\", \"minimize\"]");
-  EXPECT_EQ(error({{"objectives", {"macro_f1", "peak_mem"}}, {"directions", {"maximize", "minimize"}}}),
-            "study.json: /objective/objectives/1: unknown cost 'peak_mem' (did you mean "
-            "'peak_memory'?); valid: peak_memory, train_seconds, num_parameters");
-  EXPECT_NE(error({{"objectives", {"peak_memory"}}}).find("/objective/objectives/0: the first "
-                                                          "objective is the metric"),
+  EXPECT_EQ(
+      error({{"objectives", {"macro_f1", "peak_mem"}}, {"directions", {"maximize", "minimize"}}}),
+      "study.json: /objective/objectives/1: unknown cost 'peak_mem' (did you mean "
+      "'peak_memory'?); valid: peak_memory, train_seconds, num_parameters");
+  EXPECT_NE(error({{"objectives", {"peak_memory"}}})
+                .find("/objective/objectives/0: the first "
+                      "objective is the metric"),
             std::string::npos);
   EXPECT_NE(error({{"sampler", {{"name", "tpe"}}}}).find("\"constraints\": true"),
             std::string::npos);
@@ -394,8 +398,8 @@ TEST_F(TrainObjectiveTest, TabularTaskTrainsAnMlpOnFeatureColumns) {
 TEST(TrainObjectiveConfig, FortunesFrontConfigParses) {
   auto c = LoadStudyConfig(std::string(TUNE_SOURCE_DIR) + "/configs/fortunes-front.json");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->directions, (std::vector<StudyDirection>{StudyDirection::kMaximize,
-                                                        StudyDirection::kMinimize}));
+  EXPECT_EQ(c->directions,
+            (std::vector<StudyDirection>{StudyDirection::kMaximize, StudyDirection::kMinimize}));
   EXPECT_EQ(c->objective.train.costs, std::vector<TrainCost>{TrainCost::kPeakMemory});
 }
 

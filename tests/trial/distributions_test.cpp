@@ -1,11 +1,11 @@
 #include "tune/distributions.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <fstream>
 #include <random>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "testing/temp_dir.h"
 #include "util/py_json.h"
@@ -93,11 +93,10 @@ TEST(Distributions, JsonIsOptunasText) {
 }
 
 TEST(Distributions, JsonRoundTripAndLegacyNames) {
-  std::vector<Distribution> ds = {*MakeFloatDistribution(1e-6, 1e-3, true),
-                                  *MakeFloatDistribution(-2.5, 7.25, false, 0.25),
-                                  *MakeIntDistribution(128, 512, false, 32),
-                                  *MakeIntDistribution(1, 1024, true),
-                                  *MakeCategoricalDistribution({8, 12, "x", nullptr, false, 0.5})};
+  std::vector<Distribution> ds = {
+      *MakeFloatDistribution(1e-6, 1e-3, true), *MakeFloatDistribution(-2.5, 7.25, false, 0.25),
+      *MakeIntDistribution(128, 512, false, 32), *MakeIntDistribution(1, 1024, true),
+      *MakeCategoricalDistribution({8, 12, "x", nullptr, false, 0.5})};
   for (const auto& d : ds) {
     auto back = DistributionFromJson(DistributionToJson(d));
     ASSERT_TRUE(back.ok()) << back.status().ToString();

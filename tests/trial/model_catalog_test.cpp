@@ -8,11 +8,13 @@ namespace {
 TEST(ModelCatalog, BuiltinHasTheUserReportModels) {
   auto c = ModelCatalog::Builtin();
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const std::map<std::string, bool> heavy = {
-      {"bert-base-uncased", false},         {"bert-large-uncased", true},
-      {"roberta-base", false},              {"roberta-large", true},
-      {"microsoft/deberta-v3-base", false}, {"microsoft/deberta-v3-large", true},
-      {"xlm-roberta-base", true}};
+  const std::map<std::string, bool> heavy = {{"bert-base-uncased", false},
+                                             {"bert-large-uncased", true},
+                                             {"roberta-base", false},
+                                             {"roberta-large", true},
+                                             {"microsoft/deberta-v3-base", false},
+                                             {"microsoft/deberta-v3-large", true},
+                                             {"xlm-roberta-base", true}};
   for (const auto& [name, h] : heavy) {
     auto m = c->Find(name);
     ASSERT_TRUE(m.ok()) << name;
@@ -34,9 +36,15 @@ TEST(ModelCatalog, StatedCountsMatchTheEncoderFormula) {
 TEST(ModelCatalog, UserModelsDeriveCountAndHeaviness) {
   auto c = *ModelCatalog::Builtin();
   Json add = {{"my-encoder",
-               {{"model_type", "bert"}, {"num_hidden_layers", 30}, {"hidden_size", 1024},
-                {"num_attention_heads", 16}, {"intermediate_size", 4096}, {"vocab_size", 30522},
-                {"max_position_embeddings", 512}, {"type_vocab_size", 2}, {"team", "nlp"}}},
+               {{"model_type", "bert"},
+                {"num_hidden_layers", 30},
+                {"hidden_size", 1024},
+                {"num_attention_heads", 16},
+                {"intermediate_size", 4096},
+                {"vocab_size", 30522},
+                {"max_position_embeddings", 512},
+                {"type_vocab_size", 2},
+                {"team", "nlp"}}},
               {"bert-base-uncased", {{"heavy", true}}}};
   ASSERT_TRUE(c.Merge(add, "cfg.json", "/models").ok());
   const ModelSpec* m = *c.Find("my-encoder");
@@ -62,8 +70,10 @@ TEST(ModelCatalog, ErrorsNameTheModelAndKey) {
 
 TEST(ModelCatalog, TorchScriptEntriesNeedOnlyTheirFile) {
   ModelCatalog c = *ModelCatalog::Builtin();
-  ASSERT_TRUE(c.Merge({{"mine", {{"torchscript", "models/m.pt"}, {"vocab", "models/vocab.txt"},
-                                 {"family", "custom"}}}},
+  ASSERT_TRUE(c.Merge({{"mine",
+                        {{"torchscript", "models/m.pt"},
+                         {"vocab", "models/vocab.txt"},
+                         {"family", "custom"}}}},
                       "/studies/cfg.json", "/models")
                   .ok());
   const ModelSpec& m = **c.Find("mine");

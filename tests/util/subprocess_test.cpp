@@ -84,8 +84,7 @@ TEST(Subprocess, AMissingProgramIsAnInvalidArgumentNamingIt) {
   auto p = Subprocess::Spawn(o);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(p.status().message(),
-            "cannot start '/nonexistent/program': No such file or directory");
+  EXPECT_EQ(p.status().message(), "cannot start '/nonexistent/program': No such file or directory");
 }
 
 TEST(Subprocess, NothingIsInheritedButTheGivenEnvironmentAndDirectory) {

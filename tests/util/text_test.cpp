@@ -1,4 +1,4 @@
-// Text helpers (tune/text.h): did-you-mean suggestions and URL %-decoding.
+// Text helpers (util/text.h): did-you-mean suggestions and URL %-decoding.
 #include "util/text.h"
 
 #include <gtest/gtest.h>

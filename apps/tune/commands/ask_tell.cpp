@@ -70,9 +70,10 @@ Result<std::vector<StudyDirection>> ParseDirections(const CreateStudyArgs& args)
   for (const std::string& n : names) {
     auto d = ParseStudyDirection(n);
     if (!d.ok() || *d == StudyDirection::kNotSet) {
-      return InvalidArgumentError(fmt::format("--direction: unknown direction '{}'{}; valid: "
-                                              "minimize, maximize",
-                                              n, DidYouMean(n, {"minimize", "maximize"})));
+      return InvalidArgumentError(
+          fmt::format("--direction: unknown direction '{}'{}; valid: "
+                      "minimize, maximize",
+                      n, DidYouMean(n, {"minimize", "maximize"})));
     }
     out.push_back(*d);
   }
@@ -93,9 +94,9 @@ int CreateStudy(CreateStudyArgs args) {
     auto info = (*storage)->GetStudy(*id);
     if (!info.ok()) return Fail(info.status());
     if (info->directions != *directions) {
-      return Fail(InvalidArgumentError(fmt::format(
-          "study '{}' exists with direction(s) {}, not {}", args.study,
-          StudyDirectionsText(info->directions), StudyDirectionsText(*directions))));
+      return Fail(InvalidArgumentError(
+          fmt::format("study '{}' exists with direction(s) {}, not {}", args.study,
+                      StudyDirectionsText(info->directions), StudyDirectionsText(*directions))));
     }
     spdlog::info("Study '{}' exists in {}; skipped (--skip-if-exists)", args.study,
                  (*storage)->url());
@@ -195,8 +196,8 @@ Result<std::unique_ptr<Study>> OpenAskStudy(const AskArgs& args, const AskSetup&
   }
   auto storage = OpenStorage(setup.storage, StorageAccess::kExisting);
   if (!storage.ok()) return storage.status();
-  auto study = Study::Load(*storage, args.study, std::move(sampler), std::move(pruner),
-                           setup.sampler.seed);
+  auto study =
+      Study::Load(*storage, args.study, std::move(sampler), std::move(pruner), setup.sampler.seed);
   if (!study.ok() && study.status().code() == StatusCode::kNotFound) {
     return NotFoundError(study.status().message() + "; create it first with 'tune create-study'");
   }
@@ -272,8 +273,9 @@ Result<std::pair<TrialState, std::vector<double>>> ParseTell(const TellArgs& arg
     values.push_back(d);
   }
   if (state == TrialState::kComplete && values.empty()) {
-    return InvalidArgumentError("--values V... is required for a COMPLETE trial (or give "
-                                "--state pruned or --state fail)");
+    return InvalidArgumentError(
+        "--values V... is required for a COMPLETE trial (or give "
+        "--state pruned or --state fail)");
   }
   if (state != TrialState::kComplete && !values.empty()) {
     return InvalidArgumentError(fmt::format(
@@ -344,8 +346,10 @@ std::function<int()> DeclareAsk(CLI::App& command) {
                          ", or Optuna's TPESampler, RandomSampler, NSGAIISampler (default: tpe)");
   command.add_option("--sampler-kwargs", args->sampler_kwargs,
                      "The sampler's options as a JSON object, e.g. '{\"n_startup_trials\": 5}'");
-  command.add_option("--seed", args->seed, "Sampler seed (each trial's draw depends on it and "
-                                           "the trial number)")
+  command
+      .add_option("--seed", args->seed,
+                  "Sampler seed (each trial's draw depends on it and "
+                  "the trial number)")
       ->check(CLI::NonNegativeNumber);
   command.add_option("--format", args->format, "json (default: one line), table or csv");
   return [args, &command] {
@@ -365,8 +369,7 @@ std::function<int()> DeclareTell(CLI::App& command) {
   command.add_option(
       "--values", args->values,
       "Objective values (one per objective; inf, -inf allowed; nan fails the trial)");
-  command.add_option("--state", args->state,
-                     "complete (default with --values), pruned or fail");
+  command.add_option("--state", args->state, "complete (default with --values), pruned or fail");
   command.add_flag("--skip-if-finished", args->skip_if_finished,
                    "A trial that is already finished is left as it is, without an error");
   return [args] { return Tell(*args); };

@@ -131,9 +131,9 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
     model = *spec;
     hp.model = model.name;
     if (args.architecture != "encoder" && args.architecture != "decoder") {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("unknown --architecture '{}'; valid: encoder, decoder",
-                                args.architecture));
+      return Status(
+          StatusCode::kInvalidArgument,
+          fmt::format("unknown --architecture '{}'; valid: encoder, decoder", args.architecture));
     }
     TUNE_RETURN_IF_ERROR(
         SetFromFlags(hp, {{"--classifier-layers", "classifier_layers", args.classifier_layers},
@@ -181,8 +181,8 @@ Result<MeasuredFit> StoredFit(const EstimateArgs& args, const ModelSpec& model) 
   }
   Result<MeasuredFit> fit = MeasuredFitFromJson(attrs.at(key));
   if (!fit.ok()) {
-    return InvalidArgumentError(fmt::format("study '{}', system attribute \"{}\": {}",
-                                            *args.study, key, fit.status().message()));
+    return InvalidArgumentError(fmt::format("study '{}', system attribute \"{}\": {}", *args.study,
+                                            key, fit.status().message()));
   }
   return fit;
 }
@@ -333,9 +333,8 @@ Result<Measured> Measure(const EstimateArgs& args, const Configuration& c, Train
     return Result<EpochDecision>(EpochDecision::kContinue);
   }));
   if (result.end != TrainResult::End::kCompleted) {
-    return Status(StatusCode::kInternal,
-                  fmt::format("the measuring run ended with {}: {}", TrainEndName(result.end),
-                              result.message));
+    return Status(StatusCode::kInternal, fmt::format("the measuring run ended with {}: {}",
+                                                     TrainEndName(result.end), result.message));
   }
   return Measured{result.peak_memory_bytes, result.peak_reserved_bytes};
 }
@@ -424,9 +423,9 @@ Result<Limit> ParseLimit(const EstimateArgs& args) {
   return limit;
 }
 
-Json EstimateJson(const EstimateArgs& args, const MemoryModel& model,
-                  const MemoryRequest& request, const MemoryEstimate& estimate,
-                  const Limit& limit, const std::optional<Measured>& measured) {
+Json EstimateJson(const EstimateArgs& args, const MemoryModel& model, const MemoryRequest& request,
+                  const MemoryEstimate& estimate, const Limit& limit,
+                  const std::optional<Measured>& measured) {
   Json out = MemoryEstimateToJson(estimate);
   out["memory_model"] = model.ToJson();
   out["model"] = args.model;
@@ -451,8 +450,8 @@ Json EstimateJson(const EstimateArgs& args, const MemoryModel& model,
 }
 
 void PrintEstimate(const EstimateArgs& args, Format format, const MemoryModel& model,
-                   const MemoryRequest& request, const MemoryEstimate& estimate,
-                   const Limit& limit, const std::optional<Measured>& measured) {
+                   const MemoryRequest& request, const MemoryEstimate& estimate, const Limit& limit,
+                   const std::optional<Measured>& measured) {
   auto rows = BreakdownRows(model, request, estimate);
   if (measured) {
     rows.push_back({fmt::format("measured peak ({})", OnCuda(args) ? args.device : "cpu"),
@@ -518,8 +517,7 @@ int Estimate(const EstimateArgs& args) {
     measured = *m;
   }
   if (*format == Format::kJson) {
-    std::cout << EstimateJson(args, **model, *request, *estimate, *limit, measured).dump(2)
-              << "\n";
+    std::cout << EstimateJson(args, **model, *request, *estimate, *limit, measured).dump(2) << "\n";
   } else {
     PrintEstimate(args, *format, **model, *request, *estimate, *limit, measured);
   }
@@ -529,9 +527,10 @@ int Estimate(const EstimateArgs& args) {
 
 std::function<int()> DeclareEstimate(CLI::App& command) {
   auto args = std::make_shared<EstimateArgs>();
-  command.add_option("--model", args->model,
-                     "Catalog model (or 'mlp' with --num-features), or with --study a measured "
-                     "model")
+  command
+      .add_option("--model", args->model,
+                  "Catalog model (or 'mlp' with --num-features), or with --study a measured "
+                  "model")
       ->required();
   command.add_option("--study,--study-name", args->study,
                      "A study that measured --model (a command objective's memory.model outside "
@@ -540,7 +539,7 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--catalog", args->catalog,
                      "A model catalog file merged into the built-in one");
   command.add_option("--architecture", args->architecture,
-                       "encoder (classifier, default) or decoder (GPT-2-style LM)");
+                     "encoder (classifier, default) or decoder (GPT-2-style LM)");
   command.add_option("--batch-size", args->batch_size, "Micro-batch size")
       ->check(CLI::PositiveNumber);
   command.add_option("--max-length", args->max_length, "Tokens per example")
@@ -555,7 +554,7 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
                      "Evaluation batch (default: batch size)");
   command.add_option("--precision", args->precision, "fp32, bf16, fp16 (autocast) or pure_bf16");
   command.add_flag("--gradient-checkpointing", args->gradient_checkpointing,
-                     "Recompute each layer in backward");
+                   "Recompute each layer in backward");
   command.add_option("--optimizer", args->optimizer, "adamw or sgd");
   command.add_option("--momentum", args->momentum, "SGD momentum (0: no buffer)");
   command.add_option("--weight-decay", args->weight_decay, "Weight decay");
@@ -565,7 +564,7 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--classifier-layers", args->classifier_layers,
                      "Hidden layers in the head (0-3)");
   command.add_option("--classifier-hidden", args->classifier_hidden,
-                       "Their width (default: the model's hidden size)");
+                     "Their width (default: the model's hidden size)");
   command.add_option("--num-features", args->num_features, "MLP input features");
   command.add_option("--mlp-layers", args->mlp_layers, "MLP hidden layers");
   command.add_option("--mlp-hidden", args->mlp_hidden, "MLP hidden width");
@@ -573,16 +572,16 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--device", args->device,
                      "cuda or cuda:N (caching allocator, context; default) or cpu");
   command.add_option("--device-memory", args->device_memory,
-                       "Memory the run may use, e.g. 24GiB: says whether it fits");
+                     "Memory the run may use, e.g. 24GiB: says whether it fits");
   command.add_option("--margin", args->margin,
                      "Safety margin as a share of --device-memory (0.05)");
   command.add_flag("--max-batch", args->max_batch,
-                     "Print the largest batch that fits --device-memory per sequence length");
+                   "Print the largest batch that fits --device-memory per sequence length");
   command.add_option("--batch-limit", args->batch_limit, "--max-batch: largest batch tried (4096)")
       ->check(CLI::PositiveNumber);
   command.add_flag("--measure", args->measure,
-                     "Also train the configuration on --device (cpu: the counting allocator; "
-                     "cuda: the caching allocator) and print the measured peak");
+                   "Also train the configuration on --device (cpu: the counting allocator; "
+                   "cuda: the caching allocator) and print the measured peak");
   command.add_option("--measure-steps", args->measure_steps, "--measure: optimizer steps (>= 2)");
   command.add_option("--threads", args->threads, "--measure: CPU threads (0: all)");
   command.add_option("--format", args->format, "table, json or csv");

@@ -1,6 +1,6 @@
 // `tune init --from-cache`: a study config for fine-tuning the encoder checkpoints of the local
-// Hugging Face cache (checkpoints/pretrained.h: FindHubCheckpoints), each marked heavy or base by the
-// model catalog's rule, with configs/criteria.json's heavy/base spaces and a memory guard sized
+// Hugging Face cache (checkpoints/pretrained.h: FindHubCheckpoints), each marked heavy or base by
+// the model catalog's rule, with configs/criteria.json's heavy/base spaces and a memory guard sized
 // to the device. The config is loaded as `tune --config` loads it before it is written.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,12 +13,12 @@
 #include <optional>
 
 #include "app.h"
+#include "checkpoints/pretrained.h"
 #include "commands.h"
 #include "config/config.h"
 #include "measure/gpu_process_memory.h"
-#include "train/hyperparams.h"
-#include "checkpoints/pretrained.h"
 #include "torch_loader.h"
+#include "train/hyperparams.h"
 #include "tune/model_catalog.h"
 #include "util/device.h"
 #include "util/json_file.h"
@@ -89,9 +89,10 @@ Result<DeviceChoice> ChooseDevice(const InitArgs& args) {
   DeviceChoice out;
   out.device = args.device.value_or(total ? "cuda" : "cpu");
   if (!args.device && total && !TorchCudaUsable()) {
-    spdlog::warn("NVML sees a GPU, but this tune cannot train on it ({}): the config trains on "
-                 "the CPU; build tune against a CUDA LibTorch and write \"device\": \"cuda\"",
-                 TorchVersionText());
+    spdlog::warn(
+        "NVML sees a GPU, but this tune cannot train on it ({}): the config trains on "
+        "the CPU; build tune against a CUDA LibTorch and write \"device\": \"cuda\"",
+        TorchVersionText());
     out.device = "cpu";
   }
   if (args.device_memory != "auto") {
@@ -322,9 +323,10 @@ std::function<int()> DeclareInit(CLI::App& command) {
   command.add_option("--data", args->data, "The training data (JSONL, CSV or TSV)")->required();
   command.add_option("--device-memory", args->device_memory,
                      "auto (NVML's memory of device 0; the default) or SIZE, e.g. 24GiB");
-  command.add_option("--device", args->device,
-                     "cpu, cuda or cuda:N (default: cuda when NVML sees a GPU that this tune's LibTorch can "
-                     "use, else cpu)");
+  command.add_option(
+      "--device", args->device,
+      "cpu, cuda or cuda:N (default: cuda when NVML sees a GPU that this tune's LibTorch can "
+      "use, else cpu)");
   command.add_option("--epochs", args->epochs, "Epochs per trial (3)")->check(CLI::PositiveNumber);
   command.add_option("--output", args->output, "Write to FILE instead of stdout");
   command.add_option("--study", args->study,

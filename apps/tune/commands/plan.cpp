@@ -17,8 +17,8 @@ namespace tune::app {
 namespace {
 
 struct PlanArgs {
-  std::optional<std::string> plan;      // a plan file
-  std::vector<std::string> models;      // MODEL[=FORMAT[:ROLE]] without a plan file
+  std::optional<std::string> plan;  // a plan file
+  std::vector<std::string> models;  // MODEL[=FORMAT[:ROLE]] without a plan file
   std::optional<std::string> catalog;
   std::optional<int64_t> requests;
   std::optional<int64_t> prompt_tokens, max_new_tokens, max_length;
@@ -132,10 +132,14 @@ Json PlanJson(const InferencePlan& plan, const PlanResult& r,
   Json models = Json::array();
   for (size_t k = 0; k < plan.models.size(); ++k)
     models.push_back(ModelJson(plan.models[k], r.models[k]));
-  Json out{{"models", models},         {"requests", r.requests},
-           {"weights", r.weights},     {"per_request", r.per_request},
-           {"fragmentation", r.fragmentation}, {"context", r.context},
-           {"workspace", r.workspace}, {"total", r.total}};
+  Json out{{"models", models},
+           {"requests", r.requests},
+           {"weights", r.weights},
+           {"per_request", r.per_request},
+           {"fragmentation", r.fragmentation},
+           {"context", r.context},
+           {"workspace", r.workspace},
+           {"total", r.total}};
   if (plan.device_memory) {
     out["device_memory"] = *plan.device_memory;
     out["margin"] = plan.margin;
@@ -151,9 +155,9 @@ Json PlanJson(const InferencePlan& plan, const PlanResult& r,
 std::vector<std::vector<std::string>> ModelRows(const InferencePlan& plan, const PlanResult& r,
                                                 bool csv) {
   auto size = [csv](int64_t b) { return csv ? std::to_string(b) : FormatBytes(b); };
-  std::vector<std::vector<std::string>> rows = {
-      {"name", "model", "role", "format", "weights", "kv_cache", "activations", "per_request",
-       fmt::format("total_{}_requests", r.requests)}};
+  std::vector<std::vector<std::string>> rows = {{"name", "model", "role", "format", "weights",
+                                                 "kv_cache", "activations", "per_request",
+                                                 fmt::format("total_{}_requests", r.requests)}};
   for (size_t k = 0; k < plan.models.size(); ++k) {
     const InferenceModel& m = plan.models[k];
     const InferenceEstimate& e = r.models[k].estimate;
@@ -187,8 +191,7 @@ void PrintVerdict(const InferencePlan& plan, const PlanResult& r) {
   if (r.max_requests == 0) {
     std::cout << "not even one request fits: the weights alone leave too little\n";
   } else {
-    std::cout << fmt::format("largest number of parallel requests that fits: {}\n",
-                             r.max_requests);
+    std::cout << fmt::format("largest number of parallel requests that fits: {}\n", r.max_requests);
   }
 }
 

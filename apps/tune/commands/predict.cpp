@@ -46,8 +46,8 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
   for (const DataRow& row : table.rows) {
     const Json& text = row.fields.value(args.text_column, Json());
     if (!text.is_string()) {
-      return InvalidArgumentError(fmt::format("{}:{}: no text column '{}'", args.data, row.line,
-                                              args.text_column));
+      return InvalidArgumentError(
+          fmt::format("{}:{}: no text column '{}'", args.data, row.line, args.text_column));
     }
     texts.push_back(text.get<std::string>());
     const Json& label = row.fields.value(args.label_column, Json());
@@ -57,8 +57,7 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
       labelled = false;
     } else if (at == model.labels.end()) {
       return InvalidArgumentError(fmt::format("{}:{}: label '{}' is not one of the model's: {}",
-                                              args.data, row.line, name,
-                                              JoinNames(model.labels)));
+                                              args.data, row.line, name, JoinNames(model.labels)));
     }
     dataset.validation.push_back(
         {texts.back(), at == model.labels.end() ? 0 : at - model.labels.begin()});
@@ -104,7 +103,9 @@ void WritePredictions(const PredictArgs& args, const SavedModel& model,
     } else {
       Json probs = Json::object();
       for (size_t k = 0; k < p.size(); ++k) probs[model.labels[k]] = p[k];
-      out << Json{{"text", texts[i]}, {"label", label}, {"probabilities", probs},
+      out << Json{{"text", texts[i]},
+                  {"label", label},
+                  {"probabilities", probs},
                   {"logits", logits[i]}}
                  .dump()
           << "\n";
@@ -170,9 +171,10 @@ int Predict(const PredictArgs& args) {
 
 std::function<int()> DeclarePredict(CLI::App& command) {
   auto args = std::make_shared<PredictArgs>();
-  command.add_option("--model", args->model,
-                     "A model directory written by --save-best (or a checkpoint with a "
-                     "classifier head)")
+  command
+      .add_option("--model", args->model,
+                  "A model directory written by --save-best (or a checkpoint with a "
+                  "classifier head)")
       ->required();
   command.add_option("--data", args->data, "JSONL, CSV or TSV file of texts (labels optional)")
       ->required();
@@ -184,8 +186,9 @@ std::function<int()> DeclarePredict(CLI::App& command) {
   command.add_option("--label-column", args->label_column, "The label column (default: label)");
   command.add_option("--device", args->device, "cpu, cuda or cuda:N (default: cpu)");
   command.add_option("--threads", args->threads, "Intra-op threads on CPU (0: one per core)");
-  command.add_option("--batch-size", args->batch_size, "Evaluation batch size (default: the "
-                                                       "saved trial's)");
+  command.add_option("--batch-size", args->batch_size,
+                     "Evaluation batch size (default: the "
+                     "saved trial's)");
   return [args] { return Predict(*args); };
 }
 

@@ -59,8 +59,10 @@ Json MemoryJson(const Json& attrs) {
   auto memory = MemoryAttrFromJson(*m);
   if (!memory) return nullptr;
   auto positive = [](int64_t v) { return v > 0 ? Json(v) : Json(nullptr); };
-  Json out = {{"estimate", positive(memory->estimate)}, {"predicted", positive(memory->predicted)},
-              {"peak", positive(memory->peak)}, {"model", memory->model}};
+  Json out = {{"estimate", positive(memory->estimate)},
+              {"predicted", positive(memory->predicted)},
+              {"peak", positive(memory->peak)},
+              {"model", memory->model}};
   if (memory->run) {
     out["batch_size"] = memory->run->batch_size;
     out["max_length"] = memory->run->max_length;
@@ -93,8 +95,9 @@ Json ImportanceJson(const std::vector<FrozenTrial>& trials,
       params.push_back({{"name", p.name}, {"importance", p.importance}});
     }
   }
-  return {{"method", "PED-ANOVA (as Optuna's PedAnovaImportanceEvaluator: top 10% of COMPLETE "
-                     "trials against all of them)"},
+  return {{"method",
+           "PED-ANOVA (as Optuna's PedAnovaImportanceEvaluator: top 10% of COMPLETE "
+           "trials against all of them)"},
           {"params", params}};
 }
 
@@ -148,8 +151,8 @@ Json ParetoJson(const std::vector<StudyDirection>& directions,
   const size_t stride = std::max<size_t>(1, losses.size() / 200);
   for (size_t i = 0; i < losses.size(); ++i) {
     if ((i + 1) % stride != 0 && i + 1 != losses.size()) continue;
-    Result<double> hv = Hypervolume({losses.begin(), losses.begin() + static_cast<long>(i) + 1},
-                                    reference);
+    Result<double> hv =
+        Hypervolume({losses.begin(), losses.begin() + static_cast<long>(i) + 1}, reference);
     if (hv.ok()) out["hypervolume"].push_back({numbers[i], Finite(*hv)});
   }
   return out;
@@ -179,7 +182,8 @@ Result<std::string> ReadChartJs() {
   if (!in) {
     return NotFoundError(fmt::format(
         "tune report inlines Chart.js from {}, which is missing: install Debian's libjs-chart.js "
-        "(or build tune with -DTUNE_CHARTJS=/path/to/chart.min.js)", TUNE_CHARTJS));
+        "(or build tune with -DTUNE_CHARTJS=/path/to/chart.min.js)",
+        TUNE_CHARTJS));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -221,9 +225,8 @@ int WriteReport(const ReportArgs& args) {
   auto study = ReadStoredStudy(args.storage, args.study);
   if (!study.ok()) return Fail(study.status());
   const std::vector<FrozenTrial>& trials = study->trials;
-  const std::string page =
-      RenderPage(ReportData(args.study, study->info.directions, trials, study->info.system_attrs),
-                 *chartjs);
+  const std::string page = RenderPage(
+      ReportData(args.study, study->info.directions, trials, study->info.system_attrs), *chartjs);
   std::ofstream out(args.output, std::ios::binary);
   out << page;
   out.close();

@@ -128,8 +128,9 @@ void PrepareJobs(const std::string& study, StudyConfig& config) {
   if (config.jobs == 1) return;
   if (config.sampler.name == "tpe" && !config.sampler.options.contains("constant_liar")) {
     config.sampler.options["constant_liar"] = true;
-    spdlog::info("Several trials at once: TPE's constant_liar is on (running trials count as "
-                 "bad ones), so that they do not all try the same region");
+    spdlog::info(
+        "Several trials at once: TPE's constant_liar is on (running trials count as "
+        "bad ones), so that they do not all try the same region");
   }
   if (config.objective.type != ObjectiveType::kTrain) return;
   std::error_code ec;
@@ -199,17 +200,19 @@ Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config
 
 std::string DirectionsText(const std::vector<StudyDirection>& directions) {
   std::string out;
-  for (StudyDirection d : directions) out += (out.empty() ? "" : ", ") + std::string(StudyDirectionName(d));
+  for (StudyDirection d : directions)
+    out += (out.empty() ? "" : ", ") + std::string(StudyDirectionName(d));
   return out;
 }
 
 void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& config) {
-  spdlog::info("Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
-               "trials{}",
-               s.name(), DirectionsText(s.directions()), s.storage().url(),
-               s.sampler().name(), s.pruner().name(), objective.name(),
-               config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
-               config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
+  spdlog::info(
+      "Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
+      "trials{}",
+      s.name(), DirectionsText(s.directions()), s.storage().url(), s.sampler().name(),
+      s.pruner().name(), objective.name(),
+      config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
+      config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
   if (config.heartbeat_interval > 0) {
     spdlog::info(
         "Heartbeat every {}s; RUNNING trials silent for more than {}s are failed as "
@@ -277,8 +280,7 @@ Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
 // After the run, from one read of the study's trials: the summary of the whole study on stderr
 // (not at --log-level warn and above) and the best trial on stdout (several objectives: the
 // trials of the Pareto front).
-void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
-               Format format) {
+void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds, Format format) {
   auto trials = s.Trials();
   if (!trials.ok()) {
     spdlog::warn("No summary: {}", trials.status().message());
@@ -286,8 +288,8 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds,
   }
   if (spdlog::get_level() <= spdlog::level::info) {
     auto info = s.storage().GetStudy(s.study_id());
-    const StudySummary summary = SummarizeTrials(
-        *trials, s.directions(), info.ok() ? info->system_attrs : Json::object());
+    const StudySummary summary =
+        SummarizeTrials(*trials, s.directions(), info.ok() ? info->system_attrs : Json::object());
     std::cerr << fmt::format("This run: {} trial(s) finished in {:.1f}s\n", result.trials_run,
                              elapsed_seconds)
               << SummaryText(s.name(), s.directions(), summary);

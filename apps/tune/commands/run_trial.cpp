@@ -1,7 +1,7 @@
 // `tune run-trial` (hidden): one trial of a train study in a child process, for a parent `tune`
 // running several trials at once (--jobs). The parent alone owns the study: this process runs
 // the objective against a RemoteTrialHandle that forwards reports, pruning questions and
-// attributes over stdout/stdin (tune/objectives/trial_protocol.h), within the memory budget the
+// attributes over stdout/stdin (objectives/trial_protocol.h), within the device_memory the
 // parent reserved for it. Its logs go to stderr, which the parent logs.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -24,8 +24,8 @@ struct RunTrialArgs {
   std::string config;
   std::string study;
   int64_t trial_number = 0;
-  std::string params;  // JSON object
-  std::string plan;    // JSON object: the parent's admission
+  std::string params;                    // JSON object
+  std::string plan;                      // JSON object: the parent's admission
   std::optional<int64_t> device_memory;  // bytes: the parent's reservation; unset: none
   std::string device = "cpu";
   int64_t oom_retry = 0;

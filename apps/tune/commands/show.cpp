@@ -1,7 +1,7 @@
 // `tune studies`, `tune trials`, `tune best-trial`: read-only views of a storage.
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 
 #include "app.h"
 #include "commands.h"
@@ -26,8 +26,8 @@ int ListStudies(const ShowArgs& args) {
                      {"directions", dirs},
                      {"n_trials", s.n_trials},
                      {"user_attrs", s.user_attrs},
-                     {"datetime_start", s.datetime_start ? Json(FormatDatetime(*s.datetime_start))
-                                                         : Json(nullptr)}});
+                     {"datetime_start",
+                      s.datetime_start ? Json(FormatDatetime(*s.datetime_start)) : Json(nullptr)}});
     }
     std::cout << out.dump(2) << "\n";
     return kExitOk;
@@ -46,7 +46,6 @@ int ListStudies(const ShowArgs& args) {
 }
 
 namespace {
-
 
 // --filter, --sort and --limit of `tune trials`.
 Result<std::vector<FrozenTrial>> SelectTrials(std::vector<FrozenTrial> trials,

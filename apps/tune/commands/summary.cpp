@@ -29,10 +29,11 @@ std::string Percent(double fraction) { return fmt::format("{:+.1f}%", 100 * frac
 
 std::string ErrorLine(const char* what, const ErrorStats& e) {
   if (e.count == 0) return "";
-  return fmt::format("  {} vs measured peak ({} trial{}): median |error| {:.1f}% (median {}), "
-                     "worst {} (trial {}), {} under the peak\n",
-                     what, e.count, e.count == 1 ? "" : "s", 100 * e.median_abs,
-                     Percent(e.median), Percent(e.worst), e.worst_trial, e.under);
+  return fmt::format(
+      "  {} vs measured peak ({} trial{}): median |error| {:.1f}% (median {}), "
+      "worst {} (trial {}), {} under the peak\n",
+      what, e.count, e.count == 1 ? "" : "s", 100 * e.median_abs, Percent(e.median),
+      Percent(e.worst), e.worst_trial, e.under);
 }
 
 std::string LeversLine(const StudySummary& s) {
@@ -41,12 +42,12 @@ std::string LeversLine(const StudySummary& s) {
   for (const auto& [verdict, n] : s.admissions) {
     admissions += fmt::format("{}{} {}", admissions.empty() ? "" : ", ", verdict, n);
   }
-  return fmt::format("  Memory levers: {} trial(s) at a smaller micro-batch with more "
-                     "accumulation, {} with gradient checkpointing; {} OOM retr{} in {} "
-                     "trial(s){}\n",
-                     s.lever_batch, s.lever_checkpointing, s.oom_retries,
-                     s.oom_retries == 1 ? "y" : "ies", s.oom_retry_trials,
-                     admissions.empty() ? "" : "; admission: " + admissions);
+  return fmt::format(
+      "  Memory levers: {} trial(s) at a smaller micro-batch with more "
+      "accumulation, {} with gradient checkpointing; {} OOM retr{} in {} "
+      "trial(s){}\n",
+      s.lever_batch, s.lever_checkpointing, s.oom_retries, s.oom_retries == 1 ? "y" : "ies",
+      s.oom_retry_trials, admissions.empty() ? "" : "; admission: " + admissions);
 }
 
 // Per model outside the catalog: its measured points and their fit.
@@ -58,11 +59,11 @@ std::string MeasuredLines(const StudySummary& s) {
       points += fmt::format("{}(B={}, T={}): {}", points.empty() ? "" : ", ", p.batch_size,
                             p.max_length, FormatBytes(p.peak));
     }
-    out += x.probed ? fmt::format("  Measured memory of TorchScript model '{}' ({}): {} probe(s)\n",
-                                  x.model, x.precision, x.points.size())
-                    : fmt::format("  Measured memory of '{}' ({}): {} peak(s) at {} shape(s)\n",
-                                  x.model, x.precision, x.points.size(),
-                                  DistinctShapes(x.points).size());
+    out += x.probed
+               ? fmt::format("  Measured memory of TorchScript model '{}' ({}): {} probe(s)\n",
+                             x.model, x.precision, x.points.size())
+               : fmt::format("  Measured memory of '{}' ({}): {} peak(s) at {} shape(s)\n", x.model,
+                             x.precision, x.points.size(), DistinctShapes(x.points).size());
     if (!points.empty()) out += "    " + points + "\n";
     if (!x.fit) {
       out += fmt::format("    no fit yet: it needs {} shapes with 2 values of max_length\n",
@@ -83,8 +84,8 @@ Json MeasuredMemoryJson(const StudySummary& s) {
   for (const auto& [family, x] : s.measured) {
     Json points = Json::array();
     for (const MemoryPoint& p : x.points) {
-      points.push_back({{"batch_size", p.batch_size}, {"max_length", p.max_length},
-                        {"peak", p.peak}});
+      points.push_back(
+          {{"batch_size", p.batch_size}, {"max_length", p.max_length}, {"peak", p.peak}});
     }
     out.push_back({{"model", x.model},
                    {"precision", x.precision},
@@ -103,8 +104,8 @@ namespace {
 std::string BestLine(const StudySummary& s, size_t n_objectives) {
   if (n_objectives == 1) {
     if (!s.best) return "  Best trial: none (no COMPLETE trial)\n";
-    return fmt::format("  Best trial: {} value={} params: {}\n", s.best->number,
-                       ValueText(*s.best), ParamsText(*s.best));
+    return fmt::format("  Best trial: {} value={} params: {}\n", s.best->number, ValueText(*s.best),
+                       ParamsText(*s.best));
   }
   std::string numbers;
   for (size_t i = 0; i < s.pareto_front.size() && i < 20; ++i) {
@@ -117,8 +118,8 @@ std::string BestLine(const StudySummary& s, size_t n_objectives) {
 
 Json ErrorJson(const ErrorStats& e) {
   if (e.count == 0) return nullptr;
-  return {{"trials", e.count}, {"median", e.median}, {"median_abs", e.median_abs},
-          {"worst", e.worst}, {"worst_trial", e.worst_trial}, {"under", e.under}};
+  return {{"trials", e.count}, {"median", e.median},           {"median_abs", e.median_abs},
+          {"worst", e.worst},  {"worst_trial", e.worst_trial}, {"under", e.under}};
 }
 
 }  // namespace
@@ -130,9 +131,9 @@ std::string SummaryText(const std::string& study, const std::vector<StudyDirecti
   std::string out = fmt::format("Summary of study '{}' ({}): {} trial(s), {} of trial time", study,
                                 dirs, s.n_trials, Duration(s.trial_seconds));
   if (s.first_start && s.last_complete && *s.last_complete > *s.first_start) {
-    out += fmt::format(" over {} of wall time",
-                       Duration(std::chrono::duration<double>(*s.last_complete - *s.first_start)
-                                    .count()));
+    out += fmt::format(
+        " over {} of wall time",
+        Duration(std::chrono::duration<double>(*s.last_complete - *s.first_start).count()));
   }
   out += "\n";
   size_t width = 0;
@@ -168,16 +169,16 @@ Json SummaryJson(const std::string& study, const std::vector<StudyDirection>& di
   }
   j["trial_seconds"] = s.trial_seconds;
   j["datetime_start"] = s.first_start ? Json(FormatDatetime(*s.first_start)) : Json(nullptr);
-  j["datetime_complete"] =
-      s.last_complete ? Json(FormatDatetime(*s.last_complete)) : Json(nullptr);
-  j["memory"] = {{"estimate_error", ErrorJson(s.estimate_error)},
-                 {"prediction_error", ErrorJson(s.prediction_error)},
-                 {"admissions", s.admissions},
-                 {"levers", {{"batch_size", s.lever_batch},
-                             {"gradient_checkpointing", s.lever_checkpointing}}},
-                 {"oom_retry_trials", s.oom_retry_trials},
-                 {"oom_retries", s.oom_retries},
-                 {"measured", MeasuredMemoryJson(s)}};
+  j["datetime_complete"] = s.last_complete ? Json(FormatDatetime(*s.last_complete)) : Json(nullptr);
+  j["memory"] = {
+      {"estimate_error", ErrorJson(s.estimate_error)},
+      {"prediction_error", ErrorJson(s.prediction_error)},
+      {"admissions", s.admissions},
+      {"levers",
+       {{"batch_size", s.lever_batch}, {"gradient_checkpointing", s.lever_checkpointing}}},
+      {"oom_retry_trials", s.oom_retry_trials},
+      {"oom_retries", s.oom_retries},
+      {"measured", MeasuredMemoryJson(s)}};
   j["best_trial"] = s.best ? TrialToJson(*s.best) : Json(nullptr);
   j["pareto_front"] = s.pareto_front;
   return j;

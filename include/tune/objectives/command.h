@@ -32,15 +32,15 @@
 namespace tune {
 
 struct CommandOptions {
-  std::vector<std::string> argv;              // argv[0] is looked up in PATH
-  std::map<std::string, std::string> env;     // extra variables (templated like argv)
-  std::optional<std::string> cwd;             // working directory of the program
-  std::optional<double> timeout_seconds;      // per trial; unset = none
-  std::optional<std::string> work_dir;        // keep trial dirs here (<work_dir>/trial_<N>);
-                                              // unset = a temporary dir removed afterwards
-  std::vector<std::string> oom_patterns;      // added to the built-in patterns
-  size_t stderr_tail_bytes = 4096;            // how much stderr is kept in user attrs
-  double kill_grace_seconds = 5.0;            // SIGTERM -> SIGKILL delay
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;  // extra variables (templated like argv)
+  std::optional<std::string> cwd;          // working directory of the program
+  std::optional<double> timeout_seconds;   // per trial; unset = none
+  std::optional<std::string> work_dir;     // keep trial dirs here (<work_dir>/trial_<N>);
+                                           // unset = a temporary dir removed afterwards
+  std::vector<std::string> oom_patterns;   // added to the built-in patterns
+  size_t stderr_tail_bytes = 4096;         // how much stderr is kept in user attrs
+  double kill_grace_seconds = 5.0;         // SIGTERM -> SIGKILL delay
 };
 
 // The out-of-memory patterns matched in stderr (CUDA, cuBLAS, cuDNN, HIP, MPS).

@@ -17,8 +17,8 @@
 //  mixed_memory
 //              2 objectives over mixed's space: its error and its memory proxy (below), with
 //              the same out-of-memory region when oom_threshold is set.
-// With n_steps > 0 every single-objective function reports a learning curve at steps 0..n_steps-1 that ends at
-// the final value, so pruners have something to judge.
+// With n_steps > 0 every single-objective function reports a learning curve at steps 0..n_steps-1
+// that ends at the final value, so pruners have something to judge.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,8 @@ namespace tune {
 
 struct FunctionOptions {
   std::string name = "sphere";
-  int64_t dims = 2;        // sphere, rosenbrock
-  int64_t n_steps = 0;     // > 0: report a learning curve
+  int64_t dims = 2;                     // sphere, rosenbrock
+  int64_t n_steps = 0;                  // > 0: report a learning curve
   std::optional<double> oom_threshold;  // mixed: memory proxy above which a trial "OOMs"
 };
 
@@ -50,8 +50,7 @@ Result<double> EvaluateFunction(const FunctionOptions& options, const ModelCatal
                                 const Json& params);
 // The function's values at `params` (one per objective), as EvaluateFunction otherwise.
 Result<std::vector<double>> EvaluateFunctionValues(const FunctionOptions& options,
-                                                  const ModelCatalog& catalog,
-                                                  const Json& params);
+                                                   const ModelCatalog& catalog, const Json& params);
 // The mixed function's memory proxy for `params` (see above).
 double MixedMemoryProxy(const ModelCatalog& catalog, const Json& params);
 

@@ -45,13 +45,13 @@ struct NsgaIIOptions {
   // feasible), constrained domination in the elite selection and the tournaments.
   bool constraints = false;
   // The crossovers' own options (Optuna's constructor arguments).
-  double alpha = 0.5;                    // BLX-alpha
-  std::optional<double> eta;             // SBX, VSBX; unset: 20 multi-objective, 2 single
-  double uniform_crossover_prob = 0.5;   // SBX, VSBX
-  double use_child_gene_prob = 0.5;      // SBX, VSBX
-  std::optional<double> epsilon;         // SPX; unset: sqrt(number of parameters + 2)
-  double sigma_xi = 0.5;                 // UNDX
-  std::optional<double> sigma_eta;       // UNDX; unset: 0.35 / sqrt(number of parameters)
+  double alpha = 0.5;                   // BLX-alpha
+  std::optional<double> eta;            // SBX, VSBX; unset: 20 multi-objective, 2 single
+  double uniform_crossover_prob = 0.5;  // SBX, VSBX
+  double use_child_gene_prob = 0.5;     // SBX, VSBX
+  std::optional<double> epsilon;        // SPX; unset: sqrt(number of parameters + 2)
+  double sigma_xi = 0.5;                // UNDX
+  std::optional<double> sigma_eta;      // UNDX; unset: 0.35 / sqrt(number of parameters)
 };
 
 // The crossover's number of parents: 3 for SPX and UNDX, else 2.
@@ -65,8 +65,8 @@ const char* CrossoverName(NsgaIICrossover crossover);
 class GaRandom {
  public:
   virtual ~GaRandom() = default;
-  virtual double Rand() = 0;                         // rng.rand(): uniform in [0, 1)
-  virtual std::size_t Choice(std::size_t n) = 0;     // rng.choice(n)
+  virtual double Rand() = 0;                            // rng.rand(): uniform in [0, 1)
+  virtual std::size_t Choice(std::size_t n) = 0;        // rng.choice(n)
   virtual double Normal(double loc, double scale) = 0;  // rng.normal(loc, scale)
 };
 

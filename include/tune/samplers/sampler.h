@@ -51,8 +51,7 @@ class Sampler {
   // study's system attributes it needs through `study_attrs`. The study stores them (the
   // trial's first, also in the `trial` that SampleRelative then sees). Errors fail the suggest.
   // The default records nothing.
-  virtual Result<SamplerRecords> BeforeSample(const TrialHistory& history,
-                                              const FrozenTrial& trial,
+  virtual Result<SamplerRecords> BeforeSample(const TrialHistory& history, const FrozenTrial& trial,
                                               const StudyAttrReader& study_attrs);
 
   // The space to sample jointly for the next trial; empty = none (the default).

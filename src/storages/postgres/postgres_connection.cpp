@@ -1,12 +1,12 @@
 #include "storages/postgres/postgres_connection.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <optional>
-
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
 
 namespace tune::internal::postgres {
 namespace {

@@ -1,11 +1,12 @@
 #include "storages/rdb/codec.h"
-#include "util/py_json.h"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <ctime>
 #include <limits>
 
-#include <fmt/format.h>
+#include "util/py_json.h"
 
 namespace tune::internal::rdb {
 namespace {

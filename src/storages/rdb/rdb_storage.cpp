@@ -1,5 +1,7 @@
 #include "storages/rdb/rdb_storage.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -7,8 +9,6 @@
 #include <random>
 #include <thread>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "storages/rdb/codec.h"
 

@@ -118,10 +118,9 @@ std::string SupportedRevisionsText() {
 
 Status CheckSchemaOption(const std::string& storage, const std::string& revision) {
   if (IsSupportedRevision(revision)) return Status::Ok();
-  return InvalidArgumentError(fmt::format("storage '{}': unknown schema '{}'{}; supported: {}",
-                                          storage, revision,
-                                          DidYouMean(revision, SupportedRevisions()),
-                                          SupportedRevisionsText()));
+  return InvalidArgumentError(
+      fmt::format("storage '{}': unknown schema '{}'{}; supported: {}", storage, revision,
+                  DidYouMean(revision, SupportedRevisions()), SupportedRevisionsText()));
 }
 
 const std::vector<std::string>& SchemaTables() {

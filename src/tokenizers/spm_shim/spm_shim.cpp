@@ -83,8 +83,7 @@ TUNE_SPM_EXPORT int tune_spm_piece_to_id(const tune_spm* model, const char* piec
   }
 }
 
-TUNE_SPM_EXPORT size_t tune_spm_id_to_piece(const tune_spm* model, int id, char* buf,
-                                            size_t cap) {
+TUNE_SPM_EXPORT size_t tune_spm_id_to_piece(const tune_spm* model, int id, char* buf, size_t cap) {
   try {
     const std::string& piece = model->sp.IdToPiece(id);
     std::memcpy(buf, piece.data(), std::min(cap, piece.size()));
