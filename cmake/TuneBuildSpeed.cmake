@@ -26,3 +26,18 @@ endfunction()
 function(tune_test_program target)
   target_compile_options(${target} PRIVATE -O0 -g1)
 endfunction()
+
+# TUNE_DEBUG_INFO: how much debug information RelWithDebInfo (the Makefile's build type) keeps.
+# "lines" (the default): -g1, line tables and function names, enough for backtraces and for gdb
+# to show where it stopped (not local variables): ~27% less compile time per library unit than
+# -g (measured: 21.6 s -> 15.8 s for src/config/train_config.cpp, 25.6 s -> 18.9 s for
+# src/samplers/tpe.cpp, 53 s -> 31 s for src/torch/torch_models.cpp). "full": -g.
+set(TUNE_DEBUG_INFO "lines" CACHE STRING "RelWithDebInfo's debug information: lines (-g1) or full (-g)")
+set_property(CACHE TUNE_DEBUG_INFO PROPERTY STRINGS lines full)
+if(NOT TUNE_DEBUG_INFO MATCHES "^(lines|full)$")
+  message(FATAL_ERROR "TUNE_DEBUG_INFO is '${TUNE_DEBUG_INFO}'; valid: lines, full")
+endif()
+if(TUNE_DEBUG_INFO STREQUAL "lines")
+  string(REGEX REPLACE "(^| )-g( |$)" "\\1-g1\\2" CMAKE_CXX_FLAGS_RELWITHDEBINFO
+                       "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
+endif()
