@@ -40,6 +40,18 @@ if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
   message(FATAL_ERROR "SentencePiece not found (Debian: libsentencepiece-dev; "
                       "scripts/install-deps.sh installs it)")
 endif()
+# minizip (Debian: libminizip-dev, zlib's contrib) reads the zip archive torch.save writes
+# (pytorch_model.bin, src/checkpoints/pytorch_bin.cpp).
+find_path(MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip)
+find_library(MINIZIP_LIBRARY minizip)
+if(NOT MINIZIP_INCLUDE_DIR OR NOT MINIZIP_LIBRARY)
+  message(FATAL_ERROR "minizip not found (Debian: libminizip-dev; "
+                      "scripts/install-deps.sh installs it)")
+endif()
+add_library(tune_minizip INTERFACE)
+target_include_directories(tune_minizip SYSTEM INTERFACE ${MINIZIP_INCLUDE_DIR})
+target_link_libraries(tune_minizip INTERFACE ${MINIZIP_LIBRARY})
+
 add_library(tune_sentencepiece INTERFACE)
 target_include_directories(tune_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
 target_link_libraries(tune_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "checkpoints/safetensors.h"
+#include "checkpoints/checkpoint_weights.h"
 #include "tokenizers/tokenizer.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
@@ -140,31 +140,22 @@ Status CheckCheckpointFiles(const PretrainedCheckpoint& c) {
   if (!fs::exists(c.config_path, ec)) {
     return NotFoundError(
         fmt::format("{}: not found; a checkpoint directory needs config.json, "
-                    "model.safetensors and its tokenizer files",
+                    "its weights (model.safetensors or pytorch_model.bin) and its tokenizer files",
                     c.config_path));
   }
   if (!fs::exists(c.weights_path, ec)) {
-    if (fs::exists(dir / "pytorch_model.bin", ec)) {
-      return NotFoundError(fmt::format(
-          "{}: not found; {} is a PyTorch pickle, which tune does not read. Convert it once "
-          "to safetensors:\n  python3 -c \"import torch; from safetensors.torch import "
-          "save_file; sd = torch.load('{}', map_location='cpu'); save_file({{k: v.contiguous() "
-          "for k, v in sd.items()}}, '{}', metadata={{'format': 'pt'}})\"",
-          c.weights_path, (dir / "pytorch_model.bin").string(),
-          (dir / "pytorch_model.bin").string(), c.weights_path));
-    }
-    const bool sharded = fs::exists(dir / "model.safetensors.index.json", ec);
     return NotFoundError(fmt::format(
-        "{}: not found; the checkpoint directory has no weights{}", c.weights_path,
-        sharded ? " tune can read (sharded model-0000N-of-0000M.safetensors files are not "
-                  "supported)"
-                : " (model.safetensors)"));
+        "{}: not found; the checkpoint directory has no weights: tune reads model.safetensors, "
+        "pytorch_model.bin, or either sharded behind model.safetensors.index.json / "
+        "pytorch_model.bin.index.json",
+        c.weights_path));
   }
   if (!fs::exists(c.vocab_path, ec) ||
       (fs::path(c.vocab_path).filename() == "vocab.json" && !fs::exists(dir / "merges.txt", ec))) {
     return NotFoundError(fmt::format(
-        "{}: not found; a pretrained checkpoint directory needs config.json, model.safetensors "
-        "and a tokenizer: vocab.txt (WordPiece), vocab.json + merges.txt (byte-level BPE), "
+        "{}: not found; a pretrained checkpoint directory needs config.json, its weights "
+        "(model.safetensors or pytorch_model.bin) and a tokenizer: vocab.txt (WordPiece), "
+        "vocab.json + merges.txt (byte-level BPE), "
         "spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or tokenizer.json",
         fs::exists(c.vocab_path, ec) ? (dir / "merges.txt").string() : c.vocab_path));
   }
@@ -182,7 +173,8 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
   PretrainedCheckpoint c;
   c.dir = dir;
   c.config_path = (fs::path(dir) / "config.json").string();
-  c.weights_path = (fs::path(dir) / "model.safetensors").string();
+  // The weights file from_pretrained would read; model.safetensors (reported missing) if none.
+  c.weights_path = FindWeightsFile(dir).value_or((fs::path(dir) / "model.safetensors").string());
   c.vocab_path = PretrainedVocabPath(dir);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -195,7 +187,7 @@ Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
   c.model.pretrained = c.weights_path;
   c.model.checkpoint = dir;
   c.model.num_parameters = EncoderParameterCount(c.model);
-  TUNE_RETURN_IF_ERROR(SafetensorsFile::Open(c.weights_path).status());
+  TUNE_RETURN_IF_ERROR(CheckpointWeights::Open(c.weights_path).status());
   TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromCheckpointDir(dir, TokenizerOptions{}));
   if (tokenizer.vocab_size() > c.model.vocab_size) {
     return InvalidArgumentError(fmt::format(

@@ -1,14 +1,16 @@
 // A local Hugging Face-style checkpoint directory to fine-tune from (plain C++, no LibTorch):
 //
 //   config.json        the architecture (model_type, hidden_size, num_hidden_layers, ...)
-//   model.safetensors  the weights (safetensors.h), F32, F16 or BF16
+//   the weights        model.safetensors, pytorch_model.bin (read without executing it), or
+//                      either sharded behind its *.index.json (checkpoint_weights.h); F32, F16
+//                      or BF16
 //   the tokenizer      vocab.txt (BERT's WordPiece), vocab.json + merges.txt (byte-level BPE),
 //                      spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or
 //                      tokenizer.json: the first present (Tokenizer::FromCheckpointDir)
 //
 // ReadPretrainedCheckpoint turns config.json into a ModelSpec the trainer can build (BERT, RoBERTa,
 // XLM-RoBERTa, CamemBERT, DeBERTa-v2/v3 with the settings of the published v3 checkpoints) and
-// checks that the weights file is valid safetensors; which tensors fill which parameter is decided
+// checks that the weights file can be read; which tensors fill which parameter is decided
 // when the model is built (tune_torch, torch_pretrained.cpp).
 #pragma once
 
@@ -27,7 +29,7 @@ namespace tune {
 struct PretrainedCheckpoint {
   std::string dir;
   std::string config_path;   // dir/config.json
-  std::string weights_path;  // dir/model.safetensors
+  std::string weights_path;  // dir/ the first of kWeightsFiles present
   std::string vocab_path;    // the tokenizer file (PretrainedVocabPath)
   // The architecture; model.pretrained = weights_path, model.name = `name`;
   // model.extra["layer_norm_eps"] from config.json when given.
@@ -39,10 +41,11 @@ struct PretrainedCheckpoint {
 // dir/vocab.txt, then reported missing, when none is).
 std::string PretrainedVocabPath(const std::string& dir);
 
-// NotFound for a missing file (naming it; a pytorch_model.bin-only directory says how to convert
-// it); InvalidArgument for a config.json the trainer cannot build (naming the key and value, an
-// unsupported model_type with the closest supported one), a weights file that is not valid
-// safetensors, or a tokenizer with more tokens than config.json's vocab_size.
+// NotFound for a missing file (naming it; no weights file: the names tune reads); InvalidArgument
+// for a config.json the trainer cannot build (naming the key and value, an unsupported model_type
+// with the closest supported one), a weights file that cannot be read (a PyTorch pickle naming
+// anything but a state dict's parts included), or a tokenizer with more tokens than
+// config.json's vocab_size.
 // model.checkpoint = dir.
 Result<PretrainedCheckpoint> ReadPretrainedCheckpoint(const std::string& dir,
                                                       const std::string& name);

@@ -9,7 +9,7 @@
 #include <optional>
 #include <utility>
 
-#include "tune/distributions.h"
+#include "tune/json.h"
 
 namespace tune {
 namespace {
@@ -19,37 +19,7 @@ namespace fs = std::filesystem;
 // The format caps the header at 100 MB (safetensors' MAX_HEADER_SIZE).
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-struct DtypeName {
-  SafetensorsDtype dtype;
-  const char* name;
-  int64_t size;
-};
-constexpr DtypeName kDtypes[] = {
-    {SafetensorsDtype::kF32, "F32", 4},   {SafetensorsDtype::kF16, "F16", 2},
-    {SafetensorsDtype::kBF16, "BF16", 2}, {SafetensorsDtype::kF64, "F64", 8},
-    {SafetensorsDtype::kI64, "I64", 8},   {SafetensorsDtype::kI32, "I32", 4},
-    {SafetensorsDtype::kI16, "I16", 2},   {SafetensorsDtype::kI8, "I8", 1},
-    {SafetensorsDtype::kU8, "U8", 1},     {SafetensorsDtype::kBool, "BOOL", 1}};
-
-bool IsFloat(SafetensorsDtype d) {
-  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 || d == SafetensorsDtype::kBF16;
-}
-
 }  // namespace
-
-const char* SafetensorsDtypeName(SafetensorsDtype dtype) {
-  for (const auto& d : kDtypes) {
-    if (d.dtype == dtype) return d.name;
-  }
-  return "?";
-}
-
-int64_t SafetensorsDtypeSize(SafetensorsDtype dtype) {
-  for (const auto& d : kDtypes) {
-    if (d.dtype == dtype) return d.size;
-  }
-  return 0;
-}
 
 int64_t SafetensorsTensorInfo::numel() const {
   int64_t n = 1;
@@ -57,74 +27,14 @@ int64_t SafetensorsTensorInfo::numel() const {
   return n;
 }
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((mant & 0x400u) == 0) {
-        mant <<= 1;
-        --exp;
-      }
-      mant &= 0x3ffu;
-      bits = sign | (exp << 23) | (mant << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float Bfloat16ToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t FloatToBfloat16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40u);  // nan
-  bits += 0x7fffu + ((bits >> 16) & 1u);                 // round to nearest even
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-uint16_t FloatToHalf(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // nan
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {                                               // subnormal half (or zero)
-    if (abs < 0x33000000u) return sign;
-    const uint32_t exp = abs >> 23;
-    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exp;  // 14 + (112 - exp) ... half subnormal scale
-    uint32_t v = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1);
-    const uint32_t half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (v & 1u))) ++v;
-    return static_cast<uint16_t>(sign | v);
-  }
-  uint32_t v = abs - 0x38000000u;  // rebias exponent 127 -> 15
-  v += 0xfffu + ((v >> 13) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(sign | (v >> 13));
+CheckpointTensor SafetensorsTensorInfo::ToCheckpointTensor() const {
+  CheckpointTensor t;
+  t.name = name;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.storage_begin = begin;
+  t.storage_bytes = bytes;
+  return t;
 }
 
 namespace {
@@ -166,10 +76,13 @@ Result<Json> ReadHeader(const std::string& path, uint64_t size, uint64_t& header
 }
 
 // A tensor's dtype and its element size; nullopt for a dtype tune does not read.
-std::optional<std::pair<SafetensorsDtype, int64_t>> ParseDtype(const Json& dtype) {
+std::optional<std::pair<TensorDtype, int64_t>> ParseDtype(const Json& dtype) {
   if (!dtype.is_string()) return std::nullopt;
-  for (const auto& d : kDtypes) {
-    if (dtype.get<std::string>() == d.name) return std::make_pair(d.dtype, int64_t{d.size});
+  for (TensorDtype d : {TensorDtype::kF32, TensorDtype::kF16, TensorDtype::kBF16, TensorDtype::kF64,
+                        TensorDtype::kI64, TensorDtype::kI32, TensorDtype::kI16, TensorDtype::kI8,
+                        TensorDtype::kU8, TensorDtype::kBool}) {
+    if (dtype.get<std::string>() == TensorDtypeName(d))
+      return std::make_pair(d, TensorDtypeSize(d));
   }
   return std::nullopt;
 }
@@ -231,8 +144,8 @@ Result<SafetensorsTensorInfo> ParseTensor(const std::string& path, const std::st
   const uint64_t want = numel * static_cast<uint64_t>(dtype->second);
   if (end - begin != want) {
     return tensor_error(fmt::format("{} {} needs {} bytes but data_offsets [{}, {}] hold {}",
-                                    SafetensorsDtypeName(t.dtype), ShapeString(t.shape), want,
-                                    begin, end, end - begin));
+                                    TensorDtypeName(t.dtype), ShapeString(t.shape), want, begin,
+                                    end, end - begin));
   }
   t.begin = data_start + begin;
   t.bytes = want;
@@ -273,34 +186,7 @@ const SafetensorsTensorInfo* SafetensorsFile::Find(const std::string& name) cons
 }
 
 Result<std::vector<float>> SafetensorsFile::ReadFloats(const SafetensorsTensorInfo& t) const {
-  if (!IsFloat(t.dtype)) {
-    return InvalidArgumentError(
-        fmt::format("{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", path_, t.name,
-                    SafetensorsDtypeName(t.dtype)));
-  }
-  std::ifstream in(path_, std::ios::binary);
-  std::vector<unsigned char> raw(t.bytes);
-  in.seekg(static_cast<std::streamoff>(t.begin));
-  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(t.bytes));
-  if (!in) {
-    return InvalidArgumentError(
-        fmt::format("{}: tensor '{}': cannot read {} bytes at offset {} (did the file change?)",
-                    path_, t.name, t.bytes, t.begin));
-  }
-  const auto n = static_cast<size_t>(t.numel());
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char* p = raw.data() + i * static_cast<size_t>(SafetensorsDtypeSize(t.dtype));
-    if (t.dtype == SafetensorsDtype::kF32) {
-      const uint32_t bits = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                            static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-      std::memcpy(&out[i], &bits, sizeof(float));
-    } else {
-      const auto bits = static_cast<uint16_t>(p[0] | p[1] << 8);
-      out[i] = t.dtype == SafetensorsDtype::kF16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
-    }
-  }
-  return out;
+  return ReadTensorFloats(path_, t.ToCheckpointTensor());
 }
 
 Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWriteTensor>& tensors,
@@ -310,7 +196,7 @@ Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWr
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    if (!IsFloat(t.dtype)) {
+    if (!IsFloatDtype(t.dtype)) {
       return InvalidArgumentError(
           fmt::format("tensor '{}': can only write F32, F16 or BF16", t.name));
     }
@@ -321,8 +207,8 @@ Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWr
                                               t.name, ShapeString(t.shape), numel,
                                               t.values.size()));
     }
-    const uint64_t bytes = static_cast<uint64_t>(numel * SafetensorsDtypeSize(t.dtype));
-    header[t.name] = {{"dtype", SafetensorsDtypeName(t.dtype)},
+    const uint64_t bytes = static_cast<uint64_t>(numel * TensorDtypeSize(t.dtype));
+    header[t.name] = {{"dtype", TensorDtypeName(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -336,13 +222,12 @@ Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWr
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const auto& t : tensors) {
     for (float v : t.values) {
-      if (t.dtype == SafetensorsDtype::kF32) {
+      if (t.dtype == TensorDtype::kF32) {
         uint32_t bits;
         std::memcpy(&bits, &v, sizeof bits);
         for (int i = 0; i < 4; ++i) out.put(static_cast<char>((bits >> (8 * i)) & 0xffu));
       } else {
-        const uint16_t bits =
-            t.dtype == SafetensorsDtype::kF16 ? FloatToHalf(v) : FloatToBfloat16(v);
+        const uint16_t bits = t.dtype == TensorDtype::kF16 ? FloatToHalf(v) : FloatToBfloat16(v);
         out.put(static_cast<char>(bits & 0xffu));
         out.put(static_cast<char>(bits >> 8));
       }

@@ -16,28 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "checkpoints/tensor_data.h"
 #include "tune/status.h"
 
 namespace tune {
 
-// The dtypes of the safetensors format. Only kF32, kF16 and kBF16 convert to float.
-enum class SafetensorsDtype { kF32, kF16, kBF16, kF64, kI64, kI32, kI16, kI8, kU8, kBool };
-
-// "F32", "BF16", ...
-const char* SafetensorsDtypeName(SafetensorsDtype dtype);
-int64_t SafetensorsDtypeSize(SafetensorsDtype dtype);
-
 struct SafetensorsTensorInfo {
   std::string name;
-  SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  TensorDtype dtype = TensorDtype::kF32;
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // absolute offset in the file
   uint64_t bytes = 0;
   int64_t numel() const;
+  // The same tensor for ReadTensorFloats (contiguous, file 0).
+  CheckpointTensor ToCheckpointTensor() const;
 };
-
-// "[2, 3]".
-std::string ShapeString(const std::vector<int64_t>& shape);
 
 class SafetensorsFile {
  public:
@@ -65,7 +58,7 @@ struct SafetensorsWriteTensor {
   std::string name;
   std::vector<int64_t> shape;
   std::vector<float> values;
-  SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  TensorDtype dtype = TensorDtype::kF32;
 };
 
 // Writes a safetensors file (tensors in the order given). InvalidArgument when a tensor's values
@@ -73,11 +66,5 @@ struct SafetensorsWriteTensor {
 // written.
 Status WriteSafetensors(const std::string& path, const std::vector<SafetensorsWriteTensor>& tensors,
                         const std::map<std::string, std::string>& metadata = {});
-
-// IEEE half and bfloat16 <-> float.
-float HalfToFloat(uint16_t h);
-float Bfloat16ToFloat(uint16_t b);
-uint16_t FloatToHalf(float f);
-uint16_t FloatToBfloat16(float f);
 
 }  // namespace tune

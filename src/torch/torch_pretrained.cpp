@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "checkpoints/checkpoint_weights.h"
 #include "checkpoints/safetensors.h"
 
 namespace tune::internal {
@@ -21,7 +22,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 // File names a model parameter may be stored under, in order of preference.
 std::vector<std::string> Candidates(const std::string& name, const std::string& prefix) {
-  std::vector<std::string> bases = {prefix + name};
+  std::vector<std::string> bases;
+  // RobertaForSequenceClassification's head: classifier.dense is tune's pooler (dense + tanh).
+  if (StartsWith(name, "pooler.dense.") && prefix == "roberta.") {
+    bases.push_back("classifier.dense." + name.substr(std::string("pooler.dense.").size()));
+  }
+  bases.push_back(prefix + name);
   if (StartsWith(name, "pooler.") && !prefix.empty()) bases.push_back(name);
   std::vector<std::string> out;
   for (const auto& b : bases) {
@@ -33,17 +39,27 @@ std::vector<std::string> Candidates(const std::string& name, const std::string& 
   return out;
 }
 
-std::vector<int64_t> Shape(const torch::Tensor& t) { return t.sizes().vec(); }
-
-bool IsFloat(SafetensorsDtype d) {
-  return d == SafetensorsDtype::kF32 || d == SafetensorsDtype::kF16 || d == SafetensorsDtype::kBF16;
+// The tensor of the output layer's parameter `name` ("classifier.out.weight", ...): tune's own
+// names first (a model saved before the Hugging Face layout), then *ForSequenceClassification's:
+// classifier.* (BERT, DeBERTa), classifier.out_proj.* (RoBERTa, XLM-R, CamemBERT). Other head
+// parameters (classifier.hidden.N.*) by their own name only.
+const CheckpointTensor* FindHeadTensor(const CheckpointWeights& file, const std::string& name) {
+  const CheckpointTensor* head = file.Find(name);
+  const std::string out = "classifier.out.";
+  if (head == nullptr && StartsWith(name, out)) {
+    head = file.Find("classifier." + name.substr(out.size()));
+    if (head == nullptr) head = file.Find("classifier.out_proj." + name.substr(out.size()));
+  }
+  return head;
 }
+
+std::vector<int64_t> Shape(const torch::Tensor& t) { return t.sizes().vec(); }
 
 }  // namespace
 
 Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
                                                    const std::string& weights_path) {
-  TUNE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(weights_path));
+  TUNE_ASSIGN_OR_RETURN(CheckpointWeights file, CheckpointWeights::Open(weights_path));
   PretrainedLoadReport report;
   bool found_prefix = false;
   for (const char* p : {"bert.", "roberta.", "deberta.", ""}) {
@@ -61,20 +77,16 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
   }
 
   // Match every parameter first; copy only when everything fits.
-  std::vector<std::pair<torch::Tensor, const SafetensorsTensorInfo*>> plan;
+  std::vector<std::pair<torch::Tensor, const CheckpointTensor*>> plan;
   std::set<std::string> used;
   std::vector<std::string> problems;
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
     const torch::Tensor& param = item.value();
     if (StartsWith(name, "classifier.")) {
-      // The head: tune's own names (a saved model), or BERT's "classifier.weight/bias" for a
-      // head without hidden layers; newly initialised when absent or of another shape.
-      const SafetensorsTensorInfo* head = file.Find(name);
-      if (head == nullptr && StartsWith(name, "classifier.out.")) {
-        head = file.Find("classifier." + name.substr(std::string("classifier.out.").size()));
-      }
-      if (head != nullptr && head->shape == Shape(param) && IsFloat(head->dtype)) {
+      // The head (FindHeadTensor's names); newly initialised when absent or of another shape.
+      const CheckpointTensor* head = FindHeadTensor(file, name);
+      if (head != nullptr && head->shape == Shape(param) && IsFloatDtype(head->dtype)) {
         used.insert(head->name);
         plan.emplace_back(param, head);
       } else {
@@ -88,7 +100,7 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
       }
       continue;
     }
-    const SafetensorsTensorInfo* found = nullptr;
+    const CheckpointTensor* found = nullptr;
     for (const auto& candidate : Candidates(name, report.prefix)) {
       if ((found = file.Find(candidate)) != nullptr) break;
     }
@@ -108,9 +120,9 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
                                      ShapeString(found->shape)));
       continue;
     }
-    if (!IsFloat(found->dtype)) {
+    if (!IsFloatDtype(found->dtype)) {
       problems.push_back(fmt::format("tensor '{}': dtype {}, expected F32, F16 or BF16",
-                                     found->name, SafetensorsDtypeName(found->dtype)));
+                                     found->name, TensorDtypeName(found->dtype)));
       continue;
     }
     plan.emplace_back(param, found);
@@ -147,16 +159,33 @@ std::string PretrainedPrefix(const std::string& model_type) {
   return "roberta.";  // roberta, xlm-roberta, camembert
 }
 
+std::string HuggingFaceName(const std::string& name, const std::string& prefix,
+                            bool extra_head_layers) {
+  const std::string pooler = "pooler.dense.", out = "classifier.out.";
+  if (StartsWith(name, pooler)) {
+    if (prefix == "roberta.") return "classifier.dense." + name.substr(pooler.size());
+    return (prefix == "deberta." ? "" : prefix) + name;
+  }
+  if (StartsWith(name, out) && !extra_head_layers) {
+    return (prefix == "roberta." ? "classifier.out_proj." : "classifier.") +
+           name.substr(out.size());
+  }
+  if (StartsWith(name, "classifier.")) return name;  // tune's own head layers
+  return prefix + name;
+}
+
 Status SavePretrainedWeights(torch::nn::Module& model, const std::string& prefix,
                              const std::string& path) {
+  bool extra_head_layers = false;
+  for (const auto& item : model.named_parameters()) {
+    if (StartsWith(item.key(), "classifier.hidden.")) extra_head_layers = true;
+  }
   std::vector<SafetensorsWriteTensor> tensors;
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
     torch::Tensor t = item.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
     SafetensorsWriteTensor w;
-    const bool bare =
-        StartsWith(name, "classifier.") || (StartsWith(name, "pooler.") && prefix == "deberta.");
-    w.name = (bare ? "" : prefix) + name;
+    w.name = HuggingFaceName(name, prefix, extra_head_layers);
     w.shape = t.sizes().vec();
     w.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
     tensors.push_back(std::move(w));

@@ -1,15 +1,17 @@
-// Pretrained weights from a safetensors file into a TransformerClassifier (private to tune_torch).
+// Pretrained weights from a checkpoint's weights file (model.safetensors, pytorch_model.bin, or
+// either sharded: checkpoint_weights.h) into a TransformerClassifier (private to tune_torch).
 //
 // Names map as Hugging Face's from_pretrained does for BertModel / RobertaModel / DebertaV2Model:
 // a parameter "encoder.layer.0.attention.self.query.weight" is read from
 // "<prefix>encoder.layer.0.attention.self.query.weight", where the prefix is "bert.", "roberta.",
-// "deberta." or none, whichever the file uses. The pooler is read from "<prefix>pooler.dense.*" or
+// "deberta." or none, whichever the file uses. The pooler is read from RoBERTa's
+// "classifier.dense.*" (RobertaClassificationHead's dense + tanh), "<prefix>pooler.dense.*" or
 // "pooler.dense.*" (DeBERTa's ContextPooler sits outside the base model); old "LayerNorm.gamma /
-// beta" names are accepted. The classifier head is read from "classifier.*" (tune's names, as
-// SavePretrainedWeights writes them, or BERT's classifier.weight/bias for a head without hidden
-// layers) when the checkpoint has one of the same shape, else newly initialised (another
-// num_labels: listed in `resized`); so is the pooler when the checkpoint has none
-// (RoBERTa/DeBERTa pretraining checkpoints).
+// beta" names are accepted. The output layer is read from tune's "classifier.out.*" (older saved
+// models), "classifier.*" (BERT, DeBERTa) or "classifier.out_proj.*" (RoBERTa) when the
+// checkpoint has one of the same shape, else newly initialised (another num_labels: listed in
+// `resized`); so is the pooler when the checkpoint has none (RoBERTa/DeBERTa pretraining
+// checkpoints).
 #pragma once
 
 #include <string>
@@ -38,9 +40,19 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
 // (also XLM-R, CamemBERT), "deberta.".
 std::string PretrainedPrefix(const std::string& model_type);
 
-// Writes `model`'s parameters as F32 safetensors under the names LoadPretrainedWeights reads:
-// the encoder under `prefix` (DeBERTa's pooler without it), the head as "classifier.*". Written
-// to path + ".tmp", then renamed over `path`.
+// The name of a TransformerClassifier parameter in the family's Hugging Face
+// *ForSequenceClassification, so that from_pretrained loads every tensor: the encoder under
+// `prefix`; the pooler as BERT's bert.pooler.dense, DeBERTa's pooler.dense (ContextPooler) or
+// RoBERTa's classifier.dense; the output layer as classifier (BERT, DeBERTa) or
+// classifier.out_proj (RoBERTa, XLM-R, CamemBERT). With `extra_head_layers` (classifier_layers
+// > 0, which Hugging Face's heads do not have) the head keeps tune's names: classifier.hidden.N.*
+// and classifier.out.*.
+std::string HuggingFaceName(const std::string& name, const std::string& prefix,
+                            bool extra_head_layers);
+
+// Writes `model`'s parameters as F32 safetensors under their HuggingFaceName (which
+// LoadPretrainedWeights reads back, as it reads tune's older layout). Written to path + ".tmp",
+// then renamed over `path`.
 Status SavePretrainedWeights(torch::nn::Module& model, const std::string& prefix,
                              const std::string& path);
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "util/json_file.h"
 #include "util/text.h"
@@ -40,6 +41,35 @@ Json ScratchConfig(const ModelSpec& m) {
     c["max_relative_positions"] = -1;
   }
   return c;
+}
+
+// What Hugging Face's AutoModelForSequenceClassification needs to load a saved encoder with its
+// head: the class (architectures), the problem type, and DeBERTa's ContextPooler settings (tune's
+// pooler: dense + gelu, no dropout). A head with hidden layers (classifier_layers > 0) is tune's
+// own: the config says so, and how to load it.
+void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp) {
+  static const std::map<std::string, std::string> kClass = {
+      {"bert", "BertForSequenceClassification"},
+      {"roberta", "RobertaForSequenceClassification"},
+      {"xlm-roberta", "XLMRobertaForSequenceClassification"},
+      {"camembert", "CamembertForSequenceClassification"},
+      {"deberta-v2", "DebertaV2ForSequenceClassification"}};
+  auto it = kClass.find(m.model_type);
+  if (it == kClass.end()) return;
+  c["architectures"] = {it->second};
+  c["problem_type"] = "single_label_classification";
+  if (m.model_type == "deberta-v2") {
+    c["pooler_hidden_size"] = m.hidden_size;
+    c["pooler_hidden_act"] = "gelu";
+    c["pooler_dropout"] = 0;
+  }
+  if (hp.classifier_layers > 0) {
+    c["tune_classifier_head"] = fmt::format(
+        "tune's own head: {} hidden layer(s) (classifier.hidden.N.*) before classifier.out.*; "
+        "Hugging Face's {} has none, so from_pretrained loads the encoder and pooler but not this "
+        "head. Predict with `tune predict --model DIR`, or see docs/config.md, save_best",
+        hp.classifier_layers, it->second);
+  }
 }
 
 // A TorchScript model's config.json: its module is model.pt beside it.
@@ -142,6 +172,7 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   config["num_labels"] = labels.size();
   config["id2label"] = id2label;
   config["label2id"] = label2id;
+  if (!IsTorchScriptModel(model)) AddHuggingFaceHead(config, model, hp);
   config["tune"] = {
       {"hyperparams", HyperparamsToJson(hp)}, {"metric", trial.metric}, {"model", model.name}};
   TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));

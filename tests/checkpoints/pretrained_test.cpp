@@ -96,11 +96,20 @@ TEST_F(PretrainedCheckpointTest, MissingFilesAreNamed) {
       << st.message();
   WriteCheckpoint(BertConfig());
   fs::remove(ckpt_ / "model.safetensors");
+  st = ReadStatus();
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("model.safetensors: not found; the checkpoint directory has no "
+                              "weights: tune reads model.safetensors, pytorch_model.bin"),
+            std::string::npos)
+      << st.message();
+  // pytorch_model.bin is read (pytorch_bin_test.cpp); one that is not a checkpoint is named.
   std::ofstream(ckpt_ / "pytorch_model.bin") << "pickle";
   st = ReadStatus();
-  EXPECT_NE(st.message().find("model.safetensors: not found"), std::string::npos);
-  EXPECT_NE(st.message().find("Convert it once to safetensors"), std::string::npos);
-  EXPECT_NE(st.message().find("from safetensors.torch import save_file"), std::string::npos);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      st.message().find((ckpt_ / "pytorch_model.bin").string() + ": not a PyTorch checkpoint"),
+      std::string::npos)
+      << st.message();
   // A tokenizer larger than the model's embedding table does not belong to it.
   WriteCheckpoint(BertConfig());
   {

@@ -50,10 +50,10 @@ TEST(Safetensors, WritesAndReadsF32F16Bf16) {
   testing::TempDir dir;
   const std::string path = (dir.path() / "w.safetensors").string();
   std::vector<SafetensorsWriteTensor> tensors = {
-      {"a.weight", {2, 3}, {1, 2, 3, 4, 5, 6.5f}, SafetensorsDtype::kF32},
-      {"b", {3}, {0.5f, -1.0f, 0.1f}, SafetensorsDtype::kF16},
-      {"c.bias", {2, 1}, {3.0f, 0.1f}, SafetensorsDtype::kBF16},
-      {"empty", {0}, {}, SafetensorsDtype::kF32}};
+      {"a.weight", {2, 3}, {1, 2, 3, 4, 5, 6.5f}, TensorDtype::kF32},
+      {"b", {3}, {0.5f, -1.0f, 0.1f}, TensorDtype::kF16},
+      {"c.bias", {2, 1}, {3.0f, 0.1f}, TensorDtype::kBF16},
+      {"empty", {0}, {}, TensorDtype::kF32}};
   ASSERT_TRUE(WriteSafetensors(path, tensors, {{"format", "pt"}}).ok());
   auto file = SafetensorsFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
@@ -62,7 +62,7 @@ TEST(Safetensors, WritesAndReadsF32F16Bf16) {
   const SafetensorsTensorInfo* a = file->Find("a.weight");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(a->dtype, SafetensorsDtype::kF32);
+  EXPECT_EQ(a->dtype, TensorDtype::kF32);
   EXPECT_EQ(*file->ReadFloats(*a), tensors[0].values);
   auto b = file->ReadFloats(*file->Find("b"));
   ASSERT_TRUE(b.ok());

@@ -279,8 +279,9 @@ TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
   std::vector<Case> cases = {
       {"no weights", [&] { fs::remove(weights); },
        weights + ": not found; the checkpoint directory has no weights"},
-      {"pytorch_model.bin only", [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
-       "from safetensors.torch import save_file"},
+      {"a pytorch_model.bin that is not one",
+       [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
+       (bert / "pytorch_model.bin").string() + ": not a PyTorch checkpoint"},
       {"vocabulary larger than vocab_size",
        [&] {
          std::ofstream(bert / "vocab.txt", std::ios::app) << std::string(200, 'x') << "\n"

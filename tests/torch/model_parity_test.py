@@ -57,7 +57,7 @@ def linear(W, prefix, x):
 
 
 # --- BERT / RoBERTa (modeling_bert.py BertModel; modeling_roberta.py position ids) -------------
-def bert_logits(W, cfg, ids, mask, p):
+def bert_logits(W, cfg, ids, mask, p, head=None):
     eps = cfg["layer_norm_eps"]
     if cfg["model_type"] == "roberta":
         pad = cfg.get("pad_token_id", 1)
@@ -86,6 +86,8 @@ def bert_logits(W, cfg, ids, mask, p):
         h = F.gelu(linear(W, l + "intermediate.dense", a))
         x = layer_norm(linear(W, l + "output.dense", h) + a,
                        W[l + "output.LayerNorm.weight"], W[l + "output.LayerNorm.bias"], eps)
+    if head is not None:  # another head on the encoder's output (hf_saved_model_test.py)
+        return head(W, cfg, x)
     pooled = torch.tanh(linear(W, p + "pooler.dense", x[:, 0]))
     return linear(W, "classifier", pooled)
 
@@ -107,7 +109,7 @@ def build_relative_position(q, k, bucket_size, max_position):
     return rel.to(torch.long)
 
 
-def deberta_logits(W, cfg, ids, mask, p):
+def deberta_logits(W, cfg, ids, mask, p, head=None):
     eps = cfg["layer_norm_eps"]
     heads = cfg["num_attention_heads"]
     H = cfg["hidden_size"]
@@ -151,6 +153,8 @@ def deberta_logits(W, cfg, ids, mask, p):
         h = F.gelu(linear(W, l + "intermediate.dense", a))
         x = layer_norm(linear(W, l + "output.dense", h) + a,
                        W[l + "output.LayerNorm.weight"], W[l + "output.LayerNorm.bias"], eps)
+    if head is not None:
+        return head(W, cfg, x)
     pooled = F.gelu(linear(W, "pooler.dense", x[:, 0]))  # ContextPooler, pooler_hidden_act gelu
     return linear(W, "classifier", pooled)
 

@@ -36,8 +36,7 @@ TransformerClassifier Build(const EncoderConfig& c, uint64_t seed) {
 // The model's encoder parameters under Hugging Face names: `prefix` before each, the pooler
 // renamed by `pooler_name`, a tensor dropped or reshaped by `edit`.
 std::vector<SafetensorsWriteTensor> Export(
-    TransformerClassifier& model, const std::string& prefix,
-    SafetensorsDtype dtype = SafetensorsDtype::kF32,
+    TransformerClassifier& model, const std::string& prefix, TensorDtype dtype = TensorDtype::kF32,
     const std::function<bool(SafetensorsWriteTensor&)>& edit = nullptr) {
   std::vector<SafetensorsWriteTensor> out;
   for (const auto& p : model->named_parameters()) {
@@ -101,7 +100,7 @@ TEST_F(PretrainedTest, BertWeightsRoundTripAndDriveTheForwardPass) {
 
 TEST_F(PretrainedTest, Bf16WithoutPrefixAndOldLayerNormNames) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
-  Write(Export(source, "", SafetensorsDtype::kBF16, [](SafetensorsWriteTensor& w) {
+  Write(Export(source, "", TensorDtype::kBF16, [](SafetensorsWriteTensor& w) {
     const std::string ln = "LayerNorm.weight";
     if (w.name.size() > ln.size() &&
         w.name.compare(w.name.size() - ln.size(), ln.size(), ln) == 0) {
@@ -127,7 +126,7 @@ TEST_F(PretrainedTest, Bf16WithoutPrefixAndOldLayerNormNames) {
 
 TEST_F(PretrainedTest, DebertaWithATopLevelPooler) {
   TransformerClassifier source = Build(TinyDebertaConfig(), 1);
-  Write(Export(source, "deberta.", SafetensorsDtype::kF16));
+  Write(Export(source, "deberta.", TensorDtype::kF16));
   TransformerClassifier target = Build(TinyDebertaConfig(), 2);
   auto report = LoadPretrainedWeights(*target, Path());
   ASSERT_TRUE(report.ok()) << report.status().ToString();
@@ -141,7 +140,7 @@ TEST_F(PretrainedTest, DebertaWithATopLevelPooler) {
 
 TEST_F(PretrainedTest, APretrainingCheckpointWithoutPoolerLeavesItFresh) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
-  Write(Export(source, "roberta.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+  Write(Export(source, "roberta.", TensorDtype::kF32, [](SafetensorsWriteTensor& w) {
     return w.name.find("pooler") == std::string::npos;
   }));
   TransformerClassifier target = Build(TinyBertConfig(), 2);
@@ -155,7 +154,7 @@ TEST_F(PretrainedTest, APretrainingCheckpointWithoutPoolerLeavesItFresh) {
 
 TEST_F(PretrainedTest, AMissingTensorIsAnErrorNamingItAndItsShape) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
-  Write(Export(source, "bert.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+  Write(Export(source, "bert.", TensorDtype::kF32, [](SafetensorsWriteTensor& w) {
     return w.name != "bert.encoder.layer.1.output.dense.weight";
   }));
   TransformerClassifier target = Build(TinyBertConfig(), 2);
@@ -176,7 +175,7 @@ TEST_F(PretrainedTest, AMissingTensorIsAnErrorNamingItAndItsShape) {
 
 TEST_F(PretrainedTest, AWrongShapeIsAnErrorWithExpectedAndFound) {
   TransformerClassifier source = Build(TinyBertConfig(), 1);
-  Write(Export(source, "bert.", SafetensorsDtype::kF32, [](SafetensorsWriteTensor& w) {
+  Write(Export(source, "bert.", TensorDtype::kF32, [](SafetensorsWriteTensor& w) {
     if (w.name == "bert.encoder.layer.0.intermediate.dense.weight")
       std::swap(w.shape[0], w.shape[1]);
     return true;
@@ -254,7 +253,7 @@ class PretrainedObjectiveTest : public ::testing::Test {
     c.roberta_positions = prefix_ == "roberta.";
     TransformerClassifier source = Build(c, 7);
     ASSERT_TRUE(WriteSafetensors((ckpt_ / "model.safetensors").string(),
-                                 Export(source, prefix_, SafetensorsDtype::kF32,
+                                 Export(source, prefix_, TensorDtype::kF32,
                                         [&](SafetensorsWriteTensor& w) {
                                           if (poison != 0.0f &&
                                               w.name.find("word_embeddings") != std::string::npos) {

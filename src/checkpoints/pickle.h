@@ -1,0 +1,95 @@
+// A restricted reader of Python pickles [tune_train, private] (plain C++, no LibTorch): the
+// objects a PyTorch state dict is made of, nothing else, and nothing executed.
+//
+// Python's pickle is a small stack machine whose GLOBAL and REDUCE opcodes name any importable
+// callable and call it: loading an untrusted pickle in Python runs its author's code. This reader
+// is the same promise as PyTorch's `torch.load(weights_only=True)`: it builds plain values (None,
+// bools, ints, floats, strings, bytes, tuples, lists, dicts) itself, and hands every GLOBAL to the
+// caller's PickleHooks::global, which accepts a name from its allow-list or refuses it; a REDUCE
+// (a call) is then answered by PickleHooks::reduce with plain values, so no Python callable ever
+// runs. Persistent ids (PyTorch's storages) go to PickleHooks::persistent_load.
+//
+// Opcodes of protocols 0-5 that a state dict can contain are read; INST, OBJ, NEWOBJ, EXT* and the
+// out-of-band buffers are refused. Sizes are checked against the bytes left, the memo and the
+// stack are bounded, and every error names the opcode and its byte offset.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tune/status.h"
+
+namespace tune {
+
+struct PickleValue;
+// Values live in a PickleArena and point at each other by address: a hostile pickle's deep or
+// cyclic nesting costs no recursion to free.
+using PickleRef = PickleValue*;
+
+struct PickleValue {
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kBigInt,  // an int beyond int64: text = its little-endian two's-complement bytes
+    kFloat,
+    kString,
+    kBytes,
+    kTuple,
+    kList,
+    kDict,
+    kGlobal,  // an accepted GLOBAL: text = "module.name"
+    kObject,  // the caller's object (a tensor, a storage): text = its kind, id = its index
+  };
+  Kind kind = Kind::kNone;
+  bool boolean = false;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;              // kBigInt, kString, kBytes, kGlobal, kObject
+  int64_t id = 0;                // kObject
+  std::vector<PickleRef> items;  // kTuple, kList (and sets)
+  std::vector<std::pair<PickleRef, PickleRef>> entries;  // kDict, in insertion order
+};
+
+// Owns every value of one or more pickles; addresses stay valid while it lives.
+class PickleArena {
+ public:
+  PickleRef New(PickleValue::Kind kind);
+  PickleRef None() { return New(PickleValue::Kind::kNone); }
+  PickleRef Int(int64_t v);
+  PickleRef String(std::string s);
+  PickleRef Tuple(std::vector<PickleRef> items);
+  PickleRef Dict() { return New(PickleValue::Kind::kDict); }
+  PickleRef Object(std::string kind, int64_t id);
+
+ private:
+  std::deque<PickleValue> values_;
+};
+
+// "None", "int", "str", "tuple", ..., the global's name, the object's kind: for messages.
+std::string PickleKindName(const PickleValue& v);
+
+struct PickleHooks {
+  // A GLOBAL module.name: Ok to accept it (a kGlobal value), else the error to stop with
+  // (naming the global).
+  std::function<Status(const std::string& module, const std::string& name)> global;
+  // REDUCE (and BUILD on an object) of an accepted global: the value the call stands for.
+  std::function<Result<PickleRef>(const std::string& global, PickleRef args, PickleArena& arena)>
+      reduce;
+  // BINPERSID / PERSID: the object a persistent id stands for.
+  std::function<Result<PickleRef>(PickleRef pid, PickleArena& arena)> persistent_load;
+};
+
+// Reads one pickle of `data` starting at `pos` up to its STOP; `pos` is left after the STOP.
+// InvalidArgument naming `what`, the opcode and its offset for a pickle that is malformed,
+// truncated, or uses what the hooks refuse; a hook's own error is returned with `what` and the
+// offset in front.
+Result<PickleRef> Unpickle(std::string_view data, size_t& pos, const PickleHooks& hooks,
+                           const std::string& what, PickleArena& arena);
+
+}  // namespace tune
