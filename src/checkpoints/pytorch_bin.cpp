@@ -590,6 +590,14 @@ Result<PytorchCheckpoint> ReadPytorchCheckpoint(const std::string& path) {
   in.read(head, sizeof head);
   const auto got = static_cast<size_t>(in.gcount());
   if (got >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0) return ReadZip(path, size);
+  // A safetensors file under a .bin name (an 8-byte little-endian header length, then '{'),
+  // before the pickle test: a header length can start with 0x80.
+  uint64_t header = 0;
+  for (int i = 7; i >= 0 && got >= 9; --i) header = (header << 8) | static_cast<uint8_t>(head[i]);
+  if (got >= 9 && head[8] == '{' && header > 0 && header <= size - 8) {
+    return InvalidArgumentError(fmt::format(
+        "{}: not a PyTorch checkpoint: it is a safetensors file; name it model.safetensors", path));
+  }
   if (got >= 2 && static_cast<uint8_t>(head[0]) == 0x80 && static_cast<uint8_t>(head[1]) <= 5) {
     return ReadLegacy(path);
   }

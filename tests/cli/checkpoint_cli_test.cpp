@@ -281,7 +281,8 @@ TEST_F(CheckpointCli, BadCheckpointsAreConfigErrorsNamingTheFile) {
        weights + ": not found; the checkpoint directory has no weights"},
       {"a pytorch_model.bin that is not one",
        [&] { fs::rename(weights, bert / "pytorch_model.bin"); },
-       (bert / "pytorch_model.bin").string() + ": not a PyTorch checkpoint"},
+       (bert / "pytorch_model.bin").string() +
+           ": not a PyTorch checkpoint: it is a safetensors file; name it model.safetensors"},
       {"vocabulary larger than vocab_size",
        [&] {
          std::ofstream(bert / "vocab.txt", std::ios::app) << std::string(200, 'x') << "\n"
