@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "checkpoints/checkpoint_weights.h"
+#include "checkpoints/encoder_family.h"
 #include "tokenizers/tokenizer.h"
 #include "util/json_file.h"
 #include "util/json_reader.h"
@@ -82,9 +83,8 @@ Status ReadCheckpointConfig(const Json& doc, const std::string& config_path, Mod
   internal::JsonReader r(doc, config_path);
   TUNE_RETURN_IF_ERROR(r.ExpectObject());
   TUNE_ASSIGN_OR_RETURN(m.model_type, r.RequiredString("model_type"));
-  const std::vector<std::string> types = {"bert", "roberta", "xlm-roberta", "camembert",
-                                          "deberta-v2"};
-  if (std::find(types.begin(), types.end(), m.model_type) == types.end()) {
+  if (FindEncoderFamily(m.model_type) == nullptr) {
+    const std::vector<std::string> types = EncoderModelTypes();
     return r.ChildError("model_type",
                         fmt::format("'{}' is not supported{}; valid: {}", m.model_type,
                                     DidYouMean(m.model_type, types), JoinNames(types)));

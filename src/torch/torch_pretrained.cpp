@@ -7,6 +7,7 @@
 #include <set>
 
 #include "checkpoints/checkpoint_weights.h"
+#include "checkpoints/encoder_family.h"
 #include "checkpoints/safetensors.h"
 
 namespace tune::internal {
@@ -154,9 +155,8 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
 }
 
 std::string PretrainedPrefix(const std::string& model_type) {
-  if (model_type == "bert") return "bert.";
-  if (model_type == "deberta-v2") return "deberta.";
-  return "roberta.";  // roberta, xlm-roberta, camembert
+  const EncoderFamily* family = FindEncoderFamily(model_type);
+  return family != nullptr ? family->prefix : "roberta.";
 }
 
 std::string HuggingFaceName(const std::string& name, const std::string& prefix,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "checkpoints/encoder_family.h"
 #include "util/py_json.h"
 #include "util/text.h"
 
@@ -352,8 +353,8 @@ Status CheckPrecisionForDevice(Precision precision, const std::string& device) {
 }
 
 bool UsesRobertaPositions(const ModelSpec& model) {
-  return model.model_type == "roberta" || model.model_type == "xlm-roberta" ||
-         model.model_type == "camembert";
+  const EncoderFamily* family = FindEncoderFamily(model.model_type);
+  return family != nullptr && family->roberta_positions;
 }
 
 int64_t MaxSequenceLength(const ModelSpec& model) {
@@ -385,13 +386,10 @@ Status CheckTorchScriptForTraining(const ModelSpec& model, const TrainHyperparam
 
 Status CheckModelForTraining(const ModelSpec& model, const TrainHyperparams& hp) {
   if (IsTorchScriptModel(model)) return CheckTorchScriptForTraining(model, hp);
-  const std::vector<std::string> supported = {"bert",      "roberta",    "xlm-roberta",
-                                              "camembert", "deberta-v2", ""};
-  if (std::find(supported.begin(), supported.end(), model.model_type) == supported.end()) {
-    return InvalidArgumentError(fmt::format(
-        "model '{}': model_type '{}' is not supported by the trainer; valid: bert, roberta, "
-        "xlm-roberta, camembert, deberta-v2",
-        model.name, model.model_type));
+  if (!model.model_type.empty() && FindEncoderFamily(model.model_type) == nullptr) {
+    return InvalidArgumentError(
+        fmt::format("model '{}': model_type '{}' is not supported by the trainer; valid: {}",
+                    model.name, model.model_type, fmt::join(EncoderModelTypes(), ", ")));
   }
   if (UsesRelativePositions(model) && model.position_buckets <= 0) {
     return InvalidArgumentError(fmt::format(

@@ -9,8 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 
+#include "checkpoints/encoder_family.h"
 #include "util/json_file.h"
 #include "util/text.h"
 
@@ -48,15 +48,9 @@ Json ScratchConfig(const ModelSpec& m) {
 // pooler: dense + gelu, no dropout). A head with hidden layers (classifier_layers > 0) is tune's
 // own: the config says so, and how to load it.
 void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp) {
-  static const std::map<std::string, std::string> kClass = {
-      {"bert", "BertForSequenceClassification"},
-      {"roberta", "RobertaForSequenceClassification"},
-      {"xlm-roberta", "XLMRobertaForSequenceClassification"},
-      {"camembert", "CamembertForSequenceClassification"},
-      {"deberta-v2", "DebertaV2ForSequenceClassification"}};
-  auto it = kClass.find(m.model_type);
-  if (it == kClass.end()) return;
-  c["architectures"] = {it->second};
+  const EncoderFamily* family = FindEncoderFamily(m.model_type);
+  if (family == nullptr) return;
+  c["architectures"] = {family->sequence_class};
   c["problem_type"] = "single_label_classification";
   if (m.model_type == "deberta-v2") {
     c["pooler_hidden_size"] = m.hidden_size;
@@ -68,7 +62,7 @@ void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp)
         "tune's own head: {} hidden layer(s) (classifier.hidden.N.*) before classifier.out.*; "
         "Hugging Face's {} has none, so from_pretrained loads the encoder and pooler but not this "
         "head. Predict with `tune predict --model DIR`, or see docs/config.md, save_best",
-        hp.classifier_layers, it->second);
+        hp.classifier_layers, family->sequence_class);
   }
 }
 
