@@ -69,12 +69,15 @@ struct OomAttempt {
 
 // The user attribute "memory" of a train trial (bytes throughout; -1: not measured).
 struct MemoryAttr {
-  std::string family;         // calibration key: model_type[/precision]
-  int64_t estimate = 0;       // device_peak estimated for the configuration that ran
-  int64_t device_memory = 0;  // the memory the trial could use; 0: no limit
-  std::string model;          // the model's name (per-model calibration); "" when not recorded
-  int64_t cap = 0;            // --jobs: the reservation it was capped at; 0: none
-  int64_t peak = -1;          // measured: allocated bytes above the level at the start
+  std::string family;    // calibration key: model_type[/precision]
+  int64_t estimate = 0;  // device_peak estimated for the configuration that ran
+  // The memory the trial could use (device_memory, less what other processes held on the card);
+  // 0: no limit.
+  int64_t device_memory = 0;
+  int64_t others = 0;  // what other processes held on the card at admission (card_others.h)
+  std::string model;   // the model's name (per-model calibration); "" when not recorded
+  int64_t cap = 0;     // --jobs: the reservation it was capped at; 0: none
+  int64_t peak = -1;   // measured: allocated bytes above the level at the start
   // CUDA: the context (and kernels) outside the caching allocator that `estimate` counted; with
   // run->peak_reserved it gives the measured counterpart of `estimate`. -1: not recorded.
   int64_t context = -1;

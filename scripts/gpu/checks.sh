@@ -11,13 +11,18 @@
 #      down, and the card's utilisation as NVML reports it (needs only python3's torch);
 #   4. a short study on the card: configs/criteria.json's space (from scratch, a slice of the
 #      fortunes data the kit carries in .gpu-kit/data/fortunes), `--jobs auto` on a 24 GiB
-#      budget: admission, reservations and the status line with NVML's utilisation.
+#      budget: admission, reservations and the status line with NVML's utilisation;
+#   5. other processes on the card (issue 42): a ballast process (python3's torch) holds 8 GiB
+#      while a study of step 4's space without device_memory runs: its budget must be the card
+#      less the ballast and its growth margin ("Device memory budget" in others.log), no trial
+#      out of memory at run time.
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
-# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates torchscript corun study").
+# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates torchscript corun study
+# others").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
-#   allocator.txt, torchscript.jsonl, study.log,
-#   study-trials.json, study-summary.txt. Exit status 0 (what failed is in checks.log).
+#   allocator.txt, torchscript.jsonl, study.log, study-trials.json, study-summary.txt,
+#   others.log, others-trials.json. Exit status 0 (what failed is in checks.log).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]" >&2; exit 2; }
 src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,7 +45,7 @@ within() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
-steps=" ${TUNE_GPU_CHECKS:-kit estimates torchscript corun study} "
+steps=" ${TUNE_GPU_CHECKS:-kit estimates torchscript corun study others} "
 wanted() { [[ $steps == *" $1 "* ]]; }
 mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
 
@@ -152,7 +157,7 @@ wanted corun && within 90 python3 "$src_dir/bench/gpu_corun.py" --phase 2 --out 
 mark "4. study"
 data=$src_dir/.gpu-kit/data/fortunes
 work=$(mktemp -d)
-if ! wanted study; then
+if ! wanted study && ! wanted others; then
   :
 elif [ -f "$data/train.jsonl" ]; then
   head -n 800 "$data/train.jsonl" > "$work/train.jsonl"
@@ -168,14 +173,42 @@ o.pop("patience", None)
 c["storage"] = "sqlite:///" + sys.argv[2] + "/gpu.db"
 json.dump(c, open(sys.argv[2] + "/criteria-gpu.json", "w"), indent=1)
 EOF
-  within 150 "$tune" --study gpu --config "$work/criteria-gpu.json" --n-trials 24 --jobs auto \
-    > "$out/study.log" 2>&1
-  echo "study exit $?"
-  "$tune" trials --study gpu --storage "sqlite:///$work/gpu.db" --format json \
-    > "$out/study-trials.json" 2>&1
-  "$tune" summary --study gpu --storage "sqlite:///$work/gpu.db" > "$out/study-summary.txt" 2>&1
+  if wanted study; then
+    within 150 "$tune" --study gpu --config "$work/criteria-gpu.json" --n-trials 24 --jobs auto \
+      > "$out/study.log" 2>&1
+    echo "study exit $?"
+    "$tune" trials --study gpu --storage "sqlite:///$work/gpu.db" --format json \
+      > "$out/study-trials.json" 2>&1
+    "$tune" summary --study gpu --storage "sqlite:///$work/gpu.db" > "$out/study-summary.txt" 2>&1
+  fi
 else
-  echo "checks: no $data/train.jsonl: the study skipped"
+  echo "checks: no $data/train.jsonl: the studies skipped"
+fi
+
+# 5. Other processes on the card: a ballast holds 8 GiB during a study with the card's budget.
+mark "5. others"
+if wanted others && [ -f "$work/criteria-gpu.json" ]; then
+  python3 - "$work" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1] + "/criteria-gpu.json"))
+c["objective"]["memory"].pop("device_memory", None)  # the card's total, less the others
+c["storage"] = "sqlite:///" + sys.argv[1] + "/others.db"
+json.dump(c, open(sys.argv[1] + "/others.json", "w"), indent=1)
+EOF
+  python3 -c 'import sys, time, torch
+x = torch.empty(8 << 30, dtype=torch.uint8, device="cuda")
+print("ballast holds 8 GiB", flush=True)
+time.sleep(float(sys.argv[1]))' 150 > "$out/others-ballast.log" 2>&1 &
+  ballast=$!
+  sleep 10
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$out/others-ballast.log" 2>&1
+  within 120 "$tune" --study others --config "$work/others.json" --n-trials 6 --jobs 2 \
+    > "$out/others.log" 2>&1
+  echo "others exit $?"
+  kill "$ballast" 2> /dev/null
+  "$tune" trials --study others --storage "sqlite:///$work/others.db" --format json \
+    > "$out/others-trials.json" 2>&1
+  echo "others: $(grep -c "Device memory budget" "$out/others.log") budget line(s)"
 fi
 mark "done"
 exit 0

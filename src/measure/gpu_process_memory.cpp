@@ -61,6 +61,9 @@ struct GpuProcessMemory::Api {
   // One of these, the newest the library has.
   nvmlReturn_t (*processes_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
   nvmlReturn_t (*processes_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
+  // The same for graphics processes (the desktop, a browser): optional.
+  nvmlReturn_t (*graphics_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*) = nullptr;
+  nvmlReturn_t (*graphics_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
   nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;        // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
 
@@ -70,22 +73,34 @@ struct GpuProcessMemory::Api {
 
   // (pid, bytes) of the compute processes on one device.
   bool Processes(nvmlDevice_t device, std::vector<std::pair<pid_t, int64_t>>& out) const {
+    return List(processes_v2, processes_v1, device, out);
+  }
+  // (pid, bytes) of the graphics processes on one device (none when NVML cannot list them).
+  bool GraphicsProcesses(nvmlDevice_t device, std::vector<std::pair<pid_t, int64_t>>& out) const {
+    if (graphics_v2 == nullptr && graphics_v1 == nullptr) return true;
+    return List(graphics_v2, graphics_v1, device, out);
+  }
+
+  static bool List(nvmlReturn_t (*list_v2)(nvmlDevice_t, unsigned int*, ProcessInfoV2*),
+                   nvmlReturn_t (*list_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*),
+                   nvmlDevice_t device, std::vector<std::pair<pid_t, int64_t>>& out) {
+    const bool v2_list = list_v2 != nullptr;
     unsigned int n = 0;
     for (int attempt = 0; attempt < 4; ++attempt) {
-      std::vector<ProcessInfoV2> v2(processes_v2 ? n : 0);
-      std::vector<ProcessInfoV1> v1(processes_v2 ? 0 : n);
+      std::vector<ProcessInfoV2> v2(v2_list ? n : 0);
+      std::vector<ProcessInfoV1> v1(v2_list ? 0 : n);
       unsigned int count = n;
-      const nvmlReturn_t r = processes_v2 ? processes_v2(device, &count, v2.data())
-                                          : processes_v1(device, &count, v1.data());
+      const nvmlReturn_t r =
+          v2_list ? list_v2(device, &count, v2.data()) : list_v1(device, &count, v1.data());
       if (r == kNvmlInsufficientSize) {
         n = count + 8;  // processes may start between the two calls
         continue;
       }
       if (r != kNvmlSuccess) return false;
       for (unsigned int i = 0; i < count; ++i) {
-        const unsigned int pid = processes_v2 ? v2[i].pid : v1[i].pid;
+        const unsigned int pid = v2_list ? v2[i].pid : v1[i].pid;
         const unsigned long long used =  // NOLINT(runtime/int)
-            processes_v2 ? v2[i].used_gpu_memory : v1[i].used_gpu_memory;
+            v2_list ? v2[i].used_gpu_memory : v1[i].used_gpu_memory;
         if (used != kNvmlValueNotAvailable) out.emplace_back(static_cast<pid_t>(pid), used);
       }
       return true;
@@ -120,6 +135,16 @@ std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
   }
   api->processes_v1 =
       lib.Symbol<decltype(api->processes_v1)>("nvmlDeviceGetComputeRunningProcesses");
+  api->graphics_v2 =
+      lib.Symbol<decltype(api->graphics_v2)>("nvmlDeviceGetGraphicsRunningProcesses_v3");
+  if (api->graphics_v2 == nullptr) {
+    api->graphics_v2 =
+        lib.Symbol<decltype(api->graphics_v2)>("nvmlDeviceGetGraphicsRunningProcesses_v2");
+  }
+  if (api->graphics_v2 == nullptr) {
+    api->graphics_v1 =
+        lib.Symbol<decltype(api->graphics_v1)>("nvmlDeviceGetGraphicsRunningProcesses");
+  }
   api->memory_info = lib.Symbol<decltype(api->memory_info)>("nvmlDeviceGetMemoryInfo");
   api->utilization = lib.Symbol<decltype(api->utilization)>("nvmlDeviceGetUtilizationRates");
   auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
@@ -171,6 +196,27 @@ std::optional<void*> GpuProcessMemory::Device(unsigned int index) const {
     return std::nullopt;
   }
   return device;
+}
+
+std::optional<std::vector<std::pair<pid_t, int64_t>>> GpuProcessMemory::Processes(
+    unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  std::vector<std::pair<pid_t, int64_t>> compute, graphics;
+  if (!device || !api_->Processes(*device, compute) ||
+      !api_->GraphicsProcesses(*device, graphics)) {
+    return std::nullopt;
+  }
+  // A process with both a compute and a graphics context is listed twice with the same memory.
+  for (const auto& [pid, bytes] : graphics) {
+    auto same = std::find_if(compute.begin(), compute.end(),
+                             [pid = pid](const auto& p) { return p.first == pid; });
+    if (same == compute.end()) {
+      compute.emplace_back(pid, bytes);
+    } else {
+      same->second = std::max(same->second, bytes);
+    }
+  }
+  return compute;
 }
 
 std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
@@ -234,18 +280,40 @@ std::optional<int64_t> DeviceNvml::UsedByThisProcess() const {
   return nvml ? nvml->UsedBy({getpid()}) : std::nullopt;
 }
 
-bool InProcessGroup(pid_t pid, pid_t pgid) {
-  if (pid <= 0) return false;
+namespace {
+
+// The fields of /proc/PID/stat after the command: state, parent, process group.
+struct ProcStat {
+  std::string state;
+  long ppid = 0;  // NOLINT(runtime/int)
+  long pgrp = 0;  // NOLINT(runtime/int)
+};
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return false;
+  if (!std::getline(stat, line)) return std::nullopt;
   // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses; it ends at the last ')'.
   const size_t close = line.rfind(')');
-  if (close == std::string::npos) return false;
+  if (close == std::string::npos) return std::nullopt;
   std::istringstream rest(line.substr(close + 1));
-  std::string state;
-  long ppid = 0, pgrp = 0;  // NOLINT(runtime/int)
-  return (rest >> state >> ppid >> pgrp) && pgrp == pgid && state != "Z" && state != "X";
+  ProcStat out;
+  if (!(rest >> out.state >> out.ppid >> out.pgrp)) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+bool InProcessGroup(pid_t pid, pid_t pgid) {
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  return s && s->pgrp == pgid && s->state != "Z" && s->state != "X";
+}
+
+std::optional<pid_t> ParentProcess(pid_t pid) {
+  const std::optional<ProcStat> s = ReadProcStat(pid);
+  if (!s) return std::nullopt;
+  return static_cast<pid_t>(s->ppid);
 }
 
 }  // namespace tune

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tune {
@@ -35,6 +36,10 @@ class GpuProcessMemory {
   std::optional<int64_t> UsedBy(const std::vector<pid_t>& pids) const;
   // The same for the processes of process group `pgid` (a trial's program and its children).
   std::optional<int64_t> UsedByGroup(pid_t pgid) const;
+  // (pid, bytes) of every process with memory on device `index`: compute and graphics processes
+  // (a desktop's), each once; nullopt when the driver cannot say. The pids are the driver's: in a
+  // container without the host's PID namespace they name no process here.
+  std::optional<std::vector<std::pair<pid_t, int64_t>>> Processes(unsigned int index) const;
   // The total memory of device `index` (NVML's nvmlDeviceGetMemoryInfo, what nvidia-smi shows
   // as the card's memory); nullopt when there is no such device or the driver cannot say.
   std::optional<int64_t> TotalMemory(unsigned int index = 0) const;
@@ -80,5 +85,8 @@ class DeviceNvml {
 // Whether process `pid` is alive (not a zombie) and belongs to process group `pgid` (read from
 // /proc/PID/stat).
 bool InProcessGroup(pid_t pid, pid_t pgid);
+// The parent of process `pid` (0 for the first process of a PID namespace); nullopt when there is
+// no such process here.
+std::optional<pid_t> ParentProcess(pid_t pid);
 
 }  // namespace tune

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "measure/gpu_process_memory.h"
+#include "memory/card_others.h"
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
 #include "train/hyperparams.h"
@@ -53,9 +54,12 @@ class GuardPlanner : public MemoryPlanner {
     formula_ = std::make_shared<FormulaMemoryModel>(GuardDeviceModel(options_.guard, !cpu_, -1));
   }
 
+  // device_memory less what other processes hold on the card now (card_others.h), margin kept.
   std::optional<int64_t> Capacity() const override {
-    return UsableMemory(*options_.guard.device_memory, options_.guard.margin);
+    return UsableMemory(Budget(), options_.guard.margin);
   }
+
+  int64_t Budget() const { return others_.Budget(*options_.guard.device_memory); }
 
   // The simulated card's busy trials (opened on first use); nullopt without one.
   std::optional<DeviceBusy> Busy() const override {
@@ -76,13 +80,16 @@ class GuardPlanner : public MemoryPlanner {
     plan.params = params;
     TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
     MemoryAttr& attr = attrs_[trial.number()];
-    attr.device_memory = *options_.guard.device_memory;
+    attr.device_memory = Budget();
+    attr.others = others_.last_others();
     TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
     if (!m) return PlanUnmeasured(trial, r, plan, attr);
     if (auto oom = KnownOom(trial, *m, attr)) return RejectKnownOom(trial, plan, attr, *oom);
     if (!options_.guard.admission) return PlanWithoutAdmission(*m, plan, attr);
     TUNE_ASSIGN_OR_RETURN(
-        Admission a, AdmitTrial(m->request, *m->model, *Capacity(), m->correction, options_.guard));
+        Admission a,
+        AdmitTrial(m->request, *m->model, UsableMemory(attr.device_memory, options_.guard.margin),
+                   m->correction, options_.guard));
     if (a.verdict == AdmissionVerdict::kReject) {
       RecordAdmission(a, attr);
       return Reject(trial, params, a, plan, attr);
@@ -409,6 +416,12 @@ class GuardPlanner : public MemoryPlanner {
   mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
   // The real card's (a simulated one has only its busy share).
   DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};
+  // Other processes on the card: the simulated card's, or NVML's on a CUDA device.
+  mutable CardOthers others_{options_.device,
+                             options_.guard.simulate
+                                 ? std::make_optional(std::make_pair(*options_.guard.simulate,
+                                                                     *options_.guard.device_memory))
+                                 : std::nullopt};
 };
 
 }  // namespace

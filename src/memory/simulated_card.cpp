@@ -187,6 +187,16 @@ int64_t SimulatedCard::mine() const {
 
 int64_t SimulatedCard::capacity() const { return shared_->capacity; }
 
+std::vector<std::pair<pid_t, int64_t>> SimulatedCard::holders() const {
+  CardLock lock(&shared_->mu);
+  shared_->Reclaim();
+  std::vector<std::pair<pid_t, int64_t>> out;
+  for (const Shared::Slot& s : shared_->slots) {
+    if (s.pid != 0 && s.bytes > 0) out.emplace_back(s.pid, s.bytes);
+  }
+  return out;
+}
+
 double GpuStretch(int64_t busy, double sum_busy, double own, const CardCompute& compute) {
   if (busy <= 1) return std::max(1.0, sum_busy);
   const double sliced = 1.0 + compute.slicing;

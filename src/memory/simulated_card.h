@@ -19,9 +19,13 @@
 // as a factor of g. RunSteps runs a process's micro-steps under that stretch as the load changes.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tune/status.h"
 
@@ -74,6 +78,8 @@ class SimulatedCard {
   int64_t used() const;
   int64_t mine() const;
   int64_t capacity() const;
+  // (pid, bytes) of each live process holding memory on the card.
+  std::vector<std::pair<pid_t, int64_t>> holders() const;
   const std::string& name() const { return name_; }
 
   // Sets this process's busy share alone (0: it does not compute, e.g. while it starts up).

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "memory/estimator.h"
@@ -53,7 +55,15 @@ TrainGuard::TrainGuard(GuardOptions options, std::string device, Trainer* traine
       device_(std::move(device)),
       trainer_(trainer),
       planned_(std::move(planned)),
-      nvml_(device_) {}
+      nvml_(device_),
+      // A --jobs child's run is its parent's: the parent and the other trials are not others.
+      others_(device_,
+              options_.simulate && options_.device_memory
+                  ? std::make_optional(std::make_pair(*options_.simulate, *options_.device_memory))
+                  : std::nullopt,
+              planned_ ? std::function<bool(pid_t)>(
+                             [parent = getppid()](pid_t pid) { return DescendantOf(pid, parent); })
+                       : std::function<bool(pid_t)>(SelfOrDescendant)) {}
 
 bool TrainGuard::OnCuda() const {
   auto device = ParseDevice(device_);
@@ -81,6 +91,12 @@ std::optional<int64_t> TrainGuard::DeviceMemory() const {
   const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
   if (OnCuda() && m.total > 0) d = d ? std::min(*d, m.total) : m.total;
   return d;
+}
+
+std::optional<int64_t> TrainGuard::Budget() const {
+  const std::optional<int64_t> d = DeviceMemory();
+  if (!d || planned_) return d;
+  return others_.Budget(*d);
 }
 
 MemoryRequest TrainGuard::RequestFor(const TrainJob& job) {
@@ -132,22 +148,31 @@ std::optional<int64_t> TrainGuard::EstimateFor(TrialHandle& trial, const TrainJo
   return e->device_peak;
 }
 
+double TrainGuard::CorrectionFor(TrialHandle& trial, const TrainJob& job,
+                                 const std::string& family) const {
+  double correction =
+      options_.calibrate ? CalibrationFromHistory(trial.history()).Correction(family) : 1.0;
+  // A measured fit carries its own margin (its held-out and measured shapes' errors):
+  // calibration may raise its predictions, never lower them below what was measured (as for a
+  // command's measured model).
+  if (IsTorchScriptModel(job.model)) correction = std::max(1.0, correction);
+  return correction;
+}
+
 Result<GuardDecision> TrainGuard::Admit(TrialHandle& trial, const Json& params, TrainJob& job,
                                         std::optional<int64_t> room) {
   if (planned_ && !AdmitsHere(job)) return PlannedDecision(job);
   GuardDecision g;
   g.family = MemoryFamily(job.model, job.hp.precision);
-  const std::optional<int64_t> device_memory = DeviceMemory();
+  // With a room (--jobs), the parent's ledger already left the other processes their memory.
+  const std::optional<int64_t> device_memory = room ? DeviceMemory() : Budget();
+  g.budget = device_memory;
+  g.others = others_.last_others();  // with a room: as the parent's ledger last read them
   if (!options_.admission || !device_memory) {
     g.estimate = EstimateFor(trial, job);
     return g;
   }
-  double correction =
-      options_.calibrate ? CalibrationFromHistory(trial.history()).Correction(g.family) : 1.0;
-  // A measured fit carries its own margin (its held-out and measured shapes' errors):
-  // calibration may raise its predictions, never lower them below what was measured (as for a
-  // command's measured model).
-  if (IsTorchScriptModel(job.model)) correction = std::max(1.0, correction);
+  const double correction = CorrectionFor(trial, job, g.family);
   const int64_t usable = room.value_or(UsableMemory(*device_memory, options_.margin));
   GuardOptions guard = options_;
   // A fit does not know checkpointing (a TorchScript module need not declare it).
@@ -211,6 +236,7 @@ Result<TrialOutcome> TrainGuard::Reject(TrialHandle& trial, const Json& params, 
 
 Json TrainGuard::PlanJson(const GuardDecision& g) {
   Json j{{"family", g.family}, {"levers", g.levers}};
+  if (g.others > 0) j["others"] = g.others;
   if (g.estimate) j["estimate"] = *g.estimate;
   if (!g.memory_model.is_null()) j["memory_model"] = g.memory_model;
   if (g.admission) {
@@ -250,6 +276,7 @@ GuardDecision TrainGuard::DecisionFromJson(const Json& j, const TrainJob& job) {
   GuardDecision g;
   g.family = j.value("family", MemoryFamily(job.model, job.hp.precision));
   g.levers = j.value("levers", std::string());
+  g.others = j.value("others", int64_t{0});
   if (j.contains("estimate")) g.estimate = j["estimate"].get<int64_t>();
   if (j.contains("predicted")) {
     Admission a;
@@ -269,6 +296,7 @@ MemoryAttr TrainGuard::AdmissionAttr(const GuardDecision& g, std::optional<int64
   m.family = g.family;
   m.estimate = g.estimate.value_or(0);
   m.device_memory = device_memory.value_or(0);
+  m.others = g.others;
   if (g.admission) {
     m.admission = AdmissionVerdictName(g.admission->verdict);
     m.predicted = g.admission->predicted;
@@ -282,9 +310,24 @@ MemoryAttr TrainGuard::AdmissionAttr(const GuardDecision& g, std::optional<int64
 Status TrainGuard::RecordMemory(TrialHandle& trial, const TrainJob& job, const GuardDecision& g,
                                 const TrainResult& result,
                                 const std::vector<OomAttempt>& retries) const {
-  MemoryAttr m = AdmissionAttr(g, DeviceMemory());
+  MemoryAttr m = AdmissionAttr(g, g.budget ? g.budget : DeviceMemory());
   m.peak = result.peak_memory_bytes;
   m.oom = result.end == TrainResult::End::kOutOfMemory;
+  m.others = g.others;
+  // Out of memory after other processes took more than they held at admission: the trial had
+  // that much less, and calibration's out-of-memory rule must see the budget it really had, not
+  // blame the estimate for their growth.
+  if (m.oom && m.device_memory > 0) {
+    if (const std::optional<OthersReading> now = others_.Read(); now && now->others > g.others) {
+      m.device_memory = std::max<int64_t>(0, m.device_memory - (now->others - g.others));
+      m.others = now->others;
+      spdlog::warn(
+          "Trial {}: other processes on the card took {} more after admission ({} now: {}); its "
+          "out-of-memory record counts a budget of {}",
+          trial.number(), FormatBytes(now->others - g.others), FormatBytes(now->others),
+          DescribeOthers(*now), FormatBytes(m.device_memory));
+    }
+  }
   // The formulas estimate the device's peak, context included; a TorchScript model's fit
   // predicts what its probes measured (allocated), which `peak` is compared with.
   if (OnCuda() && !IsTorchScriptModel(job.model)) m.context = DeviceModel().context_bytes;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "measure/gpu_process_memory.h"
+#include "memory/card_others.h"
 #include "memory/guard.h"
 #include "memory/memory_model.h"
 #include "train/script_fit.h"
@@ -33,10 +34,13 @@ struct GuardDecision {
   std::optional<TrialOutcome> reject;  // set: the trial does not run
   std::optional<int64_t> estimate;     // device_peak of what runs, when it can be estimated
   std::optional<Admission> admission;  // when admission ran
-  std::string levers;                  // the levers admission applied
-  std::string family;                  // MemoryFamily
-  bool unfit_now = false;              // Admit with a room: no micro-batch fits the room left
-  Json memory_model;                   // MemoryModel::ToJson of what estimated it, or null
+  // The budget admission used: device_memory, less what other processes held (card_others.h).
+  std::optional<int64_t> budget;
+  int64_t others = 0;      // what other processes held on the card then
+  std::string levers;      // the levers admission applied
+  std::string family;      // MemoryFamily
+  bool unfit_now = false;  // Admit with a room: no micro-batch fits the room left
+  Json memory_model;       // MemoryModel::ToJson of what estimated it, or null
 };
 
 // The configuration of a job, as an out-of-memory record shows it (oom_config and details).
@@ -54,6 +58,9 @@ class TrainGuard {
 
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
   std::optional<int64_t> DeviceMemory() const;
+  // DeviceMemory(), less what other processes hold on the card now (card_others.h), re-read at
+  // each call; in a --jobs child, whose parent counted them, DeviceMemory().
+  std::optional<int64_t> Budget() const;
   // The device's utilisation as its driver reports it (NVML); nullopt when unknown.
   std::optional<double> Utilization() const { return nvml_.Utilization(); }
 
@@ -83,6 +90,8 @@ class TrainGuard {
   DeviceMemoryModel DeviceModel() const;
   int64_t MeasuredContext(const DeviceMemoryStatus& m) const;
   MemoryRequest RequestFor(const TrainJob& job);
+  // The calibration's correction for `family` (at least 1 for a TorchScript model's fit).
+  double CorrectionFor(TrialHandle& trial, const TrainJob& job, const std::string& family) const;
   Result<MeasuredFit> ScriptFitFor(TrialHandle& trial, const TrainJob& job, bool probe);
   Result<std::unique_ptr<MemoryModel>> MemoryModelFor(TrialHandle& trial, const TrainJob& job,
                                                       bool probe = false);
@@ -98,6 +107,7 @@ class TrainGuard {
   Trainer* trainer_;
   std::optional<Json> planned_;
   DeviceNvml nvml_;             // utilisation, and this process's memory for the context
+  mutable CardOthers others_;   // other processes on the card (its window of readings)
   ScriptFitCache script_fits_;  // TorchScript models' measured fits
   // The longest example of each data set (tokens, with [CLS] and [SEP]): batches are padded to
   // their longest text, so no batch is wider.

@@ -117,16 +117,35 @@ class JobsLoop {
     const bool stopping = result_.interrupted || TargetReached() || TimedOut();
     if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
     if (stopping && running_.empty() && queue_.empty()) return false;
+    RefreshCapacity();
     TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     if (!stopping && ShouldAskAnother(waiting_, Ledger(), limit_)) {
       TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
       if (!asked && running_.empty() && queue_.empty()) return false;  // others took the target
+      RefreshCapacity(/*now=*/true);
       TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
     if (!queue_.empty() && !NextToStart(waiting_, Ledger(), limit_)) {
       internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
     }
     return true;
+  }
+
+  // The capacity again, once a trial started or ended and else at most once a second: other
+  // processes on the card (card_others.h) take and give back memory while the study runs.
+  // With `now`: at once (a plan was just admitted against what the others leave).
+  void RefreshCapacity(bool now = false) {
+    const int64_t version = ledger_version_ + told_;
+    if (!capacity_ ||
+        (!now && version == capacity_version_ && SecondsSince(capacity_read_) < 1.0)) {
+      return;
+    }
+    capacity_read_ = SteadyClock::now();
+    capacity_version_ = version;
+    const std::optional<int64_t> read = objective_.DeviceCapacity();
+    if (read == capacity_) return;
+    capacity_ = read;
+    ++ledger_version_;  // what fits beside the running trials changed
   }
 
   JobsLedger Ledger() {
@@ -235,6 +254,7 @@ class JobsLoop {
   // that fits beside the running trials (Objective::PlanToFit), else, while the head may still
   // be passed, the oldest later trial that fits as it is, else the oldest that fits shrunk.
   Result<std::optional<size_t>> NextJob() {
+    RefreshCapacity();
     const JobsLedger ledger = Ledger();
     if (waiting_.empty() || FitsNow(ledger, waiting_.front())) {
       return NextToStart(waiting_, ledger, limit_);
@@ -429,7 +449,9 @@ class JobsLoop {
   const ConditionalSpace& space_;
   Objective& objective_;
   const OptimizeOptions& options_;
-  const std::optional<int64_t> capacity_;
+  std::optional<int64_t> capacity_;
+  SteadyClock::time_point capacity_read_ = SteadyClock::now();
+  int64_t capacity_version_ = 0;  // ledger_version_ + told_ when it was read
   const int64_t limit_;
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;

@@ -95,7 +95,7 @@ class TrainObjective final : public Objective {
   std::optional<double> DeviceUtilizationNow() const override { return guard_.Utilization(); }
 
   std::optional<int64_t> DeviceCapacity() const override {
-    const std::optional<int64_t> d = guard_.DeviceMemory();
+    const std::optional<int64_t> d = guard_.Budget();
     if (!d) return std::nullopt;
     return UsableMemory(*d, options_.guard.margin);
   }

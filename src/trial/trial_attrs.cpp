@@ -81,6 +81,7 @@ Json MemoryAttrToJson(const MemoryAttr& m) {
          {"oom", m.oom}};
   if (!m.model.empty()) j["model"] = m.model;
   if (m.cap > 0) j["cap"] = m.cap;
+  if (m.others > 0) j["others"] = m.others;
   if (m.context >= 0) j["context"] = m.context;
   if (!m.peak_source.empty()) j["peak_source"] = m.peak_source;
   if (m.admission) {
@@ -130,6 +131,7 @@ std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
   m.oom = Get<bool>(j, "oom", false);
   m.model = Get<std::string>(j, "model", "");
   m.cap = Get<int64_t>(j, "cap", 0);
+  m.others = Get<int64_t>(j, "others", 0);
   m.context = Get<int64_t>(j, "context", -1);
   m.peak_source = Get<std::string>(j, "peak_source", "");
   if (j.contains("admission")) {

@@ -1,7 +1,9 @@
 // `tune init --from-cache` (docs/cli.md "tune init"): a study config written for the checkpoints
 // of a Hugging Face cache (tests/scripts/make_checkpoints.py, python3-torch), which tune then
 // runs; and its errors (an empty cache, an unknown task, --device-memory auto without NVML).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -177,20 +179,31 @@ TEST_F(InitCli, DeviceMemoryAutoWithoutNvmlAsksForASize) {
   }
 }
 
-// With NVML (a stand-in reporting one 16 GiB device), --device-memory auto reads the card's
-// memory; the device stays the CPU when this tune's LibTorch cannot use CUDA (Debian's is
-// CPU-only), and init says why.
+// With NVML (a stand-in reporting one 16 GiB device, 2 GiB of it held by another process: this
+// test), --device-memory auto reads the card's memory and says what the others hold; the device
+// stays the CPU when this tune's LibTorch cannot use CUDA (Debian's is CPU-only), and init says
+// why.
 TEST_F(InitCli, DeviceMemoryAutoReadsNvmlAndKeepsTheCpuWithoutACudaLibTorch) {
   if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
   setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
   setenv("TUNE_FAKE_NVML_TOTAL", "17179869184", 1);
+  setenv("TUNE_FAKE_NVML_PROCESSES", fmt::format("{}:2147483648", getpid()).c_str(), 1);
   const fs::path out = dir_.path() / "s.json";
   ProcessRun r = Init({"--device-memory", "auto", "--output", out.string()}, Hub());
   unsetenv("TUNE_FAKE_NVML_TOTAL");
+  unsetenv("TUNE_FAKE_NVML_PROCESSES");
   ASSERT_EQ(r.code, 0) << r.err;
   const Json doc = Json::parse(Slurp(out));
+  // The card's total: each trial's budget takes off what the others hold then.
   EXPECT_EQ(doc["objective"]["memory"]["device_memory"], "16384MiB");
   EXPECT_NE(r.err.find("Device memory: 16.00 GiB (NVML, device 0)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("Other processes hold 2.00 GiB of device 0 now (tune_cli_tests "
+                                   "pid {} 2.00 GiB)",
+                                   getpid())),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("256.0 MiB more to grow (now 13.75 GiB of 16.00 GiB)"), std::string::npos)
+      << r.err;
 #ifdef TUNE_WITH_TORCH
   EXPECT_EQ(doc["objective"]["device"], "cpu");  // this machine has no CUDA LibTorch
   EXPECT_NE(r.err.find("NVML sees a GPU, but this tune cannot train on it"), std::string::npos)

@@ -1,5 +1,6 @@
 // The 'train' objective through the `tune` binary: a tiny study on a small synthetic text set.
 // Without LibTorch the same config must fail with a clear message instead.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -61,6 +62,28 @@ class TrainCli : public ::testing::Test {
     std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
     return path;
+  }
+  // One trial at `batch` x `accum` (max_length 128, and `extra`) alone under --jobs: its
+  // reservation (user attribute "schedule") is its prediction before anything was measured.
+  Json ReservedTrial(int batch, int accum, const Json& extra = Json::object()) {
+    const std::string storage =
+        "sqlite:///" + (dir_.path() / fmt::format("r{}x{}.db", batch, accum)).string();
+    Json objective = {{"batch_size", batch},
+                      {"grad_accum", accum},
+                      {"max_length", 128},
+                      {"epochs", 1},
+                      {"memory", {{"device_memory", "4GiB"}, {"levers", {"grad_accum"}}}}};
+    for (const auto& [k, v] : extra.items()) objective[k] = v;
+    const std::string config = WriteConfig(objective);
+    ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
+                         "1", "--jobs", "2"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return Json::parse(
+               Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out)
+        .at(0);
+  }
+  int64_t Reservation(int batch, int accum) {
+    return ReservedTrial(batch, accum)["user_attrs"]["schedule"]["reservation"].get<int64_t>();
   }
   testing::TempDir dir_;
 };
@@ -248,24 +271,7 @@ TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
 TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
   // What one trial at batch 64, and one at 32 x grad_accum 2, reserve (the same correction:
   // nothing measured yet).
-  auto reservation = [&](int batch, int accum) {
-    const std::string storage =
-        "sqlite:///" + (dir_.path() / fmt::format("r{}x{}.db", batch, accum)).string();
-    const std::string config =
-        WriteConfig({{"batch_size", batch},
-                     {"grad_accum", accum},
-                     {"max_length", 128},
-                     {"epochs", 1},
-                     {"memory", {{"device_memory", "4GiB"}, {"levers", {"grad_accum"}}}}});
-    ProcessRun r = Tune({"--study", "t", "--config", config, "--storage", storage, "--n-trials",
-                         "1", "--jobs", "2"});
-    EXPECT_EQ(r.code, 0) << r.err;
-    const Json t =
-        Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out)
-            .at(0);
-    return t["user_attrs"]["schedule"]["reservation"].get<int64_t>();
-  };
-  const int64_t r64 = reservation(64, 1), r32 = reservation(32, 2);
+  const int64_t r64 = Reservation(64, 1), r32 = Reservation(32, 2);
   ASSERT_LT(r32, r64);
   // Two at 64 do not fit; one at 64 and one at 32 x 2 do.
   const auto device_memory =
@@ -293,6 +299,112 @@ TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
   EXPECT_EQ(trials[0]["user_attrs"]["memory"]["batch_size"], 64);
   EXPECT_LT(trials[1]["user_attrs"]["schedule"]["started"].get<std::string>(),
             trials[0]["user_attrs"]["schedule"]["ended"].get<std::string>());
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
+// Another process charging `bytes` on simulated card `name` (through libtune_train's C function,
+// as a program in another language would) and holding them until killed; its pid, or -1.
+pid_t CardBallast(const std::string& name, int64_t capacity, int64_t bytes) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    void* lib = dlopen(TUNE_TRAIN_LIBRARY, RTLD_NOW);
+    using Charge = int (*)(const char*, int64_t, int64_t);
+    auto charge =
+        lib ? reinterpret_cast<Charge>(dlsym(lib, "tune_simulated_card_charge")) : nullptr;
+    const bool ok = charge != nullptr && charge(name.c_str(), capacity, bytes) == 0;
+    (void)!write(ready[1], ok ? "y" : "n", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  const bool ok = child > 0 && read(ready[0], &c, 1) == 1 && c == 'y';
+  close(ready[0]);
+  close(ready[1]);
+  return ok ? child : -1;
+}
+
+// A desktop on the card: another process holds part of the simulated card for the whole study.
+// The budget shrinks to what it leaves (with room for it to grow), admission halves the
+// micro-batch of the first trial, which would have run out of memory at batch 64, no trial runs
+// out of memory, and calibration learns exactly what the same study learns on an empty card of
+// that budget.
+TEST_F(TrainCli, AnotherProcessOnTheCardShrinksTheBudgetAndNoTrialRunsOutOfMemory) {
+  // Padded to max_length, so that the batch decides the memory.
+  const Json padded = {{"padding", "max_length"}};
+  const Json t64 = ReservedTrial(64, 1, padded);
+  const int64_t r64 = t64["user_attrs"]["schedule"]["reservation"].get<int64_t>();
+  const int64_t r32 = ReservedTrial(32, 2, padded)["user_attrs"]["schedule"]["reservation"];
+  const int64_t peak64 = t64["user_attrs"]["memory"]["peak"].get<int64_t>();
+  ASSERT_LT(r32, r64);
+  // The card holds a trial at 64 with 10 % to spare; the others leave room for 32 x 2 only.
+  const auto device_memory = static_cast<int64_t>(static_cast<double>(r64) * 1.1 / 0.95);
+  const auto budget = static_cast<int64_t>(static_cast<double>(r64 + r32) / 2 / 0.95);
+  // device_memory - B - max(B / 8, device_memory / 64) = budget.
+  int64_t ballast = (device_memory - budget) * 8 / 9;
+  if (ballast / 8 < device_memory / 64) ballast = device_memory - budget - device_memory / 64;
+  // At 64, as admitted against device_memory alone, the first trial would run out of memory.
+  ASSERT_LT(device_memory - ballast, peak64);
+  const std::string card = "train-others-" + std::to_string(getpid());
+  auto config = [&](int64_t memory, bool simulate) {
+    Json m = {{"device_memory", memory}, {"levers", {"grad_accum"}}};
+    if (simulate) m["simulate"] = card;
+    return WriteConfig({{"batch_size", 64},
+                        {"max_length", 128},
+                        {"padding", "max_length"},
+                        {"epochs", 1},
+                        {"memory", m}});
+  };
+  const pid_t other = CardBallast(card, device_memory, ballast);
+  ASSERT_GT(other, 0);
+  const std::string shared = "sqlite:///" + (dir_.path() / "shared.db").string();
+  ProcessRun r = Tune({"--study", "t", "--config", config(device_memory, true), "--storage", shared,
+                       "--n-trials", "2"});
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+  std::filesystem::remove("/dev/shm/tune-card-" + card);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("Device memory budget"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("other processes hold"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pid " + std::to_string(other)), std::string::npos) << r.err;
+  const Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", shared, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 2u);
+  const Json& first = trials[0]["user_attrs"]["memory"];
+  const int64_t used_budget = first["device_memory"].get<int64_t>();
+  EXPECT_LE(used_budget, budget + device_memory / 1000) << first.dump();
+  EXPECT_GE(used_budget, budget - device_memory / 1000) << first.dump();
+  for (const Json& t : trials) {
+    const Json& memory = t["user_attrs"]["memory"];
+    EXPECT_EQ(t["state"], "COMPLETE") << t.dump();
+    EXPECT_FALSE(memory["oom"].get<bool>()) << memory.dump();
+    EXPECT_EQ(memory["others"], ballast) << memory.dump();
+    EXPECT_EQ(memory["device_memory"], used_budget) << memory.dump();
+  }
+  // The first trial, before anything was measured, did not fit at 64 beside the other process.
+  EXPECT_EQ(first["batch_size"], 32) << first.dump();
+  EXPECT_EQ(first["grad_accum"], 2) << first.dump();
+
+  // The same study on an empty card of the budget the others left: the same decisions and the
+  // same corrections, so calibration learnt nothing from the other process.
+  const std::string empty = "sqlite:///" + (dir_.path() / "empty.db").string();
+  ASSERT_EQ(Tune({"--study", "t", "--config", config(used_budget, false), "--storage", empty,
+                  "--n-trials", "2"})
+                .code,
+            0);
+  const Json alone =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", empty, "--format", "json"}).out);
+  ASSERT_EQ(alone.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const Json& a = alone[i]["user_attrs"]["memory"];
+    const Json& b = trials[i]["user_attrs"]["memory"];
+    EXPECT_EQ(a["batch_size"], b["batch_size"]);
+    EXPECT_EQ(a["predicted"], b["predicted"]) << "trial " << i;
+    EXPECT_DOUBLE_EQ(a["correction"].get<double>(), b["correction"].get<double>()) << "trial " << i;
+    EXPECT_FALSE(a.contains("others"));
+  }
 }
 #endif
 

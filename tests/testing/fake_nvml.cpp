@@ -1,9 +1,15 @@
 // A stand-in for NVML (libnvidia-ml.so.1) for tests on machines without an NVIDIA driver: one
 // device of $TUNE_FAKE_NVML_TOTAL bytes (default 24 GiB), $TUNE_FAKE_NVML_UTIL percent utilised
-// (default 0), no compute processes. Only the entry
-// points tune's GpuProcessMemory opens, with NVML's C types.
+// (default 0), and the compute processes $TUNE_FAKE_NVML_PROCESSES lists ("PID:BYTES,PID:BYTES",
+// or "@FILE" for a file holding that list, read at each call so that a test can change it; none
+// by default). Only the entry points tune's GpuProcessMemory opens, with NVML's C types.
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 struct Memory {
@@ -17,6 +23,32 @@ struct Utilization {
   unsigned int gpu, memory;  // nvmlUtilization_t
 };
 int g_device = 0;
+
+// nvmlProcessInfo_v2_t.
+struct ProcessInfo {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int)
+  unsigned int gpu_instance_id, compute_instance_id;
+};
+
+std::vector<std::pair<unsigned int, unsigned long long>> Processes() {  // NOLINT(runtime/int)
+  const char* env = std::getenv("TUNE_FAKE_NVML_PROCESSES");
+  std::string list = env != nullptr ? env : "";
+  if (!list.empty() && list[0] == '@') {
+    std::ifstream file(list.substr(1));
+    std::getline(file, list);
+  }
+  std::vector<std::pair<unsigned int, unsigned long long>> out;  // NOLINT(runtime/int)
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) continue;
+    out.emplace_back(static_cast<unsigned int>(std::strtoul(item.c_str(), nullptr, 10)),
+                     std::strtoull(item.c_str() + colon + 1, nullptr, 10));
+  }
+  return out;
+}
 }  // namespace
 
 extern "C" {
@@ -33,14 +65,23 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigne
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetComputeRunningProcesses_v3(
-    void*, unsigned int* count, void*) {
-  *count = 0;
+    void*, unsigned int* count, ProcessInfo* infos) {
+  const auto processes = Processes();
+  if (*count < processes.size()) {
+    *count = static_cast<unsigned int>(processes.size());
+    return processes.empty() ? 0 : 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  *count = static_cast<unsigned int>(processes.size());
+  for (size_t i = 0; i < processes.size(); ++i) {
+    infos[i] = ProcessInfo{processes[i].first, processes[i].second, 0, 0};
+  }
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void*, Memory* m) {
   m->total = Total();
   m->used = 0;
-  m->free = m->total;
+  for (const auto& p : Processes()) m->used += p.second;
+  m->free = m->total - m->used;
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void*, Utilization* u) {

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "config/config.h"
 #include "measure/gpu_process_memory.h"
+#include "memory/card_others.h"
 #include "torch_loader.h"
 #include "train/hyperparams.h"
 #include "tune/model_catalog.h"
@@ -110,6 +111,23 @@ Result<DeviceChoice> ChooseDevice(const InitArgs& args) {
   }
   out.memory = fmt::format("{}MiB", total_bytes >> 20);
   spdlog::info("Device memory: {} (NVML, device 0)", FormatBytes(total_bytes));
+  // device_memory stays the card's total: the guard takes what other processes hold off it at
+  // each admission, as they come and go.
+  std::string others_why;
+  const std::optional<OthersReading> others = CardOthers("cuda:0", std::nullopt).Read(&others_why);
+  if (!others) {
+    spdlog::warn("Other processes on device 0: cannot tell ({})", others_why);
+  } else if (others->others > 0) {
+    const int64_t growth = OthersGrowthMargin(others->others, others->card_total);
+    spdlog::info(
+        "Other processes hold {} of device 0 now ({}): each trial's budget leaves them what they "
+        "hold then, and {} more to grow (now {} of {})",
+        FormatBytes(others->others), DescribeOthers(*others), FormatBytes(growth),
+        FormatBytes(std::max<int64_t>(0, others->card_total - others->others - growth)),
+        FormatBytes(others->card_total));
+  } else {
+    spdlog::info("Other processes hold no memory on device 0 now");
+  }
   return out;
 }
 
