@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <utility>
+
+#include "torch/torch_version.h"
 
 namespace tune::internal {
 namespace {
@@ -81,8 +84,16 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
     const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+    // CUDA parameters with a gradient, by dtype, for the fused kernel.
+    std::map<c10::ScalarType, std::vector<torch::Tensor>> fused;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
+      if (FusedDeviceAdamW() && p.is_cuda() && !p.grad().is_sparse() &&
+          at::isFloatingType(p.scalar_type())) {
+        if (grad_scale != 1.0) p.mutable_grad().mul_(grad_scale);
+        fused[p.scalar_type()].push_back(p);
+        continue;
+      }
       const torch::Tensor& grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(), "FusedAdamW does not support sparse gradients");
       State& s = states_[p.unsafeGetTensorImpl()];
@@ -121,8 +132,50 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const torch::Tensor denom = (s.exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(eps);
       p.addcdiv_(s.exp_avg, denom, -step_size);
     }
+    for (const auto& [dtype, params] : fused) FusedDeviceStep(params, lr, beta1, beta2, wd, eps);
   }
   return loss;
+}
+
+bool FusedDeviceAdamW() { return TUNE_TORCH_AT_LEAST(2, 0); }
+
+void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
+                                 double beta2, double weight_decay, double eps) {
+#if TUNE_TORCH_AT_LEAST(2, 0)
+  std::vector<torch::Tensor> grads, exp_avgs, exp_avg_sqs, steps;
+  for (const torch::Tensor& p : params) {
+    State& s = states_[p.unsafeGetTensorImpl()];
+    if (s.step == 0) {
+      s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      s.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      s.step_count = torch::zeros({}, p.options().dtype(torch::kFloat));
+    }
+    ++s.step;  // the kernel counts step_count on the device; this one is the host's copy
+    grads.push_back(p.grad());
+    exp_avgs.push_back(s.exp_avg);
+    exp_avg_sqs.push_back(s.exp_avg_sq);
+    steps.push_back(s.step_count);
+  }
+  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
+                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+#else
+  (void)params, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps;
+  TORCH_CHECK(false, "the fused CUDA AdamW needs LibTorch >= 2.0");
+#endif
+}
+
+void ClipGradientsOnDevice(const std::vector<torch::Tensor>& grads, double max_norm) {
+  if (grads.empty()) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+  for (torch::Tensor& n : norms) n = n.to(torch::kFloat);
+  const torch::Tensor coefficient =
+      (torch::stack(norms).norm() + 1e-6).reciprocal_().mul_(max_norm).clamp_max_(1.0);
+#if TUNE_TORCH_AT_LEAST(2, 1)
+  at::_foreach_mul_(grads, coefficient);
+#else
+  for (const torch::Tensor& g : grads) g.mul_(coefficient);
+#endif
 }
 
 double GradientNorm(const std::vector<torch::Tensor>& params) {

@@ -34,6 +34,11 @@
 namespace tune {
 namespace {
 
+// The trainer reads the epoch's training loss back to check that it is finite every this many
+// optimizer steps and at each epoch's end: a diverged run goes on for at most this many steps
+// before it fails, and at the other steps the device never waits for the host.
+constexpr int64_t kFiniteCheckSteps = 50;
+
 using internal::TransformerClassifier;
 
 // Where a run is, for the report of an error that interrupts it.
@@ -66,10 +71,19 @@ torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols
   return device.is_cpu() ? t.clone() : t.to(device);
 }
 
-// clip_grad_norm_: AdamW folds the coefficient into its step (one pass fewer over the
-// gradients); SGD's gradients are scaled in place.
+// clip_grad_norm_. On the CPU, AdamW folds the coefficient into its step (one pass fewer over
+// the gradients) and SGD's gradients are scaled in place. On a device, the coefficient stays
+// there (ClipGradientsOnDevice): no host wait in the step.
 void ClipGradients(const std::vector<torch::Tensor>& params, double max_norm,
                    torch::optim::Optimizer& optimizer) {
+  if (!params.empty() && !params.front().device().is_cpu()) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    internal::ClipGradientsOnDevice(grads, max_norm);
+    return;
+  }
   const double coefficient = internal::ClipCoefficient(internal::GradientNorm(params), max_norm);
   if (coefficient >= 1.0) return;
   if (auto* adamw = dynamic_cast<internal::FusedAdamW*>(&optimizer)) {
@@ -604,30 +618,36 @@ class TorchTrainer final : public Trainer {
     return rs;
   }
 
-  // One micro-batch's forward and backward; adds its summed loss to `loss_sum`. False (with
-  // result.end kFailed) when the loss is not finite.
-  bool MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
-                  int64_t epoch, double& loss_sum, TrainResult& result, Progress& p) {
+  // One micro-batch's forward and backward; adds its summed loss to `loss_sum`, a double on the
+  // device (nothing is read back: the GPU never waits for the host here).
+  void MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
+                  torch::Tensor& loss_sum, Progress& p) {
     static const auto kSum =
         torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
     auto [logits, labels] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
     torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, kSum);
-    const double batch_loss = summed.item<double>();
-    if (!std::isfinite(batch_loss)) {
-      result.end = TrainResult::End::kFailed;
-      result.message = fmt::format(
-          "the training loss is {} at epoch {}, step {} (learning rate {:.3g}); the run diverged",
-          batch_loss, epoch + 1, rs.step, rs.lr);
-      return false;
-    }
     p.phase = "backward";
     // Each micro-batch's summed loss is divided by the examples of the whole group, so that k
     // micro-batches give the gradient of one k-times larger batch. Backward runs outside
     // autocast (it follows the forward's dtypes by itself).
     torch::Tensor loss = summed / static_cast<double>(group_examples);
     (rs.scaler ? rs.scaler->Scale(loss) : loss).backward();
-    loss_sum += batch_loss;
-    return true;
+    loss_sum.add_(summed.detach());
+  }
+
+  // The epoch's summed training loss so far, read back (a host wait): false, with result.end
+  // kFailed, when it is not finite. Called every kFiniteCheckSteps optimizer steps and at the
+  // epoch's end.
+  bool LossFinite(const RunState& rs, const torch::Tensor& loss_sum, int64_t epoch, double& loss,
+                  TrainResult& result) const {
+    loss = loss_sum.item<double>();
+    if (std::isfinite(loss)) return true;
+    result.end = TrainResult::End::kFailed;
+    result.message = fmt::format(
+        "the training loss is {} at epoch {}, found at step {} (checked every {} optimizer steps "
+        "and at each epoch's end; learning rate {:.3g}); the run diverged",
+        loss, epoch + 1, rs.step, kFiniteCheckSteps, rs.lr);
+    return false;
   }
 
   // The optimizer step after a group of micro-batches: fp16 unscaling (a step with inf/NaN
@@ -657,32 +677,40 @@ class TorchTrainer final : public Trainer {
     rs.task->SetTraining(true);
     const auto batches =
         MakeTrainBatches(rs.task->lengths(true), hp.batch_size, hp.bucket_batches, rng);
-    double loss_sum = 0;
+    torch::Tensor loss_sum =
+        torch::zeros({}, torch::TensorOptions(torch::kDouble).device(rs.task->device()));
+    double loss = 0;
     int64_t seen = 0;
     for (size_t g = 0; g < batches.size(); g += static_cast<size_t>(hp.grad_accum)) {
       const size_t g_end = std::min(batches.size(), g + static_cast<size_t>(hp.grad_accum));
       int64_t group_examples = 0;
       for (size_t b = g; b < g_end; ++b) group_examples += static_cast<int64_t>(batches[b].size());
-      const double group_start = loss_sum;
+      // Only a step callback (tests, the trajectory check) reads each step's loss back.
+      const double group_start = rs.job.on_step ? loss_sum.item<double>() : 0.0;
       for (size_t b = g; b < g_end; ++b) {
         if (InterruptRequested()) {
           result.end = TrainResult::End::kInterrupted;
           return false;
         }
-        if (!MicroBatch(rs, batches[b], group_examples, epoch, loss_sum, result, p)) return false;
+        MicroBatch(rs, batches[b], group_examples, loss_sum, p);
         seen += static_cast<int64_t>(batches[b].size());
       }
       OptimizerStep(rs, p);
       if (rs.job.on_step) {
+        const double group_loss = loss_sum.item<double>() - group_start;
+        if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
         const auto first = batches.begin() + static_cast<std::ptrdiff_t>(g);
         const auto last = batches.begin() + static_cast<std::ptrdiff_t>(g_end);
-        rs.job.on_step(StepRecord{rs.step,
-                                  (loss_sum - group_start) / static_cast<double>(group_examples),
-                                  rs.lr, std::vector<std::vector<int64_t>>(first, last)});
+        rs.job.on_step(StepRecord{rs.step, group_loss / static_cast<double>(group_examples), rs.lr,
+                                  std::vector<std::vector<int64_t>>(first, last)});
+      } else if (rs.step % kFiniteCheckSteps == 0 &&
+                 !LossFinite(rs, loss_sum, epoch, loss, result)) {
+        return false;
       }
     }
+    if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
     m.epoch = epoch;
-    m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : 0.0;
+    m.train_loss = seen > 0 ? loss / static_cast<double>(seen) : 0.0;
     m.optimizer_steps = rs.step;
     m.learning_rate = rs.lr;
     return true;
@@ -723,27 +751,34 @@ class TorchTrainer final : public Trainer {
     return Status::Ok();
   }
 
-  // Validation loss, accuracy and macro-F1 into `m`; false when interrupted.
+  // Validation loss, accuracy and macro-F1 into `m`; false when interrupted. The loss and the
+  // predictions stay on the device until the last batch (one read back per evaluation).
   bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m, Progress& p) {
     task.SetTraining(false);
     torch::NoGradGuard no_grad;
-    std::vector<int64_t> labels, predictions;
-    double loss_sum = 0;
+    std::vector<torch::Tensor> label_parts, prediction_parts;
+    torch::Tensor loss_sum =
+        torch::zeros({}, torch::TensorOptions(torch::kDouble).device(task.device()));
     const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
     for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
       if (InterruptRequested()) return false;
       auto [logits, y] = ForwardIn(precision, task, batch, /*train=*/false, p);
-      loss_sum += torch::nn::functional::cross_entropy(logits, y, sum).item<double>();
-      torch::Tensor pred = logits.argmax(1).to(torch::kCPU).contiguous();
-      torch::Tensor truth = y.to(torch::kCPU).contiguous();
-      predictions.insert(predictions.end(), pred.data_ptr<int64_t>(),
-                         pred.data_ptr<int64_t>() + pred.numel());
-      labels.insert(labels.end(), truth.data_ptr<int64_t>(),
-                    truth.data_ptr<int64_t>() + truth.numel());
+      loss_sum.add_(torch::nn::functional::cross_entropy(logits, y, sum));
+      prediction_parts.push_back(logits.argmax(1));
+      label_parts.push_back(y);
     }
+    std::vector<int64_t> labels, predictions;
+    auto to_host = [](const std::vector<torch::Tensor>& parts, std::vector<int64_t>& out) {
+      if (parts.empty()) return;
+      const torch::Tensor all = torch::cat(parts).to(torch::kCPU, torch::kLong).contiguous();
+      out.assign(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
+    };
+    to_host(prediction_parts, predictions);
+    to_host(label_parts, labels);
     const ClassificationMetrics cm =
         ComputeClassificationMetrics(labels, predictions, task.num_labels());
-    m.validation_loss = labels.empty() ? 0.0 : loss_sum / static_cast<double>(labels.size());
+    m.validation_loss =
+        labels.empty() ? 0.0 : loss_sum.item<double>() / static_cast<double>(labels.size());
     m.accuracy = cm.accuracy;
     m.macro_f1 = cm.macro_f1;
     return true;

@@ -1,7 +1,8 @@
 // The LibTorch trainer and tune's CUDA memory backend on a real CUDA device (ctest label `cuda`):
 // the caching allocator's statistics and emptyCache, a trial that runs out of memory on the
 // device (pruned with its oom_config, the memory returned), the estimator against the measured
-// max_memory_allocated, and the trainer learning the separable task on the card. Each test skips,
+// max_memory_allocated, the trainer learning the separable task on the card, and the fused
+// AdamW step and device-side clipping against LibTorch's AdamW. Each test skips,
 // saying why, where this LibTorch cannot use CUDA (a CPU-only LibTorch, or no GPU or driver); on
 // a GPU machine they all run: `ctest -L cuda`.
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "torch/torch_cuda_memory.h"
+#include "torch/torch_fused_adamw.h"
 #include "torch/torch_trainer.h"
 #include "tune/pruners/pruner.h"
 #include "tune/samplers/random.h"
@@ -206,6 +208,50 @@ TEST_F(CudaObjectiveTest, OutOfMemoryOnTheDeviceIsPrunedAndMemoryReturns) {
 // `tune estimate --measure` on the card: the estimate (allocated peak plus cuBLAS workspace)
 // against the caching allocator's max_memory_allocated over two optimizer steps and an
 // evaluation. A model large enough that the workspace's exact size does not decide the result.
+// CUDA parameters take the fused AdamW kernel with LibTorch >= 2.0 (tensor ops with 1.13), and
+// clipping keeps its coefficient on the card: after 5 steps the weights equal torch::optim::AdamW
+// with clip_grad_norm_ to float rounding.
+TEST_F(CudaTest, FusedAdamWAndDeviceClippingMatchTorchAdamW) {
+  const auto cuda = torch::TensorOptions(torch::kFloat).device(torch::kCUDA, 0);
+  auto make = [&] {
+    torch::manual_seed(3);
+    return std::vector<torch::Tensor>{torch::randn({400, 100}, cuda).requires_grad_(),
+                                      torch::randn({100}, cuda).requires_grad_()};
+  };
+  std::vector<torch::Tensor> ours = make(), theirs = make();
+  auto options = [] {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(1e-2);
+    o->betas({0.9, 0.98}).eps(1e-6).weight_decay(0.05);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> a, b;
+  a.emplace_back(ours, options());
+  b.emplace_back(theirs, options());
+  internal::FusedAdamW fused(a, torch::optim::AdamWOptions(1e-2));
+  torch::optim::AdamW reference(b, torch::optim::AdamWOptions(1e-2));
+  for (int step = 0; step < 5; ++step) {
+    torch::manual_seed(100 + step);
+    std::vector<torch::Tensor> grads;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      torch::Tensor g = torch::randn(ours[i].sizes(), cuda) * (step + 1);
+      ours[i].mutable_grad() = g.clone();
+      theirs[i].mutable_grad() = g.clone();
+      grads.push_back(ours[i].grad());
+    }
+    internal::ClipGradientsOnDevice(grads, 20.0);
+    torch::nn::utils::clip_grad_norm_(theirs, 20.0);
+    fused.step();
+    reference.step();
+  }
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const double worst =
+        ((ours[i] - theirs[i]).abs() / (theirs[i].abs() + 1e-3)).max().item<double>();
+    EXPECT_LT(worst, 1e-5) << "parameter " << i;
+  }
+  EXPECT_EQ(fused.steps(ours[0]), 5);
+  EXPECT_EQ(internal::FusedDeviceAdamW(), TORCH_VERSION_MAJOR >= 2);
+}
+
 TEST_F(CudaTest, EstimateAgainstMaxMemoryAllocated) {
   for (const auto& extra : std::vector<std::vector<std::string>>{
            {"--model", "bert-base-uncased", "--batch-size", "16", "--max-length", "128"},

@@ -160,6 +160,32 @@ TEST(FusedAdamW, GradientNormAndClipCoefficientMatchClipGradNorm) {
   EXPECT_EQ(ClipCoefficient(0.5, max_norm), 1.0);
 }
 
+// The device path of clipping (no read back: the coefficient stays a tensor), run here on CPU
+// tensors: the same gradients as clip_grad_norm_, clipped when the norm is above max_norm and
+// unchanged (multiplied by exactly 1) when it is within.
+TEST(ClipGradientsOnDevice, MatchesClipGradNormAndLeavesSmallGradientsAlone) {
+  for (const double max_norm : {2.0, 1e6}) {
+    Params ours = MakeParams(torch::kFloat, 12), theirs = MakeParams(torch::kFloat, 12);
+    SetGradients(ours, theirs, 0, 1.0);
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : ours.all()) grads.push_back(p.grad());
+    const std::vector<torch::Tensor> before = {grads[0].clone(), grads[1].clone()};
+    ClipGradientsOnDevice(grads, max_norm);
+    torch::nn::utils::clip_grad_norm_(theirs.all(), max_norm);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(ours.all()[i].grad(), theirs.all()[i].grad(), 1e-5, 1e-7))
+          << "max_norm " << max_norm << ", parameter " << i;
+    }
+    if (max_norm > 1e5) {
+      EXPECT_TRUE(torch::equal(ours.all()[0].grad(), before[0]));
+    } else {
+      EXPECT_LT(ours.all()[0].grad().abs().max().item<double>(),
+                before[0].abs().max().item<double>());
+    }
+  }
+  ClipGradientsOnDevice({}, 1.0);  // nothing to clip
+}
+
 // The share of kept elements of n Bernoulli(1 - p) draws is within 5 standard deviations.
 void ExpectKeepRate(const torch::Tensor& noise, double p) {
   const auto n = static_cast<double>(noise.numel());

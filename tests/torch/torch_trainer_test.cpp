@@ -5,9 +5,11 @@
 #include "torch/torch_trainer.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "config/config.h"
 #include "memory/estimator.h"
@@ -254,6 +256,62 @@ TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->end, TrainResult::End::kFailed);
   EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
+}
+
+// The loss stays on the device and is read back every 50 optimizer steps and at each epoch's
+// end: a run that diverges in its first steps fails at step 50 of its first epoch (120 steps),
+// not later, and reports no epoch.
+TEST_F(TorchTrainerTest, DivergenceIsFoundAtTheNextCheckWithinTheEpoch) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.optimizer = OptimizerKind::kSgd;
+  hp.learning_rate = 1e12;
+  hp.max_grad_norm = 0;
+  hp.warmup_ratio = 0;
+  hp.batch_size = 4;
+  int epochs_reported = 0;
+  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_},
+                 [&](const EpochMetrics&) -> Result<EpochDecision> {
+                   ++epochs_reported;
+                   return EpochDecision::kContinue;
+                 });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kFailed);
+  EXPECT_NE(r->message.find("at epoch 1, found at step 50 (checked every 50 optimizer steps"),
+            std::string::npos)
+      << r->message;
+  EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
+  EXPECT_TRUE(r->epochs.empty());
+  EXPECT_EQ(epochs_reported, 0);
+}
+
+// What the host reads back from the trainer's tensors, counted by LibTorch's profiler (each
+// `.item()` is one aten::_local_scalar_dense, a host wait on a device): one epoch of 120
+// optimizer steps with clipping reads the loss at steps 50 and 100 and at the epoch's end, and
+// the validation loss once; nothing per step.
+TEST_F(TorchTrainerTest, TrainingStepsReadNothingBackToTheHost) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.batch_size = 4;
+  hp.epochs = 1;
+  hp.max_grad_norm = 1.0;
+  std::ostringstream trace;
+  {
+    torch::autograd::profiler::RecordProfile profile(trace);
+    auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+    ASSERT_EQ(r->epochs.size(), 1u);
+    EXPECT_EQ(r->epochs[0].optimizer_steps, 120);
+  }
+  const std::string text = trace.str();
+  int64_t reads = 0;
+  for (size_t at = text.find("_local_scalar_dense"); at != std::string::npos;
+       at = text.find("_local_scalar_dense", at + 1)) {
+    ++reads;
+  }
+  EXPECT_GT(text.size(), 1000u);  // the profile was recorded
+  EXPECT_EQ(reads, 4);
 }
 
 TEST_F(TorchTrainerTest, CtrlCStopsTheRunBeforeTheNextBatch) {
