@@ -22,7 +22,8 @@
 #   --configure-only   stop after step 3's checks of the configuration (seconds, no build)
 # Environment: TUNE_TORCH_PREFIX (a CMAKE_PREFIX_PATH entry holding Torch/TorchConfig.cmake),
 #   TUNE_GPU_KIT (default: .gpu-kit in the source tree), TUNE_GPU_BUILD (default: build-gpu in the
-#   source tree), JOBS (default: nproc), PYTHON (default: python3), TUNE_GPU_TARGETS (build only
+#   source tree), JOBS (default: nproc), PYTHON (default: python3), TUNE_GPU_BENCH (ON: define the
+#   benchmarks' targets too; default OFF), TUNE_GPU_TARGETS (build only
 #   these targets, space-separated; default: all), TUNE_GPU_CTEST_ARGS (extra ctest arguments for
 #   the full run, e.g. "-R Cuda|Train"; "skip": no full run, only `ctest -L cuda`; default: none).
 # RESULTS_DIR: summary.txt (the lines printed at the end), environment.txt, configure.log,
@@ -121,7 +122,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 cmake_args=(-S "$src_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
             "-DCMAKE_PREFIX_PATH=${torch_prefix:+$torch_prefix;}$prefix/usr"
-            -DTUNE_BUILD_BENCH=OFF -DTUNE_LIBTORCH2_CHECK=OFF)
+            "-DTUNE_BUILD_BENCH=${TUNE_GPU_BENCH:-OFF}" -DTUNE_LIBTORCH2_CHECK=OFF)
 command -v ninja >/dev/null 2>&1 && cmake_args+=(-G Ninja)
 command -v ccache >/dev/null 2>&1 && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 rm -f "$build/CMakeCache.txt"

@@ -2,8 +2,12 @@
 # The GPU checks of one short session on a borrowed GPU machine (docs/gpu.md#the-gpu-checks),
 # in order of value, each within what is left of one deadline, so that the session ends on time
 # with whatever was measured:
-#   1. the GPU kit (scripts/gpu/build.sh): tune and its CUDA tests built against python3's
-#      LibTorch with CUDA, then `ctest -L cuda`;
+#   1. the GPU kit (scripts/gpu/build.sh): tune, its CUDA tests and the training benchmark built
+#      against python3's LibTorch with CUDA, then `ctest -L cuda`;
+#   1b. the trainer's speed (issue 43): bench/train_throughput.{cpp,py}, tune's trainer vs
+#      PyTorch's fastest eager loop (fused AdamW, foreach clipping, autocast, no .item() per
+#      step) on bert-base at (8,128), (32,256), (16,512), bf16 then fp32, each run within its own
+#      deadline: speed.jsonl;
 #   2. the estimator against the caching allocator: `tune estimate --device cuda --measure` for
 #      the catalog's encoders at a grid of shapes and two precisions (six processes at once: each
 #      measures its own allocator's peaks); 2b. TorchScript models' fits probed on the card;
@@ -18,10 +22,11 @@
 #      out of memory at run time.
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
-# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit estimates torchscript corun study
-# others").
+# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed estimates torchscript corun
+# study others").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
-#   allocator.txt, torchscript.jsonl, study.log, study-trials.json, study-summary.txt,
+#   speed.jsonl, speed.err, allocator.txt, torchscript.jsonl, study.log, study-trials.json,
+#   study-summary.txt,
 #   others.log, others-trials.json. Exit status 0 (what failed is in checks.log).
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]" >&2; exit 2; }
@@ -45,7 +50,7 @@ within() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
-steps=" ${TUNE_GPU_CHECKS:-kit estimates torchscript corun study others} "
+steps=" ${TUNE_GPU_CHECKS:-kit speed estimates torchscript corun study others} "
 wanted() { [[ $steps == *" $1 "* ]]; }
 mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
 
@@ -54,7 +59,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 
 # 1. The GPU kit: tune and the CUDA tests only (the full suite is CI's, on the CPU).
 mark "1. GPU kit"
-wanted kit && TUNE_GPU_TARGETS="tune tune_torch_cuda_tests" TUNE_GPU_CTEST_ARGS=skip \
+wanted kit && TUNE_GPU_BENCH=ON TUNE_GPU_CTEST_ARGS=skip \
+  TUNE_GPU_TARGETS="tune tune_torch_cuda_tests tune_bench_train_throughput" \
   within 400 bash "$src_dir/scripts/gpu/build.sh" "$out/kit" ||
   echo "checks: build.sh failed or ran out of time (kit/summary.txt)"
 if [ ! -x "$build/tune" ]; then
@@ -66,6 +72,26 @@ export LD_LIBRARY_PATH=$build/kit-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH
 export PATH=$build/kit-root/usr/bin:$PATH
 tune=$build/tune
 work_ts=$(mktemp -d)
+
+# 1b. The trainer's speed: tune vs PyTorch eager on the card, the same model and batches.
+mark "1b. speed"
+speed_bin=$build/bench/tune_bench_train_throughput
+if wanted speed && [ -x "$speed_bin" ]; then
+  for row in "8 128 20" "32 256 10" "16 512 10"; do
+    read -r b t n <<< "$row"
+    for precision in bf16 fp32; do
+      args=(--name bert-base --layers 12 --hidden 768 --heads 12 --intermediate 3072
+            --vocab 30522 --batch "$b" --length "$t" --steps "$n" --device cuda
+            --precision "$precision")
+      within 60 "$speed_bin" "${args[@]}" >> "$out/speed.jsonl" \
+        2>> "$out/speed.err"
+      echo "speed tune ${b}x$t $precision exit $?"
+      within 60 python3 "$src_dir/bench/train_throughput.py" "${args[@]}" >> "$out/speed.jsonl" \
+        2>> "$out/speed.err"
+      echo "speed pytorch ${b}x$t $precision exit $?"
+    done
+  done
+fi
 
 # 2. The estimator against the caching allocator.
 mark "2. estimates"

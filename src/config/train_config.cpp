@@ -282,9 +282,15 @@ Result<TrainHyperparams> ParseHyperparamDefaults(const JsonReader& r, TrainObjec
     if (out.defaults.contains(canonical)) {
       return r.ChildError(key, fmt::format("'{}' is set twice (as '{}' too)", canonical, key));
     }
-    if (Status st = SetHyperparam(probe, key, value); !st.ok())
-      return r.ChildError(key, st.message());
     out.defaults[canonical] = value;
+    if (canonical == "precision" && value == "auto") continue;  // resolved per study: AutoPrecision
+    if (Status st = SetHyperparam(probe, key, value); !st.ok()) {
+      std::string message = st.message();
+      // The objective's precision may also be "auto".
+      if (const size_t at = message.find("valid: "); canonical == "precision" && at != message.npos)
+        message.insert(at + 7, "auto, ");
+      return r.ChildError(key, message);
+    }
   }
   return probe;
 }
@@ -454,7 +460,8 @@ Status CheckSpaceParams(const JsonReader& r, const StudyConfig& config,
 
 std::vector<OptionKey> TrainObjectiveKeys() {
   std::vector<OptionKey> keys = OwnKeys();
-  const Json defaults = HyperparamsToJson(TrainHyperparams{});
+  Json defaults = HyperparamsToJson(TrainHyperparams{});
+  defaults["precision"] = "auto";
   for (const auto& name : HyperparamNamesAndAliases()) {
     const std::string canonical = CanonicalHyperparam(name).value_or(name);
     keys.push_back({name, defaults.contains(canonical) ? defaults[canonical] : Json()});

@@ -66,6 +66,7 @@ struct GpuProcessMemory::Api {
   nvmlReturn_t (*graphics_v1)(nvmlDevice_t, unsigned int*, ProcessInfoV1*) = nullptr;
   nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;        // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
+  nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) = nullptr;  // optional
 
   ~Api() {
     if (shutdown != nullptr) shutdown();
@@ -147,6 +148,8 @@ std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
   }
   api->memory_info = lib.Symbol<decltype(api->memory_info)>("nvmlDeviceGetMemoryInfo");
   api->utilization = lib.Symbol<decltype(api->utilization)>("nvmlDeviceGetUtilizationRates");
+  api->compute_capability =
+      lib.Symbol<decltype(api->compute_capability)>("nvmlDeviceGetCudaComputeCapability");
   auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
   if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
       api->device_handle == nullptr ||
@@ -229,6 +232,16 @@ std::optional<int64_t> GpuProcessMemory::TotalMemory(unsigned int index) const {
   return static_cast<int64_t>(info.total);
 }
 
+std::optional<std::pair<int, int>> GpuProcessMemory::ComputeCapability(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  int major = 0, minor = 0;
+  if (api_->compute_capability == nullptr || !device ||
+      api_->compute_capability(*device, &major, &minor) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return std::make_pair(major, minor);
+}
+
 std::optional<double> GpuProcessMemory::Utilization(unsigned int index) const {
   const std::optional<nvmlDevice_t> device = Device(index);
   UtilizationRates rates{};
@@ -273,6 +286,13 @@ const GpuProcessMemory* DeviceNvml::Nvml() const {
 std::optional<double> DeviceNvml::Utilization() const {
   const GpuProcessMemory* nvml = Nvml();
   return nvml ? nvml->Utilization(*index_) : std::nullopt;
+}
+
+std::optional<int> DeviceNvml::ComputeMajor() const {
+  const GpuProcessMemory* nvml = Nvml();
+  if (nvml == nullptr) return std::nullopt;
+  const auto capability = nvml->ComputeCapability(*index_);
+  return capability ? std::make_optional(capability->first) : std::nullopt;
 }
 
 std::optional<int64_t> DeviceNvml::UsedByThisProcess() const {

@@ -43,6 +43,9 @@ class GpuProcessMemory {
   // The total memory of device `index` (NVML's nvmlDeviceGetMemoryInfo, what nvidia-smi shows
   // as the card's memory); nullopt when there is no such device or the driver cannot say.
   std::optional<int64_t> TotalMemory(unsigned int index = 0) const;
+  // The CUDA compute capability (major, minor) of device `index` (8.0: A100, 9.0: H100/H200);
+  // nullopt when the driver cannot say.
+  std::optional<std::pair<int, int>> ComputeCapability(unsigned int index = 0) const;
   // The share of the last sample period (1/6 s to 1 s, by product) in which one or more kernels
   // ran on device `index`, in [0, 1] (nvmlDeviceGetUtilizationRates' `gpu`, nvidia-smi's
   // GPU-Util): a time share, not how much of the card they used. nullopt when the driver cannot
@@ -72,6 +75,8 @@ class DeviceNvml {
  public:
   explicit DeviceNvml(const std::string& device);
   std::optional<double> Utilization() const;
+  // The device's compute capability's major number (GpuProcessMemory::ComputeCapability).
+  std::optional<int> ComputeMajor() const;
   // The device memory this process uses (GpuProcessMemory::UsedBy).
   std::optional<int64_t> UsedByThisProcess() const;
 

@@ -66,9 +66,13 @@ torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols
                        const torch::Device& device) {
   std::vector<int64_t> shape =
       cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
-  // from_blob borrows the vector; clone() owns a copy (and .to() moves it to the device).
+  // from_blob borrows the vector; clone() owns a copy. For CUDA the copy goes through pinned
+  // memory (the caching host allocator, which keeps the buffer until the copy is done) and does
+  // not block the host: the host goes on to queue the step's kernels.
   torch::Tensor t = torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kLong);
-  return device.is_cpu() ? t.clone() : t.to(device);
+  if (device.is_cpu()) return t.clone();
+  if (device.is_cuda()) return t.pin_memory().to(device, /*non_blocking=*/true);
+  return t.to(device);
 }
 
 // clip_grad_norm_. On the CPU, AdamW folds the coefficient into its step (one pass fewer over
@@ -606,6 +610,10 @@ class TorchTrainer final : public Trainer {
       return std::optional<RunState>();
     }
     if (rs->precision == Precision::kFp16) rs->scaler.emplace(device_);
+    if (device_.is_cuda()) {  // TF32 tensor cores for fp32 matmuls and convolutions, or not
+      at::globalContext().setAllowTF32CuBLAS(hp.tf32);
+      at::globalContext().setAllowTF32CuDNN(hp.tf32);
+    }
     const auto n_train = static_cast<int64_t>(rs->task->lengths(true).size());
     const int64_t batches_per_epoch = (n_train + hp.batch_size - 1) / hp.batch_size;
     const int64_t steps_per_epoch = (batches_per_epoch + hp.grad_accum - 1) / hp.grad_accum;

@@ -208,6 +208,7 @@ const std::vector<Entry>& Table() {
                  Choice<Precision>(&TrainHyperparams::precision, {{"fp32", Precision::kFp32},
                                                                   {"bf16", Precision::kBf16},
                                                                   {"fp16", Precision::kFp16}})});
+    t.push_back({"tf32", {"allow_tf32"}, Bool(&TrainHyperparams::tf32)});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -313,6 +314,7 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["seed"] = hp.seed;
   j["gradient_checkpointing"] = hp.gradient_checkpointing;
   j["precision"] = PrecisionName(hp.precision);
+  j["tf32"] = hp.tf32;
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
@@ -340,6 +342,11 @@ const char* PrecisionName(Precision p) {
       return "pure_bf16";
   }
   return "?";
+}
+
+Precision AutoPrecision(const std::string& device, std::optional<int> compute_major) {
+  if (device.rfind("cuda", 0) != 0 || !compute_major) return Precision::kFp32;
+  return *compute_major >= 8 ? Precision::kBf16 : Precision::kFp16;
 }
 
 Status CheckPrecisionForDevice(Precision precision, const std::string& device) {

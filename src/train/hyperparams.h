@@ -57,7 +57,12 @@ struct TrainHyperparams {
   // Recompute each encoder layer in the backward pass instead of keeping its activations
   // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.
   bool gradient_checkpointing = false;
-  Precision precision = Precision::kFp32;  // mixed precision of the forward pass
+  // Mixed precision of the forward pass. The objective's default is "auto" (AutoPrecision, kept
+  // per study: train_objective's trainer defaults); fp32 here.
+  Precision precision = Precision::kFp32;
+  // CUDA: fp32 matmuls and convolutions may use TF32 tensor cores (torch.backends.cuda.matmul.
+  // allow_tf32 and cudnn.allow_tf32). No effect on the CPU.
+  bool tf32 = true;
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
@@ -74,6 +79,11 @@ const char* PrecisionName(Precision precision);
 Result<Precision> ParsePrecision(std::string_view name);
 // InvalidArgument for fp16 on a device that is not CUDA.
 Status CheckPrecisionForDevice(Precision precision, const std::string& device);
+
+// What precision "auto" means on `device` ("cpu", "cuda", "cuda:N"): fp32 on the CPU; on CUDA
+// bf16 autocast where the card has bf16 tensor cores (compute capability >= 8.0: Ampere and
+// newer), else fp16 with loss scaling; fp32 when the capability is unknown.
+Precision AutoPrecision(const std::string& device, std::optional<int> compute_major);
 
 // Canonical names, in documentation order.
 const std::vector<std::string>& HyperparamNames();

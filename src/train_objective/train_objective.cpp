@@ -10,11 +10,14 @@
 #include <functional>
 #include <map>
 
+#include "measure/gpu_process_memory.h"
 #include "memory/train_guard.h"
 #include "objectives/trial_protocol.h"
 #include "train/save_best.h"
 #include "train_objective/text_sets.h"
+#include "train_objective/trainer_defaults.h"
 #include "train_objective/trial_outcome.h"
+#include "util/device.h"
 #include "util/text.h"
 
 namespace tune {
@@ -69,6 +72,7 @@ class TrainObjective final : public Objective {
     if (!trainer_) {
       return FailedPreconditionError("this train objective runs trials in child processes only");
     }
+    TUNE_RETURN_IF_ERROR(ApplyTrainerDefaults(trial));
     TrainJob job;
     std::string unfit;  // why this trial's configuration cannot train
     TUNE_RETURN_IF_ERROR(BuildJob(params, job, unfit));
@@ -161,6 +165,57 @@ class TrainObjective final : public Objective {
                                                      job, outcome, built, vocab));
     if (!staged || options_.planned) return Status::Ok();  // a --jobs child: the parent promotes
     return saver_->Promote(trial.number(), outcome, BestCompleteValue(trial.history()));
+  }
+
+  // The study's trainer defaults (trainer_defaults.h), read or recorded once per process before
+  // the first job is built: what precision "auto" (the default) and an unset "tf32" mean. A --jobs
+  // child gets them in its params from the parent instead.
+  Status ApplyTrainerDefaults(TrialHandle& trial) {
+    if (defaults_applied_ || options_.planned ||
+        options_.task == TrainTask::kTabularClassification) {
+      return Status::Ok();
+    }
+    const bool precision_auto =
+        !options_.defaults.contains("precision") || options_.defaults["precision"] == "auto";
+    const bool tf32_auto = !options_.defaults.contains("tf32");
+    const std::optional<int> major = DeviceNvml(options_.device).ComputeMajor();
+    const TrainerDefaults current = CurrentTrainerDefaults(options_.device, major);
+    TUNE_ASSIGN_OR_RETURN(StudyDefaults kept, StudyTrainerDefaults(trial, current));
+    defaults_applied_ = true;
+    if (precision_auto) base_.precision = kept.defaults.precision;
+    if (tf32_auto) base_.tf32 = kept.defaults.tf32;
+    const TrainerDefaults& d = kept.defaults;
+    const std::string what =
+        fmt::format("precision {}{}, TF32 {}{}, attention {}", PrecisionName(base_.precision),
+                    precision_auto ? " (auto)" : "", base_.tf32 ? "on" : "off",
+                    tf32_auto ? "" : " (set)", d.attention);
+    const bool differs = d.precision != current.precision || d.tf32 != current.tf32;
+    const auto level = ParseDevice(options_.device).ok() && ParseDevice(options_.device)->is_cuda()
+                           ? spdlog::level::info
+                           : spdlog::level::debug;
+    switch (kept.source) {
+      case StudyDefaults::Source::kNew:
+        spdlog::log(level, "Trainer defaults of study '{}': {}{}; kept for its later runs",
+                    trial.study_name(), what,
+                    major ? fmt::format(" (CUDA compute capability {})", *major) : "");
+        break;
+      case StudyDefaults::Source::kRecorded:
+        spdlog::log(
+            differs ? spdlog::level::info : level,
+            "Trainer defaults kept from study '{}'s first run: {}{}", trial.study_name(), what,
+            differs ? fmt::format("; this tune here would choose {} with TF32 {} (set "
+                                  "\"precision\" or \"tf32\" to change)",
+                                  PrecisionName(current.precision), current.tf32 ? "on" : "off")
+                    : "");
+        break;
+      case StudyDefaults::Source::kLegacy:
+        spdlog::info(
+            "Study '{}' has trials from before tune kept its trainer defaults: it keeps what they "
+            "ran with: {} (set \"precision\" or \"tf32\" to change)",
+            trial.study_name(), what);
+        break;
+    }
+    return Status::Ok();
   }
 
   // The trial's hyperparameters (the objective's, overridden by the params) and its model.
@@ -272,6 +327,7 @@ class TrainObjective final : public Objective {
   // (nothing recorded) when the trial does not fit there.
   Result<std::optional<TrialPlan>> PlanWithin(TrialHandle& trial, const Json& params,
                                               std::optional<int64_t> room) {
+    TUNE_RETURN_IF_ERROR(ApplyTrainerDefaults(trial));
     TrialPlan plan;
     TrainJob job;
     std::string unfit;
@@ -291,6 +347,9 @@ class TrainObjective final : public Objective {
     plan.params["batch_size"] = job.hp.batch_size;
     plan.params["grad_accum"] = job.hp.grad_accum;
     plan.params["gradient_checkpointing"] = job.hp.gradient_checkpointing;
+    // The study's trainer defaults, as this process read them: the child does not read them.
+    plan.params["precision"] = PrecisionName(job.hp.precision);
+    plan.params["tf32"] = job.hp.tf32;
     plan.reservation =
         guarded.admission ? guarded.admission->predicted : guarded.estimate.value_or(0);
     plan.exclusive = !guarded.estimate;
@@ -310,6 +369,7 @@ class TrainObjective final : public Objective {
   TextSets text_;
   TabularTrainData tabular_;
   TrainHyperparams base_;
+  bool defaults_applied_ = false;  // ApplyTrainerDefaults ran
   TrainGuard guard_;
   std::optional<BestModelSaver> saver_;
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
@@ -322,6 +382,7 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
                                                      std::unique_ptr<Trainer> trainer) {
   TrainHyperparams base;
   for (const auto& [key, value] : options.defaults.items()) {
+    if (key == "precision" && value == "auto") continue;  // ApplyTrainerDefaults
     TUNE_RETURN_IF_ERROR(SetHyperparam(base, key, value));
   }
   TUNE_ASSIGN_OR_RETURN(std::vector<const ModelSpec*> models,

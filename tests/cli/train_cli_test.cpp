@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -404,6 +405,57 @@ TEST_F(TrainCli, AnotherProcessOnTheCardShrinksTheBudgetAndNoTrialRunsOutOfMemor
     EXPECT_EQ(a["predicted"], b["predicted"]) << "trial " << i;
     EXPECT_DOUBLE_EQ(a["correction"].get<double>(), b["correction"].get<double>()) << "trial " << i;
     EXPECT_FALSE(a.contains("others"));
+  }
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
+// The trainer's defaults a study keeps, through the binary and its SQLite file: the first run
+// records what precision "auto" chose here (fp32 on the CPU); once the record says bf16 (what a
+// card with bf16 would have chosen), later --jobs trials train at bf16 in their own processes.
+TEST_F(TrainCli, JobsTrialsTrainAtTheStudysRecordedPrecision) {
+  const std::string db = (dir_.path() / "d.db").string();
+  const std::string config = WriteConfig({{"memory", {{"device_memory", "2GiB"}}}});
+  auto query = [&](const std::string& sql) {
+    sqlite3* h = nullptr;
+    std::string out;
+    EXPECT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    sqlite3_exec(
+        h, sql.c_str(),
+        [](void* o, int, char** values, char**) {
+          *static_cast<std::string*>(o) = values[0] != nullptr ? values[0] : "";
+          return 0;
+        },
+        &out, nullptr);
+    sqlite3_close(h);
+    return out;
+  };
+  const std::string select =
+      "SELECT value_json FROM study_system_attributes WHERE key = 'trainer_defaults'";
+  ProcessRun first =
+      Tune({"--study", "t", "--config", config, "--storage", "sqlite:///" + db, "--n-trials", "1"});
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(Json::parse(query(select)),
+            (Json{{"precision", "fp32"}, {"tf32", true}, {"attention", "eager"}}));
+  query(
+      "UPDATE study_system_attributes SET value_json = "
+      "'{\"precision\": \"bf16\", \"tf32\": true, \"attention\": \"eager\"}' "
+      "WHERE key = 'trainer_defaults'");
+  // --n-trials counts the study's finished trials: two more.
+  ProcessRun resumed = Tune({"--study", "t", "--config", config, "--storage", "sqlite:///" + db,
+                             "--n-trials", "3", "--jobs", "2"});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("Trainer defaults kept from study 't's first run: precision bf16 "
+                             "(auto), TF32 on, attention eager; this tune here would choose fp32"),
+            std::string::npos)
+      << resumed.err;
+  const Json trials = Json::parse(
+      Tune({"trials", "--study", "t", "--storage", "sqlite:///" + db, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 3u);
+  EXPECT_EQ(trials[0]["user_attrs"]["memory"]["family"], "bert");
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(trials[i]["state"], "COMPLETE") << trials[i].dump();
+    EXPECT_EQ(trials[i]["user_attrs"]["memory"]["family"], "bert/bf16") << trials[i].dump();
   }
 }
 #endif

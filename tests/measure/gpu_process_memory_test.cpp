@@ -41,6 +41,11 @@ TEST(GpuProcessMemory, ReadsTheDevicesTotalMemoryAndItsProcesses) {
   EXPECT_DOUBLE_EQ(gpu->Utilization(0).value_or(-1), 0.37);
   EXPECT_EQ(gpu->Utilization(1), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_UTIL");
+  EXPECT_EQ(gpu->ComputeCapability(0), std::make_pair(8, 0));  // the stand-in's default
+  setenv("TUNE_FAKE_NVML_CC", "7.5", 1);
+  EXPECT_EQ(gpu->ComputeCapability(0), std::make_pair(7, 5));
+  EXPECT_EQ(gpu->ComputeCapability(1), std::nullopt);
+  unsetenv("TUNE_FAKE_NVML_CC");
 }
 
 // CUDA numbers the devices CUDA_VISIBLE_DEVICES lists; NVML numbers all of them.
@@ -62,6 +67,10 @@ TEST(DeviceNvml, ReadsCudaDevicesOnly) {
   EXPECT_EQ(DeviceNvml("cuda:1").Utilization(), std::nullopt);  // the fake has one device
   EXPECT_EQ(DeviceNvml("cpu").Utilization(), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_UTIL");
+  setenv("TUNE_FAKE_NVML_CC", "9.0", 1);  // what precision "auto" reads (AutoPrecision)
+  EXPECT_EQ(DeviceNvml("cuda").ComputeMajor(), 9);
+  EXPECT_EQ(DeviceNvml("cpu").ComputeMajor(), std::nullopt);
+  unsetenv("TUNE_FAKE_NVML_CC");
   unsetenv("TUNE_NVML_LIBRARY");
 }
 

@@ -2,7 +2,8 @@
 // device of $TUNE_FAKE_NVML_TOTAL bytes (default 24 GiB), $TUNE_FAKE_NVML_UTIL percent utilised
 // (default 0), and the compute processes $TUNE_FAKE_NVML_PROCESSES lists ("PID:BYTES,PID:BYTES",
 // or "@FILE" for a file holding that list, read at each call so that a test can change it; none
-// by default). Only the entry points tune's GpuProcessMemory opens, with NVML's C types.
+// by default), and the compute capability $TUNE_FAKE_NVML_CC ("MAJOR.MINOR", default 8.0). Only
+// the entry points tune's GpuProcessMemory opens, with NVML's C types.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -82,6 +83,15 @@ __attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void*, Memory
   m->used = 0;
   for (const auto& p : Processes()) m->used += p.second;
   m->free = m->total - m->used;
+  return 0;
+}
+__attribute__((visibility("default"))) int nvmlDeviceGetCudaComputeCapability(void*, int* major,
+                                                                              int* minor) {
+  const char* env = std::getenv("TUNE_FAKE_NVML_CC");
+  const std::string cc = env != nullptr && *env != '\0' ? env : "8.0";
+  *major = std::atoi(cc.c_str());
+  const size_t dot = cc.find('.');
+  *minor = dot == std::string::npos ? 0 : std::atoi(cc.c_str() + dot + 1);
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void*, Utilization* u) {

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "testing/scripted_trainer.h"
 #include "testing/temp_dir.h"
+#include "train_objective/trainer_defaults.h"
 #include "tune/pruners/threshold.h"
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
@@ -158,6 +159,86 @@ TEST_F(TrainObjectiveTest, TrialParamsOverrideTheObjectivesKeys) {
   EXPECT_EQ(train["best_epoch"], 1);
   EXPECT_EQ(train["epochs_run"], 3);
   EXPECT_EQ(train["history"].size(), 3u);
+}
+
+// The trainer's defaults a study keeps (trainer_defaults.h): a new study records what precision
+// "auto" (the default) and TF32 mean here (on the CPU: fp32); a study that recorded bf16 keeps it
+// on resume; explicit keys win; a study with trials from before the record keeps fp32 without
+// TF32.
+TEST_F(TrainObjectiveTest, AStudyKeepsItsTrainerDefaults) {
+  const Json space = {
+      {"learning_rate", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-2}, {"log", true}}}};
+  auto run = [&](Study& study, const Json& extra) {
+    auto c = Config(TrainJson(extra), space);
+    if (!c.ok()) {
+      ADD_FAILURE() << c.status().ToString();
+      return TrainHyperparams{};
+    }
+    auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+    ScriptedTrainer* trainer = scripted.get();
+    auto objective = MakeObjective(*c, std::move(scripted));
+    EXPECT_TRUE(objective.ok()) << objective.status().ToString();
+    RunTrial(study, **objective, {{"learning_rate", 1e-3}});
+    EXPECT_EQ(trainer->jobs.size(), 1u);
+    return trainer->jobs.empty() ? TrainHyperparams{} : trainer->jobs[0].hp;
+  };
+  auto record = [](Study& study) {
+    auto r = study.storage().GetStudySystemAttr(study.study_id(), "trainer_defaults");
+    EXPECT_TRUE(r.ok());
+    return r.ok() && *r ? **r : Json();
+  };
+  // A new study on the CPU: fp32 and TF32 on (TF32 means nothing on the CPU), recorded.
+  auto fresh = NewStudy();
+  TrainHyperparams hp = run(*fresh, Json::object());
+  EXPECT_EQ(hp.precision, Precision::kFp32);
+  EXPECT_TRUE(hp.tf32);
+  EXPECT_EQ(record(*fresh), (Json{{"precision", "fp32"}, {"tf32", true}, {"attention", "eager"}}));
+  // "auto" written out is the default.
+  EXPECT_EQ(run(*fresh, {{"precision", "auto"}}).precision, Precision::kFp32);
+
+  // A study whose first run chose bf16 (a card with bf16) keeps it when resumed here.
+  auto resumed = NewStudy();
+  ASSERT_TRUE(resumed->storage()
+                  .SetStudySystemAttr(resumed->study_id(), "trainer_defaults",
+                                      Json{{"precision", "bf16"}, {"tf32", false}})
+                  .ok());
+  hp = run(*resumed, Json::object());
+  EXPECT_EQ(hp.precision, Precision::kBf16);
+  EXPECT_FALSE(hp.tf32);
+  // Explicit keys win over the record.
+  hp = run(*resumed, {{"precision", "fp32"}, {"allow_tf32", true}});
+  EXPECT_EQ(hp.precision, Precision::kFp32);
+  EXPECT_TRUE(hp.tf32);
+  EXPECT_EQ(record(*resumed)["precision"], "bf16");  // the record stays
+
+  // Trials from before the record: fp32 without TF32, recorded.
+  auto legacy = NewStudy();
+  {
+    auto trial = std::move(legacy->Ask()).value();
+    ASSERT_TRUE(legacy->Tell(*trial, TrialState::kComplete, {0.5}).ok());
+  }
+  hp = run(*legacy, Json::object());
+  EXPECT_EQ(hp.precision, Precision::kFp32);
+  EXPECT_FALSE(hp.tf32);
+  EXPECT_EQ(record(*legacy)["tf32"], false);
+
+  // "auto" is no choice of a search space, and a typo names it.
+  auto bad = Config(TrainJson({{"precision", "fp33"}}), space);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("valid: auto, fp32, bf16, fp16"), std::string::npos)
+      << bad.status().message();
+}
+
+// What "auto" means: fp32 on the CPU and where the card's capability is unknown; bf16 from
+// compute capability 8 (Ampere), fp16 below.
+TEST(AutoPrecision, FollowsTheDeviceAndItsComputeCapability) {
+  EXPECT_EQ(AutoPrecision("cpu", 9), Precision::kFp32);
+  EXPECT_EQ(AutoPrecision("cuda", 9), Precision::kBf16);
+  EXPECT_EQ(AutoPrecision("cuda:1", 8), Precision::kBf16);
+  EXPECT_EQ(AutoPrecision("cuda", 7), Precision::kFp16);
+  EXPECT_EQ(AutoPrecision("cuda", std::nullopt), Precision::kFp32);
+  EXPECT_EQ(TrainerDefaultsFromJson(Json{{"precision", "bf16"}}), std::nullopt);  // no tf32
+  EXPECT_EQ(TrainerDefaultsFromJson(Json{{"precision", "fp64"}, {"tf32", true}}), std::nullopt);
 }
 
 TEST_F(TrainObjectiveTest, EarlyStoppingAfterPatienceEpochsWithoutImprovement) {
@@ -453,7 +534,7 @@ TEST_F(TrainObjectiveTest, ConfigErrors) {
             "\"precision\": \"bf16\" on CPU");
   EXPECT_EQ(error(TrainJson({{"precision", "fp8"}}), lr),
             "study.json: /objective/precision: unknown precision 'fp8' (did you mean 'fp32'?); "
-            "valid: fp32, bf16, fp16");
+            "valid: auto, fp32, bf16, fp16");
   EXPECT_TRUE(Config(TrainJson({{"precision", "bf16"}}), lr).ok());
   EXPECT_TRUE(Config(TrainJson({{"precision", "fp16"}, {"device", "cuda:0"}}), lr).ok());
   EXPECT_EQ(error(TrainJson(), lr, "minimize"),
