@@ -705,8 +705,8 @@ class TorchTrainer final : public Trainer {
       }
       OptimizerStep(rs, p);
       if (rs.job.on_step) {
-        const double group_loss = loss_sum.item<double>() - group_start;
         if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
+        const double group_loss = loss - group_start;
         const auto first = batches.begin() + static_cast<std::ptrdiff_t>(g);
         const auto last = batches.begin() + static_cast<std::ptrdiff_t>(g_end);
         rs.job.on_step(StepRecord{rs.step, group_loss / static_cast<double>(group_examples), rs.lr,

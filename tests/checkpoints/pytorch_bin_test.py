@@ -36,15 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 import make_checkpoints as mc  # noqa: E402
+from checks import FAILURES, check  # noqa: E402
 from model_parity_test import TEXTS, read_safetensors  # noqa: E402
-
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
 
 
 def state_dict(weights):

@@ -35,10 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 sys.path.insert(0, HERE)
 import make_checkpoints as mc  # noqa: E402
+from checks import FAILURES, check  # noqa: E402
 from model_parity_test import (TEXTS, batch, bert_logits, bpe_ids, deberta_logits, linear,  # noqa: E402
                                read_safetensors, wordpiece_ids)
-
-FAILURES = []
 
 # What each family's *ForSequenceClassification calls its base model and head.
 FAMILIES = {
@@ -46,12 +45,6 @@ FAMILIES = {
     "tiny-org/roberta-bpe": ("RobertaForSequenceClassification", "roberta."),
     "tiny-org/deberta-wp": ("DebertaV2ForSequenceClassification", "deberta."),
 }
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
 
 
 class Recorded(dict):

@@ -245,14 +245,20 @@ TEST_F(TorchTrainerTest, AnAllocationTheMachineCannotServeIsOutOfMemoryToo) {
   EXPECT_EQ(GetCpuMemoryStats().live_bytes, before);
 }
 
-TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
-  auto trainer = NewCpuTrainer();
+// SGD at a learning rate of 1e12 without clipping or warmup: the loss is not finite within a
+// few steps.
+TrainHyperparams DivergingHyperparams() {
   TrainHyperparams hp = FastHyperparams();
   hp.optimizer = OptimizerKind::kSgd;
   hp.learning_rate = 1e12;
   hp.max_grad_norm = 0;
   hp.warmup_ratio = 0;
-  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+  return hp;
+}
+
+TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
+  auto trainer = NewCpuTrainer();
+  auto r = Train(*trainer, TrainJob{TinyModel(), DivergingHyperparams(), data_});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->end, TrainResult::End::kFailed);
   EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
@@ -263,11 +269,7 @@ TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
 // not later, and reports no epoch.
 TEST_F(TorchTrainerTest, DivergenceIsFoundAtTheNextCheckWithinTheEpoch) {
   auto trainer = NewCpuTrainer();
-  TrainHyperparams hp = FastHyperparams();
-  hp.optimizer = OptimizerKind::kSgd;
-  hp.learning_rate = 1e12;
-  hp.max_grad_norm = 0;
-  hp.warmup_ratio = 0;
+  TrainHyperparams hp = DivergingHyperparams();
   hp.batch_size = 4;
   int epochs_reported = 0;
   auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_},
