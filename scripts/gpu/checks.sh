@@ -23,7 +23,8 @@
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed estimates torchscript corun
-# study others").
+# study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 42);
+# TUNE_GPU_SPEED_PRECISIONS, the speed step's precisions (default: "bf16 fp32").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
 #   speed.jsonl, speed.err, allocator.txt, torchscript.jsonl, study.log, study-trials.json,
 #   study-summary.txt,
@@ -79,7 +80,7 @@ speed_bin=$build/bench/tune_bench_train_throughput
 if wanted speed && [ -x "$speed_bin" ]; then
   for row in "8 128 20" "32 256 10" "16 512 10"; do
     read -r b t n <<< "$row"
-    for precision in bf16 fp32; do
+    for precision in ${TUNE_GPU_SPEED_PRECISIONS:-bf16 fp32}; do
       args=(--name bert-base --layers 12 --hidden 768 --heads 12 --intermediate 3072
             --vocab 30522 --batch "$b" --length "$t" --steps "$n" --device cuda
             --precision "$precision")
@@ -134,6 +135,8 @@ configs=(
 pids=()
 wanted estimates || configs=()
 for c in "${configs[@]}"; do
+  # TUNE_GPU_EST_IDS ("33 34 ..."): only these configurations.
+  [ -z "${TUNE_GPU_EST_IDS:-}" ] || [[ " $TUNE_GPU_EST_IDS " == *" ${c%% *} "* ]] || continue
   # shellcheck disable=SC2086
   estimate $c &
   pids+=($!)

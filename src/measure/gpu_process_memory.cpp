@@ -295,6 +295,11 @@ std::optional<int> DeviceNvml::ComputeMajor() const {
   return capability ? std::make_optional(capability->first) : std::nullopt;
 }
 
+std::optional<int64_t> DeviceNvml::TotalMemory() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml == nullptr ? std::nullopt : nvml->TotalMemory(*index_);
+}
+
 std::optional<int64_t> DeviceNvml::UsedByThisProcess() const {
   const GpuProcessMemory* nvml = Nvml();
   return nvml ? nvml->UsedBy({getpid()}) : std::nullopt;

@@ -79,6 +79,8 @@ class DeviceNvml {
   std::optional<int> ComputeMajor() const;
   // The device memory this process uses (GpuProcessMemory::UsedBy).
   std::optional<int64_t> UsedByThisProcess() const;
+  // The device's total memory (GpuProcessMemory::TotalMemory).
+  std::optional<int64_t> TotalMemory() const;
 
  private:
   const GpuProcessMemory* Nvml() const;  // null: not a CUDA device, or no NVML

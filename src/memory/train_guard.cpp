@@ -88,8 +88,14 @@ int64_t TrainGuard::MeasuredContext(const DeviceMemoryStatus& m) const {
 
 std::optional<int64_t> TrainGuard::DeviceMemory() const {
   std::optional<int64_t> d = options_.device_memory;
+  if (!OnCuda()) return d;
+  // The card's total as CUDA reports it; a --jobs parent, which has no trainer (and creates no
+  // CUDA context), reads it from the driver (NVML).
   const DeviceMemoryStatus m = trainer_ ? trainer_->MemoryStatus() : DeviceMemoryStatus{};
-  if (OnCuda() && m.total > 0) d = d ? std::min(*d, m.total) : m.total;
+  const std::optional<int64_t> total = m.total > 0           ? std::make_optional(m.total)
+                                       : trainer_ == nullptr ? nvml_.TotalMemory()
+                                                             : std::nullopt;
+  if (total) d = d ? std::min(*d, *total) : *total;
   return d;
 }
 

@@ -88,7 +88,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     std::map<c10::ScalarType, std::vector<torch::Tensor>> fused;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      if (FusedDeviceAdamW() && p.is_cuda() && !p.grad().is_sparse() &&
+      if (FusedDeviceAdamW() && (p.is_cuda() || device_kernel_on_cpu_) && !p.grad().is_sparse() &&
           at::isFloatingType(p.scalar_type())) {
         if (grad_scale != 1.0) p.mutable_grad().mul_(grad_scale);
         fused[p.scalar_type()].push_back(p);
@@ -150,12 +150,15 @@ void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, doubl
       s.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
       s.step_count = torch::zeros({}, p.options().dtype(torch::kFloat));
     }
-    ++s.step;  // the kernel counts step_count on the device; this one is the host's copy
+    ++s.step;  // the host's copy; step_count, the kernel's, is counted on the device below
     grads.push_back(p.grad());
     exp_avgs.push_back(s.exp_avg);
     exp_avg_sqs.push_back(s.exp_avg_sq);
     steps.push_back(s.step_count);
   }
+  // The kernel reads the step count (its bias corrections) but does not advance it: as
+  // torch.optim.AdamW(fused=True), count first. At 0, 1 - beta^0 = 0 divides: NaN weights.
+  at::_foreach_add_(steps, 1);
   at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
                     beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
 #else

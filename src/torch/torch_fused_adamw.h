@@ -37,6 +37,10 @@ class FusedAdamW : public torch::optim::Optimizer {
 
   torch::Tensor step(LossClosure closure = nullptr) override;
 
+  // Tests: CPU parameters take the fused device kernel too (at::_fused_adamw_ has a CPU kernel
+  // from LibTorch 2.4), so that its call is checked without a card. Call before the first step.
+  void set_device_kernel_on_cpu(bool on) { device_kernel_on_cpu_ = on; }
+
   // The number of steps taken for `param` (0 before its first).
   int64_t steps(const torch::Tensor& param) const;
 
@@ -51,6 +55,7 @@ class FusedAdamW : public torch::optim::Optimizer {
                        double beta2, double weight_decay, double eps);
   std::unordered_map<const void*, State> states_;
   double grad_scale_ = 1.0;
+  bool device_kernel_on_cpu_ = false;
 };
 
 // The global 2-norm of the parameters' gradients (those defined), accumulated in double in one

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "memory/train_guard.h"
 #include "testing/temp_dir.h"
 
 namespace tune {
@@ -151,6 +152,28 @@ TEST(CardOthersNvml, CountsTheProcessesNvmlListsButThisRun) {
   EXPECT_EQ(others.Budget(8 * 1024 * kMiB), 8 * 1024 * kMiB);  // unknown: device_memory
   // Not a CUDA device, no simulated card: nothing to read.
   EXPECT_FALSE(CardOthers("cpu", std::nullopt).Read().has_value());
+  unsetenv("TUNE_FAKE_NVML_PROCESSES");
+  unsetenv("TUNE_FAKE_NVML_TOTAL");
+  unsetenv("TUNE_NVML_LIBRARY");
+}
+
+// A --jobs parent on a CUDA device without device_memory has no trainer (no CUDA context): it
+// takes the card's total from the driver, so that trials reserve against the card less what
+// other processes hold (found on an H100: the parent reserved nothing and ignored the others).
+TEST(CardOthersNvml, AJobsParentWithoutDeviceMemoryAdmitsAgainstTheCardLessTheOthers) {
+  testing::TempDir dir;
+  const std::string list = (dir.path() / "processes").string();
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_TOTAL", std::to_string(16 * 1024 * kMiB).c_str(), 1);
+  setenv("TUNE_FAKE_NVML_PROCESSES", ("@" + list).c_str(), 1);
+  std::ofstream(list) << getppid() << ":" << 1024 * kMiB;
+  TrainGuard parent(GuardOptions{}, "cuda", /*trainer=*/nullptr, std::nullopt);
+  EXPECT_EQ(parent.DeviceMemory(), 16 * 1024 * kMiB);
+  EXPECT_EQ(parent.Budget(), (16 * 1024 - 1024 - 256) * kMiB);
+  GuardOptions capped;
+  capped.device_memory = 8 * 1024 * kMiB;
+  EXPECT_EQ(TrainGuard(capped, "cuda", nullptr, std::nullopt).DeviceMemory(), 8 * 1024 * kMiB);
+  EXPECT_EQ(TrainGuard(GuardOptions{}, "cpu", nullptr, std::nullopt).DeviceMemory(), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_PROCESSES");
   unsetenv("TUNE_FAKE_NVML_TOTAL");
   unsetenv("TUNE_NVML_LIBRARY");

@@ -86,21 +86,29 @@ TEST_F(CudaTest, EmptyCacheReturnsReservedMemory) {
   EXPECT_GT(emptied.free, cached.free + 192 * kMiB) << "the driver got the memory back";
 }
 
-TEST_F(CudaTest, TrainerLearnsTheSeparableTaskOnTheCard) {
+// In fp32 and in bf16 autocast (what precision "auto" picks on cards of compute capability >= 8).
+class CudaPrecisionTest : public CudaTest, public ::testing::WithParamInterface<Precision> {};
+
+TEST_P(CudaPrecisionTest, TrainerLearnsTheSeparableTaskOnTheCard) {
   TextTrainData d =
       testing::Tokenize(testing::MakeSynthetic(480, 4, 1), testing::MakeSynthetic(160, 4, 2), 4);
   auto trainer = CudaTrainer();
   ASSERT_NE(trainer, nullptr);
   EXPECT_NE(trainer->name().find("cuda:0"), std::string::npos) << trainer->name();
-  auto r = trainer->Train(
-      TrainJob{testing::TinyModel(), testing::FastHyperparams(), &d},
-      [](const EpochMetrics&) { return Result<EpochDecision>(EpochDecision::kContinue); });
+  TrainHyperparams hp = testing::FastHyperparams();
+  hp.precision = GetParam();
+  auto r = trainer->Train(TrainJob{testing::TinyModel(), hp, &d}, [](const EpochMetrics&) {
+    return Result<EpochDecision>(EpochDecision::kContinue);
+  });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
   EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
   EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
   EXPECT_GT(r->peak_memory_bytes, 0);  // the caching allocator's peak above the start
 }
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaPrecisionTest,
+                         ::testing::Values(Precision::kFp32, Precision::kBf16),
+                         [](const auto& p) { return std::string(PrecisionName(p.param)); });
 
 // The train objective on cuda:0 in a study, as `tune` runs it.
 class CudaObjectiveTest : public CudaTest {

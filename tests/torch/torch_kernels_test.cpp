@@ -8,6 +8,7 @@
 
 #include "torch/torch_dropout.h"
 #include "torch/torch_fused_adamw.h"
+#include "torch/torch_version.h"
 
 namespace tune::internal {
 namespace {
@@ -87,6 +88,30 @@ TEST(FusedAdamW, FusedCpuStepMatchesTorchAdamW) {
   // The parameters moved (lr 1e-2 over 6 steps) and agree to float rounding.
   EXPECT_GT((fused.decay[0] - start.decay[0]).abs().max().item<double>(), 1e-2);
   EXPECT_LT(MaxRelativeDifference(fused, reference), 1e-5);
+}
+
+// The fused device kernel's call (the CUDA path) on the CPU, where LibTorch >= 2.4 has the
+// kernel: the step count is advanced before the kernel reads it (at 0 its bias corrections
+// divide by zero: NaN weights, found on an H100), and 6 steps with a schedule match AdamW.
+TEST(FusedAdamW, TheDeviceKernelMatchesTorchAdamW) {
+#if TUNE_TORCH_AT_LEAST(2, 4)
+  Params fused = MakeParams(torch::kFloat, 7), reference = MakeParams(torch::kFloat, 7);
+  auto ours = MakeAdamW<FusedAdamW>(fused);
+  ours->set_device_kernel_on_cpu(true);
+  auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
+  for (int step = 0; step < 6; ++step) {
+    SetGradients(fused, reference, step, 1.0);
+    SetLr(*ours, 1e-2 * (6 - step) / 6.0);
+    SetLr(*theirs, 1e-2 * (6 - step) / 6.0);
+    ours->step();
+    theirs->step();
+  }
+  EXPECT_EQ(ours->steps(fused.decay[0]), 6);
+  EXPECT_LT(MaxRelativeDifference(fused, reference), 1e-5);
+#else
+  GTEST_SKIP() << "at::_fused_adamw_ has a CPU kernel from LibTorch 2.4 (this is "
+               << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << ")";
+#endif
 }
 
 TEST(FusedAdamW, GradientScaleEqualsScaledGradientsForOneStep) {
