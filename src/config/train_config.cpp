@@ -21,21 +21,14 @@ namespace fs = std::filesystem;
 // The train objective's own keys (the others are hyperparameters), with their defaults.
 std::vector<OptionKey> OwnKeys() {
   const TrainObjectiveOptions d;
-  return {{"task", "text_classification"},
-          {"data", nullptr},
-          {"tokenizer", nullptr},
-          {"metric", TrainMetricName(d.metric)},
-          {"objectives", nullptr},
-          {"constraints", nullptr},
-          {"device", d.device},
-          {"threads", d.threads},
-          {"ignore_params", Json::array()},
-          {"pretrained", nullptr},
-          {"init", "pretrained"},
-          {"models_dir", nullptr},
-          {"hub_cache", nullptr},
-          {"save_best", nullptr},
-          {"memory", nullptr}};
+  return {{"task", "text_classification"}, {"data", nullptr},
+          {"tokenizer", nullptr},          {"metric", TrainMetricName(d.metric)},
+          {"positive_label", nullptr},     {"objectives", nullptr},
+          {"constraints", nullptr},        {"device", d.device},
+          {"threads", d.threads},          {"ignore_params", Json::array()},
+          {"pretrained", nullptr},         {"init", "pretrained"},
+          {"models_dir", nullptr},         {"hub_cache", nullptr},
+          {"save_best", nullptr},          {"memory", nullptr}};
 }
 
 // Paths in the config are relative to its directory.
@@ -64,6 +57,27 @@ Status ParseTask(const JsonReader& r, TrainObjectiveOptions& out) {
   return Status::Ok();
 }
 
+// "data": the second text of sentence pairs and how a pair is cut.
+Status ParseTextPair(const JsonReader& d, TextDataOptions& data) {
+  TUNE_ASSIGN_OR_RETURN(data.text_pair_column, d.OptString("text_pair_column"));
+  if (data.text_pair_column && *data.text_pair_column == data.text_column) {
+    return d.ChildError(
+        "text_pair_column",
+        fmt::format("is the text column '{}' too; a pair needs two columns", data.text_column));
+  }
+  TUNE_ASSIGN_OR_RETURN(auto truncation, d.OptString("truncation"));
+  if (!truncation) return Status::Ok();
+  if (!data.text_pair_column) {
+    return d.ChildError("truncation",
+                        "applies to sentence pairs: set \"text_pair_column\" (single texts keep "
+                        "their first max_length tokens)");
+  }
+  auto parsed = ParseTruncation(*truncation);
+  if (!parsed.ok()) return d.ChildError("truncation", parsed.status().message());
+  data.truncation = *parsed;
+  return Status::Ok();
+}
+
 // "data": the files, their format and columns.
 Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& path,
                       TextDataOptions& data) {
@@ -71,9 +85,9 @@ Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& pat
     TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "label_column", "labels",
                                       "validation_fraction", "split_seed", "feature_columns"}));
   } else {
-    TUNE_RETURN_IF_ERROR(
-        d.CheckKeys({"train", "validation", "format", "text_column", "label_column", "labels",
-                     "validation_fraction", "split_seed", "max_text_bytes"}));
+    TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "text_column",
+                                      "text_pair_column", "truncation", "label_column", "labels",
+                                      "validation_fraction", "split_seed", "max_text_bytes"}));
   }
   TUNE_ASSIGN_OR_RETURN(std::string train, d.RequiredString("train"));
   data.train = path(train);
@@ -89,6 +103,7 @@ Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& pat
     }
   }
   TUNE_ASSIGN_OR_RETURN(data.text_column, d.String("text_column", "text"));
+  TUNE_RETURN_IF_ERROR(ParseTextPair(d, data));
   TUNE_ASSIGN_OR_RETURN(data.label_column, d.String("label_column", "label"));
   TUNE_ASSIGN_OR_RETURN(data.labels, d.StringArray("labels"));
   return Status::Ok();
@@ -212,6 +227,7 @@ Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
   auto m = ParseTrainMetric(metric);
   if (!m.ok()) return r.ChildError("metric", m.status().message());
   out.metric = *m;
+  TUNE_ASSIGN_OR_RETURN(out.positive_label, r.OptString("positive_label"));
   TUNE_RETURN_IF_ERROR(ParseObjectives(r, out));
   TUNE_RETURN_IF_ERROR(ParseConstraints(r, out));
   TUNE_ASSIGN_OR_RETURN(out.device, r.String("device", "cpu"));

@@ -112,9 +112,11 @@ MemoryRequest TrainGuard::RequestFor(const TrainJob& job) {
   if (job.tabular != nullptr || job.hp.padding != Padding::kLongest) return r;
   auto [it, added] = longest_.try_emplace(job.data, 0);
   if (added) {
-    for (const auto* set : {&job.data->train_ids, &job.data->validation_ids}) {
-      for (const auto& ids : *set) {
-        it->second = std::max<int64_t>(it->second, static_cast<int64_t>(ids.size()) + 2);
+    // The longest example with its special tokens (a pair: both texts before any cut).
+    for (const bool train : {true, false}) {
+      const size_t n = (train ? job.data->train_ids : job.data->validation_ids).size();
+      for (size_t i = 0; i < n; ++i) {
+        it->second = std::max(it->second, ExampleLength(*job.data, train, i, INT64_MAX));
       }
     }
   }

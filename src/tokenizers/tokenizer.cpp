@@ -268,6 +268,28 @@ std::vector<int32_t> Tokenizer::EncodeForClassification(std::string_view text,
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::EncodePairForClassification(
+    std::string_view a, std::string_view b, int64_t max_length, Truncation truncation,
+    std::vector<int32_t>* token_types) const {
+  const int32_t separators = PairSeparators();
+  const std::vector<int32_t> first = Encode(a), second = Encode(b);
+  const auto [keep_a, keep_b] =
+      PairKeep(static_cast<int64_t>(first.size()), static_cast<int64_t>(second.size()),
+               max_length - 2 - separators, truncation);
+  std::vector<int32_t> ids = {cls_id_};
+  ids.insert(ids.end(), first.begin(), first.begin() + keep_a);
+  ids.insert(ids.end(), static_cast<size_t>(separators), sep_id_);
+  const size_t second_starts = separators == 1 ? ids.size() : ids.size() - 1;
+  ids.insert(ids.end(), second.begin(), second.begin() + keep_b);
+  ids.push_back(sep_id_);
+  if (token_types != nullptr) {
+    token_types->assign(ids.size(), 0);
+    std::fill(token_types->begin() + static_cast<std::ptrdiff_t>(second_starts), token_types->end(),
+              1);
+  }
+  return ids;
+}
+
 const std::string& Tokenizer::TokenText(int32_t id) const {
   static const std::string kEmpty;
   return id >= 0 && static_cast<size_t>(id) < tokens_.size() ? tokens_[id] : kEmpty;

@@ -47,6 +47,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizers/pairs.h"
 #include "tune/status.h"
 
 namespace tune {
@@ -98,6 +99,18 @@ class Tokenizer {
   // [CLS] ids [SEP], with the ids truncated so the whole is at most `max_length` long.
   // REQUIRES: max_length >= 2.
   std::vector<int32_t> EncodeForClassification(std::string_view text, int64_t max_length) const;
+
+  // The separators between the two texts of a pair, as the family's tokenizer joins them: 2 for
+  // byte-level BPE and XLM-RoBERTa's SentencePiece (<s> a </s></s> b </s>), else 1 ([CLS] a [SEP]
+  // b [SEP]: WordPiece, DeBERTa's SentencePiece, a vocabulary built from the data).
+  int32_t PairSeparators() const { return bpe_ || (spm_ && spm_offset_ == 1) ? 2 : 1; }
+  // [CLS] a [SEP] b [SEP] (PairSeparators' layout) with the texts cut by `truncation` so that the
+  // whole is at most `max_length` long (Hugging Face's tokenizer(a, b, truncation=...,
+  // max_length=...)); `token_types`, when set, receives BERT's token type ids (0: [CLS] a [SEP];
+  // 1: b [SEP]). REQUIRES: max_length >= 2 + PairSeparators().
+  std::vector<int32_t> EncodePairForClassification(
+      std::string_view a, std::string_view b, int64_t max_length, Truncation truncation,
+      std::vector<int32_t>* token_types = nullptr) const;
 
   int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }
   int32_t pad_id() const { return pad_id_; }

@@ -154,8 +154,20 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const EncoderConfig& c)
   RegisterParts(c, /*absolute_positions=*/true);
 }
 
+namespace {
+
+// Adds the token type embeddings: of token_type_ids, or of type 0 for every token.
+torch::Tensor AddTokenTypes(const torch::Tensor& x, torch::nn::Embedding& types,
+                            const torch::Tensor& token_type_ids) {
+  if (!types) return x;
+  return token_type_ids.defined() ? x + types->forward(token_type_ids) : x + types->weight[0];
+}
+
+}  // namespace
+
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
-                                          const torch::Tensor& attention_mask) {
+                                          const torch::Tensor& attention_mask,
+                                          const torch::Tensor& token_type_ids) {
   torch::Tensor positions;
   if (roberta_positions_) {
     // Hugging Face's create_position_ids_from_input_ids with padding_idx 1: tokens count from 2,
@@ -165,8 +177,7 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
     positions = torch::arange(input_ids.size(1), input_ids.options()).unsqueeze(0);
   }
   torch::Tensor x = word_embeddings_(input_ids) + position_embeddings_(positions);
-  if (token_type_embeddings_) x = x + token_type_embeddings_->weight[0];  // every token is type 0
-  return dropout_(layer_norm_(x));
+  return dropout_(layer_norm_(AddTokenTypes(x, token_type_embeddings_, token_type_ids)));
 }
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const EncoderConfig& c)
@@ -254,9 +265,10 @@ DebertaEmbeddingsImpl::DebertaEmbeddingsImpl(const EncoderConfig& c) {
 }
 
 torch::Tensor DebertaEmbeddingsImpl::forward(const torch::Tensor& input_ids,
-                                             const torch::Tensor& attention_mask) {
-  torch::Tensor x = word_embeddings_(input_ids);
-  if (token_type_embeddings_) x = x + token_type_embeddings_->weight[0];
+                                             const torch::Tensor& attention_mask,
+                                             const torch::Tensor& token_type_ids) {
+  torch::Tensor x =
+      AddTokenTypes(word_embeddings_(input_ids), token_type_embeddings_, token_type_ids);
   x = layer_norm_(x) * attention_mask.unsqueeze(2).to(x.scalar_type());
   return dropout_(x);
 }
@@ -404,9 +416,10 @@ TransformerClassifierImpl::TransformerClassifierImpl(const EncoderConfig& encode
 }
 
 torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
-                                                const torch::Tensor& attention_mask) {
-  torch::Tensor x = config_.deberta ? deberta_embeddings_(input_ids, attention_mask)
-                                    : bert_embeddings_(input_ids, attention_mask);
+                                                const torch::Tensor& attention_mask,
+                                                const torch::Tensor& token_type_ids) {
+  torch::Tensor x = config_.deberta ? deberta_embeddings_(input_ids, attention_mask, token_type_ids)
+                                    : bert_embeddings_(input_ids, attention_mask, token_type_ids);
   // Additive mask, [B, 1, 1, T]: 0 for tokens, -10000 for padding (BERT's constant, safe in
   // reduced precision too).
   torch::Tensor mask =
@@ -436,8 +449,9 @@ torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
 }
 
 torch::Tensor TransformerClassifierImpl::forward(const torch::Tensor& input_ids,
-                                                 const torch::Tensor& attention_mask) {
-  torch::Tensor cls = Encode(input_ids, attention_mask).select(1, 0);  // [CLS]
+                                                 const torch::Tensor& attention_mask,
+                                                 const torch::Tensor& token_type_ids) {
+  torch::Tensor cls = Encode(input_ids, attention_mask, token_type_ids).select(1, 0);  // [CLS]
   // BERT's pooler is tanh(dense); DeBERTa's ContextPooler is gelu(dense) (pooler_dropout 0).
   torch::Tensor pooled = config_.deberta ? torch::gelu(pooler_(cls)) : torch::tanh(pooler_(cls));
   return classifier_(pooled);

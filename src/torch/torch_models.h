@@ -82,7 +82,9 @@ class EmbeddingsBase : public torch::nn::Module {
 class BertEmbeddingsImpl : public EmbeddingsBase {
  public:
   explicit BertEmbeddingsImpl(const EncoderConfig& c);
-  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  // token_type_ids: [B, T] int64 (sentence pairs), or undefined: every token is type 0.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& token_type_ids = {});
 
  private:
   bool roberta_positions_;
@@ -159,7 +161,8 @@ TORCH_MODULE(BertLayer);
 class DebertaEmbeddingsImpl : public EmbeddingsBase {
  public:
   explicit DebertaEmbeddingsImpl(const EncoderConfig& c);
-  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& token_type_ids = {});
 };
 TORCH_MODULE(DebertaEmbeddings);
 
@@ -226,10 +229,15 @@ TORCH_MODULE(ClassifierHead);
 class TransformerClassifierImpl : public torch::nn::Module {
  public:
   TransformerClassifierImpl(const EncoderConfig& encoder, const HeadConfig& head);
-  // input_ids, attention_mask: [B, T] int64. Returns logits, [B, num_labels].
-  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  // input_ids, attention_mask and (sentence pairs, models with token types) token_type_ids:
+  // [B, T] int64. Returns logits, [B, num_labels].
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                        const torch::Tensor& token_type_ids = {});
   // The last layer's hidden states, [B, T, H].
-  torch::Tensor Encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  torch::Tensor Encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                       const torch::Tensor& token_type_ids = {});
+  // Whether the model adds token type embeddings (BERT: type_vocab_size 2).
+  bool has_token_types() const { return config_.type_vocab_size > 1; }
 
  private:
   EncoderConfig config_;

@@ -168,10 +168,10 @@ class TokenTask : public Task {
  public:
   TokenTask(const TrainJob& job, const torch::Device& device)
       : data_(*job.data), hp_(job.hp), device_(device) {
-    for (const auto& ids : data_.train_ids)
-      train_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
-    for (const auto& ids : data_.validation_ids)
-      eval_lengths_.push_back(SequenceLength(ids.size(), hp_.max_length));
+    for (size_t i = 0; i < data_.train_ids.size(); ++i)
+      train_lengths_.push_back(ExampleLength(data_, true, i, hp_.max_length));
+    for (size_t i = 0; i < data_.validation_ids.size(); ++i)
+      eval_lengths_.push_back(ExampleLength(data_, false, i, hp_.max_length));
   }
   torch::Device device() const override { return device_; }
   int64_t num_labels() const override { return data_.num_labels; }
@@ -180,22 +180,28 @@ class TokenTask : public Task {
   }
   std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
                                                   Progress& p) override {
-    TokenBatch tb =
-        BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
-                        train ? data_.train_labels : data_.validation_labels, batch, hp_.max_length,
-                        hp_.padding, data_.pad_id, data_.cls_id, data_.sep_id);
+    const std::optional<PairSplit> pairs = PairSplitOf(data_, train, token_types());
+    TokenBatch tb = BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                                    train ? data_.train_labels : data_.validation_labels, batch,
+                                    hp_.max_length, hp_.padding, data_.pad_id, data_.cls_id,
+                                    data_.sep_id, pairs ? &*pairs : nullptr);
     p.batch_rows = tb.rows;
     p.batch_cols = tb.cols;
     p.phase = train ? "forward" : "evaluation";
-    torch::Tensor logits = Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
-                                  ToTensor(tb.attention_mask, tb.rows, tb.cols, device_));
+    torch::Tensor logits =
+        Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
+               ToTensor(tb.attention_mask, tb.rows, tb.cols, device_),
+               tb.token_type_ids.empty() ? torch::Tensor()
+                                         : ToTensor(tb.token_type_ids, tb.rows, tb.cols, device_));
     return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
   }
 
  protected:
-  // The model's logits, Tensor[B, num_labels].
-  virtual torch::Tensor Logits(const torch::Tensor& input_ids,
-                               const torch::Tensor& attention_mask) = 0;
+  // Whether the model takes token type ids (sentence pairs on BERT).
+  virtual bool token_types() const { return false; }
+  // The model's logits, Tensor[B, num_labels]; token_type_ids undefined without token types.
+  virtual torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                               const torch::Tensor& token_type_ids) = 0;
 
   const TextTrainData& data_;
   const TrainHyperparams& hp_;
@@ -255,9 +261,10 @@ class TextTask final : public TokenTask {
 
  private:
  private:
-  torch::Tensor Logits(const torch::Tensor& input_ids,
-                       const torch::Tensor& attention_mask) override {
-    return model_->forward(input_ids, attention_mask);
+  bool token_types() const override { return model_->has_token_types(); }
+  torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                       const torch::Tensor& token_type_ids) override {
+    return model_->forward(input_ids, attention_mask, token_type_ids);
   }
 
   std::string model_type_;
@@ -340,8 +347,10 @@ class ScriptTask final : public TokenTask {
  private:
   ScriptTask(const TrainJob& job, const torch::Device& device, torch::jit::Module module)
       : TokenTask(job, device), module_(std::move(module)) {}
-  torch::Tensor Logits(const torch::Tensor& input_ids,
-                       const torch::Tensor& attention_mask) override {
+  // A TorchScript module takes (input_ids, attention_mask): a pair reaches it joined, without
+  // token types.
+  torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+                       const torch::Tensor& /*token_type_ids*/) override {
     return module_.forward({input_ids, attention_mask}).toTensor();
   }
 
@@ -764,7 +773,7 @@ class TorchTrainer final : public Trainer {
   bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m, Progress& p) {
     task.SetTraining(false);
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> label_parts, prediction_parts;
+    std::vector<torch::Tensor> label_parts, prediction_parts, probability_parts;
     torch::Tensor loss_sum =
         torch::zeros({}, torch::TensorOptions(torch::kDouble).device(task.device()));
     const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
@@ -773,6 +782,7 @@ class TorchTrainer final : public Trainer {
       auto [logits, y] = ForwardIn(precision, task, batch, /*train=*/false, p);
       loss_sum.add_(torch::nn::functional::cross_entropy(logits, y, sum));
       prediction_parts.push_back(logits.argmax(1));
+      probability_parts.push_back(torch::softmax(logits.to(torch::kFloat), 1));
       label_parts.push_back(y);
     }
     std::vector<int64_t> labels, predictions;
@@ -783,12 +793,22 @@ class TorchTrainer final : public Trainer {
     };
     to_host(prediction_parts, predictions);
     to_host(label_parts, labels);
+    std::vector<float> probabilities;
+    if (!probability_parts.empty()) {
+      const torch::Tensor all = torch::cat(probability_parts).to(torch::kCPU).contiguous();
+      probabilities.assign(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
+    }
     const ClassificationMetrics cm =
-        ComputeClassificationMetrics(labels, predictions, task.num_labels());
+        ComputeClassificationMetrics(labels, predictions, task.num_labels(), &probabilities);
     m.validation_loss =
         labels.empty() ? 0.0 : loss_sum.item<double>() / static_cast<double>(labels.size());
     m.accuracy = cm.accuracy;
     m.macro_f1 = cm.macro_f1;
+    m.micro_f1 = cm.micro_f1;
+    m.weighted_f1 = cm.weighted_f1;
+    m.mcc = cm.mcc;
+    m.class_f1 = cm.class_f1;
+    m.auroc = cm.auroc;
     return true;
   }
 

@@ -63,11 +63,58 @@ std::vector<std::vector<int64_t>> MakeEvalBatches(const std::vector<int64_t>& le
   return batches;
 }
 
+namespace {
+
+// Row r of `batch`: [CLS] a [SEP] (separators) b [SEP], a and b cut by PairKeep.
+int64_t FillPairRow(TokenBatch& batch, size_t r, const std::vector<int32_t>& a,
+                    const std::vector<int32_t>& b, std::pair<int64_t, int64_t> counts,
+                    int64_t max_length, int32_t cls_id, int32_t sep_id, const PairSplit& pairs) {
+  const PairLayout& layout = pairs.layout;
+  const auto [keep_a, keep_b] =
+      PairKeep(counts.first, counts.second, max_length - layout.specials(), layout.truncation);
+  const auto cols = static_cast<size_t>(batch.cols);
+  int64_t* row = batch.input_ids.data() + r * cols;
+  size_t k = 0;
+  row[k++] = cls_id;
+  for (int64_t i = 0; i < keep_a; ++i) row[k++] = a[static_cast<size_t>(i)];
+  for (int32_t s = 0; s < layout.separators; ++s) row[k++] = sep_id;
+  const size_t second_starts = layout.separators == 1 ? k : k - 1;  // BERT: b's [SEP] is type 1
+  for (int64_t i = 0; i < keep_b; ++i) row[k++] = b[static_cast<size_t>(i)];
+  row[k++] = sep_id;
+  std::fill(batch.attention_mask.data() + r * cols, batch.attention_mask.data() + r * cols + k, 1);
+  if (pairs.token_types) {
+    int64_t* types = batch.token_type_ids.data() + r * cols;
+    std::fill(types + second_starts, types + k, 1);
+  }
+  return static_cast<int64_t>(k);
+}
+
+}  // namespace
+
 TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
                            const std::vector<int64_t>& labels, const std::vector<int64_t>& indices,
                            int64_t max_length, Padding padding, int32_t pad_id, int32_t cls_id,
-                           int32_t sep_id) {
+                           int32_t sep_id, const PairSplit* pairs) {
   TokenBatch batch;
+  if (pairs != nullptr) {
+    batch.rows = static_cast<int64_t>(indices.size());
+    batch.cols = padding == Padding::kMaxLength ? max_length : 0;
+    for (int64_t i : indices) {
+      batch.cols =
+          std::max(batch.cols, PairSequenceLength((*pairs->counts)[i], max_length, pairs->layout));
+    }
+    const auto cells = indices.size() * static_cast<size_t>(batch.cols);
+    batch.input_ids.assign(cells, pad_id);
+    batch.attention_mask.assign(cells, 0);
+    if (pairs->token_types) batch.token_type_ids.assign(cells, 0);
+    for (size_t r = 0; r < indices.size(); ++r) {
+      const auto i = static_cast<size_t>(indices[r]);
+      FillPairRow(batch, r, ids[i], (*pairs->second)[i], (*pairs->counts)[i], max_length, cls_id,
+                  sep_id, *pairs);
+      batch.labels.push_back(labels[i]);
+    }
+    return batch;
+  }
   batch.rows = static_cast<int64_t>(indices.size());
   if (padding == Padding::kMaxLength) {
     batch.cols = max_length;

@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
+
+#include "tokenizers/pairs.h"
 
 namespace tune {
 
@@ -27,12 +30,15 @@ std::vector<std::vector<int64_t>> MakeTrainBatches(const std::vector<int64_t>& l
 std::vector<std::vector<int64_t>> MakeEvalBatches(const std::vector<int64_t>& lengths,
                                                   int64_t batch_size);
 
-// A row-major [rows x cols] batch of token ids with its attention mask (1 = token, 0 = padding).
+// A row-major [rows x cols] batch of token ids with its attention mask (1 = token, 0 = padding),
+// and for sentence pairs whose model has token types, the token type ids (0: the first text with
+// [CLS] and its [SEP]; 1: the second text and its [SEP]; 0 for padding), else empty.
 struct TokenBatch {
   int64_t rows = 0;
   int64_t cols = 0;
   std::vector<int64_t> input_ids;
   std::vector<int64_t> attention_mask;
+  std::vector<int64_t> token_type_ids;
   std::vector<int64_t> labels;
 };
 
@@ -41,16 +47,33 @@ enum class Padding {
   kMaxLength,  // pad every batch to max_length (fixed shapes, the worst-case memory)
 };
 
+// The second texts of a split's sentence pairs: their ids (without special tokens, cut as the
+// first texts' are) and both texts' token counts before any cut (truncation compares them).
+struct PairSplit {
+  const std::vector<std::vector<int32_t>>* second = nullptr;
+  const std::vector<std::pair<int64_t, int64_t>>* counts = nullptr;
+  PairLayout layout;
+  bool token_types = false;  // fill TokenBatch::token_type_ids (models with token types)
+};
+
 // Builds [CLS] ids [SEP] rows for `indices`: `ids[i]` are an example's token ids without special
-// tokens, truncated here to max_length - 2. REQUIRES: max_length >= 2.
+// tokens, truncated here to max_length - 2. With `pairs`, [CLS] a [SEP] b [SEP] rows (two
+// separators for RoBERTa's layout), the texts cut by PairKeep. REQUIRES: max_length >= 2 (pairs:
+// >= the layout's specials).
 TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
                            const std::vector<int64_t>& labels, const std::vector<int64_t>& indices,
                            int64_t max_length, Padding padding, int32_t pad_id, int32_t cls_id,
-                           int32_t sep_id);
+                           int32_t sep_id, const PairSplit* pairs = nullptr);
 
 // The length of an example in a batch: min(ids + 2, max_length).
 inline int64_t SequenceLength(size_t num_ids, int64_t max_length) {
   return std::min<int64_t>(static_cast<int64_t>(num_ids) + 2, max_length);
+}
+// The length of a pair of `first` and `second` tokens (before any cut) in a batch: every token
+// and the special ones, at most max_length (truncation fills the room exactly).
+inline int64_t PairSequenceLength(std::pair<int64_t, int64_t> counts, int64_t max_length,
+                                  const PairLayout& layout) {
+  return std::min<int64_t>(counts.first + counts.second + layout.specials(), max_length);
 }
 
 }  // namespace tune

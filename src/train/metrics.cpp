@@ -6,9 +6,59 @@
 
 namespace tune {
 
+namespace {
+
+// Per-class F1, weighted F1 and the multi-class Matthews correlation from the counts.
+void AddAgreementMetrics(const std::vector<int64_t>& labels,
+                         const std::vector<int64_t>& predictions, size_t k,
+                         const std::vector<int64_t>& tp, const std::vector<int64_t>& fp,
+                         const std::vector<int64_t>& fn, ClassificationMetrics& m) {
+  const auto n = static_cast<double>(std::min(labels.size(), predictions.size()));
+  m.class_f1.assign(k, 0.0);
+  double weighted = 0, sum_true_pred = 0, sum_pred2 = 0, sum_true2 = 0, correct = 0;
+  for (size_t c = 0; c < k; ++c) {
+    const double denom = static_cast<double>(2 * tp[c] + fp[c] + fn[c]);
+    m.class_f1[c] = denom > 0 ? 2.0 * static_cast<double>(tp[c]) / denom : 0.0;
+    const auto truth = static_cast<double>(tp[c] + fn[c]),
+               predicted = static_cast<double>(tp[c] + fp[c]);
+    weighted += truth * m.class_f1[c];
+    sum_true_pred += truth * predicted;
+    sum_pred2 += predicted * predicted;
+    sum_true2 += truth * truth;
+    correct += static_cast<double>(tp[c]);
+  }
+  m.weighted_f1 = n > 0 ? weighted / n : 0.0;
+  const double denom = std::sqrt((n * n - sum_pred2) * (n * n - sum_true2));
+  m.mcc = denom > 0 ? (correct * n - sum_true_pred) / denom : 0.0;
+}
+
+// roc_auc_score: two classes, of class 1's probability; more, the one-vs-rest macro average.
+std::optional<double> OneVsRestAuc(const std::vector<int64_t>& labels,
+                                   const std::vector<float>& probabilities, size_t k) {
+  const size_t n = labels.size();
+  if (k < 2 || probabilities.size() < n * k) return std::nullopt;
+  double sum = 0;
+  for (size_t c = k == 2 ? 1 : 0; c < k; ++c) {
+    std::vector<double> scores(n);
+    std::vector<bool> positive(n);
+    for (size_t i = 0; i < n; ++i) {
+      scores[i] = probabilities[i * k + c];
+      positive[i] = static_cast<size_t>(labels[i]) == c;
+    }
+    const std::optional<double> auc = RocAuc(scores, positive);
+    if (!auc) return std::nullopt;
+    if (k == 2) return auc;
+    sum += *auc;
+  }
+  return sum / static_cast<double>(k);
+}
+
+}  // namespace
+
 ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& labels,
                                                    const std::vector<int64_t>& predictions,
-                                                   int64_t num_classes) {
+                                                   int64_t num_classes,
+                                                   const std::vector<float>* probabilities) {
   ClassificationMetrics m;
   const size_t n = std::min(labels.size(), predictions.size());
   m.count = static_cast<int64_t>(n);
@@ -37,7 +87,37 @@ ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& l
     sum += denom > 0 ? 2.0 * static_cast<double>(tp[c]) / denom : 0.0;
   }
   m.macro_f1 = classes > 0 ? sum / static_cast<double>(classes) : 0.0;
+  m.micro_f1 = m.accuracy;
+  AddAgreementMetrics(labels, predictions, k, tp, fp, fn, m);
+  if (probabilities != nullptr) m.auroc = OneVsRestAuc(labels, *probabilities, k);
   return m;
+}
+
+std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive) {
+  const size_t n = std::min(scores.size(), positive.size());
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Ranks from 1, ties sharing their mean rank; AUC = (rank sum of positives - P(P+1)/2) / (P N).
+  double rank_sum = 0;
+  int64_t pos = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && scores[order[j]] == scores[order[i]]) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (size_t t = i; t < j; ++t) {
+      if (positive[order[t]]) {
+        rank_sum += rank;
+        ++pos;
+      }
+    }
+    i = j;
+  }
+  const int64_t neg = static_cast<int64_t>(n) - pos;
+  if (pos == 0 || neg == 0) return std::nullopt;
+  const double p = static_cast<double>(pos);
+  return (rank_sum - p * (p + 1) / 2.0) / (p * static_cast<double>(neg));
 }
 
 double LearningRateAt(Schedule schedule, double base_lr, int64_t step, int64_t total_steps,

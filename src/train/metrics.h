@@ -2,23 +2,45 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tune {
 
+// The metrics of one evaluation of a single-label classifier, as scikit-learn computes them
+// (zero_division=0 wherever it applies).
 struct ClassificationMetrics {
   double accuracy = 0.0;
   // The unweighted mean of the per-class F1 scores over the classes that occur in the labels or
   // the predictions (scikit-learn's f1_score(average="macro") with zero_division=0).
   double macro_f1 = 0.0;
+  // f1_score(average="micro"): for single-label data, the accuracy.
+  double micro_f1 = 0.0;
+  // f1_score(average="weighted"): the per-class F1 scores weighted by each class's true count.
+  double weighted_f1 = 0.0;
+  // matthews_corrcoef (its multi-class form); 0 when a marginal is constant.
+  double mcc = 0.0;
+  // Each class's F1 (f1_score(average=None)), by class index; f1_score(pos_label=k) of a
+  // two-class task is class_f1[k].
+  std::vector<double> class_f1;
+  // roc_auc_score from the predicted probabilities, when given: two classes, of class 1's
+  // probability; more, one-vs-rest and macro-averaged (multi_class="ovr"). Unset without
+  // probabilities, or when a class has no example or every example (scikit-learn raises there).
+  std::optional<double> auroc;
   int64_t count = 0;
 };
 
-// REQUIRES: labels.size() == predictions.size(); every value in [0, num_classes).
-ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& labels,
-                                                   const std::vector<int64_t>& predictions,
-                                                   int64_t num_classes);
+// REQUIRES: labels.size() == predictions.size(); every value in [0, num_classes); probabilities,
+// when given, row-major [labels.size() x num_classes].
+ClassificationMetrics ComputeClassificationMetrics(
+    const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+    int64_t num_classes, const std::vector<float>* probabilities = nullptr);
+
+// The area under the ROC curve of `scores` for the examples where `positive` is true (the
+// Mann-Whitney statistic with tied scores counted half: scikit-learn's roc_auc_score); unset when
+// either class has no example.
+std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive);
 
 enum class Schedule {
   kLinear,    // linear warmup, then linear decay to 0 at the last step (Hugging Face's default)

@@ -169,6 +169,13 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   if (!IsTorchScriptModel(model)) AddHuggingFaceHead(config, model, hp);
   config["tune"] = {
       {"hyperparams", HyperparamsToJson(hp)}, {"metric", trial.metric}, {"model", model.name}};
+  Json inputs = {{"text_column", trial.inputs.text_column}};
+  if (trial.inputs.text_pair_column) {
+    inputs["text_pair_column"] = *trial.inputs.text_pair_column;
+    inputs["truncation"] = TruncationName(trial.inputs.truncation);
+  }
+  if (!trial.inputs.positive_label.empty()) inputs["positive_label"] = trial.inputs.positive_label;
+  config["tune"]["inputs"] = inputs;
   TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));
   TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built, vocab_file));
   return WriteJson(dir / "trial.json", {{"study", trial.study},
@@ -239,8 +246,8 @@ Result<bool> PromoteIfBest(const std::string& staging, const std::string& save_b
   return better;
 }
 
-BestModelSaver::BestModelSaver(std::string dir, TrainMetric metric)
-    : dir_(std::move(dir)), metric_(metric) {}
+BestModelSaver::BestModelSaver(std::string dir, TrainMetric metric, SavedInputs inputs)
+    : dir_(std::move(dir)), metric_(metric), inputs_(std::move(inputs)) {}
 
 Status BestModelSaver::Prepare(int64_t trial_number, TrainJob& job) const {
   if (job.data == nullptr) return Status::Ok();
@@ -267,7 +274,8 @@ Result<bool> BestModelSaver::Stage(const std::string& study, int64_t trial_numbe
     fs::remove_all(staging, ec);
     return false;
   }
-  const SavedTrial saved{study, trial_number, params, outcome.values[0], TrainMetricName(metric_)};
+  const SavedTrial saved{study,  trial_number, params, outcome.values[0], TrainMetricName(metric_),
+                         inputs_};
   TUNE_RETURN_IF_ERROR(WriteSavedModelFiles(staging, job.model, job.hp, job.data->label_names,
                                             saved, built, vocab_file));
   return true;
@@ -313,6 +321,39 @@ Result<PretrainedCheckpoint> ReadSavedTorchScript(const std::string& dir, const 
   return c;
 }
 
+namespace {
+
+// config.json's "tune"/"inputs" into `inputs` (absent: single texts in "text").
+Status ReadSavedInputs(const Json& tune, const std::string& path, SavedInputs& inputs) {
+  if (!tune.contains("inputs")) return Status::Ok();
+  const Json& j = tune["inputs"];
+  auto string_at = [&](const char* key) -> Result<std::optional<std::string>> {
+    if (!j.is_object() || !j.contains(key)) return std::optional<std::string>();
+    if (!j[key].is_string() || j[key].get_ref<const std::string&>().empty()) {
+      return InvalidArgumentError(
+          fmt::format("{}: /tune/inputs/{} must be a non-empty string", path, key));
+    }
+    return std::make_optional(j[key].get<std::string>());
+  };
+  TUNE_ASSIGN_OR_RETURN(auto text, string_at("text_column"));
+  if (text) inputs.text_column = *text;
+  TUNE_ASSIGN_OR_RETURN(inputs.text_pair_column, string_at("text_pair_column"));
+  TUNE_ASSIGN_OR_RETURN(auto positive, string_at("positive_label"));
+  if (positive) inputs.positive_label = *positive;
+  TUNE_ASSIGN_OR_RETURN(auto truncation, string_at("truncation"));
+  if (truncation) {
+    auto parsed = ParseTruncation(*truncation);
+    if (!parsed.ok()) {
+      return InvalidArgumentError(
+          fmt::format("{}: /tune/inputs/truncation: {}", path, parsed.status().message()));
+    }
+    inputs.truncation = *parsed;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<SavedModel> ReadSavedModel(const std::string& dir) {
   SavedModel s;
   TUNE_ASSIGN_OR_RETURN(Json config, ReadJsonFile((fs::path(dir) / "config.json").string()));
@@ -336,6 +377,7 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
   }
   const Json tune = config.value("tune", Json::object());
   s.metric = tune.value("metric", s.metric);
+  TUNE_RETURN_IF_ERROR(ReadSavedInputs(tune, s.checkpoint.config_path, s.inputs));
   const Json hyperparams = tune.contains("hyperparams") && tune["hyperparams"].is_object()
                                ? tune["hyperparams"]
                                : Json::object();

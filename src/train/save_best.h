@@ -31,12 +31,22 @@ namespace tune {
 // <parent of save_best>/.<name of save_best>.trial-<number>: on the same file system as DIR.
 std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_number);
 
+// The data columns a model was trained on (config.json's "tune"/"inputs"): `tune predict` reads
+// the same columns by default, and cuts pairs the same way.
+struct SavedInputs {
+  std::string text_column = "text";
+  std::optional<std::string> text_pair_column;  // sentence pairs
+  Truncation truncation = Truncation::kLongestFirst;
+  std::string positive_label;  // two labels: the positive class (metric "f1"); else empty
+};
+
 struct SavedTrial {
   std::string study;
   int64_t number = 0;
   Json params = Json::object();
   double value = 0.0;
   std::string metric;  // "macro_f1", "accuracy" or "loss"
+  SavedInputs inputs;
 };
 
 // Everything but model.safetensors into `staging` (created if needed). `built` is a scratch
@@ -63,7 +73,8 @@ std::optional<double> BestCompleteValue(const TrialHistory& history);
 class BestModelSaver {
  public:
   // `dir`: the save_best directory; `metric`: the study's (its name and direction).
-  BestModelSaver(std::string dir, TrainMetric metric);
+  // `inputs`: the data's columns, recorded in the saved model.
+  BestModelSaver(std::string dir, TrainMetric metric, SavedInputs inputs = {});
   const std::string& dir() const { return dir_; }
 
   // Before a trial trains: its staging directory (SaveBestStagingDir), emptied, and
@@ -86,6 +97,7 @@ class BestModelSaver {
  private:
   std::string dir_;
   TrainMetric metric_;
+  SavedInputs inputs_;
 };
 
 struct SavedModel {
@@ -93,6 +105,7 @@ struct SavedModel {
   TrainHyperparams hp;              // config.json's "tune"/"hyperparams" (defaults when absent)
   std::vector<std::string> labels;  // id2label, by id
   std::string metric = "macro_f1";  // config.json's "tune"/"metric"
+  SavedInputs inputs;               // config.json's "tune"/"inputs" (defaults when absent)
   Json trial;                       // trial.json, or null
 };
 

@@ -359,8 +359,21 @@ Result<std::vector<TextExample>> ReadExamples(const DataTable& table, const Text
   out.reserve(table.rows.size());
   for (const DataRow& row : table.rows) {
     TUNE_ASSIGN_OR_RETURN(std::string text, TextField(table, row, o.text_column, o.max_text_bytes));
+    std::string pair;
+    if (o.text_pair_column) {
+      TUNE_ASSIGN_OR_RETURN(pair, TextField(table, row, *o.text_pair_column, o.max_text_bytes));
+      for (const auto* side : {&o.text_column, &*o.text_pair_column}) {
+        const std::string& t = side == &o.text_column ? text : pair;
+        if (t.find_first_not_of(" \t\r\n") == std::string::npos) {
+          return InvalidArgumentError(
+              fmt::format("{}:{}: '{}' is {}: each example of a pair ('{}', '{}') needs both texts",
+                          table.path, row.line, *side, t.empty() ? "empty" : "only white space",
+                          o.text_column, *o.text_pair_column));
+        }
+      }
+    }
     TUNE_ASSIGN_OR_RETURN(int64_t label, LabelIndex(table, row, o.label_column, labels));
-    out.push_back(TextExample{std::move(text), label});
+    out.push_back(TextExample{std::move(text), label, std::move(pair)});
   }
   return out;
 }
@@ -440,6 +453,7 @@ Result<TextDataset> LoadTextDataset(const TextDataOptions& o) {
   data.labels = labels.names;
   TUNE_ASSIGN_OR_RETURN(data.train, ReadExamples(train, o, labels));
   TUNE_RETURN_IF_ERROR(CheckTwoLabels(labels, o.train));
+  if (o.text_pair_column) data.pair_truncation = o.truncation;
   if (o.validation) {
     TUNE_ASSIGN_OR_RETURN(DataTable val, ReadDataTable(*o.validation, o.format));
     TUNE_ASSIGN_OR_RETURN(data.validation, ReadExamples(val, o, labels));
@@ -546,6 +560,34 @@ TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& t
   data.sep_id = tokenizer.sep_id();
   const auto cap = static_cast<size_t>(std::max<int64_t>(max_length - 2, 0));
   TrainTokenCounts seen;
+  if (dataset.pair_truncation) {
+    TextTrainData::Pairs& p = data.pairs.emplace();
+    p.layout = PairLayout{tokenizer.PairSeparators(), *dataset.pair_truncation};
+    // Both texts whole (the rule that cuts a pair compares their lengths), then cut to the cap.
+    auto add = [&](const TextExample& e, std::vector<std::vector<int32_t>>& firsts,
+                   std::vector<std::vector<int32_t>>& seconds,
+                   std::vector<std::pair<int64_t, int64_t>>& sizes) {
+      std::vector<int32_t> a = tokenizer.Encode(e.text), b = tokenizer.Encode(e.text_pair);
+      sizes.emplace_back(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()));
+      a.resize(std::min(a.size(), cap));
+      b.resize(std::min(b.size(), cap));
+      firsts.push_back(std::move(a));
+      seconds.push_back(std::move(b));
+    };
+    for (const auto& e : dataset.train) {
+      add(e, data.train_ids, p.train_ids, p.train_counts);
+      const int64_t n = p.train_counts.back().first + p.train_counts.back().second;
+      seen.tokens += n;
+      seen.longest = std::max(seen.longest, n);
+      data.train_labels.push_back(e.label);
+    }
+    for (const auto& e : dataset.validation) {
+      add(e, data.validation_ids, p.validation_ids, p.validation_counts);
+      data.validation_labels.push_back(e.label);
+    }
+    if (counts != nullptr) *counts = seen;
+    return data;
+  }
   for (const auto& e : dataset.train) {
     data.train_ids.push_back(tokenizer.Encode(e.text, cap + 1));
     const auto n = static_cast<int64_t>(data.train_ids.back().size());

@@ -50,6 +50,12 @@ struct TextDataOptions {
   std::optional<std::string> validation;  // path; unset: validation_fraction of `train`
   std::string format = "auto";            // "auto" (by extension), "jsonl", "csv" or "tsv"
   std::string text_column = "text";
+  // Sentence pairs: the column of each example's second text (Hugging Face's text_pair), joined
+  // to the first as its tokenizer's family joins pairs ([CLS] a [SEP] b [SEP]); unset: single
+  // texts. An empty text on either side is an error.
+  std::optional<std::string> text_pair_column;
+  // How a pair is cut to a trial's max_length (batching.h's PairKeep).
+  Truncation truncation = Truncation::kLongestFirst;
   std::string label_column = "label";
   // The labels in class-index order. Empty: the labels found in the training data, sorted
   // (numerically when all are integers).
@@ -65,11 +71,14 @@ struct TextDataOptions {
 
 struct TextExample {
   std::string text;
-  int64_t label = 0;  // index into TextDataset::labels
+  int64_t label = 0;      // index into TextDataset::labels
+  std::string text_pair;  // the second text of a pair (TextDataset::pairs)
 };
 
 struct TextDataset {
   std::vector<std::string> labels;
+  // Set for sentence pairs (text_pair_column): how they are cut.
+  std::optional<Truncation> pair_truncation;
   std::vector<TextExample> train;
   std::vector<TextExample> validation;
   std::string train_source;       // "train.jsonl"
@@ -82,7 +91,9 @@ Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
 // Every text of `dataset` tokenized by `tokenizer` as the trainer reads it: cut to `max_length`
 // tokens with the special tokens; the label names, vocabulary size and special ids from the
 // tokenizer. `counts`: the training texts' tokens before the cut (at most one past it). The
-// train objective tokenizes its data set with it, and `tune predict` the texts it labels.
+// train objective tokenizes its data set with it, and `tune predict` the texts it labels. Pairs:
+// both texts, each cut to max_length - 2, with their counts before the cut (TextTrainData::pair),
+// joined as the tokenizer's family joins them (Tokenizer::PairSeparators).
 struct TrainTokenCounts {
   int64_t tokens = 0;   // in all training texts
   int64_t longest = 0;  // in the longest

@@ -2,11 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <vector>
 
 #include "util/text.h"
 
 namespace tune {
+
+namespace {
+
+constexpr TrainMetric kMetrics[] = {
+    TrainMetric::kMacroF1,  TrainMetric::kMicroF1, TrainMetric::kWeightedF1, TrainMetric::kF1,
+    TrainMetric::kAccuracy, TrainMetric::kMcc,     TrainMetric::kAuroc,      TrainMetric::kLoss};
+
+}  // namespace
 
 const char* TrainMetricName(TrainMetric metric) {
   switch (metric) {
@@ -16,15 +25,26 @@ const char* TrainMetricName(TrainMetric metric) {
       return "accuracy";
     case TrainMetric::kLoss:
       return "loss";
+    case TrainMetric::kMicroF1:
+      return "micro_f1";
+    case TrainMetric::kWeightedF1:
+      return "weighted_f1";
+    case TrainMetric::kF1:
+      return "f1";
+    case TrainMetric::kMcc:
+      return "mcc";
+    case TrainMetric::kAuroc:
+      return "auroc";
   }
   return "?";
 }
 
 Result<TrainMetric> ParseTrainMetric(const std::string& name) {
-  if (name == "macro_f1" || name == "f1") return TrainMetric::kMacroF1;
-  if (name == "accuracy") return TrainMetric::kAccuracy;
-  if (name == "loss") return TrainMetric::kLoss;
-  const std::vector<std::string> valid = {"macro_f1", "accuracy", "loss"};
+  std::vector<std::string> valid;
+  for (TrainMetric m : kMetrics) {
+    if (name == TrainMetricName(m)) return m;
+    valid.emplace_back(TrainMetricName(m));
+  }
   return InvalidArgumentError(fmt::format("unknown metric '{}'{}; valid: {}", name,
                                           DidYouMean(name, valid), JoinNames(valid)));
 }
@@ -33,7 +53,7 @@ StudyDirection TrainMetricDirection(TrainMetric metric) {
   return metric == TrainMetric::kLoss ? StudyDirection::kMinimize : StudyDirection::kMaximize;
 }
 
-double TrainMetricValue(TrainMetric metric, const EpochMetrics& m) {
+double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive) {
   switch (metric) {
     case TrainMetric::kMacroF1:
       return m.macro_f1;
@@ -41,6 +61,18 @@ double TrainMetricValue(TrainMetric metric, const EpochMetrics& m) {
       return m.accuracy;
     case TrainMetric::kLoss:
       return m.validation_loss;
+    case TrainMetric::kMicroF1:
+      return m.micro_f1;
+    case TrainMetric::kWeightedF1:
+      return m.weighted_f1;
+    case TrainMetric::kF1:
+      return positive >= 0 && static_cast<size_t>(positive) < m.class_f1.size()
+                 ? m.class_f1[static_cast<size_t>(positive)]
+                 : 0.0;
+    case TrainMetric::kMcc:
+      return m.mcc;
+    case TrainMetric::kAuroc:
+      return m.auroc.value_or(std::nan(""));
   }
   return m.macro_f1;
 }

@@ -10,15 +10,20 @@
 
 namespace tune {
 
-enum class TrainMetric { kMacroF1, kAccuracy, kLoss };
+// The metrics a train trial can be judged by (scikit-learn's definitions, metrics.h): macro-,
+// micro- and weighted-averaged F1, the positive class's F1 (two labels), accuracy, the Matthews
+// correlation, the area under the ROC curve, and the validation loss.
+enum class TrainMetric { kMacroF1, kAccuracy, kLoss, kMicroF1, kWeightedF1, kF1, kMcc, kAuroc };
 
 const char* TrainMetricName(TrainMetric metric);
-// "macro_f1" (also "f1"), "accuracy", "loss"; InvalidArgument listing them otherwise.
+// "macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "mcc", "auroc", "loss";
+// InvalidArgument naming the closest otherwise.
 Result<TrainMetric> ParseTrainMetric(const std::string& name);
-// maximize for macro_f1 and accuracy, minimize for loss.
+// minimize for loss, maximize for the others.
 StudyDirection TrainMetricDirection(TrainMetric metric);
-// The metric's value in an epoch's metrics.
-double TrainMetricValue(TrainMetric metric, const EpochMetrics& m);
+// The metric's value in an epoch's metrics; `positive`: the positive class's index (f1). An
+// AUROC that cannot be computed (a class without validation examples) is NaN.
+double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive = 1);
 
 // A cost the train objective can return beside its metric ("objectives"), each minimised:
 // the trial's peak of allocated memory in bytes at the configuration as run (after the guard's

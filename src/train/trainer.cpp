@@ -11,6 +11,21 @@
 
 namespace tune {
 
+int64_t ExampleLength(const TextTrainData& data, bool train, size_t i, int64_t max_length) {
+  if (data.pairs) {
+    const auto& counts = train ? data.pairs->train_counts : data.pairs->validation_counts;
+    return PairSequenceLength(counts[i], max_length, data.pairs->layout);
+  }
+  return SequenceLength((train ? data.train_ids : data.validation_ids)[i].size(), max_length);
+}
+
+std::optional<PairSplit> PairSplitOf(const TextTrainData& data, bool train, bool token_types) {
+  if (!data.pairs) return std::nullopt;
+  const auto& p = *data.pairs;
+  return PairSplit{train ? &p.train_ids : &p.validation_ids,
+                   train ? &p.train_counts : &p.validation_counts, p.layout, token_types};
+}
+
 const char* TrainEndName(TrainResult::End end) {
   switch (end) {
     case TrainResult::End::kCompleted:

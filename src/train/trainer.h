@@ -40,7 +40,21 @@ struct TextTrainData {
   int64_t vocab_size = 0;  // of the tokenizer; <= the model's vocab_size
   int32_t pad_id = 0, cls_id = 2, sep_id = 3;
   std::vector<std::string> label_names;  // by label index
+  // Sentence pairs (set): each example's second text, its ids cut as train_ids are, and both
+  // texts' token counts before the cut (truncation compares them); how the two are joined.
+  struct Pairs {
+    std::vector<std::vector<int32_t>> train_ids, validation_ids;
+    std::vector<std::pair<int64_t, int64_t>> train_counts, validation_counts;
+    PairLayout layout;
+  };
+  std::optional<Pairs> pairs;
 };
+
+// The length of example `i` of the training (`train`) or validation split in a batch of
+// `max_length`: with its special tokens, at most max_length.
+int64_t ExampleLength(const TextTrainData& data, bool train, size_t i, int64_t max_length);
+// The split's pairs for BuildTokenBatch; null for single texts.
+std::optional<PairSplit> PairSplitOf(const TextTrainData& data, bool train, bool token_types);
 
 // Standardized tabular data: row-major [rows x num_features] floats.
 struct TabularTrainData {
@@ -82,9 +96,13 @@ struct EpochMetrics {
   double validation_loss = 0.0;
   double accuracy = 0.0;
   double macro_f1 = 0.0;
-  int64_t optimizer_steps = 0;  // cumulative
-  double seconds = 0.0;         // training + evaluation time of this epoch
-  double learning_rate = 0.0;   // the last step's
+  // The other metrics of the evaluation (metrics.h's ClassificationMetrics).
+  double micro_f1 = 0.0, weighted_f1 = 0.0, mcc = 0.0;
+  std::vector<double> class_f1;  // by class index
+  std::optional<double> auroc;   // unset when a class has no validation example
+  int64_t optimizer_steps = 0;   // cumulative
+  double seconds = 0.0;          // training + evaluation time of this epoch
+  double learning_rate = 0.0;    // the last step's
 };
 
 // kKeep: continue; this epoch is the best so far (TrainJob::save_weights keeps its weights).

@@ -29,7 +29,10 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
     }
     std::vector<std::string> texts;
     texts.reserve(dataset.train.size());
-    for (const auto& e : dataset.train) texts.push_back(e.text);
+    for (const auto& e : dataset.train) {
+      texts.push_back(e.text);
+      if (dataset.pair_truncation) texts.push_back(e.text_pair);  // a pair's second text too
+    }
     return Tokenizer::Build(texts, to);
   }
   const bool vocab_key = key.rfind(kVocabKeyPrefix, 0) == 0;
@@ -63,13 +66,20 @@ TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, i
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(
-      "Train data: {} training examples ({}), {} validation examples ({}), {} labels; "
-      "{}; {:.1f} tokens per training text on average{}; prepared in {:.1f}s",
-      data.train_ids.size(), dataset.train_source, data.validation_ids.size(),
-      dataset.validation_source, data.num_labels, tokenizer.description(),
+      "Train data: {} training {} ({}), {} validation examples ({}), {} labels; "
+      "{}; {:.1f} tokens per training {} on average{}; prepared in {:.1f}s",
+      data.train_ids.size(),
+      data.pairs ? fmt::format("pairs (joined as {}, truncation {})",
+                               data.pairs->layout.separators == 1 ? "[CLS] a [SEP] b [SEP]"
+                                                                  : "<s> a </s></s> b </s>",
+                               TruncationName(data.pairs->layout.truncation))
+                 : std::string("examples"),
+      dataset.train_source, data.validation_ids.size(), dataset.validation_source, data.num_labels,
+      tokenizer.description(),
       data.train_ids.empty()
           ? 0.0
           : static_cast<double>(tokens) / static_cast<double>(data.train_ids.size()),
+      data.pairs ? "pair" : "text",
       longest > cap ? fmt::format(", the longest over {} (truncated)", cap) : "", secs);
   return data;
 }
@@ -101,13 +111,42 @@ Result<std::vector<const ModelSpec*>> ModelsOf(const TrainObjectiveOptions& opti
   return models;
 }
 
+Result<int64_t> PositiveLabelIndex(const TrainObjectiveOptions& options,
+                                   const std::vector<std::string>& labels) {
+  const bool f1 = options.metric == TrainMetric::kF1;
+  if (f1 && labels.size() != 2) {
+    return InvalidArgumentError(fmt::format(
+        "metric 'f1' is the F1 of the positive class, for two labels; the data has {} ({}): use "
+        "macro_f1, micro_f1 or weighted_f1",
+        labels.size(), JoinNames(labels)));
+  }
+  int64_t index = 1;
+  if (options.positive_label) {
+    auto at = std::find(labels.begin(), labels.end(), *options.positive_label);
+    if (at == labels.end()) {
+      return InvalidArgumentError(
+          fmt::format("positive_label '{}' is not a label{}; labels: {}", *options.positive_label,
+                      DidYouMean(*options.positive_label, labels), JoinNames(labels)));
+    }
+    index = at - labels.begin();
+  }
+  if (f1) {
+    spdlog::info("Metric f1: the F1 of label '{}' (the positive class{})",
+                 labels[static_cast<size_t>(index)],
+                 options.positive_label ? "" : "; set \"positive_label\" to choose the other");
+  }
+  return index;
+}
+
 Result<TextSets> LoadText(const TrainObjectiveOptions& options,
                           const std::vector<const ModelSpec*>& models) {
   TUNE_ASSIGN_OR_RETURN(TextDataset dataset, LoadTextDataset(options.data));
+  TUNE_ASSIGN_OR_RETURN(int64_t positive, PositiveLabelIndex(options, dataset.labels));
   std::map<std::string, std::vector<const ModelSpec*>> groups;
   for (const ModelSpec* m : models) groups[TokenizerKey(options, *m)].push_back(m);
   if (groups.empty()) groups[""];
   TextSets sets;
+  sets.positive = positive;
   for (const auto& [key, group] : groups) {
     int64_t max_length = group.empty() ? 512 : 0;
     for (const ModelSpec* m : group) max_length = std::max(max_length, MaxSequenceLength(*m));

@@ -22,11 +22,18 @@ namespace tune {
 // tokenizer in `vocab_files`).
 struct TextSets {
   std::map<std::string, TextTrainData> data;
+  int64_t positive = 1;  // the positive class's index (PositiveLabelIndex)
   std::optional<Tokenizer> built;
   std::map<std::string, Tokenizer> vocab_files;
 };
 
 inline constexpr const char* kVocabKeyPrefix = "vocab:";
+
+// The index of the positive class among `labels` for metric "f1" (options.positive_label, else
+// the second label), logged once; InvalidArgument when "f1" meets more than two labels or
+// positive_label is not a label.
+Result<int64_t> PositiveLabelIndex(const TrainObjectiveOptions& options,
+                                   const std::vector<std::string>& labels);
 
 // Which of the TextSets a model trains on.
 std::string TokenizerKey(const TrainObjectiveOptions& options, const ModelSpec& model);

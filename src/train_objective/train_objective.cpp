@@ -17,6 +17,7 @@
 #include "train_objective/text_sets.h"
 #include "train_objective/trainer_defaults.h"
 #include "train_objective/trial_outcome.h"
+#include "tune/trial_attrs.h"
 #include "util/device.h"
 #include "util/text.h"
 
@@ -44,9 +45,15 @@ class PromotingProcess final : public TrialProcess {
   std::function<Status(const TrialOutcome&)> on_finish_;
 };
 
-std::optional<BestModelSaver> SaverFor(const TrainObjectiveOptions& options) {
+std::optional<BestModelSaver> SaverFor(const TrainObjectiveOptions& options, const TextSets& text) {
   if (!options.save_best) return std::nullopt;
-  return BestModelSaver(*options.save_best, options.metric);
+  SavedInputs inputs{options.data.text_column, options.data.text_pair_column,
+                     options.data.truncation};
+  if (!text.data.empty()) {
+    const std::vector<std::string>& labels = text.data.begin()->second.label_names;
+    if (labels.size() == 2) inputs.positive_label = labels[static_cast<size_t>(text.positive)];
+  }
+  return BestModelSaver(*options.save_best, options.metric, std::move(inputs));
 }
 
 class TrainObjective final : public Objective {
@@ -61,7 +68,7 @@ class TrainObjective final : public Objective {
         tabular_(std::move(tabular)),
         base_(std::move(base)),
         guard_(options_.guard, options_.device, trainer_.get(), options_.planned),
-        saver_(SaverFor(options_)) {}
+        saver_(SaverFor(options_, text_)) {}
 
   std::string name() const override {
     return fmt::format("train ({}, {})", TrainMetricName(options_.metric),
@@ -82,7 +89,7 @@ class TrainObjective final : public Objective {
     TUNE_ASSIGN_OR_RETURN(GuardDecision guarded, guard_.Admit(trial, params, job));
     if (guarded.reject) return *guarded.reject;
     if (saver_) TUNE_RETURN_IF_ERROR(saver_->Prepare(trial.number(), job));
-    EpochTracker tracker(trial, options_.metric, job.hp);
+    EpochTracker tracker(trial, options_.metric, job.hp, text_.positive);
     std::vector<OomAttempt> retries;
     TUNE_ASSIGN_OR_RETURN(TrainResult result,
                           TrainWithRetries(trial, job, guarded, tracker, retries));
@@ -170,7 +177,27 @@ class TrainObjective final : public Objective {
   // The study's trainer defaults (trainer_defaults.h), read or recorded once per process before
   // the first job is built: what precision "auto" (the default) and an unset "tf32" mean. A --jobs
   // child gets them in its params from the parent instead.
+  // A study scored with macro-F1 under the name "f1" (tune read "f1" as macro_f1 until the
+  // positive class's F1 took the name) does not switch metric midway: its config must say
+  // macro_f1 to continue it.
+  Status CheckStudyMetric(TrialHandle& trial) const {
+    if (options_.metric != TrainMetric::kF1) return Status::Ok();
+    for (const auto& t : trial.history().trials) {
+      const Json& summary = t->user_attrs.value(attrs::kTrain, Json::object());
+      if (t->state == TrialState::kComplete && summary.is_object() &&
+          summary.value("metric", "") == "macro_f1") {
+        return InvalidArgumentError(fmt::format(
+            "metric 'f1' is now the F1 of the positive class, but study '{}' was scored with "
+            "macro_f1 (trial {}: tune read 'f1' as macro_f1 before): set \"metric\": "
+            "\"macro_f1\" to continue this study, or start a new one",
+            trial.study_name(), t->number));
+      }
+    }
+    return Status::Ok();
+  }
+
   Status ApplyTrainerDefaults(TrialHandle& trial) {
+    if (!defaults_applied_) TUNE_RETURN_IF_ERROR(CheckStudyMetric(trial));
     if (defaults_applied_ || options_.planned ||
         options_.task == TrainTask::kTabularClassification) {
       return Status::Ok();
@@ -391,6 +418,14 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
   TabularTrainData tabular;
   if (options.task == TrainTask::kTabularClassification) {
     TUNE_ASSIGN_OR_RETURN(tabular, LoadTabular(options.tabular));
+    std::vector<std::string> labels(static_cast<size_t>(tabular.num_labels));
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = std::to_string(i);
+    if (options.positive_label) {
+      return InvalidArgumentError(
+          "positive_label applies to text classification; a tabular task's positive class is "
+          "its second label");
+    }
+    TUNE_ASSIGN_OR_RETURN(text.positive, PositiveLabelIndex(options, labels));
   } else {
     TUNE_ASSIGN_OR_RETURN(text, LoadText(options, models));
     if (trainer) {

@@ -67,6 +67,9 @@ struct TrainObjectiveOptions {
   std::optional<std::string> save_best;
   TokenizerOptions tokenizer;
   TrainMetric metric = TrainMetric::kMacroF1;
+  // The positive class of a two-label task (metric "f1"): one of the labels; unset: the second
+  // label in class order (scikit-learn's pos_label=1 on 0/1 labels).
+  std::optional<std::string> positive_label;
   // "objectives": [metric, costs...]: the values after the metric (a multi-objective study).
   std::vector<TrainCost> costs;
   // "constraints": {cost: bound}: written as the trial system attribute "constraints"

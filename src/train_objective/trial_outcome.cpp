@@ -14,21 +14,35 @@
 namespace tune {
 namespace {
 
-Json EpochToJson(const EpochMetrics& m) {
-  return Json{{"epoch", m.epoch},
-              {"train_loss", m.train_loss},
-              {"validation_loss", m.validation_loss},
-              {"accuracy", m.accuracy},
-              {"macro_f1", m.macro_f1},
-              {"optimizer_steps", m.optimizer_steps},
-              {"learning_rate", m.learning_rate},
-              {"seconds", m.seconds}};
+// Every metric of the epoch's evaluation (the summary's history, which `tune trials` shows).
+Json EpochToJson(const EpochMetrics& m, int64_t positive) {
+  Json j{{"epoch", m.epoch},
+         {"train_loss", m.train_loss},
+         {"validation_loss", m.validation_loss},
+         {"accuracy", m.accuracy},
+         {"macro_f1", m.macro_f1},
+         {"micro_f1", m.micro_f1},
+         {"weighted_f1", m.weighted_f1},
+         {"mcc", m.mcc},
+         {"optimizer_steps", m.optimizer_steps},
+         {"learning_rate", m.learning_rate},
+         {"seconds", m.seconds}};
+  if (m.class_f1.size() == 2) j["f1"] = TrainMetricValue(TrainMetric::kF1, m, positive);
+  if (!m.class_f1.empty()) j["class_f1"] = m.class_f1;
+  if (m.auroc) j["auroc"] = *m.auroc;
+  return j;
 }
 
 }  // namespace
 
 Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
-  const double value = TrainMetricValue(metric_, m);
+  const double value = TrainMetricValue(metric_, m, positive_);
+  if (std::isnan(value)) {
+    return InvalidArgumentError(fmt::format(
+        "metric '{}' cannot be computed at epoch {}: a class has no validation example (or all "
+        "of them); use a validation set with every label, or another metric",
+        TrainMetricName(metric_), m.epoch + 1));
+  }
   // Per-epoch lines are for --log-level debug; the trial's line says how it ended.
   spdlog::debug(
       "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
@@ -95,7 +109,7 @@ Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& optio
   if (tracker.stopped_early) summary["stopped_early"] = true;
   if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
   Json history = Json::array();
-  for (const auto& m : result.epochs) history.push_back(EpochToJson(m));
+  for (const auto& m : result.epochs) history.push_back(EpochToJson(m, tracker.positive()));
   summary["history"] = std::move(history);
   return trial.SetUserAttr(attrs::kTrain, summary);
 }

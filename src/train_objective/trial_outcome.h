@@ -16,14 +16,17 @@ namespace tune {
 class EpochTracker {
  public:
   // `hp`: the job's (a retry changes the batch, not the epochs); it must outlive the tracker.
-  EpochTracker(TrialHandle& trial, TrainMetric metric, const TrainHyperparams& hp)
-      : trial_(trial), metric_(metric), hp_(hp) {}
+  // `positive`: the positive class's index (metric "f1").
+  EpochTracker(TrialHandle& trial, TrainMetric metric, const TrainHyperparams& hp,
+               int64_t positive = 1)
+      : trial_(trial), metric_(metric), hp_(hp), positive_(positive) {}
 
   // Reports the epoch's metric, asks the pruner, and decides: stop (pruned, or `patience`
   // epochs without an improvement larger than `min_delta`), keep (the best so far) or continue.
   Result<EpochDecision> OnEpoch(const EpochMetrics& m);
   // Forgets the run (a retry starts over).
   void Reset();
+  int64_t positive() const { return positive_; }
 
   std::optional<double> best;
   int64_t best_epoch = -1;
@@ -36,6 +39,7 @@ class EpochTracker {
   TrialHandle& trial_;
   const TrainMetric metric_;
   const TrainHyperparams& hp_;
+  const int64_t positive_;
   int64_t since_best_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "testing/temp_dir.h"
@@ -477,6 +478,164 @@ TEST_F(TrainCli, BadDataExits2NamingTheLine) {
 #ifdef TUNE_WITH_TORCH
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("val.csv:34: unknown label 'snow'"), std::string::npos) << r.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+}
+
+// Sentence pairs end to end: a criterion and a post whose label says whether the post meets the
+// criterion; the study trains on the joined pair, --save-best records the columns and the
+// truncation, `tune predict` reads the pairs back with them; bad pairs and keys exit 2.
+TEST_F(TrainCli, PairStudySavesAModelThatPredictsPairs) {
+  const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
+  const char* criteria[2] = {"about the weather", "about sports"};
+  for (const char* name : {"pairs.jsonl", "pairs-val.jsonl"}) {
+    std::ofstream out(dir_.path() / name);
+    for (int i = 0; i < (name[5] == '.' ? 64 : 16); ++i) {
+      const int topic = i % 2, criterion = (i / 2) % 2;
+      const std::string post = std::string("the ") + words[topic][i % 3] + " and a " +
+                               words[topic][(i / 3) % 3] + " today";
+      out << Json{{"criterion", criteria[criterion]},
+                  {"post", post},
+                  {"label", topic == criterion ? "met" : "not met"}}
+                 .dump()
+          << "\n";
+    }
+  }
+  const std::string best = (dir_.path() / "best").string();
+  const Json data = {{"train", "pairs.jsonl"},
+                     {"validation", "pairs-val.jsonl"},
+                     {"text_column", "criterion"},
+                     {"text_pair_column", "post"},
+                     {"truncation", "only_second"}};
+  const std::string storage = "sqlite:///" + (dir_.path() / "pairs.db").string();
+  ProcessRun r = Tune({"--study", "p", "--config",
+                       WriteConfig({{"data", data}, {"memory", {{"device_memory", "1GiB"}}}}),
+                       "--storage", storage, "--n-trials", "1", "--save-best", best});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The guard's estimate of the pair's batches against the counting allocator's peak: the same
+  // bar as single texts (EstimateCli.MeasureAgreesWithTheEstimateOnCpu).
+  const Json memory =
+      Json::parse(Tune({"trials", "--study", "p", "--storage", storage, "--format", "json"})
+                      .out)[0]["user_attrs"]["memory"];
+  const double error = (memory["estimate"].get<double>() - memory["peak"].get<double>()) /
+                       memory["peak"].get<double>();
+  EXPECT_LT(std::abs(error), 0.05) << memory.dump();
+  EXPECT_NE(r.err.find("Train data: 64 training pairs (joined as [CLS] a [SEP] b [SEP], "
+                       "truncation only_second)"),
+            std::string::npos)
+      << r.err;
+  const Json config = Json::parse(std::ifstream(best + "/config.json"));
+  EXPECT_EQ(config["tune"]["inputs"], (Json{{"text_column", "criterion"},
+                                            {"text_pair_column", "post"},
+                                            {"truncation", "only_second"},
+                                            {"positive_label", "not met"}}));  // the second
+  ProcessRun p = Tune({"predict", "--model", best, "--data",
+                       (dir_.path() / "pairs-val.jsonl").string(), "--format", "jsonl"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  std::istringstream lines(p.out);
+  std::ifstream rows(dir_.path() / "pairs-val.jsonl");
+  std::string line, row;
+  int n = 0;
+  while (std::getline(lines, line) && std::getline(rows, row)) {
+    const Json got = Json::parse(line), want = Json::parse(row);
+    EXPECT_EQ(got["text"], want["criterion"]);
+    EXPECT_EQ(got["text_pair"], want["post"]);
+    EXPECT_TRUE(got["label"] == "met" || got["label"] == "not met") << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 16);
+  // A pair without its second text, in training and in prediction.
+  std::ofstream(dir_.path() / "pairs-val.jsonl", std::ios::app)
+      << Json{{"criterion", "about sports"}, {"post", ""}, {"label", "met"}}.dump() << "\n";
+  r = Tune({"--study", "p2", "--config", WriteConfig({{"data", data}}), "--storage", "memory",
+            "--n-trials", "1"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("pairs-val.jsonl:17: 'post' is empty: each example of a pair "
+                       "('criterion', 'post') needs both texts"),
+            std::string::npos)
+      << r.err;
+  p = Tune({"predict", "--model", best, "--data", (dir_.path() / "pairs-val.jsonl").string()});
+  EXPECT_EQ(p.code, 2) << p.err;
+  EXPECT_NE(p.err.find("pairs-val.jsonl:17: 'post' is empty"), std::string::npos) << p.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+  // Truncation names a strategy, and applies to pairs only.
+  Json bad = data;
+  bad["truncation"] = "longest";
+  r = Tune({"--study", "p3", "--config", WriteConfig({{"data", bad}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown truncation 'longest' (did you mean 'longest_first'?)"),
+            std::string::npos)
+      << r.err;
+  bad.erase("text_pair_column");
+  bad["truncation"] = "only_first";
+  r = Tune({"--study", "p4", "--config", WriteConfig({{"data", bad}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("applies to sentence pairs: set \"text_pair_column\""), std::string::npos)
+      << r.err;
+}
+
+// The positive class's F1 on the two-label set: the log names the positive label, every metric
+// of each epoch is recorded; positive_label picks the other; a study scored with macro_f1 under
+// the old meaning of "f1" does not switch metric midway; "f1" needs two labels.
+TEST_F(TrainCli, F1IsThePositiveClassesAndEveryMetricIsRecorded) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "f1.db").string();
+  ProcessRun r = Tune({"--study", "f", "--config", WriteConfig({{"metric", "f1"}}), "--storage",
+                       storage, "--n-trials", "1"});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("Metric f1: the F1 of label 'weather' (the positive class; set "
+                       "\"positive_label\" to choose the other)"),
+            std::string::npos)
+      << r.err;
+  const Json trial =
+      Json::parse(Tune({"trials", "--study", "f", "--storage", storage, "--format", "json"}).out)
+          .at(0);
+  const Json& epoch = trial["user_attrs"]["train"]["history"].back();
+  for (const char* key :
+       {"accuracy", "macro_f1", "micro_f1", "weighted_f1", "mcc", "auroc", "f1", "class_f1"}) {
+    EXPECT_TRUE(epoch.contains(key)) << key << ": " << epoch.dump();
+  }
+  EXPECT_DOUBLE_EQ(epoch["f1"].get<double>(), epoch["class_f1"][1].get<double>());
+  double best_f1 = 0;  // the trial's value: its best epoch's
+  for (const Json& e : trial["user_attrs"]["train"]["history"])
+    best_f1 = std::max(best_f1, e["f1"].get<double>());
+  EXPECT_DOUBLE_EQ(trial["value"].get<double>(), best_f1);
+  r = Tune({"--study", "f2", "--config",
+            WriteConfig({{"metric", "f1"}, {"positive_label", "sports"}}), "--storage", storage,
+            "--n-trials", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("Metric f1: the F1 of label 'sports' (the positive class)"),
+            std::string::npos)
+      << r.err;
+  // A study scored with macro_f1, then resumed with "f1".
+  ASSERT_EQ(
+      Tune({"--study", "m", "--config", WriteConfig({}), "--storage", storage, "--n-trials", "1"})
+          .code,
+      0);
+  r = Tune({"--study", "m", "--config", WriteConfig({{"metric", "f1"}}), "--storage", storage,
+            "--n-trials", "2"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("metric 'f1' is now the F1 of the positive class, but study 'm' was "
+                       "scored with macro_f1"),
+            std::string::npos)
+      << r.err;
+  r = Tune({"--study", "f3", "--config",
+            WriteConfig({{"metric", "f1"}, {"positive_label", "sport"}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("positive_label 'sport' is not a label (did you mean 'sports'?)"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(dir_.path() / "train.csv", std::ios::app) << "\"the snow\",snow\n";
+  r = Tune({"--study", "f4", "--config", WriteConfig({{"metric", "f1"}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("metric 'f1' is the F1 of the positive class, for two labels; the data "
+                       "has 3 (snow, sports, weather)"),
+            std::string::npos)
+      << r.err;
 #else
   EXPECT_EQ(r.code, 1);
 #endif

@@ -350,6 +350,81 @@ def compare(name, driver, directory, strings, reference, specials):
     return not problems
 
 
+# ---- sentence pairs: Hugging Face tokenizers' post-processors and truncate_pair, transcribed ----
+
+def hf_pair_keep(n_a, n_b, room, strategy):
+    """What each text keeps (tokenizers' truncate_pair); None where tokenizers raises."""
+    if n_a + n_b <= room:
+        return n_a, n_b
+    if strategy == "longest_first":
+        n1, n2 = n_a, n_b
+        swap = n1 > n2
+        if swap:
+            n1, n2 = n2, n1
+        n2 = n1 if n1 > room else max(n1, room - n1)
+        if n1 + n2 > room:
+            n1 = room // 2
+            n2 = n1 + room % 2
+        if swap:
+            n1, n2 = n2, n1
+        return min(n_a, n1), min(n_b, n2)
+    removed = n_a + n_b - room
+    if strategy == "only_first":
+        return None if n_a <= removed else (n_a - removed, n_b)
+    return None if n_b <= removed else (n_a, n_b - removed)
+
+
+def pair_reference(single, specials, roberta):
+    """tokenizer(a, b, truncation=..., max_length=...)'s input_ids and token_type_ids: BERT's
+    (and DeBERTa-v3's) template [CLS] A [SEP] B [SEP] with types 0 then 1, RoBERTa's (and
+    XLM-R's) <s> A </s></s> B </s> (types not compared: those models have none)."""
+    cls, sep = specials["cls"], specials["sep"]
+    added = 4 if roberta else 3
+
+    def encode(case):
+        a, b = single(case["a"])[0], single(case["b"])[0]
+        keep = hf_pair_keep(len(a), len(b), case["max_length"] - added, case["truncation"])
+        a, b = a[:keep[0]], b[:keep[1]]
+        if roberta:
+            return [cls] + a + [sep, sep] + b + [sep], None
+        return [cls] + a + [sep] + b + [sep], [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    return encode
+
+
+def pair_cases(rng, strings, single, n):
+    """n pairs of the strings with random lengths and strategies that tokenizers accepts."""
+    cases = []
+    while len(cases) < n:
+        a, b = rng.choice(strings), rng.choice(strings)
+        case = {"a": a, "b": b, "max_length": rng.randint(5, 48),
+                "truncation": rng.choice(["longest_first", "only_first", "only_second"])}
+        la, lb = len(single(a)[0]), len(single(b)[0])
+        if hf_pair_keep(la, lb, case["max_length"] - 4, case["truncation"]) is None or \
+                hf_pair_keep(la, lb, case["max_length"] - 3, case["truncation"]) is None:
+            case["truncation"] = "longest_first"
+        cases.append(case)
+    return cases
+
+
+def compare_pairs(name, driver, directory, cases, reference):
+    _, got = run_driver(driver, directory, cases)
+    diffs, problems = 0, []
+    for case, g in zip(cases, got):
+        ids, types = reference(case)
+        if g["ids"] != ids or (types is not None and g["types"] != types):
+            diffs += 1
+            if len(problems) < 5:
+                problems.append(f"{json.dumps(case)}:\n  tune  {g}\n  python {ids} {types}")
+    if len(got) != len(cases):
+        problems.append(f"{len(got)} outputs for {len(cases)} pairs")
+    cut = sum(1 for c in cases
+              if len(reference(c)[0]) == c["max_length"])
+    print(f"{name} pairs: {len(cases)} pairs ({cut} cut to max_length), {diffs} differences")
+    for p in problems:
+        print("  " + p)
+    return not problems
+
+
 def wordpiece_dirs(root, rng, train_texts):
     vocab_list = make_wordpiece_vocab(rng, train_texts)
     vocab = {t: i for i, t in enumerate(vocab_list)}
@@ -453,6 +528,7 @@ def main():
     parser.add_argument("--driver", required=True)
     parser.add_argument("--strings", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--pairs", type=int, default=3000)
     args = parser.parse_args()
     fortunes = fortune_lines()
     if not fortunes:
@@ -470,6 +546,11 @@ def main():
                  + spm_dirs(root, fortunes))
         for name, directory, reference, specials in cases:
             ok = compare(name, args.driver, directory, strings, reference, specials) and ok
+            roberta = "BPE" in name  # byte-level BPE and XLM-R's SentencePiece BPE
+            pairs = pair_cases(random.Random(args.seed + 1), strings[:2000], reference,
+                               args.pairs)
+            ok = compare_pairs(name, args.driver, directory, pairs,
+                               pair_reference(reference, specials, roberta)) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -207,5 +207,27 @@ TEST(TransformerClassifier, CheckpointingUnderBf16AutocastGivesTheSameGradients)
       << (plain - checkpointed).abs().max().item<double>();
 }
 
+// Sentence pairs on BERT: token type ids select the token type embedding per token. Types of 0
+// everywhere give the logits of no types at all (what single texts run); a pair's types of 1
+// change them (HF BertEmbeddings: token_type_embeddings(token_type_ids)). A model without token
+// types (has_token_types false: RoBERTa's single type, DeBERTa-v3's none) says so.
+TEST(TransformerClassifier, TokenTypesReachBertsEmbeddings) {
+  torch::manual_seed(2);
+  EncoderConfig c = TinyDebertaConfig();
+  c.deberta = false;
+  c.type_vocab_size = 2;
+  TransformerClassifier model(c, HeadConfig{});
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor ids = torch::randint(5, 50, {2, 7}, torch::kLong);
+  torch::Tensor mask = torch::ones({2, 7}, torch::kLong);
+  torch::Tensor types = torch::zeros({2, 7}, torch::kLong);
+  EXPECT_TRUE(model->has_token_types());
+  EXPECT_TRUE(torch::allclose(model(ids, mask), model(ids, mask, types)));
+  types.narrow(1, 4, 3).fill_(1);
+  EXPECT_FALSE(torch::allclose(model(ids, mask), model(ids, mask, types), 1e-4, 1e-5));
+  EXPECT_FALSE(TransformerClassifier(TinyDebertaConfig(), HeadConfig{})->has_token_types());
+}
+
 }  // namespace
 }  // namespace tune::internal

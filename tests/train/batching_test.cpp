@@ -81,5 +81,53 @@ TEST(Batching, BuildTokenBatchAddsSpecialsTruncatesAndPads) {
   EXPECT_EQ(fixed.input_ids.size(), 128u);
 }
 
+// Hugging Face tokenizers' pair truncation with a room of 7: its own unit test's table (lengths
+// 0, 2, 4, 8 on each side), and the strategies that cut one side.
+TEST(Batching, PairKeepFollowsHuggingFaceTokenizers) {
+  const int64_t sizes[] = {0, 2, 4, 8};
+  // expected[i][j]: what (sizes[i], sizes[j]) keeps with longest_first in a room of 7.
+  const std::pair<int64_t, int64_t> expected[4][4] = {
+      {{0, 0}, {0, 2}, {0, 4}, {0, 7}},
+      {{2, 0}, {2, 2}, {2, 4}, {2, 5}},
+      {{4, 0}, {4, 2}, {3, 4}, {3, 4}},
+      {{7, 0}, {5, 2}, {4, 3}, {3, 4}},
+  };
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_EQ(PairKeep(sizes[i], sizes[j], 7, Truncation::kLongestFirst), expected[i][j])
+          << sizes[i] << " + " << sizes[j];
+    }
+  }
+  EXPECT_EQ(PairKeep(8, 2, 7, Truncation::kOnlyFirst), std::make_pair(int64_t{5}, int64_t{2}));
+  EXPECT_EQ(PairKeep(2, 8, 7, Truncation::kOnlySecond), std::make_pair(int64_t{2}, int64_t{5}));
+  // Where Hugging Face raises (the named side is too short), that side goes and the other is cut.
+  EXPECT_EQ(PairKeep(2, 8, 7, Truncation::kOnlyFirst), std::make_pair(int64_t{0}, int64_t{7}));
+  EXPECT_EQ(PairKeep(9, 1, 7, Truncation::kOnlySecond), std::make_pair(int64_t{7}, int64_t{0}));
+  EXPECT_EQ(PairKeep(3, 4, 7, Truncation::kOnlyFirst), std::make_pair(int64_t{3}, int64_t{4}));
+}
+
+TEST(Batching, PairBatchesJoinBothTextsWithEachFamilysSeparatorsAndTokenTypes) {
+  std::vector<std::vector<int32_t>> a = {{10, 11, 12, 13}, {20}};
+  std::vector<std::vector<int32_t>> b = {{30, 31, 32, 33, 34}, {40, 41}};
+  std::vector<std::pair<int64_t, int64_t>> counts = {{4, 5}, {1, 2}};
+  std::vector<int64_t> labels = {1, 0};
+  PairSplit bert{&b, &counts, PairLayout{1, Truncation::kLongestFirst}, /*token_types=*/true};
+  // max_length 9: room 6 for (4, 5): 3 and 3.
+  auto t = BuildTokenBatch(a, labels, {0, 1}, 9, Padding::kLongest, 0, 101, 102, &bert);
+  EXPECT_EQ(t.cols, 9);
+  EXPECT_EQ(t.input_ids, (std::vector<int64_t>{101, 10, 11, 12, 102, 30, 31, 32, 102,  //
+                                               101, 20, 102, 40, 41, 102, 0, 0, 0}));
+  EXPECT_EQ(t.token_type_ids, (std::vector<int64_t>{0, 0, 0, 0, 0, 1, 1, 1, 1,  //
+                                                    0, 0, 0, 1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(t.attention_mask, (std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                    1, 1, 1, 1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(PairSequenceLength(counts[1], 9, bert.layout), 6);
+  // RoBERTa's <s> a </s></s> b </s>, only_second, no token types.
+  PairSplit roberta{&b, &counts, PairLayout{2, Truncation::kOnlySecond}, false};
+  auto r = BuildTokenBatch(a, labels, {0}, 10, Padding::kLongest, 1, 0, 2, &roberta);
+  EXPECT_EQ(r.input_ids, (std::vector<int64_t>{0, 10, 11, 12, 13, 2, 2, 30, 31, 2}));
+  EXPECT_TRUE(r.token_type_ids.empty());
+}
+
 }  // namespace
 }  // namespace tune

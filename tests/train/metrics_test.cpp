@@ -29,6 +29,22 @@ TEST(Metrics, PerfectAndConstantPredictions) {
   EXPECT_EQ(empty.macro_f1, 0.0);
 }
 
+// scikit-learn's documented examples: roc_auc_score([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]) is
+// 0.75; matthews_corrcoef([+1, +1, +1, -1], [+1, -1, +1, +1]) is -0.333...; a tie counts half.
+TEST(Metrics, AurocAndMccOfScikitLearnsExamples) {
+  EXPECT_DOUBLE_EQ(*RocAuc({0.1, 0.4, 0.35, 0.8}, {false, false, true, true}), 0.75);
+  EXPECT_DOUBLE_EQ(*RocAuc({0.5, 0.5}, {false, true}), 0.5);
+  EXPECT_FALSE(RocAuc({0.2, 0.7}, {true, true}).has_value());
+  auto m = ComputeClassificationMetrics({1, 1, 1, 0}, {1, 0, 1, 1}, 2);
+  EXPECT_NEAR(m.mcc, -1.0 / 3.0, 1e-12);
+  // Class 0: tp 0, fp 1, fn 1 -> F1 0; class 1: tp 2, fp 1, fn 1 -> 2/3; weighted by the true
+  // counts 1 and 3.
+  EXPECT_EQ(m.class_f1, (std::vector<double>{0.0, 2.0 / 3.0}));
+  EXPECT_NEAR(m.weighted_f1, 3.0 * (2.0 / 3.0) / 4.0, 1e-12);
+  EXPECT_DOUBLE_EQ(m.micro_f1, m.accuracy);
+  EXPECT_FALSE(m.auroc.has_value());  // no probabilities given
+}
+
 TEST(Schedules, WarmupThenDecay) {
   // 10 steps, 2 of warmup, base 1.
   EXPECT_DOUBLE_EQ(LearningRateAt(Schedule::kLinear, 1.0, 0, 10, 2), 0.0);

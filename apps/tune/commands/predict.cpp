@@ -25,7 +25,8 @@ struct PredictArgs {
   std::string output;  // empty: stdout
   std::string format = "jsonl";
   std::string data_format = "auto";
-  std::string text_column = "text";
+  std::string text_column;       // empty: the saved model's (its training data's), else "text"
+  std::string text_pair_column;  // empty: the saved model's (pairs), else none
   std::string label_column = "label";
   std::string device = "cpu";
   int64_t threads = 0;
@@ -36,20 +37,43 @@ struct PredictArgs {
 // texts, with their labels (-1: none) in data.validation_*; `texts` keeps the raw text.
 // NotFound/InvalidArgument naming file and line.
 Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
-                       std::vector<std::string>& texts, bool& labelled) {
+                       std::vector<std::string>& texts, std::vector<std::string>& pairs,
+                       bool& labelled) {
   TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(args.data, args.data_format));
   TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer,
                         Tokenizer::FromCheckpointDir(model.checkpoint.dir, TokenizerOptions{}));
+  const std::string text_column =
+      args.text_column.empty() ? model.inputs.text_column : args.text_column;
+  const std::string pair_column = args.text_pair_column.empty()
+                                      ? model.inputs.text_pair_column.value_or("")
+                                      : args.text_pair_column;
   TextDataset dataset;
   dataset.labels = model.labels;
+  if (!pair_column.empty()) dataset.pair_truncation = model.inputs.truncation;
   labelled = !table.rows.empty();
-  for (const DataRow& row : table.rows) {
-    const Json& text = row.fields.value(args.text_column, Json());
+  auto text_at = [&](const DataRow& row, const std::string& column) -> Result<std::string> {
+    const Json& text = row.fields.value(column, Json());
     if (!text.is_string()) {
       return InvalidArgumentError(
-          fmt::format("{}:{}: no text column '{}'", args.data, row.line, args.text_column));
+          fmt::format("{}:{}: no text column '{}'{}", args.data, row.line, column,
+                      pair_column.empty() ? "" : " (the model takes pairs)"));
     }
-    texts.push_back(text.get<std::string>());
+    if (!pair_column.empty() && text.get_ref<const std::string&>().empty()) {
+      return InvalidArgumentError(
+          fmt::format("{}:{}: '{}' is empty: each example of a pair "
+                      "('{}', '{}') needs both texts",
+                      args.data, row.line, column, text_column, pair_column));
+    }
+    return text.get<std::string>();
+  };
+  for (const DataRow& row : table.rows) {
+    TUNE_ASSIGN_OR_RETURN(std::string text, text_at(row, text_column));
+    texts.push_back(std::move(text));
+    std::string pair;
+    if (!pair_column.empty()) {
+      TUNE_ASSIGN_OR_RETURN(pair, text_at(row, pair_column));
+      pairs.push_back(pair);
+    }
     const Json& label = row.fields.value(args.label_column, Json());
     const std::string name = label.is_string() ? label.get<std::string>() : label.dump();
     auto at = std::find(model.labels.begin(), model.labels.end(), name);
@@ -60,7 +84,7 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
                                               args.data, row.line, name, JoinNames(model.labels)));
     }
     dataset.validation.push_back(
-        {texts.back(), at == model.labels.end() ? 0 : at - model.labels.begin()});
+        {texts.back(), at == model.labels.end() ? 0 : at - model.labels.begin(), std::move(pair)});
   }
   data = TokenizeTextDataset(dataset, tokenizer, MaxSequenceLength(model.checkpoint.model));
   return Status::Ok();
@@ -83,11 +107,11 @@ std::string CsvField(const std::string& s) {
 
 // One line per text; the predicted label and each label's probability.
 void WritePredictions(const PredictArgs& args, const SavedModel& model,
-                      const std::vector<std::string>& texts,
+                      const std::vector<std::string>& texts, const std::vector<std::string>& pairs,
                       const std::vector<std::vector<float>>& logits,
                       std::vector<int64_t>& predictions, std::ostream& out) {
   if (args.format == "csv") {
-    out << "text,label";
+    out << (pairs.empty() ? "text,label" : "text,text_pair,label");
     for (const auto& l : model.labels) out << "," << CsvField("p_" + l);
     out << "\n";
   }
@@ -97,45 +121,60 @@ void WritePredictions(const PredictArgs& args, const SavedModel& model,
     predictions.push_back(best);
     const std::string& label = model.labels[static_cast<size_t>(best)];
     if (args.format == "csv") {
-      out << CsvField(texts[i]) << "," << CsvField(label);
+      out << CsvField(texts[i]) << "," << (pairs.empty() ? "" : CsvField(pairs[i]) + ",")
+          << CsvField(label);
       for (double v : p) out << "," << fmt::format("{:.6f}", v);
       out << "\n";
     } else {
       Json probs = Json::object();
       for (size_t k = 0; k < p.size(); ++k) probs[model.labels[k]] = p[k];
-      out << Json{{"text", texts[i]},
-                  {"label", label},
-                  {"probabilities", probs},
-                  {"logits", logits[i]}}
-                 .dump()
-          << "\n";
+      Json line = {{"text", texts[i]}};
+      if (!pairs.empty()) line["text_pair"] = pairs[i];
+      line["label"] = label;
+      line["probabilities"] = probs;
+      line["logits"] = logits[i];
+      out << line.dump() << "\n";
     }
   }
 }
 
-// macro_f1, accuracy and loss over labelled data, as the trainer's evaluation computes them.
-Json PredictMetrics(const TextTrainData& data, const std::vector<std::vector<float>>& logits,
+// Every metric over labelled data, as the trainer's evaluation computes them; "f1" of the
+// saved positive label (two labels).
+Json PredictMetrics(const TextTrainData& data, const SavedModel& model,
+                    const std::vector<std::vector<float>>& logits,
                     const std::vector<int64_t>& predictions) {
-  const ClassificationMetrics cm =
-      ComputeClassificationMetrics(data.validation_labels, predictions, data.num_labels);
   double loss = 0;
+  std::vector<float> probabilities;
   for (size_t i = 0; i < logits.size(); ++i) {
     const std::vector<double> p = Softmax(logits[i]);
     loss -= std::log(p[static_cast<size_t>(data.validation_labels[i])]);
+    for (double v : p) probabilities.push_back(static_cast<float>(v));
   }
-  return Json{{"macro_f1", cm.macro_f1},
-              {"accuracy", cm.accuracy},
-              {"loss", logits.empty() ? 0.0 : loss / static_cast<double>(logits.size())},
-              {"examples", logits.size()}};
+  const ClassificationMetrics cm = ComputeClassificationMetrics(data.validation_labels, predictions,
+                                                                data.num_labels, &probabilities);
+  Json j{{"macro_f1", cm.macro_f1},
+         {"micro_f1", cm.micro_f1},
+         {"weighted_f1", cm.weighted_f1},
+         {"mcc", cm.mcc},
+         {"accuracy", cm.accuracy},
+         {"loss", logits.empty() ? 0.0 : loss / static_cast<double>(logits.size())},
+         {"examples", logits.size()}};
+  if (cm.auroc) j["auroc"] = *cm.auroc;
+  if (cm.class_f1.size() == 2) {
+    auto at = std::find(model.labels.begin(), model.labels.end(), model.inputs.positive_label);
+    j["f1"] = cm.class_f1[at == model.labels.end() ? 1 : at - model.labels.begin()];
+  }
+  return j;
 }
 
 int Predict(const PredictArgs& args) {
   auto model = ReadSavedModel(args.model);
   if (!model.ok()) return Fail(model.status());
   TextTrainData data;
-  std::vector<std::string> texts;
+  std::vector<std::string> texts, pairs;
   bool labelled = false;
-  if (Status st = LoadPredictData(args, *model, data, texts, labelled); !st.ok()) return Fail(st);
+  if (Status st = LoadPredictData(args, *model, data, texts, pairs, labelled); !st.ok())
+    return Fail(st);
   auto trainer = LoadTrainer(args.device, args.threads, std::nullopt, /*count_cpu_memory=*/false);
   if (!trainer.ok()) return Fail(trainer.status());
   TrainJob job;
@@ -153,16 +192,17 @@ int Predict(const PredictArgs& args) {
       return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
   }
   std::vector<int64_t> predictions;
-  WritePredictions(args, *model, texts, *logits, predictions,
+  WritePredictions(args, *model, texts, pairs, *logits, predictions,
                    args.output.empty() ? std::cout : file);
   if (!labelled) return kExitOk;
-  Json metrics = PredictMetrics(data, *logits, predictions);
+  Json metrics = PredictMetrics(data, *model, *logits, predictions);
   metrics["metric"] = model->metric;
-  metrics["value"] = metrics[model->metric];
+  metrics["value"] = metrics.value(model->metric, Json());
   if (!model->trial.is_null()) metrics["trial"] = model->trial;
   spdlog::info("{} = {:.6f} on {} labelled examples of {} (accuracy {:.6f}, loss {:.6f})",
-               model->metric, metrics["value"].get<double>(), texts.size(), args.data,
-               metrics["accuracy"].get<double>(), metrics["loss"].get<double>());
+               model->metric, metrics["value"].is_number() ? metrics["value"].get<double>() : NAN,
+               texts.size(), args.data, metrics["accuracy"].get<double>(),
+               metrics["loss"].get<double>());
   std::cerr << metrics.dump() << "\n";
   return kExitOk;
 }
@@ -182,7 +222,11 @@ std::function<int()> DeclarePredict(CLI::App& command) {
   command.add_option("--format", args->format, "Output format: jsonl or csv")
       ->check(CLI::IsMember({"jsonl", "csv"}));
   command.add_option("--data-format", args->data_format, "auto (by extension), jsonl, csv or tsv");
-  command.add_option("--text-column", args->text_column, "The text column (default: text)");
+  command.add_option("--text-column", args->text_column,
+                     "The text column (default: the one the model was trained on, else text)");
+  command.add_option("--text-pair-column", args->text_pair_column,
+                     "The second text of sentence pairs (default: the one the model was trained "
+                     "on, if any)");
   command.add_option("--label-column", args->label_column, "The label column (default: label)");
   command.add_option("--device", args->device, "cpu, cuda or cuda:N (default: cpu)");
   command.add_option("--threads", args->threads, "Intra-op threads on CPU (0: one per core)");
