@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -686,10 +687,16 @@ class TorchTrainer final : public Trainer {
     p.step = rs.step;
   }
 
-  // One epoch of training; its mean training loss into m.train_loss. False when the run ended
-  // (interrupted, or a non-finite loss: result.end says which).
-  bool TrainEpoch(RunState& rs, int64_t epoch, std::mt19937_64& rng, EpochMetrics& m,
-                  TrainResult& result, Progress& p) {
+  // Evaluates after a step (eval_strategy "steps"): the epoch so far's training loss into a
+  // fresh EpochMetrics, then Evaluation(). Ok(false) when the run ended (result.end says why).
+  using StepEvaluation = std::function<Result<bool>(EpochMetrics&)>;
+
+  // One epoch of training; its mean training loss into m.train_loss. Ok(false) when the run ended
+  // (interrupted, a non-finite loss, or stopped at an evaluation: result.end says which).
+  // `evaluate_at_step` runs after every eval_steps-th optimizer step (eval_strategy "steps").
+  Result<bool> TrainEpoch(RunState& rs, int64_t epoch, std::mt19937_64& rng, EpochMetrics& m,
+                          TrainResult& result, Progress& p,
+                          const StepEvaluation& evaluate_at_step) {
     const TrainHyperparams& hp = rs.job.hp;
     rs.task->SetTraining(true);
     const auto batches =
@@ -724,6 +731,17 @@ class TorchTrainer final : public Trainer {
                  !LossFinite(rs, loss_sum, epoch, loss, result)) {
         return false;
       }
+      if (hp.eval_strategy == EvalStrategy::kSteps && rs.step % hp.eval_steps == 0) {
+        if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
+        EpochMetrics at;
+        at.epoch = epoch;
+        at.train_loss = seen > 0 ? loss / static_cast<double>(seen) : 0.0;
+        at.optimizer_steps = rs.step;
+        at.learning_rate = rs.lr;
+        TUNE_ASSIGN_OR_RETURN(bool go_on, evaluate_at_step(at));
+        if (!go_on) return false;
+        rs.task->SetTraining(true);
+      }
     }
     if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
     m.epoch = epoch;
@@ -740,29 +758,43 @@ class TorchTrainer final : public Trainer {
     TUNE_ASSIGN_OR_RETURN(std::optional<RunState> prepared, Prepare(job, result));
     if (!prepared) return Status::Ok();
     RunState& rs = *prepared;
-    for (int64_t epoch = 0; epoch < job.hp.epochs; ++epoch) {
-      p.epoch = epoch;
-      const auto epoch_start = std::chrono::steady_clock::now();
-      EpochMetrics m;
-      if (!TrainEpoch(rs, epoch, rng, m, result, p)) return Status::Ok();
+    auto since = std::chrono::steady_clock::now();  // the previous evaluation's end
+    // Evaluates, asks on_epoch, keeps the weights of the best evaluation: Ok(false) when the
+    // run ends here (stopped, interrupted).
+    auto evaluation = [&](EpochMetrics& m) -> Result<bool> {
+      const auto eval_start = std::chrono::steady_clock::now();
       if (!Evaluate(*rs.task, rs.eval_batch_size, rs.precision, m, p)) {
         result.end = TrainResult::End::kInterrupted;
-        return Status::Ok();
+        return false;
       }
-      m.seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+      const auto now = std::chrono::steady_clock::now();
+      m.seconds = std::chrono::duration<double>(now - since).count();
+      m.eval_seconds = std::chrono::duration<double>(now - eval_start).count();
       result.epochs.push_back(m);
       p.phase = "callback";
-      Result<EpochDecision> decision = on_epoch(m);
-      if (!decision.ok()) return decision.status();
-      if (*decision == EpochDecision::kStop) {
+      TUNE_ASSIGN_OR_RETURN(EpochDecision decision, on_epoch(m));
+      since = std::chrono::steady_clock::now();
+      if (decision == EpochDecision::kStop) {
         result.end = TrainResult::End::kStopped;
-        return Status::Ok();
+        return false;
       }
-      if (*decision == EpochDecision::kKeep && job.data != nullptr && !job.save_weights.empty()) {
+      if (decision == EpochDecision::kKeep && job.data != nullptr && !job.save_weights.empty()) {
         p.phase = "saving";
         TUNE_RETURN_IF_ERROR(rs.task->Save(job.save_weights));
       }
+      return true;
+    };
+    const bool by_steps = job.hp.eval_strategy == EvalStrategy::kSteps;
+    for (int64_t epoch = 0; epoch < job.hp.epochs; ++epoch) {
+      p.epoch = epoch;
+      EpochMetrics m;
+      TUNE_ASSIGN_OR_RETURN(bool trained, TrainEpoch(rs, epoch, rng, m, result, p, evaluation));
+      if (!trained) return Status::Ok();
+      // By steps, the end of training is evaluated too, unless its last step just was.
+      const bool last = epoch + 1 == job.hp.epochs;
+      if (by_steps && !(last && rs.step % job.hp.eval_steps != 0)) continue;
+      TUNE_ASSIGN_OR_RETURN(bool go_on, evaluation(m));
+      if (!go_on) return Status::Ok();
     }
     result.end = TrainResult::End::kCompleted;
     return Status::Ok();

@@ -189,6 +189,12 @@ const std::vector<Entry>& Table() {
                                      {"relu", Activation::kRelu},
                                      {"tanh", Activation::kTanh}})});
     t.push_back(
+        {"eval_strategy",
+         {"evaluation_strategy"},
+         Choice<EvalStrategy>(&TrainHyperparams::eval_strategy,
+                              {{"epoch", EvalStrategy::kEpoch}, {"steps", EvalStrategy::kSteps}})});
+    t.push_back({"eval_steps", {}, Int(&TrainHyperparams::eval_steps, 1, INT64_MAX)});
+    t.push_back(
         {"patience", {"early_stopping_patience"}, Int(&TrainHyperparams::patience, 0, INT64_MAX)});
     t.push_back({"min_delta",
                  {"early_stopping_threshold"},
@@ -307,6 +313,8 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["classifier_activation"] = NameOf<Activation>(
       hp.classifier_activation,
       {{"gelu", Activation::kGelu}, {"relu", Activation::kRelu}, {"tanh", Activation::kTanh}});
+  j["eval_strategy"] = hp.eval_strategy == EvalStrategy::kSteps ? "steps" : "epoch";
+  j["eval_steps"] = hp.eval_steps;
   j["patience"] = hp.patience;
   j["min_delta"] = hp.min_delta;
   j["padding"] = hp.padding == Padding::kLongest ? "longest" : "max_length";

@@ -27,6 +27,8 @@ enum class Activation { kGelu, kRelu, kTanh };
 // trainer does not train that way (the `precision` hyperparameter offers fp32, bf16 and fp16).
 enum class Precision { kFp32, kBf16, kFp16, kPureBf16 };
 
+enum class EvalStrategy { kEpoch, kSteps };
+
 struct TrainHyperparams {
   std::string model;            // catalog name of the encoder
   double learning_rate = 5e-5;  // peak learning rate
@@ -52,7 +54,12 @@ struct TrainHyperparams {
   int64_t classifier_hidden = 0;             // their width; 0: the model's hidden size
   std::vector<int64_t> classifier_hidden_sizes = {0, 0, 0};  // classifier_hidden_1..3 (0: above)
   Activation classifier_activation = Activation::kGelu;
-  int64_t patience = 0;    // early stopping: epochs without improvement; 0: off
+  // When the validation set is evaluated (each evaluation a report the pruner sees, early
+  // stopping's and the best checkpoint's unit): after every epoch, or every eval_steps optimizer
+  // steps and at the end of training (Hugging Face's eval_strategy and eval_steps).
+  EvalStrategy eval_strategy = EvalStrategy::kEpoch;
+  int64_t eval_steps = 500;
+  int64_t patience = 0;    // early stopping: evaluations without improvement; 0: off
   double min_delta = 0.0;  // smallest change that counts as an improvement
   // Recompute each encoder layer in the backward pass instead of keeping its activations
   // (reentrant checkpointing, as torch.utils.checkpoint): less memory, about a third more compute.

@@ -90,9 +90,10 @@ struct TrainJob {
   StepCallback on_step;
 };
 
+// One evaluation: after an epoch, or every eval_steps optimizer steps (eval_strategy "steps").
 struct EpochMetrics {
-  int64_t epoch = 0;        // 0-based
-  double train_loss = 0.0;  // mean over the epoch's training examples
+  int64_t epoch = 0;        // 0-based: the epoch it ran in
+  double train_loss = 0.0;  // mean over the epoch's training examples (so far)
   double validation_loss = 0.0;
   double accuracy = 0.0;
   double macro_f1 = 0.0;
@@ -101,7 +102,8 @@ struct EpochMetrics {
   std::vector<double> class_f1;  // by class index
   std::optional<double> auroc;   // unset when a class has no validation example
   int64_t optimizer_steps = 0;   // cumulative
-  double seconds = 0.0;          // training + evaluation time of this epoch
+  double seconds = 0.0;          // training + evaluation time since the previous evaluation
+  double eval_seconds = 0.0;     // of which evaluating
   double learning_rate = 0.0;    // the last step's
 };
 

@@ -26,7 +26,8 @@ Json EpochToJson(const EpochMetrics& m, int64_t positive) {
          {"mcc", m.mcc},
          {"optimizer_steps", m.optimizer_steps},
          {"learning_rate", m.learning_rate},
-         {"seconds", m.seconds}};
+         {"seconds", m.seconds},
+         {"eval_seconds", m.eval_seconds}};
   if (m.class_f1.size() == 2) j["f1"] = TrainMetricValue(TrainMetric::kF1, m, positive);
   if (!m.class_f1.empty()) j["class_f1"] = m.class_f1;
   if (m.auroc) j["auroc"] = *m.auroc;
@@ -43,17 +44,23 @@ Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
         "of them); use a validation set with every label, or another metric",
         TrainMetricName(metric_), m.epoch + 1));
   }
-  // Per-epoch lines are for --log-level debug; the trial's line says how it ended.
+  // Per-evaluation lines are for --log-level debug; the trial's line says how it ended.
+  const bool by_steps = hp_.eval_strategy == EvalStrategy::kSteps;
   spdlog::debug(
-      "Trial {} epoch {}/{}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} "
-      "macro_f1={:.4f} ({:.1f}s)",
-      trial_.number(), m.epoch + 1, hp_.epochs, m.train_loss, m.validation_loss, m.accuracy,
-      m.macro_f1, m.seconds);
-  TUNE_RETURN_IF_ERROR(trial_.Report(value, m.epoch));
+      "Trial {} {}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} macro_f1={:.4f} "
+      "({:.1f}s, of which evaluating {:.1f}s)",
+      trial_.number(),
+      by_steps ? fmt::format("step {} (epoch {}/{})", m.optimizer_steps, m.epoch + 1, hp_.epochs)
+               : fmt::format("epoch {}/{}", m.epoch + 1, hp_.epochs),
+      m.train_loss, m.validation_loss, m.accuracy, m.macro_f1, m.seconds, m.eval_seconds);
+  // The pruner's step: the epoch, or by steps the optimizer step (as Optuna's callback for
+  // Hugging Face's Trainer reports state.global_step).
+  TUNE_RETURN_IF_ERROR(trial_.Report(value, by_steps ? m.optimizer_steps : m.epoch));
   const bool improved = Improves(value);
   if (improved) {
     best = value;
     best_epoch = m.epoch;
+    best_step = m.optimizer_steps;
     since_best_ = 0;
   } else {
     ++since_best_;
@@ -72,7 +79,7 @@ Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
 
 void EpochTracker::Reset() {
   best.reset();
-  best_epoch = -1;
+  best_epoch = best_step = -1;
   since_best_ = 0;
   pruned = stopped_early = false;
 }
@@ -106,6 +113,11 @@ Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& optio
     summary["objectives"] = std::move(names);
   }
   if (tracker.best_epoch >= 0) summary["best_epoch"] = tracker.best_epoch;
+  if (tracker.best_epoch >= 0 && tracker.by_steps()) summary["best_step"] = tracker.best_step;
+  double eval_seconds = 0;
+  for (const auto& m : result.epochs) eval_seconds += m.eval_seconds;
+  summary["evaluations"] = result.epochs.size();
+  summary["eval_seconds"] = eval_seconds;
   if (tracker.stopped_early) summary["stopped_early"] = true;
   if (result.peak_memory_bytes >= 0) summary["peak_memory_bytes"] = result.peak_memory_bytes;
   Json history = Json::array();
@@ -117,8 +129,13 @@ Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& optio
 Result<TrialOutcome> FinishedRunOutcome(TrialHandle& trial, const TrainObjectiveOptions& options,
                                         const TrainResult& result, const EpochTracker& tracker) {
   if (tracker.pruned) {
+    const EpochMetrics* last = result.epochs.empty() ? nullptr : &result.epochs.back();
     return TrialOutcome{
-        TrialState::kPruned, {}, fmt::format("pruned after epoch {}", result.epochs.size())};
+        TrialState::kPruned,
+        {},
+        last != nullptr && tracker.by_steps()
+            ? fmt::format("pruned at step {} (epoch {})", last->optimizer_steps, last->epoch + 1)
+            : fmt::format("pruned after epoch {}", result.epochs.size())};
   }
   if (!tracker.best) return FailTrial(trial, "the run finished without an evaluated epoch");
   std::vector<double> values{*tracker.best};

@@ -27,9 +27,11 @@ class EpochTracker {
   // Forgets the run (a retry starts over).
   void Reset();
   int64_t positive() const { return positive_; }
+  bool by_steps() const { return hp_.eval_strategy == EvalStrategy::kSteps; }
 
   std::optional<double> best;
   int64_t best_epoch = -1;
+  int64_t best_step = -1;  // the best evaluation's optimizer step
   bool pruned = false;
   bool stopped_early = false;
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -636,6 +637,36 @@ TEST_F(TrainCli, F1IsThePositiveClassesAndEveryMetricIsRecorded) {
                        "has 3 (snow, sports, weather)"),
             std::string::npos)
       << r.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+}
+
+// eval_strategy "steps": 64 examples in batches of 16 are 4 optimizer steps per epoch; with
+// eval_steps 3 over 2 epochs the trial reports at steps 3 and 6 and at the end (8), the steps the
+// pruner sees; the summary counts the evaluations and their time.
+TEST_F(TrainCli, EvalStepsReportsEachEvaluationAtItsOptimizerStep) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "steps.db").string();
+  ProcessRun r = Tune({"--study", "s", "--config",
+                       WriteConfig({{"eval_strategy", "steps"}, {"eval_steps", 3}}), "--storage",
+                       storage, "--n-trials", "1"});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json trial =
+      Json::parse(Tune({"trials", "--study", "s", "--storage", storage, "--format", "json"}).out)
+          .at(0);
+  std::vector<std::string> steps;
+  for (const auto& [step, value] : trial["intermediate_values"].items()) steps.push_back(step);
+  std::sort(steps.begin(), steps.end());
+  EXPECT_EQ(steps, (std::vector<std::string>{"3", "6", "8"})) << trial.dump();
+  const Json& summary = trial["user_attrs"]["train"];
+  EXPECT_EQ(summary["evaluations"], 3);
+  EXPECT_TRUE(summary.contains("best_step")) << summary.dump();
+  EXPECT_GT(summary["eval_seconds"].get<double>(), 0.0);
+  r = Tune({"--study", "s2", "--config", WriteConfig({{"eval_strategy", "step"}}), "--storage",
+            "memory"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("(did you mean 'steps'?)"), std::string::npos) << r.err;
 #else
   EXPECT_EQ(r.code, 1);
 #endif

@@ -256,6 +256,40 @@ TrainHyperparams DivergingHyperparams() {
   return hp;
 }
 
+// eval_strategy "steps": 480 examples in batches of 16 are 30 optimizer steps per epoch; with
+// eval_steps 20 over 2 epochs the evaluations come at steps 20 and 40 and at the end (60 is a
+// multiple: no extra one), each with the epoch it ran in and its own time; a stop at the second
+// ends the run mid-epoch, after step 40.
+TEST_F(TorchTrainerTest, EvaluationEveryNStepsReportsAndStopsBetweenEpochs) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.epochs = 2;
+  hp.eval_strategy = EvalStrategy::kSteps;
+  hp.eval_steps = 20;
+  std::vector<std::pair<int64_t, int64_t>> seen;  // (optimizer step, epoch)
+  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_},
+                 [&](const EpochMetrics& m) -> Result<EpochDecision> {
+                   seen.emplace_back(m.optimizer_steps, m.epoch);
+                   EXPECT_GT(m.eval_seconds, 0.0);
+                   EXPECT_GE(m.seconds, m.eval_seconds);
+                   return EpochDecision::kContinue;
+                 });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kCompleted);
+  EXPECT_EQ(seen, (std::vector<std::pair<int64_t, int64_t>>{{20, 0}, {40, 1}, {60, 1}}));
+  hp.eval_steps = 25;  // 25, 50 and the end at 60
+  seen.clear();
+  r = Train(*trainer, TrainJob{TinyModel(), hp, data_}, [&](const EpochMetrics& m) {
+    seen.emplace_back(m.optimizer_steps, m.epoch);
+    return Result<EpochDecision>(seen.size() == 2 ? EpochDecision::kStop
+                                                  : EpochDecision::kContinue);
+  });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, TrainResult::End::kStopped);
+  EXPECT_EQ(seen, (std::vector<std::pair<int64_t, int64_t>>{{25, 0}, {50, 1}}));
+  EXPECT_EQ(r->epochs.size(), 2u);
+}
+
 TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
   auto trainer = NewCpuTrainer();
   auto r = Train(*trainer, TrainJob{TinyModel(), DivergingHyperparams(), data_});
