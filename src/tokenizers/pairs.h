@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tune/status.h"
 
@@ -38,5 +39,24 @@ struct PairLayout {
 // text is emptied and the other is cut too, so that the pair still fits.
 std::pair<int64_t, int64_t> PairKeep(int64_t first, int64_t second, int64_t room,
                                      Truncation truncation);
+
+// Writes a pair with `separators` separators into `ids` (room for 2 + separators + keep_a +
+// keep_b cells): [CLS], the first keep_a ids of `a`, the separators, the first keep_b of `b`,
+// [SEP]. Returns the length, and in `second_starts` where BERT's token type 1 begins (b's first
+// token; with two separators, the second one). The tokenizer and the trainer's batches both join
+// pairs with it.
+template <typename Id>
+size_t JoinPair(const std::vector<int32_t>& a, int64_t keep_a, const std::vector<int32_t>& b,
+                int64_t keep_b, int32_t cls_id, int32_t sep_id, int32_t separators, Id* ids,
+                size_t* second_starts) {
+  size_t k = 0;
+  ids[k++] = cls_id;
+  for (int64_t i = 0; i < keep_a; ++i) ids[k++] = a[static_cast<size_t>(i)];
+  for (int32_t s = 0; s < separators; ++s) ids[k++] = sep_id;
+  *second_starts = separators == 1 ? k : k - 1;
+  for (int64_t i = 0; i < keep_b; ++i) ids[k++] = b[static_cast<size_t>(i)];
+  ids[k++] = sep_id;
+  return k;
+}
 
 }  // namespace tune

@@ -276,12 +276,9 @@ std::vector<int32_t> Tokenizer::EncodePairForClassification(
   const auto [keep_a, keep_b] =
       PairKeep(static_cast<int64_t>(first.size()), static_cast<int64_t>(second.size()),
                max_length - 2 - separators, truncation);
-  std::vector<int32_t> ids = {cls_id_};
-  ids.insert(ids.end(), first.begin(), first.begin() + keep_a);
-  ids.insert(ids.end(), static_cast<size_t>(separators), sep_id_);
-  const size_t second_starts = separators == 1 ? ids.size() : ids.size() - 1;
-  ids.insert(ids.end(), second.begin(), second.begin() + keep_b);
-  ids.push_back(sep_id_);
+  std::vector<int32_t> ids(static_cast<size_t>(2 + separators + keep_a + keep_b));
+  size_t second_starts = 0;
+  JoinPair(first, keep_a, second, keep_b, cls_id_, sep_id_, separators, ids.data(), &second_starts);
   if (token_types != nullptr) {
     token_types->assign(ids.size(), 0);
     std::fill(token_types->begin() + static_cast<std::ptrdiff_t>(second_starts), token_types->end(),

@@ -66,27 +66,21 @@ std::vector<std::vector<int64_t>> MakeEvalBatches(const std::vector<int64_t>& le
 namespace {
 
 // Row r of `batch`: [CLS] a [SEP] (separators) b [SEP], a and b cut by PairKeep.
-int64_t FillPairRow(TokenBatch& batch, size_t r, const std::vector<int32_t>& a,
-                    const std::vector<int32_t>& b, std::pair<int64_t, int64_t> counts,
-                    int64_t max_length, int32_t cls_id, int32_t sep_id, const PairSplit& pairs) {
+void FillPairRow(TokenBatch& batch, size_t r, const std::vector<int32_t>& a,
+                 const std::vector<int32_t>& b, std::pair<int64_t, int64_t> counts,
+                 int64_t max_length, int32_t cls_id, int32_t sep_id, const PairSplit& pairs) {
   const PairLayout& layout = pairs.layout;
   const auto [keep_a, keep_b] =
       PairKeep(counts.first, counts.second, max_length - layout.specials(), layout.truncation);
   const auto cols = static_cast<size_t>(batch.cols);
-  int64_t* row = batch.input_ids.data() + r * cols;
-  size_t k = 0;
-  row[k++] = cls_id;
-  for (int64_t i = 0; i < keep_a; ++i) row[k++] = a[static_cast<size_t>(i)];
-  for (int32_t s = 0; s < layout.separators; ++s) row[k++] = sep_id;
-  const size_t second_starts = layout.separators == 1 ? k : k - 1;  // BERT: b's [SEP] is type 1
-  for (int64_t i = 0; i < keep_b; ++i) row[k++] = b[static_cast<size_t>(i)];
-  row[k++] = sep_id;
+  size_t second_starts = 0;
+  const size_t k = JoinPair(a, keep_a, b, keep_b, cls_id, sep_id, layout.separators,
+                            batch.input_ids.data() + r * cols, &second_starts);
   std::fill(batch.attention_mask.data() + r * cols, batch.attention_mask.data() + r * cols + k, 1);
   if (pairs.token_types) {
     int64_t* types = batch.token_type_ids.data() + r * cols;
     std::fill(types + second_starts, types + k, 1);
   }
-  return static_cast<int64_t>(k);
 }
 
 }  // namespace

@@ -197,7 +197,10 @@ class TrainObjective final : public Objective {
   }
 
   Status ApplyTrainerDefaults(TrialHandle& trial) {
-    if (!defaults_applied_) TUNE_RETURN_IF_ERROR(CheckStudyMetric(trial));
+    if (!metric_checked_) {
+      TUNE_RETURN_IF_ERROR(CheckStudyMetric(trial));
+      metric_checked_ = true;
+    }
     if (defaults_applied_ || options_.planned ||
         options_.task == TrainTask::kTabularClassification) {
       return Status::Ok();
@@ -397,6 +400,7 @@ class TrainObjective final : public Objective {
   TabularTrainData tabular_;
   TrainHyperparams base_;
   bool defaults_applied_ = false;  // ApplyTrainerDefaults ran
+  bool metric_checked_ = false;    // CheckStudyMetric ran (once per process)
   TrainGuard guard_;
   std::optional<BestModelSaver> saver_;
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
