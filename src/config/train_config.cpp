@@ -85,9 +85,10 @@ Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& pat
     TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "label_column", "labels",
                                       "validation_fraction", "split_seed", "feature_columns"}));
   } else {
-    TUNE_RETURN_IF_ERROR(d.CheckKeys({"train", "validation", "format", "text_column",
-                                      "text_pair_column", "truncation", "label_column", "labels",
-                                      "validation_fraction", "split_seed", "max_text_bytes"}));
+    TUNE_RETURN_IF_ERROR(
+        d.CheckKeys({"train", "validation", "format", "text_column", "text_pair_column",
+                     "truncation", "label_column", "labels", "problem_type", "label_separator",
+                     "class_weights", "validation_fraction", "split_seed", "max_text_bytes"}));
   }
   TUNE_ASSIGN_OR_RETURN(std::string train, d.RequiredString("train"));
   data.train = path(train);
@@ -107,6 +108,59 @@ Status ParseDataFiles(const JsonReader& d, bool tabular, const PathResolver& pat
   TUNE_ASSIGN_OR_RETURN(data.label_column, d.String("label_column", "label"));
   TUNE_ASSIGN_OR_RETURN(data.labels, d.StringArray("labels"));
   return Status::Ok();
+}
+
+// "data": what the label column holds and the loss's class weights.
+Status ParseTargets(const JsonReader& d, TextDataOptions& data) {
+  TUNE_ASSIGN_OR_RETURN(auto type, d.OptString("problem_type"));
+  if (type) {
+    auto parsed = ParseProblemType(*type);
+    if (!parsed.ok()) return d.ChildError("problem_type", parsed.status().message());
+    data.problem_type = *parsed;
+  }
+  const bool multi = data.problem_type == ProblemType::kMultiLabel;
+  TUNE_ASSIGN_OR_RETURN(auto separator, d.OptString("label_separator"));
+  if (separator) {
+    if (!multi) {
+      return d.ChildError("label_separator",
+                          "applies to \"problem_type\": \"multi_label_classification\"");
+    }
+    if (separator->empty()) return d.ChildError("label_separator", "must not be empty");
+    data.label_separator = *separator;
+  }
+  if (data.problem_type == ProblemType::kRegression && d.Has("labels")) {
+    return d.ChildError("labels",
+                        "does not apply to problem_type regression (targets are numbers)");
+  }
+  if (!d.Has("class_weights")) return Status::Ok();
+  if (data.problem_type == ProblemType::kRegression) {
+    return d.ChildError("class_weights", "does not apply to problem_type regression");
+  }
+  const Json& w = d.json().at("class_weights");
+  if (w.is_string() && w.get<std::string>() == "balanced") {
+    data.class_weights.balanced = true;
+    return Status::Ok();
+  }
+  if (w.is_array() && !w.empty()) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!w[i].is_number() || !(w[i].get<double>() > 0)) {
+        return d.ChildError(fmt::format("class_weights/{}", i),
+                            fmt::format("must be a positive number, got {}", w[i].dump()));
+      }
+      data.class_weights.values.push_back(w[i].get<double>());
+    }
+    if (!data.labels.empty() && data.labels.size() != data.class_weights.values.size()) {
+      return d.ChildError("class_weights",
+                          fmt::format("has {} weights for the {} labels ({}); one per label",
+                                      data.class_weights.values.size(), data.labels.size(),
+                                      JoinNames(data.labels)));
+    }
+    return Status::Ok();
+  }
+  return d.ChildError("class_weights",
+                      fmt::format("expected \"balanced\" or a list of one positive weight per "
+                                  "label (in the order of \"labels\"), got {}",
+                                  Abbreviate(w.dump(), 40)));
 }
 
 // "data": the validation split and the text size limit.
@@ -142,6 +196,7 @@ Status ParseData(const JsonReader& r, const PathResolver& path, TrainObjectiveOp
   const bool tabular = out.task == TrainTask::kTabularClassification;
   JsonReader d = r.Child("data");
   TUNE_RETURN_IF_ERROR(ParseDataFiles(d, tabular, path, out.data));
+  if (!tabular) TUNE_RETURN_IF_ERROR(ParseTargets(d, out.data));
   TUNE_RETURN_IF_ERROR(ParseDataSplit(d, out.data));
   if (!tabular) return Status::Ok();
   TabularDataOptions& t = out.tabular;
@@ -223,12 +278,23 @@ Status ParseConstraints(const JsonReader& r, TrainObjectiveOptions& out) {
 
 // "metric", "objectives", "constraints", "device", "threads", "ignore_params".
 Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
-  TUNE_ASSIGN_OR_RETURN(std::string metric, r.String("metric", "macro_f1"));
+  const ProblemType type = out.data.problem_type;
+  TUNE_ASSIGN_OR_RETURN(std::string metric,
+                        r.String("metric", TrainMetricName(DefaultMetric(type))));
   auto m = ParseTrainMetric(metric);
   if (!m.ok()) return r.ChildError("metric", m.status().message());
   out.metric = *m;
   TUNE_ASSIGN_OR_RETURN(out.positive_label, r.OptString("positive_label"));
+  if (out.positive_label && type != ProblemType::kSingleLabel) {
+    return r.ChildError("positive_label", fmt::format("applies to two-label single-label "
+                                                      "classification, not to problem_type '{}'",
+                                                      ProblemTypeName(type)));
+  }
   TUNE_RETURN_IF_ERROR(ParseObjectives(r, out));
+  if (Status st = CheckMetricFor(out.metric, type); !st.ok()) {
+    return r.ChildError(r.Has("metric") || !r.Has("objectives") ? "metric" : "objectives/0",
+                        st.message());
+  }
   TUNE_RETURN_IF_ERROR(ParseConstraints(r, out));
   TUNE_ASSIGN_OR_RETURN(out.device, r.String("device", "cpu"));
   if (Status st = ParseDevice(out.device).status(); !st.ok()) {

@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "torch/torch_compat.h"
 #include "torch/torch_counting_allocator.h"
@@ -63,17 +64,43 @@ bool LooksLikeOutOfMemory(const std::string& what) {
   return false;
 }
 
-torch::Tensor ToTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols,
+template <typename T>
+torch::Tensor ToTensor(const std::vector<T>& v, int64_t rows, int64_t cols,
                        const torch::Device& device) {
   std::vector<int64_t> shape =
       cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows};
   // from_blob borrows the vector; clone() owns a copy. For CUDA the copy goes through pinned
   // memory (the caching host allocator, which keeps the buffer until the copy is done) and does
   // not block the host: the host goes on to queue the step's kernels.
-  torch::Tensor t = torch::from_blob(const_cast<int64_t*>(v.data()), shape, torch::kLong);
+  torch::Tensor t = torch::from_blob(const_cast<T*>(v.data()), shape,
+                                     std::is_same_v<T, float> ? torch::kFloat : torch::kLong);
   if (device.is_cpu()) return t.clone();
   if (device.is_cuda()) return t.pin_memory().to(device, /*non_blocking=*/true);
   return t.to(device);
+}
+
+// The summed loss of a batch as its problem type trains (the mean loss times the examples):
+// cross-entropy with the class weights; multi-label, the binary cross-entropy averaged over the
+// labels with each label's positive weight (Hugging Face's BCEWithLogitsLoss mean, times the
+// examples); regression, the squared error of the one output. `weights`: undefined for none.
+torch::Tensor SummedLoss(ProblemType type, const torch::Tensor& logits,
+                         const torch::Tensor& targets, const torch::Tensor& weights) {
+  namespace F = torch::nn::functional;
+  switch (type) {
+    case ProblemType::kSingleLabel:
+      return F::cross_entropy(logits, targets,
+                              F::CrossEntropyFuncOptions().reduction(torch::kSum).weight(weights));
+    case ProblemType::kMultiLabel:
+      return F::binary_cross_entropy_with_logits(logits.to(torch::kFloat), targets,
+                                                 F::BinaryCrossEntropyWithLogitsFuncOptions()
+                                                     .reduction(torch::kSum)
+                                                     .pos_weight(weights)) /
+             static_cast<double>(logits.size(1));
+    case ProblemType::kRegression:
+      return F::mse_loss(logits.to(torch::kFloat).reshape({-1}), targets,
+                         F::MSELossFuncOptions(torch::kSum));
+  }
+  return {};
 }
 
 // clip_grad_norm_. On the CPU, AdamW folds the coefficient into its step (one pass fewer over
@@ -157,9 +184,13 @@ class Task {
     return InternalError("cannot save this model to " + path);
   }
   virtual int64_t num_labels() const = 0;
+  // What the model predicts and the loss's class weights (TextTrainData's).
+  virtual ProblemType problem_type() const { return ProblemType::kSingleLabel; }
+  virtual std::vector<float> class_weights() const { return {}; }
   // Per example of the training or validation split: the length batching sorts by.
   virtual const std::vector<int64_t>& lengths(bool train) const = 0;
-  // The logits and labels of a batch of the training or validation split.
+  // The logits and targets of a batch of the training or validation split: class indices
+  // (single-label), [B, labels] 0/1 floats (multi-label), [B] floats (regression).
   virtual std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch,
                                                           bool train, Progress& p) = 0;
 };
@@ -176,6 +207,8 @@ class TokenTask : public Task {
   }
   torch::Device device() const override { return device_; }
   int64_t num_labels() const override { return data_.num_labels; }
+  ProblemType problem_type() const override { return data_.problem_type; }
+  std::vector<float> class_weights() const override { return data_.class_weights; }
   const std::vector<int64_t>& lengths(bool train) const override {
     return train ? train_lengths_ : eval_lengths_;
   }
@@ -194,7 +227,7 @@ class TokenTask : public Task {
                ToTensor(tb.attention_mask, tb.rows, tb.cols, device_),
                tb.token_type_ids.empty() ? torch::Tensor()
                                          : ToTensor(tb.token_type_ids, tb.rows, tb.cols, device_));
-    return {logits, ToTensor(tb.labels, tb.rows, 0, device_)};
+    return {logits, Targets(tb, batch, train)};
   }
 
  protected:
@@ -209,6 +242,24 @@ class TokenTask : public Task {
   torch::Device device_;
 
  private:
+  // The batch's targets (Task::Forward).
+  torch::Tensor Targets(const TokenBatch& tb, const std::vector<int64_t>& batch, bool train) const {
+    if (data_.problem_type == ProblemType::kSingleLabel) {
+      return ToTensor(tb.labels, tb.rows, 0, device_);
+    }
+    const std::vector<float>& all = train ? data_.train_targets : data_.validation_targets;
+    const auto width =
+        static_cast<size_t>(data_.problem_type == ProblemType::kMultiLabel ? data_.num_labels : 1);
+    std::vector<float> values;
+    values.reserve(batch.size() * width);
+    for (int64_t i : batch) {
+      const auto row = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * width);
+      values.insert(values.end(), row, row + static_cast<std::ptrdiff_t>(width));
+    }
+    return ToTensor(values, tb.rows,
+                    data_.problem_type == ProblemType::kMultiLabel ? data_.num_labels : 0, device_);
+  }
+
   std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
@@ -586,6 +637,7 @@ class TorchTrainer final : public Trainer {
     std::unique_ptr<torch::optim::Optimizer> optimizer;
     Precision precision = Precision::kFp32;
     std::optional<LossScaler> scaler;
+    torch::Tensor class_weights;  // on the device; undefined: none
     int64_t total_steps = 0, warmup_steps = 0, eval_batch_size = 0;
     int64_t step = 0;
     double lr = 0;
@@ -620,6 +672,9 @@ class TorchTrainer final : public Trainer {
       return std::optional<RunState>();
     }
     if (rs->precision == Precision::kFp16) rs->scaler.emplace(device_);
+    if (std::vector<float> w = rs->task->class_weights(); !w.empty()) {
+      rs->class_weights = torch::tensor(w, torch::kFloat).to(device_);
+    }
     if (device_.is_cuda()) {  // TF32 tensor cores for fp32 matmuls and convolutions, or not
       at::globalContext().setAllowTF32CuBLAS(hp.tf32);
       at::globalContext().setAllowTF32CuDNN(hp.tf32);
@@ -640,10 +695,8 @@ class TorchTrainer final : public Trainer {
   // device (nothing is read back: the GPU never waits for the host here).
   void MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
                   torch::Tensor& loss_sum, Progress& p) {
-    static const auto kSum =
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
-    auto [logits, labels] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
-    torch::Tensor summed = torch::nn::functional::cross_entropy(logits, labels, kSum);
+    auto [logits, targets] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
+    torch::Tensor summed = SummedLoss(rs.task->problem_type(), logits, targets, rs.class_weights);
     p.phase = "backward";
     // Each micro-batch's summed loss is divided by the examples of the whole group, so that k
     // micro-batches give the gradient of one k-times larger batch. Backward runs outside
@@ -763,7 +816,7 @@ class TorchTrainer final : public Trainer {
     // run ends here (stopped, interrupted).
     auto evaluation = [&](EpochMetrics& m) -> Result<bool> {
       const auto eval_start = std::chrono::steady_clock::now();
-      if (!Evaluate(*rs.task, rs.eval_batch_size, rs.precision, m, p)) {
+      if (!Evaluate(rs, m, p)) {
         result.end = TrainResult::End::kInterrupted;
         return false;
       }
@@ -800,40 +853,57 @@ class TorchTrainer final : public Trainer {
     return Status::Ok();
   }
 
-  // Validation loss, accuracy and macro-F1 into `m`; false when interrupted. The loss and the
-  // predictions stay on the device until the last batch (one read back per evaluation).
-  bool Evaluate(Task& task, int64_t batch_size, Precision precision, EpochMetrics& m, Progress& p) {
+  // The validation loss and every metric of the problem type into `m`; false when interrupted.
+  // The loss, outputs and targets stay on the device until the last batch (one read back per
+  // evaluation).
+  bool Evaluate(RunState& rs, EpochMetrics& m, Progress& p) {
+    Task& task = *rs.task;
     task.SetTraining(false);
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> label_parts, prediction_parts, probability_parts;
+    const ProblemType type = task.problem_type();
+    std::vector<torch::Tensor> target_parts, output_parts;
     torch::Tensor loss_sum =
         torch::zeros({}, torch::TensorOptions(torch::kDouble).device(task.device()));
-    const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
-    for (const auto& batch : MakeEvalBatches(task.lengths(false), batch_size)) {
+    for (const auto& batch : MakeEvalBatches(task.lengths(false), rs.eval_batch_size)) {
       if (InterruptRequested()) return false;
-      auto [logits, y] = ForwardIn(precision, task, batch, /*train=*/false, p);
-      loss_sum.add_(torch::nn::functional::cross_entropy(logits, y, sum));
-      prediction_parts.push_back(logits.argmax(1));
-      probability_parts.push_back(torch::softmax(logits.to(torch::kFloat), 1));
-      label_parts.push_back(y);
+      auto [logits, y] = ForwardIn(rs.precision, task, batch, /*train=*/false, p);
+      loss_sum.add_(SummedLoss(type, logits, y, rs.class_weights));
+      const torch::Tensor out = logits.to(torch::kFloat);
+      // Probabilities for classification (softmax / one sigmoid per label), the value for
+      // regression.
+      output_parts.push_back(type == ProblemType::kSingleLabel  ? torch::softmax(out, 1)
+                             : type == ProblemType::kMultiLabel ? torch::sigmoid(out)
+                                                                : out.reshape({-1}));
+      target_parts.push_back(y);
     }
-    std::vector<int64_t> labels, predictions;
-    auto to_host = [](const std::vector<torch::Tensor>& parts, std::vector<int64_t>& out) {
-      if (parts.empty()) return;
-      const torch::Tensor all = torch::cat(parts).to(torch::kCPU, torch::kLong).contiguous();
-      out.assign(all.data_ptr<int64_t>(), all.data_ptr<int64_t>() + all.numel());
-    };
-    to_host(prediction_parts, predictions);
-    to_host(label_parts, labels);
-    std::vector<float> probabilities;
-    if (!probability_parts.empty()) {
-      const torch::Tensor all = torch::cat(probability_parts).to(torch::kCPU).contiguous();
-      probabilities.assign(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
+    m.problem_type = type;
+    if (target_parts.empty()) return true;
+    const torch::Tensor outputs = torch::cat(output_parts).to(torch::kCPU).contiguous();
+    const torch::Tensor targets = torch::cat(target_parts).to(torch::kCPU).contiguous();
+    const auto n = targets.size(0);
+    m.validation_loss = loss_sum.item<double>() / static_cast<double>(n);
+    const std::vector<float> out(outputs.data_ptr<float>(),
+                                 outputs.data_ptr<float>() + outputs.numel());
+    if (type == ProblemType::kRegression) {
+      const std::vector<double> predictions(out.begin(), out.end());
+      const std::vector<double> values(targets.data_ptr<float>(),
+                                       targets.data_ptr<float>() + targets.numel());
+      m.regression = ComputeRegressionMetrics(values, predictions);
+      return true;
     }
-    const ClassificationMetrics cm =
-        ComputeClassificationMetrics(labels, predictions, task.num_labels(), &probabilities);
-    m.validation_loss =
-        labels.empty() ? 0.0 : loss_sum.item<double>() / static_cast<double>(labels.size());
+    ClassificationMetrics cm;
+    if (type == ProblemType::kMultiLabel) {
+      const std::vector<float> values(targets.data_ptr<float>(),
+                                      targets.data_ptr<float>() + targets.numel());
+      cm = ComputeMultiLabelMetrics(values, out, task.num_labels(), rs.job.hp.threshold);
+    } else {
+      const torch::Tensor predicted = outputs.argmax(1).contiguous();
+      const torch::Tensor labels = targets.to(torch::kLong).contiguous();
+      cm = ComputeClassificationMetrics(
+          std::vector<int64_t>(labels.data_ptr<int64_t>(), labels.data_ptr<int64_t>() + n),
+          std::vector<int64_t>(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + n),
+          task.num_labels(), &out);
+    }
     m.accuracy = cm.accuracy;
     m.macro_f1 = cm.macro_f1;
     m.micro_f1 = cm.micro_f1;

@@ -105,7 +105,7 @@ TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
       const auto i = static_cast<size_t>(indices[r]);
       FillPairRow(batch, r, ids[i], (*pairs->second)[i], (*pairs->counts)[i], max_length, cls_id,
                   sep_id, *pairs);
-      batch.labels.push_back(labels[i]);
+      if (!labels.empty()) batch.labels.push_back(labels[i]);
     }
     return batch;
   }
@@ -129,7 +129,7 @@ TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
     for (size_t k = 0; k < body; ++k) row[k + 1] = seq[k];
     row[body + 1] = sep_id;
     std::fill(mask, mask + body + 2, 1);
-    batch.labels.push_back(labels[indices[r]]);
+    if (!labels.empty()) batch.labels.push_back(labels[indices[r]]);
   }
   return batch;
 }

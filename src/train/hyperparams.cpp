@@ -194,6 +194,7 @@ const std::vector<Entry>& Table() {
          Choice<EvalStrategy>(&TrainHyperparams::eval_strategy,
                               {{"epoch", EvalStrategy::kEpoch}, {"steps", EvalStrategy::kSteps}})});
     t.push_back({"eval_steps", {}, Int(&TrainHyperparams::eval_steps, 1, INT64_MAX)});
+    t.push_back({"threshold", {}, Float(&TrainHyperparams::threshold, 0, true, 1, true)});
     t.push_back(
         {"patience", {"early_stopping_patience"}, Int(&TrainHyperparams::patience, 0, INT64_MAX)});
     t.push_back({"min_delta",
@@ -315,6 +316,7 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
       {{"gelu", Activation::kGelu}, {"relu", Activation::kRelu}, {"tanh", Activation::kTanh}});
   j["eval_strategy"] = hp.eval_strategy == EvalStrategy::kSteps ? "steps" : "epoch";
   j["eval_steps"] = hp.eval_steps;
+  j["threshold"] = hp.threshold;
   j["patience"] = hp.patience;
   j["min_delta"] = hp.min_delta;
   j["padding"] = hp.padding == Padding::kLongest ? "longest" : "max_length";

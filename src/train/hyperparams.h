@@ -59,6 +59,9 @@ struct TrainHyperparams {
   // steps and at the end of training (Hugging Face's eval_strategy and eval_steps).
   EvalStrategy eval_strategy = EvalStrategy::kEpoch;
   int64_t eval_steps = 500;
+  // Multi-label: a label is predicted when its probability is >= threshold (one for every label,
+  // fixed for the run; a search-space parameter like any other).
+  double threshold = 0.5;
   int64_t patience = 0;    // early stopping: evaluations without improvement; 0: off
   double min_delta = 0.0;  // smallest change that counts as an improvement
   // Recompute each encoder layer in the backward pass instead of keeping its activations

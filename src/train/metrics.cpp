@@ -93,26 +93,146 @@ ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& l
   return m;
 }
 
+namespace {
+
+// Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average").
+std::vector<double> AverageRanks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && v[order[j]] == v[order[i]]) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (size_t t = i; t < j; ++t) ranks[order[t]] = rank;
+    i = j;
+  }
+  return ranks;
+}
+
+// Pearson's correlation; unset when either side is constant.
+std::optional<double> Pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 2) return std::nullopt;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= static_cast<double>(n);
+  my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  if (sxx <= 0 || syy <= 0) return std::nullopt;
+  return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
+}
+
+}  // namespace
+
+ClassificationMetrics ComputeMultiLabelMetrics(const std::vector<float>& targets,
+                                               const std::vector<float>& probabilities,
+                                               int64_t num_labels, double threshold) {
+  ClassificationMetrics m;
+  if (num_labels <= 0) return m;
+  const auto k = static_cast<size_t>(num_labels);
+  const size_t n = std::min(targets.size(), probabilities.size()) / k;
+  m.count = static_cast<int64_t>(n);
+  if (n == 0) return m;
+  std::vector<int64_t> tp(k, 0), fp(k, 0), fn(k, 0);
+  int64_t exact = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bool all = true;
+    for (size_t c = 0; c < k; ++c) {
+      const bool truth = targets[i * k + c] > 0.5f;
+      const bool predicted = probabilities[i * k + c] >= threshold;
+      all = all && truth == predicted;
+      tp[c] += truth && predicted;
+      fp[c] += !truth && predicted;
+      fn[c] += truth && !predicted;
+    }
+    exact += all;
+  }
+  m.accuracy = static_cast<double>(exact) / static_cast<double>(n);
+  auto f1 = [](int64_t t, int64_t p, int64_t f) {
+    const auto denom = static_cast<double>(2 * t + p + f);
+    return denom > 0 ? 2.0 * static_cast<double>(t) / denom : 0.0;
+  };
+  m.class_f1.resize(k);
+  int64_t all_tp = 0, all_fp = 0, all_fn = 0, support = 0;
+  double sum = 0, weighted = 0;
+  for (size_t c = 0; c < k; ++c) {
+    m.class_f1[c] = f1(tp[c], fp[c], fn[c]);
+    sum += m.class_f1[c];
+    weighted += static_cast<double>(tp[c] + fn[c]) * m.class_f1[c];
+    support += tp[c] + fn[c];
+    all_tp += tp[c];
+    all_fp += fp[c];
+    all_fn += fn[c];
+  }
+  m.macro_f1 = sum / static_cast<double>(k);
+  m.micro_f1 = f1(all_tp, all_fp, all_fn);
+  m.weighted_f1 = support > 0 ? weighted / static_cast<double>(support) : 0.0;
+  double auc_sum = 0;
+  bool defined = true;
+  for (size_t c = 0; c < k && defined; ++c) {
+    std::vector<double> scores(n);
+    std::vector<bool> positive(n);
+    for (size_t i = 0; i < n; ++i) {
+      scores[i] = probabilities[i * k + c];
+      positive[i] = targets[i * k + c] > 0.5f;
+    }
+    const std::optional<double> auc = RocAuc(scores, positive);
+    defined = auc.has_value();
+    auc_sum += auc.value_or(0.0);
+  }
+  if (defined) m.auroc = auc_sum / static_cast<double>(k);
+  return m;
+}
+
+RegressionMetrics ComputeRegressionMetrics(const std::vector<double>& targets,
+                                           const std::vector<double>& predictions) {
+  RegressionMetrics m;
+  const size_t n = std::min(targets.size(), predictions.size());
+  m.count = static_cast<int64_t>(n);
+  if (n == 0) return m;
+  double squared = 0, absolute = 0, mean = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = predictions[i] - targets[i];
+    squared += e * e;
+    absolute += std::abs(e);
+    mean += targets[i];
+  }
+  mean /= static_cast<double>(n);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += (targets[i] - mean) * (targets[i] - mean);
+  m.mse = squared / static_cast<double>(n);
+  m.rmse = std::sqrt(m.mse);
+  m.mae = absolute / static_cast<double>(n);
+  m.r2 = total > 0 ? 1.0 - squared / total : (squared == 0 ? 1.0 : 0.0);
+  const std::vector<double> t(targets.begin(), targets.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::vector<double> p(predictions.begin(),
+                              predictions.begin() + static_cast<std::ptrdiff_t>(n));
+  m.pearson = Pearson(t, p);
+  m.spearman = Pearson(AverageRanks(t), AverageRanks(p));
+  return m;
+}
+
 std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive) {
   const size_t n = std::min(scores.size(), positive.size());
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return scores[a] < scores[b]; });
-  // Ranks from 1, ties sharing their mean rank; AUC = (rank sum of positives - P(P+1)/2) / (P N).
+  const std::vector<double> ranks = AverageRanks(
+      std::vector<double>(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(n)));
+  // AUC = (rank sum of positives - P(P+1)/2) / (P N).
   double rank_sum = 0;
   int64_t pos = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && scores[order[j]] == scores[order[i]]) ++j;
-    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
-    for (size_t t = i; t < j; ++t) {
-      if (positive[order[t]]) {
-        rank_sum += rank;
-        ++pos;
-      }
-    }
-    i = j;
+  for (size_t i = 0; i < n; ++i) {
+    if (!positive[i]) continue;
+    rank_sum += ranks[i];
+    ++pos;
   }
   const int64_t neg = static_cast<int64_t>(n) - pos;
   if (pos == 0 || neg == 0) return std::nullopt;

@@ -42,6 +42,32 @@ ClassificationMetrics ComputeClassificationMetrics(
 // either class has no example.
 std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive);
 
+// The metrics of a multi-label evaluation, as scikit-learn computes them on indicator matrices
+// (zero_division=0): accuracy is the subset accuracy (every label of the example right);
+// macro_f1 the mean of every label's F1 (labels that are neither true nor predicted count 0);
+// micro_f1 from the counts over all labels; weighted_f1 weighted by each label's true count;
+// class_f1 per label; auroc the macro average of each label's AUROC (unset when a label is on
+// no validation example or on all of them). mcc does not apply (0).
+// `targets` and `probabilities`: row-major [n x num_labels]; targets 0 or 1. A label is
+// predicted when its probability is >= threshold.
+ClassificationMetrics ComputeMultiLabelMetrics(const std::vector<float>& targets,
+                                               const std::vector<float>& probabilities,
+                                               int64_t num_labels, double threshold);
+
+// The metrics of a regression evaluation (scikit-learn's mean_squared_error, its root,
+// mean_absolute_error, r2_score; SciPy's pearsonr and spearmanr, ties sharing their mean rank).
+struct RegressionMetrics {
+  double mse = 0.0, rmse = 0.0, mae = 0.0;
+  // 1 - residual / total sum of squares; with constant targets 1 for a perfect fit, else 0
+  // (r2_score's force_finite).
+  double r2 = 0.0;
+  // Unset when either side is constant (the correlation is undefined).
+  std::optional<double> pearson, spearman;
+  int64_t count = 0;
+};
+RegressionMetrics ComputeRegressionMetrics(const std::vector<double>& targets,
+                                           const std::vector<double>& predictions);
+
 enum class Schedule {
   kLinear,    // linear warmup, then linear decay to 0 at the last step (Hugging Face's default)
   kCosine,    // linear warmup, then half a cosine to 0

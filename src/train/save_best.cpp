@@ -51,7 +51,6 @@ void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp)
   const EncoderFamily* family = FindEncoderFamily(m.model_type);
   if (family == nullptr) return;
   c["architectures"] = {family->sequence_class};
-  c["problem_type"] = "single_label_classification";
   if (m.model_type == "deberta-v2") {
     c["pooler_hidden_size"] = m.hidden_size;
     c["pooler_hidden_act"] = "gelu";
@@ -158,18 +157,27 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
     TUNE_ASSIGN_OR_RETURN(config,
                           ReadJsonFile((fs::path(model.checkpoint) / "config.json").string()));
   }
+  // Regression has one output, which Hugging Face names LABEL_0.
+  const std::vector<std::string> outputs = trial.inputs.problem_type == ProblemType::kRegression
+                                               ? std::vector<std::string>{"LABEL_0"}
+                                               : labels;
   Json id2label = Json::object(), label2id = Json::object();
-  for (size_t i = 0; i < labels.size(); ++i) {
-    id2label[std::to_string(i)] = labels[i];
-    label2id[labels[i]] = i;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    id2label[std::to_string(i)] = outputs[i];
+    label2id[outputs[i]] = i;
   }
-  config["num_labels"] = labels.size();
+  config["num_labels"] = outputs.size();
   config["id2label"] = id2label;
   config["label2id"] = label2id;
+  config["problem_type"] = ProblemTypeName(trial.inputs.problem_type);
   if (!IsTorchScriptModel(model)) AddHuggingFaceHead(config, model, hp);
   config["tune"] = {
       {"hyperparams", HyperparamsToJson(hp)}, {"metric", trial.metric}, {"model", model.name}};
-  Json inputs = {{"text_column", trial.inputs.text_column}};
+  Json inputs = {{"text_column", trial.inputs.text_column},
+                 {"label_column", trial.inputs.label_column}};
+  if (trial.inputs.problem_type == ProblemType::kMultiLabel) {
+    inputs["label_separator"] = trial.inputs.label_separator;
+  }
   if (trial.inputs.text_pair_column) {
     inputs["text_pair_column"] = *trial.inputs.text_pair_column;
     inputs["truncation"] = TruncationName(trial.inputs.truncation);
@@ -340,6 +348,10 @@ Status ReadSavedInputs(const Json& tune, const std::string& path, SavedInputs& i
   TUNE_ASSIGN_OR_RETURN(inputs.text_pair_column, string_at("text_pair_column"));
   TUNE_ASSIGN_OR_RETURN(auto positive, string_at("positive_label"));
   if (positive) inputs.positive_label = *positive;
+  TUNE_ASSIGN_OR_RETURN(auto label_column, string_at("label_column"));
+  if (label_column) inputs.label_column = *label_column;
+  TUNE_ASSIGN_OR_RETURN(auto separator, string_at("label_separator"));
+  if (separator) inputs.label_separator = *separator;
   TUNE_ASSIGN_OR_RETURN(auto truncation, string_at("truncation"));
   if (truncation) {
     auto parsed = ParseTruncation(*truncation);
@@ -370,10 +382,26 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
                            ? id2label[key].get<std::string>()
                            : "LABEL_" + key);
   }
-  if (s.labels.size() < 2) {
+  // Hugging Face's rule without a problem_type: one output is a regression.
+  const std::string type = config.contains("problem_type") && config["problem_type"].is_string()
+                               ? config["problem_type"].get<std::string>()
+                               : std::string(n == 1 ? "regression" : "single_label_classification");
+  auto problem_type = ParseProblemType(type);
+  if (!problem_type.ok()) {
+    return InvalidArgumentError(fmt::format("{}: /problem_type: {}", s.checkpoint.config_path,
+                                            problem_type.status().message()));
+  }
+  s.inputs.problem_type = *problem_type;
+  const size_t least = *problem_type == ProblemType::kSingleLabel ? 2 : 1;
+  if (s.labels.size() < least) {
     return InvalidArgumentError(
         fmt::format("{}: no classifier labels (num_labels / id2label); is this a saved tune model?",
                     s.checkpoint.config_path));
+  }
+  if (*problem_type == ProblemType::kRegression && s.labels.size() != 1) {
+    return InvalidArgumentError(fmt::format(
+        "{}: problem_type regression with {} outputs; tune predicts one number (num_labels 1)",
+        s.checkpoint.config_path, s.labels.size()));
   }
   const Json tune = config.value("tune", Json::object());
   s.metric = tune.value("metric", s.metric);

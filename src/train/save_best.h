@@ -20,6 +20,7 @@
 #include "checkpoints/pretrained.h"
 #include "tokenizers/tokenizer.h"
 #include "train/hyperparams.h"
+#include "train/targets.h"
 #include "train/train_metric.h"
 #include "train/trainer.h"
 #include "tune/model_catalog.h"
@@ -34,6 +35,11 @@ std::string SaveBestStagingDir(const std::string& save_best, int64_t trial_numbe
 // The data columns a model was trained on (config.json's "tune"/"inputs"): `tune predict` reads
 // the same columns by default, and cuts pairs the same way.
 struct SavedInputs {
+  // What the model predicts (config.json's "problem_type", Hugging Face's key); the label column
+  // `tune predict` compares against, and how a multi-label row lists its labels.
+  ProblemType problem_type = ProblemType::kSingleLabel;
+  std::string label_column = "label";
+  std::string label_separator = ",";
   std::string text_column = "text";
   std::optional<std::string> text_pair_column;  // sentence pairs
   Truncation truncation = Truncation::kLongestFirst;
@@ -103,7 +109,7 @@ class BestModelSaver {
 struct SavedModel {
   PretrainedCheckpoint checkpoint;  // config.json, model.safetensors, tokenizer
   TrainHyperparams hp;              // config.json's "tune"/"hyperparams" (defaults when absent)
-  std::vector<std::string> labels;  // id2label, by id
+  std::vector<std::string> labels;  // id2label, by id (regression: LABEL_0, its one output)
   std::string metric = "macro_f1";  // config.json's "tune"/"metric"
   SavedInputs inputs;               // config.json's "tune"/"inputs" (defaults when absent)
   Json trial;                       // trial.json, or null

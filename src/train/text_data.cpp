@@ -255,6 +255,62 @@ Result<std::string> LabelField(const DataTable& table, const DataRow& row,
   return label;
 }
 
+// A multi-label example's labels: a JSON array of labels, or a string of labels separated by
+// `separator` (white space around each trimmed); [] or "" is an example without labels.
+Result<std::vector<std::string>> LabelListField(const DataTable& table, const DataRow& row,
+                                                const std::string& column,
+                                                const std::string& separator) {
+  TUNE_ASSIGN_OR_RETURN(const Json* v, Field(table, row, column));
+  std::vector<std::string> out;
+  if (v->is_array()) {
+    for (const Json& e : *v) {
+      if (!(e.is_string() || e.is_number_integer()) ||
+          (e.is_string() && e.get_ref<const std::string&>().empty())) {
+        return InvalidArgumentError(fmt::format(
+            "{}:{}: '{}' holds {}; a multi-label example's labels are strings or integers",
+            table.path, row.line, column, Abbreviate(e.dump(), 40)));
+      }
+      out.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+    }
+  } else if (v->is_string()) {
+    const std::string& text = v->get_ref<const std::string&>();
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = separator.empty() ? std::string::npos : text.find(separator, start);
+      if (end == std::string::npos) end = text.size();
+      std::string piece = text.substr(start, end - start);
+      const size_t first = piece.find_first_not_of(" \t");
+      piece = first == std::string::npos
+                  ? std::string()
+                  : piece.substr(first, piece.find_last_not_of(" \t") - first + 1);
+      if (!piece.empty()) out.push_back(std::move(piece));
+      start = end + separator.size();
+      if (end == text.size()) break;
+    }
+  } else {
+    return InvalidArgumentError(fmt::format(
+        "{}:{}: '{}' must be a list of labels (a JSON array, or a string of labels separated by "
+        "'{}'), got {} (problem_type multi_label_classification)",
+        table.path, row.line, column, separator, Abbreviate(v->dump(), 40)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A regression target: a JSON number, or a string that is one whole; finite.
+Result<double> TargetField(const DataTable& table, const DataRow& row, const std::string& column) {
+  TUNE_ASSIGN_OR_RETURN(const Json* v, Field(table, row, column));
+  const double x = FieldNumber(*v).value_or(NAN);
+  if (!std::isfinite(x)) {
+    return InvalidArgumentError(
+        fmt::format("{}:{}: the target '{}' must be a finite number (problem_type regression), "
+                    "got {}",
+                    table.path, row.line, column, Abbreviate(v->dump(), 40)));
+  }
+  return x;
+}
+
 bool ParseInteger(const std::string& s, int64_t& out) {
   const char* end = s.data() + s.size();
   auto [p, ec] = std::from_chars(s.data(), end, out);
@@ -270,8 +326,18 @@ struct LabelSet {
 };
 
 Result<LabelSet> MakeLabelSet(const DataTable& train, const std::string& column,
-                              const std::vector<std::string>& configured) {
+                              const std::vector<std::string>& configured,
+                              ProblemType type = ProblemType::kSingleLabel,
+                              const std::string& separator = ",") {
   LabelSet set;
+  if (type == ProblemType::kRegression) {
+    if (!configured.empty()) {
+      return InvalidArgumentError(
+          "'labels' does not apply to problem_type regression (its targets are numbers)");
+    }
+    set.from_train = false;
+    return set;
+  }
   set.from_train = configured.empty();
   if (!set.from_train) {
     for (const auto& l : configured) {
@@ -284,6 +350,11 @@ Result<LabelSet> MakeLabelSet(const DataTable& train, const std::string& column,
   }
   std::set<std::string> seen;
   for (const DataRow& row : train.rows) {
+    if (type == ProblemType::kMultiLabel) {
+      TUNE_ASSIGN_OR_RETURN(auto labels, LabelListField(train, row, column, separator));
+      seen.insert(labels.begin(), labels.end());
+      continue;
+    }
     TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(train, row, column));
     seen.insert(label);
   }
@@ -305,9 +376,9 @@ Result<LabelSet> MakeLabelSet(const DataTable& train, const std::string& column,
   return set;
 }
 
-Result<int64_t> LabelIndex(const DataTable& table, const DataRow& row, const std::string& column,
-                           const LabelSet& set) {
-  TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(table, row, column));
+// The index of `label`, read from `row`, or an error naming the closest label.
+Result<int64_t> IndexOfLabel(const DataTable& table, const DataRow& row, const std::string& label,
+                             const LabelSet& set) {
   auto it = set.ids.find(label);
   if (it != set.ids.end()) return it->second;
   const auto& names = set.names;
@@ -322,7 +393,47 @@ Result<int64_t> LabelIndex(const DataTable& table, const DataRow& row, const std
       shown));
 }
 
-Status CheckTwoLabels(const LabelSet& set, const std::string& train) {
+Result<int64_t> LabelIndex(const DataTable& table, const DataRow& row, const std::string& column,
+                           const LabelSet& set) {
+  TUNE_ASSIGN_OR_RETURN(std::string label, LabelField(table, row, column));
+  return IndexOfLabel(table, row, label, set);
+}
+
+// The label column of `row` read as `o.problem_type` says, into `example`.
+Status ReadTarget(const DataTable& table, const DataRow& row, const TextDataOptions& o,
+                  const LabelSet& labels, TextExample& example) {
+  switch (o.problem_type) {
+    case ProblemType::kSingleLabel: {
+      TUNE_ASSIGN_OR_RETURN(example.label, LabelIndex(table, row, o.label_column, labels));
+      return Status::Ok();
+    }
+    case ProblemType::kMultiLabel: {
+      TUNE_ASSIGN_OR_RETURN(auto names,
+                            LabelListField(table, row, o.label_column, o.label_separator));
+      example.label_set.clear();
+      for (const std::string& name : names) {
+        TUNE_ASSIGN_OR_RETURN(int64_t index, IndexOfLabel(table, row, name, labels));
+        example.label_set.push_back(index);
+      }
+      std::sort(example.label_set.begin(), example.label_set.end());
+      return Status::Ok();
+    }
+    case ProblemType::kRegression: {
+      TUNE_ASSIGN_OR_RETURN(example.target, TargetField(table, row, o.label_column));
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckTwoLabels(const LabelSet& set, const std::string& train,
+                      ProblemType type = ProblemType::kSingleLabel) {
+  if (type == ProblemType::kRegression) return Status::Ok();
+  if (type == ProblemType::kMultiLabel) {
+    if (!set.names.empty()) return Status::Ok();
+    return InvalidArgumentError(
+        fmt::format("{}: no example has a label (problem_type multi_label_classification)", train));
+  }
   if (set.names.size() >= 2) return Status::Ok();
   return InvalidArgumentError(
       fmt::format("{}: only one label ('{}'); a classifier needs at least two", train,
@@ -372,8 +483,9 @@ Result<std::vector<TextExample>> ReadExamples(const DataTable& table, const Text
         }
       }
     }
-    TUNE_ASSIGN_OR_RETURN(int64_t label, LabelIndex(table, row, o.label_column, labels));
-    out.push_back(TextExample{std::move(text), label, std::move(pair)});
+    TextExample example{std::move(text), 0, std::move(pair)};
+    TUNE_RETURN_IF_ERROR(ReadTarget(table, row, o, labels, example));
+    out.push_back(std::move(example));
   }
   return out;
 }
@@ -383,19 +495,7 @@ Status ReadFeatures(const DataTable& table, const DataRow& row,
                     const std::vector<std::string>& columns, std::vector<float>& out) {
   for (const auto& column : columns) {
     TUNE_ASSIGN_OR_RETURN(const Json* v, Field(table, row, column));
-    double x = NAN;
-    if (v->is_number() && !v->is_boolean()) {
-      x = v->get<double>();
-    } else if (v->is_string()) {
-      const std::string& s = v->get_ref<const std::string&>();
-      size_t used = 0;
-      try {
-        x = std::stod(s, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != s.size()) x = NAN;
-    }
+    const double x = FieldNumber(*v).value_or(NAN);
     if (!std::isfinite(x)) {
       std::string shown = v->dump();
       shown = Abbreviate(shown, 40);
@@ -408,6 +508,21 @@ Status ReadFeatures(const DataTable& table, const DataRow& row,
 }
 
 }  // namespace
+
+std::optional<double> FieldNumber(const Json& value) {
+  if (value.is_number() && !value.is_boolean()) return value.get<double>();
+  if (!value.is_string()) return std::nullopt;
+  const std::string& s = value.get_ref<const std::string&>();
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != s.size()) return std::nullopt;
+  return x;
+}
 
 Result<std::string> DataFormatFor(const std::string& path, const std::string& format) {
   if (format == "jsonl" || format == "csv" || format == "tsv") return format;
@@ -445,19 +560,54 @@ Result<DataTable> ReadDataTable(const std::string& path, const std::string& form
   return table;
 }
 
+namespace {
+
+// The training split's class weights (TextDataOptions::class_weights), logged by the caller.
+Status AddClassWeights(const TextDataOptions& o, TextDataset& data) {
+  std::vector<int64_t> counts(data.labels.size(), 0);
+  for (const TextExample& e : data.train) {
+    if (o.problem_type == ProblemType::kMultiLabel) {
+      for (int64_t c : e.label_set) ++counts[static_cast<size_t>(c)];
+    } else if (o.problem_type == ProblemType::kSingleLabel) {
+      ++counts[static_cast<size_t>(e.label)];
+    }
+  }
+  auto weights = ClassWeights(o.class_weights, o.problem_type, counts,
+                              static_cast<int64_t>(data.train.size()), data.labels);
+  if (!weights.ok()) {
+    return InvalidArgumentError(fmt::format("{}: {}", o.train, weights.status().message()));
+  }
+  data.class_weights = std::move(weights).value();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadExampleTarget(const DataTable& table, const DataRow& row, const TextDataOptions& options,
+                         const std::vector<std::string>& labels, TextExample& example) {
+  LabelSet set;
+  set.from_train = false;
+  set.names = labels;
+  for (const auto& l : labels) set.ids.emplace(l, static_cast<int64_t>(set.ids.size()));
+  return ReadTarget(table, row, options, set, example);
+}
+
 Result<TextDataset> LoadTextDataset(const TextDataOptions& o) {
   TextDataset data;
+  data.problem_type = o.problem_type;
   TUNE_ASSIGN_OR_RETURN(DataTable train, ReadDataTable(o.train, o.format));
   data.train_source = o.train;
-  TUNE_ASSIGN_OR_RETURN(LabelSet labels, MakeLabelSet(train, o.label_column, o.labels));
+  TUNE_ASSIGN_OR_RETURN(LabelSet labels, MakeLabelSet(train, o.label_column, o.labels,
+                                                      o.problem_type, o.label_separator));
   data.labels = labels.names;
   TUNE_ASSIGN_OR_RETURN(data.train, ReadExamples(train, o, labels));
-  TUNE_RETURN_IF_ERROR(CheckTwoLabels(labels, o.train));
+  TUNE_RETURN_IF_ERROR(CheckTwoLabels(labels, o.train, o.problem_type));
   if (o.text_pair_column) data.pair_truncation = o.truncation;
   if (o.validation) {
     TUNE_ASSIGN_OR_RETURN(DataTable val, ReadDataTable(*o.validation, o.format));
     TUNE_ASSIGN_OR_RETURN(data.validation, ReadExamples(val, o, labels));
     data.validation_source = *o.validation;
+    TUNE_RETURN_IF_ERROR(AddClassWeights(o, data));
     return data;
   }
   TUNE_ASSIGN_OR_RETURN(
@@ -471,6 +621,7 @@ Result<TextDataset> LoadTextDataset(const TextDataOptions& o) {
   data.validation = std::move(val_part);
   data.validation_source =
       HeldOutSource(data.validation.size(), o.train, o.validation_fraction, o.split_seed);
+  TUNE_RETURN_IF_ERROR(AddClassWeights(o, data));
   return data;
 }
 
@@ -549,16 +700,45 @@ Result<TabularDataset> LoadTabularDataset(const TabularDataOptions& o) {
   return data;
 }
 
+namespace {
+
+// An example's target as the trainer reads it: its class index (single-label), its row of 0/1
+// per label (multi-label) or its value (regression).
+void AddTarget(const TextExample& e, ProblemType type, size_t num_labels,
+               std::vector<int64_t>& labels, std::vector<float>& targets) {
+  switch (type) {
+    case ProblemType::kSingleLabel:
+      labels.push_back(e.label);
+      return;
+    case ProblemType::kMultiLabel: {
+      const size_t start = targets.size();
+      targets.resize(start + num_labels, 0.0f);
+      for (int64_t c : e.label_set) targets[start + static_cast<size_t>(c)] = 1.0f;
+      return;
+    }
+    case ProblemType::kRegression:
+      targets.push_back(static_cast<float>(e.target));
+      return;
+  }
+}
+
+}  // namespace
+
 TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& tokenizer,
                                   int64_t max_length, TrainTokenCounts* counts) {
   TextTrainData data;
-  data.num_labels = static_cast<int64_t>(dataset.labels.size());
+  data.problem_type = dataset.problem_type;
+  data.class_weights = dataset.class_weights;
+  data.num_labels = dataset.problem_type == ProblemType::kRegression
+                        ? 1
+                        : static_cast<int64_t>(dataset.labels.size());
   data.label_names = dataset.labels;
   data.vocab_size = tokenizer.vocab_size();
   data.pad_id = tokenizer.pad_id();
   data.cls_id = tokenizer.cls_id();
   data.sep_id = tokenizer.sep_id();
   const auto cap = static_cast<size_t>(std::max<int64_t>(max_length - 2, 0));
+  const size_t k = dataset.labels.size();
   TrainTokenCounts seen;
   if (dataset.pair_truncation) {
     TextTrainData::Pairs& p = data.pairs.emplace();
@@ -579,11 +759,11 @@ TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& t
       const int64_t n = p.train_counts.back().first + p.train_counts.back().second;
       seen.tokens += n;
       seen.longest = std::max(seen.longest, n);
-      data.train_labels.push_back(e.label);
+      AddTarget(e, data.problem_type, k, data.train_labels, data.train_targets);
     }
     for (const auto& e : dataset.validation) {
       add(e, data.validation_ids, p.validation_ids, p.validation_counts);
-      data.validation_labels.push_back(e.label);
+      AddTarget(e, data.problem_type, k, data.validation_labels, data.validation_targets);
     }
     if (counts != nullptr) *counts = seen;
     return data;
@@ -594,11 +774,11 @@ TextTrainData TokenizeTextDataset(const TextDataset& dataset, const Tokenizer& t
     seen.tokens += n;
     seen.longest = std::max(seen.longest, n);
     if (data.train_ids.back().size() > cap) data.train_ids.back().resize(cap);
-    data.train_labels.push_back(e.label);
+    AddTarget(e, data.problem_type, k, data.train_labels, data.train_targets);
   }
   for (const auto& e : dataset.validation) {
     data.validation_ids.push_back(tokenizer.Encode(e.text, cap));
-    data.validation_labels.push_back(e.label);
+    AddTarget(e, data.problem_type, k, data.validation_labels, data.validation_targets);
   }
   if (counts != nullptr) *counts = seen;
   return data;

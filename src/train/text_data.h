@@ -12,7 +12,8 @@
 // (byte 0xff)"), a line that is not a JSON object, a CSV row with the wrong number of fields, an
 // unterminated quote, a missing column (with the closest column name), a text that is not a string
 // or is longer than max_text_bytes, a missing label, a label outside `labels`, a validation label
-// that never occurs in training.
+// that never occurs in training, a multi-label list that is not a list of labels, a regression
+// target that is not a finite number.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "tokenizers/tokenizer.h"
+#include "train/targets.h"
 #include "train/trainer.h"
 #include "tune/json.h"
 #include "tune/status.h"
@@ -40,6 +42,10 @@ struct DataTable {
   std::vector<DataRow> rows;
 };
 
+// A field's number: a JSON number (not a boolean), or a string that is one whole ("3e1"; CSV
+// fields are strings); nullopt otherwise. Not necessarily finite ("inf").
+std::optional<double> FieldNumber(const Json& value);
+
 // "jsonl", "csv" or "tsv" for "auto" and a path's extension; InvalidArgument for an unknown one.
 Result<std::string> DataFormatFor(const std::string& path, const std::string& format);
 // Reads a whole table. `format`: "auto", "jsonl", "csv" or "tsv".
@@ -57,9 +63,16 @@ struct TextDataOptions {
   // How a pair is cut to a trial's max_length (batching.h's PairKeep).
   Truncation truncation = Truncation::kLongestFirst;
   std::string label_column = "label";
+  // What the label column holds (targets.h): one label (single-label); a list of labels, a JSON
+  // array or a string of labels separated by label_separator, possibly empty (multi-label); a
+  // number, or a string that is one whole (regression).
+  ProblemType problem_type = ProblemType::kSingleLabel;
+  std::string label_separator = ",";
   // The labels in class-index order. Empty: the labels found in the training data, sorted
-  // (numerically when all are integers).
+  // (numerically when all are integers). Regression has none.
   std::vector<std::string> labels;
+  // The loss's class weights ("balanced" or one per label; targets.h's ClassWeights).
+  ClassWeightsOption class_weights;
   // Without a validation file: this share of the training rows, chosen with split_seed, is
   // held out for validation.
   double validation_fraction = 0.2;
@@ -71,12 +84,16 @@ struct TextDataOptions {
 
 struct TextExample {
   std::string text;
-  int64_t label = 0;      // index into TextDataset::labels
-  std::string text_pair;  // the second text of a pair (TextDataset::pairs)
+  int64_t label = 0;               // single-label: index into TextDataset::labels
+  std::string text_pair;           // the second text of a pair (TextDataset::pairs)
+  std::vector<int64_t> label_set;  // multi-label: indices into TextDataset::labels, ascending
+  double target = 0.0;             // regression
 };
 
 struct TextDataset {
-  std::vector<std::string> labels;
+  ProblemType problem_type = ProblemType::kSingleLabel;
+  std::vector<std::string> labels;   // empty for regression
+  std::vector<float> class_weights;  // the loss's (TextTrainData::class_weights); empty: none
   // Set for sentence pairs (text_pair_column): how they are cut.
   std::optional<Truncation> pair_truncation;
   std::vector<TextExample> train;
@@ -85,8 +102,15 @@ struct TextDataset {
   std::string validation_source;  // "validation.jsonl" or "20% of train.jsonl (split_seed 0)"
 };
 
-// Reads and checks a text classification data set (see the file comment for the errors).
+// Reads and checks a text classification data set (see the file comment for the errors). The
+// class weights are computed from the training split.
 Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
+
+// The label column of `row` read as options.problem_type says (label_column, label_separator),
+// into `example`'s label, label_set or target; `labels`: the label names in class order. The
+// errors of LoadTextDataset (`tune predict` reads labelled data with it).
+Status ReadExampleTarget(const DataTable& table, const DataRow& row, const TextDataOptions& options,
+                         const std::vector<std::string>& labels, TextExample& example);
 
 // Every text of `dataset` tokenized by `tokenizer` as the trainer reads it: cut to `max_length`
 // tokens with the special tokens; the label names, vocabulary size and special ids from the

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -13,7 +14,11 @@ namespace {
 
 constexpr TrainMetric kMetrics[] = {
     TrainMetric::kMacroF1,  TrainMetric::kMicroF1, TrainMetric::kWeightedF1, TrainMetric::kF1,
-    TrainMetric::kAccuracy, TrainMetric::kMcc,     TrainMetric::kAuroc,      TrainMetric::kLoss};
+    TrainMetric::kAccuracy, TrainMetric::kMcc,     TrainMetric::kAuroc,      TrainMetric::kLoss,
+    TrainMetric::kMse,      TrainMetric::kRmse,    TrainMetric::kMae,        TrainMetric::kR2,
+    TrainMetric::kPearson,  TrainMetric::kSpearman};
+
+double OrNan(const std::optional<double>& v) { return v.value_or(std::nan("")); }
 
 }  // namespace
 
@@ -35,6 +40,18 @@ const char* TrainMetricName(TrainMetric metric) {
       return "mcc";
     case TrainMetric::kAuroc:
       return "auroc";
+    case TrainMetric::kMse:
+      return "mse";
+    case TrainMetric::kRmse:
+      return "rmse";
+    case TrainMetric::kMae:
+      return "mae";
+    case TrainMetric::kR2:
+      return "r2";
+    case TrainMetric::kPearson:
+      return "pearson";
+    case TrainMetric::kSpearman:
+      return "spearman";
   }
   return "?";
 }
@@ -50,7 +67,45 @@ Result<TrainMetric> ParseTrainMetric(const std::string& name) {
 }
 
 StudyDirection TrainMetricDirection(TrainMetric metric) {
-  return metric == TrainMetric::kLoss ? StudyDirection::kMinimize : StudyDirection::kMaximize;
+  switch (metric) {
+    case TrainMetric::kLoss:
+    case TrainMetric::kMse:
+    case TrainMetric::kRmse:
+    case TrainMetric::kMae:
+      return StudyDirection::kMinimize;
+    default:
+      return StudyDirection::kMaximize;
+  }
+}
+
+std::vector<TrainMetric> MetricsOf(ProblemType type) {
+  switch (type) {
+    case ProblemType::kSingleLabel:
+      return {TrainMetric::kMacroF1, TrainMetric::kMicroF1,  TrainMetric::kWeightedF1,
+              TrainMetric::kF1,      TrainMetric::kAccuracy, TrainMetric::kMcc,
+              TrainMetric::kAuroc,   TrainMetric::kLoss};
+    case ProblemType::kMultiLabel:
+      return {TrainMetric::kMacroF1,  TrainMetric::kMicroF1, TrainMetric::kWeightedF1,
+              TrainMetric::kAccuracy, TrainMetric::kAuroc,   TrainMetric::kLoss};
+    case ProblemType::kRegression:
+      return {TrainMetric::kMse,     TrainMetric::kRmse,     TrainMetric::kMae, TrainMetric::kR2,
+              TrainMetric::kPearson, TrainMetric::kSpearman, TrainMetric::kLoss};
+  }
+  return {};
+}
+
+TrainMetric DefaultMetric(ProblemType type) {
+  return type == ProblemType::kRegression ? TrainMetric::kMse : TrainMetric::kMacroF1;
+}
+
+Status CheckMetricFor(TrainMetric metric, ProblemType type) {
+  const std::vector<TrainMetric> valid = MetricsOf(type);
+  if (std::find(valid.begin(), valid.end(), metric) != valid.end()) return Status::Ok();
+  std::vector<std::string> names;
+  for (TrainMetric m : valid) names.emplace_back(TrainMetricName(m));
+  return InvalidArgumentError(
+      fmt::format("metric '{}' does not apply to problem_type '{}'; valid: {}",
+                  TrainMetricName(metric), ProblemTypeName(type), JoinNames(names)));
 }
 
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive) {
@@ -72,7 +127,19 @@ double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t posit
     case TrainMetric::kMcc:
       return m.mcc;
     case TrainMetric::kAuroc:
-      return m.auroc.value_or(std::nan(""));
+      return OrNan(m.auroc);
+    case TrainMetric::kMse:
+      return m.regression.mse;
+    case TrainMetric::kRmse:
+      return m.regression.rmse;
+    case TrainMetric::kMae:
+      return m.regression.mae;
+    case TrainMetric::kR2:
+      return m.regression.r2;
+    case TrainMetric::kPearson:
+      return OrNan(m.regression.pearson);
+    case TrainMetric::kSpearman:
+      return OrNan(m.regression.spearman);
   }
   return m.macro_f1;
 }

@@ -11,18 +11,43 @@
 namespace tune {
 
 // The metrics a train trial can be judged by (scikit-learn's definitions, metrics.h): macro-,
-// micro- and weighted-averaged F1, the positive class's F1 (two labels), accuracy, the Matthews
-// correlation, the area under the ROC curve, and the validation loss.
-enum class TrainMetric { kMacroF1, kAccuracy, kLoss, kMicroF1, kWeightedF1, kF1, kMcc, kAuroc };
+// micro- and weighted-averaged F1, the positive class's F1 (two labels), accuracy (multi-label:
+// subset accuracy), the Matthews correlation, the area under the ROC curve, the validation loss;
+// for regression the mean squared error, its root, the mean absolute error, R², Pearson's and
+// Spearman's correlations.
+enum class TrainMetric {
+  kMacroF1,
+  kAccuracy,
+  kLoss,
+  kMicroF1,
+  kWeightedF1,
+  kF1,
+  kMcc,
+  kAuroc,
+  kMse,
+  kRmse,
+  kMae,
+  kR2,
+  kPearson,
+  kSpearman
+};
 
 const char* TrainMetricName(TrainMetric metric);
-// "macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "mcc", "auroc", "loss";
-// InvalidArgument naming the closest otherwise.
+// "macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "mcc", "auroc", "loss", "mse", "rmse",
+// "mae", "r2", "pearson", "spearman"; InvalidArgument naming the closest otherwise.
 Result<TrainMetric> ParseTrainMetric(const std::string& name);
-// minimize for loss, maximize for the others.
+// minimize for loss, mse, rmse and mae, maximize for the others.
 StudyDirection TrainMetricDirection(TrainMetric metric);
+// The metrics a problem type has (single-label: the classification metrics; multi-label: those
+// but f1 and mcc; regression: loss, mse, rmse, mae, r2, pearson, spearman) and its default
+// (macro_f1 for classification, mse for regression).
+std::vector<TrainMetric> MetricsOf(ProblemType type);
+TrainMetric DefaultMetric(ProblemType type);
+// InvalidArgument when `metric` does not apply to `type`, listing those that do.
+Status CheckMetricFor(TrainMetric metric, ProblemType type);
 // The metric's value in an epoch's metrics; `positive`: the positive class's index (f1). An
-// AUROC that cannot be computed (a class without validation examples) is NaN.
+// AUROC or a correlation that cannot be computed (a class without validation examples, constant
+// predictions) is NaN.
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive = 1);
 
 // A cost the train objective can return beside its metric ("objectives"), each minimised:

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "train/hyperparams.h"
+#include "train/targets.h"
 #include "tune/distributions.h"
 #include "tune/model_catalog.h"
 #include "tune/status.h"
@@ -33,9 +34,16 @@ namespace tune {
 // special tokens, already cut to the longest max_length any trial may use.
 struct TextTrainData {
   std::vector<std::vector<int32_t>> train_ids;
-  std::vector<int64_t> train_labels;
+  std::vector<int64_t> train_labels;  // single-label: class indices (else empty)
   std::vector<std::vector<int32_t>> validation_ids;
   std::vector<int64_t> validation_labels;
+  // What the model predicts (targets.h). Multi-label: the targets are row-major [examples x
+  // num_labels] 0/1; regression: one per example (num_labels is 1, the model's one output).
+  ProblemType problem_type = ProblemType::kSingleLabel;
+  std::vector<float> train_targets, validation_targets;
+  // The loss's class weights (single-label) or positive weights (multi-label), by label; empty:
+  // none.
+  std::vector<float> class_weights;
   int64_t num_labels = 0;
   int64_t vocab_size = 0;  // of the tokenizer; <= the model's vocab_size
   int32_t pad_id = 0, cls_id = 2, sep_id = 3;
@@ -91,7 +99,10 @@ struct TrainJob {
 };
 
 // One evaluation: after an epoch, or every eval_steps optimizer steps (eval_strategy "steps").
+// Classification fills accuracy to auroc (multi-label: ComputeMultiLabelMetrics's), regression
+// `regression`.
 struct EpochMetrics {
+  ProblemType problem_type = ProblemType::kSingleLabel;
   int64_t epoch = 0;        // 0-based: the epoch it ran in
   double train_loss = 0.0;  // mean over the epoch's training examples (so far)
   double validation_loss = 0.0;
@@ -101,10 +112,11 @@ struct EpochMetrics {
   double micro_f1 = 0.0, weighted_f1 = 0.0, mcc = 0.0;
   std::vector<double> class_f1;  // by class index
   std::optional<double> auroc;   // unset when a class has no validation example
-  int64_t optimizer_steps = 0;   // cumulative
-  double seconds = 0.0;          // training + evaluation time since the previous evaluation
-  double eval_seconds = 0.0;     // of which evaluating
-  double learning_rate = 0.0;    // the last step's
+  RegressionMetrics regression;
+  int64_t optimizer_steps = 0;  // cumulative
+  double seconds = 0.0;         // training + evaluation time since the previous evaluation
+  double eval_seconds = 0.0;    // of which evaluating
+  double learning_rate = 0.0;   // the last step's
 };
 
 // kKeep: continue; this epoch is the best so far (TrainJob::save_weights keeps its weights).

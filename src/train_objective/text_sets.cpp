@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "checkpoints/pretrained.h"
@@ -56,6 +57,38 @@ Result<Tokenizer> MakeTokenizer(const TrainObjectiveOptions& options, const std:
   return t;
 }
 
+// "3 labels", "5 labels, several per example (1.4 on average)", "a number per example (mean
+// 2.41, standard deviation 1.02)", and the class weights when set.
+std::string TargetsText(const TextTrainData& data) {
+  std::string text;
+  const auto n = static_cast<double>(data.train_ids.size());
+  if (data.problem_type == ProblemType::kRegression) {
+    double mean = 0, sq = 0;
+    for (float v : data.train_targets) mean += v;
+    mean /= std::max(1.0, n);
+    for (float v : data.train_targets) sq += (v - mean) * (v - mean);
+    text = fmt::format("a number per example (mean {:.4g}, standard deviation {:.4g})", mean,
+                       std::sqrt(sq / std::max(1.0, n)));
+  } else if (data.problem_type == ProblemType::kMultiLabel) {
+    double on = 0;
+    for (float v : data.train_targets) on += v;
+    text = fmt::format("{} labels, any number per example ({:.2f} on average)", data.num_labels,
+                       on / std::max(1.0, n));
+  } else {
+    text = fmt::format("{} labels", data.num_labels);
+  }
+  if (!data.class_weights.empty()) {
+    std::vector<std::string> w;
+    for (size_t c = 0; c < data.class_weights.size(); ++c) {
+      w.push_back(fmt::format("{} {:.3g}", data.label_names[c], data.class_weights[c]));
+    }
+    text += fmt::format(" ({} weights: {})",
+                        data.problem_type == ProblemType::kMultiLabel ? "positive" : "class",
+                        JoinNames(w));
+  }
+  return text;
+}
+
 // Every text tokenized once by `tokenizer` (TokenizeTextDataset), with a log line.
 TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, int64_t max_length) {
   const auto start = std::chrono::steady_clock::now();
@@ -66,7 +99,7 @@ TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, i
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(
-      "Train data: {} training {} ({}), {} validation examples ({}), {} labels; "
+      "Train data: {} training {} ({}), {} validation examples ({}), {}; "
       "{}; {:.1f} tokens per training {} on average{}; prepared in {:.1f}s",
       data.train_ids.size(),
       data.pairs ? fmt::format("pairs (joined as {}, truncation {})",
@@ -74,8 +107,8 @@ TextTrainData Tokenize(const TextDataset& dataset, const Tokenizer& tokenizer, i
                                                                   : "<s> a </s></s> b </s>",
                                TruncationName(data.pairs->layout.truncation))
                  : std::string("examples"),
-      dataset.train_source, data.validation_ids.size(), dataset.validation_source, data.num_labels,
-      tokenizer.description(),
+      dataset.train_source, data.validation_ids.size(), dataset.validation_source,
+      TargetsText(data), tokenizer.description(),
       data.train_ids.empty()
           ? 0.0
           : static_cast<double>(tokens) / static_cast<double>(data.train_ids.size()),
@@ -113,6 +146,7 @@ Result<std::vector<const ModelSpec*>> ModelsOf(const TrainObjectiveOptions& opti
 
 Result<int64_t> PositiveLabelIndex(const TrainObjectiveOptions& options,
                                    const std::vector<std::string>& labels) {
+  if (options.data.problem_type != ProblemType::kSingleLabel) return 1;
   const bool f1 = options.metric == TrainMetric::kF1;
   if (f1 && labels.size() != 2) {
     return InvalidArgumentError(fmt::format(

@@ -47,9 +47,14 @@ class PromotingProcess final : public TrialProcess {
 
 std::optional<BestModelSaver> SaverFor(const TrainObjectiveOptions& options, const TextSets& text) {
   if (!options.save_best) return std::nullopt;
-  SavedInputs inputs{options.data.text_column, options.data.text_pair_column,
-                     options.data.truncation};
-  if (!text.data.empty()) {
+  SavedInputs inputs;
+  inputs.problem_type = options.data.problem_type;
+  inputs.label_column = options.data.label_column;
+  inputs.label_separator = options.data.label_separator;
+  inputs.text_column = options.data.text_column;
+  inputs.text_pair_column = options.data.text_pair_column;
+  inputs.truncation = options.data.truncation;
+  if (!text.data.empty() && options.data.problem_type == ProblemType::kSingleLabel) {
     const std::vector<std::string>& labels = text.data.begin()->second.label_names;
     if (labels.size() == 2) inputs.positive_label = labels[static_cast<size_t>(text.positive)];
   }

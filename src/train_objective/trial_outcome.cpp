@@ -14,24 +14,32 @@
 namespace tune {
 namespace {
 
-// Every metric of the epoch's evaluation (the summary's history, which `tune trials` shows).
+// Every metric of the epoch's evaluation (the summary's history, which `tune trials` shows):
+// those of its problem type (train_metric.h's MetricsOf).
 Json EpochToJson(const EpochMetrics& m, int64_t positive) {
-  Json j{{"epoch", m.epoch},
-         {"train_loss", m.train_loss},
-         {"validation_loss", m.validation_loss},
-         {"accuracy", m.accuracy},
-         {"macro_f1", m.macro_f1},
-         {"micro_f1", m.micro_f1},
-         {"weighted_f1", m.weighted_f1},
-         {"mcc", m.mcc},
-         {"optimizer_steps", m.optimizer_steps},
-         {"learning_rate", m.learning_rate},
-         {"seconds", m.seconds},
-         {"eval_seconds", m.eval_seconds}};
-  if (m.class_f1.size() == 2) j["f1"] = TrainMetricValue(TrainMetric::kF1, m, positive);
+  Json j{{"epoch", m.epoch}, {"train_loss", m.train_loss}, {"validation_loss", m.validation_loss}};
+  for (TrainMetric metric : MetricsOf(m.problem_type)) {
+    if (metric == TrainMetric::kLoss) continue;
+    if (metric == TrainMetric::kF1 && m.class_f1.size() != 2) continue;
+    const double value = TrainMetricValue(metric, m, positive);
+    if (!std::isnan(value)) j[TrainMetricName(metric)] = value;  // an undefined AUROC or r
+  }
   if (!m.class_f1.empty()) j["class_f1"] = m.class_f1;
-  if (m.auroc) j["auroc"] = *m.auroc;
+  j["optimizer_steps"] = m.optimizer_steps;
+  j["learning_rate"] = m.learning_rate;
+  j["seconds"] = m.seconds;
+  j["eval_seconds"] = m.eval_seconds;
   return j;
+}
+
+// "accuracy=0.8125 macro_f1=0.7931" / "mse=0.0412 pearson=0.8770": the problem type's headline
+// metrics, for the per-evaluation debug line.
+std::string HeadlineMetrics(const EpochMetrics& m) {
+  if (m.problem_type == ProblemType::kRegression) {
+    return fmt::format("mse={:.4f} pearson={:.4f}", m.regression.mse,
+                       m.regression.pearson.value_or(std::nan("")));
+  }
+  return fmt::format("accuracy={:.4f} macro_f1={:.4f}", m.accuracy, m.macro_f1);
 }
 
 }  // namespace
@@ -40,19 +48,22 @@ Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
   const double value = TrainMetricValue(metric_, m, positive_);
   if (std::isnan(value)) {
     return InvalidArgumentError(fmt::format(
-        "metric '{}' cannot be computed at epoch {}: a class has no validation example (or all "
-        "of them); use a validation set with every label, or another metric",
-        TrainMetricName(metric_), m.epoch + 1));
+        "metric '{}' cannot be computed at epoch {}: {}; use a validation set with every label "
+        "(and without), or another metric",
+        TrainMetricName(metric_), m.epoch + 1,
+        m.problem_type == ProblemType::kRegression
+            ? "the targets or the predictions are constant"
+            : "a label has no validation example (or all of them)"));
   }
   // Per-evaluation lines are for --log-level debug; the trial's line says how it ended.
   const bool by_steps = hp_.eval_strategy == EvalStrategy::kSteps;
   spdlog::debug(
-      "Trial {} {}: train_loss={:.4f} validation_loss={:.4f} accuracy={:.4f} macro_f1={:.4f} "
-      "({:.1f}s, of which evaluating {:.1f}s)",
+      "Trial {} {}: train_loss={:.4f} validation_loss={:.4f} {} ({:.1f}s, of which evaluating "
+      "{:.1f}s)",
       trial_.number(),
       by_steps ? fmt::format("step {} (epoch {}/{})", m.optimizer_steps, m.epoch + 1, hp_.epochs)
                : fmt::format("epoch {}/{}", m.epoch + 1, hp_.epochs),
-      m.train_loss, m.validation_loss, m.accuracy, m.macro_f1, m.seconds, m.eval_seconds);
+      m.train_loss, m.validation_loss, HeadlineMetrics(m), m.seconds, m.eval_seconds);
   // The pruner's step: the epoch, or by steps the optimizer step (as Optuna's callback for
   // Hugging Face's Trainer reports state.global_step).
   TUNE_RETURN_IF_ERROR(trial_.Report(value, by_steps ? m.optimizer_steps : m.epoch));

@@ -136,6 +136,96 @@ TEST_F(InitCli, MarksHeavyByTheCatalogRuleAndSaysWhatItSkipped) {
 }
 #endif
 
+// The data's columns and problem type are read from the file (a criterion/post pair, lists of
+// tags, star ratings), the flags override them, and the config written loads; a column the flags
+// name that the file lacks exits 2 with the closest one.
+TEST_F(InitCli, InfersTheColumnsAndTheProblemTypeFromTheData) {
+  if (!MakeCheckpoints()) GTEST_SKIP() << "python3-torch is not installed";
+  struct Case {
+    std::string file, content;
+    std::vector<std::string> flags;
+    Json data;  // the data block expected, but "train"
+    std::string direction, metric;
+  };
+  const std::vector<Case> cases = {
+      {"pairs.jsonl",
+       R"({"id": "1", "criterion": "mentions sleep", "post": "I could not sleep at all last night", "label": "met"})"
+       "\n",
+       {},
+       {{"text_column", "criterion"},
+        {"text_pair_column", "post"},
+        {"label_column", "label"},
+        {"problem_type", "single_label_classification"}},
+       "maximize",
+       "macro_f1"},
+      {"tags.jsonl",
+       R"({"text": "rain and bread", "tags": ["weather", "food"]})"
+       "\n"
+       R"({"text": "nothing", "tags": []})"
+       "\n",
+       {},
+       {{"text_column", "text"},
+        {"label_column", "tags"},
+        {"problem_type", "multi_label_classification"}},
+       "maximize",
+       "macro_f1"},
+      {"stars.csv",
+       "review,stars\n\"a fine film\",4.5\n\"dull\",1\n",
+       {},
+       {{"text_column", "review"}, {"label_column", "stars"}, {"problem_type", "regression"}},
+       "minimize",
+       "mse"},
+      {"cells.csv",
+       "sentence,topics\n\"rain and bread\",\"weather,food\"\n",
+       {"--label-column", "topics", "--problem-type", "multi_label_classification"},
+       {{"text_column", "sentence"},
+        {"label_column", "topics"},
+        {"problem_type", "multi_label_classification"}},
+       "maximize",
+       "macro_f1"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(dir_.path() / c.file) << c.content;
+    std::vector<std::string> args = {"init",
+                                     "--from-cache",
+                                     "--cache-dir",
+                                     Hub().string(),
+                                     "--models",
+                                     "tiny-org/bert-*",
+                                     "--data",
+                                     (dir_.path() / c.file).string(),
+                                     "--device-memory",
+                                     "2GiB"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    ProcessRun r = Tune(args, dir_.path().string());
+    ASSERT_EQ(r.code, 0) << c.file << ": " << r.err;
+    Json doc = Json::parse(r.out);
+    Json data = doc["objective"]["data"];
+    data.erase("train");
+    EXPECT_EQ(data, c.data) << c.file;
+    EXPECT_EQ(doc["direction"], c.direction) << c.file;
+    EXPECT_EQ(doc["objective"]["metric"], c.metric) << c.file;
+    EXPECT_NE(r.err.find("Data " + (dir_.path() / c.file).string() + ": "), std::string::npos)
+        << r.err;
+  }
+  ProcessRun r = Tune(
+      {"init", "--from-cache", "--cache-dir", Hub().string(), "--data",
+       (dir_.path() / "stars.csv").string(), "--device-memory", "2GiB", "--label-column", "star"},
+      dir_.path().string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--label-column 'star': " + (dir_.path() / "stars.csv").string() +
+                       " has no such column (did you mean 'stars'?); columns: review, stars"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(dir_.path() / "nolabel.csv")
+      << "review,comment\nfine,a\ngood,b\nbad,c\ndull,d\n";  // free text only
+  r = Tune({"init", "--from-cache", "--cache-dir", Hub().string(), "--data",
+            (dir_.path() / "nolabel.csv").string(), "--device-memory", "2GiB"},
+           dir_.path().string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot tell which column is the label"), std::string::npos) << r.err;
+}
+
 // Nothing found: exit 2, saying where it looked.
 TEST_F(InitCli, AnEmptyCacheSaysWhereItLooked) {
   fs::create_directories(Hub());

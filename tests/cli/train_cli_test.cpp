@@ -41,7 +41,9 @@ class TrainCli : public ::testing::Test {
       (i < 64 ? train : val) << "\"" << text << "\"," << (label ? "sports" : "weather") << "\n";
     }
   }
-  std::string WriteConfig(const Json& objective_extra) {
+  // The study config: the objective's keys and `objective_extra`, and at the top level (direction,
+  // pruner, ...) `study_extra`.
+  std::string WriteConfig(const Json& objective_extra, const Json& study_extra = Json::object()) {
     Json objective = {{"type", "train"},
                       {"data",
                        {{"train", "train.csv"},
@@ -62,6 +64,7 @@ class TrainCli : public ::testing::Test {
         {"search_space",
          {{"learning_rate", {{"type", "float"}, {"low", 1e-3}, {"high", 5e-3}, {"log", true}}}}},
         {"objective", objective}};
+    for (const auto& [k, v] : study_extra.items()) doc[k] = v;
     std::string path = (dir_.path() / "study.json").string();
     std::ofstream(path) << doc.dump(2);
     return path;
@@ -528,7 +531,9 @@ TEST_F(TrainCli, PairStudySavesAModelThatPredictsPairs) {
             std::string::npos)
       << r.err;
   const Json config = Json::parse(std::ifstream(best + "/config.json"));
+  EXPECT_EQ(config["problem_type"], "single_label_classification");
   EXPECT_EQ(config["tune"]["inputs"], (Json{{"text_column", "criterion"},
+                                            {"label_column", "label"},
                                             {"text_pair_column", "post"},
                                             {"truncation", "only_second"},
                                             {"positive_label", "not met"}}));  // the second
@@ -670,6 +675,264 @@ TEST_F(TrainCli, EvalStepsReportsEachEvaluationAtItsOptimizerStep) {
 #else
   EXPECT_EQ(r.code, 1);
 #endif
+}
+
+// The last line of `text` (tune predict's metrics on stderr).
+std::string LastLine(const std::string& text) {
+  const std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
+  return trimmed.substr(trimmed.rfind('\n') + 1);
+}
+
+// Texts with any number of topics (weather, sports, food), none included, at `n` rows of `path`:
+// the words of each topic the row has; `tags` lists them. Every fourth row has none.
+void WriteTaggedTexts(const std::filesystem::path& path, int n, int offset) {
+  const char* words[3][3] = {
+      {"rain", "cloud", "storm"}, {"goal", "match", "team"}, {"bread", "soup", "cake"}};
+  const char* topics[3] = {"weather", "sports", "food"};
+  std::ofstream out(path);
+  for (int i = offset; i < offset + n; ++i) {
+    Json tags = Json::array();
+    std::string text = "today";
+    for (int t = 0; t < 3; ++t) {
+      if (i % 4 == 3 || ((i >> t) & 1) == 0) continue;
+      tags.push_back(topics[t]);
+      text += std::string(" a ") + words[t][i % 3] + " and " + words[t][(i / 3) % 3];
+    }
+    out << Json{{"text", text}, {"tags", tags}}.dump() << "\n";
+  }
+}
+
+// A multi-label study end to end: binary cross-entropy with balanced positive weights,
+// evaluations every 2 optimizer steps that a median pruner hears, the best model saved with its
+// problem type and threshold, `tune predict` writing each text's labels; bad rows exit 2 naming
+// file and line.
+TEST_F(TrainCli, MultiLabelStudyPrunesOnEvalStepsSavesAndPredicts) {
+  WriteTaggedTexts(dir_.path() / "tags.jsonl", 96, 0);
+  WriteTaggedTexts(dir_.path() / "tags-val.jsonl", 32, 96);
+  const Json data = {{"train", "tags.jsonl"},
+                     {"validation", "tags-val.jsonl"},
+                     {"label_column", "tags"},
+                     {"problem_type", "multi_label_classification"},
+                     {"class_weights", "balanced"}};
+  const std::string best = (dir_.path() / "best").string();
+  const std::string storage = "sqlite:///" + (dir_.path() / "tags.db").string();
+  const std::string config = WriteConfig(
+      {{"data", data},
+       {"metric", "micro_f1"},
+       {"epochs", 4},
+       {"eval_strategy", "steps"},
+       {"eval_steps", 2},
+       {"memory", {{"device_memory", "1GiB"}}}},
+      {{"pruner", {{"name", "median"}, {"n_startup_trials", 1}, {"n_warmup_steps", 2}}},
+       {"search_space",
+        {{"learning_rate", {{"type", "float"}, {"low", 1e-4}, {"high", 1e-2}, {"log", true}}}}}});
+  ProcessRun r = Tune({"--study", "m", "--config", config, "--storage", storage, "--n-trials", "4",
+                       "--save-best", best});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Weather and sports are on 24 of the 96 training texts, food on 36: negatives / positives.
+  EXPECT_NE(r.err.find("(positive weights: food 1.67, sports 3, weather 3)"), std::string::npos)
+      << r.err;
+  const Json trials =
+      Json::parse(Tune({"trials", "--study", "m", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 4u);
+  const Json memory = trials[0]["user_attrs"]["memory"];
+  const double error = (memory["estimate"].get<double>() - memory["peak"].get<double>()) /
+                       memory["peak"].get<double>();
+  EXPECT_LT(std::abs(error), 0.05) << memory.dump();
+  for (const Json& t : trials) {
+    std::vector<int> steps;  // reported every 2 optimizer steps (6 per epoch)
+    for (const auto& [step, value] : t["intermediate_values"].items())
+      steps.push_back(std::stoi(step));
+    std::sort(steps.begin(), steps.end());
+    ASSERT_FALSE(steps.empty()) << t.dump();
+    EXPECT_EQ(steps[0], 2) << t.dump();
+    for (size_t i = 1; i < steps.size(); ++i) EXPECT_EQ(steps[i] - steps[i - 1], 2) << t.dump();
+    if (t["state"] == "COMPLETE") {
+      EXPECT_EQ(steps.back(), 24) << t.dump();
+      const Json& last = t["user_attrs"]["train"]["history"].back();
+      for (const char* key : {"accuracy", "macro_f1", "micro_f1", "weighted_f1", "class_f1"}) {
+        EXPECT_TRUE(last.contains(key)) << key << ": " << last.dump();
+      }
+      EXPECT_FALSE(last.contains("mcc")) << last.dump();  // single-label only
+    }
+  }
+  const Json saved = Json::parse(std::ifstream(best + "/config.json"));
+  EXPECT_EQ(saved["problem_type"], "multi_label_classification");
+  EXPECT_EQ(saved["id2label"], (Json{{"0", "food"}, {"1", "sports"}, {"2", "weather"}}));
+  EXPECT_EQ(saved["tune"]["inputs"]["label_column"], "tags");
+  EXPECT_DOUBLE_EQ(saved["tune"]["hyperparams"]["threshold"].get<double>(), 0.5);
+  ProcessRun p = Tune({"predict", "--model", best, "--data",
+                       (dir_.path() / "tags-val.jsonl").string(), "--format", "jsonl"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  std::istringstream lines(p.out);
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const Json got = Json::parse(line);
+    ASSERT_TRUE(got["labels"].is_array()) << line;
+    for (const auto& [label, probability] : got["probabilities"].items()) {
+      const bool listed =
+          std::find(got["labels"].begin(), got["labels"].end(), label) != got["labels"].end();
+      EXPECT_EQ(listed, probability.get<double>() >= 0.5) << line;
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, 32);
+  // The metrics on the labelled file are the best trial's last evaluation's (same data, same
+  // model: the best evaluation's weights).
+  const Json metrics = Json::parse(LastLine(p.err));
+  EXPECT_EQ(metrics["metric"], "micro_f1");
+  EXPECT_NEAR(
+      metrics["value"].get<double>(),
+      Json::parse(Tune({"best-trial", "--study", "m", "--storage", storage, "--format", "json"})
+                      .out)["value"]
+          .get<double>(),
+      1e-6)
+      << p.err;
+  EXPECT_GT(metrics["micro_f1"].get<double>(), 0.0) << p.err;
+  // A label outside the data's in a list, a list that is not one.
+  std::ofstream(dir_.path() / "tags-val.jsonl", std::ios::app)
+      << Json{{"text", "a storm"}, {"tags", {"wether"}}}.dump() << "\n";
+  r = Tune({"--study", "m2", "--config", config, "--storage", "memory", "--n-trials", "1"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("tags-val.jsonl:33: unknown label 'wether' (did you mean 'weather'?)"),
+            std::string::npos)
+      << r.err;
+  p = Tune({"predict", "--model", best, "--data", (dir_.path() / "tags-val.jsonl").string()});
+  EXPECT_EQ(p.code, 2) << p.err;
+  EXPECT_NE(p.err.find("tags-val.jsonl:33: unknown label 'wether'"), std::string::npos) << p.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+  // Metrics and keys that do not apply to multi-label.
+  r = Tune({"--study", "m3", "--config", WriteConfig({{"data", data}, {"metric", "mcc"}}),
+            "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("metric 'mcc' does not apply to problem_type 'multi_label_classification'; "
+                       "valid: macro_f1, micro_f1, weighted_f1, accuracy, auroc, loss"),
+            std::string::npos)
+      << r.err;
+  Json bad = data;
+  bad["problem_type"] = "multilabel";
+  r = Tune({"--study", "m4", "--config", WriteConfig({{"data", bad}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("/objective/data/problem_type: unknown problem_type 'multilabel' (did you "
+                       "mean 'multi_label'?)"),
+            std::string::npos)
+      << r.err;
+}
+
+// A regression study end to end: texts scored by how many "good" words they have, one output
+// trained with the squared error, the study minimizing mse (the default metric), pearson and
+// spearman recorded, `tune predict` writing a score per text; a target that is not a number
+// exits 2 naming file and line.
+TEST_F(TrainCli, RegressionStudyMinimizesMseSavesAndPredicts) {
+  const char* good[3] = {"great", "fine", "lovely"};
+  for (const char* name : {"scores.csv", "scores-val.csv"}) {
+    std::ofstream out(dir_.path() / name);
+    out << "review,stars\n";
+    for (int i = 0; i < (name[6] == '.' ? 96 : 32); ++i) {
+      const int stars = i % 4;
+      std::string text = "the film was";
+      for (int k = 0; k < stars; ++k) text += std::string(" ") + good[(i + k) % 3];
+      for (int k = stars; k < 3; ++k) text += " dull";
+      out << "\"" << text << "\"," << stars + 1 << "\n";
+    }
+  }
+  const Json data = {{"train", "scores.csv"},
+                     {"validation", "scores-val.csv"},
+                     {"text_column", "review"},
+                     {"label_column", "stars"},
+                     {"problem_type", "regression"}};
+  const std::string best = (dir_.path() / "best").string();
+  const std::string storage = "sqlite:///" + (dir_.path() / "scores.db").string();
+  const std::string config =
+      WriteConfig({{"data", data}, {"epochs", 6}, {"memory", {{"device_memory", "1GiB"}}}},
+                  {{"direction", "minimize"}});
+  ProcessRun r = Tune({"--study", "r", "--config", config, "--storage", storage, "--n-trials", "2",
+                       "--save-best", best});
+#ifdef TUNE_WITH_TORCH
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("a number per example (mean 2.5, standard deviation 1.118)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("objective train (mse,"), std::string::npos) << r.err;
+  const Json trial = Json::parse(
+      Tune({"best-trial", "--study", "r", "--storage", storage, "--format", "json"}).out);
+  const Json& history = trial["user_attrs"]["train"]["history"];
+  for (const char* key : {"mse", "rmse", "mae", "r2", "pearson", "spearman"}) {
+    EXPECT_TRUE(history.back().contains(key)) << key << ": " << history.back().dump();
+  }
+  EXPECT_FALSE(history.back().contains("accuracy")) << history.back().dump();
+  // It learned: better than predicting the mean (variance 1.25), and ordered.
+  EXPECT_LT(trial["value"].get<double>(), 1.25) << history.dump();
+  const Json saved = Json::parse(std::ifstream(best + "/config.json"));
+  EXPECT_EQ(saved["problem_type"], "regression");
+  EXPECT_EQ(saved["num_labels"], 1);
+  ProcessRun p = Tune({"predict", "--model", best, "--data",
+                       (dir_.path() / "scores-val.csv").string(), "--format", "csv"});
+  ASSERT_EQ(p.code, 0) << p.err;
+  std::istringstream lines(p.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "text,score");
+  int n = 0;
+  while (std::getline(lines, line)) {
+    const double score = std::stod(line.substr(line.rfind(',') + 1));
+    EXPECT_TRUE(std::isfinite(score)) << line;
+    ++n;
+  }
+  EXPECT_EQ(n, 32);
+  const Json metrics = Json::parse(LastLine(p.err));
+  EXPECT_EQ(metrics["metric"], "mse");
+  EXPECT_NEAR(metrics["mse"].get<double>(), trial["value"].get<double>(), 1e-4) << p.err;
+  // tune report's trial table shows each trial's metrics (of its best evaluation), mse first.
+  const std::string page_path = (dir_.path() / "r.html").string();
+  ASSERT_EQ(Tune({"report", "--study-name", "r", "--storage", storage, "--output", page_path}).code,
+            0);
+  std::ostringstream page;
+  page << std::ifstream(page_path).rdbuf();
+  const std::string open = "<script id=\"tune-data\" type=\"application/json\">";
+  const size_t begin = page.str().find(open) + open.size();
+  const Json blob =
+      Json::parse(page.str().substr(begin, page.str().find("</script>", begin) - begin));
+  EXPECT_EQ(blob["metric"], "mse");
+  const Json& shown = blob["trials"][trial["number"].get<size_t>()]["metrics"];
+  EXPECT_DOUBLE_EQ(shown["mse"].get<double>(), trial["value"].get<double>()) << shown.dump();
+  EXPECT_TRUE(shown.contains("pearson") && shown.contains("validation_loss")) << shown.dump();
+  std::ofstream(dir_.path() / "scores.csv", std::ios::app) << "\"the film\",n/a\n";
+  r = Tune({"--study", "r2", "--config", config, "--storage", "memory", "--n-trials", "1"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("scores.csv:98: the target 'stars' must be a finite number (problem_type "
+                       "regression), got \"n/a\""),
+            std::string::npos)
+      << r.err;
+#else
+  EXPECT_EQ(r.code, 1);
+#endif
+  // A classification metric, class weights, and the study's direction.
+  r = Tune({"--study", "r3", "--config", WriteConfig({{"data", data}, {"metric", "accuracy"}}),
+            "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("metric 'accuracy' does not apply to problem_type 'regression'; valid: "
+                       "mse, rmse, mae, r2, pearson, spearman, loss"),
+            std::string::npos)
+      << r.err;
+  Json weighted = data;
+  weighted["class_weights"] = "balanced";
+  r = Tune({"--study", "r4", "--config",
+            WriteConfig({{"data", weighted}}, {{"direction", "minimize"}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("/objective/data/class_weights: does not apply to problem_type regression"),
+            std::string::npos)
+      << r.err;
+  r = Tune({"--study", "r5", "--config", WriteConfig({{"data", data}}), "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("the train objective's metric 'mse' is minimized; set \"direction\": "
+                       "\"minimize\""),
+            std::string::npos)
+      << r.err;
 }
 
 // The memory guard's settings are checked like every other key, with the closest valid choice.

@@ -158,6 +158,71 @@ TEST_F(TorchTrainerTest, SameSeedSameResultOtherSeedOtherResult) {
   EXPECT_NE(a->epochs[0].train_loss, c->epochs[0].train_loss);
 }
 
+// Class weights scale each example's loss by its class's weight (single-label) or each label's
+// positive term (multi-label pos_weight): with every weight 2 (every target positive), the first
+// step's loss, before any update, is twice the unweighted one; the validation loss uses them too
+// (learning rate 0: the weights stay as initialised, so the ratio is exact there as well).
+TEST_F(TorchTrainerTest, ClassWeightsScaleTheLossTheyWeigh) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.epochs = 1;
+  hp.learning_rate = 0;
+  auto first_step_loss = [&](const TextTrainData& data, double& validation_loss) {
+    double loss = NAN;
+    TrainJob job{TinyModel(), hp, &data};
+    job.on_step = [&](const StepRecord& s) {
+      if (s.step == 1) loss = s.loss;
+    };
+    auto r = Train(*trainer, job);
+    EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
+    validation_loss = r.ok() && !r->epochs.empty() ? r->epochs[0].validation_loss : NAN;
+    return loss;
+  };
+  TextTrainData single = *data_;
+  double v0 = 0, v1 = 0;
+  const double plain = first_step_loss(single, v0);
+  single.class_weights.assign(static_cast<size_t>(single.num_labels), 2.0f);
+  EXPECT_NEAR(first_step_loss(single, v1), 2 * plain, 1e-6 * plain);
+  EXPECT_NEAR(v1, 2 * v0, 1e-6 * v0);
+  single.class_weights = {1.0f, 3.0f, 1.0f, 1.0f};  // not uniform: another loss
+  EXPECT_GT(std::abs(first_step_loss(single, v1) - 2 * plain), 1e-3);
+  // Multi-label with every label on every example: pos_weight multiplies the whole loss.
+  TextTrainData multi = *data_;
+  multi.problem_type = ProblemType::kMultiLabel;
+  multi.train_labels.clear();
+  multi.validation_labels.clear();
+  multi.train_targets.assign(multi.train_ids.size() * 4, 1.0f);
+  multi.validation_targets.assign(multi.validation_ids.size() * 4, 1.0f);
+  const double bce = first_step_loss(multi, v0);
+  multi.class_weights.assign(4, 2.0f);
+  EXPECT_NEAR(first_step_loss(multi, v1), 2 * bce, 1e-6 * bce);
+  EXPECT_NEAR(v1, 2 * v0, 1e-6 * v0);
+}
+
+// A regression's one output learns a number per text (the synthetic set's class as a score):
+// the squared error falls below the targets' variance, and the predictions correlate.
+TEST_F(TorchTrainerTest, RegressionLearnsANumberPerText) {
+  auto trainer = NewCpuTrainer();
+  TextTrainData data = *data_;
+  data.problem_type = ProblemType::kRegression;
+  data.num_labels = 1;
+  for (int64_t y : data.train_labels) data.train_targets.push_back(static_cast<float>(y));
+  for (int64_t y : data.validation_labels) data.validation_targets.push_back(static_cast<float>(y));
+  data.train_labels.clear();
+  data.validation_labels.clear();
+  TrainJob job{TinyModel(), FastHyperparams(), &data};
+  auto r = Train(*trainer, job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  const EpochMetrics& last = r->epochs.back();
+  EXPECT_EQ(last.problem_type, ProblemType::kRegression);
+  EXPECT_LT(last.regression.mse, 0.5);  // the targets 0-3 have variance 1.25
+  EXPECT_NEAR(last.validation_loss, last.regression.mse, 1e-5 * last.regression.mse);
+  ASSERT_TRUE(last.regression.pearson.has_value());
+  EXPECT_GT(*last.regression.pearson, 0.8);
+  EXPECT_LT(last.regression.mse, r->epochs.front().regression.mse);
+}
+
 // Each micro-batch's summed loss is divided by the examples of its whole group, so the gradient,
 // and with it every optimizer (AdamW; SGD with momentum and weight decay), takes the same step.
 TEST_F(TorchTrainerTest, AccumulatingKMicroBatchesEqualsOneKTimesLargerBatch) {

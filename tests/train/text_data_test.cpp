@@ -176,6 +176,117 @@ TEST_F(TextDataTest, UnknownLabels) {
   EXPECT_HAS(Error(o), "the configured labels are: art, law");
 }
 
+// Multi-label rows list their labels (a JSON array, or a string split at label_separator; none
+// at all is an example too); the training data's labels are every one listed, sorted; the
+// trainer reads a row of 0/1 per example.
+TEST_F(TextDataTest, MultiLabelRowsListTheirLabels) {
+  TextDataOptions o = Jsonl(R"({"text": "a", "tags": ["sports", "food"]}
+{"text": "b", "tags": []}
+{"text": "c", "tags": "food | weather"}
+{"text": "d", "tags": ["food", "food"]}
+)",
+                            R"({"text": "e", "tags": "weather"})");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.label_column = "tags";
+  o.label_separator = "|";
+  auto d = LoadTextDataset(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->labels, (std::vector<std::string>{"food", "sports", "weather"}));
+  EXPECT_EQ(d->train[0].label_set, (std::vector<int64_t>{0, 1}));
+  EXPECT_TRUE(d->train[1].label_set.empty());
+  EXPECT_EQ(d->train[2].label_set, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(d->train[3].label_set, (std::vector<int64_t>{0}));  // listed twice, counted once
+  EXPECT_EQ(d->validation[0].label_set, (std::vector<int64_t>{2}));
+  const Tokenizer tokenizer = Tokenizer::Build({"a b c d e"}, TokenizerOptions{});
+  const TextTrainData data = TokenizeTextDataset(*d, tokenizer, 16);
+  EXPECT_EQ(data.problem_type, ProblemType::kMultiLabel);
+  EXPECT_EQ(data.num_labels, 3);
+  EXPECT_TRUE(data.train_labels.empty());
+  EXPECT_EQ(data.train_targets, (std::vector<float>{1, 1, 0, 0, 0, 0, 1, 0, 1, 1, 0, 0}));
+  EXPECT_EQ(data.validation_targets, (std::vector<float>{0, 0, 1}));
+
+  // Bad rows name the file, the line and the column.
+  o = Jsonl("{\"text\": \"a\", \"tags\": [\"x\"]}\n{\"text\": \"b\", \"tags\": 3}\n");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.label_column = "tags";
+  EXPECT_HAS(Error(o),
+             "train.jsonl:2: 'tags' must be a list of labels (a JSON array, or a string "
+             "of labels separated by ','), got 3");
+  o = Jsonl("{\"text\": \"a\", \"tags\": [\"x\", null]}\n");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.label_column = "tags";
+  EXPECT_HAS(Error(o), "train.jsonl:1: 'tags' holds null; a multi-label example's labels are");
+  o = Jsonl("{\"text\": \"a\", \"tags\": [\"sports\"]}\n",
+            "{\"text\": \"b\", \"tags\": [\"sport\"]}\n");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.label_column = "tags";
+  EXPECT_HAS(Error(o), "val.jsonl:1: unknown label 'sport' (did you mean 'sports'?)");
+  o = Jsonl("{\"text\": \"a\", \"tags\": []}\n{\"text\": \"b\", \"tags\": \"\"}\n");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.label_column = "tags";
+  EXPECT_HAS(Error(o), "train.jsonl: no example has a label");
+}
+
+// Regression targets are numbers (or strings that are one whole); the model has one output.
+TEST_F(TextDataTest, RegressionTargetsAreNumbers) {
+  TextDataOptions o;
+  o.train = Write("train.csv", "text,score\na,1.5\nb,-2\nc,3e1\n");
+  o.validation = Write("val.csv", "text,score\nd,0.25\n");
+  o.problem_type = ProblemType::kRegression;
+  o.label_column = "score";
+  auto d = LoadTextDataset(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->labels.empty());
+  EXPECT_DOUBLE_EQ(d->train[2].target, 30.0);
+  const Tokenizer tokenizer = Tokenizer::Build({"a b c d"}, TokenizerOptions{});
+  const TextTrainData data = TokenizeTextDataset(*d, tokenizer, 16);
+  EXPECT_EQ(data.num_labels, 1);
+  EXPECT_EQ(data.train_targets, (std::vector<float>{1.5f, -2.0f, 30.0f}));
+  EXPECT_EQ(data.validation_targets, (std::vector<float>{0.25f}));
+  for (const char* bad : {"n/a", "1.5x", "inf", ""}) {
+    o.train = Write("train.csv", std::string("text,score\na,1\nb,") + bad + "\n");
+    EXPECT_HAS(Error(o),
+               "train.csv:3: the target 'score' must be a finite number (problem_type "
+               "regression), got \"" +
+                   std::string(bad) + "\"");
+  }
+  o.train = Write("train.jsonl", "{\"text\": \"a\", \"score\": true}\n");
+  EXPECT_HAS(Error(o), "train.jsonl:1: the target 'score' must be a finite number");
+  o.labels = {"a", "b"};
+  EXPECT_HAS(Error(o), "'labels' does not apply to problem_type regression");
+}
+
+// "balanced" weights from the training split (scikit-learn's compute_class_weight; PyTorch's
+// pos_weight for multi-label); a list is checked against the labels.
+TEST_F(TextDataTest, ClassWeightsComeFromTheTrainingSplit) {
+  TextDataOptions o = Jsonl(
+      "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\", \"label\": \"x\"}\n"
+      "{\"text\": \"c\", \"label\": \"x\"}\n{\"text\": \"d\", \"label\": \"y\"}\n",
+      "{\"text\": \"e\", \"label\": \"y\"}\n");
+  o.class_weights.balanced = true;
+  auto d = LoadTextDataset(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  // 4 examples / (2 labels x count): x 4/6, y 4/2.
+  EXPECT_EQ(d->class_weights, (std::vector<float>{4.0f / 6.0f, 2.0f}));
+  o.class_weights = {false, {1.0, 3.0}};
+  d = LoadTextDataset(o);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->class_weights, (std::vector<float>{1.0f, 3.0f}));
+  o.class_weights = {false, {1.0}};
+  EXPECT_HAS(Error(o), "class_weights: 1 weight for 2 labels (x, y); give one per label");
+  o = Jsonl(
+      "{\"text\": \"a\", \"label\": [\"p\"]}\n{\"text\": \"b\", \"label\": []}\n"
+      "{\"text\": \"c\", \"label\": [\"p\", \"q\"]}\n{\"text\": \"d\", \"label\": []}\n",
+      "{\"text\": \"e\", \"label\": []}\n");
+  o.problem_type = ProblemType::kMultiLabel;
+  o.class_weights.balanced = true;
+  d = LoadTextDataset(o);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->class_weights, (std::vector<float>{1.0f, 3.0f}));  // negatives / positives
+  o.labels = {"p", "q", "r"};
+  EXPECT_HAS(Error(o), "class_weights \"balanced\": label 'r' is on 0 training examples");
+}
+
 TEST_F(TextDataTest, CsvStructureErrors) {
   TextDataOptions o;
   o.train = Write("t.csv", "text,label\na,x\nb,y,extra\n");

@@ -6,11 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "app.h"
 #include "checkpoints/pretrained.h"
@@ -20,6 +22,8 @@
 #include "memory/card_others.h"
 #include "torch_loader.h"
 #include "train/hyperparams.h"
+#include "train/text_data.h"
+#include "train/train_metric.h"
 #include "tune/model_catalog.h"
 #include "util/device.h"
 #include "util/json_file.h"
@@ -42,6 +46,16 @@ struct InitArgs {
   int64_t epochs = 3;
   std::optional<std::string> output;  // unset: stdout
   std::optional<std::string> study;
+  // The data's columns and problem type; unset: inferred from the data (InferColumns).
+  std::optional<std::string> text_column, text_pair_column, label_column, problem_type;
+};
+
+// What the study reads from the data: its columns and what the label column holds.
+struct DataColumns {
+  std::string text;
+  std::optional<std::string> pair;
+  std::string label;
+  ProblemType problem_type = ProblemType::kSingleLabel;
 };
 
 // One checkpoint as the study sees it.
@@ -78,6 +92,139 @@ Status CheckArgs(const InitArgs& args) {
         fmt::format("unknown --device '{}'; valid: cpu, cuda, cuda:N", *args.device));
   }
   return Status::Ok();
+}
+
+// What one column holds over the rows read.
+struct ColumnStats {
+  int64_t strings = 0, arrays = 0, numbers = 0, fractions = 0, rows = 0;
+  double mean_length = 0;  // of its strings, in bytes
+  std::set<std::string> distinct;
+};
+
+ColumnStats StatsOf(const DataTable& table, const std::string& column) {
+  ColumnStats st;
+  double length = 0;
+  for (const DataRow& row : table.rows) {
+    const auto it = row.fields.find(column);
+    if (it == row.fields.end()) continue;
+    ++st.rows;
+    if (st.distinct.size() <= 1000) st.distinct.insert(it->dump());
+    const std::optional<double> x = FieldNumber(*it);
+    if (it->is_array()) {
+      ++st.arrays;
+    } else if (x && std::isfinite(*x)) {
+      ++st.numbers;
+      st.fractions += *x != std::floor(*x);
+    } else if (it->is_string()) {
+      ++st.strings;
+      length += static_cast<double>(it->get_ref<const std::string&>().size());
+    }
+  }
+  st.mean_length = st.strings > 0 ? length / static_cast<double>(st.strings) : 0.0;
+  return st;
+}
+
+// A column named on the command line must be in the data.
+Status CheckColumn(const DataTable& table, const std::string& flag, const std::string& column) {
+  if (std::find(table.columns.begin(), table.columns.end(), column) != table.columns.end()) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError(fmt::format("{} '{}': {} has no such column{}; columns: {}", flag,
+                                          column, table.path, DidYouMean(column, table.columns),
+                                          JoinNames(table.columns)));
+}
+
+// The label column (--label-column, else the first of the usual names, else the last column
+// that is not free text), what it holds (arrays:
+// multi-label; numbers with fractions or more than 20 values: regression; else single-label),
+// and the text columns (--text-column, else "text", else the string columns: one is the text,
+// the two longest on average are a sentence pair, in the data's column order). Logged, with the
+// flags that override each choice.
+Result<DataColumns> InferColumns(const InitArgs& args) {
+  TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(*args.data));
+  DataColumns out;
+  if (args.label_column) {
+    TUNE_RETURN_IF_ERROR(CheckColumn(table, "--label-column", *args.label_column));
+    out.label = *args.label_column;
+  } else {
+    for (const char* name :
+         {"label", "labels", "tags", "target", "score", "class", "category", "y"}) {
+      if (std::find(table.columns.begin(), table.columns.end(), name) != table.columns.end()) {
+        out.label = name;
+        break;
+      }
+    }
+    // Else the last column that is not free text: lists, numbers, or few distinct values.
+    for (auto c = table.columns.rbegin(); out.label.empty() && c != table.columns.rend(); ++c) {
+      const ColumnStats st = StatsOf(table, *c);
+      if (st.rows > 0 &&
+          (st.arrays > 0 || st.numbers == st.rows ||
+           static_cast<int64_t>(st.distinct.size()) <= std::max<int64_t>(2, st.rows / 2))) {
+        out.label = *c;
+      }
+    }
+    if (out.label.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: cannot tell which column is the label (none is named label, labels, tags, target, "
+          "score, class, category or y, and every column holds free text); columns: {}; pass "
+          "--label-column",
+          table.path, JoinNames(table.columns)));
+    }
+  }
+  const ColumnStats label = StatsOf(table, out.label);
+  if (args.problem_type) {
+    TUNE_ASSIGN_OR_RETURN(out.problem_type, ParseProblemType(*args.problem_type));
+  } else if (label.arrays > 0) {
+    out.problem_type = ProblemType::kMultiLabel;
+  } else if (label.numbers == label.rows && label.rows > 0 &&
+             (label.fractions > 0 || label.distinct.size() > 20)) {
+    out.problem_type = ProblemType::kRegression;
+  }
+  std::vector<std::string> texts;  // string columns but the label, longest first
+  for (const std::string& c : table.columns) {
+    if (c == out.label) continue;
+    const ColumnStats st = StatsOf(table, c);
+    if (st.strings > 0 && st.strings >= st.rows * 9 / 10) texts.push_back(c);
+  }
+  std::stable_sort(texts.begin(), texts.end(), [&](const std::string& a, const std::string& b) {
+    return StatsOf(table, a).mean_length > StatsOf(table, b).mean_length;
+  });
+  const auto has = [&](const std::string& c) {
+    return std::find(table.columns.begin(), table.columns.end(), c) != table.columns.end();
+  };
+  if (args.text_column) {
+    TUNE_RETURN_IF_ERROR(CheckColumn(table, "--text-column", *args.text_column));
+    out.text = *args.text_column;
+  } else if (has("text")) {
+    out.text = "text";
+  } else if (texts.size() >= 2 && !args.text_pair_column) {
+    // A pair: the two longest text columns, in the data's order.
+    const auto first = std::find(table.columns.begin(), table.columns.end(), texts[0]);
+    const auto second = std::find(table.columns.begin(), table.columns.end(), texts[1]);
+    out.text = first < second ? texts[0] : texts[1];
+    out.pair = first < second ? texts[1] : texts[0];
+  } else if (!texts.empty()) {
+    out.text = texts[0];
+  } else {
+    return InvalidArgumentError(
+        fmt::format("{}: no column holds text (columns: {}); pass --text-column", table.path,
+                    JoinNames(table.columns)));
+  }
+  if (args.text_pair_column) {
+    TUNE_RETURN_IF_ERROR(CheckColumn(table, "--text-pair-column", *args.text_pair_column));
+    out.pair = *args.text_pair_column;
+  }
+  spdlog::info(
+      "Data {}: {} rows; text column '{}'{}, label column '{}', problem_type {} ({}; "
+      "--text-column, --text-pair-column, --label-column and --problem-type override)",
+      table.path, table.rows.size(), out.text,
+      out.pair ? fmt::format(", pairs with '{}'", *out.pair) : std::string(), out.label,
+      ProblemTypeName(out.problem_type),
+      args.problem_type                              ? "as given"
+      : out.problem_type == ProblemType::kMultiLabel ? "its values are lists"
+      : out.problem_type == ProblemType::kRegression ? "its values are numbers"
+                                                     : "one label per row");
+  return out;
 }
 
 Result<DeviceChoice> ChooseDevice(const InitArgs& args) {
@@ -215,14 +362,17 @@ std::string ConfigPath(const std::string& path, const InitArgs& args, const fs::
 }
 
 OrderedJson Objective(const InitArgs& args, const std::string& cache, const DeviceChoice& device,
-                      const fs::path& base) {
+                      const DataColumns& columns, const fs::path& base) {
   OrderedJson o = OrderedJson::object();
   o["type"] = "train";
   o["task"] = "text_classification";
   o["init"] = "pretrained";
   if (args.cache_dir) o["hub_cache"] = cache;
-  o["data"] = {{"train", ConfigPath(*args.data, args, base)}};
-  o["metric"] = "macro_f1";
+  o["data"] = {{"train", ConfigPath(*args.data, args, base)}, {"text_column", columns.text}};
+  if (columns.pair) o["data"]["text_pair_column"] = *columns.pair;
+  o["data"]["label_column"] = columns.label;
+  o["data"]["problem_type"] = ProblemTypeName(columns.problem_type);
+  o["metric"] = TrainMetricName(DefaultMetric(columns.problem_type));
   o["device"] = device.device;
   o["epochs"] = args.epochs;
   o["seed"] = 0;
@@ -236,7 +386,7 @@ OrderedJson Objective(const InitArgs& args, const std::string& cache, const Devi
 
 OrderedJson StudyDocument(const InitArgs& args, const std::string& study, const std::string& cache,
                           const std::vector<FoundModel>& models, const DeviceChoice& device,
-                          const fs::path& base) {
+                          const DataColumns& columns, const fs::path& base) {
   OrderedJson doc = OrderedJson::object();
   doc["description"] = fmt::format(
       "Written by tune init --from-cache: {} encoder checkpoint{} found in {}, fine-tuned from "
@@ -244,13 +394,16 @@ OrderedJson StudyDocument(const InitArgs& args, const std::string& study, const 
       "--study {} --config {}` runs or resumes it.",
       models.size(), models.size() == 1 ? "" : "s", cache, study,
       args.output ? fs::path(*args.output).filename().string() : "study.json");
-  doc["direction"] = "maximize";
+  doc["direction"] =
+      TrainMetricDirection(DefaultMetric(columns.problem_type)) == StudyDirection::kMaximize
+          ? "maximize"
+          : "minimize";
   doc["storage"] = fmt::format("sqlite:///{}.db", study);
   doc["sampler"] = {{"name", "tpe"}, {"n_startup_trials", 10}};
   doc["pruner"] = {{"name", "median"}, {"n_startup_trials", 5}, {"n_warmup_steps", 1}};
   doc["search_space"] = SearchSpace(models);
   doc["conditional"] = ConditionalBlocks(models);
-  doc["objective"] = Objective(args, cache, device, base);
+  doc["objective"] = Objective(args, cache, device, columns, base);
   return doc;
 }
 
@@ -308,6 +461,7 @@ Status WriteOutput(const std::string& text, const InitArgs& args) {
 
 Status Init(const InitArgs& args) {
   TUNE_RETURN_IF_ERROR(CheckArgs(args));
+  TUNE_ASSIGN_OR_RETURN(DataColumns columns, InferColumns(args));
   fs::path cache_path = fs::absolute(args.cache_dir.value_or(HuggingFaceHubCache()));
   cache_path = cache_path.lexically_normal();
   if (!cache_path.has_filename()) cache_path = cache_path.parent_path();  // "hub/"
@@ -318,7 +472,7 @@ Status Init(const InitArgs& args) {
                                     : fs::current_path();
   const std::string study =
       args.study.value_or(args.output ? fs::path(*args.output).stem().string() : "study");
-  const std::string text = Pretty(StudyDocument(args, study, cache, models, device, base));
+  const std::string text = Pretty(StudyDocument(args, study, cache, models, device, columns, base));
   const std::string source = args.output.value_or("<tune init output>");
   TUNE_RETURN_IF_ERROR(Validate(text, (base / fs::path(source).filename()).string(), base));
   return WriteOutput(text, args);
@@ -345,6 +499,18 @@ std::function<int()> DeclareInit(CLI::App& command) {
       "--device", args->device,
       "cpu, cuda or cuda:N (default: cuda when NVML sees a GPU that this tune's LibTorch can "
       "use, else cpu)");
+  command.add_option("--text-column", args->text_column,
+                     "The text column (default: 'text', else inferred from the data)");
+  command.add_option("--text-pair-column", args->text_pair_column,
+                     "The second text of sentence pairs (default: inferred: the two longest text "
+                     "columns of a file without 'text')");
+  command.add_option("--label-column", args->label_column,
+                     "The label column (default: the first of label, labels, tags, target, "
+                     "score, class, category, y; else the last column that is not free text)");
+  command.add_option("--problem-type", args->problem_type,
+                     "single_label_classification, multi_label_classification or regression "
+                     "(default: inferred from the label column: lists are multi-label, numbers "
+                     "with fractions or many values regression)");
   command.add_option("--epochs", args->epochs, "Epochs per trial (3)")->check(CLI::PositiveNumber);
   command.add_option("--output", args->output, "Write to FILE instead of stdout");
   command.add_option("--study", args->study,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -27,14 +28,15 @@ struct PredictArgs {
   std::string data_format = "auto";
   std::string text_column;       // empty: the saved model's (its training data's), else "text"
   std::string text_pair_column;  // empty: the saved model's (pairs), else none
-  std::string label_column = "label";
+  std::string label_column;      // empty: the saved model's (its training data's), else "label"
   std::string device = "cpu";
   int64_t threads = 0;
   int64_t batch_size = 0;  // 0: the saved trial's
 };
 
 // The texts tokenized by the model's tokenizer as the train objective tokenizes validation
-// texts, with their labels (-1: none) in data.validation_*; `texts` keeps the raw text.
+// texts, with their targets (when every row has one: `labelled`) in data.validation_*; `texts`
+// keeps the raw text.
 // NotFound/InvalidArgument naming file and line.
 Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
                        std::vector<std::string>& texts, std::vector<std::string>& pairs,
@@ -47,8 +49,13 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
   const std::string pair_column = args.text_pair_column.empty()
                                       ? model.inputs.text_pair_column.value_or("")
                                       : args.text_pair_column;
+  TextDataOptions options;  // how the label column is read: as the model was trained
+  options.problem_type = model.inputs.problem_type;
+  options.label_column = args.label_column.empty() ? model.inputs.label_column : args.label_column;
+  options.label_separator = model.inputs.label_separator;
   TextDataset dataset;
-  dataset.labels = model.labels;
+  dataset.problem_type = model.inputs.problem_type;
+  if (dataset.problem_type != ProblemType::kRegression) dataset.labels = model.labels;
   if (!pair_column.empty()) dataset.pair_truncation = model.inputs.truncation;
   labelled = !table.rows.empty();
   auto text_at = [&](const DataRow& row, const std::string& column) -> Result<std::string> {
@@ -74,17 +81,13 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
       TUNE_ASSIGN_OR_RETURN(pair, text_at(row, pair_column));
       pairs.push_back(pair);
     }
-    const Json& label = row.fields.value(args.label_column, Json());
-    const std::string name = label.is_string() ? label.get<std::string>() : label.dump();
-    auto at = std::find(model.labels.begin(), model.labels.end(), name);
-    if (label.is_null()) {
+    TextExample example{texts.back(), 0, std::move(pair)};
+    if (!row.fields.contains(options.label_column) || row.fields[options.label_column].is_null()) {
       labelled = false;
-    } else if (at == model.labels.end()) {
-      return InvalidArgumentError(fmt::format("{}:{}: label '{}' is not one of the model's: {}",
-                                              args.data, row.line, name, JoinNames(model.labels)));
+    } else if (labelled) {
+      TUNE_RETURN_IF_ERROR(ReadExampleTarget(table, row, options, model.labels, example));
     }
-    dataset.validation.push_back(
-        {texts.back(), at == model.labels.end() ? 0 : at - model.labels.begin(), std::move(pair)});
+    dataset.validation.push_back(std::move(example));
   }
   data = TokenizeTextDataset(dataset, tokenizer, MaxSequenceLength(model.checkpoint.model));
   return Status::Ok();
@@ -105,62 +108,140 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
-// One line per text; the predicted label and each label's probability.
+std::vector<double> Sigmoid(const std::vector<float>& logits) {
+  std::vector<double> p;
+  for (float v : logits) p.push_back(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
+  return p;
+}
+
+// What the model outputs for one text: each label's probability (softmax; multi-label: a
+// sigmoid per label), or the regression's value.
+std::vector<double> Outputs(const SavedModel& model, const std::vector<float>& logits) {
+  switch (model.inputs.problem_type) {
+    case ProblemType::kSingleLabel:
+      return Softmax(logits);
+    case ProblemType::kMultiLabel:
+      return Sigmoid(logits);
+    case ProblemType::kRegression:
+      return {logits.empty() ? 0.0 : static_cast<double>(logits[0])};
+  }
+  return {};
+}
+
+// The labels a multi-label model predicts: those at probability >= its threshold.
+std::vector<std::string> PredictedLabels(const SavedModel& model, const std::vector<double>& p) {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < p.size(); ++k) {
+    if (p[k] >= model.hp.threshold) out.push_back(model.labels[k]);
+  }
+  return out;
+}
+
+// One line per text: the predicted label and each label's probability; multi-label, the
+// predicted labels (a list; CSV: joined by the label separator) and each label's probability;
+// regression, the predicted "score".
 void WritePredictions(const PredictArgs& args, const SavedModel& model,
                       const std::vector<std::string>& texts, const std::vector<std::string>& pairs,
-                      const std::vector<std::vector<float>>& logits,
-                      std::vector<int64_t>& predictions, std::ostream& out) {
+                      const std::vector<std::vector<float>>& logits, std::ostream& out) {
+  const ProblemType type = model.inputs.problem_type;
+  const char* target = type == ProblemType::kRegression   ? "score"
+                       : type == ProblemType::kMultiLabel ? "labels"
+                                                          : "label";
   if (args.format == "csv") {
-    out << (pairs.empty() ? "text,label" : "text,text_pair,label");
-    for (const auto& l : model.labels) out << "," << CsvField("p_" + l);
+    out << (pairs.empty() ? "text," : "text,text_pair,") << target;
+    if (type != ProblemType::kRegression) {
+      for (const auto& l : model.labels) out << "," << CsvField("p_" + l);
+    }
     out << "\n";
   }
   for (size_t i = 0; i < texts.size(); ++i) {
-    const std::vector<double> p = Softmax(logits[i]);
-    const auto best = static_cast<int64_t>(std::max_element(p.begin(), p.end()) - p.begin());
-    predictions.push_back(best);
-    const std::string& label = model.labels[static_cast<size_t>(best)];
-    if (args.format == "csv") {
-      out << CsvField(texts[i]) << "," << (pairs.empty() ? "" : CsvField(pairs[i]) + ",")
-          << CsvField(label);
-      for (double v : p) out << "," << fmt::format("{:.6f}", v);
-      out << "\n";
+    const std::vector<double> p = Outputs(model, logits[i]);
+    Json value;
+    std::string shown;
+    if (type == ProblemType::kRegression) {
+      value = p[0];
+      shown = fmt::format("{:.6g}", p[0]);
+    } else if (type == ProblemType::kMultiLabel) {
+      const std::vector<std::string> labels = PredictedLabels(model, p);
+      value = labels;
+      shown = CsvField(JoinNames(labels, model.inputs.label_separator));
     } else {
+      const auto best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+      value = model.labels[best];
+      shown = CsvField(model.labels[best]);
+    }
+    if (args.format == "csv") {
+      out << CsvField(texts[i]) << "," << (pairs.empty() ? "" : CsvField(pairs[i]) + ",") << shown;
+      if (type != ProblemType::kRegression) {
+        for (double v : p) out << "," << fmt::format("{:.6f}", v);
+      }
+      out << "\n";
+      continue;
+    }
+    Json line = {{"text", texts[i]}};
+    if (!pairs.empty()) line["text_pair"] = pairs[i];
+    line[target] = value;
+    if (type != ProblemType::kRegression) {
       Json probs = Json::object();
       for (size_t k = 0; k < p.size(); ++k) probs[model.labels[k]] = p[k];
-      Json line = {{"text", texts[i]}};
-      if (!pairs.empty()) line["text_pair"] = pairs[i];
-      line["label"] = label;
       line["probabilities"] = probs;
-      line["logits"] = logits[i];
-      out << line.dump() << "\n";
     }
+    line["logits"] = logits[i];
+    out << line.dump() << "\n";
   }
 }
 
-// Every metric over labelled data, as the trainer's evaluation computes them; "f1" of the
-// saved positive label (two labels).
+// Every metric over labelled data, as the trainer's evaluation computes them (its validation
+// loss: cross-entropy, binary cross-entropy averaged over labels, squared error; without the
+// class weights); "f1" of the saved positive label (two labels).
 Json PredictMetrics(const TextTrainData& data, const SavedModel& model,
-                    const std::vector<std::vector<float>>& logits,
-                    const std::vector<int64_t>& predictions) {
+                    const std::vector<std::vector<float>>& logits) {
+  const ProblemType type = model.inputs.problem_type;
   double loss = 0;
-  std::vector<float> probabilities;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const std::vector<double> p = Softmax(logits[i]);
-    loss -= std::log(p[static_cast<size_t>(data.validation_labels[i])]);
-    for (double v : p) probabilities.push_back(static_cast<float>(v));
+  const auto n = logits.size();
+  const auto k = static_cast<size_t>(data.num_labels);
+  std::vector<float> outputs;
+  std::vector<int64_t> predictions;
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<double> p = Outputs(model, logits[i]);
+    for (double v : p) outputs.push_back(static_cast<float>(v));
+    if (type == ProblemType::kRegression) {
+      const double e = p[0] - data.validation_targets[i];
+      loss += e * e;
+    } else if (type == ProblemType::kMultiLabel) {
+      for (size_t c = 0; c < k; ++c) {
+        const double q = std::clamp(p[c], 1e-12, 1.0 - 1e-12);
+        loss -= (data.validation_targets[i * k + c] > 0.5f ? std::log(q) : std::log1p(-q)) /
+                static_cast<double>(k);
+      }
+    } else {
+      loss -= std::log(p[static_cast<size_t>(data.validation_labels[i])]);
+      predictions.push_back(static_cast<int64_t>(std::max_element(p.begin(), p.end()) - p.begin()));
+    }
   }
-  const ClassificationMetrics cm = ComputeClassificationMetrics(data.validation_labels, predictions,
-                                                                data.num_labels, &probabilities);
-  Json j{{"macro_f1", cm.macro_f1},
-         {"micro_f1", cm.micro_f1},
-         {"weighted_f1", cm.weighted_f1},
-         {"mcc", cm.mcc},
-         {"accuracy", cm.accuracy},
-         {"loss", logits.empty() ? 0.0 : loss / static_cast<double>(logits.size())},
-         {"examples", logits.size()}};
+  Json j{{"loss", n == 0 ? 0.0 : loss / static_cast<double>(n)}, {"examples", n}};
+  if (type == ProblemType::kRegression) {
+    const RegressionMetrics r = ComputeRegressionMetrics(
+        std::vector<double>(data.validation_targets.begin(), data.validation_targets.end()),
+        std::vector<double>(outputs.begin(), outputs.end()));
+    j.update({{"mse", r.mse}, {"rmse", r.rmse}, {"mae", r.mae}, {"r2", r.r2}});
+    if (r.pearson) j["pearson"] = *r.pearson;
+    if (r.spearman) j["spearman"] = *r.spearman;
+    return j;
+  }
+  const ClassificationMetrics cm =
+      type == ProblemType::kMultiLabel
+          ? ComputeMultiLabelMetrics(data.validation_targets, outputs, data.num_labels,
+                                     model.hp.threshold)
+          : ComputeClassificationMetrics(data.validation_labels, predictions, data.num_labels,
+                                         &outputs);
+  j.update({{"macro_f1", cm.macro_f1},
+            {"micro_f1", cm.micro_f1},
+            {"weighted_f1", cm.weighted_f1},
+            {"accuracy", cm.accuracy}});
+  if (type == ProblemType::kSingleLabel) j["mcc"] = cm.mcc;
   if (cm.auroc) j["auroc"] = *cm.auroc;
-  if (cm.class_f1.size() == 2) {
+  if (type == ProblemType::kSingleLabel && cm.class_f1.size() == 2) {
     auto at = std::find(model.labels.begin(), model.labels.end(), model.inputs.positive_label);
     j["f1"] = cm.class_f1[at == model.labels.end() ? 1 : at - model.labels.begin()];
   }
@@ -191,18 +272,15 @@ int Predict(const PredictArgs& args) {
     if (!file)
       return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
   }
-  std::vector<int64_t> predictions;
-  WritePredictions(args, *model, texts, pairs, *logits, predictions,
-                   args.output.empty() ? std::cout : file);
+  WritePredictions(args, *model, texts, pairs, *logits, args.output.empty() ? std::cout : file);
   if (!labelled) return kExitOk;
-  Json metrics = PredictMetrics(data, *model, *logits, predictions);
+  Json metrics = PredictMetrics(data, *model, *logits);
   metrics["metric"] = model->metric;
   metrics["value"] = metrics.value(model->metric, Json());
   if (!model->trial.is_null()) metrics["trial"] = model->trial;
-  spdlog::info("{} = {:.6f} on {} labelled examples of {} (accuracy {:.6f}, loss {:.6f})",
-               model->metric, metrics["value"].is_number() ? metrics["value"].get<double>() : NAN,
-               texts.size(), args.data, metrics["accuracy"].get<double>(),
-               metrics["loss"].get<double>());
+  spdlog::info("{} = {:.6f} on {} labelled examples of {} (loss {:.6f})", model->metric,
+               metrics["value"].is_number() ? metrics["value"].get<double>() : NAN, texts.size(),
+               args.data, metrics["loss"].get<double>());
   std::cerr << metrics.dump() << "\n";
   return kExitOk;
 }
@@ -227,7 +305,9 @@ std::function<int()> DeclarePredict(CLI::App& command) {
   command.add_option("--text-pair-column", args->text_pair_column,
                      "The second text of sentence pairs (default: the one the model was trained "
                      "on, if any)");
-  command.add_option("--label-column", args->label_column, "The label column (default: label)");
+  command.add_option("--label-column", args->label_column,
+                     "The label column, read as the model's problem type (default: the one the "
+                     "model was trained on, else label)");
   command.add_option("--device", args->device, "cpu, cuda or cuda:N (default: cpu)");
   command.add_option("--threads", args->threads, "Intra-op threads on CPU (0: one per core)");
   command.add_option("--batch-size", args->batch_size,

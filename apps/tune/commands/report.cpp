@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "app.h"
@@ -70,6 +71,35 @@ Json MemoryJson(const Json& attrs) {
   return out;
 }
 
+// The metrics of a train trial's best evaluation (its summary's history entry at best_step, or
+// best_epoch; else the last), without the bookkeeping: what the trial table shows per metric.
+Json MetricsJson(const Json& user_attrs) {
+  auto it = user_attrs.find(attrs::kTrain);
+  if (it == user_attrs.end() || !it->is_object()) return nullptr;
+  const Json& summary = *it;
+  const Json history = summary.value("history", Json::array());
+  if (!history.is_array() || history.empty()) return nullptr;
+  Json best = history.back();
+  for (const Json& e : history) {
+    if (!e.is_object()) continue;
+    if ((summary.contains("best_step") &&
+         e.value("optimizer_steps", Json()) == summary["best_step"]) ||
+        (!summary.contains("best_step") && summary.contains("best_epoch") &&
+         e.value("epoch", Json()) == summary["best_epoch"])) {
+      best = e;
+    }
+  }
+  Json out = Json::object();
+  if (!best.is_object()) return nullptr;
+  for (const auto& [key, value] : best.items()) {
+    static const std::set<std::string> kSkip = {"epoch",     "optimizer_steps", "learning_rate",
+                                                "seconds",   "eval_seconds",    "class_f1",
+                                                "train_loss"};
+    if (value.is_number() && !kSkip.count(key)) out[key] = Finite(value.get<double>());
+  }
+  return out;
+}
+
 Json TrialJson(const FrozenTrial& t, TimePoint t0) {
   Json iv = Json::array();
   for (const auto& [step, v] : t.intermediate_values) iv.push_back({step, Finite(v)});
@@ -84,7 +114,8 @@ Json TrialJson(const FrozenTrial& t, TimePoint t0) {
           {"start", SecondsOrNull(t.datetime_start, t0)},
           {"complete", SecondsOrNull(t.datetime_complete, t0)},
           {"schedule", ScheduleJson(t.user_attrs, t0)},
-          {"memory", MemoryJson(t.user_attrs)}};
+          {"memory", MemoryJson(t.user_attrs)},
+          {"metrics", MetricsJson(t.user_attrs)}};
 }
 
 Json ImportanceJson(const std::vector<FrozenTrial>& trials,
@@ -165,7 +196,15 @@ Json ReportData(const std::string& study, const std::vector<StudyDirection>& dir
   j["directions"] = Json::array();
   for (auto d : directions) j["directions"].push_back(StudyDirectionName(d));
   j["trials"] = Json::array();
-  for (const auto& t : trials) j["trials"].push_back(TrialJson(t, t0.value_or(TimePoint{})));
+  j["metric"] = nullptr;  // a train study's metric (its summaries'), shown first in the table
+  for (const auto& t : trials) {
+    j["trials"].push_back(TrialJson(t, t0.value_or(TimePoint{})));
+    auto train = t.user_attrs.find(attrs::kTrain);
+    if (j["metric"].is_null() && train != t.user_attrs.end() && train->is_object() &&
+        train->contains("metric")) {
+      j["metric"] = (*train)["metric"];
+    }
+  }
   j["distributions"] = Json::object();
   for (const auto& t : trials) {
     for (const auto& [name, d] : t.distributions)

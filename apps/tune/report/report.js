@@ -328,12 +328,17 @@
   function table() {
     const s = section('Trials', 'Click a column header to sort; ' + trials.length + ' trial(s), 100 per page.');
     const names = Object.keys(data.distributions || {}).sort();
+    // A train study's metrics, of each trial's best evaluation (the study's metric first).
+    const metricSet = new Set();
+    for (const t of trials) for (const k of Object.keys(t.metrics || {})) metricSet.add(k);
+    const metricNames = [...metricSet].sort((a, b) => (a === data.metric ? -1 : b === data.metric ? 1 : a.localeCompare(b)));
     const cols = [
       { name: 'number', get: t => t.number }, { name: 'state', get: t => t.state },
       { name: 'outcome', get: t => LABELS[t.category] || t.category },
       { name: 'value', get: t => (t.values.length ? t.values.join(', ') : null), key: t => value(t) },
       { name: 'duration (s)', get: t => (t.start !== null && t.complete !== null ? +(t.complete - t.start).toFixed(2) : null) }
-    ].concat(names.map(n => ({ name: n, get: t => (n in t.params ? t.params[n] : null) })));
+    ].concat(metricNames.map(n => ({ name: n, get: t => (t.metrics && t.metrics[n] !== undefined && t.metrics[n] !== null ? +t.metrics[n].toFixed(4) : null) })))
+      .concat(names.map(n => ({ name: n, get: t => (n in t.params ? t.params[n] : null) })));
     const wrap = el('div', { className: 'table-wrap' });
     const tbl = el('table', { id: 'trial-table' });
     const head = el('tr');
