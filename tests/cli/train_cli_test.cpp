@@ -488,8 +488,9 @@ TEST_F(TrainCli, BadDataExits2NamingTheLine) {
 }
 
 // Sentence pairs end to end: a criterion and a post whose label says whether the post meets the
-// criterion; the study trains on the joined pair, --save-best records the columns and the
-// truncation, `tune predict` reads the pairs back with them; bad pairs and keys exit 2.
+// criterion; the study trains on the joined pair (evaluated every 2 optimizer steps), --save-best
+// records the columns and the truncation, `tune predict` reads the pairs back with them; bad pairs
+// and keys exit 2.
 TEST_F(TrainCli, PairStudySavesAModelThatPredictsPairs) {
   const char* words[2][3] = {{"rain", "cloud", "storm"}, {"goal", "match", "team"}};
   const char* criteria[2] = {"about the weather", "about sports"};
@@ -514,7 +515,10 @@ TEST_F(TrainCli, PairStudySavesAModelThatPredictsPairs) {
                      {"truncation", "only_second"}};
   const std::string storage = "sqlite:///" + (dir_.path() / "pairs.db").string();
   ProcessRun r = Tune({"--study", "p", "--config",
-                       WriteConfig({{"data", data}, {"memory", {{"device_memory", "1GiB"}}}}),
+                       WriteConfig({{"data", data},
+                                    {"eval_strategy", "steps"},
+                                    {"eval_steps", 2},
+                                    {"memory", {{"device_memory", "1GiB"}}}}),
                        "--storage", storage, "--n-trials", "1", "--save-best", best});
 #ifdef TUNE_WITH_TORCH
   ASSERT_EQ(r.code, 0) << r.err;
@@ -824,9 +828,9 @@ TEST_F(TrainCli, MultiLabelStudyPrunesOnEvalStepsSavesAndPredicts) {
 }
 
 // A regression study end to end: texts scored by how many "good" words they have, one output
-// trained with the squared error, the study minimizing mse (the default metric), pearson and
-// spearman recorded, `tune predict` writing a score per text; a target that is not a number
-// exits 2 naming file and line.
+// trained with the squared error, the study minimizing mse (the default metric) with evaluations
+// every 6 optimizer steps that a median pruner hears, pearson and spearman recorded, `tune predict`
+// writing a score per text; a target that is not a number exits 2 naming file and line.
 TEST_F(TrainCli, RegressionStudyMinimizesMseSavesAndPredicts) {
   const char* good[3] = {"great", "fine", "lovely"};
   for (const char* name : {"scores.csv", "scores-val.csv"}) {
@@ -847,9 +851,13 @@ TEST_F(TrainCli, RegressionStudyMinimizesMseSavesAndPredicts) {
                      {"problem_type", "regression"}};
   const std::string best = (dir_.path() / "best").string();
   const std::string storage = "sqlite:///" + (dir_.path() / "scores.db").string();
-  const std::string config =
-      WriteConfig({{"data", data}, {"epochs", 6}, {"memory", {{"device_memory", "1GiB"}}}},
-                  {{"direction", "minimize"}});
+  const std::string config = WriteConfig(
+      {{"data", data},
+       {"epochs", 6},
+       {"eval_strategy", "steps"},
+       {"eval_steps", 6},
+       {"memory", {{"device_memory", "1GiB"}}}},
+      {{"direction", "minimize"}, {"pruner", {{"name", "median"}, {"n_startup_trials", 1}}}});
   ProcessRun r = Tune({"--study", "r", "--config", config, "--storage", storage, "--n-trials", "2",
                        "--save-best", best});
 #ifdef TUNE_WITH_TORCH
@@ -861,6 +869,8 @@ TEST_F(TrainCli, RegressionStudyMinimizesMseSavesAndPredicts) {
   const Json trial = Json::parse(
       Tune({"best-trial", "--study", "r", "--storage", storage, "--format", "json"}).out);
   const Json& history = trial["user_attrs"]["train"]["history"];
+  EXPECT_EQ(history.size(), 6u) << history.dump();  // every 6 of the 36 optimizer steps
+  EXPECT_TRUE(trial["intermediate_values"].contains("36")) << trial.dump();
   for (const char* key : {"mse", "rmse", "mae", "r2", "pearson", "spearman"}) {
     EXPECT_TRUE(history.back().contains(key)) << key << ": " << history.back().dump();
   }
