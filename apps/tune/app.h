@@ -143,7 +143,8 @@ struct EstimateArgs {
   double momentum = 0.9;
   double weight_decay = 0.01;
   double dropout = 0.1;
-  int64_t num_labels = 2;
+  // --num-labels; unset: a TorchScript model's own number of outputs, else 2.
+  std::optional<int64_t> num_labels;
   int64_t classifier_layers = 0;
   int64_t classifier_hidden = 0;
   int64_t num_features = 0;

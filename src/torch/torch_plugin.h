@@ -39,7 +39,8 @@ struct TorchTrainerOptions {
 // 8: TorchScript models: Trainer::CheckTorchScriptModel, TrainJob::on_step, ModelSpec::torchscript.
 // 9: one name for the memory budget: TorchTrainerOptions::device_memory and
 //    DeviceMemoryStatus::device_memory, std::optional (were memory_budget_bytes and budget, -1).
-inline constexpr int kTorchPluginAbi = 9;
+// 10: Trainer::CheckTorchScriptModel returns ScriptModelInfo (parameters and outputs).
+inline constexpr int kTorchPluginAbi = 10;
 
 // The beginning of tune_torch_cuda_status's sentence when CUDA is usable.
 inline constexpr const char* kCudaUsable = "CUDA compiled in and usable";

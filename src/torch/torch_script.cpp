@@ -73,14 +73,18 @@ std::optional<torch::IValue> TryForward(torch::jit::Module& module,
   return std::nullopt;
 }
 
-Status CheckOutput(const torch::IValue& out, const std::string& path, int64_t num_labels) {
-  const bool ok = out.isTensor() && out.toTensor().dim() == 2 && out.toTensor().size(0) == 1 &&
-                  out.toTensor().size(1) == num_labels && out.toTensor().is_floating_point();
-  if (ok) return Status::Ok();
+// The width of the logits `out`: Tensor[1, num_labels], or any Tensor[1, K] when num_labels <= 0.
+Result<int64_t> CheckOutput(const torch::IValue& out, const std::string& path, int64_t num_labels) {
+  const bool shaped = out.isTensor() && out.toTensor().dim() == 2 && out.toTensor().size(0) == 1 &&
+                      out.toTensor().size(1) >= 1 && out.toTensor().is_floating_point();
+  if (shaped && (num_labels <= 0 || out.toTensor().size(1) == num_labels)) {
+    return out.toTensor().size(1);
+  }
   return InvalidArgumentError(fmt::format(
       "TorchScript model {}: forward at B=1, T=8 returned {}, expected the logits as a floating "
-      "Tensor[1, {}] (B x num_labels: the data set has {} labels); {}",
-      path, Describe(out), num_labels, num_labels, kHowToExport));
+      "Tensor[1, {}] (B x num_labels); {}",
+      path, Describe(out), num_labels > 0 ? std::to_string(num_labels) : "num_labels",
+      kHowToExport));
 }
 
 }  // namespace
@@ -109,8 +113,9 @@ Result<torch::jit::Module> LoadScriptModule(const std::string& path, const torch
   }
 }
 
-Status CheckScriptForward(torch::jit::Module& module, const std::string& path, int64_t num_labels,
-                          int64_t max_id, const torch::Device& device) {
+Result<int64_t> CheckScriptForward(torch::jit::Module& module, const std::string& path,
+                                   int64_t num_labels, int64_t max_id,
+                                   const torch::Device& device) {
   const int64_t arity = ForwardArity(module);
   if (arity != 2) {
     return InvalidArgumentError(
@@ -137,7 +142,7 @@ Status CheckScriptForward(torch::jit::Module& module, const std::string& path, i
         "inputs): {}; {}",
         path, error, kHowToExport));
   }
-  TUNE_RETURN_IF_ERROR(CheckOutput(*out, path, num_labels));
+  TUNE_ASSIGN_OR_RETURN(const int64_t outputs, CheckOutput(*out, path, num_labels));
   if (!TryForward(module, DryRunInputs(max_id, true, device), error)) {
     return InvalidArgumentError(fmt::format(
         "TorchScript model {}: forward fails on token id {}, the tokenizer's largest ({} "
@@ -145,7 +150,7 @@ Status CheckScriptForward(torch::jit::Module& module, const std::string& path, i
         "entry's \"vocab_size\" (the tokenizer tune builds) to the embedding's size",
         path, max_id, max_id + 1, error));
   }
-  return Status::Ok();
+  return outputs;
 }
 
 std::vector<torch::Tensor> ScriptParameters(const torch::jit::Module& module) {

@@ -24,9 +24,10 @@ Result<torch::jit::Module> LoadScriptModule(const std::string& path, const torch
 // The dry run of the checked load: forward at B=1, T=8 in evaluation mode without gradients,
 // once with small token ids and once with `max_id` (the tokenizer's largest). InvalidArgument
 // when forward does not take (input_ids, attention_mask), fails, returns something other than a
-// floating Tensor[1, num_labels], or the module has no trainable parameters.
-Status CheckScriptForward(torch::jit::Module& module, const std::string& path, int64_t num_labels,
-                          int64_t max_id, const torch::Device& device);
+// floating Tensor[1, num_labels] (any Tensor[1, K] when num_labels <= 0), or the module has no
+// trainable parameters. Returns the width of its logits.
+Result<int64_t> CheckScriptForward(torch::jit::Module& module, const std::string& path,
+                                   int64_t num_labels, int64_t max_id, const torch::Device& device);
 
 // The module's trainable parameters split as Hugging Face's Trainer does: no weight decay for
 // biases (a name containing "bias") and the parameters of LayerNorm modules.

@@ -538,17 +538,18 @@ class TorchTrainer final : public Trainer {
     }
   }
 
-  Result<int64_t> CheckTorchScriptModel(const TrainJob& job) override {
+  Result<ScriptModelInfo> CheckTorchScriptModel(const TrainJob& job) override {
     if (job.data == nullptr) return InvalidArgumentError("a TorchScript model trains on text");
     try {
       TUNE_ASSIGN_OR_RETURN(torch::jit::Module module,
                             internal::LoadScriptModule(job.model.torchscript, device_));
-      TUNE_RETURN_IF_ERROR(
+      ScriptModelInfo info;
+      TUNE_ASSIGN_OR_RETURN(
+          info.num_labels,
           internal::CheckScriptForward(module, job.model.torchscript, job.data->num_labels,
                                        std::max<int64_t>(job.data->vocab_size - 1, 4), device_));
-      int64_t n = 0;
-      for (const auto& p : internal::ScriptParameters(module)) n += p.numel();
-      return n;
+      for (const auto& p : internal::ScriptParameters(module)) info.parameters += p.numel();
+      return info;
     } catch (const std::exception& e) {
       return InternalError(
           fmt::format("LibTorch error while loading {}: {}", job.model.torchscript, e.what()));

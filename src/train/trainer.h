@@ -167,6 +167,12 @@ int64_t ProcessHeapInUseBytes();
 
 const char* TrainEndName(TrainResult::End end);
 
+// What the checked load of a TorchScript model found (Trainer::CheckTorchScriptModel).
+struct ScriptModelInfo {
+  int64_t parameters = 0;  // trainable
+  int64_t num_labels = 0;  // the width of its logits
+};
+
 class Trainer {
  public:
   virtual ~Trainer() = default;
@@ -183,11 +189,12 @@ class Trainer {
   }
   // The checked load of a TorchScript model (job.model.torchscript) before the first trial: the
   // file is loaded and its forward run at B=1, T=8 with token ids up to job.data's vocabulary.
-  // Returns the module's trainable parameter count; NotFound for a missing file; InvalidArgument
-  // saying what was expected and how to export a model for a file that is not TorchScript, a
-  // forward that does not take (input_ids, attention_mask) or an output that is not
-  // Tensor[1, num_labels]. FailedPrecondition by default.
-  virtual Result<int64_t> CheckTorchScriptModel(const TrainJob& job) {
+  // Returns the module's trainable parameter count and the width of its logits; NotFound for a
+  // missing file; InvalidArgument saying what was expected and how to export a model for a file
+  // that is not TorchScript, a forward that does not take (input_ids, attention_mask) or an
+  // output that is not Tensor[1, job.data->num_labels] (any Tensor[1, K] when num_labels <= 0).
+  // FailedPrecondition by default.
+  virtual Result<ScriptModelInfo> CheckTorchScriptModel(const TrainJob& job) {
     (void)job;
     return FailedPreconditionError("this trainer cannot load TorchScript models");
   }

@@ -219,14 +219,29 @@ Status CheckTorchScriptModels(const TrainObjectiveOptions& options,
   std::set<std::string> checked;
   for (const ModelSpec* m : models) {
     if (!IsTorchScriptModel(*m) || !checked.insert(m->name).second) continue;
+    const TextTrainData& data = text.data.at(TokenizerKey(options, *m));
+    TextTrainData vocabulary;  // what the check reads: the vocabulary; any width, compared below
+    vocabulary.vocab_size = data.vocab_size;
+    vocabulary.num_labels = 0;
     TrainJob job;
     job.model = *m;
-    job.data = &text.data.at(TokenizerKey(options, *m));
-    TUNE_ASSIGN_OR_RETURN(int64_t parameters, trainer.CheckTorchScriptModel(job));
+    job.data = &vocabulary;
+    TUNE_ASSIGN_OR_RETURN(const ScriptModelInfo info, trainer.CheckTorchScriptModel(job));
+    if (info.num_labels != data.num_labels) {
+      return InvalidArgumentError(fmt::format(
+          "the data set has {} {} ({}), but TorchScript model {} returns {} logit{} per example "
+          "(forward at B=1, T=8 returned Tensor[1, {}]); export the module with one output per "
+          "{}",
+          data.num_labels, data.problem_type == ProblemType::kRegression ? "target" : "labels",
+          data.problem_type == ProblemType::kRegression ? "regression"
+                                                        : JoinNames(data.label_names),
+          m->torchscript, info.num_labels, info.num_labels == 1 ? "" : "s", info.num_labels,
+          data.problem_type == ProblemType::kRegression ? "target" : "label"));
+    }
     spdlog::info("TorchScript model {}: {} parameters; forward checked at B=1, T=8", m->name,
-                 parameters);
+                 info.parameters);
     ModelSpec updated = *m;
-    updated.num_parameters = parameters;
+    updated.num_parameters = info.parameters;
     catalog.Put(std::move(updated));
   }
   return Status::Ok();

@@ -153,8 +153,12 @@ TEST_F(TorchScriptCli, EveryFileItCannotTrainIsAConfigError) {
       {"pickled.pt", {"is not a TorchScript file", "torch.save(model)"}},
       {"not_a_zip.pt", {"is not a TorchScript file"}},
       {"one_input.pt", {"forward takes 1 input, expected 2 (input_ids, attention_mask)"}},
-      {"wrong_shape.pt", {"returned Tensor[1, 8, 2] Float", "floating Tensor[1, 2]"}},
+      {"wrong_shape.pt", {"returned Tensor[1, 8, 2] Float", "floating Tensor[1, num_labels]"}},
       {"small_vocab.pt", {"forward fails on token id", "vocab_size"}},
+      {"more_labels.pt",
+       {"the data set has 2 labels (sports, weather), but TorchScript model",
+        "more_labels.pt returns 3 logits per example (forward at B=1, T=8 returned Tensor[1, 3]); "
+        "export the module with one output per label"}},
       {"missing.pt", {"no TorchScript file", "torch.jit.script(model).save(\"missing.pt\")"}},
   };
   for (const BadFile& c : cases) {
@@ -179,12 +183,12 @@ class TorchScriptFitCli : public TorchScriptCli {
 
   // A one-layer block-attention classifier with a small vocabulary: its training step grows
   // with B·T and B·T² from the smallest probes on.
-  void ExportModel() {
-    model_ = (dir_.path() / "ba.pt").string();
+  void ExportModel(int num_labels = 2) {
+    model_ = (dir_.path() / fmt::format("ba{}.pt", num_labels)).string();
     const std::string cmd = fmt::format(
         "/usr/bin/python3 '{}/scripts/torchscript_models.py' block-attention --layers 1 "
-        "--vocab-size 64 --num-labels 2 --out '{}' >/dev/null",
-        TUNE_SOURCE_DIR, model_);
+        "--vocab-size 64 --num-labels {} --out '{}' >/dev/null",
+        TUNE_SOURCE_DIR, num_labels, model_);
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
 
@@ -276,6 +280,24 @@ TEST_F(TorchScriptFitCli, EstimatePrintsTheFitAndMaxBatchAgreesWithIt) {
   EXPECT_EQ(fit["held_out"]["max_length"], 64);
   EXPECT_LT(std::abs(fit["held_out_error"].get<double>()), 0.05);
   EXPECT_GE(fit["margin"].get<double>(), 0.05);
+}
+
+// Without --num-labels the estimate takes the module's own number of outputs (3 here); a
+// --num-labels that differs is named in the error, with the fix.
+TEST_F(TorchScriptFitCli, EstimateTakesTheNumberOfLabelsFromTheModel) {
+  ASSERT_NO_FATAL_FAILURE(ExportModel(3));
+  ProcessRun r = Estimate({"--batch-size", "4", "--max-length", "32", "--measure"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("parameters, 3 outputs; forward checked at B=1, T=8"), std::string::npos)
+      << r.err;
+  ProcessRun wrong = Estimate({"--num-labels", "2"});
+  EXPECT_EQ(wrong.code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("--num-labels 2, but TorchScript model " + model_ +
+                           " returns 3 logits per example (forward at B=1, T=8 returned "
+                           "Tensor[1, 3]); leave --num-labels out to take the model's own number "
+                           "of outputs"),
+            std::string::npos)
+      << wrong.err;
 }
 
 TEST_F(TorchScriptFitCli, EstimateRefusesWhatIsNotTorchScript) {

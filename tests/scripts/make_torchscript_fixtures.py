@@ -10,6 +10,7 @@ make_torchscript_fixtures.py OUT_DIR [--vocab-size N] [--num-labels K]
   one_input.pt      forward(input_ids) only
   wrong_shape.pt    forward returns Tensor[B, T, num_labels]
   small_vocab.pt    an embedding of 4 rows: forward fails on the tokenizer's larger ids
+  more_labels.pt    a BagClassifier with one output more than num_labels
   checkpointing.pt  a BagClassifier that declares `gradient_checkpointing: bool`
 
 Exit 77 without python3-torch.
@@ -77,6 +78,7 @@ def main():
     torch.jit.script(PerToken(v, k)).save(path("wrong_shape.pt"))
     torch.jit.script(tm.BagClassifier(4, k)).save(path("small_vocab.pt"))
     torch.jit.script(Checkpointing(v, k)).save(path("checkpointing.pt"))
+    torch.jit.script(tm.make("bag", v, k + 1)).save(path("more_labels.pt"))
 
 
 if __name__ == "__main__":

@@ -83,12 +83,17 @@ TEST_F(TorchScriptTest, TheCheckedLoadCountsTheParameters) {
   // 256x64+64; classifier 64x3+3.
   const int64_t layer = 16 * (48 + 12 + 16 + 4) + (64 * 192 + 192 + 64 * 64 + 64) + 3 * 128 +
                         (64 * 256 + 256 + 256 * 64 + 64);
-  EXPECT_EQ(*n, 64 * 64 + 512 * 64 + 128 + layer + 64 * 3 + 3);
+  EXPECT_EQ(n->parameters, 64 * 64 + 512 * 64 + 128 + layer + 64 * 3 + 3);
+  EXPECT_EQ(n->num_labels, 3);
   data.num_labels = 4;  // the module has 3
   auto wrong = trainer_->CheckTorchScriptModel(job);
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(wrong.status().message().find("floating Tensor[1, 4]"), std::string::npos)
       << wrong.status().message();
+  data.num_labels = 0;  // any width: the module's own
+  auto any = trainer_->CheckTorchScriptModel(job);
+  ASSERT_TRUE(any.ok()) << any.status().message();
+  EXPECT_EQ(any->num_labels, 3);
 }
 
 TEST_F(TorchScriptTest, ProbesMeasurePeaksThatGrowWithTheBatchAndTheLength) {

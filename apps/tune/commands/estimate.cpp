@@ -139,7 +139,7 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
         SetFromFlags(hp, {{"--classifier-layers", "classifier_layers", args.classifier_layers},
                           {"--classifier-hidden", "classifier_hidden", args.classifier_hidden}}));
   }
-  c.request = MemoryRequestFor(model, hp, args.num_labels, args.num_features);
+  c.request = MemoryRequestFor(model, hp, args.num_labels.value_or(2), args.num_features);
   c.request.train = !args.eval_only;
   if (args.model != "mlp" && args.architecture == "decoder")
     c.request.architecture = Architecture::kDecoder;
@@ -221,21 +221,36 @@ Result<std::unique_ptr<Trainer>> TrainerFor(const EstimateArgs& args, const Memo
   return MeasuringTrainer(args, r.precision);
 }
 
-// A TorchScript model's fit: the checked load (a dry run at B=1, T=8), then the probes.
-Result<MeasuredFit> ProbedFit(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
+// The checked load of a TorchScript model (a dry run at B=1, T=8): its number of outputs, which
+// must be --num-labels when that is given.
+Result<int64_t> CheckedScriptOutputs(const EstimateArgs& args, const Configuration& c,
+                                     Trainer& trainer) {
   TextTrainData text;
-  text.num_labels = args.num_labels;
+  text.num_labels = 0;  // whatever the model outputs
   text.vocab_size = 16;
   TrainJob job;
   job.model = c.request.model;
   job.data = &text;
-  TUNE_ASSIGN_OR_RETURN(int64_t parameters, trainer.CheckTorchScriptModel(job));
-  spdlog::info("TorchScript model {}: {} parameters; forward checked at B=1, T=8", args.model,
-               parameters);
+  TUNE_ASSIGN_OR_RETURN(const ScriptModelInfo info, trainer.CheckTorchScriptModel(job));
+  if (args.num_labels && *args.num_labels != info.num_labels) {
+    return InvalidArgumentError(fmt::format(
+        "--num-labels {}, but TorchScript model {} returns {} logit{} per example (forward at "
+        "B=1, T=8 returned Tensor[1, {}]); leave --num-labels out to take the model's own number "
+        "of outputs",
+        *args.num_labels, c.request.model.torchscript, info.num_labels,
+        info.num_labels == 1 ? "" : "s", info.num_labels));
+  }
+  spdlog::info("TorchScript model {}: {} parameters, {} outputs; forward checked at B=1, T=8",
+               args.model, info.parameters, info.num_labels);
+  return info.num_labels;
+}
+
+// A TorchScript model's fit: its probes (after CheckedScriptOutputs).
+Result<MeasuredFit> ProbedFit(const EstimateArgs& args, const Configuration& c, Trainer& trainer) {
   ScriptFitRequest request;
   request.model = c.request.model;
   request.hp = c.hp;
-  request.num_labels = args.num_labels;
+  request.num_labels = args.num_labels.value_or(2);
   ScriptFitCache cache;
   return cache.Get(&trainer, request, nullptr);
 }
@@ -276,7 +291,7 @@ Result<Measured> Measure(const EstimateArgs& args, const Configuration& c, Train
     ProbeRequest probe;
     probe.model = r.model;
     probe.hp = c.hp;
-    probe.num_labels = args.num_labels;
+    probe.num_labels = args.num_labels.value_or(2);
     probe.steps = args.measure_steps;
     spdlog::info("Measuring: {} optimizer steps and one evaluation ({})",
                  std::max<int64_t>(probe.steps, 2), trainer.name());
@@ -484,7 +499,8 @@ void PrintEstimate(const EstimateArgs& args, Format format, const MemoryModel& m
   }
 }
 
-int Estimate(const EstimateArgs& args) {
+int Estimate(const EstimateArgs& given) {
+  EstimateArgs args = given;  // with a TorchScript model's outputs as --num-labels
   auto format = ParseFormat(args.format);
   if (!format.ok()) return Fail(format.status());
   auto catalog = LoadCatalog(args);
@@ -498,6 +514,11 @@ int Estimate(const EstimateArgs& args) {
   }
   auto trainer = TrainerFor(args, *request);
   if (!trainer.ok()) return Fail(trainer.status());
+  if (IsTorchScriptModel(request->model) && !args.study) {
+    auto outputs = CheckedScriptOutputs(args, *configuration, **trainer);
+    if (!outputs.ok()) return Fail(outputs.status());
+    args.num_labels = *outputs;
+  }
   auto model = BuildMemoryModel(args, *configuration, trainer->get());
   if (!model.ok()) return Fail(model.status());
   auto limit = ParseLimit(args);
@@ -559,7 +580,9 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--momentum", args->momentum, "SGD momentum (0: no buffer)");
   command.add_option("--weight-decay", args->weight_decay, "Weight decay");
   command.add_option("--dropout", args->dropout, "Dropout probability (0: no dropout masks)");
-  command.add_option("--num-labels", args->num_labels, "Classifier outputs")
+  command
+      .add_option("--num-labels", args->num_labels,
+                  "Classifier outputs (default: a TorchScript model's own, else 2)")
       ->check(CLI::PositiveNumber);
   command.add_option("--classifier-layers", args->classifier_layers,
                      "Hidden layers in the head (0-3)");
