@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -142,6 +143,9 @@ Status CheckColumn(const DataTable& table, const std::string& flag, const std::s
 // flags that override each choice.
 Result<DataColumns> InferColumns(const InitArgs& args) {
   TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(*args.data));
+  std::map<std::string, ColumnStats> stats;  // each column read once
+  for (const std::string& c : table.columns) stats.emplace(c, StatsOf(table, c));
+  const auto has = [&](const std::string& c) { return stats.count(c) > 0; };
   DataColumns out;
   if (args.label_column) {
     TUNE_RETURN_IF_ERROR(CheckColumn(table, "--label-column", *args.label_column));
@@ -149,14 +153,14 @@ Result<DataColumns> InferColumns(const InitArgs& args) {
   } else {
     for (const char* name :
          {"label", "labels", "tags", "target", "score", "class", "category", "y"}) {
-      if (std::find(table.columns.begin(), table.columns.end(), name) != table.columns.end()) {
+      if (has(name)) {
         out.label = name;
         break;
       }
     }
     // Else the last column that is not free text: lists, numbers, or few distinct values.
     for (auto c = table.columns.rbegin(); out.label.empty() && c != table.columns.rend(); ++c) {
-      const ColumnStats st = StatsOf(table, *c);
+      const ColumnStats& st = stats.at(*c);
       if (st.rows > 0 &&
           (st.arrays > 0 || st.numbers == st.rows ||
            static_cast<int64_t>(st.distinct.size()) <= std::max<int64_t>(2, st.rows / 2))) {
@@ -171,7 +175,7 @@ Result<DataColumns> InferColumns(const InitArgs& args) {
           table.path, JoinNames(table.columns)));
     }
   }
-  const ColumnStats label = StatsOf(table, out.label);
+  const ColumnStats& label = stats.at(out.label);
   if (args.problem_type) {
     TUNE_ASSIGN_OR_RETURN(out.problem_type, ParseProblemType(*args.problem_type));
   } else if (label.arrays > 0) {
@@ -183,15 +187,12 @@ Result<DataColumns> InferColumns(const InitArgs& args) {
   std::vector<std::string> texts;  // string columns but the label, longest first
   for (const std::string& c : table.columns) {
     if (c == out.label) continue;
-    const ColumnStats st = StatsOf(table, c);
+    const ColumnStats& st = stats.at(c);
     if (st.strings > 0 && st.strings >= st.rows * 9 / 10) texts.push_back(c);
   }
   std::stable_sort(texts.begin(), texts.end(), [&](const std::string& a, const std::string& b) {
-    return StatsOf(table, a).mean_length > StatsOf(table, b).mean_length;
+    return stats.at(a).mean_length > stats.at(b).mean_length;
   });
-  const auto has = [&](const std::string& c) {
-    return std::find(table.columns.begin(), table.columns.end(), c) != table.columns.end();
-  };
   if (args.text_column) {
     TUNE_RETURN_IF_ERROR(CheckColumn(table, "--text-column", *args.text_column));
     out.text = *args.text_column;
