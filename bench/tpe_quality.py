@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""TPE optimisation quality: tune vs Optuna 4.9 and Debian's Optuna 3.1, in one run (issue 19).
+"""TPE optimisation quality: tune vs Optuna 5.0, 4.9 and Debian's Optuna 3.1, in one run.
 
 1. Parity: Python copies of the built-in functions (src/objectives/functions.cpp, with the
    model catalog read from configs/models.json) must equal tune's on random points
@@ -8,11 +8,13 @@
    problem and seed); every tool enqueues the same ones, so the runs are paired and every tool's
    TPE starts from the same history.
 3. tune: `tune_bench_tpe_quality --run` once per sampler setting (--tune-samplers: label=JSON of
-   "tpe" options, e.g. tune={"preset": "optuna"}), independent and multivariate.
+   "tpe" options, e.g. tune={"preset": "optuna-5.0"}), independent and multivariate.
 4. Optuna: TPESampler(seed=s, n_startup_trials=10, multivariate=...) of each Optuna found, in
    worker processes (at most --jobs at a time) started with that Optuna on PYTHONPATH. Optuna
-   4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the source
-   tree (skipped with a message when absent); Optuna 3.1 is Debian's python3-optuna.
+   5.0 and 4.9 are looked for at $TUNE_OPTUNA50_PATH / $TUNE_OPTUNA49_PATH or
+   ../shared/vendor/optuna-5.0 / -4.9 next to the source tree (skipped with a message when
+   absent); Optuna 3.1 is Debian's python3-optuna. Optuna 5.0's multivariate mode is its
+   default TPESampler() for one objective.
 An OOM trial (mixed_oom, mixed_cond_oom) is told PRUNED without reports in every tool (tune also
 records user attribute oom=true, as its objectives do) and does not count towards the best
 value. Writes the per-trial values of every run to one JSON file; bench/format_results.py
@@ -37,8 +39,7 @@ PROBLEMS = ["sphere", "rosenbrock", "branin", "hartmann6", "rosenbrock10", "sphe
             "mixed_oom", "mixed_cond", "mixed_cond_oom"]
 OOM_PROBLEMS = ("mixed_oom", "mixed_cond_oom")
 REUSED = {}  # tool -> the file its runs were taken from (--optuna-from)
-DEFAULT_TUNE_SAMPLERS = ('tune={"preset": "optuna"};'
-                         'tune_tuned={"min_bandwidth_factor": 0.025, "prior_weight": 1.5}')
+DEFAULT_TUNE_SAMPLERS = 'tune={"preset": "optuna-5.0"};tune49={"preset": "optuna-4.9"}'
 
 
 # --- the model catalog (src/trial/model_catalog.cpp) -------------------------------------------------
@@ -348,15 +349,20 @@ def optuna_worker(jobs_path, out_path, n_jobs):
         json.dump({"version": optuna.__version__, "runs": runs}, f)
 
 
-def optuna49_path():
-    """Optuna 4.9's source tree, or None (saying that its columns are skipped)."""
-    path = os.environ.get("TUNE_OPTUNA49_PATH") or os.path.join(ROOT, "..", "shared", "vendor",
-                                                                 "optuna-4.9")
+def optuna_path(version="4.9"):
+    """The vendored Optuna `version`'s source tree, or None (saying that its columns are
+    skipped)."""
+    env = "TUNE_OPTUNA" + version.replace(".", "") + "_PATH"
+    path = os.environ.get(env) or os.path.join(ROOT, "..", "shared", "vendor", "optuna-" + version)
     if os.path.isdir(os.path.join(path, "optuna")):
         return os.path.abspath(path)
-    print("SKIPPED Optuna 4.9: not found at $TUNE_OPTUNA49_PATH or "
-          "../shared/vendor/optuna-4.9 next to the source tree", file=sys.stderr)
+    print(f"SKIPPED Optuna {version}: not found at ${env} or ../shared/vendor/optuna-{version} "
+          "next to the source tree", file=sys.stderr)
     return None
+
+
+def optuna49_path():
+    return optuna_path("4.9")
 
 
 def reused_optuna(paths, tool, jobs, subset_ok=False):
@@ -462,7 +468,7 @@ def main():
     ap.add_argument("--modes", default="independent,multivariate")
     ap.add_argument("--tune-samplers", default=DEFAULT_TUNE_SAMPLERS,
                     help="label=JSON;... : the tune columns and their tpe options")
-    ap.add_argument("--optuna", default="4.9,3.1", help="Optuna versions to run (4.9, 3.1)")
+    ap.add_argument("--optuna", default="5.0,4.9", help="Optuna versions to run (5.0, 4.9, 3.1)")
     ap.add_argument("--optuna-from", help="earlier outputs (comma-separated) whose Optuna runs "
                     "are reused when they are the same runs (problems, modes, seeds, trials, "
                     "startup points)")
@@ -500,11 +506,13 @@ def main():
              "space": spaces[f], "catalog": catalog, "startup": startup[f][str(seed)]}
             for mode in args.modes.split(",") if mode for f in functions for seed in seeds]
     wanted = args.optuna.split(",")
-    if "4.9" in wanted:
-        path = optuna49_path()
+    for version in ("5.0", "4.9"):
+        if version not in wanted:
+            continue
+        path, tool = optuna_path(version), "optuna" + version.replace(".", "")
         if path is not None:
-            r, versions["optuna49"], seconds["optuna49"] = run_optuna(
-                "optuna49", path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
+            r, versions[tool], seconds[tool] = run_optuna(
+                tool, path, [dict(j) for j in jobs], args.jobs, args.out, args.optuna_from,
                 args.optuna_subset_ok)
             runs += r
     if "3.1" in wanted:

@@ -89,11 +89,13 @@ inline bool IsBetter(StudyDirection direction, double a, double b) {
   return direction == StudyDirection::kMaximize ? a > b : a < b;
 }
 
-// Formats a time point as Optuna stores it: "YYYY-MM-DD HH:MM:SS.ffffff" (local time).
+// Formats a time point as Optuna shows it: "YYYY-MM-DD HH:MM:SS.ffffff" (local time).
 std::string FormatDatetime(TimePoint t);
-// The same in UTC (what the database backends store).
+// The same in UTC (what the database backends store: naive UTC, as Optuna 5.0).
 std::string FormatDatetimeUtc(TimePoint t);
+// "YYYY-MM-DD HH:MM:SS[.ffffff]" (or with a "T") read as local time, or as UTC.
 Result<TimePoint> ParseDatetime(std::string_view text);
+Result<TimePoint> ParseDatetimeUtc(std::string_view text);
 
 // What a trial ended with, as an objective or the memory guard returns it.
 struct TrialOutcome {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,18 @@ std::optional<EndReason> TrialEndReason(const FrozenTrial& trial);
 
 // A PRUNED trial with oom=true: it ran out of memory, or the guard predicted it would.
 bool IsOomTrial(const FrozenTrial& trial);
+
+// Constraints (trial system attributes, Optuna 5.0's trial.set_constraint): one attribute
+// "constraints:<name>" per constraint, a number; the trial is feasible when every value is <= 0.
+// Optuna 4.x's list "constraints" (written by its constraints_func) is read too, its entries
+// named "0", "1", ... (a named one of the same name wins, as in Optuna 5.0).
+inline constexpr const char* kConstraintsKey = "constraints";
+std::string ConstraintKey(const std::string& name);  // "constraints:<name>"
+// The trial's constraint values by name (a non-number reads as NaN); empty when it has none.
+std::map<std::string, double> TrialConstraints(const FrozenTrial& trial);
+// The sum of the positive values (Optuna's violation); 0 for a feasible trial. A NaN value
+// counts as satisfied, as in Optuna's _get_infeasible_trial_score.
+double ConstraintViolation(const std::map<std::string, double>& constraints);
 
 // One out-of-memory attempt that oom_retry shrank and ran again ("memory"/"oom_retries").
 struct OomAttempt {

@@ -143,6 +143,7 @@ Status ParseSamplerAndPruner(const JsonReader& r, StudyConfig& config) {
     JsonReader s = r.Child("sampler");
     TUNE_RETURN_IF_ERROR(s.ExpectObject());
     TUNE_ASSIGN_OR_RETURN(config.sampler.name, s.String("name", config.sampler.name));
+    config.sampler.named = s.Has("name");
     TUNE_ASSIGN_OR_RETURN(auto seed, s.OptInt("seed"));
     if (seed) {
       if (*seed < 0) return s.ChildError("seed", "must be >= 0");

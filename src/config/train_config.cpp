@@ -600,10 +600,17 @@ Status CheckObjectiveDirections(const JsonReader& r, const StudyConfig& config,
                         "a study with several objectives has no single best trial; list its "
                         "Pareto front with `tune best-trials` instead");
   }
-  if (!out.constraints.empty() && config.sampler.name == "tpe" &&
-      !config.sampler.options.value("constraints", false)) {
-    return r.ChildError("constraints",
-                        "the sampler reads them only with \"constraints\": true in \"sampler\"");
+  if (!out.constraints.empty() && config.sampler.name != "random") {
+    // TPE's optuna-5.0 preset and NSGA-II read them unless told not to (Optuna 5.0).
+    const Json& o = config.sampler.options;
+    const std::string preset = o.value("preset", std::string());
+    const bool reads_by_default =
+        config.sampler.name == "nsgaii" || (preset != "optuna-4.9" && preset != "optuna");
+    const auto c = o.find("constraints");
+    if (!(c != o.end() && c->is_boolean() ? c->get<bool>() : reads_by_default)) {
+      return r.ChildError("constraints",
+                          "the sampler ignores them: set \"constraints\": true in \"sampler\"");
+    }
   }
   return Status::Ok();
 }

@@ -103,11 +103,38 @@ class ReportReader {
       memory_peak = (*j)["memory_peak"].get<int64_t>();
       return Status::Ok();
     }
+    if (j && j->contains("constraints")) {
+      TUNE_RETURN_IF_ERROR(OnConstraints(j->at("constraints"), line));
+      if (!IsReport(*j)) return Status::Ok();
+    }
     if (!j || !IsReport(*j)) {
       spdlog::debug("[trial {}] {}", trial_.number(), line);
       return Status::Ok();
     }
     return OnReport(*j, line);
+  }
+
+  // {"constraints": {"name": value, ...}}: each a trial system attribute "constraints:<name>"
+  // (Optuna 5.0's trial.set_constraint; <= 0 = satisfied). A value that is not a finite or
+  // infinite number (NaN, text) is ignored with a warning, as Optuna refuses NaN.
+  Status OnConstraints(const Json& c, const std::string& shown) {
+    if (!c.is_object()) {
+      spdlog::warn(
+          "Trial {}: ignoring constraints in {}: expected an object of numbers, e.g. "
+          "{{\"constraints\": {{\"latency\": 0.2}}}}",
+          trial_.number(), shown);
+      return Status::Ok();
+    }
+    for (const auto& [name, value] : c.items()) {
+      Result<double> v = ToNumber(value);
+      if (name.empty() || !v.ok() || std::isnan(*v)) {
+        spdlog::warn("Trial {}: ignoring constraint '{}' in {}: {}", trial_.number(), name, shown,
+                     name.empty() ? "empty name" : "not a number (NaN is not allowed)");
+        continue;
+      }
+      TUNE_RETURN_IF_ERROR(trial_.SetSystemAttr(ConstraintKey(name), *v));
+    }
+    return Status::Ok();
   }
 
   // {"value": x}, {"values": [...]} or {"step": n, "value": x}; `shown` names it in warnings.
@@ -143,6 +170,9 @@ class ReportReader {
     if (!j) {
       Json bare = Json::parse(text, nullptr, false);
       if (bare.is_number()) j = Json{{"value", bare}};
+    }
+    if (j && j->contains("constraints")) {
+      TUNE_RETURN_IF_ERROR(OnConstraints(j->at("constraints"), file.string()));
     }
     if (j && IsReport(*j)) return OnReport(*j, file.string());
     if (!text.empty()) {

@@ -15,6 +15,7 @@
 
 #include "samplers/multi_objective.h"
 #include "tune/samplers/random.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 namespace {
@@ -42,14 +43,13 @@ int GenerationAttr(const FrozenTrial& t) {
   return g ? static_cast<int>(*g) : kNoGeneration;
 }
 
-// The trial's "constraints" list; nullopt when it has none. Non-numbers read as NaN.
+// The trial's constraint values (trial_attrs.h: "constraints:<name>" and the old list), in name
+// order; nullopt when it has none. Non-numbers read as NaN.
 std::optional<std::vector<double>> ConstraintsOf(const FrozenTrial& t) {
-  auto it = t.system_attrs.find("constraints");
-  if (it == t.system_attrs.end() || !it->is_array()) return std::nullopt;
+  const std::map<std::string, double> named = TrialConstraints(t);
+  if (named.empty()) return std::nullopt;
   std::vector<double> out;
-  for (const Json& v : *it) {
-    out.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
-  }
+  for (const auto& [name, v] : named) out.push_back(v);
   return out;
 }
 
@@ -79,8 +79,31 @@ bool Dominates(const FrozenTrial& a, const FrozenTrial& b,
   return !equal && no_worse;
 }
 
-// Optuna's _constrained_dominates: feasible beats infeasible, the smaller total violation wins
-// among infeasible ones, trials without constraint values lose to those with them.
+// Optuna 5.0's _constrained_dominates: COMPLETE beats the rest, feasible beats infeasible (a
+// trial without constraints is feasible), the smaller total violation wins among infeasible
+// ones, and feasible trials compare by domination.
+bool ConstrainedDominates50(const FrozenTrial& a, const FrozenTrial& b,
+                            const std::vector<StudyDirection>& directions) {
+  if (a.state != TrialState::kComplete) return false;
+  if (b.state != TrialState::kComplete) return true;
+  const std::map<std::string, double> ca = TrialConstraints(a), cb = TrialConstraints(b);
+  auto feasible = [](const std::map<std::string, double>& c) {
+    return std::all_of(c.begin(), c.end(), [](const auto& kv) { return kv.second <= 0; });
+  };
+  const bool fa = feasible(ca), fb = feasible(cb);
+  if (fa && fb) return Dominates(a, b, directions);
+  if (fa || fb) return fa;
+  return ConstraintViolation(ca) < ConstraintViolation(cb);
+}
+
+// Optuna 5.0's _is_constrained_optimization: whether any trial has constraints.
+bool AnyConstraints(const TrialPtrs& trials) {
+  return std::any_of(trials.begin(), trials.end(),
+                     [](const auto& t) { return !TrialConstraints(*t).empty(); });
+}
+
+// Optuna 4.9's _constrained_dominates: feasible beats infeasible, the smaller total violation
+// wins among infeasible ones, trials without constraint values lose to those with them.
 bool ConstrainedDominates(const FrozenTrial& a, const FrozenTrial& b,
                           const std::vector<StudyDirection>& directions) {
   auto ca = ConstraintsOf(a);
@@ -97,8 +120,9 @@ bool ConstrainedDominates(const FrozenTrial& a, const FrozenTrial& b,
   return Violation(*ca) < Violation(*cb);
 }
 
-// Optuna's _validate_constraints.
-Status ValidateConstraints(const TrialPtrs& population) {
+// Optuna's _validate_constraints: a NaN value is an error, and (Optuna 4.9, `same_count`)
+// so are trials with different numbers of constraints.
+Status ValidateConstraints(const TrialPtrs& population, bool same_count) {
   size_t n = 0;
   for (const auto& t : population) {
     if (auto c = ConstraintsOf(*t)) n = std::max(n, c->size());
@@ -111,7 +135,7 @@ Status ValidateConstraints(const TrialPtrs& population) {
           "NSGA-II: trial {} has a NaN constraint value (system attribute \"constraints\")",
           t->number));
     }
-    if (c->size() != n) {
+    if (same_count && c->size() != n) {
       return InvalidArgumentError(fmt::format(
           "NSGA-II: trial {} has {} constraint values, other trials {}; trials with different "
           "numbers of constraints cannot be compared",
@@ -121,10 +145,12 @@ Status ValidateConstraints(const TrialPtrs& population) {
   return Status::Ok();
 }
 
-// Optuna's _rank_population: the population by non-domination rank, each rank in order.
+// Optuna's _rank_population: the population by non-domination rank, each rank in order. With
+// `constrained`, a trial's penalty is its violation; one without constraints has a NaN penalty
+// (Optuna 4.9) or, with `missing_feasible` (5.0), none.
 std::vector<TrialPtrs> RankPopulation(const TrialPtrs& population,
                                       const std::vector<StudyDirection>& directions,
-                                      bool constrained) {
+                                      bool constrained, bool missing_feasible) {
   LossPoints losses;
   std::vector<double> penalty;
   for (const auto& t : population) {
@@ -135,7 +161,9 @@ std::vector<TrialPtrs> RankPopulation(const TrialPtrs& population,
     losses.push_back(std::move(loss));
     if (constrained) {
       auto c = ConstraintsOf(*t);
-      penalty.push_back(c ? Violation(*c) : std::numeric_limits<double>::quiet_NaN());
+      penalty.push_back(c                  ? Violation(*c)
+                        : missing_feasible ? 0.0
+                                           : std::numeric_limits<double>::quiet_NaN());
     }
   }
   std::vector<int> ranks = FastNondominationRank(losses, penalty, 0);
@@ -151,12 +179,14 @@ std::vector<TrialPtrs> RankPopulation(const TrialPtrs& population,
 
 Result<TrialPtrs> SelectElitePopulation(const TrialPtrs& population,
                                         const std::vector<StudyDirection>& directions,
-                                        int population_size, bool constrained) {
-  if (constrained) TUNE_RETURN_IF_ERROR(ValidateConstraints(population));
+                                        int population_size, std::optional<bool> constraints) {
+  const bool constrained = constraints.value_or(AnyConstraints(population));
+  if (constrained) TUNE_RETURN_IF_ERROR(ValidateConstraints(population, constraints.has_value()));
   if (population.empty()) return TrialPtrs{};
   TrialPtrs elite;
   const auto size = static_cast<size_t>(population_size);
-  for (const TrialPtrs& front : RankPopulation(population, directions, constrained)) {
+  for (const TrialPtrs& front :
+       RankPopulation(population, directions, constrained, !constraints.has_value())) {
     if (elite.size() + front.size() < size) {
       elite.insert(elite.end(), front.begin(), front.end());
       continue;
@@ -525,9 +555,16 @@ std::optional<Child> PerformCrossover(const NsgaIIOptions& options, const TrialP
         number, parents.size());
     return std::nullopt;
   }
-  CrossoverJob job{
-      options, parents, directions, options.constraints ? ConstrainedDominates : Dominates,
-      {},      {},      {}};
+  CrossoverJob job{options,
+                   parents,
+                   directions,
+                   !options.constraints
+                       ? (AnyConstraints(parents) ? ConstrainedDominates50 : Dominates)
+                   : *options.constraints ? ConstrainedDominates
+                                          : Dominates,
+                   {},
+                   {},
+                   {}};
   for (const auto& [name, d] : space) {
     if (IsNumerical(d)) {
       job.numerical.emplace_back(name, d);

@@ -425,134 +425,150 @@ std::vector<std::vector<double>> ParzenEstimator::Sample(Rng& rng, int n) const 
   return out;
 }
 
-TUNE_VECTOR_CLONES std::vector<double> ParzenEstimator::LogPdf(
-    const std::vector<std::vector<double>>& points) const {
+std::vector<double> ParzenEstimator::LogPdf(const std::vector<std::vector<double>>& points) const {
   const size_t n_points = points.empty() ? 0 : points[0].size();
-  const size_t n_comp = weights_.size();
-  if (dims_.size() == 1 && dims_[0].kind == KernelKind::kContinuous && n_points > 0) {
-    return LogPdfContinuous1D(points[0]);
+  if (n_points == 0) return {};
+  if (dims_.size() == 1) {
+    switch (dims_[0].kind) {
+      case KernelKind::kContinuous:
+        return LogPdfContinuous1D(points[0]);
+      case KernelKind::kDiscrete:
+        return LogPdfDiscrete1D(MakeDiscreteTable(0, points[0]));
+      case KernelKind::kCategorical:
+        return LogPdfCategorical1D(points[0]);
+    }
   }
-  std::vector<double> out(n_points);
-
-  // Discrete dimensions: the log kernel of each (mu, sigma) class at each distinct point value.
-  struct DiscreteTable {
-    std::vector<double> values;       // distinct point values
-    std::vector<size_t> point_index;  // point j -> index into values
-    std::vector<double> table;        // [class][value]
-  };
   std::vector<DiscreteTable> tables(dims_.size());
   for (size_t d = 0; d < dims_.size(); ++d) {
-    if (dims_[d].kind != KernelKind::kDiscrete) continue;
-    const DimState& st = dim_state_[d];
-    DiscreteTable& tab = tables[d];
-    tab.point_index.resize(n_points);
-    for (size_t j = 0; j < n_points; ++j) {
-      double v = points[d][j];
-      auto it = std::find(tab.values.begin(), tab.values.end(), v);
-      tab.point_index[j] = static_cast<size_t>(it - tab.values.begin());
-      if (it == tab.values.end()) tab.values.push_back(v);
-    }
-    const size_t nv = tab.values.size();
-    tab.table.resize(st.uid_first.size() * nv);
-    for (size_t k = 0; k < nv; ++k) {
-      double lo, hi;
-      BinEdges(dims_[d], tab.values[k], &lo, &hi);
-      for (size_t u = 0; u < st.uid_first.size(); ++u) {
-        auto i = static_cast<size_t>(st.uid_first[u]);
-        tab.table[u * nv + k] = truncnorm::LogGaussMass((lo - st.mu[i]) * st.inv_sigma[i],
-                                                        (hi - st.mu[i]) * st.inv_sigma[i]) +
-                                st.log_norm[i];
-      }
+    if (dims_[d].kind == KernelKind::kDiscrete) tables[d] = MakeDiscreteTable(d, points[d]);
+  }
+  return LogPdfProduct(points, tables);
+}
+
+ParzenEstimator::DiscreteTable ParzenEstimator::MakeDiscreteTable(
+    size_t d, const std::vector<double>& xs) const {
+  const DimState& st = dim_state_[d];
+  DiscreteTable tab;
+  tab.point_index.resize(xs.size());
+  for (size_t j = 0; j < xs.size(); ++j) {
+    auto it = std::find(tab.values.begin(), tab.values.end(), xs[j]);
+    tab.point_index[j] = static_cast<size_t>(it - tab.values.begin());
+    if (it == tab.values.end()) tab.values.push_back(xs[j]);
+  }
+  const size_t nv = tab.values.size();
+  tab.table.resize(st.uid_first.size() * nv);
+  for (size_t k = 0; k < nv; ++k) {
+    double lo, hi;
+    BinEdges(dims_[d], tab.values[k], &lo, &hi);
+    for (size_t u = 0; u < st.uid_first.size(); ++u) {
+      auto i = static_cast<size_t>(st.uid_first[u]);
+      tab.table[u * nv + k] = truncnorm::LogGaussMass((lo - st.mu[i]) * st.inv_sigma[i],
+                                                      (hi - st.mu[i]) * st.inv_sigma[i]) +
+                              st.log_norm[i];
     }
   }
+  return tab;
+}
 
-  // One discrete or categorical dimension: components with the same kernel collapse.
-  if (dims_.size() == 1 && dims_[0].kind != KernelKind::kContinuous) {
-    const DimState& st = dim_state_[0];
-    if (dims_[0].kind == KernelKind::kDiscrete) {
-      const DiscreteTable& tab = tables[0];
-      const size_t n_classes = st.uid_first.size();
-      std::vector<double> class_weight(n_classes, 0.0);
-      for (size_t i = 0; i < n_comp; ++i) {
-        class_weight[static_cast<size_t>(st.uid[i])] += weights_[i];
-      }
-      std::vector<double> buf(n_classes);
-      for (size_t j = 0; j < n_points; ++j) {
-        for (size_t u = 0; u < n_classes; ++u) {
-          buf[u] =
-              std::log(class_weight[u]) + tab.table[u * tab.values.size() + tab.point_index[j]];
-        }
-        out[j] = LogSumExp(buf.data(), n_classes);
-      }
-    } else {
-      // p(c) = sum_i w_i (miss_i + [c == c_i] (hit_i - miss_i)); every observation has the
-      // same hit and miss, the prior (last) a uniform row.
-      const int k = dims_[0].n_choices;
-      std::vector<double> p(static_cast<size_t>(k), 0.0);
-      const size_t last = n_comp - 1;
-      const double hit = std::exp(st.log_hit[0]), miss = std::exp(st.log_miss[0]);
-      double observed = 0.0;
-      for (size_t i = 0; i < last; ++i) {
-        observed += weights_[i];
-        p[static_cast<size_t>(st.choice[i])] += weights_[i] * (hit - miss);
-      }
-      double base = weights_[last] / k + (last > 0 ? observed * miss : 0.0);
-      for (size_t j = 0; j < n_points; ++j) {
-        auto c = static_cast<size_t>(points[0][j]);
-        out[j] = std::log(base + p[c]);
-      }
-    }
-    return out;
+std::vector<double> ParzenEstimator::LogPdfDiscrete1D(const DiscreteTable& tab) const {
+  // Components with the same (mu, sigma) class share a kernel: one term per class.
+  const DimState& st = dim_state_[0];
+  const size_t n_classes = st.uid_first.size();
+  std::vector<double> class_weight(n_classes, 0.0);
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    class_weight[static_cast<size_t>(st.uid[i])] += weights_[i];
   }
+  std::vector<double> out(tab.point_index.size()), buf(n_classes);
+  for (size_t j = 0; j < out.size(); ++j) {
+    for (size_t u = 0; u < n_classes; ++u) {
+      buf[u] = std::log(class_weight[u]) + tab.table[u * tab.values.size() + tab.point_index[j]];
+    }
+    out[j] = LogSumExp(buf.data(), n_classes);
+  }
+  return out;
+}
 
+std::vector<double> ParzenEstimator::LogPdfCategorical1D(const std::vector<double>& xs) const {
+  // p(c) = sum_i w_i (miss_i + [c == c_i] (hit_i - miss_i)); every observation has the same hit
+  // and miss, the prior (last) a uniform row.
+  const DimState& st = dim_state_[0];
+  const int k = dims_[0].n_choices;
+  std::vector<double> p(static_cast<size_t>(k), 0.0);
+  const size_t last = weights_.size() - 1;
+  const double hit = std::exp(st.log_hit[0]), miss = std::exp(st.log_miss[0]);
+  double observed = 0.0;
+  for (size_t i = 0; i < last; ++i) {
+    observed += weights_[i];
+    p[static_cast<size_t>(st.choice[i])] += weights_[i] * (hit - miss);
+  }
+  const double base = weights_[last] / k + (last > 0 ? observed * miss : 0.0);
+  std::vector<double> out(xs.size());
+  for (size_t j = 0; j < xs.size(); ++j) out[j] = std::log(base + p[static_cast<size_t>(xs[j])]);
+  return out;
+}
+
+namespace {
+
+// The product kernel's log terms of one dimension, added to buf[i] (one per component).
+inline void AddContinuousTerms(const ParzenDimension& dim, const double* __restrict mu,
+                               const double* __restrict inv, const double* __restrict ln, double x,
+                               double* __restrict b, size_t n) {
+  if (x < dim.low || x > dim.high) {
+    std::fill(b, b + n, -kInf);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double z = (x - mu[i]) * inv[i];
+    b[i] += ln[i] - 0.5 * z * z;
+  }
+}
+
+inline void AddTableTerms(const double* __restrict col, const int32_t* __restrict uid,
+                          double* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) b[i] += col[uid[i]];  // a gather
+}
+
+inline void AddChoiceTerms(int32_t c, const int32_t* __restrict choice,
+                           const double* __restrict hit, const double* __restrict miss,
+                           double* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const double h = hit[i], m = miss[i];  // both loaded: a select, not a branch
+    b[i] += choice[i] == c ? h : m;
+  }
+}
+
+}  // namespace
+
+TUNE_VECTOR_CLONES std::vector<double> ParzenEstimator::LogPdfProduct(
+    const std::vector<std::vector<double>>& points,
+    const std::vector<DiscreteTable>& tables) const {
+  const size_t n_points = points[0].size();
+  const size_t n_comp = weights_.size();
   std::vector<double> log_weights(n_comp);
   for (size_t i = 0; i < n_comp; ++i) log_weights[i] = std::log(weights_[i]);
-  std::vector<double> buf(n_comp), column;
+  std::vector<double> out(n_points), buf(n_comp), column;
   for (size_t j = 0; j < n_points; ++j) {
     std::copy(log_weights.begin(), log_weights.end(), buf.begin());
     for (size_t d = 0; d < dims_.size(); ++d) {
-      const ParzenDimension& dim = dims_[d];
       const DimState& st = dim_state_[d];
       const double x = points[d][j];
-      switch (dim.kind) {
-        case KernelKind::kContinuous: {
-          if (x < dim.low || x > dim.high) {
-            std::fill(buf.begin(), buf.end(), -kInf);
-            break;
-          }
-          const double* mu = st.mu.data();
-          const double* inv = st.inv_sigma.data();
-          const double* ln = st.log_norm.data();
-          for (size_t i = 0; i < n_comp; ++i) {
-            double z = (x - mu[i]) * inv[i];
-            buf[i] += ln[i] - 0.5 * z * z;
-          }
+      switch (dims_[d].kind) {
+        case KernelKind::kContinuous:
+          AddContinuousTerms(dims_[d], st.mu.data(), st.inv_sigma.data(), st.log_norm.data(), x,
+                             buf.data(), n_comp);
           break;
-        }
         case KernelKind::kDiscrete: {
           const DiscreteTable& tab = tables[d];
-          const size_t nv = tab.values.size();
-          const size_t k = tab.point_index[j];
+          const size_t nv = tab.values.size(), k = tab.point_index[j];
           column.resize(st.uid_first.size());
           for (size_t u = 0; u < column.size(); ++u) column[u] = tab.table[u * nv + k];
-          const double* __restrict col = column.data();
-          const int32_t* __restrict uid = st.uid.data();
-          double* __restrict b = buf.data();
-          for (size_t i = 0; i < n_comp; ++i) b[i] += col[uid[i]];  // a gather
+          AddTableTerms(column.data(), st.uid.data(), buf.data(), n_comp);
           break;
         }
-        case KernelKind::kCategorical: {
-          const auto c = static_cast<int32_t>(x);
-          const int32_t* __restrict choice = st.choice.data();
-          const double* __restrict hit = st.log_hit.data();
-          const double* __restrict miss = st.log_miss.data();
-          double* __restrict b = buf.data();
-          for (size_t i = 0; i < n_comp; ++i) {
-            const double h = hit[i], m = miss[i];  // both loaded: a select, not a branch
-            b[i] += choice[i] == c ? h : m;
-          }
+        case KernelKind::kCategorical:
+          AddChoiceTerms(static_cast<int32_t>(x), st.choice.data(), st.log_hit.data(),
+                         st.log_miss.data(), buf.data(), n_comp);
           break;
-        }
       }
     }
     out[j] = LogSumExp(buf.data(), n_comp);

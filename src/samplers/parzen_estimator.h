@@ -100,10 +100,24 @@ class ParzenEstimator {
     double hit_probability = 1.0;   // P(choose the observed choice outright) when sampling
     bool miss_others_only = false;  // otherwise draw among the other choices (else among all)
   };
+  // A discrete dimension's log kernels: of each (mu, sigma) class at each distinct point value.
+  struct DiscreteTable {
+    std::vector<double> values;       // distinct point values
+    std::vector<size_t> point_index;  // point j -> index into values
+    std::vector<double> table;        // [class][value]
+  };
   // The bin edges of a discrete value t (clipped to the domain).
   static void BinEdges(const ParzenDimension& d, double t, double* lo, double* hi);
-  // ln p(x) of one continuous dimension, evaluating only the kernels that can matter.
+  DiscreteTable MakeDiscreteTable(size_t d, const std::vector<double>& xs) const;
+  // ln p(x) of one dimension (LogPdf's cases): continuous, evaluating only the kernels that can
+  // matter; discrete, one term per kernel class; categorical, one probability per choice.
   std::vector<double> LogPdfContinuous1D(const std::vector<double>& xs) const;
+  std::vector<double> LogPdfDiscrete1D(const DiscreteTable& tab) const;
+  std::vector<double> LogPdfCategorical1D(const std::vector<double>& xs) const;
+  // ln p(x) of several dimensions: per point, the log product kernel of every component summed
+  // over the dimensions, then their log-sum-exp. `tables[d]` for each discrete dimension d.
+  std::vector<double> LogPdfProduct(const std::vector<std::vector<double>>& points,
+                                    const std::vector<DiscreteTable>& tables) const;
   void ComputeNumerical(size_t d, const std::vector<double>& obs, const ParzenOptions& options,
                         const std::vector<uint32_t>* order);
   void ComputeCategorical(size_t d, const std::vector<double>& obs, const ParzenOptions& options);

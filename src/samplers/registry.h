@@ -18,7 +18,8 @@ namespace tune {
 
 // "sampler": {"name": "tpe", "seed": 0, ...options of that sampler}.
 struct SamplerConfig {
-  std::string name = "random";
+  std::string name = "tpe";         // Optuna 5.0's default (study_defaults.h for older studies)
+  bool named = false;               // the config or a flag named the sampler
   std::optional<uint64_t> seed;     // unset: nondeterministic
   Json options = Json::object();    // the other keys, read by MakeSampler
   std::string source = "<config>";  // file, for error messages

@@ -1,5 +1,6 @@
 // The sampler family's table (registry.h): one row per sampler a config can name.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -30,23 +31,27 @@ Result<std::unique_ptr<Sampler>> MakeRandom(const JsonReader&) {
 
 // "preset": a named set of options, applied before the explicit keys (which override it).
 Status ParsePreset(const JsonReader& r, TpeOptions& o) {
-  static const std::vector<std::pair<std::string, TpePreset>> kPresets = {
-      {"optuna", TpePreset::kOptuna}};
-  TUNE_ASSIGN_OR_RETURN(std::string preset, r.String("preset", "optuna"));
+  static const std::vector<TpePreset> kPresets = {TpePreset::kOptuna50, TpePreset::kOptuna49};
+  TUNE_ASSIGN_OR_RETURN(std::string preset,
+                        r.String("preset", TpePresetName(TpePreset::kOptuna50)));
   if (preset == "tuned") {
     return r.ChildError("preset",
                         "the 'tuned' preset was withdrawn: it did not beat Optuna 4.9 in the "
-                        "quality benchmark (docs/tpe.md#presets); valid: optuna. Its options can "
-                        "still be set one by one: \"min_bandwidth_factor\": 0.025, "
-                        "\"prior_weight\": 1.5");
+                        "quality benchmark (docs/tpe.md#presets); valid: optuna-5.0, optuna-4.9. "
+                        "Its options can still be set one by one: \"min_bandwidth_factor\": "
+                        "0.025, \"prior_weight\": 1.5");
+  }
+  if (preset == "optuna") {  // its name before Optuna 5.0: 4.9's rules
+    spdlog::info("TPE preset 'optuna' is Optuna 4.9's TPESampler, now named 'optuna-4.9'");
+    preset = TpePresetName(TpePreset::kOptuna49);
   }
   std::vector<std::string> names;
-  for (const auto& [name, value] : kPresets) {
-    if (name == preset) {
-      o = TpePresetOptions(value);
+  for (TpePreset p : kPresets) {
+    if (preset == TpePresetName(p)) {
+      o = TpePresetOptions(p);
       return Status::Ok();
     }
-    names.push_back(name);
+    names.emplace_back(TpePresetName(p));
   }
   return r.ChildError("preset", fmt::format("unknown preset '{}'{}; valid: {}", preset,
                                             DidYouMean(preset, names), JoinNames(names)));
@@ -58,6 +63,9 @@ Status ParseGamma(const JsonReader& r, TpeOptions& o) {
   const Json& g = r.json().at("gamma");
   const TpeOptions defaults;
   o.gamma_ratio = defaults.gamma_ratio;
+  // A gamma the config names applies to several objectives too, with its cap (as Optuna's
+  // `gamma` argument); "default" keeps the preset's rule for them.
+  if (!(g.is_string() && g == "default")) o.gamma_uncapped_multi_objective = false;
   o.gamma_hyperopt = false;
   o.gamma_sqrt_beta = defaults.gamma_sqrt_beta;
   if (g.is_string() && g == "default") return Status::Ok();
@@ -175,7 +183,19 @@ Status ParseTpeKernels(const JsonReader& r, TpeOptions& o) {
 
 // Multivariate mode, groups, constant liar, constraints and tune's OOM feasibility.
 Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
-  TUNE_ASSIGN_OR_RETURN(o.multivariate, r.Bool("multivariate", o.multivariate));
+  if (r.Has("multivariate")) {
+    const Json& m = r.json().at("multivariate");
+    if (m.is_null() || m == "auto") {
+      o.multivariate.reset();
+    } else if (m.is_boolean()) {
+      o.multivariate = m.get<bool>();
+    } else {
+      return r.ChildError("multivariate",
+                          "expected true, false or \"auto\" (null: joint for one objective, "
+                          "independent for several, as Optuna 5.0), got " +
+                              JsonReader::Describe(m));
+    }
+  }
   TUNE_ASSIGN_OR_RETURN(auto bandwidth, r.OptString("multivariate_bandwidth"));
   if (bandwidth == "scott") {
     o.multivariate_bandwidth = MultivariateBandwidth::kScott;
@@ -189,8 +209,9 @@ Status ParseTpeModes(const JsonReader& r, TpeOptions& o) {
                     *bandwidth, DidYouMean(*bandwidth, {"per_dimension", "scott"})));
   }
   TUNE_ASSIGN_OR_RETURN(o.group, r.Bool("group", o.group));
-  if (o.group && !o.multivariate) {
-    return r.ChildError("group", "group=true requires \"multivariate\": true (as in Optuna)");
+  if (o.group && o.multivariate == false) {
+    return r.ChildError("group",
+                        "group=true requires \"multivariate\": true or \"auto\" (as in Optuna)");
   }
   TUNE_ASSIGN_OR_RETURN(o.constant_liar, r.Bool("constant_liar", o.constant_liar));
   TUNE_ASSIGN_OR_RETURN(o.constraints, r.Bool("constraints", o.constraints));
@@ -316,7 +337,17 @@ Result<std::unique_ptr<Sampler>> MakeNsgaII(const JsonReader& r) {
   TUNE_RETURN_IF_ERROR(ParseCrossover(r, o));
   TUNE_RETURN_IF_ERROR(ParseProbability(r, "crossover_prob", o.crossover_prob));
   TUNE_RETURN_IF_ERROR(ParseProbability(r, "swapping_prob", o.swapping_prob));
-  TUNE_ASSIGN_OR_RETURN(o.constraints, r.Bool("constraints", o.constraints));
+  if (r.Has("constraints")) {
+    const Json& c = r.json().at("constraints");
+    if (c.is_boolean()) {
+      o.constraints = c.get<bool>();
+    } else if (!(c.is_null() || c == "auto")) {
+      return r.ChildError("constraints",
+                          "expected true (Optuna 4.9's constraints_func), false or \"auto\" "
+                          "(null: Optuna 5.0's rule), got " +
+                              JsonReader::Describe(c));
+    }
+  }
   if (o.population_size < CrossoverParents(o.crossover)) {
     return r.ChildError("population_size",
                         fmt::format("must be at least {} with the {} crossover (its parents)",
@@ -331,7 +362,7 @@ const std::vector<SamplerRow>& SamplerTable() {
   static const std::vector<SamplerRow> kRows = {
       {"random", {}, MakeRandom},
       {"tpe",
-       {{"preset", "optuna"},
+       {{"preset", TpePresetName(TpePreset::kOptuna50)},
         {"n_startup_trials", tpe.n_startup_trials},
         {"n_ei_candidates", tpe.n_ei_candidates},
         {"gamma", "default"},
@@ -343,8 +374,8 @@ const std::vector<SamplerRow>& SamplerTable() {
         {"magic_clip_exponent", tpe.magic_clip_exponent},
         {"bandwidth", "optuna"},
         {"categorical_prior_weight", nullptr},
-        {"multivariate", tpe.multivariate},
-        {"multivariate_bandwidth", "scott"},
+        {"multivariate", "auto"},
+        {"multivariate_bandwidth", "per_dimension"},
         {"group", tpe.group},
         {"constant_liar", tpe.constant_liar},
         {"constraints", tpe.constraints},
@@ -357,7 +388,7 @@ const std::vector<SamplerRow>& SamplerTable() {
         {"crossover", "uniform"},
         {"crossover_prob", nsgaii.crossover_prob},
         {"swapping_prob", nsgaii.swapping_prob},
-        {"constraints", nsgaii.constraints}},
+        {"constraints", "auto"}},
        MakeNsgaII},
   };
   return kRows;

@@ -27,12 +27,30 @@ using RankKey = std::array<double, 3>;
 
 }  // namespace
 
-TpeOptions TpePresetOptions(TpePreset /*preset*/) { return TpeOptions(); }
+const char* TpePresetName(TpePreset preset) {
+  return preset == TpePreset::kOptuna49 ? "optuna-4.9" : "optuna-5.0";
+}
 
-int TpeGamma(const TpeOptions& options, int n) {
+TpeOptions TpePresetOptions(TpePreset preset) {
+  TpeOptions o;
+  o.preset = preset;
+  if (preset == TpePreset::kOptuna49) {
+    o.gamma_uncapped_multi_objective = false;
+    o.hypervolume_weights = true;
+    o.multivariate = false;
+    o.multivariate_bandwidth = MultivariateBandwidth::kScott;
+    o.constant_liar = false;
+    o.constraints = false;
+    o.constraints_missing_infeasible = true;
+  }
+  return o;
+}
+
+int TpeGamma(const TpeOptions& options, int n, bool multi_objective) {
   double g = options.gamma_hyperopt
                  ? std::ceil(options.gamma_sqrt_beta * std::sqrt(static_cast<double>(n)))
                  : std::ceil(options.gamma_ratio * static_cast<double>(n));
+  if (multi_objective && options.gamma_uncapped_multi_objective) return static_cast<int>(g);
   return std::min(static_cast<int>(g), options.gamma_max);
 }
 
@@ -97,7 +115,7 @@ class TpeSampler::Index {
     if (below_valid_) return below_;
     below_.assign(present_.size(), 0);
     threshold_ = kInf;
-    int want = TpeGamma(options_, n_);
+    int want = TpeGamma(options_, n_, multi_objective_);
     if (multi_objective_) want -= SplitCompleteMultiObjective(want);
     for (const auto& [key, number] : ranking_) {
       auto k = static_cast<size_t>(number);
@@ -110,7 +128,8 @@ class TpeSampler::Index {
       below_[k] = 1;
       --want;
     }
-    if (multi_objective_) WeighBelowMultiObjective();
+    below_weight_.assign(present_.size(), 1.0);
+    if (multi_objective_ && options_.hypervolume_weights) WeighBelowMultiObjective();
     below_valid_ = true;
     return below_;
   }
@@ -260,7 +279,6 @@ class TpeSampler::Index {
   // Optuna's _calculate_weights_below_for_multi_objective over the below trials in number order.
   // A below trial that is not COMPLETE (Optuna 4.9 fails on one) weighs like an infeasible one.
   void WeighBelowMultiObjective() {
-    below_weight_.assign(present_.size(), 1.0);
     LossPoints losses;
     std::vector<char> feasible;
     std::vector<size_t> numbers;
@@ -342,40 +360,34 @@ class TpeSampler::Index {
     return losses;
   }
 
-  // Every constraint value a number <= 0 (Optuna's feasibility in the below weights; a NaN
-  // entry or a missing attribute is not).
-  static bool SatisfiesAll(const FrozenTrial& t) {
-    auto it = t.system_attrs.find("constraints");
-    if (it == t.system_attrs.end() || !it->is_array()) return false;
-    for (const Json& c : *it) {
-      if (!c.is_number() || !(c.get<double>() <= 0.0)) return false;
+  // Every constraint value <= 0 (Optuna's feasibility in the below weights; a NaN value is not
+  // satisfied there); a trial without constraints as options_.constraints_missing_infeasible.
+  bool SatisfiesAll(const FrozenTrial& t) const {
+    const std::map<std::string, double> constraints = TrialConstraints(t);
+    if (constraints.empty()) return !options_.constraints_missing_infeasible;
+    for (const auto& [name, v] : constraints) {
+      if (!(v <= 0.0)) return false;
     }
     return true;
   }
 
+  // Optuna's _get_infeasible_trial_score: the sum of the values > 0 (a NaN counts as
+  // satisfied); a trial without constraints is feasible, or with
+  // constraints_missing_infeasible (Optuna 4.9's constraints_func), infinitely violating.
   double Violation(const FrozenTrial& t) {
-    auto it = t.system_attrs.find("constraints");
-    if (it == t.system_attrs.end() || !it->is_array()) {
+    const std::map<std::string, double> constraints = TrialConstraints(t);
+    if (constraints.empty() && options_.constraints_missing_infeasible) {
       if (!warned_constraints_) {
         spdlog::warn(
-            "TPE: trial {} has no \"constraints\" system attribute; it is treated as "
-            "infeasible (constraints=true)",
+            "TPE: trial {} has no constraints (system attributes \"constraints:<name>\" or "
+            "\"constraints\"); it is treated as infeasible (preset optuna-4.9 with "
+            "\"constraints\": true)",
             t.number);
         warned_constraints_ = true;
       }
       return kInf;
     }
-    // Optuna's _get_infeasible_trial_score: the sum of the entries > 0, so a NaN entry counts as
-    // satisfied (std::max(NaN, 0.0) would be NaN and make the whole trial feasible).
-    double v = 0.0;
-    for (const Json& c : *it) {
-      if (!c.is_number()) {
-        v = kInf;
-      } else if (double x = c.get<double>(); x > 0.0) {
-        v += x;
-      }
-    }
-    return v;
+    return ConstraintViolation(constraints);
   }
 
   double Convert(int pid, size_t number, int did) const {
@@ -489,7 +501,7 @@ double TpeSampler::SampleIndependent(const TrialHistory& history, const FrozenTr
                                      Rng& rng) {
   index_->Sync(history);
   if (index_->n() < options_.n_startup_trials) return SampleUniform(distribution, rng);
-  if (options_.multivariate && options_.warn_independent_sampling) {
+  if (options_.Multivariate(history.directions.size()) && options_.warn_independent_sampling) {
     spdlog::warn(
         "Trial {}: parameter '{}' is sampled independently (it is not in the relative "
         "search space)",
@@ -526,7 +538,7 @@ TpeModel TpeSampler::Model(const TrialHistory& history, const FrozenTrial& trial
 }
 
 SearchSpace TpeSampler::InferRelativeSearchSpace(const TrialHistory& history) {
-  if (!options_.multivariate) return {};
+  if (!options_.Multivariate(history.directions.size())) return {};
   index_->Sync(history);
   SearchSpace space;
   if (options_.group) {
@@ -768,7 +780,8 @@ Estimators BuildEstimators(TpeSampler::Index& index, const TpeOptions& options,
   const auto& obs_below = obs.below;
   const auto& obs_above = obs.above;
 
-  const ParzenOptions popt = ParzenOptionsOf(options, options.multivariate);
+  const ParzenOptions popt =
+      ParzenOptionsOf(options, options.Multivariate(index.multi_objective() ? 2 : 1));
   auto weights = [&](const std::vector<std::vector<double>>& set) -> const std::vector<double>& {
     return index.Weights(static_cast<int>(set[0].size()));
   };
@@ -800,7 +813,12 @@ std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOpt
   Estimators e = BuildEstimators(index, options, params, trial);
   const ParzenEstimator& l = e.l;
   const ParzenEstimator& g = e.g;
-  auto candidates = l.Sample(rng, options.n_ei_candidates);
+  // With the OOM feasibility term and a joint sample, one draw must fit in every dimension at
+  // once: draw n_ei_candidates per dimension, as many as independent sampling would score
+  // (docs/tpe.md#oom-feasibility).
+  const bool oom_joint = options.oom_feasibility && index.any_oom() && dims > 1;
+  auto candidates =
+      l.Sample(rng, options.n_ei_candidates * (oom_joint ? static_cast<int>(dims) : 1));
   std::vector<double> ll = l.LogPdf(candidates);
   std::vector<double> lg = g.LogPdf(candidates);
   const std::vector<double> log_fits = LogFeasibility(index, options, params, trial, candidates);

@@ -72,8 +72,8 @@ struct TrainObjectiveOptions {
   std::optional<std::string> positive_label;
   // "objectives": [metric, costs...]: the values after the metric (a multi-objective study).
   std::vector<TrainCost> costs;
-  // "constraints": {cost: bound}: written as the trial system attribute "constraints"
-  // (value - bound per entry, <= 0 = satisfied), for a sampler with "constraints": true.
+  // "constraints": {cost: bound}: written as the trial system attributes "constraints:<cost>"
+  // (value - bound, <= 0 = satisfied; Optuna 5.0's trial.set_constraint), which TPE reads.
   std::vector<std::pair<TrainCost, double>> constraints;
   std::string device = "cpu";              // "cpu", "cuda" or "cuda:N"
   int64_t threads = 0;                     // intra-op threads on CPU; 0: one per core

@@ -151,12 +151,9 @@ Result<TrialOutcome> FinishedRunOutcome(TrialHandle& trial, const TrainObjective
   if (!tracker.best) return FailTrial(trial, "the run finished without an evaluated epoch");
   std::vector<double> values{*tracker.best};
   for (TrainCost c : options.costs) values.push_back(TrainCostValue(c, result));
-  if (!options.constraints.empty()) {
-    Json violations = Json::array();
-    for (const auto& [c, bound] : options.constraints) {
-      violations.push_back(TrainCostValue(c, result) - bound);
-    }
-    TUNE_RETURN_IF_ERROR(trial.SetSystemAttr("constraints", violations));
+  for (const auto& [c, bound] : options.constraints) {  // Optuna 5.0's trial.set_constraint
+    TUNE_RETURN_IF_ERROR(
+        trial.SetSystemAttr(ConstraintKey(TrainCostName(c)), TrainCostValue(c, result) - bound));
   }
   return TrialOutcome{TrialState::kComplete, std::move(values), ""};
 }

@@ -57,7 +57,8 @@ Status RecordTrainSummary(TrialHandle& trial, const TrainObjectiveOptions& optio
 
 // The outcome of a run that completed or stopped: PRUNED when the pruner stopped it, FAIL
 // without an evaluated epoch, else COMPLETE with the best epoch's metric and the options' costs
-// (and the constraints' violations as the trial system attribute "constraints").
+// (and each constraint's value, cost - bound, as the trial system attribute
+// "constraints:<cost>").
 Result<TrialOutcome> FinishedRunOutcome(TrialHandle& trial, const TrainObjectiveOptions& options,
                                         const TrainResult& result, const EpochTracker& tracker);
 

@@ -104,13 +104,21 @@ std::string FormatTimePoint(TimePoint t, bool utc) {
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
+Result<TimePoint> ParseTimePoint(std::string_view text, bool utc);
+
 }  // namespace
 
 std::string FormatDatetime(TimePoint t) { return FormatTimePoint(t, /*utc=*/false); }
 
 std::string FormatDatetimeUtc(TimePoint t) { return FormatTimePoint(t, /*utc=*/true); }
 
-Result<TimePoint> ParseDatetime(std::string_view text) {
+Result<TimePoint> ParseDatetime(std::string_view text) { return ParseTimePoint(text, false); }
+
+Result<TimePoint> ParseDatetimeUtc(std::string_view text) { return ParseTimePoint(text, true); }
+
+namespace {
+
+Result<TimePoint> ParseTimePoint(std::string_view text, bool utc) {
   std::tm tm{};
   int year = 0, mon = 0, day = 0, hour = 0, min = 0, sec = 0;
   char sep = 0;
@@ -139,8 +147,10 @@ Result<TimePoint> ParseDatetime(std::string_view text) {
   tm.tm_min = min;
   tm.tm_sec = sec;
   tm.tm_isdst = -1;
-  std::time_t t = std::mktime(&tm);
+  std::time_t t = utc ? timegm(&tm) : std::mktime(&tm);
   return Clock::from_time_t(t) + std::chrono::microseconds(micros);
 }
+
+}  // namespace
 
 }  // namespace tune

@@ -1,5 +1,7 @@
 #include "tune/trial_attrs.h"
 
+#include <limits>
+
 namespace tune {
 
 const char* EndReasonName(EndReason reason) {
@@ -30,6 +32,36 @@ bool IsOomTrial(const FrozenTrial& trial) {
   if (trial.state != TrialState::kPruned) return false;
   auto it = trial.user_attrs.find(attrs::kOom);
   return it != trial.user_attrs.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string ConstraintKey(const std::string& name) {
+  return std::string(kConstraintsKey) + ":" + name;
+}
+
+std::map<std::string, double> TrialConstraints(const FrozenTrial& trial) {
+  auto number = [](const Json& v) {
+    return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+  };
+  std::map<std::string, double> out;
+  if (auto it = trial.system_attrs.find(kConstraintsKey);
+      it != trial.system_attrs.end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) out[std::to_string(i)] = number((*it)[i]);
+  }
+  const std::string prefix = ConstraintKey("");
+  for (const auto& [key, value] : trial.system_attrs.items()) {
+    if (key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0) {
+      out[key.substr(prefix.size())] = number(value);
+    }
+  }
+  return out;
+}
+
+double ConstraintViolation(const std::map<std::string, double>& constraints) {
+  double sum = 0.0;
+  for (const auto& [name, v] : constraints) {
+    if (v > 0.0) sum += v;
+  }
+  return sum;
 }
 
 namespace {

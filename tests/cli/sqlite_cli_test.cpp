@@ -209,5 +209,80 @@ TEST(CliSqlite, ResumedRunsSampleFromTheWholeHistory) {
   }
 }
 
+// Optuna 5.0's defaults (docs/config.md#defaults-and-presets): a config without "sampler" is
+// sampled by TPE under the optuna-5.0 preset, for one objective and several, and the rules are
+// recorded on the study. A study begun before (trials, no record: an older tune or Optuna) keeps
+// the old rules, says so, and is recorded as such; names in the config win.
+TEST(CliSqlite, StudiesFollowOptuna50DefaultsAndNeverSwitchMidway) {
+  TempDir dir;
+  const fs::path cfg = dir.path() / "plain.json";
+  std::ofstream(cfg) << R"({"search_space": {"x0": {"type": "float", "low": -5, "high": 5}},
+    "objective": {"type": "function", "name": "sphere", "dims": 1}, "direction": "minimize"})";
+  const fs::path mo = dir.path() / "mo.json";
+  std::ofstream(mo) << R"({"directions": ["minimize", "minimize"],
+    "objective": {"type": "function", "name": "zdt1", "dims": 3}})";
+  auto run = [&](const fs::path& config, const std::string& study, const std::string& n) {
+    return Tune({"--study", study, "--config", config.string(), "--n-trials", n, "--storage",
+                 "sqlite:///s.db"},
+                dir.path());
+  };
+  const fs::path db = dir.path() / "s.db";
+  auto rules = [&](const std::string& study) {
+    return SqlValue(db,
+                    "SELECT a.value_json FROM study_system_attributes a JOIN studies s ON "
+                    "a.study_id = s.study_id WHERE s.study_name = '" +
+                        study + "' AND a.key = 'tune:defaults'");
+  };
+  ProcessRun single = run(cfg, "single", "12");
+  ASSERT_EQ(single.code, 0) << single.err;
+  EXPECT_NE(single.err.find("sampler tpe (preset optuna-5.0, multivariate, constant liar)"),
+            std::string::npos)
+      << single.err;
+  EXPECT_EQ(rules("single"), "\"optuna-5.0\"");
+  ProcessRun several = run(mo, "several", "12");
+  ASSERT_EQ(several.code, 0) << several.err;
+  EXPECT_NE(several.err.find("sampler tpe (preset optuna-5.0, constant liar)"), std::string::npos)
+      << several.err;
+
+  // A study of an older tune: its trials, without the record.
+  sqlite3* handle = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &handle), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(handle,
+                         "DELETE FROM study_system_attributes WHERE key = 'tune:defaults' AND "
+                         "study_id = (SELECT study_id FROM studies WHERE study_name = 'single')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(handle);
+  ProcessRun old = run(cfg, "single", "14");
+  ASSERT_EQ(old.code, 0) << old.err;
+  EXPECT_NE(old.err.find("Study 'single' was begun before tune followed Optuna 5.0's defaults "
+                         "and continues under its own: sampler random"),
+            std::string::npos)
+      << old.err;
+  EXPECT_NE(old.err.find(", sampler random, "), std::string::npos) << old.err;
+  EXPECT_EQ(rules("single"), "\"optuna-4.9\"");
+  // Recorded: the next run keeps the old rules without being told again.
+  ProcessRun again = run(cfg, "single", "15");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.err.find(", sampler random, "), std::string::npos) << again.err;
+  // Naming TPE keeps 4.9's TPE; naming the preset moves the study to 5.0's.
+  const fs::path tpe = dir.path() / "tpe.json";
+  std::ofstream(tpe) << R"({"search_space": {"x0": {"type": "float", "low": -5, "high": 5}},
+    "objective": {"type": "function", "name": "sphere", "dims": 1}, "sampler": {"name": "tpe"}})";
+  ProcessRun named = run(tpe, "single", "16");
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_NE(named.err.find("sampler tpe (preset optuna-4.9)"), std::string::npos) << named.err;
+  const fs::path v50 = dir.path() / "v50.json";
+  std::ofstream(v50) << R"({"search_space": {"x0": {"type": "float", "low": -5, "high": 5}},
+    "objective": {"type": "function", "name": "sphere", "dims": 1},
+    "sampler": {"name": "tpe", "preset": "optuna-5.0"}})";
+  ProcessRun moved = run(v50, "single", "17");
+  ASSERT_EQ(moved.code, 0) << moved.err;
+  EXPECT_NE(moved.err.find("sampler tpe (preset optuna-5.0, multivariate, constant liar)"),
+            std::string::npos)
+      << moved.err;
+  EXPECT_EQ(TrialsJson(dir.path(), "single", "sqlite:///s.db").size(), 17u);
+}
+
 }  // namespace
 }  // namespace tune

@@ -53,7 +53,8 @@ TEST(Config, ValidConfigDefaults) {
   auto c = ParseStudyConfig(Base(), "study.json", ".");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->directions, std::vector<StudyDirection>{StudyDirection::kMaximize});
-  EXPECT_EQ(c->sampler.name, "random");
+  EXPECT_EQ(c->sampler.name, "tpe");  // Optuna 5.0's default
+  EXPECT_FALSE(c->sampler.named);
   EXPECT_EQ(c->pruner.name, "nop");
   EXPECT_EQ(c->storage, "sqlite:///tune.db");  // a file in the working directory
   EXPECT_FALSE(c->n_trials.has_value());

@@ -1,4 +1,4 @@
-"""Shared helpers of the differential tests against Optuna 4.9 (see README.md here)."""
+"""Shared helpers of the differential tests against Optuna 4.9 and 5.0 (see README.md here)."""
 
 from __future__ import annotations
 
@@ -23,22 +23,27 @@ def parse_args(description: str) -> argparse.Namespace:
                              "optuna-4.9"),
         help="directory holding Optuna 4.9's 'optuna' package (the vendored copy next to the "
         "source tree by default; $TUNE_OPTUNA49_PATH overrides)")
+    parser.add_argument("--optuna-version", default="4.9", choices=["4.9", "5.0"],
+                        help="the Optuna the --optuna directory holds (and the rules compared)")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--dump", help="write cases and both sides' results to this JSON file")
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args()
 
 
-def import_optuna(path: str, test_name: str):
-    """Imports the vendored Optuna 4.9, or exits with SKIP and a banner saying why."""
-    path = os.environ.get("TUNE_OPTUNA49_PATH", path)
+def import_optuna(path: str, test_name: str, version: str = "4.9"):
+    """Imports the vendored Optuna `version`, or exits with SKIP and a banner saying why."""
+    global OPTUNA_VERSION
+    OPTUNA_VERSION = version
+    env = "TUNE_OPTUNA49_PATH" if version == "4.9" else "TUNE_OPTUNA50_PATH"
+    path = os.environ.get(env, path)
     path = os.path.abspath(path)
 
     def skip(reason: str) -> None:
         line = "=" * 78
         print(f"{line}\nSKIPPED {test_name}: {reason}\n"
               f"(this test compares tune with Optuna {OPTUNA_VERSION}; put Optuna "
-              f"{OPTUNA_VERSION}'s source tree there or set TUNE_OPTUNA49_PATH)\n{line}",
+              f"{OPTUNA_VERSION}'s source tree there or set {env})\n{line}",
               flush=True)
         sys.exit(SKIP)
 

@@ -153,26 +153,36 @@ FrozenTrial ParseTrial(const Json& j) {
 // ---------------------------------------------------------------------------------------------
 // tpe
 
+// The case's options over its preset ("optuna-4.9" unless named: the cases against Optuna 4.9
+// name every option they change; those against 5.0 name "optuna-5.0").
 TpeOptions ParseTpeOptions(const Json& j) {
-  TpeOptions o;
+  const bool v50 = j.value("preset", std::string("optuna-4.9")) == "optuna-5.0";
+  TpeOptions o = TpePresetOptions(v50 ? TpePreset::kOptuna50 : TpePreset::kOptuna49);
   o.n_startup_trials = 0;
   o.prior_weight = j.value("prior_weight", 1.0);
   o.consider_magic_clip = j.value("consider_magic_clip", true);
   o.consider_endpoints = j.value("consider_endpoints", false);
-  o.multivariate = j.value("multivariate", false);
+  if (j.contains("multivariate") && j.at("multivariate").is_null()) {
+    o.multivariate.reset();
+  } else if (j.contains("multivariate")) {
+    o.multivariate = j.at("multivariate").get<bool>();
+  }
   o.group = j.value("group", false);
-  o.constant_liar = j.value("constant_liar", false);
-  o.constraints = j.value("constraints", false);
-  // Optuna 4.9's multivariate rule; the default per-dimension rule is Optuna 5.0's.
-  o.multivariate_bandwidth = j.value("multivariate_bandwidth", std::string("scott")) == "scott"
-                                 ? MultivariateBandwidth::kScott
-                                 : MultivariateBandwidth::kPerDimension;
+  o.constant_liar = j.value("constant_liar", o.constant_liar);
+  o.constraints = j.value("constraints", o.constraints);
+  if (j.contains("multivariate_bandwidth")) {
+    o.multivariate_bandwidth = j.at("multivariate_bandwidth") == "scott"
+                                   ? MultivariateBandwidth::kScott
+                                   : MultivariateBandwidth::kPerDimension;
+  }
   o.oom_feasibility = false;  // not part of the model (docs/tpe.md#oom-feasibility)
   const Json& gamma = j.value("gamma", Json("default"));
   if (gamma.is_number()) {
     o.gamma_ratio = gamma.get<double>();
+    o.gamma_uncapped_multi_objective = false;
   } else if (gamma == "hyperopt") {
     o.gamma_hyperopt = true;
+    o.gamma_uncapped_multi_objective = false;
   }
   if (j.value("weights", std::string("default")) == "uniform") o.weights = WeightRule::kUniform;
   return o;
@@ -226,7 +236,7 @@ Json RunTpeCase(const Json& c) {
   TpeSampler tpe(ParseTpeOptions(c.at("options")));
   Json out;
   out["id"] = c.at("id");
-  if (tpe.options().multivariate) {
+  if (tpe.options().Multivariate(h.directions.size())) {
     Json space = Json::object();
     for (const auto& [name, d] : tpe.InferRelativeSearchSpace(h)) {
       space[name] = DistributionToJson(d);
@@ -515,8 +525,9 @@ Json RunEliteCase(const Json& c) {
     if (!con.is_null()) t->system_attrs["constraints"] = DecodeAttrs(con);
     population.push_back(t);
   }
-  Result<TrialPtrs> elite = SelectElitePopulation(population, DirectionsOf(c.at("directions")),
-                                                  c.at("population_size"), c.at("constrained"));
+  Result<TrialPtrs> elite =
+      SelectElitePopulation(population, DirectionsOf(c.at("directions")), c.at("population_size"),
+                            c.at("constrained").get<bool>());
   if (!elite.ok()) return Json{{"id", c.at("id")}, {"error", true}};
   Json numbers = Json::array();
   for (const auto& t : *elite) numbers.push_back(t->number);

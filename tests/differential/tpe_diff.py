@@ -1,13 +1,18 @@
 #!/usr/bin/python3
-"""TPE: tune against Optuna 4.9 on the same trial histories (see README.md here).
+"""TPE: tune against Optuna 4.9 or 5.0 on the same trial histories (see README.md here).
 
-Generates seeded histories, random and adversarial, runs Optuna 4.9's TPESampler._sample on each
+Generates seeded histories, random and adversarial, runs Optuna's TPESampler._sample on each
 (the real code path: _split_trials, _get_internal_repr, _ParzenEstimator, captured through the
 sampler's _parzen_estimator_cls hook), runs tune_diff_driver on the same histories and compares
 the below/above split, every kernel of l and g (mixture weight, mu, sigma, domain bounds, or
 choice probabilities), and ln l(x), ln g(x), ln l(x) - ln g(x) at fixed candidate points. With
 multivariate, also the relative search space and (group) the groups. Exit 0 if everything agrees
 to TOLERANCE relative, 1 otherwise, 77 (skipped) without the vendored Optuna.
+
+With --optuna-version 5.0 the cases run under Optuna 5.0's defaults on both sides (tune's preset
+optuna-5.0: multivariate auto, constant liar on, the per-dimension bandwidth, constraints read
+from "constraints:<name>" and the old list with a missing one feasible, several objectives'
+uniform below weights and uncapped gamma); with 4.9 (the default) under the optuna-4.9 preset.
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ import diff_common  # noqa: E402
 
 TOLERANCE = 1e-9
 N_POINTS = 12  # candidate points per query
+V50 = False  # --optuna-version 5.0
 
 
 def main() -> int:
+    global V50
     args = diff_common.parse_args(__doc__.splitlines()[0])
-    optuna = diff_common.import_optuna(args.optuna, "optuna49_tpe_diff")
+    V50 = args.optuna_version == "5.0"
+    name = "optuna50_tpe_diff" if V50 else "optuna49_tpe_diff"
+    optuna = diff_common.import_optuna(args.optuna, name, args.optuna_version)
     start = time.monotonic()
     gen = Generator(optuna, args.seed)
     cases = gen.cases()
@@ -217,6 +226,8 @@ class Generator:
         case = Case(kind, self.index)
         case.direction = r.choice(["minimize", "maximize"])
         case.options = self.options(kind)
+        if V50:
+            case.options["preset"] = "optuna-5.0"
         if objectives > 1:
             case.directions = [r.choice(["minimize", "maximize"]) for _ in range(objectives)]
             # Optuna 4.9 fails when a PRUNED trial is below (no values to weigh) or has reports
@@ -267,9 +278,13 @@ class Generator:
             if objectives > 1 and state == "PRUNED":
                 reps, value = [], None
             if constraints and r.random() < 0.9:
-                system_attrs["constraints"] = [
-                    r.choice([-1.0, 0.0, 0.0, 0.5, 2.0, r.uniform(-1, 1), math.nan])
-                    for _ in range(r.randint(1, 3))]
+                values = [r.choice([-1.0, 0.0, 0.0, 0.5, 2.0, r.uniform(-1, 1), math.nan])
+                          for _ in range(r.randint(1, 3))]
+                if V50 and r.random() < 0.7:  # trial.set_constraint's keys (no NaN there)
+                    for i, v in enumerate(values):
+                        system_attrs[f"constraints:c{i}"] = 0.0 if math.isnan(v) else v
+                else:
+                    system_attrs["constraints"] = values
             case.trials.append(self.trial(number, state, p, value, reps, user_attrs,
                                           system_attrs))
         if objectives > 1:
@@ -290,7 +305,9 @@ class Generator:
         """Several objectives: turn PRUNED trials into COMPLETE ones until gamma(n) COMPLETE
         trials can fill the below group (see make)."""
         finished = [t for t in case.trials if t["state"] in ("COMPLETE", "PRUNED")]
-        n_below = min(math.ceil(0.1 * len(finished)), 25)  # the default gamma
+        n_below = math.ceil(0.1 * len(finished))  # the default gamma (4.9: capped at 25)
+        if not V50:
+            n_below = min(n_below, 25)
         complete = sum(t["state"] == "COMPLETE" for t in finished)
         for t in finished:
             if complete >= n_below:
@@ -322,7 +339,10 @@ class Generator:
                         del ot["params"][name], ot["distributions"][name]
             optuna_trials.append(ot)
         case.optuna_trials = optuna_trials
-        case.options.pop("multivariate", None)
+        if V50:  # 5.0's auto would sample jointly: the relative spaces differ on purpose
+            case.options["multivariate"] = False
+        else:
+            case.options.pop("multivariate", None)
 
     def add_queries(self, case: Case) -> None:
         names = sorted({n for t in case.trials for n in t["params"]} - {"one"})
@@ -417,6 +437,8 @@ def make_study(optuna, case: Case):
     import numpy as np
 
     o = case.options
+    if V50:
+        return make_study_v50(optuna, case)
     gamma = o.get("gamma", "default")
     if gamma == "default":
         gamma_fn = default_gamma
@@ -462,6 +484,77 @@ def make_study(optuna, case: Case):
     return study, sampler
 
 
+def gamma_and_weights(o: dict):
+    """The case's gamma and weights functions; None for Optuna's defaults."""
+    from optuna.samplers._tpe.sampler import hyperopt_default_gamma
+    import numpy as np
+    gamma = o.get("gamma", "default")
+    if gamma == "default":
+        gamma_fn = None
+    elif gamma == "hyperopt":
+        gamma_fn = hyperopt_default_gamma
+    else:
+        gamma_fn = lambda n, r=float(gamma): min(math.ceil(r * n), 25)  # noqa: E731
+    return gamma_fn, (None if o.get("weights", "default") == "default" else np.ones)
+
+
+def make_study_v50(optuna, case: Case):
+    """Optuna 5.0's TPESampler with its defaults, but for the options the case names. Its
+    deprecated arguments are passed only when the case changes them (no constraints_func: 5.0
+    reads each trial's constraints)."""
+    from optuna.distributions import json_to_distribution
+    from optuna.samplers import TPESampler
+    from optuna.trial import TrialState, create_trial
+
+    o = case.options
+    gamma_fn, weights_fn = gamma_and_weights(o)
+    kwargs = {}
+    for key in ("prior_weight", "consider_magic_clip", "consider_endpoints"):
+        if key in o:
+            kwargs[key] = o[key]
+    if gamma_fn is not None:
+        kwargs["gamma"] = gamma_fn
+    if weights_fn is not None:
+        kwargs["weights"] = weights_fn
+    if "multivariate" in o:
+        kwargs["multivariate"] = o["multivariate"]
+    sampler = TPESampler(n_startup_trials=0, n_ei_candidates=1, seed=0,
+                         group=o.get("group", False),
+                         constant_liar=o.get("constant_liar", True), **kwargs)
+    if case.directions:
+        study = optuna.create_study(directions=case.directions, sampler=sampler,
+                                    study_name="diff")
+    else:
+        study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
+    for t in (case.optuna_trials if case.optuna_trials is not None else case.trials):
+        dists = {n: json_to_distribution(j) for n, j in t["distributions"].items()}
+        values = t.get("values")
+        study.add_trial(create_trial(
+            state=TrialState[t["state"]],
+            values=values if t["state"] == "COMPLETE" or values else None,
+            params={n: dists[n].to_external_repr(v) for n, v in t["params"].items()},
+            distributions=dists,
+            intermediate_values={s: v for s, v in t["intermediate"]},
+            user_attrs=t["user_attrs"],
+            system_attrs=t["system_attrs"],
+        ))
+    return study, sampler
+
+
+def params_of(sampler, trial, study) -> dict:
+    """TPESampler._get_params (5.0 also reads a running trial's shared relative params)."""
+    try:
+        return sampler._get_params(trial, study)
+    except TypeError:
+        return sampler._get_params(trial)
+
+
+def is_multivariate(sampler, study, case: Case) -> bool:
+    if V50:
+        return sampler._is_multivariate(study)
+    return bool(case.options.get("multivariate"))
+
+
 class Capture:
     """Records what TPESampler._sample builds: the split and the two Parzen estimators."""
 
@@ -474,8 +567,8 @@ class Capture:
         self.estimators = []
         capture = self
 
-        def split(study, trials, n_below, constraints_enabled):
-            below, above = capture.original_split(study, trials, n_below, constraints_enabled)
+        def split(study, trials, n_below, *rest):
+            below, above = capture.original_split(study, trials, n_below, *rest)
             capture.split = (below, above)
             return below, above
 
@@ -552,7 +645,7 @@ def run_optuna(optuna, case: Case) -> dict:
     study, sampler = make_study(optuna, case)
     trial = study._get_trials(deepcopy=False)[case.trial_number]
     out = {"queries": []}
-    if case.options.get("multivariate"):
+    if is_multivariate(sampler, study, case):
         space = sampler.infer_relative_search_space(study, trial)
         out["relative_space"] = {n: optuna.distributions.distribution_to_json(d)
                                  for n, d in space.items()}
@@ -576,7 +669,7 @@ def run_optuna(optuna, case: Case) -> dict:
         space = {n: case.space[n] for n in q["names"]}
         (below, above), l, g = CAPTURE.run(sampler, study, trial, space, stable_ties=True)
         keep = lambda ts: [t.number for t in ts  # noqa: E731
-                           if space.keys() <= sampler._get_params(t).keys()]
+                           if space.keys() <= params_of(sampler, t, study).keys()]
         points = {n: np.asarray(q["points"][n], dtype=float) for n in space}
         ll, lg = l.log_pdf(points), g.log_pdf(points)
         result = {
@@ -653,7 +746,7 @@ class Report:
         for c in cases:
             kinds[c.kind] = kinds.get(c.kind, 0) + 1
         c = self.counts
-        print(f"TPE vs Optuna 4.9: {len(cases)} histories "
+        print(f"TPE vs Optuna {diff_common.OPTUNA_VERSION}: {len(cases)} histories "
               f"({', '.join(f'{k} {n}' for k, n in kinds.items())})")
         print(f"  {c['queries']} queries ({c['queries'] - c['joint']} univariate, {c['joint']} "
               f"joint), {c['splits']} splits, {c['kernels']} kernels, {c['points']} candidate "

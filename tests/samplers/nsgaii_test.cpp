@@ -199,6 +199,36 @@ TEST(NsgaII, ConstraintsMakeInfeasibleTrialsLose) {
   EXPECT_FALSE(SelectElitePopulation(population, {StudyDirection::kMinimize}, 3, true).ok());
 }
 
+// Optuna 5.0's rule ("constraints" unset): constrained whenever a trial has constraints, named
+// ("constraints:<name>") or the old list; a trial without them is feasible; without any trial
+// having them, plain domination.
+TEST(NsgaII, Optuna50ConstraintsCountATrialWithoutThemAsFeasible) {
+  auto named = [](int64_t number, double value, std::optional<double> c) {
+    auto t = std::make_shared<FrozenTrial>();
+    t->number = number;
+    t->trial_id = number;
+    t->state = TrialState::kComplete;
+    t->values = {value};
+    if (c) t->system_attrs["constraints:memory"] = *c;
+    return std::shared_ptr<const FrozenTrial>(t);
+  };
+  TrialPtrs population = {named(0, 0.0, 1.0), named(1, 1.0, 0.5), named(2, 5.0, 0.0),
+                          named(3, 9.0, -1.0), named(4, -1.0, std::nullopt)};
+  auto elite = SelectElitePopulation(population, {StudyDirection::kMinimize}, 3, std::nullopt);
+  ASSERT_TRUE(elite.ok()) << elite.status().ToString();
+  // Feasible (4 without constraints, 2, 3) by value, the infeasible ones after.
+  EXPECT_EQ(Numbers(*elite), (std::vector<int64_t>{4, 2, 3}));
+  // 4.9's rule (true): a trial without constraints loses.
+  auto v49 = SelectElitePopulation(population, {StudyDirection::kMinimize}, 3, true);
+  ASSERT_TRUE(v49.ok());
+  EXPECT_EQ(Numbers(*v49), (std::vector<int64_t>{2, 3, 1}));
+  // No trial has constraints: plain domination.
+  TrialPtrs free = {named(0, 3.0, std::nullopt), named(1, 1.0, std::nullopt),
+                    named(2, 2.0, std::nullopt)};
+  EXPECT_EQ(Numbers(*SelectElitePopulation(free, {StudyDirection::kMinimize}, 2, std::nullopt)),
+            (std::vector<int64_t>{1, 2}));
+}
+
 TEST(NsgaII, CrowdingDistanceKeepsTheEndsOfTheLastFront) {
   TrialPtrs front;
   for (int i = 0; i < 5; ++i) front.push_back(Scored(i, {i * 1.0, 4.0 - i}, std::nullopt));
@@ -290,7 +320,7 @@ TEST(NsgaII, ConfigOptionsAreCheckedStrictly) {
   EXPECT_EQ(o.eta, 15.0);
   EXPECT_EQ(o.use_child_gene_prob, 0.9);
   EXPECT_EQ(o.uniform_crossover_prob, 0.5);
-  EXPECT_TRUE(o.constraints);
+  EXPECT_EQ(o.constraints, std::optional<bool>(true));
   auto defaults = Make("{}");
   ASSERT_TRUE(defaults.ok());
   const auto& d = dynamic_cast<const NsgaIISampler&>(**defaults).options();

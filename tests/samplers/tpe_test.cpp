@@ -3,6 +3,7 @@
 // groups, and behaviour on whole studies (convergence, avoiding an OOM region).
 #include "tune/samplers/tpe.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -121,6 +122,7 @@ TEST(Tpe, SplitRanksCompleteThenDeeperPrunedThenUnreportedPruned) {
   // gamma = ceil(0.6 * 5) = 3 of the 5 COMPLETE/PRUNED trials are "below".
   TpeOptions o;
   o.gamma_ratio = 0.6;
+  o.constant_liar = false;
   TpeSampler tpe(o);
   auto h = History({
       {TrialState::kComplete, 2.0},                      // 0: complete -> first
@@ -378,24 +380,33 @@ TEST(Tpe, AvoidsTheOomRegionOfTheMixedFunction) {
     }
     return oom / 100.0;
   };
-  double random = 0, faithful = 0, tpe = 0;
   const int seeds = 16;
+  double random = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     random += oom_share(R"({"name": "random"})", seed) / seeds;
-    faithful += oom_share(R"({"name": "tpe", "oom_feasibility": false})", seed) / seeds;
-    tpe += oom_share(R"({"name": "tpe"})", seed) / seeds;
   }
-  std::printf(
-      "OOM share in trials 100-199, mean of %d seeds: random %.3f, TPE as Optuna %.3f, "
-      "TPE with oom_feasibility %.3f\n",
-      seeds, random, faithful, tpe);
   EXPECT_GT(random, 0.3);
-  // Ranking OOM trials last (Optuna's rule) already pushes TPE away ...
-  EXPECT_LT(faithful, random / 2);
-  // ... and the feasibility term (the default) brings it under the issue's goal of 5%.
-  // Measured: 4.3%, the same with and without the AVX clones of the kernel loops.
-  EXPECT_LT(tpe, 0.05);
-  EXPECT_LT(tpe, 0.5 * faithful);
+  // Optuna 4.9's rules (independent sampling) and 5.0's (joint sampling, the default).
+  for (const std::string preset : {"optuna-4.9", "optuna-5.0"}) {
+    double faithful = 0, tpe = 0;
+    for (uint64_t seed = 1; seed <= seeds; ++seed) {
+      faithful +=
+          oom_share(R"({"name": "tpe", "oom_feasibility": false, "preset": ")" + preset + R"("})",
+                    seed) /
+          seeds;
+      tpe += oom_share(R"({"name": "tpe", "preset": ")" + preset + R"("})", seed) / seeds;
+    }
+    std::printf(
+        "OOM share in trials 100-199, mean of %d seeds: random %.3f, TPE as Optuna (%s) %.3f, "
+        "TPE with oom_feasibility %.3f\n",
+        seeds, random, preset.c_str(), faithful, tpe);
+    // Ranking OOM trials last (Optuna's rule) already pushes TPE away ...
+    EXPECT_LT(faithful, random / 2) << preset;
+    // ... and the feasibility term (the default) brings it under the issue's goal of 5%.
+    // Measured: 4.3% (4.9's rules; as Optuna 12.6%), 4.9% (5.0's; as Optuna 7.3%).
+    EXPECT_LT(tpe, 0.05) << preset;
+    EXPECT_LT(tpe, (preset == "optuna-4.9" ? 0.5 : 0.75) * faithful) << preset;
+  }
 }
 
 TEST(Tpe, ConfigOptionsAreCheckedStrictly) {
@@ -424,9 +435,19 @@ TEST(Tpe, ConfigOptionsAreCheckedStrictly) {
   auto negative = parse(R"({"name": "tpe", "n_startup_trials": -1})");
   ASSERT_FALSE(negative.ok());
   EXPECT_NE(negative.status().message().find("must be >= 0"), std::string::npos);
-  auto group = parse(R"({"name": "tpe", "group": true})");
+  auto group = parse(R"({"name": "tpe", "group": true, "multivariate": false})");
   ASSERT_FALSE(group.ok());
-  EXPECT_NE(group.status().message().find("requires \"multivariate\": true"), std::string::npos);
+  EXPECT_NE(group.status().message().find("requires \"multivariate\": true or \"auto\""),
+            std::string::npos)
+      << group.status().message();
+  auto group_auto = parse(R"({"name": "tpe", "group": true})");  // Optuna 5.0: joint
+  ASSERT_TRUE(group_auto.ok()) << group_auto.status().ToString();
+  auto bad_multivariate = parse(R"({"name": "tpe", "multivariate": "yes"})");
+  ASSERT_FALSE(bad_multivariate.ok());
+  EXPECT_NE(bad_multivariate.status().message().find(
+                "/sampler/multivariate: expected true, false or \"auto\""),
+            std::string::npos)
+      << bad_multivariate.status().message();
   auto gamma = parse(R"({"name": "tpe", "gamma": 2})");
   ASSERT_FALSE(gamma.ok());
   EXPECT_NE(gamma.status().message().find("/sampler/gamma"), std::string::npos);
@@ -436,8 +457,10 @@ TEST(Tpe, ConfigOptionsAreCheckedStrictly) {
       << random_opts.status().message();
 }
 
-// "preset" (docs/tpe.md#presets): "optuna" is TpeOptions' defaults (Optuna 4.9's, Scott's
-// multivariate bandwidth included); the explicit keys override the preset; the withdrawn "tuned"
+// "preset" (docs/tpe.md#presets): "optuna-5.0", the default, is TpeOptions' defaults (Optuna
+// 5.0's TPESampler()); "optuna-4.9" is 4.9's (Scott's multivariate bandwidth, no constant liar,
+// constraints only when asked, hypervolume weights and a capped gamma for several objectives);
+// "optuna", the old name, is 4.9's; the explicit keys override the preset; the withdrawn "tuned"
 // says why it is gone; a bad name is an error in the usual style.
 TEST(Tpe, PresetsAndTheirOverrides) {
   auto parse = [](const std::string& sampler) {
@@ -450,22 +473,48 @@ TEST(Tpe, PresetsAndTheirOverrides) {
     auto s = std::move(MakeSampler(c.sampler)).value();
     return dynamic_cast<const TpeSampler&>(*s).options();
   };
-  const TpeOptions defaults, optuna = TpePresetOptions(TpePreset::kOptuna);
-  EXPECT_EQ(optuna.gamma_ratio, defaults.gamma_ratio);
-  EXPECT_EQ(optuna.weights, defaults.weights);
-  EXPECT_EQ(optuna.bandwidth, defaults.bandwidth);
-  EXPECT_EQ(optuna.min_bandwidth_factor, defaults.min_bandwidth_factor);
-  EXPECT_EQ(optuna.magic_clip_exponent, defaults.magic_clip_exponent);
-  EXPECT_EQ(optuna.categorical_prior_weight, defaults.categorical_prior_weight);
-  EXPECT_EQ(optuna.consider_endpoints, defaults.consider_endpoints);
-  EXPECT_EQ(optuna.prior_weight, defaults.prior_weight);
-  EXPECT_EQ(optuna.multivariate, defaults.multivariate);
-  EXPECT_EQ(optuna.multivariate_bandwidth, MultivariateBandwidth::kScott);
+  const TpeOptions defaults, v50 = TpePresetOptions(TpePreset::kOptuna50),
+                             v49 = TpePresetOptions(TpePreset::kOptuna49);
+  EXPECT_EQ(v50.preset, defaults.preset);
+  EXPECT_EQ(v50.multivariate, defaults.multivariate);
+  EXPECT_FALSE(v50.multivariate.has_value());  // auto
+  EXPECT_TRUE(v50.Multivariate(1));
+  EXPECT_FALSE(v50.Multivariate(2));
+  EXPECT_TRUE(v50.constant_liar);
+  EXPECT_TRUE(v50.constraints);
+  EXPECT_FALSE(v50.constraints_missing_infeasible);
+  EXPECT_EQ(v50.multivariate_bandwidth, MultivariateBandwidth::kPerDimension);
+  EXPECT_FALSE(v50.hypervolume_weights);
+  EXPECT_EQ(TpeGamma(v50, 400), 25);
+  EXPECT_EQ(TpeGamma(v50, 400, /*multi_objective=*/true), 40);  // no cap for several
+  EXPECT_EQ(v49.multivariate, std::optional<bool>(false));
+  EXPECT_FALSE(v49.Multivariate(1));
+  EXPECT_FALSE(v49.constant_liar);
+  EXPECT_FALSE(v49.constraints);
+  EXPECT_TRUE(v49.constraints_missing_infeasible);
+  EXPECT_EQ(v49.multivariate_bandwidth, MultivariateBandwidth::kScott);
+  EXPECT_TRUE(v49.hypervolume_weights);
+  EXPECT_EQ(TpeGamma(v49, 400, /*multi_objective=*/true), 25);
+  for (const TpeOptions& o : {v50, v49}) {  // what both share
+    EXPECT_EQ(o.gamma_ratio, 0.1);
+    EXPECT_EQ(o.weights, WeightRule::kOptuna);
+    EXPECT_EQ(o.bandwidth, BandwidthRule::kOptuna);
+    EXPECT_EQ(o.min_bandwidth_factor, 0.01);
+    EXPECT_EQ(o.prior_weight, 1.0);
+  }
 
   auto plain = parse(R"({"name": "tpe"})");
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  EXPECT_EQ(options(*plain).bandwidth, BandwidthRule::kOptuna);
-  EXPECT_EQ(options(*plain).multivariate_bandwidth, MultivariateBandwidth::kScott);
+  EXPECT_EQ(options(*plain).preset, TpePreset::kOptuna50);
+  EXPECT_EQ(options(*plain).multivariate_bandwidth, MultivariateBandwidth::kPerDimension);
+  EXPECT_TRUE(options(*plain).constant_liar);
+  for (const char* name : {"optuna-4.9", "optuna"}) {
+    auto old = parse(fmt::format(R"({{"name": "tpe", "preset": "{}"}})", name));
+    ASSERT_TRUE(old.ok()) << old.status().ToString();
+    EXPECT_EQ(options(*old).preset, TpePreset::kOptuna49) << name;
+    EXPECT_EQ(options(*old).multivariate_bandwidth, MultivariateBandwidth::kScott) << name;
+    EXPECT_FALSE(options(*old).constant_liar) << name;
+  }
   auto t = parse(R"({"name": "tpe", "preset": "tuned"})");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("c.json: /sampler/preset: the 'tuned' preset was withdrawn"),
@@ -473,30 +522,32 @@ TEST(Tpe, PresetsAndTheirOverrides) {
       << t.status().message();
   EXPECT_NE(t.status().message().find("\"min_bandwidth_factor\": 0.025"), std::string::npos);
 
-  auto over = parse(R"({"name": "tpe", "preset": "optuna", "bandwidth": "optuna",
-                        "weights": "default", "gamma": "default", "magic_clip_exponent": 1,
-                        "min_bandwidth_factor": 0.01, "categorical_prior_weight": null,
-                        "consider_endpoints": false, "prior_weight": 1})");
+  auto over = parse(R"({"name": "tpe", "preset": "optuna-4.9", "multivariate": true,
+                        "constant_liar": true, "multivariate_bandwidth": "per_dimension",
+                        "constraints": true, "gamma": 0.2})");
   ASSERT_TRUE(over.ok()) << over.status().ToString();
   const TpeOptions o = options(*over);
-  EXPECT_EQ(o.bandwidth, BandwidthRule::kOptuna);
-  EXPECT_EQ(o.weights, WeightRule::kOptuna);
-  EXPECT_FALSE(o.gamma_hyperopt);
-  EXPECT_EQ(o.gamma_ratio, 0.1);
-  EXPECT_EQ(o.magic_clip_exponent, 1.0);
-  EXPECT_EQ(o.min_bandwidth_factor, 0.01);
-  EXPECT_FALSE(o.categorical_prior_weight.has_value());
-  EXPECT_FALSE(o.consider_endpoints);
-  EXPECT_EQ(o.prior_weight, 1.0);
+  EXPECT_EQ(o.preset, TpePreset::kOptuna49);
+  EXPECT_EQ(o.multivariate, std::optional<bool>(true));
+  EXPECT_TRUE(o.constant_liar);
+  EXPECT_TRUE(o.constraints);
+  EXPECT_TRUE(o.constraints_missing_infeasible);  // the preset's rule for a missing one
+  EXPECT_EQ(o.multivariate_bandwidth, MultivariateBandwidth::kPerDimension);
+  EXPECT_EQ(o.gamma_ratio, 0.2);
+  auto named_gamma = parse(R"({"name": "tpe", "gamma": 0.2})");  // capped for several too
+  EXPECT_EQ(TpeGamma(options(*named_gamma), 400, true), 25);
+  auto default_gamma = parse(R"({"name": "tpe", "gamma": "default"})");
+  EXPECT_EQ(TpeGamma(options(*default_gamma), 400, true), 40);
 
-  auto bad = parse(R"({"name": "tpe", "preset": "tunde"})");
+  auto bad = parse(R"({"name": "tpe", "preset": "optuna-5"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "c.json: /sampler/preset: unknown preset 'tunde'; valid: optuna");
-  auto per_dimension = parse(R"({"name": "tpe", "multivariate": true,
-                                 "multivariate_bandwidth": "per_dimension"})");
-  ASSERT_TRUE(per_dimension.ok()) << per_dimension.status().ToString();
-  EXPECT_EQ(options(*per_dimension).multivariate_bandwidth, MultivariateBandwidth::kPerDimension);
+            "c.json: /sampler/preset: unknown preset 'optuna-5' (did you mean 'optuna-5.0'?); "
+            "valid: optuna-5.0, optuna-4.9");
+  auto scott = parse(R"({"name": "tpe", "multivariate": true,
+                         "multivariate_bandwidth": "scott"})");
+  ASSERT_TRUE(scott.ok()) << scott.status().ToString();
+  EXPECT_EQ(options(*scott).multivariate_bandwidth, MultivariateBandwidth::kScott);
 }
 
 TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
@@ -547,7 +598,8 @@ TEST(Tpe, WatanabeOptionsParseAndAreChecked) {
 TEST(Tpe, EveryOptionSamplesTheMixedSpace) {
   const std::vector<std::string> samplers = {
       R"({"min_bandwidth_factor": 0.025, "prior_weight": 1.5})",
-      R"({"multivariate_bandwidth": "per_dimension"})",
+      R"({"multivariate_bandwidth": "scott"})",
+      R"({"preset": "optuna-4.9"})",
       R"({"bandwidth": "hyperopt"})",
       R"({"bandwidth": "scott"})",
       R"({"weights": "expected_improvement"})",
@@ -616,9 +668,15 @@ TEST(Tpe, SeveralObjectivesSplitByNonDominationAndWeighByHypervolume) {
   v[7] = {2.0, 8.0};
   v[19] = {0.5, -10.0};
   TrialHistory h = TwoObjectiveHistory(v);
-  TpeSampler tpe;
+  TpeSampler tpe(TpePresetOptions(TpePreset::kOptuna49));
   TpeModel m = tpe.Model(h, Current(20), {{"x", X()}});
   EXPECT_EQ(m.split.below, (std::vector<int64_t>{3, 7}));
+  // Optuna 5.0 (the default): the same split, uniform weights.
+  TpeModel m50 = TpeSampler().Model(h, Current(20), {{"x", X()}});
+  EXPECT_EQ(m50.split.below, (std::vector<int64_t>{3, 7}));
+  ASSERT_EQ(m50.below.weights().size(), 3u);
+  EXPECT_NEAR(m50.below.weights()[0], 1.0 / 3, 1e-12);
+  EXPECT_NEAR(m50.below.weights()[1], 1.0 / 3, 1e-12);
   // The below weights: hypervolume contributions within the below set over the largest, with
   // reference max(1.1 w, 0.9 w) of its worst losses (2, -4), i.e. (2.2, -3.6): trial 3 adds
   // 1.2 * 0.4 - 0.2 * 0.4 = 0.4, trial 7 adds 0.2 * 4.4 - 0.08 = 0.8. The prior (weight 1) is

@@ -15,6 +15,7 @@
 #include "app.h"
 #include "commands.h"
 #include "config/config.h"
+#include "study/study_defaults.h"
 #include "tune/study.h"
 #include "util/text.h"
 
@@ -156,7 +157,8 @@ Result<AskSetup> PrepareAsk(const AskArgs& args) {
   }
   AskSetup setup;
   setup.storage = args.storage;
-  setup.sampler.name = "tpe";  // Optuna's default sampler
+  setup.sampler.name = "tpe";  // Optuna's default sampler, tune ask's always
+  setup.sampler.named = true;
   setup.sampler.source = "--sampler";
   if (args.config) {
     TUNE_ASSIGN_OR_RETURN(StudyConfig config, LoadStudyConfig(*args.config));
@@ -169,6 +171,7 @@ Result<AskSetup> PrepareAsk(const AskArgs& args) {
   }
   if (args.sampler) {
     setup.sampler.name = SamplerName(*args.sampler);
+    setup.sampler.named = true;
     setup.sampler.options = Json::object();
     setup.sampler.source = "--sampler";
   }
@@ -186,20 +189,29 @@ Result<AskSetup> PrepareAsk(const AskArgs& args) {
   return setup;
 }
 
-Result<std::unique_ptr<Study>> OpenAskStudy(const AskArgs& args, const AskSetup& setup) {
+// The study's rules (study_defaults.h) complete the sampler; recorded on the study once it opens.
+Result<std::unique_ptr<Study>> OpenAskStudy(const AskArgs& args, AskSetup setup) {
+  std::shared_ptr<Storage> storage;
+  if (setup.directions) {
+    TUNE_ASSIGN_OR_RETURN(storage, OpenStorage(setup.storage));
+  } else {
+    TUNE_ASSIGN_OR_RETURN(storage, OpenStorage(setup.storage, StorageAccess::kExisting));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::string rules,
+                        ResolveStudyDefaults(*storage, args.study, setup.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(setup.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(PrunerConfig{}));
-  if (setup.directions) {
-    TUNE_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, OpenStorage(setup.storage));
-    return Study::CreateOrLoad(storage, args.study, *setup.directions, std::move(sampler),
-                               std::move(pruner), setup.sampler.seed);
-  }
-  auto storage = OpenStorage(setup.storage, StorageAccess::kExisting);
-  if (!storage.ok()) return storage.status();
-  auto study =
-      Study::Load(*storage, args.study, std::move(sampler), std::move(pruner), setup.sampler.seed);
+  Result<std::unique_ptr<Study>> study =
+      setup.directions
+          ? Study::CreateOrLoad(storage, args.study, *setup.directions, std::move(sampler),
+                                std::move(pruner), setup.sampler.seed)
+          : Study::Load(storage, args.study, std::move(sampler), std::move(pruner),
+                        setup.sampler.seed);
   if (!study.ok() && study.status().code() == StatusCode::kNotFound) {
     return NotFoundError(study.status().message() + "; create it first with 'tune create-study'");
+  }
+  if (study.ok()) {
+    TUNE_RETURN_IF_ERROR(RecordStudyDefaults(*storage, (*study)->study_id(), rules));
   }
   return study;
 }

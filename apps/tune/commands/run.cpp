@@ -14,9 +14,11 @@
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
 #include "progress.h"
+#include "study/study_defaults.h"
 #include "study/study_summary.h"
 #include "torch_loader.h"
 #include "tune/optimize.h"
+#include "tune/samplers/tpe.h"
 #include "tune/study.h"
 #include "util/interrupt.h"
 #include "util/text.h"
@@ -87,6 +89,7 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
   if (args.n_trials) config.n_trials = *args.n_trials;
   if (args.timeout) config.timeout_seconds = *args.timeout;
   if (args.storage) config.storage = *args.storage;
+  if (args.sampler) config.sampler.named = true;
   if (args.sampler && *args.sampler != config.sampler.name) {
     // Options in the config belong to the config's sampler; another sampler starts from its
     // defaults.
@@ -95,6 +98,7 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
                    config.sampler.name);
     }
     config.sampler.name = *args.sampler;
+    config.sampler.named = true;
     config.sampler.options = Json::object();
     config.sampler.source = "--sampler";
   }
@@ -126,7 +130,10 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
 // this process never initialises the device.
 void PrepareJobs(const std::string& study, StudyConfig& config) {
   if (config.jobs == 1) return;
-  if (config.sampler.name == "tpe" && !config.sampler.options.contains("constant_liar")) {
+  // Optuna 5.0's TPE has constant_liar on already; a study under the optuna-4.9 preset gets it.
+  const std::string preset = config.sampler.options.value("preset", std::string());
+  if (config.sampler.name == "tpe" && !config.sampler.options.contains("constant_liar") &&
+      (preset == "optuna-4.9" || preset == "optuna")) {
     config.sampler.options["constant_liar"] = true;
     spdlog::info(
         "Several trials at once: TPE's constant_liar is on (running trials count as "
@@ -175,17 +182,18 @@ struct OpenedStudy {
 
 // The sampler, pruner, objective (with its trainer), storage and study of `config`; enqueues
 // the config's trials into a new study, then the boundary probes its measured models still need.
-Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config) {
+Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config,
+                              std::shared_ptr<Storage> storage, const std::string& rules) {
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(config.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(config.pruner));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTrainerFor(config));
   OpenedStudy opened;
   TUNE_ASSIGN_OR_RETURN(opened.objective, MakeObjective(config, std::move(trainer)));
-  TUNE_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, OpenStorage(config.storage));
   TUNE_ASSIGN_OR_RETURN(opened.study,
                         Study::CreateOrLoad(storage, name, config.directions, std::move(sampler),
                                             std::move(pruner), config.sampler.seed));
   Study& s = *opened.study;
+  TUNE_RETURN_IF_ERROR(RecordStudyDefaults(s.storage(), s.study_id(), rules));
   TUNE_ASSIGN_OR_RETURN(int64_t existing, s.storage().CountTrials(s.study_id()));
   if (existing == 0) {
     for (const Json& params : config.enqueue_trials) {
@@ -205,11 +213,21 @@ std::string DirectionsText(const std::vector<StudyDirection>& directions) {
   return out;
 }
 
+// "tpe (preset optuna-5.0, multivariate)", "random", ...
+std::string SamplerText(Study& s) {
+  const auto* tpe = dynamic_cast<const TpeSampler*>(&s.sampler());
+  if (tpe == nullptr) return s.sampler().name();
+  const TpeOptions& o = tpe->options();
+  return fmt::format("tpe (preset {}{}{})", TpePresetName(o.preset),
+                     o.Multivariate(s.directions().size()) ? ", multivariate" : "",
+                     o.constant_liar ? ", constant liar" : "");
+}
+
 void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& config) {
   spdlog::info(
       "Study '{}': {} on {}, sampler {}, pruner {}, objective {}, target {} finished "
       "trials{}",
-      s.name(), DirectionsText(s.directions()), s.storage().url(), s.sampler().name(),
+      s.name(), DirectionsText(s.directions()), s.storage().url(), SamplerText(s),
       s.pruner().name(), objective.name(),
       config.n_trials ? std::to_string(*config.n_trials) : "unlimited",
       config.timeout_seconds ? fmt::format(", timeout {}s", *config.timeout_seconds) : "");
@@ -316,8 +334,12 @@ int RunStudy(const RunArgs& args) {
   if (!loaded.ok()) return Fail(loaded.status());
   StudyConfig config = std::move(loaded).value();
   if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
+  auto storage = OpenStorage(config.storage);
+  if (!storage.ok()) return Fail(storage.status());
+  auto rules = ResolveStudyDefaults(**storage, args.study, config.sampler);
+  if (!rules.ok()) return Fail(rules.status());
   PrepareJobs(args.study, config);
-  auto opened = OpenStudy(args.study, config);
+  auto opened = OpenStudy(args.study, config, *storage, *rules);
   if (!opened.ok()) return Fail(opened.status());
   Study& s = *opened->study;
   LogStudyStart(s, *opened->objective, config);

@@ -41,9 +41,12 @@ struct NsgaIIOptions {
   NsgaIICrossover crossover = NsgaIICrossover::kUniform;
   double crossover_prob = 0.9;
   double swapping_prob = 0.5;
-  // Optuna's constraints_func: the trial system attribute "constraints" (a list; <= 0 each =
-  // feasible), constrained domination in the elite selection and the tournaments.
-  bool constraints = false;
+  // The trials' constraints (trial_attrs.h: "constraints:<name>" and the old list; <= 0 each =
+  // feasible) in the elite selection and the tournaments. Unset ("auto", Optuna 5.0): constrained
+  // domination whenever a trial of the population has constraints, a trial without them
+  // feasible; true (Optuna 4.9's constraints_func): always, a trial without them losing; false:
+  // ignored.
+  std::optional<bool> constraints;
   // The crossovers' own options (Optuna's constructor arguments).
   double alpha = 0.5;                   // BLX-alpha
   std::optional<double> eta;            // SBX, VSBX; unset: 20 multi-objective, 2 single
@@ -83,12 +86,13 @@ class RngGaRandom : public GaRandom {
 };
 
 // The NSGA-II elite of `population` (COMPLETE trials): Optuna's
-// NSGAIIElitePopulationSelectionStrategy, in its order. InvalidArgument, as Optuna's ValueError,
-// for a NaN constraint value or trials with different numbers of constraints (`constrained`).
+// NSGAIIElitePopulationSelectionStrategy, in its order, with `constraints` as
+// NsgaIIOptions::constraints. InvalidArgument, as Optuna's ValueError, for a NaN constraint value
+// or (true: Optuna 4.9) trials with different numbers of constraints.
 using TrialPtrs = std::vector<std::shared_ptr<const FrozenTrial>>;
 Result<TrialPtrs> SelectElitePopulation(const TrialPtrs& population,
                                         const std::vector<StudyDirection>& directions,
-                                        int population_size, bool constrained);
+                                        int population_size, std::optional<bool> constraints);
 
 // One numerical crossover in the transformed space: `parents` rows (CrossoverParents of them),
 // `bounds` one [low, high] per column. Optuna's BaseCrossover.crossover.

@@ -24,9 +24,9 @@
 
 namespace tune {
 
-// How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): Optuna
-// 3.1-4.9's 0.2 m^(-1/(D+4)) (H - L) ("scott" in Optuna's code, the default) or the univariate
-// rule (`bandwidth`) per dimension (Optuna 5.0).
+// How multivariate TPE sets the bandwidth of its numerical kernels (docs/tpe.md): the univariate
+// rule (`bandwidth`) per dimension (Optuna 5.0) or Optuna 3.1-4.9's 0.2 m^(-1/(D+4)) (H - L)
+// ("scott" in Optuna's code).
 enum class MultivariateBandwidth { kPerDimension, kScott };
 
 // The univariate bandwidth rule of a numerical kernel (docs/tpe.md#numerical-kernels-and-
@@ -40,12 +40,14 @@ enum class BandwidthRule { kOptuna, kHyperopt, kScott };
 // improvement (the gap to the best trial above; uniform above).
 enum class WeightRule { kOptuna, kUniform, kExpectedImprovement };
 
-// A named set of TpeOptions (docs/tpe.md#presets): kOptuna is Optuna 4.9's TPESampler (the
-// defaults below). No other preset beat it in the quality benchmark (docs/benchmarks.md).
-enum class TpePreset { kOptuna };
+// A named set of TpeOptions (docs/tpe.md#presets): Optuna 5.0's TPESampler() (the defaults
+// below) or Optuna 4.9's, so that a study begun under 4.9's rules continues under them.
+enum class TpePreset { kOptuna50, kOptuna49 };
+const char* TpePresetName(TpePreset preset);  // "optuna-5.0", "optuna-4.9"
 
 struct TpeOptions {
-  // Optuna's names and defaults (Optuna 4.9; see docs/config.md for 5.0's).
+  // Optuna's names and Optuna 5.0's defaults (TpePresetOptions(kOptuna49) for 4.9's).
+  TpePreset preset = TpePreset::kOptuna50;  // the preset these options started from (logs)
   int n_startup_trials = 10;
   int n_ei_candidates = 24;
   // gamma(n) = min(ceil(gamma_ratio * n), gamma_max) ("default": 0.1, 25), or with
@@ -54,7 +56,13 @@ struct TpeOptions {
   int gamma_max = 25;
   bool gamma_hyperopt = false;
   double gamma_sqrt_beta = 0.25;
+  // Several objectives: gamma without gamma_max (Optuna 5.0's default_gamma_multiobjective,
+  // ceil(0.1 n)); false: with it (4.9, or a "gamma" the config names).
+  bool gamma_uncapped_multi_objective = true;
   WeightRule weights = WeightRule::kOptuna;
+  // Several objectives: the below set's weights are each trial's hypervolume contribution
+  // (Optuna 4.9); false: uniform (5.0).
+  bool hypervolume_weights = false;
   double prior_weight = 1.0;
   // sigma_min = (H - L) / min(1 / min_bandwidth_factor, (m + 2)^magic_clip_exponent) with the
   // magic clip (Optuna: 0.01 and 1, i.e. (H - L) / min(100, m + 2)), 1e-12 without it.
@@ -66,25 +74,35 @@ struct TpeOptions {
   // The categorical kernel of an observation: unset, Optuna's (prior_weight / (m + 1) spread
   // over the choices); b in [0, 1]: 1 - b on the observed choice, b / (K - 1) on each other.
   std::optional<double> categorical_prior_weight;
-  bool multivariate = false;
-  MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kScott;
-  bool group = false;          // requires multivariate
-  bool constant_liar = false;  // RUNNING trials count as "above"
-  // Rank by the trial system attribute "constraints" (a list; <= 0 each = feasible), as
-  // Optuna's constraints_func: feasible trials first, then the least violating.
-  bool constraints = false;
+  // Unset: "auto", Optuna 5.0's multivariate=None (joint for one objective, independent for
+  // several; joint whenever `group` is on).
+  std::optional<bool> multivariate;
+  MultivariateBandwidth multivariate_bandwidth = MultivariateBandwidth::kPerDimension;
+  bool group = false;         // requires multivariate (true or auto)
+  bool constant_liar = true;  // RUNNING trials count as "above"
+  // Rank by the trials' constraints (trial_attrs.h: "constraints:<name>" and the old list):
+  // feasible trials first, then the least violating. A trial without constraints is feasible
+  // (Optuna 5.0), or with constraints_missing_infeasible, infinitely violating (4.9's
+  // constraints_func, under which every finished trial has them).
+  bool constraints = true;
+  bool constraints_missing_infeasible = false;
   bool warn_independent_sampling = false;
   // tune's extension: scale each candidate's score by its estimated probability of fitting in
   // memory, learnt from trials PRUNED with the user attribute oom=true and conditioned on the
   // parameters the trial already has. No effect on studies without OOM trials.
   bool oom_feasibility = true;
+
+  // Whether a study with `n_objectives` is sampled jointly (multivariate, resolved).
+  bool Multivariate(size_t n_objectives) const {
+    return multivariate.value_or(group || n_objectives <= 1);
+  }
 };
 
 // The options of a preset (everything else at its default).
 TpeOptions TpePresetOptions(TpePreset preset);
 
 // gamma(n) and weights(m) as configured (exposed for tests).
-int TpeGamma(const TpeOptions& options, int n);
+int TpeGamma(const TpeOptions& options, int n, bool multi_objective = false);
 std::vector<double> TpeWeights(const TpeOptions& options, int m);
 
 // Trial numbers in the "below" and "above" sets for one parameter (for tests and diagnostics).

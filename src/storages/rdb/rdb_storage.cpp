@@ -164,7 +164,7 @@ TimePoint Now() { return std::chrono::floor<std::chrono::microseconds>(Clock::no
 
 std::optional<std::string> FormatOpt(const std::optional<TimePoint>& t) {
   if (!t) return std::nullopt;
-  return FormatDatetime(*t);
+  return FormatDatetimeUtc(*t);
 }
 
 Status StatusOf(const Status& s) { return s; }
@@ -307,7 +307,7 @@ class RdbStorage : public Storage {
           TUNE_ASSIGN_OR_RETURN(version, conn_->DataVersion());
           TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id, FirstWaitingLocked(study_id));
           if (!id) return std::optional<FrozenTrial>();
-          TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetime(Now()), *id));
+          TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetimeUtc(Now()), *id));
           if (conn_->Changes() != 1) return std::optional<FrozenTrial>();
           TUNE_ASSIGN_OR_RETURN(FrozenTrial t, TrialLocked(*id));
           return std::optional<FrozenTrial>(std::move(t));
@@ -338,7 +338,7 @@ class RdbStorage : public Storage {
           if (counts[TrialState::kWaiting] > 0) {
             TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> id, FirstWaitingLocked(study_id));
             if (id) {
-              TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetime(Now()), *id));
+              TUNE_RETURN_IF_ERROR(Exec(*conn_, kClaimWaiting, FormatDatetimeUtc(Now()), *id));
               if (conn_->Changes() == 1) {
                 TUNE_ASSIGN_OR_RETURN(t, TrialLocked(*id));
                 claimed = true;
@@ -408,10 +408,11 @@ class RdbStorage : public Storage {
       const char* name = TrialStateName(state);
       if (state == TrialState::kRunning) {
         if (head.state != TrialState::kWaiting) return false;
-        TUNE_RETURN_IF_ERROR(Exec(*conn_, kSetStateStarted, name, FormatDatetime(Now()), trial_id));
+        TUNE_RETURN_IF_ERROR(
+            Exec(*conn_, kSetStateStarted, name, FormatDatetimeUtc(Now()), trial_id));
       } else if (IsFinished(state)) {
         TUNE_RETURN_IF_ERROR(
-            Exec(*conn_, kSetStateFinished, name, FormatDatetime(Now()), trial_id));
+            Exec(*conn_, kSetStateFinished, name, FormatDatetimeUtc(Now()), trial_id));
       } else {
         TUNE_RETURN_IF_ERROR(Exec(*conn_, kSetState, name, trial_id));
       }
@@ -565,7 +566,8 @@ class RdbStorage : public Storage {
             if (!age || *age <= grace_period_seconds) continue;
             // Only if still RUNNING: on a database with row locks (PostgreSQL) a second caller
             // waits here for the first to commit and then changes nothing.
-            TUNE_RETURN_IF_ERROR(Exec(*conn_, kFailRunning, FormatDatetime(Now()), id, study_id));
+            TUNE_RETURN_IF_ERROR(
+                Exec(*conn_, kFailRunning, FormatDatetimeUtc(Now()), id, study_id));
             if (conn_->Changes() != 1) continue;
             TUNE_RETURN_IF_ERROR(Exec(*conn_, kUpsertTrialUserAttr, id, "fail_reason",
                                       EncodeJson(StaleFailReason(*age, grace_period_seconds))));
@@ -862,8 +864,8 @@ class RdbStorage : public Storage {
     return j;
   }
 
-  // ParseDatetime, with the local-time conversion (mktime, which re-reads the time zone file)
-  // done once per hour: "YYYY-MM-DD HH" -> the time point of HH:00:00.
+  // ParseDatetimeUtc (the columns hold naive UTC, as Optuna 5.0 writes them), the calendar
+  // conversion done once per hour: "YYYY-MM-DD HH" -> the time point of HH:00:00.
   // REQUIRES: mu_ is held.
   Result<TimePoint> ParseDatetimeColumn(const std::string& text) {
     auto fail = [&](const Status& s) {
@@ -883,14 +885,14 @@ class RdbStorage : public Storage {
     const int micros = fraction ? digits(20, text.size() - 20) : 0;
     if (text.size() < 19 || text[10] != ' ' || text[13] != ':' || text[16] != ':' || minute < 0 ||
         minute > 59 || second < 0 || second > 59 || micros < 0 || (text.size() > 19 && !fraction)) {
-      Result<TimePoint> t = ParseDatetime(text);
+      Result<TimePoint> t = ParseDatetimeUtc(text);
       if (!t.ok()) return fail(t.status());
       return t;
     }
     const std::string hour = text.substr(0, 13);
     auto it = hours_.find(hour);
     if (it == hours_.end()) {
-      Result<TimePoint> base = ParseDatetime(hour + ":00:00");
+      Result<TimePoint> base = ParseDatetimeUtc(hour + ":00:00");
       if (!base.ok()) return fail(base.status());
       if (hours_.size() > 100000) hours_.clear();
       it = hours_.emplace(hour, *base).first;

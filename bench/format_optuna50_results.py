@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""Formats a bench/tpe_quality.py run against Optuna 5.0 (the peer since its release) as the
+`<!-- tpe50:begin -->` ... `<!-- tpe50:end -->` section of docs/benchmarks.md.
+
+    format_optuna50_results.py QUALITY_JSON [--doc docs/benchmarks.md] [--budgets 50,100,200]
+
+Per problem, mode and budget (trials): the best value after that many trials (minimised; an OOM
+trial does not count), median [q1, q3] over the seeds, of tune (preset optuna-5.0, the default),
+Optuna 5.0's TPESampler, and where the run has them tune's optuna-4.9 preset and Optuna 4.9.
+The verdict against Optuna 5.0: **worse** = a higher median and a one-sided Mann-Whitney test at
+p < 0.05 / (number of rows compared) (Bonferroni); *better* = a lower median and the one-sided
+test the other way at the same level; otherwise *lower*, *equal* or *higher* (within the noise).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchdoc import machine, write_section  # noqa: E402
+from format_results import FUNCTION_NOTES, best_after, fmt_q, quartiles  # noqa: E402
+
+TOOLS = {"tune": "tune (`optuna-5.0`)", "optuna50": "Optuna 5.0", "tune49": "tune (`optuna-4.9`)",
+         "optuna49": "Optuna 4.9"}
+OOM_PROBLEMS = ("mixed_oom", "mixed_cond_oom")
+
+
+def mann_whitney_greater_p(a, b):
+    """One-sided Mann-Whitney U test that `a` tends to be larger than `b` (normal approximation
+    with tie and continuity corrections)."""
+    n1, n2 = len(a), len(b)
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
+    ranks, ties, i = [0.0] * len(pooled), 0.0, 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        ties += (j - i + 1) ** 3 - (j - i + 1)
+        i = j + 1
+    u = sum(r for r, (_, g) in zip(ranks, pooled) if g == 0) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def verdict(cand, ref, alpha):
+    cq, rq = quartiles(cand), quartiles(ref)
+    p_worse = mann_whitney_greater_p(cand, ref)
+    p_better = mann_whitney_greater_p(ref, cand)
+    if cq[1] > rq[1] and p_worse < alpha:
+        return "**worse**", p_worse
+    if cq[1] < rq[1] and p_better < alpha:
+        return "*better*", p_better
+    v = "lower" if cq[1] < rq[1] else "equal" if cq[1] == rq[1] else "higher"
+    return v, min(p_worse, p_better)
+
+
+def fmt_p(p):
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def section(quality, budgets):
+    runs = quality["runs"]
+    by = {}
+    for r in runs:
+        by.setdefault((r["tool"], r["mode"], r["function"]), []).append(r)
+    tools = [t for t in TOOLS if any(r["tool"] == t for r in runs)]
+    if "tune" not in tools or "optuna50" not in tools:
+        raise SystemExit("the run has no tune or no optuna50 column")
+    functions = [f for f in FUNCTION_NOTES if any(r["function"] == f for r in runs)]
+    modes = [m for m in ("independent", "multivariate") if any(r["mode"] == m for r in runs)]
+    n_trials = min(len(r["values"]) for r in runs)
+    budgets = [k for k in budgets if k <= n_trials]
+    rows = [(m, f, k) for m in modes for f in functions for k in budgets
+            if by.get(("tune", m, f)) and by.get(("optuna50", m, f))]
+    alpha = 0.05 / len(rows)
+    settings = quality["settings"]
+    out = ["<!-- tpe50:begin -->", "## TPE vs Optuna 5.0: optimisation quality", "",
+           f"`bench/tpe_quality.py` (settings: {settings['seeds']} seeds from "
+           f"{settings['first_seed']}, {n_trials} trials, {settings['n_startup_trials']} shared "
+           f"startup points per seed, OOM threshold {settings['oom_threshold']:g}), formatted by "
+           f"`bench/format_optuna50_results.py`. Machine: {machine()}. Optuna "
+           + ", ".join(f"{v} (`{k}`)" for k, v in quality["versions"].items())
+           + ", vendored and unmodified. `multivariate` mode is Optuna 5.0's default "
+           "`TPESampler()` for one objective and tune's default (`\"multivariate\": \"auto\"`).",
+           ""]
+    verdicts = []
+    for mode in modes:
+        header = f"| {mode}: problem | trials |"
+        sep = "|---|---:|"
+        for t in tools:
+            header += f" {TOOLS[t]} |"
+            sep += "---:|"
+            if t == "optuna50":
+                header += " tune vs 5.0 | p (one-sided) |"
+                sep += "---|---:|"
+        out += [header, sep]
+        for f in functions:
+            for k in budgets:
+                if (mode, f, k) not in rows:
+                    continue
+                cells = {t: [best_after(r["values"], k) for r in by.get((t, mode, f), [])]
+                         for t in tools}
+                v, p = verdict(cells["tune"], cells["optuna50"], alpha)
+                verdicts.append((mode, f, k, v))
+                line = f"| {'`' + f + '`' if k == budgets[0] else ''} | {k} |"
+                for t in tools:
+                    line += f" {fmt_q(quartiles(cells[t]))} |" if cells[t] else " – |"
+                    if t == "optuna50":
+                        line += f" {v} | {fmt_p(p)} |"
+                out.append(line)
+        out.append("")
+    worse = [f"{f} ({m[:5]}., {k})" for m, f, k, v in verdicts if v == "**worse**"]
+    better = [f"{f} ({m[:5]}., {k})" for m, f, k, v in verdicts if v == "*better*"]
+    oom_rows = [(m, f, k, v) for m, f, k, v in verdicts if f in OOM_PROBLEMS]
+    out.append(
+        f"Best value after {', '.join(map(str, budgets))} trials, median [q1, q3] over the seeds. "
+        f"Verdicts against Optuna 5.0: **worse** / *better* = a higher / lower median with a "
+        f"one-sided Mann-Whitney p below 0.05 / {len(rows)} rows = {alpha:.5f}; otherwise the "
+        f"direction of the medians (noise).")
+    out.append("")
+    out.append(f"Goal, not worse than Optuna 5.0 on any row: "
+               f"{'**NOT met**: ' + ', '.join(worse) if worse else 'met'} (**worse** on "
+               f"{len(worse)} of {len(rows)}; *better* on {len(better)}"
+               f"{': ' + ', '.join(better) if better else ''}; median lower on "
+               f"{sum(v in ('lower', '*better*') for *_, v in verdicts)}).")
+    oom_better = sum(v == "*better*" for *_, v in oom_rows)
+    out.append(f"Goal, better on the OOM-region rows: *better* on {oom_better} of "
+               f"{len(oom_rows)} ({sum(v in ('lower', '*better*') for *_, v in oom_rows)} with a "
+               f"lower median).")
+    out.append("")
+    oom_problems = [f for f in OOM_PROBLEMS if f in functions]
+    if oom_problems and n_trials >= 200:
+        cols = [(t, m) for t in tools for m in modes if by.get((t, m, oom_problems[0]))]
+        out.append("| OOM proposals in trials 100–199, mean share [q1, q3] | "
+                   + " | ".join(f"{TOOLS[t]} {m}" for t, m in cols) + " | uniform random |")
+        out.append("|---|" + "---:|" * (len(cols) + 1))
+        for f in oom_problems:
+            line = f"| `{f}` |"
+            for t, m in cols:
+                shares = [sum(r["oom"][100:200]) / 100 for r in by.get((t, m, f), [])]
+                q1, _, q3 = quartiles(shares)
+                line += f" {100 * statistics.fmean(shares):.1f}% [{100 * q1:.0f}%, {100 * q3:.0f}%] |"
+            out.append(line + f" {100 * quality['random_oom_share'][f]:.1f}% |")
+        out.append("")
+    seconds = quality["seconds"]
+    out.append("Wall time: " + ", ".join(f"{TOOLS.get(t, t)} {s:.0f} s"
+                                         for t, s in seconds.items()) + ".")
+    out.append("<!-- tpe50:end -->")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("quality")
+    ap.add_argument("--doc", default=os.path.join(os.path.dirname(__file__), "..", "docs",
+                                                  "benchmarks.md"))
+    ap.add_argument("--budgets", default="50,100,200,500")
+    args = ap.parse_args()
+    with open(args.quality) as f:
+        quality = json.load(f)
+    text = section(quality, [int(k) for k in args.budgets.split(",")])
+    write_section(args.doc, "tpe50", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
