@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Writes the multi-objective benchmark (bench/mo_quality.py's JSON files) into the
-<!-- mo:begin --> ... <!-- mo:end --> section of docs/benchmarks.md: per problem, sampler and
-trial count, the hypervolume quartiles of tune and Optuna 4.9 over the seeds with the issue's
-verdict (tune **worse** = its median below Optuna's first quartile with a two-sided
-Mann-Whitney p < 0.05), the trials that ran out of memory, and the time per trial at the end of
-long runs. The files are merged into one table: a file with fewer seeds than the others (a speed
+"""Writes the multi-objective benchmark (bench/mo_quality.py's JSON files) into a section of
+docs/benchmarks.md (--section: <!-- mo:begin --> ... <!-- mo:end --> by default): per problem,
+sampler and trial count, the hypervolume quartiles of tune and the Optuna the files hold over
+the seeds with a verdict, the trials that ran out of memory, and the time per trial at the end
+of long runs. Verdicts: by default issue 34's (tune **worse** = its median below Optuna's first
+quartile with a two-sided Mann-Whitney p < 0.05); with --bonferroni issue 44's (a lower median
+and a one-sided test at p < 0.05 / the number of rows). The files are merged into one table: a file with fewer seeds than the others (a speed
 run) gives only its speed rows; tune runs with sampler options (a variant) get rows of their own,
 compared with Optuna's runs of the plain sampler."""
 
@@ -17,12 +18,21 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import format_results  # noqa: E402
 
-BEGIN, END = "<!-- mo:begin -->", "<!-- mo:end -->"
 SAMPLER = {"tpe": "MOTPE", "nsgaii": "NSGA-II"}
 
 
-def verdict(tune, optuna):
+def verdict(tune, optuna, alpha=None):
     tq, oq = format_results.quartiles(tune), format_results.quartiles(optuna)
+    if alpha is not None:  # larger is better: tune worse = tends to be smaller
+        from format_optuna50_results import mann_whitney_greater_p
+        p_worse, p_better = (mann_whitney_greater_p(optuna, tune),
+                             mann_whitney_greater_p(tune, optuna))
+        if tq[1] < oq[1] and p_worse < alpha:
+            return "**worse**", p_worse
+        if tq[1] > oq[1] and p_better < alpha:
+            return "*better*", p_better
+        return (("higher" if tq[1] > oq[1] else "lower" if tq[1] < oq[1] else "equal"),
+                min(p_worse, p_better))
     p = format_results.mann_whitney_p(tune, optuna)
     if tq[1] < oq[0] and p < 0.05:
         return "**worse**", p
@@ -63,16 +73,17 @@ def ordered(keys):
                                        if x[0] in PROBLEM_ORDER else 99, x[2], x[3]))
 
 
-def quality_rows(runs):
+def quality_rows(runs, bonferroni=False):
     by = by_checkpoint(runs, lambda r, k: r["hv"][k])
     rows, worse = [], 0
-    keys = ordered({(p, s, lab, k) for (p, s, lab, k, tool) in by if tool == "tune"})
+    keys = [key for key in ordered({(p, s, lab, k) for (p, s, lab, k, tool) in by
+                                    if tool == "tune"})
+            if by.get((key[0], key[1], SAMPLER.get(key[1], key[1]), key[3], "optuna"))]
+    alpha = 0.05 / len(keys) if bonferroni and keys else None
     for problem, sampler, lab, k in keys:
         t = by[(problem, sampler, lab, k, "tune")]
         o = by.get((problem, sampler, SAMPLER.get(sampler, sampler), k, "optuna"))
-        if not o:
-            continue
-        v, p = verdict(t, o)
+        v, p = verdict(t, o, alpha)
         worse += v == "**worse**"
         rows.append(f"| {lab} | {problem} | {k} | "
                     f"{fmt_q(format_results.quartiles(t))} | {fmt_q(format_results.quartiles(o))} "
@@ -110,37 +121,42 @@ def speed_rows(speed):
     return rows
 
 
-def render(docs):
+def render(docs, section="mo", bonferroni=False):
+    begin, end = f"<!-- {section}:begin -->", f"<!-- {section}:end -->"
     seeds = max(d["seeds"] for d in docs)
     runs = [r for d in docs if d["seeds"] == seeds for r in d["runs"]]
     speed = [r for d in docs for r in d["speed"]]
     d, m = docs[0], docs[0]["machine"]
     samplers = sorted({r["sampler"] for r in runs})
-    out = [BEGIN, "",
+    peer = next((r["tool"] for r in runs if r["tool"] != "tune"), "optuna-?")
+    peer = "Optuna " + ".".join(peer.split("-", 1)[1].split(".")[:2])
+    out = [begin, "",
            f"{', '.join(SAMPLER.get(s, s) for s in samplers)}: {seeds} seeds × "
            f"{d['trials']} trials per problem; machine: {m['cpu']}, {m['cores']} cores, "
            f"{m['ram']}, {m['os']}; {m['compiler']} ({m['build_type']}); Python "
-           f"{m['python']}, numpy {m['numpy']}, Optuna {m['optuna']} (the vendored 4.9 for "
-           f"the peer). Hypervolume: median (interquartile range) over the seeds, of the "
+           f"{m['python']}, numpy {m['numpy']}, Optuna {m['optuna']} (vendored, the peer). "
+           f"tune's samplers at their defaults. Hypervolume: median (interquartile range) over the seeds, of the "
            f"COMPLETE trials so far inside the reference box "
            f"({'; '.join(f'{p} {tuple(r)}' for p, r in d['reference'].items())}); larger "
            f"is better.", ""]
-    rows, worse, n = quality_rows(runs)
-    out += ["| sampler | problem | trials | tune | Optuna 4.9 | p | tune is |",
+    rows, worse, n = quality_rows(runs, bonferroni)
+    out += [f"| sampler | problem | trials | tune | {peer} | p | tune is |",
             "|---|---|---|---|---|---|---|"] + rows + [""]
-    out += [f"Rows where tune is worse by the issue's rule: {worse} of {n}.", ""]
+    rule = (f"a lower median with a one-sided Mann-Whitney p < 0.05 / {n} rows" if bonferroni
+            else "a median below the peer's first quartile with a two-sided p < 0.05")
+    out += [f"Rows where tune is **worse** ({rule}): {worse} of {n}.", ""]
     orows = oom_rows(runs)
     if orows:
         out += ["Trials that ran out of memory so far (median per run over the seeds):", "",
-                "| sampler | problem | trials | tune | Optuna 4.9 |", "|---|---|---|---|---|"]
+                f"| sampler | problem | trials | tune | {peer} |", "|---|---|---|---|---|"]
         out += orows + [""]
     srows = speed_rows(speed)
     if srows:
         out += ["Time per trial (ask, suggest, evaluate, tell; mean of trials 901–1,000 of one "
                 "run, same machine, same run):", "",
-                "| sampler | problem | tune (ms) | Optuna 4.9 (ms) | Optuna / tune |",
+                f"| sampler | problem | tune (ms) | {peer} (ms) | Optuna / tune |",
                 "|---|---|---|---|---|"] + srows + [""]
-    out.append(END)
+    out.append(end)
     return "\n".join(out)
 
 
@@ -148,14 +164,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+", help="mo_quality.py --out files")
     ap.add_argument("--doc", required=True)
+    ap.add_argument("--section", default="mo", help="the doc's marked section to replace")
+    ap.add_argument("--title", default="Multi-objective samplers (issue 34)",
+                    help="its heading, when the section is new")
+    ap.add_argument("--bonferroni", action="store_true", help="issue 44's verdict rule")
     args = ap.parse_args()
     docs = [json.load(open(f)) for f in args.results]
     text = open(args.doc).read()
-    section = render(docs)
-    if BEGIN in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    section = render(docs, args.section, args.bonferroni)
+    begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"
+    if begin in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
     else:
-        text += "\n## Multi-objective samplers (issue 34)\n\n" + section + "\n"
+        text += f"\n## {args.title}\n\n" + section + "\n"
     open(args.doc, "w").write(text)
     print(section)
 

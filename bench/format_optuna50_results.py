@@ -2,7 +2,12 @@
 """Formats a bench/tpe_quality.py run against Optuna 5.0 (the peer since its release) as the
 `<!-- tpe50:begin -->` ... `<!-- tpe50:end -->` section of docs/benchmarks.md.
 
-    format_optuna50_results.py QUALITY_JSON [--doc docs/benchmarks.md] [--budgets 50,100,200]
+    format_optuna50_results.py QUALITY_JSON... [--speed SPEED_JSON] [--doc docs/benchmarks.md]
+                               [--budgets 50,100,200,500]
+
+Several outputs (e.g. a 200-trial run of both modes, a 500-trial run of one, an Optuna 4.9 run)
+are merged: per (tool, mode, problem, seed) the longest run counts, and a row is shown for a
+budget only where tune and Optuna 5.0 both have runs that long.
 
 Per problem, mode and budget (trials): the best value after that many trials (minimised; an OOM
 trial does not count), median [q1, q3] over the seeds, of tune (preset optuna-5.0, the default),
@@ -13,6 +18,7 @@ test the other way at the same level; otherwise *lower*, *equal* or *higher* (wi
 """
 import argparse
 import json
+import lzma
 import math
 import os
 import statistics
@@ -20,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchdoc import machine, write_section  # noqa: E402
-from format_results import FUNCTION_NOTES, best_after, fmt_q, quartiles  # noqa: E402
+from format_results import FUNCTION_NOTES, best_after, fmt_ms, fmt_q, quartiles  # noqa: E402
 
 TOOLS = {"tune": "tune (`optuna-5.0`)", "optuna50": "Optuna 5.0", "tune49": "tune (`optuna-4.9`)",
          "optuna49": "Optuna 4.9"}
@@ -66,7 +72,60 @@ def fmt_p(p):
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def section(quality, budgets):
+def speed_lines(speed):
+    """tune (its --preset) vs Optuna 5.0 per trial (ask + 6 suggests + tell), median ms, by the
+    size of the history; the goal: at least 30x at 1,000 trials."""
+    rows = {(r["tool"], r["mode"], r["n_history"]): r for r in speed["rows"]}
+    sizes = sorted({r["n_history"] for r in speed["rows"]})
+    modes = [m for m in ("independent", "multivariate") if any(k[1] == m for k in rows)]
+    peers = [t for t in ("optuna50", "optuna49") if any(k[0] == t for k in rows)]
+    out = [f"Suggest latency (`bench/tpe_speed.py`, tune's preset "
+           f"`{speed['settings'].get('preset', 'optuna-5.0')}`): milliseconds per trial (ask + 6 "
+           "suggests + tell on the user reports' 6-parameter space), median, by the number of "
+           "COMPLETE trials in the history.", ""]
+    goals = []
+    for mode in modes:
+        out.append(f"| {mode}: trials in history | tune |"
+                   + "".join(f" {TOOLS[p]} | speed-up |" for p in peers))
+        out.append("|---:|---:|" + "---:|---:|" * len(peers))
+        for n in sizes:
+            base = rows.get(("tune", mode, n))
+            line = f"| {n} | {fmt_ms(base['median_ms']) if base else '–'} |"
+            for p in peers:
+                r = rows.get((p, mode, n))
+                ratio = r["median_ms"] / base["median_ms"] if r and base else None
+                line += (f" {fmt_ms(r['median_ms'])} | {ratio:.0f}× |" if ratio else " – | – |")
+                if p == "optuna50" and n == 1000 and ratio:
+                    goals.append(f"{mode} {ratio:.0f}× ({'met' if ratio >= 30 else '**NOT met**'})")
+            out.append(line)
+        out.append("")
+    if goals:
+        out += ["Goal, at least 30× Optuna 5.0 per trial at 1,000 trials: " + "; ".join(goals)
+                + ".", ""]
+    return out
+
+
+def merge(paths):
+    """The runs of several tpe_quality.py outputs, the longest per (tool, mode, problem, seed);
+    the first output's settings, every output's versions and wall times."""
+    best, versions, seconds, oom_share = {}, {}, [], {}
+    for path in paths:
+        with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as f:
+            doc = json.load(f)
+        for r in doc["runs"]:
+            key = (r["tool"], r["mode"], r["function"], r["seed"])
+            if key not in best or len(r["values"]) > len(best[key]["values"]):
+                best[key] = r
+        versions.update(doc["versions"])
+        seconds.append({t: s for t, s in doc["seconds"].items()
+                        if any(r["tool"] == t for r in doc["runs"])})
+        oom_share.update(doc["random_oom_share"])
+        settings = settings if len(seconds) > 1 else doc["settings"]
+    return {"runs": list(best.values()), "versions": versions, "seconds": seconds,
+            "random_oom_share": oom_share, "settings": settings}
+
+
+def section(quality, budgets, speed=None):
     runs = quality["runs"]
     by = {}
     for r in runs:
@@ -76,15 +135,17 @@ def section(quality, budgets):
         raise SystemExit("the run has no tune or no optuna50 column")
     functions = [f for f in FUNCTION_NOTES if any(r["function"] == f for r in runs)]
     modes = [m for m in ("independent", "multivariate") if any(r["mode"] == m for r in runs)]
-    n_trials = min(len(r["values"]) for r in runs)
-    budgets = [k for k in budgets if k <= n_trials]
+    def long_enough(tool, m, f, k):
+        return by.get((tool, m, f)) and min(len(r["values"]) for r in by[(tool, m, f)]) >= k
+
     rows = [(m, f, k) for m in modes for f in functions for k in budgets
-            if by.get(("tune", m, f)) and by.get(("optuna50", m, f))]
+            if long_enough("tune", m, f, k) and long_enough("optuna50", m, f, k)]
+    n_trials = max(k for _, _, k in rows)
     alpha = 0.05 / len(rows)
     settings = quality["settings"]
     out = ["<!-- tpe50:begin -->", "## TPE vs Optuna 5.0: optimisation quality", "",
            f"`bench/tpe_quality.py` (settings: {settings['seeds']} seeds from "
-           f"{settings['first_seed']}, {n_trials} trials, {settings['n_startup_trials']} shared "
+           f"{settings['first_seed']}, up to {n_trials} trials, {settings['n_startup_trials']} shared "
            f"startup points per seed, OOM threshold {settings['oom_threshold']:g}), formatted by "
            f"`bench/format_optuna50_results.py`. Machine: {machine()}. Optuna "
            + ", ".join(f"{v} (`{k}`)" for k, v in quality["versions"].items())
@@ -106,7 +167,8 @@ def section(quality, budgets):
             for k in budgets:
                 if (mode, f, k) not in rows:
                     continue
-                cells = {t: [best_after(r["values"], k) for r in by.get((t, mode, f), [])]
+                cells = {t: [best_after(r["values"], k) for r in by.get((t, mode, f), [])
+                             if len(r["values"]) >= k]
                          for t in tools}
                 v, p = verdict(cells["tune"], cells["optuna50"], alpha)
                 verdicts.append((mode, f, k, v))
@@ -121,7 +183,8 @@ def section(quality, budgets):
     better = [f"{f} ({m[:5]}., {k})" for m, f, k, v in verdicts if v == "*better*"]
     oom_rows = [(m, f, k, v) for m, f, k, v in verdicts if f in OOM_PROBLEMS]
     out.append(
-        f"Best value after {', '.join(map(str, budgets))} trials, median [q1, q3] over the seeds. "
+        f"Best value after {', '.join(map(str, sorted({k for *_, k in rows})))} trials, median "
+        f"[q1, q3] over the seeds (a cell: – where that tool has no run that long). "
         f"Verdicts against Optuna 5.0: **worse** / *better* = a higher / lower median with a "
         f"one-sided Mann-Whitney p below 0.05 / {len(rows)} rows = {alpha:.5f}; otherwise the "
         f"direction of the medians (noise).")
@@ -150,23 +213,29 @@ def section(quality, budgets):
                 line += f" {100 * statistics.fmean(shares):.1f}% [{100 * q1:.0f}%, {100 * q3:.0f}%] |"
             out.append(line + f" {100 * quality['random_oom_share'][f]:.1f}% |")
         out.append("")
-    seconds = quality["seconds"]
-    out.append("Wall time: " + ", ".join(f"{TOOLS.get(t, t)} {s:.0f} s"
-                                         for t, s in seconds.items()) + ".")
+    if speed:
+        out += speed_lines(speed)
+    out.append("Wall time (each run of the script): " + "; ".join(
+        ", ".join(f"{TOOLS.get(t, t)} {s:.0f} s" for t, s in seconds.items())
+        for seconds in quality["seconds"]) + ".")
     out.append("<!-- tpe50:end -->")
     return "\n".join(out) + "\n"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("quality")
+    ap.add_argument("quality", nargs="+")
     ap.add_argument("--doc", default=os.path.join(os.path.dirname(__file__), "..", "docs",
                                                   "benchmarks.md"))
     ap.add_argument("--budgets", default="50,100,200,500")
+    ap.add_argument("--speed", help="a bench/tpe_speed.py output with an optuna50 column")
     args = ap.parse_args()
-    with open(args.quality) as f:
-        quality = json.load(f)
-    text = section(quality, [int(k) for k in args.budgets.split(",")])
+    quality = merge(args.quality)
+    speed = None
+    if args.speed:
+        with open(args.speed) as f:
+            speed = json.load(f)
+    text = section(quality, [int(k) for k in args.budgets.split(",")], speed)
     write_section(args.doc, "tpe50", text)
     print(text)
 

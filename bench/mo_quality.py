@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Multi-objective samplers: tune vs Optuna 4.9, hypervolume and speed, in one run (issue 34).
+"""Multi-objective samplers: tune vs Optuna (4.9, or 5.0 with --optuna), hypervolume and speed.
 
 1. Parity: Python copies of the problems (src/objectives/mo_functions.cpp, functions.cpp's
    mixed) must equal tune's (`tune_bench_mo_quality --eval`) on random points to 1e-9; otherwise
@@ -13,7 +13,8 @@
 3. Speed: one run of --speed-trials trials per sampler on zdt1 and dtlz2 in both tools; the mean
    wall time per trial (ask, suggest, evaluate, tell) over the last 100 trials.
 Optuna 4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the
-source tree. Writes every run to --out (JSON) and, with --doc, the summary into the
+source tree; --optuna ../shared/vendor/optuna-5.0 makes Optuna 5.0 the peer (tune at its
+defaults, Optuna 5.0's preset, against Optuna 5.0's). Writes every run to --out (JSON) and, with --doc, the summary into the
 <!-- mo:begin --> ... <!-- mo:end --> section of docs/benchmarks.md.
 
 Run with /usr/bin/python3.
@@ -225,7 +226,7 @@ def main():
     args = ap.parse_args()
     optuna_path = os.path.abspath(args.optuna)
     if not os.path.isfile(os.path.join(optuna_path, "optuna", "__init__.py")):
-        raise SystemExit(f"no Optuna 4.9 at {optuna_path} (set TUNE_OPTUNA49_PATH)")
+        raise SystemExit(f"no Optuna at {optuna_path} (--optuna, or set TUNE_OPTUNA49_PATH)")
     sys.path.insert(0, optuna_path)
     samplers, problems = args.samplers.split(","), args.problems.split(",")
     catalog = tpe_quality.load_catalog(os.path.join(ROOT, "configs", "models.json"))

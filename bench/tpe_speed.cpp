@@ -10,6 +10,7 @@
 //
 // Usage: tune_bench_tpe_speed [--sizes 100,1000,3000,5000] [--timed 20] [--reps 10]
 //                             [--modes independent,multivariate] [--seed 42]
+//                             [--preset optuna-5.0|optuna-4.9]  (TPE's preset; the default 5.0)
 
 #include <fmt/format.h>
 
@@ -146,6 +147,11 @@ int Main(int argc, char** argv) {
   const int64_t reps = flags.GetInt("reps", 10);
   const uint64_t seed = static_cast<uint64_t>(flags.GetInt("seed", 42));
   const std::vector<std::string> modes = SplitList(flags.Get("modes", "independent,multivariate"));
+  const std::string preset_name = flags.Get("preset", "optuna-5.0");
+  if (preset_name != "optuna-5.0" && preset_name != "optuna-4.9")
+    Die("unknown preset " + preset_name);
+  const TpePreset preset =
+      preset_name == "optuna-4.9" ? TpePreset::kOptuna49 : TpePreset::kOptuna50;
   const Space space = MakeSpace();
 
   for (const std::string& mode : modes) {
@@ -155,7 +161,7 @@ int Main(int argc, char** argv) {
       double prefill_s = 0;
       for (int64_t rep = 0; rep < reps; ++rep) {
         std::shared_ptr<Storage> storage = NewInMemoryStorage();
-        TpeOptions options;
+        TpeOptions options = TpePresetOptions(preset);
         options.multivariate = mode == "multivariate";
         const uint64_t run_seed = seed + 1000 * static_cast<uint64_t>(rep);
         auto study = Take(Study::CreateOrLoad(storage, "speed", {StudyDirection::kMinimize},

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""TPE suggest latency, tune vs Optuna 4.9 and Debian's Optuna 3.1, in one run (issues 3, 19).
+"""TPE suggest latency, tune vs Optuna 5.0, 4.9 and Debian's Optuna 3.1, in one run.
 
 Runs build/bench/tune_bench_tpe_speed (tune's side; see bench/tpe_speed.cpp), optionally the same
 program built from another commit (--baseline-binary, to show that a change kept tune's speed),
@@ -9,8 +9,10 @@ in-memory study gets N COMPLETE trials with uniformly random params (study.add_t
 same synthetic value as the C++ side, then K full trials are timed, each ask + 6 suggest_* +
 tell. Writes one JSON document with every tool's rows.
 
-Optuna 4.9 is looked for at $TUNE_OPTUNA49_PATH or ../shared/vendor/optuna-4.9 next to the
-source tree (skipped with a message when absent). Run with /usr/bin/python3.
+Optuna 5.0 and 4.9 are looked for at $TUNE_OPTUNA50_PATH / $TUNE_OPTUNA49_PATH or
+../shared/vendor/optuna-5.0 / -4.9 next to the source tree (skipped with a message when absent);
+tune runs with --preset (optuna-5.0 by default, so that its defaults face Optuna 5.0's). Run with
+/usr/bin/python3.
 """
 
 import argparse
@@ -101,7 +103,8 @@ def tune_rows(binary, args, tool):
     t0 = time.perf_counter()
     out = subprocess.run([binary, "--sizes", args.sizes, "--modes", args.modes,
                           "--timed", str(args.tune_timed), "--reps", str(args.tune_reps),
-                          "--seed", str(args.seed)],
+                          "--seed", str(args.seed)]
+                         + (["--preset", args.preset] if tool == "tune" else []),
                          check=True, capture_output=True, text=True).stdout
     rows = [dict(json.loads(line), tool=tool) for line in out.splitlines() if line.strip()]
     for row in rows:
@@ -137,7 +140,8 @@ def main():
                     help="timed Optuna trials for N >= --large")
     ap.add_argument("--large", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--optuna", default="4.9,3.1", help="Optuna versions to time")
+    ap.add_argument("--optuna", default="5.0,4.9", help="Optuna versions to time (5.0, 4.9, 3.1)")
+    ap.add_argument("--preset", default="optuna-5.0", help="tune's TPE preset")
     ap.add_argument("--optuna-only", help=argparse.SUPPRESS)
     ap.add_argument("--out", help="JSON result file")
     args, _ = ap.parse_known_args()
@@ -162,11 +166,12 @@ def main():
             "--optuna-timed-large", str(args.optuna_timed_large), "--large", str(args.large),
             "--seed", str(args.seed)]
     wanted = args.optuna.split(",")
-    if "4.9" in wanted:
-        from tpe_quality import optuna49_path
-        path = optuna49_path()
+    from tpe_quality import optuna_path
+    for version in ("5.0", "4.9"):
+        tool = "optuna" + version.replace(".", "")
+        path = optuna_path(version) if version in wanted else None
         if path is not None:
-            r, versions["optuna49"], seconds["optuna49"] = optuna_in_process("optuna49", path, argv)
+            r, versions[tool], seconds[tool] = optuna_in_process(tool, path, argv)
             rows += r
     if "3.1" in wanted:
         r, versions["optuna31"], seconds["optuna31"] = optuna_in_process("optuna31", None, argv)

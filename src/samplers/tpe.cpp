@@ -813,12 +813,7 @@ std::map<std::string, double> SampleJoint(TpeSampler::Index& index, const TpeOpt
   Estimators e = BuildEstimators(index, options, params, trial);
   const ParzenEstimator& l = e.l;
   const ParzenEstimator& g = e.g;
-  // With the OOM feasibility term and a joint sample, one draw must fit in every dimension at
-  // once: draw n_ei_candidates per dimension, as many as independent sampling would score
-  // (docs/tpe.md#oom-feasibility).
-  const bool oom_joint = options.oom_feasibility && index.any_oom() && dims > 1;
-  auto candidates =
-      l.Sample(rng, options.n_ei_candidates * (oom_joint ? static_cast<int>(dims) : 1));
+  auto candidates = l.Sample(rng, options.n_ei_candidates);
   std::vector<double> ll = l.LogPdf(candidates);
   std::vector<double> lg = g.LogPdf(candidates);
   const std::vector<double> log_fits = LogFeasibility(index, options, params, trial, candidates);

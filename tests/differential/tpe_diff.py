@@ -430,10 +430,8 @@ class Generator:
 
 
 def make_study(optuna, case: Case):
-    from optuna.distributions import json_to_distribution
     from optuna.samplers import TPESampler
     from optuna.samplers._tpe.sampler import default_gamma, default_weights, hyperopt_default_gamma
-    from optuna.trial import TrialState, create_trial
     import numpy as np
 
     o = case.options
@@ -469,6 +467,14 @@ def make_study(optuna, case: Case):
                                     study_name="diff")
     else:
         study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
+    add_trials(study, case)
+    return study, sampler
+
+
+def add_trials(study, case: Case) -> None:
+    """The case's history (Optuna's view of it) added to `study`."""
+    from optuna.distributions import json_to_distribution
+    from optuna.trial import TrialState, create_trial
     for t in (case.optuna_trials if case.optuna_trials is not None else case.trials):
         dists = {n: json_to_distribution(j) for n, j in t["distributions"].items()}
         values = t.get("values")
@@ -481,7 +487,6 @@ def make_study(optuna, case: Case):
             user_attrs=t["user_attrs"],
             system_attrs=t["system_attrs"],
         ))
-    return study, sampler
 
 
 def gamma_and_weights(o: dict):
@@ -502,9 +507,7 @@ def make_study_v50(optuna, case: Case):
     """Optuna 5.0's TPESampler with its defaults, but for the options the case names. Its
     deprecated arguments are passed only when the case changes them (no constraints_func: 5.0
     reads each trial's constraints)."""
-    from optuna.distributions import json_to_distribution
     from optuna.samplers import TPESampler
-    from optuna.trial import TrialState, create_trial
 
     o = case.options
     gamma_fn, weights_fn = gamma_and_weights(o)
@@ -526,18 +529,7 @@ def make_study_v50(optuna, case: Case):
                                     study_name="diff")
     else:
         study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
-    for t in (case.optuna_trials if case.optuna_trials is not None else case.trials):
-        dists = {n: json_to_distribution(j) for n, j in t["distributions"].items()}
-        values = t.get("values")
-        study.add_trial(create_trial(
-            state=TrialState[t["state"]],
-            values=values if t["state"] == "COMPLETE" or values else None,
-            params={n: dists[n].to_external_repr(v) for n, v in t["params"].items()},
-            distributions=dists,
-            intermediate_values={s: v for s, v in t["intermediate"]},
-            user_attrs=t["user_attrs"],
-            system_attrs=t["system_attrs"],
-        ))
+    add_trials(study, case)
     return study, sampler
 
 
