@@ -16,6 +16,11 @@ Result<SamplerRecords> Sampler::BeforeSample(const TrialHistory& /*history*/,
   return SamplerRecords{};
 }
 
+SamplerRecords Sampler::AfterSampleRelative(const SearchSpace& /*space*/,
+                                            const std::map<std::string, double>& /*params*/) const {
+  return SamplerRecords{};
+}
+
 SearchSpace Sampler::InferRelativeSearchSpace(const TrialHistory& /*history*/) { return {}; }
 
 std::map<std::string, double> Sampler::SampleRelative(const TrialHistory& /*history*/,

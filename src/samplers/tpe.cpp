@@ -20,6 +20,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Optuna 5.0's keys of a joint sample shared by a RUNNING trial, and their length.
+constexpr const char* kRelativeParamsKey = "tpe:relative_params";
+constexpr size_t kSystemAttrMaxLength = 2045;
 
 // Ranking key of a finished trial; smaller is better (docs/tpe.md#ranking). The first
 // element is 0 for feasible trials and 1 for infeasible ones (only with constraints).
@@ -89,6 +92,7 @@ class TpeSampler::Index {
         history.trials.empty() ? 0 : static_cast<size_t>(history.trials.back()->number) + 1;
     present_.assign(size, 0);
     running_.clear();
+    shared_.clear();
     n_ = 0;
     for (const auto& ptr : history.trials) {
       const FrozenTrial& t = *ptr;
@@ -100,6 +104,7 @@ class TpeSampler::Index {
         ++n_;
       } else if (t.state == TrialState::kRunning) {
         running_.push_back(ptr);
+        if (options_.Multivariate(multi_objective_ ? 2 : 1)) ReadShared(t);
       }
     }
     below_valid_ = false;
@@ -207,11 +212,20 @@ class TpeSampler::Index {
     return sorted;
   }
 
-  // A value of a RUNNING trial in the transformed space of `did` (NaN if absent).
+  // A value of a RUNNING trial in the transformed space of `did` (NaN if absent): its param,
+  // else (multivariate) the joint sample it shared (Optuna 5.0's _get_params).
   double RunningValue(const FrozenTrial& t, int pid, int did) const {
     auto it = t.params.find(ParamName(pid));
-    if (it == t.params.end()) return kNaN;
-    return ConvertValue(t.distributions.at(it->first), it->second, Dist(did));
+    if (it != t.params.end()) {
+      return ConvertValue(t.distributions.at(it->first), it->second, Dist(did));
+    }
+    auto shared = shared_.find(t.number);
+    if (shared == shared_.end()) return kNaN;
+    auto value = shared->second.find(ParamName(pid));
+    if (value == shared->second.end()) return kNaN;
+    Result<double> internal = ToInternal(Dist(did), *value);
+    if (!internal.ok() || !Contains(Dist(did), *internal)) return kNaN;
+    return ToParzenSpace(Dist(did), *internal);
   }
 
   const std::vector<char>& present() const { return present_; }
@@ -390,6 +404,20 @@ class TpeSampler::Index {
     return ConstraintViolation(constraints);
   }
 
+  // The joint sample a RUNNING trial shared ("tpe:relative_params:<i>", concatenated), when it is
+  // a JSON object (a half-written one, as Optuna, is ignored).
+  void ReadShared(const FrozenTrial& t) {
+    std::string text;
+    for (int i = 0;; ++i) {
+      auto it = t.system_attrs.find(std::string(kRelativeParamsKey) + ":" + std::to_string(i));
+      if (it == t.system_attrs.end() || !it->is_string()) break;
+      text += it->get<std::string>();
+    }
+    if (text.empty()) return;
+    Json params = Json::parse(text, nullptr, false);
+    if (params.is_object()) shared_[t.number] = std::move(params);
+  }
+
   double Convert(int pid, size_t number, int did) const {
     int rd = raw_dist_[static_cast<size_t>(pid)][number];
     if (rd < 0) return kNaN;
@@ -430,6 +458,7 @@ class TpeSampler::Index {
   bool multi_objective_ = false;
   std::vector<char> present_;
   std::vector<std::shared_ptr<const FrozenTrial>> running_;
+  std::unordered_map<int64_t, Json> shared_;  // by number: RUNNING trials' shared joint samples
   int n_ = 0;
   std::vector<char> below_;
   std::vector<double> below_weight_;  // several objectives: the l weight of each below trial
@@ -454,6 +483,21 @@ TpeSampler::TpeSampler(TpeOptions options)
     : options_(options), index_(std::make_unique<Index>(options_)) {}
 
 TpeSampler::~TpeSampler() = default;
+
+SamplerRecords TpeSampler::AfterSampleRelative(const SearchSpace& space,
+                                               const std::map<std::string, double>& params) const {
+  SamplerRecords out;
+  if (!options_.constant_liar || params.empty()) return out;
+  Json shared = Json::object();
+  for (const auto& [name, internal] : params) shared[name] = ToExternal(space.at(name), internal);
+  const std::string text = shared.dump(-1, ' ', /*ensure_ascii=*/true);  // as json.dumps
+  for (size_t i = 0; i < text.size(); i += kSystemAttrMaxLength) {
+    out.trial_system_attrs[std::string(kRelativeParamsKey) + ":" +
+                           std::to_string(i / kSystemAttrMaxLength)] =
+        text.substr(i, kSystemAttrMaxLength);
+  }
+  return out;
+}
 
 namespace {
 

@@ -96,6 +96,12 @@ Status Trial::SampleRelative() {
   if (!relative_space_.empty()) {
     relative_params_ = sampler.SampleRelative(*history_, frozen_, relative_space_, rng_);
   }
+  if (!relative_params_.empty()) {
+    const SamplerRecords after = sampler.AfterSampleRelative(relative_space_, relative_params_);
+    for (const auto& [key, value] : after.trial_system_attrs.items()) {
+      TUNE_RETURN_IF_ERROR(SetSystemAttr(key, value));
+    }
+  }
   return Status::Ok();
 }
 

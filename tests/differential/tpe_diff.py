@@ -17,6 +17,7 @@ uniform below weights and uncapped gamma); with 4.9 (the default) under the optu
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -253,10 +254,16 @@ class Generator:
                 running_left -= state == "RUNNING"
                 if state == "WAITING":
                     p = {}
-                elif r.random() < 0.3 and p:  # a worker that has suggested only some params
+                shared = {}
+                if state == "RUNNING" and V50 and r.random() < 0.4 and p:
+                    # Optuna 5.0's constant liar: the joint sample it shared, in pieces.
+                    text = json.dumps({n: self.dists[n].to_external_repr(v) for n, v in p.items()})
+                    shared = {f"tpe:relative_params:{i // 7}": text[i:i + 7]
+                              for i in range(0, len(text), 7)}
+                if p and r.random() < 0.3:  # a worker that has suggested only some params
                     keep = r.sample(sorted(p), r.randint(0, len(p) - 1))
                     p = {n: p[n] for n in keep}
-                case.trials.append(self.trial(number, state, p))
+                case.trials.append(self.trial(number, state, p, system_attrs=shared))
                 continue
             user_attrs, system_attrs = {}, {}
             if r.random() < oom:
@@ -431,20 +438,13 @@ class Generator:
 
 def make_study(optuna, case: Case):
     from optuna.samplers import TPESampler
-    from optuna.samplers._tpe.sampler import default_gamma, default_weights, hyperopt_default_gamma
-    import numpy as np
+    from optuna.samplers._tpe.sampler import default_gamma, default_weights
 
     o = case.options
     if V50:
         return make_study_v50(optuna, case)
-    gamma = o.get("gamma", "default")
-    if gamma == "default":
-        gamma_fn = default_gamma
-    elif gamma == "hyperopt":
-        gamma_fn = hyperopt_default_gamma
-    else:
-        gamma_fn = lambda n, r=float(gamma): min(math.ceil(r * n), 25)  # noqa: E731
-    weights_fn = default_weights if o.get("weights", "default") == "default" else np.ones
+    gamma_fn, weights_fn = gamma_and_weights(o)
+    gamma_fn, weights_fn = gamma_fn or default_gamma, weights_fn or default_weights
     sampler = TPESampler(
         prior_weight=o.get("prior_weight", 1.0),
         consider_magic_clip=o.get("consider_magic_clip", True),

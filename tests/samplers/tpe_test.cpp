@@ -253,6 +253,58 @@ std::pair<std::vector<std::pair<double, double>>, double> RunSphere(std::unique_
   return {xs, best};
 }
 
+// Optuna 5.0's constant liar with joint sampling: a trial shares its joint sample as soon as
+// it is drawn ("tpe:relative_params:<i>", JSON of the external values in chunks of 2045
+// characters), and a RUNNING trial's shared sample counts as its values until it suggests them.
+TEST(Tpe, SharesItsJointSampleAndReadsOthersAsOptuna50Does) {
+  // Sharing: a study's trial after the startup trials.
+  auto study = NewStudy(std::make_unique<TpeSampler>(), 5);
+  for (int i = 0; i < 12; ++i) {
+    auto trial = std::move(study->Ask()).value();
+    const double x = *trial->SuggestFloat("x", -5, 5);
+    const Json c = *trial->SuggestCategorical("c", {"a", "b"});
+    ASSERT_TRUE(study->Tell(*trial, TrialState::kComplete, {x * x + (c == "a" ? 0 : 1)}).ok());
+  }
+  const std::vector<FrozenTrial> trials = *study->Trials();
+  const FrozenTrial& last = trials.back();
+  ASSERT_TRUE(last.system_attrs.contains("tpe:relative_params:0")) << last.system_attrs.dump();
+  const Json shared = Json::parse(last.system_attrs.at("tpe:relative_params:0").get<std::string>());
+  EXPECT_EQ(shared.at("x"), Json(ToExternal(last.distributions.at("x"), last.params.at("x"))));
+  EXPECT_EQ(shared.at("c"), Json(ToExternal(last.distributions.at("c"), last.params.at("c"))));
+  EXPECT_FALSE(trials[3].system_attrs.contains("tpe:relative_params:0"));  // a startup trial
+
+  // Long samples are cut into chunks that join up again.
+  const std::string long_choice(3000, 'q');
+  const SearchSpace space = {{"c", *MakeCategoricalDistribution({Json(long_choice), Json("b")})}};
+  const SamplerRecords records = TpeSampler().AfterSampleRelative(space, {{"c", 0.0}});
+  ASSERT_EQ(records.trial_system_attrs.size(), 2u);
+  EXPECT_EQ(records.trial_system_attrs.at("tpe:relative_params:0").get<std::string>().size(),
+            2045u);
+  EXPECT_EQ(Json::parse(records.trial_system_attrs.at("tpe:relative_params:0").get<std::string>() +
+                        records.trial_system_attrs.at("tpe:relative_params:1").get<std::string>()),
+            Json({{"c", long_choice}}));
+  TpeOptions no_liar;
+  no_liar.constant_liar = false;
+  EXPECT_TRUE(
+      TpeSampler(no_liar).AfterSampleRelative(space, {{"c", 0.0}}).trial_system_attrs.empty());
+
+  // Reading: trial 5 runs without params yet, but shared x = 0.5.
+  std::vector<T> spec;
+  for (int i = 0; i < 5; ++i) spec.push_back({TrialState::kComplete, 1.0 * i});
+  spec.push_back({TrialState::kRunning,
+                  std::nullopt,
+                  {},
+                  false,
+                  Json{{"tpe:relative_params:0", R"({"x": 0.5})"}}});
+  const TrialHistory h = History(spec);
+  TpeModel joint = TpeSampler().Model(h, Current(6), {{"x", X()}});
+  EXPECT_EQ(joint.split.above.back(), 5) << "the shared sample is an above observation";
+  TpeOptions independent;
+  independent.multivariate = false;  // Optuna reads shared samples only when multivariate
+  TpeModel apart = TpeSampler(independent).Model(h, Current(6), {{"x", X()}});
+  EXPECT_NE(apart.split.above.back(), 5);
+}
+
 TEST(Tpe, SameSeedSameProposalsOtherSeedOthers) {
   auto a = RunSphere(std::make_unique<TpeSampler>(), 7, 40);
   auto b = RunSphere(std::make_unique<TpeSampler>(), 7, 40);

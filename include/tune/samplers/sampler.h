@@ -62,6 +62,13 @@ class Sampler {
                                                        const FrozenTrial& trial,
                                                        const SearchSpace& space, Rng& rng);
 
+  // After a non-empty SampleRelative: the attributes to record about the joint sample `params`
+  // (internal representation) of `space`, which the study writes at once (TPE with
+  // constant_liar: Optuna 5.0's "tpe:relative_params:<i>", so that concurrent workers see the
+  // sample before the trial suggests it). The default records nothing.
+  virtual SamplerRecords AfterSampleRelative(const SearchSpace& space,
+                                             const std::map<std::string, double>& params) const;
+
   // One value of `name` drawn from `distribution` (internal representation).
   virtual double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
                                    const std::string& name, const Distribution& distribution,

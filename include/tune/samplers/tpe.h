@@ -130,6 +130,11 @@ class TpeSampler : public Sampler {
   double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
                            const std::string& name, const Distribution& distribution,
                            Rng& rng) override;
+  // With constant_liar: the joint sample as Optuna 5.0 shares it, JSON of the external values in
+  // "tpe:relative_params:0", ":1", ... (2045 characters each); RUNNING trials' shared samples
+  // count as their values for the constant liar (docs/tpe.md#ranking).
+  SamplerRecords AfterSampleRelative(const SearchSpace& space,
+                                     const std::map<std::string, double>& params) const override;
 
   // The split SampleIndependent would use for `name` (chronological numbers).
   TpeSplit Split(const TrialHistory& history, const FrozenTrial& trial, const std::string& name,
