@@ -21,12 +21,12 @@ import json
 import lzma
 import math
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchdoc import machine, write_section  # noqa: E402
-from format_results import FUNCTION_NOTES, best_after, fmt_ms, fmt_q, quartiles  # noqa: E402
+from format_results import (FUNCTION_NOTES, best_after, fmt_ms, fmt_q,  # noqa: E402
+                            oom_section, quartiles)
 
 TOOLS = {"tune": "tune (`optuna-5.0`)", "optuna50": "Optuna 5.0", "tune49": "tune (`optuna-4.9`)",
          "optuna49": "Optuna 4.9"}
@@ -199,20 +199,8 @@ def section(quality, budgets, speed=None):
                f"{len(oom_rows)} ({sum(v in ('lower', '*better*') for *_, v in oom_rows)} with a "
                f"lower median).")
     out.append("")
-    oom_problems = [f for f in OOM_PROBLEMS if f in functions]
-    if oom_problems and n_trials >= 200:
-        cols = [(t, m) for t in tools for m in modes if by.get((t, m, oom_problems[0]))]
-        out.append("| OOM proposals in trials 100–199, mean share [q1, q3] | "
-                   + " | ".join(f"{TOOLS[t]} {m}" for t, m in cols) + " | uniform random |")
-        out.append("|---|" + "---:|" * (len(cols) + 1))
-        for f in oom_problems:
-            line = f"| `{f}` |"
-            for t, m in cols:
-                shares = [sum(r["oom"][100:200]) / 100 for r in by.get((t, m, f), [])]
-                q1, _, q3 = quartiles(shares)
-                line += f" {100 * statistics.fmean(shares):.1f}% [{100 * q1:.0f}%, {100 * q3:.0f}%] |"
-            out.append(line + f" {100 * quality['random_oom_share'][f]:.1f}% |")
-        out.append("")
+    if n_trials >= 200:
+        out += oom_section(by, quality, tools, modes, TOOLS)
     if speed:
         out += speed_lines(speed)
     out.append("Wall time (each run of the script): " + "; ".join(

@@ -293,7 +293,10 @@ def goal_lines(summary):
     return out
 
 
-def oom_section(by, quality, tools, modes):
+def oom_section(by, quality, tools, modes, names=None):
+    """The share of OOM proposals per tool and mode; `names`: tool -> column name (default:
+    TOOL_NAMES)."""
+    name = (lambda t: names.get(t, t)) if names else tool_name
     out = []
     oom_problems = [f for f in ("mixed_oom", "mixed_cond_oom")
                     if any(key[2] == f for key in by)]
@@ -301,7 +304,7 @@ def oom_section(by, quality, tools, modes):
         return out
     cols = [(t, m) for t in tools for m in modes if by.get((t, m, oom_problems[0]))]
     out.append("| OOM proposals in trials 100–199 | "
-               + " | ".join(f"{tool_name(t)} {m}" for t, m in cols) + " | uniform random |")
+               + " | ".join(f"{name(t)} {m}" for t, m in cols) + " | uniform random |")
     out.append("|---|" + "---:|" * (len(cols) + 1))
     for f in oom_problems:
         line = f"| `{f}`: share of trials, mean over seeds [q1, q3] |"

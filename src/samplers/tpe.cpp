@@ -327,15 +327,17 @@ class TpeSampler::Index {
     } else {
       key = {0.0, 1.0, 0.0};
     }
+    const std::map<std::string, double> constraints =
+        options_.constraints ? TrialConstraints(t) : std::map<std::string, double>();
     if (options_.constraints) {
-      double violation = Violation(t);
+      double violation = Violation(t.number, constraints);
       if (violation > 0.0) key = {1.0, violation, 0.0};
     }
     if (key[0] == 0.0 && key[1] == -kInf) trials_[number].value = key[2];
     Entry& e = trials_[number];
     e.complete = t.state == TrialState::kComplete;
     e.feasible_complete = IsFeasibleComplete(key);
-    e.satisfies_constraints = !options_.constraints || SatisfiesAll(t);
+    e.satisfies_constraints = !options_.constraints || SatisfiesAll(constraints);
     if (e.complete) e.losses = Losses(t, directions);
     auto pos = std::lower_bound(ranking_.begin(), ranking_.end(), std::make_pair(key, t.number));
     ranking_.insert(pos, std::make_pair(key, t.number));
@@ -376,8 +378,7 @@ class TpeSampler::Index {
 
   // Every constraint value <= 0 (Optuna's feasibility in the below weights; a NaN value is not
   // satisfied there); a trial without constraints as options_.constraints_missing_infeasible.
-  bool SatisfiesAll(const FrozenTrial& t) const {
-    const std::map<std::string, double> constraints = TrialConstraints(t);
+  bool SatisfiesAll(const std::map<std::string, double>& constraints) const {
     if (constraints.empty()) return !options_.constraints_missing_infeasible;
     for (const auto& [name, v] : constraints) {
       if (!(v <= 0.0)) return false;
@@ -388,15 +389,15 @@ class TpeSampler::Index {
   // Optuna's _get_infeasible_trial_score: the sum of the values > 0 (a NaN counts as
   // satisfied); a trial without constraints is feasible, or with
   // constraints_missing_infeasible (Optuna 4.9's constraints_func), infinitely violating.
-  double Violation(const FrozenTrial& t) {
-    const std::map<std::string, double> constraints = TrialConstraints(t);
+  // `constraints`: TrialConstraints of trial `number`.
+  double Violation(int64_t number, const std::map<std::string, double>& constraints) {
     if (constraints.empty() && options_.constraints_missing_infeasible) {
       if (!warned_constraints_) {
         spdlog::warn(
             "TPE: trial {} has no constraints (system attributes \"constraints:<name>\" or "
             "\"constraints\"); it is treated as infeasible (preset optuna-4.9 with "
             "\"constraints\": true)",
-            t.number);
+            number);
         warned_constraints_ = true;
       }
       return kInf;

@@ -17,13 +17,19 @@ namespace tune {
 
 inline constexpr const char* kStudyDefaultsAttr = "tune:defaults";
 
+// The rules a study follows: their name ("optuna-5.0" or "optuna-4.9") and whether the study
+// records them already.
+struct StudyDefaults {
+  std::string rules;
+  bool recorded = false;
+};
+
 // The rules of study `study` in `storage` (a study that does not exist yet: Optuna 5.0's), with
 // `sampler` completed by them where the config left it unnamed (sampler.named, the TPE
-// "preset"), each change logged. Returns the rules' name ("optuna-5.0" or "optuna-4.9") for
-// RecordStudyDefaults.
-Result<std::string> ResolveStudyDefaults(Storage& storage, const std::string& study,
-                                         SamplerConfig& sampler);
-// Writes the rules on the study unless it has them already.
-Status RecordStudyDefaults(Storage& storage, int64_t study_id, const std::string& rules);
+// "preset"), each change logged.
+Result<StudyDefaults> ResolveStudyDefaults(Storage& storage, const std::string& study,
+                                           SamplerConfig& sampler);
+// Writes the rules on the study unless it records them already.
+Status RecordStudyDefaults(Storage& storage, int64_t study_id, const StudyDefaults& defaults);
 
 }  // namespace tune

@@ -462,19 +462,19 @@ def make_study(optuna, case: Case):
         constraints_func=((lambda t: t.system_attrs.get("constraints", [math.inf]))
                           if o.get("constraints") else None),
     )
+    return new_study(optuna, case, sampler), sampler
+
+
+def new_study(optuna, case: Case, sampler):
+    """A study of the case's directions with `sampler`, holding the case's history (Optuna's view
+    of it)."""
+    from optuna.distributions import json_to_distribution
+    from optuna.trial import TrialState, create_trial
     if case.directions:
         study = optuna.create_study(directions=case.directions, sampler=sampler,
                                     study_name="diff")
     else:
         study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
-    add_trials(study, case)
-    return study, sampler
-
-
-def add_trials(study, case: Case) -> None:
-    """The case's history (Optuna's view of it) added to `study`."""
-    from optuna.distributions import json_to_distribution
-    from optuna.trial import TrialState, create_trial
     for t in (case.optuna_trials if case.optuna_trials is not None else case.trials):
         dists = {n: json_to_distribution(j) for n, j in t["distributions"].items()}
         values = t.get("values")
@@ -487,6 +487,7 @@ def add_trials(study, case: Case) -> None:
             user_attrs=t["user_attrs"],
             system_attrs=t["system_attrs"],
         ))
+    return study
 
 
 def gamma_and_weights(o: dict):
@@ -524,13 +525,7 @@ def make_study_v50(optuna, case: Case):
     sampler = TPESampler(n_startup_trials=0, n_ei_candidates=1, seed=0,
                          group=o.get("group", False),
                          constant_liar=o.get("constant_liar", True), **kwargs)
-    if case.directions:
-        study = optuna.create_study(directions=case.directions, sampler=sampler,
-                                    study_name="diff")
-    else:
-        study = optuna.create_study(direction=case.direction, sampler=sampler, study_name="diff")
-    add_trials(study, case)
-    return study, sampler
+    return new_study(optuna, case, sampler), sampler
 
 
 def params_of(sampler, trial, study) -> dict:

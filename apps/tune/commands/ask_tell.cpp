@@ -197,7 +197,7 @@ Result<std::unique_ptr<Study>> OpenAskStudy(const AskArgs& args, AskSetup setup)
   } else {
     TUNE_ASSIGN_OR_RETURN(storage, OpenStorage(setup.storage, StorageAccess::kExisting));
   }
-  TUNE_ASSIGN_OR_RETURN(std::string rules,
+  TUNE_ASSIGN_OR_RETURN(StudyDefaults rules,
                         ResolveStudyDefaults(*storage, args.study, setup.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(setup.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(PrunerConfig{}));

@@ -183,7 +183,7 @@ struct OpenedStudy {
 // The sampler, pruner, objective (with its trainer), storage and study of `config`; enqueues
 // the config's trials into a new study, then the boundary probes its measured models still need.
 Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config,
-                              std::shared_ptr<Storage> storage, const std::string& rules) {
+                              std::shared_ptr<Storage> storage, const StudyDefaults& rules) {
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Sampler> sampler, MakeSampler(config.sampler));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Pruner> pruner, MakePruner(config.pruner));
   TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, LoadTrainerFor(config));
