@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo demo-function demo-torchscript tune-criteria format clean
+.PHONY: all deps configure build test install package demo demo-function demo-torchscript tune-criteria format clean
 
 all: build
 
@@ -22,6 +22,16 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
+# tune, its libraries and plugins, the Python module, the man page and the bash completion under
+# PREFIX (docs/cli.md#installing); DESTDIR stages them elsewhere, as for a package.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# A Debian package of the same under /usr: $(BUILD_DIR)/tune_<version>_<arch>.deb.
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
+
 # Tunes tiny transformers on the fortunes topic data (Debian's fortunes package) on CPU under the
 # memory guard, on a simulated 64 MiB card (configs/fortunes.json): a few minutes. Prints the
 # baselines to beat, runs the study into $(BUILD_DIR)/demo.db (anew each time) and writes its
@@ -31,7 +41,7 @@ demo: build
 	/usr/bin/python3 scripts/prepare-fortunes.py --out build/data/fortunes
 	@/usr/bin/python3 scripts/fortunes-baselines.py build/data/fortunes
 	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
-	$(BUILD_DIR)/tune --study fortunes --storage sqlite:///$(DEMO_DB)
+	$(BUILD_DIR)/tune --study fortunes --storage sqlite:///$(DEMO_DB) --jobs 2
 	$(BUILD_DIR)/tune report --study fortunes --storage sqlite:///$(DEMO_DB) \
 	  --output $(BUILD_DIR)/demo-report.html
 	@echo "The study's report page: $(abspath $(BUILD_DIR))/demo-report.html"

@@ -32,6 +32,11 @@ const std::vector<Command>& Commands() {
       {"summary", "Trials by outcome and time, memory estimate error, levers, best trial",
        DeclareSummary},
       {"report", "Write one self-contained HTML page of a study's charts (offline)", DeclareReport},
+      {"python-path", "Print the directory of tune_trial.py, the module for training scripts",
+       DeclarePythonPath},
+      {"completion", "Print the bash completion script: source <(tune completion bash)",
+       DeclareCompletion},
+      {"man", "", DeclareManPage},         // hidden: writes tune.1 at build time
       {"run-trial", "", DeclareRunTrial},  // hidden: a child of --jobs
   };
   return kCommands;

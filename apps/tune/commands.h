@@ -43,6 +43,9 @@ std::function<int()> DeclarePlan(CLI::App& command);
 std::function<int()> DeclareRunTrial(CLI::App& command);
 std::function<int()> DeclarePredict(CLI::App& command);
 std::function<int()> DeclareInit(CLI::App& command);
+std::function<int()> DeclarePythonPath(CLI::App& command);
+std::function<int()> DeclareCompletion(CLI::App& command);
+std::function<int()> DeclareManPage(CLI::App& command);
 
 // The --storage help of the read-only management commands.
 inline constexpr const char* kReadOnlyStorageHelp =

@@ -15,6 +15,15 @@
 
 namespace tune {
 
+// A program's measured peak: bytes (-1: unknown), where they came from (MemoryAttr's
+// peak_source: "reported", "device_sampled", "max_rss") and, when the program reported it, the
+// CUDA caching allocator's reserved peak (-1: not reported).
+struct ProgramPeak {
+  int64_t bytes = -1;
+  std::string source;
+  int64_t reserved = -1;
+};
+
 class MemoryPlanner {
  public:
   virtual ~MemoryPlanner() = default;
@@ -30,11 +39,10 @@ class MemoryPlanner {
   // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
   virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
                                                      int64_t room) = 0;
-  // After it ran: its measured peak (bytes; -1: unknown), where that came from (MemoryAttr's
-  // peak_source: "reported", "device_sampled", "max_rss") and whether it ran out of memory, for
-  // the trial's "memory" attribute and the next predictions.
-  virtual Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak,
-                        const std::string& peak_source, bool oom) = 0;
+  // After it ran: its measured peak and whether it ran out of memory, for the trial's "memory"
+  // attribute and the next predictions.
+  virtual Status Record(TrialHandle& trial, const TrialPlan& plan, const ProgramPeak& peak,
+                        bool oom) = 0;
   // Variables for the program's environment (a simulated card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
 };

@@ -50,6 +50,7 @@ class Trial : public TrialHandle {
   Result<bool> ShouldPrune() override;
 
   Status SetUserAttr(const std::string& key, const Json& value) override;
+  std::optional<Json> UserAttr(const std::string& key) const override;
   Status SetSystemAttr(const std::string& key, const Json& value) override;
   Status SetStudySystemAttr(const std::string& key, const Json& value) override;
   Result<std::optional<Json>> GetStudySystemAttr(const std::string& key) override;

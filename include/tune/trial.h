@@ -139,6 +139,12 @@ class TrialHandle {
   // Asks the study's pruner, given the latest report.
   virtual Result<bool> ShouldPrune() = 0;
   virtual Status SetUserAttr(const std::string& key, const Json& value) = 0;
+  // One of the trial's user attributes (those it was enqueued with included); nullopt when it
+  // is unset or not at hand (a child process sees only what its parent sends it).
+  virtual std::optional<Json> UserAttr(const std::string& key) const {
+    (void)key;
+    return std::nullopt;
+  }
   // Optuna's trial system attributes (e.g. "constraints", read by samplers).
   virtual Status SetSystemAttr(const std::string& key, const Json& value) = 0;
   // The study's system attributes (e.g. a measured memory fit, "memory_fit:MODEL/PRECISION").

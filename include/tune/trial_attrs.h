@@ -42,6 +42,8 @@ inline constexpr const char* kSignal = "signal";
 inline constexpr const char* kStderrTail = "stderr_tail";
 inline constexpr const char* kTrain = "train";
 inline constexpr const char* kSchedule = "schedule";
+// Set false on an enqueued trial (enqueue_trials user_attrs): it runs without admission.
+inline constexpr const char* kAdmission = "admission";
 }  // namespace attrs
 
 // The values of the user attribute "reason".

@@ -19,7 +19,9 @@
 #   5. other processes on the card (issue 42): a ballast process (python3's torch) holds 8 GiB
 #      while a study of step 4's space without device_memory runs: its budget must be the card
 #      less the ballast and its growth margin ("Device memory budget" in others.log), no trial
-#      out of memory at run time.
+#      out of memory at run time;
+#   6. installed (issue 46): build-with-torch.sh --check, cmake --install of the kit's build, the
+#      installed tune --version, tune_trial's memory guard catching a CUDA out-of-memory error.
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed estimates torchscript corun
@@ -238,6 +240,24 @@ time.sleep(float(sys.argv[1]))' 150 > "$out/others-ballast.log" 2>&1 &
   "$tune" trials --study others --storage "sqlite:///$work/others.db" --format json \
     > "$out/others-trials.json" 2>&1
   echo "others: $(grep -c "Device memory budget" "$out/others.log") budget line(s)"
+fi
+# 6. Installed (issue 46): scripts/build-with-torch.sh finds this machine's torch and nvcc, the
+# kit's build installs into a prefix, and the installed tune says CUDA is usable; the module's
+# memory guard on the card: a CUDA out-of-memory error caught, the peaks reported.
+mark "6. install"
+if wanted install; then
+  within 30 "$src_dir/scripts/build-with-torch.sh" --check --python python3 > "$out/install.log" 2>&1
+  echo "build-with-torch --check exit $?" >> "$out/install.log"
+  within 60 cmake --install "$build" --prefix "$work/prefix" >> "$out/install.log" 2>&1 &&
+    (cd / && "$work/prefix/bin/tune" --version) >> "$out/install.log" 2>&1
+  PYTHONPATH="$("$work/prefix/bin/tune" python-path 2>/dev/null)" TUNE_TRIAL_NUMBER=0     within 60 python3 -c 'import torch, tune_trial
+try:
+    with tune_trial.memory_guard():
+        x = torch.empty(1 << 20, device="cuda")
+        y = torch.empty(1 << 50, dtype=torch.uint8, device="cuda")
+except SystemExit as e:
+    print("guard ended the trial with", e.code)' >> "$out/install.log" 2>&1
+  tail -n 12 "$out/install.log"
 fi
 mark "done"
 exit 0

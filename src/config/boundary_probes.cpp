@@ -70,7 +70,8 @@ const ParamSpec* SpecFor(const ConditionalSpace& space, const ProbeTarget& targe
 
 // True when the config's enqueue_trials fix the shape of trials of the target's model.
 bool UserProbes(const StudyConfig& config, const ProbeTarget& target) {
-  for (const Json& e : config.enqueue_trials) {
+  for (const StudyConfig::EnqueuedTrial& enqueued : config.enqueue_trials) {
+    const Json& e = enqueued.params;
     if (target.model_param &&
         !(e.contains(*target.model_param) && ScalarEqual(e[*target.model_param], target.model))) {
       continue;

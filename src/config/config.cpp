@@ -255,7 +255,8 @@ Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, Mod
   return Status::Ok();
 }
 
-// "enqueue_trials": params objects of the search space's parameters.
+// "enqueue_trials": params objects of the search space's parameters, or {"params": {...},
+// "user_attrs": {...}} (Optuna's enqueue_trial(params, user_attrs)).
 Status ParseEnqueuedTrials(const JsonReader& r, StudyConfig& config) {
   if (!r.Has("enqueue_trials")) return Status::Ok();
   JsonReader e = r.Child("enqueue_trials");
@@ -264,12 +265,28 @@ Status ParseEnqueuedTrials(const JsonReader& r, StudyConfig& config) {
   for (size_t i = 0; i < e.json().size(); ++i) {
     JsonReader t = e.Index(i);
     TUNE_RETURN_IF_ERROR(t.ExpectObject());
-    for (const auto& [k, v] : t.json().items()) {
-      if (std::find(names.begin(), names.end(), k) == names.end()) {
-        return t.ChildError(k, fmt::format("unknown parameter '{}'{}", k, DidYouMean(k, names)));
+    StudyConfig::EnqueuedTrial trial;
+    // The long form, unless the space itself has a parameter named "params".
+    const bool long_form = t.json().contains("params") &&
+                           std::find(names.begin(), names.end(), "params") == names.end();
+    const JsonReader params = long_form ? t.Child("params") : t;
+    if (long_form) {
+      TUNE_RETURN_IF_ERROR(t.CheckKeys({"params", "user_attrs"}));
+      TUNE_RETURN_IF_ERROR(params.ExpectObject());
+      if (t.Has("user_attrs")) {
+        JsonReader attrs = t.Child("user_attrs");
+        TUNE_RETURN_IF_ERROR(attrs.ExpectObject());
+        trial.user_attrs = attrs.json();
       }
     }
-    config.enqueue_trials.push_back(t.json());
+    for (const auto& [k, v] : params.json().items()) {
+      if (std::find(names.begin(), names.end(), k) == names.end()) {
+        return params.ChildError(k,
+                                 fmt::format("unknown parameter '{}'{}", k, DidYouMean(k, names)));
+      }
+    }
+    trial.params = params.json();
+    config.enqueue_trials.push_back(std::move(trial));
   }
   return Status::Ok();
 }

@@ -43,7 +43,12 @@ struct StudyConfig : RunSettings {
   PrunerConfig pruner;
   ConditionalSpace space;
   ObjectiveConfig objective;
-  std::vector<Json> enqueue_trials;  // params objects, enqueued when the study is created
+  // Enqueued when the study is created (Optuna's study.enqueue_trial(params, user_attrs)).
+  struct EnqueuedTrial {
+    Json params = Json::object();
+    Json user_attrs = Json::object();
+  };
+  std::vector<EnqueuedTrial> enqueue_trials;
   // How `tune` shows the run's progress ("progress", "progress_interval"; docs/cli.md
   // "Progress").
   ProgressMode progress = ProgressMode::kAuto;

@@ -84,6 +84,12 @@ class GuardPlanner : public MemoryPlanner {
     attr.others = others_.last_others();
     TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
     if (!m) return PlanUnmeasured(trial, r, plan, attr);
+    // An enqueued trial with the user attribute "admission": false runs as it is.
+    if (options_.guard.admission && trial.UserAttr(attrs::kAdmission) == Json(false)) {
+      spdlog::info("Trial {} runs without admission: its user attribute '{}' is false",
+                   trial.number(), attrs::kAdmission);
+      return PlanWithoutAdmission(*m, plan, attr);
+    }
     if (auto oom = KnownOom(trial, *m, attr)) return RejectKnownOom(trial, plan, attr, *oom);
     if (!options_.guard.admission) return PlanWithoutAdmission(*m, plan, attr);
     TUNE_ASSIGN_OR_RETURN(
@@ -123,8 +129,10 @@ class GuardPlanner : public MemoryPlanner {
     return std::optional<TrialPlan>(std::move(plan));
   }
 
-  Status Record(TrialHandle& trial, const TrialPlan& plan, int64_t peak,
-                const std::string& peak_source, bool oom) override {
+  Status Record(TrialHandle& trial, const TrialPlan& plan, const ProgramPeak& measured,
+                bool oom) override {
+    const int64_t peak = measured.bytes;
+    const std::string& peak_source = measured.source;
     auto it = attrs_.find(trial.number());
     if (it == attrs_.end()) return Status::Ok();
     MemoryAttr m = std::move(it->second);
@@ -135,6 +143,7 @@ class GuardPlanner : public MemoryPlanner {
     m.oom = oom;
     m.cap = plan.cap;  // it ran (or ran out) under its reservation
     MemoryAttr::Run& run = m.run.emplace();
+    if (!oom) run.peak_reserved = measured.reserved;
     auto r = RequestFor(plan.params);
     if (r.ok()) {
       run.batch_size = r->hp.batch_size;

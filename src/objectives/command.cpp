@@ -18,6 +18,7 @@
 #include "tune/memory_guard.h"
 #include "tune/trial_attrs.h"
 #include "util/interrupt.h"
+#include "util/python_module.h"
 #include "util/subprocess.h"
 #include "util/templates.h"
 
@@ -95,12 +96,23 @@ Result<std::vector<double>> ReportValues(const Json& j) {
 // pruner, the final value is kept.
 class ReportReader {
  public:
-  explicit ReportReader(TrialHandle& trial) : trial_(trial) {}
+  ReportReader(TrialHandle& trial, fs::path pruner_file)
+      : trial_(trial), pruner_file_(std::move(pruner_file)) {}
 
   Status OnStdoutLine(const std::string& line) {
     auto j = ParseLine(line);
     if (j && j->contains("memory_peak") && (*j)["memory_peak"].is_number_integer()) {
       memory_peak = (*j)["memory_peak"].get<int64_t>();
+      if (j->contains("memory_peak_reserved") && (*j)["memory_peak_reserved"].is_number_integer())
+        memory_peak_reserved = (*j)["memory_peak_reserved"].get<int64_t>();
+      return Status::Ok();
+    }
+    // {"out_of_memory": "message"}: the program caught its allocator's error (tune_trial.py's
+    // memory_guard); as an out-of-memory line on stderr.
+    if (j && j->contains("out_of_memory")) {
+      const Json& m = (*j)["out_of_memory"];
+      if (!out_of_memory)
+        out_of_memory = (m.is_string() ? m.get<std::string>() : m.dump()).substr(0, 500);
       return Status::Ok();
     }
     if (j && j->contains("constraints")) {
@@ -158,6 +170,15 @@ class ReportReader {
     TUNE_RETURN_IF_ERROR(trial_.Report((*parsed)[0], s.get<int64_t>()));
     TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
     if (prune && !pruned_step) pruned_step = s.get<int64_t>();
+    return Answer(s.get<int64_t>(), prune);
+  }
+
+  // The pruner's decision at `step`, appended to $TUNE_PRUNER_FILE for the program's
+  // should_prune() (tune_trial.py) before tune acts on it. One line, written whole.
+  Status Answer(int64_t step, bool prune) const {
+    std::ofstream out(pruner_file_, std::ios::app);
+    out << Json{{"step", step}, {"prune", prune}}.dump() << "\n" << std::flush;
+    if (!out) return InternalError("cannot write " + pruner_file_.string());
     return Status::Ok();
   }
 
@@ -185,9 +206,12 @@ class ReportReader {
   std::optional<std::vector<double>> final_values;
   std::optional<int64_t> pruned_step;  // the step at which the pruner stopped the trial
   std::optional<int64_t> memory_peak;  // {"memory_peak": BYTES}, when the program reports it
+  std::optional<int64_t> memory_peak_reserved;  // its "memory_peak_reserved" (CUDA's cache)
+  std::optional<std::string> out_of_memory;     // {"out_of_memory": "message"}
 
  private:
   TrialHandle& trial_;
+  fs::path pruner_file_;
 };
 
 // Why tune stopped the program before it ended by itself.
@@ -242,12 +266,16 @@ class CommandProcess : public TrialProcess {
         patterns_(patterns),
         dir_(std::move(dir)),
         program_(std::move(program)),
-        reader_(trial),
+        reader_(trial, dir_->path / "pruner.jsonl"),
         device_peak_(gpu) {}
 
   Status Poll(std::chrono::milliseconds wait) override {
     const Subprocess::LineHandler on_line = [this](Stream stream, const std::string& line) {
-      if (stream == Stream::kStdout) return reader_.OnStdoutLine(line);
+      if (stream == Stream::kStdout) {
+        TUNE_RETURN_IF_ERROR(reader_.OnStdoutLine(line));
+        if (oom_line_.empty() && reader_.out_of_memory) oom_line_ = *reader_.out_of_memory;
+        return Status::Ok();
+      }
       spdlog::debug("[trial {} stderr] {}", trial_.number(), line);
       if (oom_line_.empty() && MatchesOom(line)) oom_line_ = line.substr(0, 500);
       return Status::Ok();
@@ -274,15 +302,14 @@ class CommandProcess : public TrialProcess {
     TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide());
     if (planner_ != nullptr) {
       // What the program reported, else what the driver saw on a device, else its resident set.
-      int64_t peak = program_->exit_status().max_rss_bytes;
-      std::string source = "max_rss";
+      ProgramPeak peak{program_->exit_status().max_rss_bytes, "max_rss", -1};
       if (reader_.memory_peak) {
-        peak = *reader_.memory_peak, source = "reported";
+        peak = {*reader_.memory_peak, "reported", reader_.memory_peak_reserved.value_or(-1)};
       } else if (device_peak_.peak() > 0) {
-        peak = device_peak_.peak(), source = "device_sampled";
+        peak = {device_peak_.peak(), "device_sampled", -1};
       }
       const bool oom = outcome.state == TrialState::kPruned && !oom_line_.empty();
-      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, source, oom));
+      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, oom));
     }
     return outcome;
   }
@@ -351,7 +378,8 @@ class CommandProcess : public TrialProcess {
   std::unique_ptr<Subprocess> program_;
   ReportReader reader_;
   StopCause stop_ = StopCause::kNone;
-  std::string oom_line_;  // the first stderr line matching an out-of-memory pattern
+  // The first stderr line matching an out-of-memory pattern, or the program's out_of_memory report.
+  std::string oom_line_;
   DevicePeakSampler device_peak_;
 };
 
@@ -500,8 +528,19 @@ class CommandObjective : public Objective {
     env.push_back("TUNE_TRIAL_DIR=" + values.at("trial.dir"));
     env.push_back("TUNE_PARAMS_FILE=" + values.at("trial.params_file"));
     env.push_back("TUNE_RESULT_FILE=" + values.at("trial.result_file"));
+    env.push_back("TUNE_PRUNER_FILE=" + values.at("trial.dir") + "/pruner.jsonl");
     for (const auto& [k, v] : options_.env) {
       if (auto e = ExpandTemplate(v, values)) env.push_back(k + "=" + *e);
+    }
+    // tune_trial.py importable: its directory last on PYTHONPATH (a module of the user's wins).
+    if (python_dir_) {
+      auto it = std::find_if(env.begin(), env.end(),
+                             [](const std::string& e) { return e.rfind("PYTHONPATH=", 0) == 0; });
+      if (it == env.end()) {
+        env.push_back("PYTHONPATH=" + *python_dir_);
+      } else {
+        *it += (it->size() > std::string_view("PYTHONPATH=").size() ? ":" : "") + *python_dir_;
+      }
     }
     return env;
   }
@@ -510,6 +549,7 @@ class CommandObjective : public Objective {
   std::unique_ptr<MemoryPlanner> planner_;  // null: no memory section
   std::shared_ptr<GpuProcessMemory> gpu_;   // NVML, when a planner needs device peaks
   std::vector<std::string> patterns_;
+  std::optional<std::string> python_dir_ = PythonModuleDir();
 };
 
 }  // namespace

@@ -174,6 +174,12 @@ Status Trial::SetUserAttr(const std::string& key, const Json& value) {
   return Status::Ok();
 }
 
+std::optional<Json> Trial::UserAttr(const std::string& key) const {
+  auto it = frozen_.user_attrs.find(key);
+  if (it == frozen_.user_attrs.end()) return std::nullopt;
+  return *it;
+}
+
 Status Trial::SetSystemAttr(const std::string& key, const Json& value) {
   TUNE_RETURN_IF_ERROR(study_->storage().SetTrialSystemAttr(trial_id_, key, value));
   frozen_.system_attrs[key] = value;

@@ -111,6 +111,28 @@ TEST(Config, UnknownKeyNamesPathAndClosestKey) {
   ExpectError(d, {"/search_space/lr/type", "did you mean 'float'"});
 }
 
+// enqueue_trials: params objects, or Optuna's enqueue_trial(params, user_attrs) as
+// {"params": {...}, "user_attrs": {...}}; errors name the entry's key.
+TEST(Config, EnqueuedTrialsWithUserAttrs) {
+  Json d = Base();
+  d["enqueue_trials"] = Json::parse(R"([{"lr": 0.001},
+      {"params": {"lr": 0.002}, "user_attrs": {"admission": false, "note": "by hand"}}])");
+  auto c = ParseStudyConfig(d, "study.json", ".");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->enqueue_trials.size(), 2u);
+  EXPECT_EQ(c->enqueue_trials[0].params, (Json{{"lr", 0.001}}));
+  EXPECT_EQ(c->enqueue_trials[0].user_attrs, Json::object());
+  EXPECT_EQ(c->enqueue_trials[1].params, (Json{{"lr", 0.002}}));
+  EXPECT_EQ(c->enqueue_trials[1].user_attrs, (Json{{"admission", false}, {"note", "by hand"}}));
+
+  d["enqueue_trials"] = Json::parse(R"([{"params": {"lr": 0.002}, "user_attr": {}}])");
+  ExpectError(d, {"/enqueue_trials/0", "user_attr", "did you mean 'user_attrs'"});
+  d["enqueue_trials"] = Json::parse(R"([{"params": {"lrr": 0.002}}])");
+  ExpectError(d, {"/enqueue_trials/0/params/lrr", "unknown parameter", "did you mean 'lr'"});
+  d["enqueue_trials"] = Json::parse(R"([{"params": {"lr": 0.002}, "user_attrs": [1]}])");
+  ExpectError(d, {"/enqueue_trials/0/user_attrs"});
+}
+
 TEST(Config, FunctionObjectivesNeedAsManyDirections) {
   Json d = {{"objective", {{"type", "function"}, {"name", "zdt1"}}}};
   ExpectError(d, {"/objective/name", "function 'zdt1' returns 2 values",

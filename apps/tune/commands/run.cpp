@@ -196,8 +196,8 @@ Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config
   TUNE_RETURN_IF_ERROR(RecordStudyDefaults(s.storage(), s.study_id(), rules));
   TUNE_ASSIGN_OR_RETURN(int64_t existing, s.storage().CountTrials(s.study_id()));
   if (existing == 0) {
-    for (const Json& params : config.enqueue_trials) {
-      TUNE_RETURN_IF_ERROR(s.EnqueueTrial(params).status());
+    for (const auto& [params, user_attrs] : config.enqueue_trials) {
+      TUNE_RETURN_IF_ERROR(s.EnqueueTrial(params, user_attrs).status());
     }
   } else {
     spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), existing);
