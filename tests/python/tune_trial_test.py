@@ -1,7 +1,8 @@
 """tune_trial.py, the module for users' training scripts, through the real tune binary.
 
 1. Outside a trial the module is inert: params() gives the defaults, reports print nothing.
-2. A plain PyTorch loop (tests/data/torch_loop.py, Debian's python3-torch) runs as a command
+2. The Hugging Face Trainer adapter reports, prunes and finishes through the protocol.
+3. A plain PyTorch loop (tests/data/torch_loop.py, Debian's python3-torch) runs as a command
    objective under --jobs 2 with a memory section: its intermediate values are stored, a trial
    the threshold pruner stops ends early, a real out-of-memory error of PyTorch's CPU allocator
    (an address-space limit, RLIMIT_AS) is recorded PRUNED with its config and the study goes on,
@@ -52,6 +53,46 @@ def check_outside_a_trial(tt):
             continue
         raise AssertionError(f"report accepted step {bad!r}")
     print("outside a trial: inert, as documented")
+
+
+ADAPTER_PROGRAM = r"""
+import sys, types
+if "--stub" in sys.argv:  # transformers is not installed: its base class only
+    sys.modules["transformers"] = types.SimpleNamespace(TrainerCallback=object)
+import tune_trial
+args = types.SimpleNamespace(metric_for_best_model="accuracy")
+control = types.SimpleNamespace(should_training_stop=False)
+cb = tune_trial.hf_callback()
+for step, acc in ((10, 0.5), (20, 0.75)):
+    cb.on_evaluate(args, types.SimpleNamespace(global_step=step), control,
+                   metrics={"eval_loss": 1.0, "eval_accuracy": acc})
+cb.on_train_end(args, None, control)
+"""
+
+
+def check_trainer_adapter(tt_dir, work):
+    """hf_callback's reports, prune and final value through tune's protocol, with transformers'
+    TrainerCallback when it is importable, else a stand-in base class (the callback's own logic
+    is what runs; the docs mark the adapter untested with a real Trainer)."""
+    real = subprocess.run(["/usr/bin/python3", "-c", "import transformers"],
+                          capture_output=True).returncode == 0
+    pruner = os.path.join(work, "pruner.jsonl")
+    env = dict(os.environ, PYTHONPATH=tt_dir, TUNE_TRIAL_NUMBER="0", TUNE_PRUNER_FILE=pruner)
+    argv = ["/usr/bin/python3", "-c", ADAPTER_PROGRAM] + ([] if real else ["--stub"])
+    for answers, expected_code in (([False, False], 0), ([True], 0)):
+        with open(pruner, "w") as f:
+            for step, prune in zip((10, 20), answers):
+                f.write(json.dumps({"step": step, "prune": prune}) + "\n")
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert run.returncode == expected_code, run.stderr
+        lines = [json.loads(x) for x in run.stdout.splitlines()]
+        if answers == [True]:  # pruned at the first evaluation: no second report, no value
+            assert lines == [{"step": 10, "value": 0.5}], lines
+        else:
+            assert lines == [{"step": 10, "value": 0.5}, {"step": 20, "value": 0.75},
+                             {"value": 0.75}], lines
+    print("Trainer adapter: reports eval_accuracy at global_step, prunes, finishes "
+          f"({'transformers' if real else 'stand-in TrainerCallback: transformers not installed'})")
 
 
 def run_study(tune, source, work):
@@ -125,6 +166,8 @@ def main():
     tune, source = sys.argv[1], sys.argv[2]
     tt = load_module(tune)
     check_outside_a_trial(tt)
+    with tempfile.TemporaryDirectory() as work:
+        check_trainer_adapter(os.path.dirname(tt.__file__), work)
     if subprocess.run(["/usr/bin/python3", "-c", "import torch"]).returncode != 0:
         print("SKIP: python3-torch is not installed (scripts/install-deps.sh installs it)")
         return SKIP
