@@ -85,8 +85,8 @@ def params(defaults=None):
 
 
 def memory_budget():
-    """The bytes this trial may use on its device (tune's reservation with --jobs and a
-    ``memory`` section), or None when tune set no budget."""
+    """The bytes this trial may use on its device (with --jobs and a ``memory`` section: its
+    reservation plus the guard's margin), or None when tune set no budget."""
     b = os.environ.get("TUNE_MEMORY_BUDGET")
     return int(b) if b else None
 

@@ -45,6 +45,9 @@ class MemoryPlanner {
                         bool oom) = 0;
   // Variables for the program's environment (a simulated card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
+  // --jobs: what the program may use (TUNE_MEMORY_BUDGET) for a plan that reserves
+  // plan.reservation; by default the reservation itself.
+  virtual int64_t ProgramCap(const TrialPlan& plan) const { return plan.reservation; }
 };
 
 }  // namespace tune

@@ -158,6 +158,16 @@ class GuardPlanner : public MemoryPlanner {
     return Fitted(trial, r->hp, m).status();  // the study keeps the fit with this peak in it
   }
 
+  // The reservation plus the margin, never more than the card: reservations stay within
+  // card x (1 - margin), so the caps together stay within the card, and the margin the card
+  // keeps free is each program's slack for the prediction's small errors (as for a train
+  // trial's child, TrainObjective::Start).
+  int64_t ProgramCap(const TrialPlan& plan) const override {
+    const auto cap =
+        static_cast<int64_t>(static_cast<double>(plan.reservation) * (1.0 + options_.guard.margin));
+    return std::min(cap, *options_.guard.device_memory);
+  }
+
   std::vector<std::string> Environment(const TrialPlan& /*plan*/) const override {
     std::vector<std::string> env;
     if (options_.guard.simulate) {

@@ -431,12 +431,13 @@ class CommandObjective : public Objective {
     return Objective::PlanToFit(trial, params, room);
   }
 
-  // Several trials at once: the program learns its reservation (TUNE_MEMORY_BUDGET, bytes), to
-  // cap itself there (for example torch.cuda.set_per_process_memory_fraction), so that a wrong
-  // prediction runs only this trial out of memory.
+  // Several trials at once: the program learns what it may use (TUNE_MEMORY_BUDGET, bytes: its
+  // reservation plus the guard's margin), to cap itself there (for example
+  // torch.cuda.set_per_process_memory_fraction), so that a wrong prediction runs only this trial
+  // out of memory.
   Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
     TrialPlan capped = plan;
-    capped.cap = plan.reservation;
+    capped.cap = planner_ ? planner_->ProgramCap(plan) : plan.reservation;
     return StartProgram(trial, capped);
   }
 
