@@ -1,6 +1,7 @@
 #include "memory/guard.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,18 @@ const std::vector<std::string>& GuardLeverNames() {
 
 int64_t UsableMemory(int64_t device_memory, double margin) {
   return static_cast<int64_t>(static_cast<double>(device_memory) * (1.0 - margin));
+}
+
+int64_t ProcessCap(int64_t reservation, double margin, std::optional<int64_t> device_memory) {
+  const auto cap = static_cast<int64_t>(static_cast<double>(reservation) * (1.0 + margin));
+  return device_memory ? std::min(cap, *device_memory) : cap;
+}
+
+bool RunsWithoutAdmission(const TrialHandle& trial) {
+  if (trial.UserAttr(attrs::kAdmission) != Json(false)) return false;
+  spdlog::info("Trial {} runs without admission: its user attribute '{}' is false", trial.number(),
+               attrs::kAdmission);
+  return true;
 }
 
 DeviceMemoryModel CudaDeviceModel(const GuardOptions& options, int64_t measured_context) {

@@ -80,6 +80,16 @@ const std::vector<std::string>& GuardLeverNames();
 // usable = device_memory × (1 − margin).
 int64_t UsableMemory(int64_t device_memory, double margin);
 
+// --jobs: what a trial's process may use for its reservation: reservation × (1 + margin), never
+// more than `device_memory` when known. Reservations stay within UsableMemory, so the caps
+// together stay within the device ((1 − margin)(1 + margin) < 1): the margin the card keeps free
+// is each trial's slack for the prediction's small errors.
+int64_t ProcessCap(int64_t reservation, double margin, std::optional<int64_t> device_memory);
+
+// True (and logged) when the trial was enqueued with the user attribute "admission": false
+// (enqueue_trials' user_attrs): it runs as configured, without admission.
+bool RunsWithoutAdmission(const TrialHandle& trial);
+
 // What one trial's run taught about memory: user attribute "memory" of a trial.
 struct MemoryRecord {
   std::string family;         // MemoryFamily(): "bert", "deberta-v2/bf16", "mlp", ...

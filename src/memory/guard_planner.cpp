@@ -84,10 +84,7 @@ class GuardPlanner : public MemoryPlanner {
     attr.others = others_.last_others();
     TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
     if (!m) return PlanUnmeasured(trial, r, plan, attr);
-    // An enqueued trial with the user attribute "admission": false runs as it is.
-    if (options_.guard.admission && trial.UserAttr(attrs::kAdmission) == Json(false)) {
-      spdlog::info("Trial {} runs without admission: its user attribute '{}' is false",
-                   trial.number(), attrs::kAdmission);
+    if (options_.guard.admission && RunsWithoutAdmission(trial)) {
       return PlanWithoutAdmission(*m, plan, attr);
     }
     if (auto oom = KnownOom(trial, *m, attr)) return RejectKnownOom(trial, plan, attr, *oom);
@@ -158,14 +155,8 @@ class GuardPlanner : public MemoryPlanner {
     return Fitted(trial, r->hp, m).status();  // the study keeps the fit with this peak in it
   }
 
-  // The reservation plus the margin, never more than the card: reservations stay within
-  // card x (1 - margin), so the caps together stay within the card, and the margin the card
-  // keeps free is each program's slack for the prediction's small errors (as for a train
-  // trial's child, TrainObjective::Start).
   int64_t ProgramCap(const TrialPlan& plan) const override {
-    const auto cap =
-        static_cast<int64_t>(static_cast<double>(plan.reservation) * (1.0 + options_.guard.margin));
-    return std::min(cap, *options_.guard.device_memory);
+    return ProcessCap(plan.reservation, options_.guard.margin, options_.guard.device_memory);
   }
 
   std::vector<std::string> Environment(const TrialPlan& /*plan*/) const override {

@@ -167,19 +167,6 @@ double TrainGuard::CorrectionFor(TrialHandle& trial, const TrainJob& job,
   return correction;
 }
 
-namespace {
-
-// An enqueued trial may ask to run as configured ({"user_attrs": {"admission": false}}): to see
-// a configuration fail for real, as `make demo` shows an out-of-memory error.
-bool RunsWithoutAdmission(const TrialHandle& trial) {
-  if (trial.UserAttr(attrs::kAdmission) != Json(false)) return false;
-  spdlog::info("Trial {} runs without admission: its user attribute '{}' is false", trial.number(),
-               attrs::kAdmission);
-  return true;
-}
-
-}  // namespace
-
 Result<GuardDecision> TrainGuard::Admit(TrialHandle& trial, const Json& params, TrainJob& job,
                                         std::optional<int64_t> room) {
   if (planned_ && !AdmitsHere(job)) return PlannedDecision(job);

@@ -141,18 +141,12 @@ class TrainObjective final : public Objective {
           plan.params.dump(), std::string("--plan"), plan_json_[trial.number()].dump()}) {
       so.argv.push_back(arg);
     }
-    // The child's device_memory: its reservation plus the guard's margin. The ledger admits
-    // reservations up to the usable memory, device x (1 - margin), so the caps together stay
-    // within the device, (1 - margin)(1 + margin) < 1; the margin the card keeps free becomes
-    // each trial's slack for the estimate's small errors instead of an out-of-memory error at
-    // its exact prediction. Never more than the device (a trial run without admission may
-    // reserve more). None: the config's device_memory.
+    // The child's device_memory: ProcessCap of its reservation (a trial run without admission
+    // may reserve more than the device). None: the config's device_memory.
     if (plan.reservation > 0) {
-      int64_t cap = static_cast<int64_t>(static_cast<double>(plan.reservation) *
-                                         (1.0 + options_.guard.margin));
-      if (const std::optional<int64_t> device = guard_.DeviceMemory()) cap = std::min(cap, *device);
       so.argv.push_back("--device-memory");
-      so.argv.push_back(std::to_string(cap));
+      so.argv.push_back(std::to_string(
+          ProcessCap(plan.reservation, options_.guard.margin, guard_.DeviceMemory())));
     }
     plan_json_.erase(trial.number());
     so.env = CurrentEnvironment();
