@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -27,6 +31,32 @@ int ExitCodeFor(const Status& status) {
     default:
       return kExitFailure;
   }
+}
+
+namespace {
+bool g_restart = false;
+}  // namespace
+
+void RequestRestart() { g_restart = true; }
+bool RestartRequested() { return g_restart; }
+
+int Restarts() {
+  const char* text = std::getenv("TUNE_RESTARTS");
+  return text != nullptr ? std::max(0, std::atoi(text)) : 0;
+}
+
+int Restart(char** argv) {
+  const std::string next = std::to_string(Restarts() + 1);
+  spdlog::default_logger()->flush();
+  std::cout.flush();
+  std::cerr.flush();
+  setenv("TUNE_RESTARTS", next.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  spdlog::error(
+      "Could not start tune afresh (execv /proc/self/exe): {}; run the same command "
+      "again to continue the study",
+      std::strerror(errno));
+  return kExitFailure;
 }
 
 int Fail(const Status& status) {

@@ -17,6 +17,16 @@ namespace tune::app {
 
 enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130 };
 
+// A study run asks main() to run the same command again in a fresh process: after a trial's
+// sticky CUDA error (StatusCode::kDeviceLost) the process cannot use the device again, and the
+// study resumes from its storage. Restart() replaces the process (execv of /proc/self/exe with
+// the same arguments and TUNE_RESTARTS one higher); it returns only on failure.
+inline constexpr int kMaxRestarts = 3;  // per run of the command: then it stops, saying why
+void RequestRestart();
+bool RestartRequested();
+int Restarts();  // TUNE_RESTARTS: how many times this run started afresh (0 the first time)
+int Restart(char** argv);
+
 // Usage/config errors (bad input) exit 2; everything else 1.
 int ExitCodeFor(const Status& status);
 // Logs the error and returns its exit code.

@@ -75,7 +75,9 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < commands.size(); ++i) {
       if (commands[i].first->parsed()) return commands[i].second();
     }
-    return commands.front().second();  // no subcommand: run the study
+    const int rc = commands.front().second();  // no subcommand: run the study
+    // Everything of the run (storage, trainer) is released by now.
+    return tune::app::RestartRequested() ? tune::app::Restart(argv) : rc;
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());
     return tune::app::kExitFailure;

@@ -26,6 +26,7 @@ enum class StatusCode {
   kResourceExhausted,   // predicted or real out-of-memory
   kUnavailable,         // transient (database busy): retry the call
   kCancelled,           // interrupted by the user (Ctrl-C)
+  kDeviceLost,          // the device is unusable in this process (a sticky CUDA error)
   kInternal,
 };
 

@@ -9,7 +9,9 @@
 //   oom_config   the configuration that did not fit: params, effective batch size, estimate, ...
 //   memory       what the trial taught about memory (MemoryAttr)
 //   fail_reason  a FAIL trial's message
-//   interrupted  true: stopped by Ctrl-C (FAIL)
+//   interrupted  true: stopped by Ctrl-C or SIGTERM (FAIL)
+//   device_lost  where a sticky CUDA error struck (phase, epoch, step, batch shape, device):
+//                the trial FAIL; the study went on in a fresh process
 //   timeout      true: a command trial ran past its timeout (FAIL)
 //   exit_status, signal, stderr_tail   a command trial's program (FAIL)
 //   train        the train objective's summary: epochs, best epoch, per-epoch metrics
@@ -36,6 +38,7 @@ inline constexpr const char* kOomConfig = "oom_config";
 inline constexpr const char* kMemory = "memory";
 inline constexpr const char* kFailReason = "fail_reason";
 inline constexpr const char* kInterrupted = "interrupted";
+inline constexpr const char* kDeviceLost = "device_lost";
 inline constexpr const char* kTimeout = "timeout";
 inline constexpr const char* kExitStatus = "exit_status";
 inline constexpr const char* kSignal = "signal";
@@ -50,7 +53,7 @@ inline constexpr const char* kAdmission = "admission";
 enum class EndReason {
   kOom,          // "oom": ran out of memory at run time (PRUNED, oom=true)
   kPredicted,    // "predicted": the memory guard predicted it would not fit and did not run it
-  kInterrupted,  // "interrupted": stopped by Ctrl-C (FAIL)
+  kInterrupted,  // "interrupted": stopped by Ctrl-C or SIGTERM (FAIL)
   kTimeout,      // "timeout": a command trial ran past its timeout (FAIL)
 };
 const char* EndReasonName(EndReason reason);

@@ -21,7 +21,9 @@
 #      less the ballast and its growth margin ("Device memory budget" in others.log), no trial
 #      out of memory at run time;
 #   6. installed (issue 46): build-with-torch.sh --check, cmake --install of the kit's build, the
-#      installed tune --version, tune_trial's memory guard catching a CUDA out-of-memory error.
+#      installed tune --version, tune_trial's memory guard catching a CUDA out-of-memory error;
+#   7. a poisoned CUDA context (issue 45): a real device-side assert in a trial in process, the
+#      study continued in a fresh process (sticky.log, sticky-trials.json).
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed estimates torchscript corun
@@ -258,6 +260,25 @@ try:
 except SystemExit as e:
     print("guard ended the trial with", e.code)' >> "$out/install.log" 2>&1
   tail -n 12 "$out/install.log"
+fi
+# 7. A poisoned CUDA context (issue 45): a real device-side assert (a loss over an out-of-range
+# label, TUNE_TEST_STICKY_CUDA_ERROR=1:real) in the first trial of a 3-trial study in process:
+# that trial FAIL with CUDA's error and device_lost, the study continued in a fresh process.
+mark "7. sticky"
+if wanted sticky && [ -f "$work/criteria-gpu.json" ]; then
+  python3 - "$work" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1] + "/criteria-gpu.json"))
+c["storage"] = "sqlite:///" + sys.argv[1] + "/sticky.db"
+c["objective"]["epochs"] = 1
+json.dump(c, open(sys.argv[1] + "/sticky.json", "w"), indent=1)
+EOF
+  TUNE_TEST_STICKY_CUDA_ERROR=1:real within 120 "$tune" --study sticky --config "$work/sticky.json" \
+    --n-trials 3 --jobs 1 > "$out/sticky.log" 2>&1
+  echo "sticky exit $?"
+  "$tune" trials --study sticky --storage "sqlite:///$work/sticky.db" --format json \
+    > "$out/sticky-trials.json" 2>&1
+  grep -E "device-side|fresh process|Stopping" "$out/sticky.log" | cut -c1-300
 fi
 mark "done"
 exit 0

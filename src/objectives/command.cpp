@@ -8,11 +8,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "measure/gpu_process_memory.h"
 #include "tune/memory_guard.h"
@@ -326,18 +328,31 @@ class CommandProcess : public TrialProcess {
                        [&](const std::string& p) { return line.find(p) != std::string::npos; });
   }
 
+  // A scheduler signals every process of the job, the program sometimes a moment before tune: a
+  // program killed by SIGTERM that tune did not stop gives tune's own signal half a second to
+  // arrive, so that the trial ends as stopped rather than failed.
+  void AwaitSchedulersSignal(const ExitStatus& exit) const {
+    if (stop_ != StopCause::kNone || exit.signal != SIGTERM) return;
+    for (int i = 0; i < 50 && !InterruptRequested(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
   // The trial's outcome from how the program ended (see command.h).
   Result<TrialOutcome> Decide() {
     const ExitStatus& exit = program_->exit_status();
+    AwaitSchedulersSignal(exit);
     if (reader_.pruned_step) {
       return TrialOutcome{
           TrialState::kPruned, {}, fmt::format("pruned at step {}", *reader_.pruned_step)};
     }
-    if (stop_ == StopCause::kInterrupted) {
+    // A program that died while tune was being stopped (a scheduler signals the whole job, the
+    // program too) was interrupted, not failed.
+    if (stop_ == StopCause::kInterrupted || (!exit.success() && InterruptRequested())) {
       TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kInterrupted, true));
       TUNE_RETURN_IF_ERROR(
           trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
-      return Fail("interrupted by the user");
+      return Fail(InterruptReason());
     }
     if (stop_ == StopCause::kTimedOut) {
       TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kTimeout, true));

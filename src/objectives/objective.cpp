@@ -1,11 +1,12 @@
 #include "tune/objectives/objective.h"
 
 #include "tune/trial_attrs.h"
+#include "util/interrupt.h"
 
 namespace tune {
 
 Result<TrialOutcome> RecordInterrupted(TrialHandle& trial) {
-  const std::string message = "interrupted by the user";
+  const std::string message = InterruptReason();
   TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kInterrupted, true));
   TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
   TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, message));

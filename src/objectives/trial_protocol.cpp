@@ -9,6 +9,7 @@
 
 #include "tune/objectives/command.h"
 #include "tune/trial_attrs.h"
+#include "util/interrupt.h"
 
 namespace tune {
 namespace {
@@ -171,7 +172,7 @@ Result<TrialOutcome> ChildTrialProcess::Finish() {
 Result<TrialOutcome> ChildTrialProcess::OutcomeOfDeath() {
   const ExitStatus& exit = program_->exit_status();
   const std::string tail = program_->stderr_tail();
-  if (interrupted_) {
+  if (interrupted_ || InterruptRequested()) {  // stopped by tune, or signalled with it
     TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, tail));
     return RecordInterrupted(trial_);
   }

@@ -110,7 +110,7 @@ class OptimizeLoop {
 
   // Recounts the study's retries (only worth it when the target looks reached).
   Status CountStudyRetries() {
-    if (options_.retry_oom <= 0) return Status::Ok();
+    if (!internal::MakesStudyRetries(options_)) return Status::Ok();
     TUNE_ASSIGN_OR_RETURN(study_retries_, internal::CountRetries(study_));
     return Status::Ok();
   }
@@ -199,7 +199,7 @@ class OptimizeLoop {
     }
     ++result_.trials_run;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, *outcome);
-    return internal::RetryOutOfMemory(study_, options_, *told).status();
+    return internal::RetryEndedTrial(study_, options_, *told).status();
   }
 
   Study& study_;

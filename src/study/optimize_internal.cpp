@@ -94,33 +94,54 @@ bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status) {
   return true;
 }
 
-Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
-                              const FrozenTrial& told) {
-  if (options.retry_oom <= 0 || told.state != TrialState::kPruned) return false;
-  const auto reason = told.user_attrs.find(attrs::kReason);
-  if (reason == told.user_attrs.end() || *reason != EndReasonName(EndReason::kOom)) return false;
-  std::optional<FrozenTrial> retry = RetryOfStaleTrial(told, options.retry_oom);
+namespace {
+
+// Creates the WAITING copy of `told` (marked with the system attribute `mark`); false once its
+// retries are used up.
+Result<bool> Reenqueue(Study& study, const FrozenTrial& told, int64_t max_retry, const char* mark,
+                       const char* what) {
+  std::optional<FrozenTrial> retry = RetryOfStaleTrial(told, max_retry);
   if (!retry) {
-    spdlog::warn("Trial {} ran out of memory; not retried: {} retries done", told.number,
-                 options.retry_oom);
+    spdlog::warn("Trial {} {}; not retried: {} retries done", told.number, what, max_retry);
     return false;
   }
   retry->user_attrs = Json::object();  // a new attempt: no outcome of the old one
-  retry->system_attrs["oom_retry"] = true;
+  retry->system_attrs[mark] = true;
   TUNE_ASSIGN_OR_RETURN(FrozenTrial created,
                         study.storage().CreateTrial(study.study_id(), &*retry));
-  spdlog::info(
-      "Trial {} ran out of memory; its params are re-enqueued as trial {} (attempt {} "
-      "of {})",
-      told.number, created.number, retry->system_attrs["retry_history"].size() + 1,
-      options.retry_oom + 1);
+  spdlog::info("Trial {} {}; its params are re-enqueued as trial {} (attempt {} of {})",
+               told.number, what, created.number, retry->system_attrs["retry_history"].size() + 1,
+               max_retry + 1);
   return true;
+}
+
+std::string UserAttrText(const FrozenTrial& told, const char* key) {
+  const auto it = told.user_attrs.find(key);
+  return it != told.user_attrs.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+Result<bool> RetryEndedTrial(Study& study, const OptimizeOptions& options,
+                             const FrozenTrial& told) {
+  const std::string reason = UserAttrText(told, attrs::kReason);
+  if (options.retry_oom > 0 && told.state == TrialState::kPruned &&
+      reason == EndReasonName(EndReason::kOom)) {
+    return Reenqueue(study, told, options.retry_oom, "oom_retry", "ran out of memory");
+  }
+  if (options.retry_failed > 0 && told.state == TrialState::kFail &&
+      reason == EndReasonName(EndReason::kInterrupted) && TerminateRequested()) {
+    return Reenqueue(study, told, options.retry_failed, "interrupt_retry",
+                     "was stopped by SIGTERM");
+  }
+  return false;
 }
 
 Result<int64_t> CountRetries(Study& study) {
   TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> trials, study.Trials());
   return static_cast<int64_t>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
-    return t.system_attrs.is_object() && t.system_attrs.value("oom_retry", false);
+    return t.system_attrs.is_object() && (t.system_attrs.value("oom_retry", false) ||
+                                          t.system_attrs.value("interrupt_retry", false));
   }));
 }
 

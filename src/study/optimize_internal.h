@@ -57,15 +57,22 @@ bool LostToStaleCheck(Study& study, const Trial& trial, const Status& status);
 Status FailStaleTrials(Study& study, const OptimizeOptions& options, double grace,
                        OptimizeResult& result, int64_t& extra_target);
 
-// With options.retry_oom > 0: re-enqueues `told` when it ran out of memory at run time (reason
-// "oom") and has been retried fewer than retry_oom times (RetryOfStaleTrial's bookkeeping). True
-// when it did.
-Result<bool> RetryOutOfMemory(Study& study, const OptimizeOptions& options,
-                              const FrozenTrial& told);
+// Re-enqueues `told` with its params (RetryOfStaleTrial's bookkeeping: failed_trial,
+// retry_history) when it did not end on its own merits and may be tried again:
+//   - it ran out of memory at run time (reason "oom") and retry_oom > 0: system attr oom_retry;
+//   - it was stopped by SIGTERM (a scheduler's preemption, time limit or scancel) and
+//     retry_failed > 0, as a stale trial would be: system attr interrupt_retry.
+// At most retry_oom / retry_failed retries per original trial. True when it re-enqueued.
+Result<bool> RetryEndedTrial(Study& study, const OptimizeOptions& options, const FrozenTrial& told);
 
-// The study's out-of-memory retries (any worker's): trials with the system attribute
-// "oom_retry" that RetryOutOfMemory sets.
+// The study's retries that any worker runs (every worker's target counts them): trials with the
+// system attribute "oom_retry" or "interrupt_retry" that RetryEndedTrial sets.
 Result<int64_t> CountRetries(Study& study);
+
+// Whether the study's retries are worth counting (RetryEndedTrial can make some).
+inline bool MakesStudyRetries(const OptimizeOptions& options) {
+  return options.retry_oom > 0 || options.retry_failed > 0;
+}
 
 // Sleeps `seconds` in short steps, returning early on Ctrl-C.
 void SleepInterruptibly(double seconds);

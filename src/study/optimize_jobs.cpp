@@ -92,7 +92,7 @@ class JobsLoop {
 
   // Recounts the study's retries when the target looks reached and trials finished since.
   Status CountStudyRetries() {
-    if (options_.retry_oom <= 0 || retries_counted_at_ == result_.finished_total) {
+    if (!MakesStudyRetries(options_) || retries_counted_at_ == result_.finished_total) {
       return Status::Ok();
     }
     retries_counted_at_ = result_.finished_total;
@@ -401,7 +401,7 @@ class JobsLoop {
     ++told_;
     ++ledger_version_;
     if (options_.on_trial_finished) options_.on_trial_finished(*told, outcome);
-    return RetryOutOfMemory(study_, options_, *told).status();
+    return RetryEndedTrial(study_, options_, *told).status();
   }
 
   // Removes a running job from the list (its reservation released) and hands it over.

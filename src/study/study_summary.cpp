@@ -47,7 +47,7 @@ const char* TrialCategoryLabel(TrialCategory category) {
     case TrialCategory::kFailed:
       return "FAIL: error";
     case TrialCategory::kInterrupted:
-      return "FAIL: interrupted (Ctrl-C)";
+      return "FAIL: interrupted (Ctrl-C, SIGTERM)";
     case TrialCategory::kTimeout:
       return "FAIL: timed out";
     case TrialCategory::kStale:

@@ -25,7 +25,7 @@ enum class TrialCategory {
   kOom,          // PRUNED: ran out of memory at run time (reason "oom")
   kPredicted,    // PRUNED: the memory guard predicted a misfit and did not run it
   kFailed,       // FAIL for any other reason (an error, a crash, a NaN value)
-  kInterrupted,  // FAIL: stopped by Ctrl-C (reason "interrupted")
+  kInterrupted,  // FAIL: stopped by Ctrl-C or SIGTERM (reason "interrupted")
   kTimeout,      // FAIL: a command trial ran past its timeout (reason "timeout")
   kStale,        // FAIL: its worker stopped heartbeating (fail_reason "stale: ...")
   kRunning,      // RUNNING

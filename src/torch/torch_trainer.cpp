@@ -22,6 +22,7 @@
 #include "torch/torch_compat.h"
 #include "torch/torch_counting_allocator.h"
 #include "torch/torch_cpu_malloc.h"
+#include "torch/torch_cuda_errors.h"
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_fused_adamw.h"
 #include "torch/torch_models.h"
@@ -62,6 +63,37 @@ bool LooksLikeOutOfMemory(const std::string& what) {
     if (what.find(p) != std::string::npos) return true;
   }
   return false;
+}
+
+// What ended a run with an exception: its text, and whether it was out of memory or a CUDA error
+// that leaves the process's context unusable.
+struct RunError {
+  std::string text;
+  bool oom = false;
+  bool sticky = false;
+};
+
+// Inside a catch (...): the RunError of the exception in flight.
+RunError CaughtRunError() {
+  RunError e;
+  try {
+    throw;
+  } catch (const c10::OutOfMemoryError& x) {
+    e.text = x.what_without_backtrace();
+    e.oom = true;
+  } catch (const c10::Error& x) {
+    e.text = x.what_without_backtrace();
+  } catch (const std::bad_alloc& x) {
+    e.text = std::string("std::bad_alloc: ") + x.what();
+    e.oom = true;
+  } catch (const std::exception& x) {
+    // The TorchScript interpreter rethrows what failed inside it (an out-of-memory error too)
+    // as a std::runtime_error whose last line is the original message.
+    e.text = internal::ScriptErrorText(x.what());
+  }
+  e.oom = e.oom || LooksLikeOutOfMemory(e.text);
+  e.sticky = !e.oom && IsStickyCudaError(e.text);
+  return e;
 }
 
 template <typename T>
@@ -567,25 +599,14 @@ class TorchTrainer final : public Trainer {
     if (device_.is_cuda()) cuda_memory::ResetPeak(CudaIndex());
     spdlog::debug("Memory at training start: {}", DeviceMemoryStatusText(MemoryStatus()));
     Status status;
-    std::string error;
-    bool oom = false;
+    RunError run_error;
     try {
       status = Run(job, on_epoch, result, progress);
-    } catch (const c10::OutOfMemoryError& e) {
-      oom = true;
-      error = e.what_without_backtrace();
-    } catch (const c10::Error& e) {
-      error = e.what_without_backtrace();
-      oom = LooksLikeOutOfMemory(error);
-    } catch (const std::bad_alloc& e) {
-      oom = true;
-      error = std::string("std::bad_alloc: ") + e.what();
-    } catch (const std::exception& e) {
-      // The TorchScript interpreter rethrows what failed inside it (an out-of-memory error too)
-      // as a std::runtime_error whose last line is the original message.
-      error = internal::ScriptErrorText(e.what());
-      oom = LooksLikeOutOfMemory(error);
+    } catch (...) {
+      run_error = CaughtRunError();
     }
+    const std::string& error = run_error.text;
+    const bool oom = run_error.oom;
     // Everything the run allocated (model, optimizer state, gradients, activations, the autocast
     // cache, which AutocastGuard clears) was local to Run() and is released by now; the caching
     // allocator still holds the blocks. Except after an error in backward: the autograd engine
@@ -613,7 +634,9 @@ class TorchTrainer final : public Trainer {
     spdlog::debug("Memory at training end: {}", DeviceMemoryStatusText(MemoryStatus()));
     if (!status.ok()) return status;
     if (!error.empty()) {
-      result.end = oom ? TrainResult::End::kOutOfMemory : TrainResult::End::kFailed;
+      result.end = oom                ? TrainResult::End::kOutOfMemory
+                   : run_error.sticky ? TrainResult::End::kDeviceLost
+                                      : TrainResult::End::kFailed;
       result.message = error;
       result.details =
           Json{{"phase", progress.phase},
@@ -774,6 +797,8 @@ class TorchTrainer final : public Trainer {
         seen += static_cast<int64_t>(batches[b].size());
       }
       OptimizerStep(rs, p);
+      StickyCudaErrorHook::Get().AtStep(rs.step);
+      if (StickyCudaErrorHook::Get().WantsRealError(rs.step)) LaunchDeviceSideAssert(rs);
       if (rs.job.on_step) {
         if (!LossFinite(rs, loss_sum, epoch, loss, result)) return false;
         const double group_loss = loss - group_start;
@@ -806,7 +831,17 @@ class TorchTrainer final : public Trainer {
   }
 
   // Trains; throws what LibTorch throws. A non-OK Status only when on_epoch fails.
+  // TUNE_TEST_STICKY_CUDA_ERROR=K:real (torch_cuda_errors.h): a loss over a label out of range,
+  // which on CUDA trips the kernel's device-side assert; read back, so it is reported here.
+  static void LaunchDeviceSideAssert(RunState& rs) {
+    const auto options = torch::TensorOptions().device(rs.task->device());
+    const torch::Tensor logits = torch::zeros({2, 3}, options.dtype(torch::kFloat));
+    const torch::Tensor labels = torch::full({2}, 7, options.dtype(torch::kLong));
+    (void)torch::nll_loss(logits, labels).item<float>();
+  }
+
   Status Run(const TrainJob& job, const EpochCallback& on_epoch, TrainResult& result, Progress& p) {
+    StickyCudaErrorHook::Get().AtRunStart();
     torch::manual_seed(job.hp.seed);
     std::mt19937_64 rng(job.hp.seed);
     TUNE_ASSIGN_OR_RETURN(std::optional<RunState> prepared, Prepare(job, result));
@@ -850,6 +885,10 @@ class TorchTrainer final : public Trainer {
       TUNE_ASSIGN_OR_RETURN(bool go_on, evaluation(m));
       if (!go_on) return Status::Ok();
     }
+    // An error of a kernel still queued surfaces here, in the run that caused it.
+    p.phase = "synchronize";
+    if (device_.is_cuda()) torch::cuda::synchronize(CudaIndex());
+    StickyCudaErrorHook::Get().AtSync();
     result.end = TrainResult::End::kCompleted;
     return Status::Ok();
   }

@@ -38,6 +38,8 @@ const char* TrainEndName(TrainResult::End end) {
       return "failed";
     case TrainResult::End::kInterrupted:
       return "interrupted";
+    case TrainResult::End::kDeviceLost:
+      return "device_lost";
   }
   return "?";
 }

@@ -130,6 +130,8 @@ struct TrainResult {
     kOutOfMemory,  // the run ran out of memory (details say where)
     kFailed,       // the run failed (a LibTorch error, a non-finite loss); message says why
     kInterrupted,  // Ctrl-C (InterruptRequested())
+    kDeviceLost,   // a sticky CUDA error (device-side assert, illegal address...): the failed
+                   // run's process can no longer use the device; message says which error
   };
   End end = End::kCompleted;
   std::vector<EpochMetrics> epochs;

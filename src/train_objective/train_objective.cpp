@@ -19,6 +19,7 @@
 #include "train_objective/trial_outcome.h"
 #include "tune/trial_attrs.h"
 #include "util/device.h"
+#include "util/interrupt.h"
 #include "util/text.h"
 
 namespace tune {
@@ -331,13 +332,24 @@ class TrainObjective final : public Objective {
       case TrainResult::End::kFailed:
         return FailTrial(trial, result.message);
       case TrainResult::End::kInterrupted:
-        spdlog::warn("Trial {} failed: interrupted by the user", trial.number());
+        spdlog::warn("Trial {} failed: {}", trial.number(), InterruptReason());
         return RecordInterrupted(trial);
+      case TrainResult::End::kDeviceLost:
+        return RecordDeviceLost(trial, result);
       case TrainResult::End::kCompleted:
       case TrainResult::End::kStopped:
         break;
     }
     return FinishedRunOutcome(trial, options_, result, tracker);
+  }
+
+  // A sticky CUDA error: the trial fails with it and where it struck; the DeviceLost status stops
+  // this process's study loop (apps/tune continues the study in a fresh process).
+  static Result<TrialOutcome> RecordDeviceLost(TrialHandle& trial, const TrainResult& result) {
+    spdlog::error("Trial {} failed: {}", trial.number(), FirstLine(result.message));
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kDeviceLost, result.details));
+    TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, result.message));
+    return Status(StatusCode::kDeviceLost, FirstLine(result.message));
   }
 
   static Result<TrialOutcome> RecordRunTimeOom(TrialHandle& trial, const Json& params,

@@ -20,6 +20,8 @@ const char* StatusCodeName(StatusCode code) {
       return "Unavailable";
     case StatusCode::kCancelled:
       return "Cancelled";
+    case StatusCode::kDeviceLost:
+      return "DeviceLost";
     case StatusCode::kInternal:
       return "Internal";
   }

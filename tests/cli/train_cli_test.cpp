@@ -1010,5 +1010,108 @@ TEST_F(TrainCli, CriteriaConfigUnderTheGuardPrunesWhatCannotFit) {
 }
 #endif
 
+#ifdef TUNE_WITH_TORCH
+// Runs tune with TUNE_TEST_STICKY_CUDA_ERROR=`hook` (torch/torch_cuda_errors.h: the first run of
+// each of the run's first K processes fails as a device-side assert, and poisons the process).
+ProcessRun TuneWithStickyError(const std::string& hook, const std::vector<std::string>& args) {
+  setenv("TUNE_TEST_STICKY_CUDA_ERROR", hook.c_str(), 1);
+  ProcessRun r = Tune(args);
+  unsetenv("TUNE_TEST_STICKY_CUDA_ERROR");
+  return r;
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A sticky CUDA error fails its trial (with the error and where it struck), and the study goes on
+// in a fresh process (the same command, resumed from the storage), which completes the others.
+TEST_F(TrainCli, StickyCudaErrorFailsItsTrialAndTheStudyContinuesInAFreshProcess) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "sticky.db").string();
+  ProcessRun r = TuneWithStickyError("1", {"--study", "t", "--config", WriteConfig({}), "--storage",
+                                           storage, "--n-trials", "3", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(CountOf(r.err, "Continuing the study in a fresh process (restart 1 of at most 3"), 1)
+      << r.err;
+  EXPECT_EQ(Json::parse(r.out)["state"], "COMPLETE");  // the fresh process printed the best
+  Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 3u) << trials.dump(2);
+  EXPECT_EQ(trials[0]["state"], "FAIL");
+  EXPECT_NE(trials[0]["user_attrs"]["fail_reason"].get<std::string>().find(
+                "CUDA error: device-side assert triggered"),
+            std::string::npos);
+  EXPECT_EQ(trials[0]["user_attrs"]["device_lost"]["phase"], "optimizer_step");
+  EXPECT_EQ(trials[0]["user_attrs"]["train"]["end"], "device_lost");
+  EXPECT_TRUE(trials[0]["params"].contains("learning_rate"));
+  EXPECT_EQ(trials[1]["state"], "COMPLETE");
+  EXPECT_EQ(trials[2]["state"], "COMPLETE");
+}
+
+// An error CUDA reports late (at a later synchronising call, no host sync each step) still fails
+// the trial that caused it, not the next one.
+TEST_F(TrainCli, StickyCudaErrorReportedLateFailsTheTrialThatCausedIt) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "late.db").string();
+  ProcessRun r = TuneWithStickyError("1:late", {"--study", "t", "--config", WriteConfig({}),
+                                                "--storage", storage, "--n-trials", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 2u) << trials.dump(2);
+  EXPECT_EQ(trials[0]["state"], "FAIL");
+  EXPECT_EQ(trials[0]["user_attrs"]["device_lost"]["phase"], "synchronize");
+  EXPECT_EQ(trials[1]["state"], "COMPLETE");
+}
+
+// Errors again and again: after 3 fresh processes the run stops, saying why, exit 1, the study
+// consistent (every trial FAIL with its error, none RUNNING). In memory: no fresh process can
+// continue the study, so it stops at once, saying how to let tune continue.
+TEST_F(TrainCli, RepeatedStickyCudaErrorsStopAfterABound) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "bound.db").string();
+  ProcessRun r = TuneWithStickyError("100", {"--study", "t", "--config", WriteConfig({}),
+                                             "--storage", storage, "--n-trials", "10"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("Stopping: this run already continued in a fresh process 3 times"),
+            std::string::npos)
+      << r.err;
+  Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 4u) << trials.dump(2);  // the first process and 3 fresh ones
+  for (const Json& t : trials) {
+    EXPECT_EQ(t["state"], "FAIL");
+    EXPECT_TRUE(t["user_attrs"].contains("device_lost"));
+  }
+
+  ProcessRun memory = TuneWithStickyError(
+      "1", {"--study", "t", "--config", WriteConfig({}), "--storage", "memory"});
+  EXPECT_EQ(memory.code, 1) << memory.err;
+  EXPECT_NE(memory.err.find("The study is in memory, so a fresh process cannot continue it"),
+            std::string::npos)
+      << memory.err;
+}
+
+// With --jobs each trial trains in its own process: a sticky error ends that process alone, its
+// memory is released, and the study goes on in the same parent.
+TEST_F(TrainCli, StickyCudaErrorUnderJobsEndsOnlyTheTrialsProcess) {
+  const std::string storage = "sqlite:///" + (dir_.path() / "jobs.db").string();
+  ProcessRun r =
+      TuneWithStickyError("1", {"--study", "t", "--config", WriteConfig({}), "--storage", storage,
+                                "--n-trials", "3", "--jobs", "2", "--device-memory", "1GiB"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("fresh process"), std::string::npos) << r.err;
+  Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 3u) << trials.dump(2);
+  for (const Json& t : trials) {  // every child process was armed: each failed alone
+    EXPECT_EQ(t["state"], "FAIL");
+    EXPECT_NE(t["user_attrs"]["fail_reason"].get<std::string>().find("device-side assert"),
+              std::string::npos);
+    EXPECT_TRUE(t["user_attrs"].contains("device_lost"));
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace tune

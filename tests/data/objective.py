@@ -26,6 +26,12 @@ elif mode == "segv":
 elif mode == "sleep":
     time.sleep(30)
     print(json.dumps({"value": 1.0}))
+elif mode == "sleep_pid":  # append the pid to argv[2], sleep, then value = x^2 (a long trial)
+    with open(sys.argv[2], "a") as f:
+        f.write(f"{os.getpid()}\n")
+    time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 30)
+    x = float(os.environ["TUNE_PARAM_X"])
+    print(json.dumps({"value": x * x}))
 elif mode == "oom":
     print("Traceback (most recent call last):", file=sys.stderr)
     print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 360.00 MiB. "

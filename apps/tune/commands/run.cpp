@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 extern "C" void OnSignal(int sig) {
-  RequestInterrupt();
+  RequestInterrupt(sig);
   // A second Ctrl-C ends the process at once.
   std::signal(sig, SIG_DFL);
 }
@@ -325,6 +325,37 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds, F
   }
 }
 
+// A trial failed with a sticky CUDA error (it is FAIL in the storage, with the error): this
+// process cannot use the device again, so the study continues in a fresh one (main() re-executes
+// the same command, which resumes the study from its storage), at most kMaxRestarts times per run.
+int ContinueAfterDeviceLost(const StudyConfig& config, const Status& error) {
+  const std::string what = fmt::format(
+      "{} (a CUDA error after which this process's CUDA context is unusable; the trial is "
+      "FAIL with the error, its params and the user attribute device_lost)",
+      error.message());
+  if (config.storage == "memory" || config.storage == ":memory:") {
+    spdlog::error(
+        "{}. The study is in memory, so a fresh process cannot continue it: run it with "
+        "--storage sqlite:///FILE (or PostgreSQL) and tune continues it in a fresh process",
+        what);
+    return kExitFailure;
+  }
+  if (Restarts() >= kMaxRestarts) {
+    spdlog::error(
+        "{}. Stopping: this run already continued in a fresh process {} times after such "
+        "errors, so the device or the search space needs a look (`tune trials --state fail` "
+        "lists the failed trials); the study is consistent and the same command resumes it",
+        what, kMaxRestarts);
+    return kExitFailure;
+  }
+  spdlog::warn(
+      "{}. Continuing the study in a fresh process (restart {} of at most {} for this "
+      "run): the same command, resumed from the storage",
+      what, Restarts() + 1, kMaxRestarts);
+  RequestRestart();
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunStudy(const RunArgs& args) {
@@ -347,11 +378,25 @@ int RunStudy(const RunArgs& args) {
   const auto run_start = std::chrono::steady_clock::now();
   auto result = OptimizeWithSignals(s, config, *opened->objective, progress);
   progress.Finish();
+  if (!result.ok() && result.status().code() == StatusCode::kDeviceLost) {
+    return ContinueAfterDeviceLost(config, result.status());
+  }
   if (!result.ok()) return Fail(result.status());
 
   ReportRun(s, *result,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count(),
             *format);
+  if (result->interrupted && TerminateRequested()) {
+    // A scheduler's stop (Slurm's preemption, time limit, scancel) is a clean end of this
+    // worker: its trials are recorded (and re-enqueued with retry_failed), so exit 0.
+    spdlog::warn(
+        "Stopped by SIGTERM: {} trial(s) finished this run; a running trial ended FAIL ({}); "
+        "the study is consistent",
+        result->trials_run,
+        config.retry_failed > 0 ? "re-enqueued for another worker: retry_failed"
+                                : "not re-enqueued: retry_failed is 0");
+    return kExitOk;
+  }
   if (result->interrupted) {
     spdlog::warn("Interrupted: {} trials finished this run; the study is consistent",
                  result->trials_run);

@@ -32,7 +32,7 @@ struct RunTrialArgs {
   std::string save_best;  // the parent's --save-best (staged here, promoted by the parent)
 };
 
-extern "C" void OnChildSignal(int) { RequestInterrupt(); }
+extern "C" void OnChildSignal(int sig) { RequestInterrupt(sig); }
 
 Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
   TUNE_ASSIGN_OR_RETURN(StudyConfig config, LoadStudyConfig(args.config));
@@ -68,6 +68,11 @@ int RunTrial(const RunTrialArgs& args) {
   if (!objective.ok()) return Fail(objective.status());
   RemoteTrialHandle trial(args.trial_number, args.study, std::cin, std::cout);
   auto outcome = (*objective)->Run(trial, *params);
+  if (!outcome.ok() && outcome.status().code() == StatusCode::kDeviceLost) {
+    // The trial fails with its error; this process, whose CUDA context it poisoned, ends with it
+    // and the parent's study goes on.
+    outcome = TrialOutcome{TrialState::kFail, {}, outcome.status().message()};
+  }
   if (!outcome.ok()) return Fail(outcome.status());
   if (Status s = trial.SendOutcome(*outcome); !s.ok()) return Fail(s);
   return kExitOk;
