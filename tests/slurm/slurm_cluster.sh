@@ -17,7 +17,8 @@
 #
 # Why this configuration: ProctrackType=proctrack/linuxproc and TaskPlugin=task/none need no
 # cgroup file system (the cgroup plugins fail in containers and sandboxes); SlurmUser=root because
-# the daemons run as the caller; select/cons_tres with OverSubscribe=FORCE lets several one-CPU
+# the daemons run as the caller; no accounting (sacct cannot answer: use `scontrol show job`,
+# which keeps a finished job for MinJobAge seconds); select/cons_tres with OverSubscribe=FORCE lets several one-CPU
 # jobs share the node's CPUs, so a 3-task array runs at once on 2 cores; KillWait=10 is the time
 # between the SIGTERM of a cancelled (or timed-out) job and its SIGKILL.
 set -uo pipefail
@@ -197,9 +198,9 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+# No accounting, job completion log or job resource gathering: AccountingStorageType,
+# JobCompType and JobAcctGatherType (like SwitchType) stay at their defaults, which are none;
+# naming the ".../none" plugins is left out so the file does not depend on which exist.
 MpiDefault=none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
