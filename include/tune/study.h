@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tune/pruners/pruner.h"
@@ -130,6 +131,10 @@ class Study {
 
   // Optuna's enqueue_trial: a WAITING trial whose params are fixed to `params` (a JSON object).
   Result<FrozenTrial> EnqueueTrial(const Json& params, const Json& user_attrs = Json::object());
+  // A new study's enqueue_trials: each (params, user_attrs) enqueued as EnqueueTrial does, all in
+  // one transaction and only while the study has no trial (Storage::CreateTrialsIfEmpty), so that
+  // workers starting a new study together enqueue them once. Returns how many it enqueued.
+  Result<int64_t> EnqueueTrialsIfEmpty(const std::vector<std::pair<Json, Json>>& trials);
 
   // Optuna's fail_stale_trials with RetryFailedTrialCallback(max_retry): fails the RUNNING
   // trials whose last heartbeat is more than grace_period_seconds old and, while max_retry

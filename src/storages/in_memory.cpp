@@ -109,6 +109,20 @@ class InMemoryStorage : public Storage {
     return CreateTrialLocked(study_id, *s, templ);
   }
 
+  Result<std::vector<FrozenTrial>> CreateTrialsIfEmpty(
+      int64_t study_id, const std::vector<FrozenTrial>& templates) override {
+    for (const FrozenTrial& t : templates) TUNE_RETURN_IF_ERROR(CheckTrialValues(t.values));
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));
+    std::vector<FrozenTrial> created;
+    if (!s->trial_ids.empty()) return created;
+    for (const FrozenTrial& t : templates) {
+      TUNE_ASSIGN_OR_RETURN(FrozenTrial c, CreateTrialLocked(study_id, *s, &t));
+      created.push_back(std::move(c));
+    }
+    return created;
+  }
+
   Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
     std::lock_guard lock(mu_);
     TUNE_ASSIGN_OR_RETURN(StudyRecord * s, FindStudyLocked(study_id));

@@ -374,7 +374,9 @@ Result<FrozenTrial> Study::Finish(int64_t trial_id, int64_t number, TrialState s
   return storage_->GetTrial(trial_id);
 }
 
-Result<FrozenTrial> Study::EnqueueTrial(const Json& params, const Json& user_attrs) {
+namespace {
+
+Result<FrozenTrial> EnqueuedTemplate(const Json& params, const Json& user_attrs) {
   if (!params.is_object()) {
     return InvalidArgumentError("enqueued params must be a JSON object, got " + params.dump());
   }
@@ -382,7 +384,25 @@ Result<FrozenTrial> Study::EnqueueTrial(const Json& params, const Json& user_att
   templ.state = TrialState::kWaiting;
   templ.system_attrs["fixed_params"] = params;
   templ.user_attrs = user_attrs.is_object() ? user_attrs : Json::object();
+  return templ;
+}
+
+}  // namespace
+
+Result<FrozenTrial> Study::EnqueueTrial(const Json& params, const Json& user_attrs) {
+  TUNE_ASSIGN_OR_RETURN(FrozenTrial templ, EnqueuedTemplate(params, user_attrs));
   return storage_->CreateTrial(study_id_, &templ);
+}
+
+Result<int64_t> Study::EnqueueTrialsIfEmpty(const std::vector<std::pair<Json, Json>>& trials) {
+  std::vector<FrozenTrial> templates;
+  for (const auto& [params, user_attrs] : trials) {
+    TUNE_ASSIGN_OR_RETURN(FrozenTrial templ, EnqueuedTemplate(params, user_attrs));
+    templates.push_back(std::move(templ));
+  }
+  TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> created,
+                        storage_->CreateTrialsIfEmpty(study_id_, templates));
+  return static_cast<int64_t>(created.size());
 }
 
 Result<std::vector<FrozenTrial>> Study::Trials(const std::vector<TrialState>& states) {

@@ -180,6 +180,36 @@ TEST(CliSqlite, EightWorkerProcessesShareAStudyExactly) {
                                     /*workers=*/8, /*n_trials=*/400, WriteConfig(dir.path()));
 }
 
+// A job array's workers start a new study together: its config's enqueue_trials are enqueued
+// once (they are created in one transaction, only while the study is empty), not once per worker.
+TEST(CliSqlite, WorkersStartingANewStudyTogetherEnqueueItsTrialsOnce) {
+  TempDir dir;
+  Json config = Json::parse(Slurp(WriteConfig(dir.path())));
+  config["enqueue_trials"] = {{{"x0", 1.0}, {"x1", 1.0}},
+                              {{"x0", 2.0}, {"x1", 2.0}},
+                              {{"x0", 3.0}, {"x1", 3.0}},
+                              {{"x0", 4.0}, {"x1", 4.0}}};
+  const std::string cfg = (dir.path() / "enqueue.json").string();
+  std::ofstream(cfg) << config.dump();
+  const std::string storage = "sqlite:///" + (dir.path() / "array.db").string();
+  for (int round = 0; round < 3; ++round) {
+    const std::string study = "array" + std::to_string(round);
+    std::vector<pid_t> pids;
+    for (int w = 0; w < 6; ++w) {
+      pids.push_back(testing::SpawnTune(
+          {"--study", study, "--config", cfg, "--storage", storage, "--n-trials", "0"}, dir.path(),
+          dir.path() / ("w" + std::to_string(w) + ".log")));
+    }
+    for (pid_t pid : pids) EXPECT_EQ(testing::WaitTune(pid, 120), 0);
+    Json trials = TrialsJson(dir.path().string(), study, storage);
+    ASSERT_EQ(trials.size(), 4u) << trials.dump(2);
+    for (size_t i = 0; i < trials.size(); ++i) {
+      EXPECT_EQ(trials[i]["state"], "WAITING");
+      EXPECT_EQ(trials[i]["system_attrs"]["fixed_params"]["x0"], 1.0 + static_cast<double>(i));
+    }
+  }
+}
+
 // Resuming: the sampler sees the earlier runs' trials, so a study run to 5 trials and resumed
 // to 12 draws exactly what one run to 12 draws (TPE with the same seed: each trial's RNG is
 // seeded by the seed and its number, and after 3 random startup trials TPE's draws depend on

@@ -497,6 +497,37 @@ TEST_F(PostgresConcurrency, ConnectionsNumberTrialsAndClaimEnqueuedOnesOnce) {
             (Rows{{std::to_string(trials.size()), "0", std::to_string(trials.size() - 1)}}));
 }
 
+// Workers starting a new study together (a Slurm job array) each try to enqueue its config's
+// trials, on connections of their own: the study holds them once.
+TEST_F(PostgresConcurrency, ConnectionsEnqueueANewStudysTrialsOnce) {
+  constexpr int kConnections = 6;
+  int64_t sid = 0;
+  {
+    auto s = Open();
+    sid = *s->CreateStudy("enqueue-race", {StudyDirection::kMinimize});
+  }
+  std::vector<FrozenTrial> templates(4);
+  for (size_t i = 0; i < templates.size(); ++i) {
+    templates[i].state = TrialState::kWaiting;
+    templates[i].system_attrs["fixed_params"] = {{"i", i}};
+  }
+  std::vector<std::unique_ptr<Storage>> storages;
+  for (int c = 0; c < kConnections; ++c) storages.push_back(Open());
+  std::atomic<int> created{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kConnections; ++c) {
+    threads.emplace_back([&, c] {
+      auto got = storages[static_cast<size_t>(c)]->CreateTrialsIfEmpty(sid, templates);
+      if (!got.ok()) ++errors;
+      if (got.ok()) created += static_cast<int>(got->size());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(created.load(), 4);
+  EXPECT_EQ(*storages[0]->CountTrials(sid), 4);
+}
+
 // 8 forked worker processes x 50 ask/tell cycles on one study (claiming enqueued trials first):
 // 400 finished trials numbered 0..399, each enqueued trial run once, no errors.
 TEST_F(PostgresConcurrency, EightProcessesShareAStudyWithoutLosingOrDuplicatingTrials) {

@@ -328,6 +328,39 @@ TEST_P(StorageConformance, WaitingTrialsAreClaimedOnceOldestFirst) {
   EXPECT_EQ(storage_->ClaimWaitingTrial(sid + 100).status().code(), StatusCode::kNotFound);
 }
 
+// A config's enqueue_trials: created only in an empty study, all or none, numbered from 0, once
+// however many workers start the study together.
+TEST_P(StorageConformance, TrialsAreCreatedIfEmptyOnceAcrossThreads) {
+  int64_t sid = NewStudy();
+  std::vector<FrozenTrial> templates(3);
+  for (int i = 0; i < 3; ++i) {
+    templates[static_cast<size_t>(i)].state = TrialState::kWaiting;
+    templates[static_cast<size_t>(i)].system_attrs["fixed_params"] = {{"i", i}};
+  }
+  std::atomic<int> created{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto c = storage_->CreateTrialsIfEmpty(sid, templates);
+      if (!c.ok()) ++errors;
+      if (c.ok()) created += static_cast<int>(c->size());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(created.load(), 3);
+  auto trials = *storage_->GetAllTrials(sid);
+  ASSERT_EQ(trials.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(trials[static_cast<size_t>(i)].number, i);
+    EXPECT_EQ(trials[static_cast<size_t>(i)].state, TrialState::kWaiting);
+    EXPECT_EQ(trials[static_cast<size_t>(i)].system_attrs["fixed_params"], (Json{{"i", i}}));
+  }
+  EXPECT_TRUE(storage_->CreateTrialsIfEmpty(sid, templates)->empty());  // not empty now
+  EXPECT_EQ(storage_->CreateTrialsIfEmpty(sid + 100, templates).status().code(),
+            StatusCode::kNotFound);
+}
+
 TEST_P(StorageConformance, SetStateToRunningClaimsOnlyAWaitingTrial) {
   int64_t sid = NewStudy();
   FrozenTrial templ;

@@ -194,12 +194,13 @@ Result<OpenedStudy> OpenStudy(const std::string& name, const StudyConfig& config
                                             std::move(pruner), config.sampler.seed));
   Study& s = *opened.study;
   TUNE_RETURN_IF_ERROR(RecordStudyDefaults(s.storage(), s.study_id(), rules));
+  std::vector<std::pair<Json, Json>> enqueue;
+  for (const auto& [params, user_attrs] : config.enqueue_trials)
+    enqueue.emplace_back(params, user_attrs);
+  TUNE_ASSIGN_OR_RETURN(int64_t enqueued, s.EnqueueTrialsIfEmpty(enqueue));
+  if (enqueued > 0) spdlog::info("Enqueued the config's {} trial(s)", enqueued);
   TUNE_ASSIGN_OR_RETURN(int64_t existing, s.storage().CountTrials(s.study_id()));
-  if (existing == 0) {
-    for (const auto& [params, user_attrs] : config.enqueue_trials) {
-      TUNE_RETURN_IF_ERROR(s.EnqueueTrial(params, user_attrs).status());
-    }
-  } else {
+  if (existing > enqueued) {
     spdlog::info("Resuming study '{}' ({} trials stored)", s.name(), existing);
   }
   TUNE_RETURN_IF_ERROR(EnqueueBoundaryProbes(config, s));

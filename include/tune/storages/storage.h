@@ -92,6 +92,11 @@ class Storage {
   // template: its state (RUNNING or WAITING; finished states allowed for imports), params,
   // attributes, values and intermediate values are copied.
   virtual Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ = nullptr) = 0;
+  // Creates one trial per template, as CreateTrial does, numbered 0, 1, ... — only if the study
+  // has no trial yet, in one transaction: several workers starting a new study at once (a job
+  // array) enqueue its config's trials once. Returns the trials created (none: it had trials).
+  virtual Result<std::vector<FrozenTrial>> CreateTrialsIfEmpty(
+      int64_t study_id, const std::vector<FrozenTrial>& templates) = 0;
   // Atomically moves the oldest WAITING trial of the study to RUNNING (datetime_start = now) and
   // returns it; nullopt when none is waiting.
   virtual Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) = 0;

@@ -292,6 +292,34 @@ class RdbStorage : public Storage {
     return created;
   }
 
+  Result<std::vector<FrozenTrial>> CreateTrialsIfEmpty(
+      int64_t study_id, const std::vector<FrozenTrial>& templates) override {
+    using Created = Result<std::vector<FrozenTrial>>;
+    std::vector<PreparedTrial> prepared;
+    for (const FrozenTrial& t : templates) {
+      TUNE_ASSIGN_OR_RETURN(PreparedTrial p, Prepare(&t));
+      prepared.push_back(std::move(p));
+    }
+    std::lock_guard lock(mu_);
+    TUNE_ASSIGN_OR_RETURN(
+        std::vector<FrozenTrial> created, Transact<Created>(TxKind::kWrite, [&]() -> Created {
+          // The same exclusion as CreateTrial: nobody adds a trial between the count and ours.
+          if (options_.row_locks) TUNE_RETURN_IF_ERROR(LockStudyLocked(study_id));
+          TUNE_ASSIGN_OR_RETURN(StateCounts counts, CountsLocked(study_id));
+          std::vector<FrozenTrial> out;
+          if (counts.total() > 0) return out;
+          for (const PreparedTrial& p : prepared) {
+            TUNE_ASSIGN_OR_RETURN(FrozenTrial t,
+                                  InsertTrialLocked(study_id, p, static_cast<int64_t>(out.size())));
+            out.push_back(std::move(t));
+          }
+          return out;
+        }));
+    for (const FrozenTrial& t : created) Remember(study_id, t.number, t.trial_id);
+    if (!created.empty()) CountOwnChange(study_id, std::nullopt, std::nullopt, created[0].state);
+    return created;
+  }
+
   Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) override {
     using Claimed = Result<std::optional<FrozenTrial>>;
     std::lock_guard lock(mu_);
