@@ -165,7 +165,17 @@ void ChildTrialProcess::Interrupt() {
 }
 
 Result<TrialOutcome> ChildTrialProcess::Finish() {
-  if (outcome_) return *outcome_;
+  if (outcome_) {
+    // A child this process stopped reports the SIGTERM it was sent; the reason is this
+    // process's own (a user's Ctrl-C, or a scheduler's SIGTERM).
+    if (interrupted_ && outcome_->state == TrialState::kFail && InterruptRequested() &&
+        outcome_->reason != InterruptReason() &&
+        outcome_->reason.rfind("stopped by SIGTERM", 0) == 0) {
+      outcome_->reason = InterruptReason();
+      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kFailReason, outcome_->reason));
+    }
+    return *outcome_;
+  }
   return OutcomeOfDeath();
 }
 

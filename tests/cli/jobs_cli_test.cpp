@@ -188,6 +188,8 @@ TEST_F(JobsCli, CtrlCStopsEveryRunningTrialWithinFiveSeconds) {
   for (const Json& t : trials) {
     EXPECT_EQ(t["state"], "FAIL");
     EXPECT_EQ(t["user_attrs"]["reason"], "interrupted");
+    // The children got tune's SIGTERM; the reason is the user's Ctrl-C.
+    EXPECT_EQ(t["user_attrs"]["fail_reason"], "interrupted by the user");
   }
 }
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
@@ -1007,6 +1008,82 @@ TEST_F(TrainCli, CriteriaConfigUnderTheGuardPrunesWhatCannotFit) {
     EXPECT_EQ(cfg["usable"], 1020054732);  // 1 GiB x 0.95
     EXPECT_EQ(cfg["precision"], "bf16");
   }
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
+// The child processes of `pid` (Linux's /proc/PID/task/PID/children).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> out;
+  for (pid_t c; in >> c;) out.push_back(c);
+  return out;
+}
+
+// SIGTERM to every process of the job, as Slurm's scancel or preemption sends it (the trials'
+// `tune run-trial` processes a moment before tune): each running trial ends FAIL "stopped by
+// SIGTERM" and is re-enqueued (retry_failed), tune exits 0 within seconds.
+TEST_F(TrainCli, SigtermToAJobsStudyStopsItsTrialsAndRequeuesThem) {
+  {
+    std::ofstream train(dir_.path() / "train.csv", std::ios::app);
+    for (int i = 0; i < 3000; ++i) {
+      train << "\"the " << (i % 2 ? "goal match" : "rain cloud") << " number " << i << "\","
+            << (i % 2 ? "sports" : "weather") << "\n";
+    }
+  }
+  const std::string config =
+      WriteConfig({{"epochs", 200}, {"batch_size", 4}}, {{"retry_failed", 1}, {"n_trials", 4}});
+  const std::string storage = "sqlite:///" + (dir_.path() / "term.db").string();
+  const std::string log = (dir_.path() / "term.log").string();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(TUNE_BINARY, TUNE_BINARY, "--study", "t", "--config", config.c_str(), "--storage",
+          storage.c_str(), "--jobs", "2", "--device-memory", "2GiB", nullptr);
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::Slurp(log).find("Trial 1 started") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // both children are training
+  const std::vector<pid_t> children = ChildrenOf(pid);
+  ASSERT_EQ(children.size(), 2u) << testing::Slurp(log);
+  const auto start = std::chrono::steady_clock::now();
+  for (pid_t c : children) kill(c, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string err = testing::Slurp(log);
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_LT(seconds, 10.0) << err;
+  Json trials =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  ASSERT_EQ(trials.size(), 4u) << trials.dump(2);  // 2 stopped, 2 re-enqueued
+  int stopped = 0, waiting = 0;
+  for (const Json& t : trials) {
+    if (t["state"] == "FAIL") {
+      ++stopped;
+      EXPECT_EQ(t["user_attrs"]["reason"], "interrupted") << t.dump(2);
+      EXPECT_NE(t["user_attrs"]["fail_reason"].get<std::string>().find("SIGTERM"),
+                std::string::npos)
+          << t.dump(2);
+    } else {
+      ++waiting;
+      EXPECT_EQ(t["state"], "WAITING") << t.dump(2);
+      EXPECT_EQ(t["system_attrs"]["interrupt_retry"], true);
+    }
+  }
+  EXPECT_EQ(stopped, 2);
+  EXPECT_EQ(waiting, 2);
 }
 #endif
 
