@@ -1097,6 +1097,12 @@ ProcessRun TuneWithStickyError(const std::string& hook, const std::vector<std::s
   return r;
 }
 
+// The trials of study "t" as `tune trials --format json` prints them.
+Json StoredTrials(const std::string& storage) {
+  return Json::parse(
+      Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+}
+
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -1113,8 +1119,7 @@ TEST_F(TrainCli, StickyCudaErrorFailsItsTrialAndTheStudyContinuesInAFreshProcess
   EXPECT_EQ(CountOf(r.err, "Continuing the study in a fresh process (restart 1 of at most 3"), 1)
       << r.err;
   EXPECT_EQ(Json::parse(r.out)["state"], "COMPLETE");  // the fresh process printed the best
-  Json trials =
-      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  Json trials = StoredTrials(storage);
   ASSERT_EQ(trials.size(), 3u) << trials.dump(2);
   EXPECT_EQ(trials[0]["state"], "FAIL");
   EXPECT_NE(trials[0]["user_attrs"]["fail_reason"].get<std::string>().find(
@@ -1134,8 +1139,7 @@ TEST_F(TrainCli, StickyCudaErrorReportedLateFailsTheTrialThatCausedIt) {
   ProcessRun r = TuneWithStickyError("1:late", {"--study", "t", "--config", WriteConfig({}),
                                                 "--storage", storage, "--n-trials", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
-  Json trials =
-      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  Json trials = StoredTrials(storage);
   ASSERT_EQ(trials.size(), 2u) << trials.dump(2);
   EXPECT_EQ(trials[0]["state"], "FAIL");
   EXPECT_EQ(trials[0]["user_attrs"]["device_lost"]["phase"], "synchronize");
@@ -1153,8 +1157,7 @@ TEST_F(TrainCli, RepeatedStickyCudaErrorsStopAfterABound) {
   EXPECT_NE(r.err.find("Stopping: this run already continued in a fresh process 3 times"),
             std::string::npos)
       << r.err;
-  Json trials =
-      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  Json trials = StoredTrials(storage);
   ASSERT_EQ(trials.size(), 4u) << trials.dump(2);  // the first process and 3 fresh ones
   for (const Json& t : trials) {
     EXPECT_EQ(t["state"], "FAIL");
@@ -1178,8 +1181,7 @@ TEST_F(TrainCli, StickyCudaErrorUnderJobsEndsOnlyTheTrialsProcess) {
                                 "--n-trials", "3", "--jobs", "2", "--device-memory", "1GiB"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err.find("fresh process"), std::string::npos) << r.err;
-  Json trials =
-      Json::parse(Tune({"trials", "--study", "t", "--storage", storage, "--format", "json"}).out);
+  Json trials = StoredTrials(storage);
   ASSERT_EQ(trials.size(), 3u) << trials.dump(2);
   for (const Json& t : trials) {  // every child process was armed: each failed alone
     EXPECT_EQ(t["state"], "FAIL");

@@ -17,6 +17,7 @@
 
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
+#include "testing/workers.h"
 #include "tune/distributions.h"
 
 namespace tune {
@@ -46,22 +47,6 @@ std::string WriteSleepConfig(const testing::TempDir& dir, int n_trials, int retr
   return path;
 }
 
-// Starts tune (stdout and stderr to `log`) and returns its pid.
-pid_t StartTune(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv{const_cast<char*>(TUNE_BINARY)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(TUNE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 // The pids the trials' programs wrote, once `count` of them started (empty after 60 s).
 std::vector<pid_t> WaitForPrograms(const testing::TempDir& dir, size_t count) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -73,6 +58,27 @@ std::vector<pid_t> WaitForPrograms(const testing::TempDir& dir, size_t count) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return {};
+}
+
+// A worker of study "s" (sqlite) on WriteSleepConfig's study, once `programs` of its trials'
+// programs run.
+struct Worker {
+  pid_t pid = -1;
+  std::string storage, log;
+  std::vector<pid_t> programs;
+};
+Worker StartWorker(const testing::TempDir& dir, int n_trials, int retry_failed,
+                   const std::vector<std::string>& extra = {}, size_t programs = 1) {
+  Worker w;
+  w.storage = "sqlite:///" + (dir.path() / "s.db").string();
+  w.log = (dir.path() / "tune.log").string();
+  std::vector<std::string> args{"--study",   "s",
+                                "--config",  WriteSleepConfig(dir, n_trials, retry_failed, 30),
+                                "--storage", w.storage};
+  args.insert(args.end(), extra.begin(), extra.end());
+  w.pid = testing::SpawnTune(args, dir.path(), w.log);
+  w.programs = WaitForPrograms(dir, programs);
+  return w;
 }
 
 struct Ended {
@@ -102,13 +108,11 @@ Json Trials(const std::string& storage) {
 // SIGTERM and, with retry_failed, re-enqueued with its params; the next worker runs the retry.
 TEST(WorkerStop, SigtermFailsTheRunningTrialRequeuesItAndExitsZero) {
   testing::TempDir dir;
-  const std::string config = WriteSleepConfig(dir, 3, 2, 30);
-  const std::string storage = "sqlite:///" + (dir.path() / "s.db").string();
-  const std::string log = (dir.path() / "tune.log").string();
-  pid_t pid = StartTune({"--study", "s", "--config", config, "--storage", storage}, log);
-  ASSERT_EQ(WaitForPrograms(dir, 1).size(), 1u) << Slurp(log);
-  const Ended ended = Terminate(pid);
-  const std::string err = Slurp(log);
+  const Worker w = StartWorker(dir, 3, 2);
+  ASSERT_EQ(w.programs.size(), 1u) << Slurp(w.log);
+  const std::string& storage = w.storage;
+  const Ended ended = Terminate(w.pid);
+  const std::string err = Slurp(w.log);
   EXPECT_EQ(ended.code, 0) << err;
   EXPECT_LT(ended.seconds, 10.0) << err;  // the program's SIGTERM, at most 5 s to its SIGKILL
   EXPECT_NE(err.find("Stopped by SIGTERM"), std::string::npos) << err;
@@ -145,15 +149,11 @@ TEST(WorkerStop, SigtermFailsTheRunningTrialRequeuesItAndExitsZero) {
 // stopped, not as a failed program; without retry_failed it is not re-enqueued.
 TEST(WorkerStop, SigtermToTheWholeJobEndsTheTrialAsStopped) {
   testing::TempDir dir;
-  const std::string config = WriteSleepConfig(dir, 4, 0, 30);
-  const std::string storage = "sqlite:///" + (dir.path() / "s.db").string();
-  const std::string log = (dir.path() / "tune.log").string();
-  pid_t pid =
-      StartTune({"--study", "s", "--config", config, "--storage", storage, "--jobs", "2"}, log);
-  const std::vector<pid_t> programs = WaitForPrograms(dir, 2);
-  ASSERT_EQ(programs.size(), 2u) << Slurp(log);
-  const Ended ended = Terminate(pid, programs);
-  const std::string err = Slurp(log);
+  const Worker w = StartWorker(dir, 4, 0, {"--jobs", "2"}, 2);
+  ASSERT_EQ(w.programs.size(), 2u) << Slurp(w.log);
+  const std::string& storage = w.storage;
+  const Ended ended = Terminate(w.pid, w.programs);
+  const std::string err = Slurp(w.log);
   EXPECT_EQ(ended.code, 0) << err;
   EXPECT_LT(ended.seconds, 10.0) << err;
   EXPECT_NE(err.find("not re-enqueued: retry_failed is 0"), std::string::npos) << err;
@@ -169,11 +169,11 @@ TEST(WorkerStop, SigtermToTheWholeJobEndsTheTrialAsStopped) {
 // Ctrl-C stays a user's interruption: exit 130, no retry.
 TEST(WorkerStop, CtrlCIsNotRetried) {
   testing::TempDir dir;
-  const std::string config = WriteSleepConfig(dir, 3, 2, 30);
-  const std::string storage = "sqlite:///" + (dir.path() / "s.db").string();
-  const std::string log = (dir.path() / "tune.log").string();
-  pid_t pid = StartTune({"--study", "s", "--config", config, "--storage", storage}, log);
-  ASSERT_EQ(WaitForPrograms(dir, 1).size(), 1u) << Slurp(log);
+  const Worker w = StartWorker(dir, 3, 2);
+  ASSERT_EQ(w.programs.size(), 1u) << Slurp(w.log);
+  const pid_t pid = w.pid;
+  const std::string& storage = w.storage;
+  const std::string& log = w.log;
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
