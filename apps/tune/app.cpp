@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -35,7 +36,22 @@ int ExitCodeFor(const Status& status) {
 
 namespace {
 bool g_restart = false;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// When the run began: TUNE_RUN_STARTED (a restart's parent's), else this process's first call.
+double RunStarted() {
+  static const double started = [] {
+    const char* text = std::getenv("TUNE_RUN_STARTED");
+    return text != nullptr ? std::atof(text) : NowSeconds();
+  }();
+  return started;
+}
 }  // namespace
+
+double RunElapsedSeconds() { return std::max(0.0, NowSeconds() - RunStarted()); }
 
 void RequestRestart() { g_restart = true; }
 bool RestartRequested() { return g_restart; }
@@ -51,6 +67,7 @@ int Restart(char** argv) {
   std::cout.flush();
   std::cerr.flush();
   setenv("TUNE_RESTARTS", next.c_str(), 1);
+  setenv("TUNE_RUN_STARTED", fmt::format("{:.3f}", RunStarted()).c_str(), 1);
   execv("/proc/self/exe", argv);
   spdlog::error(
       "Could not start tune afresh (execv /proc/self/exe): {}; run the same command "

@@ -25,6 +25,9 @@ inline constexpr int kMaxRestarts = 3;  // per run of the command: then it stops
 void RequestRestart();
 bool RestartRequested();
 int Restarts();  // TUNE_RESTARTS: how many times this run started afresh (0 the first time)
+// Seconds since the run began, counting the processes before a restart (TUNE_RUN_STARTED, which
+// Restart() passes on): a restarted run's --timeout is what is left of it.
+double RunElapsedSeconds();
 int Restart(char** argv);
 
 // Usage/config errors (bad input) exit 2; everything else 1.

@@ -1113,11 +1113,18 @@ int CountOf(const std::string& text, const std::string& what) {
 // in a fresh process (the same command, resumed from the storage), which completes the others.
 TEST_F(TrainCli, StickyCudaErrorFailsItsTrialAndTheStudyContinuesInAFreshProcess) {
   const std::string storage = "sqlite:///" + (dir_.path() / "sticky.db").string();
-  ProcessRun r = TuneWithStickyError("1", {"--study", "t", "--config", WriteConfig({}), "--storage",
-                                           storage, "--n-trials", "3", "--format", "json"});
+  ProcessRun r =
+      TuneWithStickyError("1", {"--study", "t", "--config", WriteConfig({}), "--storage", storage,
+                                "--n-trials", "3", "--format", "json", "--timeout", "600"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(CountOf(r.err, "Continuing the study in a fresh process (restart 1 of at most 3"), 1)
       << r.err;
+  // The same command goes on: what is left of its timeout, not a new one.
+  const size_t left = r.err.find("Restart 1: ");
+  ASSERT_NE(left, std::string::npos) << r.err;
+  const double seconds = std::stod(r.err.substr(left + 11));
+  EXPECT_LE(seconds, 600.0);
+  EXPECT_GT(seconds, 500.0);
   EXPECT_EQ(Json::parse(r.out)["state"], "COMPLETE");  // the fresh process printed the best
   Json trials = StoredTrials(storage);
   ASSERT_EQ(trials.size(), 3u) << trials.dump(2);

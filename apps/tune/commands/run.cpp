@@ -366,6 +366,12 @@ int RunStudy(const RunArgs& args) {
   if (!loaded.ok()) return Fail(loaded.status());
   StudyConfig config = std::move(loaded).value();
   if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
+  (void)RunElapsedSeconds();                       // the run's start, for a restart's --timeout
+  if (config.timeout_seconds && Restarts() > 0) {  // a fresh process after a sticky CUDA error
+    config.timeout_seconds = std::max(0.001, *config.timeout_seconds - RunElapsedSeconds());
+    spdlog::info("Restart {}: {:.0f}s of the run's timeout left", Restarts(),
+                 *config.timeout_seconds);
+  }
   auto storage = OpenStorage(config.storage);
   if (!storage.ok()) return Fail(storage.status());
   auto rules = ResolveStudyDefaults(**storage, args.study, config.sampler);
