@@ -6,19 +6,34 @@ many simulated workers against one server; reports trials/s, queries per trial, 
 time per trial and the latency of a trial's storage work, and the worker count at which a server
 saturates (docs/benchmarks.md, "PostgreSQL: workers per server").
 
-Usage:
-  bench/pg_load.py all [--out DIR] [--quick]     capture + load at 8, 32, 128, 256 workers
+Usage (as root or as a user that may run initdb; `all` takes about 2 hours on 2 cores,
+--quick about 50 minutes):
+  bench/pg_load.py all [--out DIR] [--quick]
+      capture, then load: study sizes 1000 and 5000 at 8, 32, 128, 256 workers with 6-s trials
+      (60-s trials compressed 10x), the proposals (--variant batched, --reads-from-step 5) and
+      random_page_cost = 1.1 at 5000 trials and 128/256 workers, and (not with --quick) runs
+      where the server keeps up: 60-s trials with 128 workers, 180-s trials with 256, and 60-s
+      trials with 256 workers at 5000 trials for tune and the proposals; then DIR/summary.md
   bench/pg_load.py capture [--out DIR] [--sizes 0,100,1000] [--workers 1,8,32]
-      real tune workers (a command objective that sleeps and reports {"step", "value"} lines)
-      against a throwaway server; per phase: statements per trial by kind and table, rows,
-      execution time, server CPU per trial (pg_stat_statements, /proc)
+      real tune workers (a command objective that sleeps and prints {"step", "value"} lines;
+      TPE, median pruner, heartbeat 60 s, criteria.json's 9-parameter space) against a
+      throwaway server; per phase: statements per trial by kind and table, rows, execution
+      time, server CPU per trial (pg_stat_statements, /proc); the first phase's statements in
+      order (log_statement = all) go to DIR/statements-1-worker.tsv
   bench/pg_load.py load [--out DIR] [--workers 8,32,128,256] [--study-size 1000]
-      [--trial-seconds 2] [--model-seconds 60] [--steps 10] [--heartbeat 60] [--duration 60]
-      pgbench clients that each loop over one trial's statements (tune's SQL, the counts the
-      capture found) against a tune-created study of N trials; the trial's training time is a
-      \\sleep, compressed from --model-seconds to --trial-seconds (CPU per trial does not
-      depend on it)
-  bench/pg_load.py objective                     the command objective (run by tune)
+      [--trial-seconds 6] [--model-seconds 60] [--steps 10] [--heartbeat 60] [--duration 60]
+      [--variant tune|batched] [--reads-from-step K] [--set NAME=VALUE] [--append]
+      pgbench clients, each looping over one trial's statements (tune's SQL and counts, see
+      make_script) against a tune-created study of N trials (copies of its trials past
+      --base-trials); the training is a \\sleep of --trial-seconds per trial (heartbeats and the
+      stale check are counted for --model-seconds)
+  bench/pg_load.py summary --out DIR                DIR/summary.md from DIR/*.json
+  bench/pg_load.py server start DIR | server stop DIR
+  bench/pg_load.py objective                        the command objective (run by tune)
+
+Server CPU per trial does not depend on the compression while the server keeps up; an
+overloaded server (lock convoys on the study row, 256 runnable backends on 2 cores) spends more
+CPU per trial, so the saturation estimate uses, per worker count, a run that kept up.
 
 Options common to all: --tune PATH (default build/tune, else /work/main/build/tune),
 --keep (leave the server running and print its directory), --server DIR (use a server that
@@ -33,8 +48,8 @@ cstime), so it counts exited backends too and nothing of pgbench or tune.
 Without PostgreSQL (no initdb/pg_ctl/pgbench/psql, or the server does not start) it prints why
 and exits 77 (skipped).
 
-Needs: python3 (standard library only), PostgreSQL 15 server + contrib (pg_stat_statements,
-pgbench); for `capture`, a built tune.
+Needs: python3 (standard library only), PostgreSQL server with pg_stat_statements and
+pgbench (Debian: postgresql-15); for `capture` and to create the study, a built tune.
 """
 import argparse
 import csv
@@ -127,10 +142,10 @@ class Server:
             skip("no PostgreSQL server binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or $PG_BINDIR")
         for tool in ("psql", "pgbench"):
             if not (shutil.which(tool) or os.path.exists(os.path.join(self.bindir, tool))):
-                skip(f"no {tool} (Debian: postgresql-client, postgresql-contrib)")
+                skip(f"no {tool} (Debian: postgresql-15, postgresql-client-15)")
         ext = os.path.join(os.path.dirname(self.bindir), "lib", "pg_stat_statements.so")
         if not os.path.exists(ext):
-            skip(f"no pg_stat_statements ({ext}; Debian: postgresql-contrib)")
+            skip(f"no pg_stat_statements ({ext}; Debian: postgresql-15)")
         os.makedirs(self.dir, exist_ok=True)
         self.run_as = None
         if os.geteuid() == 0:
@@ -190,11 +205,13 @@ class Server:
         self.port, self.run_as, self.bindir = st["port"], st["run_as"], st["bindir"]
         return self
 
-    def stop(self):
+    def stop(self, remove=False):
         data = os.path.join(self.dir, "data")
         if os.path.exists(os.path.join(data, "postmaster.pid")):
             self._as_server_user([os.path.join(self.bindir, "pg_ctl"), "-D", data, "-m", "fast",
                                   "-w", "stop"])
+        if remove:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def set_conf(self, **kv):
         for k, v in kv.items():
@@ -452,10 +469,11 @@ def capture(args, srv=None):
         if args.log_statements:
             keep_statement_log(srv, out)
         write_capture_csv(results, out)
+        shutil.rmtree(wdir, ignore_errors=True)
         return results
     finally:
         if own and not args.keep:
-            srv.stop()
+            srv.stop(remove=True)
         elif own:
             log(f"server kept: --server {srv.dir}")
 
@@ -843,6 +861,7 @@ def prepare_study(args, srv, size):
         json.dump(study_config(args.steps, 0.0, args.heartbeat), open(path, "w"), indent=1)
         log(f"creating the study with tune: {base} trials (fast objective, 2 workers)")
         wait_workers(start_workers(tune, srv, path, args.study, 2, n_trials=base, wdir=wdir), wdir)
+        shutil.rmtree(wdir, ignore_errors=True)
         sid = study_id(srv, args.study)
     srv.psql(f"UPDATE trials SET state = 'FAIL', datetime_complete = LOCALTIMESTAMP "
              f"WHERE study_id = {sid} AND state = 'RUNNING'")
@@ -1015,7 +1034,7 @@ def load(args, specs, srv=None):
         return results
     finally:
         if own and not args.keep:
-            srv.stop()
+            srv.stop(remove=True)
         elif own:
             log(f"server kept: --server {srv.dir}")
 
@@ -1050,10 +1069,7 @@ def write_load_csv(results, out):
 # ------------------------------------------------------------------------------------------
 
 def run_all(args):
-    """capture, then the load runs: N = 1000 and 5000 at 8, 32, 128, 256 workers (trials of
-    --trial-seconds, 6 by default: 60-s trials compressed 10x), the proposals and
-    random_page_cost = 1.1 at N = 5000, and uncompressed 60-s trials at N = 5000 with 128 and
-    256 workers; then summary.md."""
+    """capture, then the load runs listed in the usage (module docstring); then summary.md."""
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     if args.server:
@@ -1069,9 +1085,10 @@ def run_all(args):
             cap.workers = args.capture_workers
             cap.trial_seconds = 1.5
             capture(cap, srv)
+        m = args.model_seconds
         specs = [{"size": n, "workers": w, "trial_seconds": t} for n in sizes for w in workers]
-        big = sizes[-1]
-        for w in [x for x in workers if x >= 128]:
+        big, many = sizes[-1], [x for x in workers if x >= 128]
+        for w in many:
             specs += [{"size": big, "workers": w, "trial_seconds": t, "variant": "batched"},
                       {"size": big, "workers": w, "trial_seconds": t, "reads_from_step": 5},
                       {"size": big, "workers": w, "trial_seconds": t, "variant": "batched",
@@ -1079,14 +1096,26 @@ def run_all(args):
                       {"size": big, "workers": w, "trial_seconds": t,
                        "settings": {"random_page_cost": "1.1"}}]
         if not args.quick:
-            for w in [x for x in workers if x >= 128]:
-                specs.append({"size": big, "workers": w, "trial_seconds": args.model_seconds,
-                              "duration": 3 * args.model_seconds})
+            # c(W) where the server keeps up: uncompressed (and 3x longer) trials
+            for n in sizes:
+                specs += [{"size": n, "workers": w, "trial_seconds": m, "duration": 3 * m}
+                          for w in many[:1]]
+                specs += [{"size": n, "workers": w, "trial_seconds": 3 * m, "duration": 6 * m}
+                          for w in many[1:]]
+            for w in many[-1:]:
+                specs += [{"size": big, "workers": w, "trial_seconds": m, "duration": 3 * m},
+                          {"size": big, "workers": w, "trial_seconds": m, "duration": 3 * m,
+                           "variant": "batched"},
+                          {"size": big, "workers": w, "trial_seconds": m, "duration": 3 * m,
+                           "variant": "batched", "reads_from_step": 5},
+                          {"size": big, "workers": w, "trial_seconds": m, "duration": 3 * m,
+                           "settings": {"random_page_cost": "1.1"}}]
+        specs.sort(key=lambda sp: sp["size"])  # grow the study once
         load(args, specs, srv)
         summarize(out)
     finally:
         if own and not args.keep:
-            srv.stop()
+            srv.stop(remove=True)
         elif own:
             log(f"server kept: --server {srv.dir}")
 
@@ -1217,6 +1246,20 @@ def summarize(out):
                 add(f"| {100 * st['exec_ms'] / tot:.0f} % | {st['calls'] / n:.1f} | {st['rows'] / n:.0f} | "
                     f"{st['exec_ms'] / n:.1f} | `{st['query'][:100]}` |")
             add("")
+    val_path = os.path.join(out, "load-validate.json")
+    if os.path.exists(val_path) and os.path.exists(cap_path):
+        add("## Generator vs real workers (same workers, trial length and study size; 7 reports)\n")
+        add("| workers | real: queries/trial | real: rows/trial | real: server CPU ms/trial | pgbench: queries/trial | pgbench: rows/trial | pgbench: server CPU ms/trial |")
+        add("|---:|---:|---:|---:|---:|---:|---:|")
+        for r in json.load(open(val_path))["runs"]:
+            r.update(work_based(r))
+            for ph in cap["phases"]:
+                if ph["workers"] == r["workers"]:
+                    sm = ph["summary"]
+                    add(f"| {r['workers']} | {sm['queries_per_trial']:.0f} | {sm['rows_per_trial']:.0f} | "
+                        f"{sm['server_cpu_ms_per_trial']:.0f} | {r['queries_per_trial_script']:.0f} | "
+                        f"{r['rows_per_trial_work']:.0f} | {r['server_cpu_ms_per_trial_work']:.0f} |")
+        add("")
     if os.path.exists(load_path):
         summary["runs"] = [{k: v for k, v in r.items() if k not in ("statements", "pgbench_tail")}
                            for r in runs]
