@@ -93,6 +93,7 @@ struct RunArgs {
   std::optional<int64_t> retry_failed;
   std::optional<std::string> device;         // train objective: cpu, cuda, cuda:N
   std::optional<std::string> device_memory;  // train objective: the memory guard's budget
+  std::optional<std::string> devices;        // --jobs over these CUDA cards: "0,2"
   std::optional<int64_t> oom_retry;
   std::optional<std::string> save_best;  // train objective: the best trial's model directory
   std::optional<std::string> jobs;       // N or "auto"

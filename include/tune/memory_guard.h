@@ -27,14 +27,28 @@ struct ProgramPeak {
 class MemoryPlanner {
  public:
   virtual ~MemoryPlanner() = default;
-  // The memory trials may reserve together (device_memory x (1 - margin)); nullopt: unknown.
-  virtual std::optional<int64_t> Capacity() const = 0;
-  // What computes on the device now, when the planner can see it (a simulated card).
-  virtual std::optional<DeviceBusy> Busy() const { return std::nullopt; }
-  // The real device's utilisation (NVML), when the trials run on a CUDA device; nullopt else.
-  virtual std::optional<double> Utilization() const { return std::nullopt; }
-  // Before the trial runs: its reservation and the params it runs with (memory levers applied),
-  // or, when it cannot fit, its outcome (recorded: PRUNED with reason "predicted").
+  // The cards trials share (Objective::CardCount) and their names (Objective::CardName).
+  virtual int64_t CardCount() const { return 1; }
+  virtual std::string CardName(int64_t card) const {
+    (void)card;
+    return "";
+  }
+  // The memory trials may reserve together on card `card` (its device_memory x (1 - margin));
+  // nullopt: unknown.
+  virtual std::optional<int64_t> Capacity(int64_t card) const = 0;
+  // What computes on that card now, when the planner can see it (a simulated card).
+  virtual std::optional<DeviceBusy> Busy(int64_t card) const {
+    (void)card;
+    return std::nullopt;
+  }
+  // The real card's utilisation (NVML), when the trials run on a CUDA device; nullopt else.
+  virtual std::optional<double> Utilization(int64_t card) const {
+    (void)card;
+    return std::nullopt;
+  }
+  // Before the trial runs, against the largest card: its reservation and the params it runs with
+  // (memory levers applied), or, when it cannot fit, its outcome (recorded: PRUNED with reason
+  // "predicted").
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) = 0;
   // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
   virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
@@ -43,7 +57,8 @@ class MemoryPlanner {
   // attribute and the next predictions.
   virtual Status Record(TrialHandle& trial, const TrialPlan& plan, const ProgramPeak& peak,
                         bool oom) = 0;
-  // Variables for the program's environment (a simulated card).
+  // Variables for the program's environment on card plan.card (CUDA_VISIBLE_DEVICES, a simulated
+  // card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;
   // --jobs: what the program may use (TUNE_MEMORY_BUDGET) for a plan that reserves
   // plan.reservation; by default the reservation itself.

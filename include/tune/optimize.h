@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/objectives/objective.h"
 #include "tune/search_space.h"
@@ -66,8 +67,8 @@ struct RunSettings {
   double max_busy = 0.0;
   // Trials running at once. 1: one at a time, in this process. N > 1: up to N, each in its own
   // process (Objective::Start), packed by the memory each reserves when the objective predicts
-  // it (Objective::DeviceCapacity). kJobsAuto: as many as the device's memory holds, at most
-  // max_jobs.
+  // it (Objective::DeviceCapacity), over every card (Objective::CardCount). kJobsAuto: as many
+  // as each card's memory holds, at most max_jobs per card.
   int64_t jobs = 1;
   int64_t max_jobs = 8;
 
@@ -85,6 +86,16 @@ Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& wh
 // With jobs != 1: what runs now. The device's memory is shared by reservations: a trial starts
 // when its reservation fits beside the running ones' (see docs/cli.md, "Several trials at
 // once").
+// One card's part of JobsState (several cards).
+struct JobsCardState {
+  std::string name;  // Objective::CardName
+  int64_t running = 0;
+  int64_t reserved = 0;
+  std::optional<int64_t> capacity;
+  std::optional<double> busy;
+  std::optional<double> utilization;
+};
+
 struct JobsState {
   int64_t running = 0;
   int64_t waiting = 0;                // asked and planned, waiting for memory
@@ -92,8 +103,11 @@ struct JobsState {
   std::optional<int64_t> capacity;    // bytes they may reserve; unset: not tracked
   std::optional<double> busy;         // their summed busy share (a simulated card); unset: unknown
   std::optional<double> utilization;  // the device's utilisation (NVML, CUDA); unset: unknown
+  // Several cards: each one's (the fields above are then the sums, and the mean utilisation).
+  std::vector<JobsCardState> cards;
 };
-// "3 running, 17.2 GiB of 22.8 GiB reserved, GPU 87% utilized, 1 waiting".
+// "3 running, 17.2 GiB of 22.8 GiB reserved, GPU 87% utilized, 1 waiting"; several cards:
+// "5 running, 1 waiting: cuda:0 3 running, 17.2 GiB of 22.8 GiB reserved; cuda:1 2 running, ...".
 std::string JobsStateText(const JobsState& state);
 
 struct OptimizeOptions : RunSettings {

@@ -16,7 +16,10 @@
 //   exit_status, signal, stderr_tail   a command trial's program (FAIL)
 //   train        the train objective's summary: epochs, best epoch, per-epoch metrics
 //   schedule     with --jobs: when the trial was queued, started and ended, the memory it
-//                reserved and the job limit
+//                reserved, the job limit and, with several cards, the card
+//
+// And one system attribute: card, with --jobs over several cards, the card the trial ran on
+// ("cuda:2", "card 1").
 #pragma once
 
 #include <cstdint>
@@ -45,6 +48,7 @@ inline constexpr const char* kSignal = "signal";
 inline constexpr const char* kStderrTail = "stderr_tail";
 inline constexpr const char* kTrain = "train";
 inline constexpr const char* kSchedule = "schedule";
+inline constexpr const char* kCard = "card";  // a system attribute
 // Set false on an enqueued trial (enqueue_trials user_attrs): it runs without admission.
 inline constexpr const char* kAdmission = "admission";
 }  // namespace attrs

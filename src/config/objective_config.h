@@ -29,6 +29,9 @@ Status ParseTrainObjective(const JsonReader& r, const ObjectiveContext& context,
                            ObjectiveConfig& out);
 // "memory": the memory guard's options (guard.h); `keys` are the caller's own keys besides
 // the guard's (a command objective's request templates).
+// "devices": the CUDA cards of --jobs (memory/cards.h), a list of indices.
+Status ParseDevices(const JsonReader& r, std::vector<int>& out);
+
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out,
                          std::vector<std::string> keys = {});
 

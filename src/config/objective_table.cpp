@@ -65,7 +65,8 @@ std::vector<OptionKey> CommandKeys() {
           {"work_dir", nullptr},
           {"oom_patterns", Json::array()},
           {"stderr_tail_bytes", d.stderr_tail_bytes},
-          {"memory", nullptr}};
+          {"memory", nullptr},
+          {"devices", Json::array()}};
 }
 
 Status CheckTemplate(const JsonReader& r, const std::string& key, const std::string& text,
@@ -130,8 +131,14 @@ Status ParseCommand(const JsonReader& r, const ObjectiveContext& context, Object
     if (*tail < 0) return r.ChildError("stderr_tail_bytes", "must be >= 0");
     c.stderr_tail_bytes = static_cast<size_t>(*tail);
   }
-  if (r.Has("memory")) return ParseCommandMemory(r, context, out);
-  return Status::Ok();
+  if (r.Has("memory")) TUNE_RETURN_IF_ERROR(ParseCommandMemory(r, context, out));
+  if (!r.Has("devices") || r.json().at("devices").is_null()) return Status::Ok();
+  if (!out.command_memory) {
+    return r.ChildError("devices",
+                        "the command objective places trials on cards by their memory: add a "
+                        "\"memory\" section (device_memory, model, ...)");
+  }
+  return ParseDevices(r, out.command_memory->guard.devices);
 }
 
 // "memory": the guard's options, the request's templates (hyperparameter names and
@@ -173,7 +180,8 @@ Result<std::unique_ptr<Objective>> MakeCommand(const StudyConfig& config,
                                                std::unique_ptr<Trainer>) {
   std::unique_ptr<MemoryPlanner> planner;
   if (config.objective.command_memory) {
-    planner = NewGuardPlanner(*config.objective.command_memory, config.space.catalog());
+    TUNE_ASSIGN_OR_RETURN(
+        planner, NewGuardPlanner(*config.objective.command_memory, config.space.catalog()));
   }
   return NewCommandObjective(config.objective.command, std::move(planner));
 }

@@ -28,7 +28,8 @@ std::vector<OptionKey> OwnKeys() {
           {"threads", d.threads},          {"ignore_params", Json::array()},
           {"pretrained", nullptr},         {"init", "pretrained"},
           {"models_dir", nullptr},         {"hub_cache", nullptr},
-          {"save_best", nullptr},          {"memory", nullptr}};
+          {"save_best", nullptr},          {"memory", nullptr},
+          {"devices", Json::array()}};
 }
 
 // Paths in the config are relative to its directory.
@@ -306,7 +307,7 @@ Status ParseRunOptions(const JsonReader& r, TrainObjectiveOptions& out) {
     out.threads = *threads;
   }
   TUNE_ASSIGN_OR_RETURN(out.ignore_params, r.StringArray("ignore_params"));
-  return Status::Ok();
+  return ParseDevices(r, out.guard.devices);
 }
 
 // A pretrained checkpoint directory (ParseStudyConfig put it in the catalog under the name as
@@ -409,6 +410,24 @@ Status ParseSimulate(const JsonReader& r, GuardOptions& out) {
 
 }  // namespace
 
+Status ParseDevices(const JsonReader& r, std::vector<int>& out) {
+  if (!r.Has("devices") || r.json().at("devices").is_null()) return Status::Ok();
+  const Json& v = r.json().at("devices");
+  if (!v.is_array() || v.empty()) {
+    return r.ChildError("devices", "expected a list of CUDA card indices such as [0, 2], got " +
+                                       JsonReader::Describe(v));
+  }
+  out.clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0 || v[i].get<int64_t>() > 1023) {
+      return r.ChildError(fmt::format("devices/{}", i),
+                          "expected a card index (0, 1, ...), got " + JsonReader::Describe(v[i]));
+    }
+    out.push_back(v[i].get<int>());
+  }
+  return Status::Ok();
+}
+
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std::string> keys) {
   for (const char* k : {"device_memory", "margin", "admission", "levers", "oom_retry", "calibrate",
                         "cuda_context", "cuda_workspace", "fragmentation", "simulate",
@@ -433,7 +452,32 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std
     }
     return std::optional<int64_t>(*bytes);
   };
-  TUNE_ASSIGN_OR_RETURN(out.device_memory, size("device_memory", true));
+  if (r.Has("device_memory") && r.json().at("device_memory").is_array()) {
+    // One size per card (memory/cards.h); device_memory is the largest.
+    const JsonReader list = r.Child("device_memory");
+    out.card_memory.clear();
+    for (size_t i = 0; i < list.json().size(); ++i) {
+      const std::string key = std::to_string(i);
+      Result<int64_t> bytes =
+          list.json().at(i).is_string() ? ParseBytes(list.json().at(i).get<std::string>())
+          : list.json().at(i).is_number_integer()
+              ? Result<int64_t>(list.json().at(i).get<int64_t>())
+              : Result<int64_t>(
+                    InvalidArgumentError("expected a size such as \"24GiB\" or a number of "
+                                         "bytes, got " +
+                                         JsonReader::Describe(list.json().at(i))));
+      if (!bytes.ok()) return list.ChildError(key, bytes.status().message());
+      if (*bytes <= 0) return list.ChildError(key, "must be > 0");
+      out.card_memory.push_back(*bytes);
+    }
+    if (out.card_memory.empty()) {
+      return r.ChildError("device_memory", "an empty list: give one size per card");
+    }
+    out.device_memory = *std::max_element(out.card_memory.begin(), out.card_memory.end());
+    if (out.card_memory.size() == 1) out.card_memory.clear();
+  } else {
+    TUNE_ASSIGN_OR_RETURN(out.device_memory, size("device_memory", true));
+  }
   TUNE_ASSIGN_OR_RETURN(out.cuda_context, size("cuda_context", false));
   TUNE_ASSIGN_OR_RETURN(out.cuda_workspace, size("cuda_workspace", false));
   TUNE_ASSIGN_OR_RETURN(auto fragmentation, r.OptNumber("fragmentation"));

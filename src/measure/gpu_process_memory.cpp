@@ -252,6 +252,12 @@ std::optional<double> GpuProcessMemory::Utilization(unsigned int index) const {
   return static_cast<double>(rates.gpu) / 100.0;
 }
 
+std::optional<unsigned int> GpuProcessMemory::DeviceCount() const {
+  unsigned int devices = 0;
+  if (api_->device_count(&devices) != kNvmlSuccess) return std::nullopt;
+  return devices;
+}
+
 std::optional<unsigned int> NvmlIndexOf(int cuda_index, const char* visible_devices) {
   if (cuda_index < 0) return std::nullopt;
   if (visible_devices == nullptr) return static_cast<unsigned int>(cuda_index);

@@ -51,6 +51,8 @@ class GpuProcessMemory {
   // GPU-Util): a time share, not how much of the card they used. nullopt when the driver cannot
   // say.
   std::optional<double> Utilization(unsigned int index = 0) const;
+  // How many devices the driver sees (all of the machine's: NVML ignores CUDA_VISIBLE_DEVICES).
+  std::optional<unsigned int> DeviceCount() const;
 
   struct Api;  // the NVML entry points (gpu_process_memory.cpp)
 

@@ -63,6 +63,11 @@ struct GuardOptions {
   // CPU tests and benchmarks: the name of a simulated card of device_memory bytes that every
   // trial process charges (simulated_card.h); unset: none.
   std::optional<std::string> simulate;
+  // Several cards (--jobs; memory/cards.h): one device_memory per card (device_memory given as a
+  // list; device_memory is then the largest), and the CUDA cards to use (--devices, the
+  // objective's "devices"; empty: every visible card with the device "cuda").
+  std::vector<int64_t> card_memory;
+  std::vector<int> devices;
 };
 
 // DeviceMemoryModel::Cuda() with the options' overrides, and `measured_context` (bytes, -1:

@@ -11,6 +11,7 @@
 
 #include "measure/gpu_process_memory.h"
 #include "memory/card_others.h"
+#include "memory/cards.h"
 #include "memory/estimator.h"
 #include "memory/simulated_card.h"
 #include "train/hyperparams.h"
@@ -42,8 +43,13 @@ std::string MeasuredFamily(const TrainHyperparams& hp) {
 
 class GuardPlanner : public MemoryPlanner {
  public:
-  GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog)
+  // `cards`: ResolveCards' (several: --jobs over them); one: the options' device.
+  GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog, std::vector<CardSpec> cards)
       : options_(std::move(options)), catalog_(std::move(catalog)) {
+    if (cards.size() > 1) {
+      largest_ = LargestCard(cards);
+      for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
+    }
     // A lever can only change a field the program receives through one parameter.
     options_.guard.lever_grad_accum =
         options_.guard.lever_grad_accum && MappedParam("batch_size") && MappedParam("grad_accum");
@@ -54,15 +60,35 @@ class GuardPlanner : public MemoryPlanner {
     formula_ = std::make_shared<FormulaMemoryModel>(GuardDeviceModel(options_.guard, !cpu_, -1));
   }
 
+  int64_t CardCount() const override {
+    return cards_.empty() ? 1 : static_cast<int64_t>(cards_.size());
+  }
+  std::string CardName(int64_t card) const override {
+    return cards_.empty() ? "" : Card(card).spec().name;
+  }
+
   // device_memory less what other processes hold on the card now (card_others.h), margin kept.
-  std::optional<int64_t> Capacity() const override {
+  std::optional<int64_t> Capacity(int64_t card) const override {
+    if (!cards_.empty()) {
+      const std::optional<int64_t> budget = Card(card).Budget();
+      return budget ? std::make_optional(UsableMemory(*budget, options_.guard.margin))
+                    : std::nullopt;
+    }
     return UsableMemory(Budget(), options_.guard.margin);
   }
 
-  int64_t Budget() const { return others_.Budget(*options_.guard.device_memory); }
+  // The budget trials are planned against: the card's, or with several the largest card's.
+  int64_t Budget() const {
+    if (!cards_.empty()) return Card(largest_).Budget().value_or(*options_.guard.device_memory);
+    return others_.Budget(*options_.guard.device_memory);
+  }
+
+  // The memory trials are planned against (Budget(), margin kept): "the whole card".
+  int64_t PlanningCapacity() const { return UsableMemory(Budget(), options_.guard.margin); }
 
   // The simulated card's busy trials (opened on first use); nullopt without one.
-  std::optional<DeviceBusy> Busy() const override {
+  std::optional<DeviceBusy> Busy(int64_t c) const override {
+    if (!cards_.empty()) return Card(c).Busy();
     if (!options_.guard.simulate) return std::nullopt;
     if (!card_) {
       auto card = SimulatedCard::Open(*options_.guard.simulate, *options_.guard.device_memory);
@@ -73,7 +99,9 @@ class GuardPlanner : public MemoryPlanner {
     return DeviceBusy{load.busy, load.sum_busy};
   }
 
-  std::optional<double> Utilization() const override { return nvml_.Utilization(); }
+  std::optional<double> Utilization(int64_t card) const override {
+    return cards_.empty() ? nvml_.Utilization() : Card(card).Utilization();
+  }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     TrialPlan plan;
@@ -156,12 +184,17 @@ class GuardPlanner : public MemoryPlanner {
   }
 
   int64_t ProgramCap(const TrialPlan& plan) const override {
-    return ProcessCap(plan.reservation, options_.guard.margin, options_.guard.device_memory);
+    return ProcessCap(
+        plan.reservation, options_.guard.margin,
+        cards_.empty() ? options_.guard.device_memory : Card(plan.card).spec().device_memory);
   }
 
-  std::vector<std::string> Environment(const TrialPlan& /*plan*/) const override {
+  std::vector<std::string> Environment(const TrialPlan& plan) const override {
     std::vector<std::string> env;
-    if (options_.guard.simulate) {
+    if (!cards_.empty()) {
+      env = Card(plan.card).Environment();
+      if (options_.guard.simulate) env.push_back("TUNE_LIBRARY_DIR=" + LibraryDirectory());
+    } else if (options_.guard.simulate) {
       env.push_back("TUNE_SIMULATED_CARD=" + *options_.guard.simulate);
       env.push_back(fmt::format("TUNE_SIMULATED_CARD_BYTES={}", *options_.guard.device_memory));
       env.push_back("TUNE_LIBRARY_DIR=" + LibraryDirectory());
@@ -170,6 +203,8 @@ class GuardPlanner : public MemoryPlanner {
   }
 
  private:
+  const CardView& Card(int64_t card) const { return *cards_.at(static_cast<size_t>(card)); }
+
   struct Request {
     TrainHyperparams hp;
     int64_t num_labels = 2;
@@ -374,7 +409,7 @@ class GuardPlanner : public MemoryPlanner {
       return RejectKnownOom(trial, plan, attr, *oom);
     }
     plan.exclusive = seen.empty();
-    plan.reservation = *Capacity();
+    plan.reservation = PlanningCapacity();
     plan.summary = fmt::format(
         "model '{}' is not in the catalog: {} to measure its peak ({} of {} shapes measured for "
         "a fit)",
@@ -388,7 +423,7 @@ class GuardPlanner : public MemoryPlanner {
   std::optional<MemoryPoint> KnownOomShape(const std::vector<MemoryAttr>& seen, int64_t batch_size,
                                            int64_t max_length) const {
     for (const MemoryAttr& m : seen) {
-      if (!m.oom || !m.run || (m.cap > 0 && m.cap < *Capacity())) continue;
+      if (!m.oom || !m.run || (m.cap > 0 && m.cap < PlanningCapacity())) continue;
       if (batch_size >= m.run->batch_size && max_length >= m.run->max_length) {
         return MemoryPoint{m.run->batch_size, m.run->max_length, -1};
       }
@@ -399,7 +434,7 @@ class GuardPlanner : public MemoryPlanner {
   Result<TrialPlan> RejectKnownOom(TrialHandle& trial, TrialPlan& plan, MemoryAttr& attr,
                                    const MemoryPoint& oom) {
     Admission a;
-    a.usable = *Capacity();
+    a.usable = PlanningCapacity();
     a.verdict = AdmissionVerdict::kReject;
     RecordAdmission(a, attr);
     TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kMemory, MemoryAttrToJson(attr)));
@@ -418,12 +453,14 @@ class GuardPlanner : public MemoryPlanner {
 
   CommandMemoryOptions options_;
   ModelCatalog catalog_;
-  bool cpu_ = false;                             // memory.device is "cpu"
-  std::shared_ptr<const MemoryModel> formula_;   // the estimator's, on the device model
-  std::map<int64_t, MemoryAttr> attrs_;          // planned trials' "memory", by number
-  std::map<int64_t, Json> recorded_;             // "memory" of the trials this process recorded
-  std::map<std::string, Json> stored_fits_;      // study system attributes written, by key
-  mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of the simulated card
+  std::vector<std::unique_ptr<CardView>> cards_;  // several cards; empty: one, the options'
+  size_t largest_ = 0;                            // the card trials are planned against
+  bool cpu_ = false;                              // memory.device is "cpu"
+  std::shared_ptr<const MemoryModel> formula_;    // the estimator's, on the device model
+  std::map<int64_t, MemoryAttr> attrs_;           // planned trials' "memory", by number
+  std::map<int64_t, Json> recorded_;              // "memory" of the trials this process recorded
+  std::map<std::string, Json> stored_fits_;       // study system attributes written, by key
+  mutable std::unique_ptr<SimulatedCard> card_;   // Busy()'s view of the simulated card
   // The real card's (a simulated one has only its busy share).
   DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};
   // Other processes on the card: the simulated card's, or NVML's on a CUDA device.
@@ -436,8 +473,13 @@ class GuardPlanner : public MemoryPlanner {
 
 }  // namespace
 
-std::unique_ptr<MemoryPlanner> NewGuardPlanner(CommandMemoryOptions options, ModelCatalog catalog) {
-  return std::make_unique<GuardPlanner>(std::move(options), std::move(catalog));
+Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
+                                                       ModelCatalog catalog) {
+  // With the CUDA device model, the program's cards are every visible one, or those named.
+  TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards,
+                        ResolveCards(options.device == "cuda" ? "cuda" : "cpu", options.guard));
+  return std::unique_ptr<MemoryPlanner>(
+      std::make_unique<GuardPlanner>(std::move(options), std::move(catalog), std::move(cards)));
 }
 
 }  // namespace tune

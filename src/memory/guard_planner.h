@@ -40,7 +40,9 @@ struct CommandMemoryOptions {
   bool boundary_probes = true;
 };
 
-// REQUIRES: options.guard.device_memory is set.
-std::unique_ptr<MemoryPlanner> NewGuardPlanner(CommandMemoryOptions options, ModelCatalog catalog);
+// REQUIRES: options.guard.device_memory is set. InvalidArgument when its cards cannot be
+// honoured (ResolveCards, memory/cards.h).
+Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
+                                                       ModelCatalog catalog);
 
 }  // namespace tune

@@ -423,16 +423,21 @@ class CommandObjective : public Objective {
     return process->Finish();
   }
 
-  std::optional<int64_t> DeviceCapacity() const override {
-    return planner_ ? planner_->Capacity() : std::nullopt;
+  int64_t CardCount() const override { return planner_ ? planner_->CardCount() : 1; }
+  std::string CardName(int64_t card) const override {
+    return planner_ ? planner_->CardName(card) : "";
   }
 
-  std::optional<DeviceBusy> DeviceBusyNow() const override {
-    return planner_ ? planner_->Busy() : std::nullopt;
+  std::optional<int64_t> DeviceCapacity(int64_t card) const override {
+    return planner_ ? planner_->Capacity(card) : std::nullopt;
   }
 
-  std::optional<double> DeviceUtilizationNow() const override {
-    return planner_ ? planner_->Utilization() : std::nullopt;
+  std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const override {
+    return planner_ ? planner_->Busy(card) : std::nullopt;
+  }
+
+  std::optional<double> DeviceUtilizationNow(int64_t card) const override {
+    return planner_ ? planner_->Utilization(card) : std::nullopt;
   }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
@@ -479,7 +484,7 @@ class CommandObjective : public Objective {
     TUNE_ASSIGN_OR_RETURN(so.argv, ExpandArgv(trial, values));
     so.env = Environment(params, values);
     if (planner_) {
-      for (std::string& e : planner_->Environment(plan)) so.env.push_back(std::move(e));
+      OverrideEnvironment(so.env, planner_->Environment(plan));
     }
     if (plan.cap > 0) so.env.push_back(fmt::format("TUNE_MEMORY_BUDGET={}", plan.cap));
     so.cwd = options_.cwd;

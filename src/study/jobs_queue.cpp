@@ -1,24 +1,73 @@
 // The order in which waiting trials start (jobs_queue.h).
 #include "study/jobs_queue.h"
 
+#include <tuple>
+
 namespace tune::internal {
 
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial) {
   if (ledger.running >= ledger.limit) return false;
-  if (ledger.running == 0) return true;
+  if (ledger.running == 0) {
+    if (ledger.largest) return true;
+    return !trial.exclusive && (!ledger.capacity || trial.reservation <= *ledger.capacity);
+  }
   if (trial.exclusive || ledger.compute_full) return false;
   return !ledger.capacity || ledger.reserved + trial.reservation <= *ledger.capacity;
 }
 
-std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
-                                  int64_t max_passes) {
+int64_t CardsLedger::running() const {
+  int64_t n = 0;
+  for (const JobsLedger& card : cards) n += card.running;
+  return n;
+}
+
+std::optional<size_t> CardFor(const CardsLedger& ledger, const WaitingTrial& trial) {
+  if (ledger.running() >= ledger.limit) return std::nullopt;
+  std::optional<size_t> best;
+  std::tuple<int64_t, int64_t> best_key;  // (running, room left after it)
+  for (size_t c = 0; c < ledger.cards.size(); ++c) {
+    const JobsLedger& card = ledger.cards[c];
+    if (!FitsNow(card, trial)) continue;
+    const int64_t room =
+        card.capacity ? *card.capacity - card.reserved - trial.reservation : INT64_MAX;
+    const std::tuple<int64_t, int64_t> key{card.running, room};
+    if (!best || key < best_key) {
+      best = c;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+std::optional<Placement> NextPlacement(const std::vector<WaitingTrial>& queue,
+                                       const CardsLedger& ledger, int64_t max_passes) {
   if (queue.empty()) return std::nullopt;
-  if (FitsNow(ledger, queue.front())) return 0;
+  if (auto card = CardFor(ledger, queue.front())) return Placement{0, *card};
   if (queue.front().passed >= max_passes) return std::nullopt;
   for (size_t i = 1; i < queue.size(); ++i) {
-    if (FitsNow(ledger, queue[i])) return i;
+    if (auto card = CardFor(ledger, queue[i])) return Placement{i, *card};
   }
   return std::nullopt;
+}
+
+bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const CardsLedger& ledger,
+                      int64_t max_passes) {
+  const int64_t running = ledger.running();
+  if (running + static_cast<int64_t>(queue.size()) >= ledger.limit) return false;
+  if (queue.empty()) return true;
+  bool compute_full = running > 0;  // every card that runs a trial is full, and none is idle
+  for (const JobsLedger& card : ledger.cards) {
+    compute_full = compute_full && card.running > 0 && card.compute_full;
+  }
+  if (compute_full) return false;
+  return queue.front().passed < max_passes && !NextPlacement(queue, ledger, max_passes);
+}
+
+// One card.
+std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
+                                  int64_t max_passes) {
+  const auto placed = NextPlacement(queue, CardsLedger{{ledger}, ledger.limit}, max_passes);
+  return placed ? std::make_optional(placed->index) : std::nullopt;
 }
 
 void MarkStarted(std::vector<WaitingTrial>& queue, size_t started) {
@@ -28,10 +77,7 @@ void MarkStarted(std::vector<WaitingTrial>& queue, size_t started) {
 
 bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
                       int64_t max_passes) {
-  if (ledger.running + static_cast<int64_t>(queue.size()) >= ledger.limit) return false;
-  if (queue.empty()) return true;
-  if (ledger.compute_full && ledger.running > 0) return false;
-  return queue.front().passed < max_passes && !NextToStart(queue, ledger, max_passes);
+  return ShouldAskAnother(queue, CardsLedger{{ledger}, ledger.limit}, max_passes);
 }
 
 }  // namespace tune::internal

@@ -13,6 +13,11 @@
 // smaller micro-batch that does (Objective::PlanToFit, memory.shrink_to_start), before any
 // later trial is backfilled in its place. A trial whose memory is unknown (TrialPlan::exclusive)
 // starts only on an idle device.
+//
+// Several cards (Objective::CardCount() > 1): one ledger per card (its capacity, re-read as other
+// processes come and go, its reservations, its busy share), and the trial starts on the card
+// jobs_queue.h's CardFor() picks; the objective narrows the trial's process to that card. The
+// job limit is over all cards (--jobs N), or max_jobs per card (--jobs auto).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -28,13 +33,35 @@
 
 namespace tune {
 
-std::string JobsStateText(const JobsState& s) {
-  std::string text = fmt::format("{} running", s.running);
-  if (s.capacity) {
-    text += fmt::format(", {} of {} reserved", FormatBytes(s.reserved), FormatBytes(*s.capacity));
+namespace {
+
+// "2 running, 17.2 GiB of 22.8 GiB reserved, busy 0.93, GPU 87% utilized".
+std::string LedgerText(int64_t running, int64_t reserved, std::optional<int64_t> capacity,
+                       std::optional<double> busy, std::optional<double> utilization) {
+  std::string text = fmt::format("{} running", running);
+  if (capacity) {
+    text += fmt::format(", {} of {} reserved", FormatBytes(reserved), FormatBytes(*capacity));
   }
-  if (s.busy) text += fmt::format(", busy {:.2f}", *s.busy);
-  if (s.utilization) text += fmt::format(", GPU {:.0f}% utilized", *s.utilization * 100.0);
+  if (busy) text += fmt::format(", busy {:.2f}", *busy);
+  if (utilization) text += fmt::format(", GPU {:.0f}% utilized", *utilization * 100.0);
+  return text;
+}
+
+}  // namespace
+
+std::string JobsStateText(const JobsState& s) {
+  if (!s.cards.empty()) {
+    std::string text = fmt::format("{} running", s.running);
+    if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
+    const char* sep = ": ";
+    for (const JobsCardState& c : s.cards) {
+      text +=
+          sep + c.name + " " + LedgerText(c.running, c.reserved, c.capacity, c.busy, c.utilization);
+      sep = "; ";
+    }
+    return text;
+  }
+  std::string text = LedgerText(s.running, s.reserved, s.capacity, s.busy, s.utilization);
   if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
   return text;
 }
@@ -54,6 +81,17 @@ struct Job {
   int64_t shrink_tried_at = -1;  // JobsLoop::ledger_version_ of the last PlanToFit
 };
 
+// One card's ledger (one, for a single device).
+struct Card {
+  std::string name;                 // Objective::CardName
+  std::optional<int64_t> capacity;  // bytes usable by reservations, when last read
+  int64_t reserved = 0;             // bytes the running trials on it reserve
+  int64_t running = 0;
+  bool largest = true;     // the card trials are planned against (jobs_queue.h)
+  double seen_busy = 0.0;  // per-trial busy shares seen, summed over samples
+  int64_t busy_samples = 0;
+};
+
 class JobsLoop {
  public:
   JobsLoop(Study& study, const ConditionalSpace& space, Objective& objective,
@@ -62,8 +100,10 @@ class JobsLoop {
         space_(space),
         objective_(objective),
         options_(options),
-        capacity_(objective.DeviceCapacity()),
-        limit_(options.jobs == kJobsAuto ? options.max_jobs : options.jobs) {}
+        cards_(CardsOf(objective)),
+        card_limit_(options.jobs == kJobsAuto ? options.max_jobs : options.jobs),
+        limit_(options.jobs == kJobsAuto ? options.max_jobs * static_cast<int64_t>(cards_.size())
+                                         : options.jobs) {}
 
   Result<OptimizeResult> Run() {
     if (options_.heartbeat_interval > 0 && !(options_.GracePeriod() > 0)) {
@@ -106,6 +146,22 @@ class JobsLoop {
     return true;
   }
 
+  // The objective's cards, their capacities read once; `largest`: those of the largest capacity
+  // (all of them when none is known).
+  static std::vector<Card> CardsOf(const Objective& objective) {
+    std::vector<Card> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
+    std::optional<int64_t> largest;
+    for (size_t c = 0; c < cards.size(); ++c) {
+      cards[c].name = objective.CardName(static_cast<int64_t>(c));
+      cards[c].capacity = objective.DeviceCapacity(static_cast<int64_t>(c));
+      if (cards[c].capacity) largest = std::max(largest.value_or(0), *cards[c].capacity);
+    }
+    for (Card& card : cards) card.largest = !largest || card.capacity == largest;
+    return cards;
+  }
+
+  bool Tracked() const { return cards_.front().capacity.has_value(); }
+
   // One round: heartbeats, the running trials, then start or plan the next. False when done.
   Result<bool> Step() {
     TUNE_RETURN_IF_ERROR(CheckStaleTrials());
@@ -125,49 +181,58 @@ class JobsLoop {
       RefreshCapacity(/*now=*/true);
       TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
-    if (!queue_.empty() && !NextToStart(waiting_, Ledger(), limit_)) {
+    if (!queue_.empty() && !NextPlacement(waiting_, Ledger(), limit_)) {
       internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
     }
     return true;
   }
 
-  // The capacity again, once a trial started or ended and else at most once a second: other
-  // processes on the card (card_others.h) take and give back memory while the study runs.
+  // The capacities again, once a trial started or ended and else at most once a second: other
+  // processes on the cards (card_others.h) take and give back memory while the study runs.
   // With `now`: at once (a plan was just admitted against what the others leave).
   void RefreshCapacity(bool now = false) {
     const int64_t version = ledger_version_ + told_;
-    if (!capacity_ ||
+    if (!Tracked() ||
         (!now && version == capacity_version_ && SecondsSince(capacity_read_) < 1.0)) {
       return;
     }
     capacity_read_ = SteadyClock::now();
     capacity_version_ = version;
-    const std::optional<int64_t> read = objective_.DeviceCapacity();
-    if (read == capacity_) return;
-    capacity_ = read;
-    ++ledger_version_;  // what fits beside the running trials changed
+    for (size_t c = 0; c < cards_.size(); ++c) {
+      const std::optional<int64_t> read = objective_.DeviceCapacity(static_cast<int64_t>(c));
+      if (read == cards_[c].capacity) continue;
+      cards_[c].capacity = read;
+      ++ledger_version_;  // what fits beside the running trials changed
+    }
   }
 
-  JobsLedger Ledger() {
-    JobsLedger ledger{static_cast<int64_t>(running_.size()), reserved_, capacity_, limit_};
-    ledger.compute_full = ComputeFull();
+  CardsLedger Ledger() {
+    CardsLedger ledger;
+    ledger.limit = limit_;
+    for (size_t c = 0; c < cards_.size(); ++c) {
+      const Card& card = cards_[c];
+      JobsLedger l{card.running, card.reserved, card.capacity, card_limit_};
+      l.compute_full = ComputeFull(c);
+      l.largest = card.largest;
+      ledger.cards.push_back(l);
+    }
     return ledger;
   }
 
-  // RunSettings::max_busy: the running trials' summed busy share, each one still starting up
-  // counted at the mean busy share seen so far, has reached max_busy.
-  bool ComputeFull() {
-    if (options_.max_busy <= 0 || running_.empty()) return false;
-    const std::optional<DeviceBusy> now = objective_.DeviceBusyNow();
+  // RunSettings::max_busy: the running trials' summed busy share on card `c`, each one still
+  // starting up counted at the mean busy share seen so far, has reached max_busy.
+  bool ComputeFull(size_t c) {
+    Card& card = cards_[c];
+    if (options_.max_busy <= 0 || card.running == 0) return false;
+    const std::optional<DeviceBusy> now = objective_.DeviceBusyNow(static_cast<int64_t>(c));
     if (!now) return false;
-    busy_ = now;
     if (now->busy > 0) {
-      seen_busy_ += now->sum_busy / static_cast<double>(now->busy);
-      ++busy_samples_;
+      card.seen_busy += now->sum_busy / static_cast<double>(now->busy);
+      ++card.busy_samples;
     }
-    const double mean = busy_samples_ > 0 ? seen_busy_ / static_cast<double>(busy_samples_) : 1.0;
-    const int64_t starting =
-        std::max<int64_t>(0, static_cast<int64_t>(running_.size()) - now->busy);
+    const double mean =
+        card.busy_samples > 0 ? card.seen_busy / static_cast<double>(card.busy_samples) : 1.0;
+    const int64_t starting = std::max<int64_t>(0, card.running - now->busy);
     return now->sum_busy + static_cast<double>(starting) * mean >= options_.max_busy;
   }
 
@@ -175,10 +240,24 @@ class JobsLoop {
     JobsState s;
     s.running = static_cast<int64_t>(running_.size());
     s.waiting = static_cast<int64_t>(queue_.size());
-    s.reserved = reserved_;
-    s.capacity = capacity_;
-    if (const std::optional<DeviceBusy> busy = objective_.DeviceBusyNow()) s.busy = busy->sum_busy;
-    s.utilization = objective_.DeviceUtilizationNow();
+    double utilization = 0.0;
+    int64_t utilization_read = 0;
+    for (size_t c = 0; c < cards_.size(); ++c) {
+      const Card& card = cards_[c];
+      JobsCardState cs{card.name, card.running, card.reserved, card.capacity};
+      if (auto busy = objective_.DeviceBusyNow(static_cast<int64_t>(c))) cs.busy = busy->sum_busy;
+      cs.utilization = objective_.DeviceUtilizationNow(static_cast<int64_t>(c));
+      s.reserved += card.reserved;
+      if (card.capacity) s.capacity = s.capacity.value_or(0) + *card.capacity;
+      if (cs.busy) s.busy = s.busy.value_or(0.0) + *cs.busy;
+      if (cs.utilization) {
+        utilization += *cs.utilization;
+        ++utilization_read;
+      }
+      s.cards.push_back(std::move(cs));
+    }
+    if (utilization_read > 0) s.utilization = utilization / static_cast<double>(utilization_read);
+    if (cards_.size() == 1) s.cards.clear();
     return s;
   }
 
@@ -236,60 +315,75 @@ class JobsLoop {
   Status StartThoseThatFit() {
     if (result_.interrupted) return Status::Ok();
     while (true) {
-      TUNE_ASSIGN_OR_RETURN(std::optional<size_t> next, NextJob());
+      TUNE_ASSIGN_OR_RETURN(std::optional<Placement> next, NextJob());
       if (!next) break;
-      if (queue_[*next]->planned_at != told_) {
-        TUNE_RETURN_IF_ERROR(Replan(*next));
+      if (queue_[next->index]->planned_at != told_) {
+        TUNE_RETURN_IF_ERROR(Replan(next->index));
         continue;
       }
-      MarkStarted(waiting_, *next);
-      std::unique_ptr<Job> job = std::move(queue_[*next]);
-      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(*next));
+      MarkStarted(waiting_, next->index);
+      std::unique_ptr<Job> job = std::move(queue_[next->index]);
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(next->index));
+      job->plan.card = static_cast<int64_t>(next->card);
       TUNE_RETURN_IF_ERROR(StartJob(std::move(job)));
     }
     return Status::Ok();
   }
 
-  // The waiting trial to start now: the head as it is, else the head at a smaller micro-batch
-  // that fits beside the running trials (Objective::PlanToFit), else, while the head may still
-  // be passed, the oldest later trial that fits as it is, else the oldest that fits shrunk.
-  Result<std::optional<size_t>> NextJob() {
+  // The waiting trial to start now and its card: the head as it is, else the head at a smaller
+  // micro-batch that fits beside the running trials of a card (Objective::PlanToFit), else,
+  // while the head may still be passed, the oldest later trial that fits as it is, else the
+  // oldest that fits shrunk.
+  Result<std::optional<Placement>> NextJob() {
     RefreshCapacity();
-    const JobsLedger ledger = Ledger();
-    if (waiting_.empty() || FitsNow(ledger, waiting_.front())) {
-      return NextToStart(waiting_, ledger, limit_);
+    const CardsLedger ledger = Ledger();
+    if (waiting_.empty() || CardFor(ledger, waiting_.front())) {
+      return NextPlacement(waiting_, ledger, limit_);
     }
-    TUNE_ASSIGN_OR_RETURN(bool head_shrunk, ShrinkToFit(0));
-    if (head_shrunk) return std::optional<size_t>(0);
-    if (std::optional<size_t> backfill = NextToStart(waiting_, ledger, limit_)) return backfill;
-    if (waiting_.front().passed >= limit_) return std::optional<size_t>();
+    TUNE_ASSIGN_OR_RETURN(std::optional<size_t> head_card, ShrinkToFit(0, ledger));
+    if (head_card) return std::optional<Placement>(Placement{0, *head_card});
+    if (auto backfill = NextPlacement(waiting_, ledger, limit_)) return backfill;
+    if (waiting_.front().passed >= limit_) return std::optional<Placement>();
     for (size_t i = 1; i < queue_.size(); ++i) {
-      TUNE_ASSIGN_OR_RETURN(bool shrunk, ShrinkToFit(i));
-      if (shrunk) return std::optional<size_t>(i);
+      TUNE_ASSIGN_OR_RETURN(std::optional<size_t> card, ShrinkToFit(i, ledger));
+      if (card) return std::optional<Placement>(Placement{i, *card});
     }
-    return std::optional<size_t>();
+    return std::optional<Placement>();
   }
 
-  // Plans queue_[i] at a smaller micro-batch that fits the memory left beside the running
-  // trials, if the objective can; tried once per change of the ledger. True: it fits now.
-  Result<bool> ShrinkToFit(size_t i) {
+  // Plans queue_[i] at a smaller micro-batch that fits the memory left beside the running trials
+  // of the card with the most room, if the objective can; tried once per change of the ledger.
+  // The card when it fits there now.
+  Result<std::optional<size_t>> ShrinkToFit(size_t i, const CardsLedger& ledger) {
     Job& job = *queue_[i];
-    if (!capacity_ || running_.empty() || static_cast<int64_t>(running_.size()) >= limit_ ||
-        waiting_[i].exclusive || job.shrink_tried_at == ledger_version_) {
-      return false;
+    if (!Tracked() || running_.empty() || ledger.running() >= limit_ || waiting_[i].exclusive ||
+        job.shrink_tried_at == ledger_version_) {
+      return std::optional<size_t>();
     }
     job.shrink_tried_at = ledger_version_;
-    const int64_t room = *capacity_ - reserved_;
-    if (room <= 0) return false;
+    std::optional<size_t> card;
+    int64_t room = 0;
+    for (size_t c = 0; c < ledger.cards.size(); ++c) {
+      const JobsLedger& l = ledger.cards[c];
+      if (!l.capacity || l.running >= l.limit || (l.running > 0 && l.compute_full)) continue;
+      if (!card || *l.capacity - l.reserved > room) {
+        card = c;
+        room = *l.capacity - l.reserved;
+      }
+    }
+    if (!card || room <= 0) return std::optional<size_t>();
     TUNE_ASSIGN_OR_RETURN(std::optional<TrialPlan> plan,
                           objective_.PlanToFit(*job.trial, job.sampled, room));
-    if (!plan || plan->outcome || plan->exclusive || plan->reservation > room) return false;
-    spdlog::info("Trial {} shrunk to start beside {} running: {}", job.trial->number(),
-                 running_.size(), plan->summary);
+    if (!plan || plan->outcome || plan->exclusive || plan->reservation > room) {
+      return std::optional<size_t>();
+    }
+    spdlog::info("Trial {} shrunk to start beside {} running{}: {}", job.trial->number(),
+                 ledger.cards[*card].running,
+                 cards_.size() > 1 ? " on " + cards_[*card].name : std::string(), plan->summary);
     job.plan = std::move(plan).value();
     job.planned_at = told_;
     waiting_[i].reservation = job.plan.reservation;
-    return true;
+    return card;
   }
 
   // Plans queue_[i] again with what the trials finished since it was planned taught calibration:
@@ -314,10 +408,17 @@ class JobsLoop {
 
   Status StartJob(std::unique_ptr<Job> job) {
     job->started = Clock::now();
+    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    if (cards_.size() > 1) {
+      if (Status s = job->trial->SetSystemAttr(attrs::kCard, card.name); !s.ok()) {
+        return Fail(*job, s);
+      }
+    }
     Result<std::unique_ptr<TrialProcess>> process = objective_.Start(*job->trial, job->plan);
     if (!process.ok()) return Fail(*job, process.status());
     job->process = std::move(process).value();
-    reserved_ += job->plan.reservation;
+    card.reserved += job->plan.reservation;
+    ++card.running;
     ++ledger_version_;
     running_.push_back(std::move(job));
     if (options_.on_trial_started) {
@@ -387,6 +488,9 @@ class JobsLoop {
                   {"reservation", job.plan.reservation},
                   {"jobs", limit_}};
     if (job.process) schedule["started"] = FormatDatetime(job.started);
+    if (job.process && cards_.size() > 1) {
+      schedule["card"] = cards_[static_cast<size_t>(job.plan.card)].name;
+    }
     Status attr = job.trial->SetUserAttr(attrs::kSchedule, schedule);
     Result<FrozenTrial> told = attr.ok() ? study_.Tell(*job.trial, outcome.state, outcome.values)
                                          : Result<FrozenTrial>(attr);
@@ -408,7 +512,9 @@ class JobsLoop {
   std::unique_ptr<Job> Take(std::list<std::unique_ptr<Job>>::iterator it) {
     std::unique_ptr<Job> job = std::move(*it);
     running_.erase(it);
-    reserved_ -= job->plan.reservation;
+    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    card.reserved -= job->plan.reservation;
+    --card.running;
     ++ledger_version_;
     return job;
   }
@@ -449,16 +555,16 @@ class JobsLoop {
   const ConditionalSpace& space_;
   Objective& objective_;
   const OptimizeOptions& options_;
-  std::optional<int64_t> capacity_;
+  std::vector<Card> cards_;
   SteadyClock::time_point capacity_read_ = SteadyClock::now();
   int64_t capacity_version_ = 0;  // ledger_version_ + told_ when it was read
-  const int64_t limit_;
+  const int64_t card_limit_;      // the most trials at once on one card
+  const int64_t limit_;           // ... on all of them
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;
   std::vector<std::unique_ptr<Job>> queue_;  // waiting to start, oldest first
   std::vector<WaitingTrial> waiting_;        // queue_'s place in the order, one per job
-  int64_t reserved_ = 0;
   int64_t told_ = 0;  // trials told so far: a queued trial planned before the last is re-planned
   int64_t ledger_version_ = 0;  // changes when a trial starts, ends or is told
   OptimizeResult result_;
@@ -466,9 +572,6 @@ class JobsLoop {
   int64_t extra_target_ = 0;
   int64_t study_retries_ = 0;        // the study's out-of-memory retries, when last counted
   int64_t retries_counted_at_ = -1;  // finished_total then
-  std::optional<DeviceBusy> busy_;   // the device's busy trials, when last seen
-  double seen_busy_ = 0.0;           // per-trial busy shares seen, summed over samples
-  int64_t busy_samples_ = 0;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "measure/gpu_process_memory.h"
+#include "memory/cards.h"
 #include "memory/train_guard.h"
 #include "objectives/trial_protocol.h"
 #include "train/save_best.h"
@@ -20,6 +21,7 @@
 #include "tune/trial_attrs.h"
 #include "util/device.h"
 #include "util/interrupt.h"
+#include "util/subprocess.h"
 #include "util/text.h"
 
 namespace tune {
@@ -62,19 +64,36 @@ std::optional<BestModelSaver> SaverFor(const TrainObjectiveOptions& options, con
   return BestModelSaver(*options.save_best, options.metric, std::move(inputs));
 }
 
+// The guard's options for admitting against card `card` (the largest of several).
+GuardOptions CardGuardOptions(GuardOptions guard, const CardSpec& card) {
+  guard.device_memory = card.device_memory;
+  guard.simulate = card.simulate;
+  guard.card_memory.clear();
+  guard.devices.clear();
+  return guard;
+}
+
 class TrainObjective final : public Objective {
  public:
+  // `cards`: a --jobs parent's (ResolveCards): several, or one (the options' device).
   TrainObjective(TrainObjectiveOptions options, ModelCatalog catalog,
                  std::unique_ptr<Trainer> trainer, TextSets text, TabularTrainData tabular,
-                 TrainHyperparams base)
+                 TrainHyperparams base, std::vector<CardSpec> cards)
       : options_(std::move(options)),
         catalog_(std::move(catalog)),
         trainer_(std::move(trainer)),
         text_(std::move(text)),
         tabular_(std::move(tabular)),
         base_(std::move(base)),
-        guard_(options_.guard, options_.device, trainer_.get(), options_.planned),
-        saver_(SaverFor(options_, text_)) {}
+        guard_(cards.size() > 1 ? CardGuardOptions(options_.guard, cards[LargestCard(cards)])
+                                : options_.guard,
+               cards.size() > 1 ? cards[LargestCard(cards)].device : options_.device,
+               trainer_.get(), options_.planned),
+        saver_(SaverFor(options_, text_)) {
+    if (cards.size() > 1) {
+      for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
+    }
+  }
 
   std::string name() const override {
     return fmt::format("train ({}, {})", TrainMetricName(options_.metric),
@@ -109,10 +128,23 @@ class TrainObjective final : public Objective {
     return outcome;
   }
 
-  std::optional<double> DeviceUtilizationNow() const override { return guard_.Utilization(); }
+  int64_t CardCount() const override {
+    return cards_.empty() ? 1 : static_cast<int64_t>(cards_.size());
+  }
+  std::string CardName(int64_t card) const override {
+    return cards_.empty() ? "" : Card(card).spec().name;
+  }
 
-  std::optional<int64_t> DeviceCapacity() const override {
-    const std::optional<int64_t> d = guard_.Budget();
+  std::optional<double> DeviceUtilizationNow(int64_t card) const override {
+    return cards_.empty() ? guard_.Utilization() : Card(card).Utilization();
+  }
+
+  std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const override {
+    return cards_.empty() ? std::nullopt : Card(card).Busy();
+  }
+
+  std::optional<int64_t> DeviceCapacity(int64_t card) const override {
+    const std::optional<int64_t> d = cards_.empty() ? guard_.Budget() : Card(card).Budget();
     if (!d) return std::nullopt;
     return UsableMemory(*d, options_.guard.margin);
   }
@@ -147,10 +179,16 @@ class TrainObjective final : public Objective {
     if (plan.reservation > 0) {
       so.argv.push_back("--device-memory");
       so.argv.push_back(std::to_string(
-          ProcessCap(plan.reservation, options_.guard.margin, guard_.DeviceMemory())));
+          ProcessCap(plan.reservation, options_.guard.margin,
+                     cards_.empty() ? guard_.DeviceMemory() : Card(plan.card).DeviceMemory())));
     }
     plan_json_.erase(trial.number());
     so.env = CurrentEnvironment();
+    if (!cards_.empty()) {  // the child sees only its card
+      so.argv.push_back("--card");
+      so.argv.push_back(std::to_string(plan.card));
+      OverrideEnvironment(so.env, Card(plan.card).Environment());
+    }
     so.kill_grace_seconds = 3.0;
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> child,
                           ChildTrialProcess::Start(trial, plan.params, std::move(so)));
@@ -164,6 +202,8 @@ class TrainObjective final : public Objective {
   }
 
  private:
+  const CardView& Card(int64_t card) const { return *cards_.at(static_cast<size_t>(card)); }
+
   // save_best, after the trial: a COMPLETE trial's staging directory is completed (config,
   // tokenizer, trial.json) and, in this process (not a --jobs child), promoted if best.
   Status StageBest(TrialHandle& trial, const Json& params, const TrainJob& job,
@@ -421,7 +461,8 @@ class TrainObjective final : public Objective {
   TrainHyperparams base_;
   bool defaults_applied_ = false;  // ApplyTrainerDefaults ran
   bool metric_checked_ = false;    // CheckStudyMetric ran (once per process)
-  TrainGuard guard_;
+  TrainGuard guard_;               // admits against the card (the largest of several)
+  std::vector<std::unique_ptr<CardView>> cards_;  // a --jobs parent's several cards; else empty
   std::optional<BestModelSaver> saver_;
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
 };
@@ -456,9 +497,15 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
       TUNE_RETURN_IF_ERROR(CheckTorchScriptModels(options, models, text, *trainer, catalog));
     }
   }
-  return std::unique_ptr<Objective>(
-      std::make_unique<TrainObjective>(std::move(options), std::move(catalog), std::move(trainer),
-                                       std::move(text), std::move(tabular), std::move(base)));
+  // A --jobs parent shares its cards between its trials (memory/cards.h); a trial in this
+  // process (--jobs 1) or in a child uses its device.
+  std::vector<CardSpec> cards;
+  if (!options.child_command.empty()) {
+    TUNE_ASSIGN_OR_RETURN(cards, ResolveCards(options.device, options.guard));
+  }
+  return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
+      std::move(options), std::move(catalog), std::move(trainer), std::move(text),
+      std::move(tabular), std::move(base), std::move(cards)));
 }
 
 }  // namespace tune

@@ -92,6 +92,14 @@ struct Pipes {
 
 }  // namespace
 
+void OverrideEnvironment(std::vector<std::string>& env, const std::vector<std::string>& overrides) {
+  for (const std::string& entry : overrides) {
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.rfind(name, 0) == 0; });
+    env.push_back(entry);
+  }
+}
+
 std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);

@@ -62,6 +62,9 @@ enum class Stream { kStdout, kStderr };
 
 // This process's environment, "NAME=value" each (for SubprocessOptions::env).
 std::vector<std::string> CurrentEnvironment();
+// `env` ("NAME=VALUE" entries) with each of `overrides` replacing the entry of its name, if any
+// (getenv reads the first of two entries of one name).
+void OverrideEnvironment(std::vector<std::string>& env, const std::vector<std::string>& overrides);
 
 class Subprocess {
  public:

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -268,6 +269,41 @@ TEST_F(TrainCli, TwoJobsOnASimulatedCardGiveTheSequentialValues) {
     EXPECT_GT(two[i]["user_attrs"]["schedule"]["reservation"].get<int64_t>(), 0);
     EXPECT_GT(two[i]["user_attrs"]["memory"]["peak"].get<int64_t>(), 0);
   }
+}
+#endif
+
+#ifdef TUNE_WITH_TORCH
+// --jobs over two simulated cards of different sizes: each `tune run-trial` child charges the
+// card it was placed on (--card), the trials spread over both, and each gives the value it gives
+// in one process.
+TEST_F(TrainCli, JobsOverTwoSimulatedCardsUseBoth) {
+  const std::string card = "train-cards-" + std::to_string(getpid());
+  const std::string config =
+      WriteConfig({{"memory", {{"device_memory", {"2GiB", "1GiB"}}, {"simulate", card}}}});
+  const std::string seq = "sqlite:///" + (dir_.path() / "seq.db").string();
+  const std::string par = "sqlite:///" + (dir_.path() / "par.db").string();
+  ProcessRun a = Tune({"--study", "t", "--config", config, "--storage", seq, "--n-trials", "4"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  ProcessRun b = Tune(
+      {"--study", "t", "--config", config, "--storage", par, "--n-trials", "4", "--jobs", "2"});
+  for (const char* k : {"-0", "-1", ""}) std::filesystem::remove("/dev/shm/tune-card-" + card + k);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("over 2 cards"), std::string::npos) << b.err;
+  const Json one =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", seq, "--format", "json"}).out);
+  const Json two =
+      Json::parse(Tune({"trials", "--study", "t", "--storage", par, "--format", "json"}).out);
+  ASSERT_EQ(two.size(), 4u);
+  std::set<std::string> cards;
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(two[i]["state"], "COMPLETE") << two[i].dump();
+    EXPECT_EQ(two[i]["value"], one[i]["value"]) << "trial " << i;
+    cards.insert(two[i]["system_attrs"]["card"].get<std::string>());
+    EXPECT_GT(two[i]["user_attrs"]["memory"]["peak"].get<int64_t>(), 0);
+  }
+  // Both idle at first: trial 0 on the smaller card it fits, trial 1 on the other.
+  EXPECT_EQ(cards, (std::set<std::string>{"card 0", "card 1"}));
+  EXPECT_EQ(two[0]["system_attrs"]["card"], "card 1");
 }
 #endif
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Trial program for the command objective's memory section: records what it was started with
-(argv and TUNE_PARAM_* values) in its trial directory, sleeps MEMORY_OBJECTIVE_SECONDS (default
+(argv, TUNE_PARAM_* values, its budget and CUDA_VISIBLE_DEVICES) in its trial directory, sleeps MEMORY_OBJECTIVE_SECONDS (default
 0), reports a peak and a value."""
 import json
 import os
@@ -10,7 +10,8 @@ import time
 record = {"argv": sys.argv[1:],
           "params": {k[len("TUNE_PARAM_"):].lower(): v for k, v in os.environ.items()
                      if k.startswith("TUNE_PARAM_")},
-          "budget": os.environ.get("TUNE_MEMORY_BUDGET")}
+          "budget": os.environ.get("TUNE_MEMORY_BUDGET"),
+          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 with open(os.path.join(os.environ["TUNE_TRIAL_DIR"], "ran.json"), "w") as f:
     json.dump(record, f)
 time.sleep(float(os.environ.get("MEMORY_OBJECTIVE_SECONDS", "0")))

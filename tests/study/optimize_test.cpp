@@ -376,5 +376,60 @@ TEST(JobsQueue, TheHeadStartsEventuallyBehindAStreamOfSmallTrials) {
   EXPECT_EQ(started, 10);  // six of the 2 GiB trials end (t = 5..10): now it fits
 }
 
+// Several cards (jobs_queue.h): cards of 10, 6 and 4 GiB, the first the largest.
+internal::CardsLedger Cards(std::vector<std::pair<int64_t, int64_t>> running_reserved,
+                            int64_t limit = 24) {
+  const std::vector<int64_t> sizes = {10, 6, 4};
+  internal::CardsLedger ledger;
+  ledger.limit = limit;
+  for (size_t c = 0; c < running_reserved.size(); ++c) {
+    JobsLedger card{running_reserved[c].first, running_reserved[c].second * kGiB, sizes[c] * kGiB,
+                    8};
+    card.largest = c == 0;
+    ledger.cards.push_back(card);
+  }
+  return ledger;
+}
+
+TEST(JobsQueue, OnIdleCardsATrialTakesTheSmallestCardItFits) {
+  const auto idle = Cards({{0, 0}, {0, 0}, {0, 0}});
+  EXPECT_EQ(internal::CardFor(idle, Needs(3)), std::optional<size_t>(2));  // 4 GiB: 1 left
+  EXPECT_EQ(internal::CardFor(idle, Needs(5)), std::optional<size_t>(1));  // 6 GiB
+  EXPECT_EQ(internal::CardFor(idle, Needs(8)), std::optional<size_t>(0));  // only the largest
+  // The largest card takes a planned trial even above its capacity (others took memory since
+  // it was planned); a smaller idle card does not.
+  EXPECT_EQ(internal::CardFor(idle, Needs(12)), std::optional<size_t>(0));
+  EXPECT_EQ(internal::CardFor(Cards({{1, 3}, {0, 0}, {0, 0}}), Needs(8)), std::nullopt);
+  // A trial of unknown memory runs alone on the largest card, which it was planned against.
+  const WaitingTrial unknown{0, true, 0};
+  EXPECT_EQ(internal::CardFor(idle, unknown), std::optional<size_t>(0));
+  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), unknown), std::nullopt);
+}
+
+TEST(JobsQueue, ATrialGoesToTheLeastBusyCardThenTheBestFit) {
+  // Card 2 runs one trial, cards 0 and 1 none: a 2 GiB trial goes to the idle 6 GiB card, not
+  // beside the running trial and not onto the largest card.
+  EXPECT_EQ(internal::CardFor(Cards({{0, 0}, {0, 0}, {1, 1}}), Needs(2)), std::optional<size_t>(1));
+  // Every card runs one: the tightest fit (card 2: 4 - 1 - 2 = 1 GiB left).
+  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {1, 1}}), Needs(2)), std::optional<size_t>(2));
+  // ... unless it does not fit there.
+  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {1, 3}}), Needs(2)), std::optional<size_t>(1));
+  // The job limit is over all the cards.
+  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {0, 0}}, /*limit=*/2), Needs(1)),
+            std::nullopt);
+}
+
+TEST(JobsQueue, BackfillingLooksAtEveryCard) {
+  // The 9 GiB head fits no card now (the largest holds 2 GiB); the 5 GiB second fits card 1.
+  std::vector<WaitingTrial> queue = {Needs(9), Needs(5)};
+  const auto ledger = Cards({{1, 2}, {0, 0}, {1, 1}});
+  const auto placed = internal::NextPlacement(queue, ledger, 8);
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(placed->index, 1u);
+  EXPECT_EQ(placed->card, 1u);
+  EXPECT_FALSE(internal::ShouldAskAnother(queue, ledger, 8));      // something can start
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(9)}, ledger, 8));  // to backfill with
+}
+
 }  // namespace
 }  // namespace tune

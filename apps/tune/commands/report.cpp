@@ -39,7 +39,7 @@ Json SecondsOrNull(const std::optional<TimePoint>& t, TimePoint t0) {
   return t ? Json(Seconds(*t, t0)) : Json(nullptr);
 }
 
-// "schedule" (--jobs): queued, started and ended, as seconds since t0.
+// "schedule" (--jobs): queued, started and ended, as seconds since t0, and the card.
 Json ScheduleJson(const Json& attrs, TimePoint t0) {
   auto s = attrs.find(attrs::kSchedule);
   if (s == attrs.end() || !s->is_object()) return nullptr;
@@ -50,6 +50,7 @@ Json ScheduleJson(const Json& attrs, TimePoint t0) {
     auto t = ParseDatetime(v->get<std::string>());
     if (t.ok()) out[key] = Seconds(*t, t0);
   }
+  if (auto card = s->find("card"); card != s->end() && card->is_string()) out["card"] = *card;
   return out;
 }
 

@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "app.h"
 #include "commands.h"
@@ -79,8 +81,46 @@ Status ApplyTrainFlags(const RunArgs& args, StudyConfig& config) {
       return InvalidArgumentError("--device-memory: " + bytes.status().message());
     }
     guard.device_memory = *bytes;
+    guard.card_memory.clear();  // one size for every card
   }
   if (args.oom_retry) guard.oom_retry = *args.oom_retry;
+  return Status::Ok();
+}
+
+// --devices 0,2: the CUDA cards trials share (train objective, or a command objective with a
+// memory section).
+Status ApplyDevicesFlag(const RunArgs& args, StudyConfig& config) {
+  if (!args.devices) return Status::Ok();
+  GuardOptions* guard = config.objective.type == ObjectiveType::kTrain
+                            ? &config.objective.train.guard
+                        : config.objective.command_memory ? &config.objective.command_memory->guard
+                                                          : nullptr;
+  if (guard == nullptr) {
+    return InvalidArgumentError(fmt::format(
+        "--devices applies to the train objective and to a command objective with a \"memory\" "
+        "section; {} has none",
+        config.source));
+  }
+  guard->devices.clear();
+  std::istringstream list(*args.devices);
+  std::string entry;
+  while (std::getline(list, entry, ',')) {
+    if (entry.empty() || entry.size() > 4 ||
+        entry.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgumentError(
+          fmt::format("--devices {}: '{}' is not a card index; expected a list such as 0,2",
+                      *args.devices, entry));
+    }
+    const int d = std::stoi(entry);
+    if (std::find(guard->devices.begin(), guard->devices.end(), d) != guard->devices.end()) {
+      return InvalidArgumentError(
+          fmt::format("--devices {}: card {} is named twice", *args.devices, d));
+    }
+    guard->devices.push_back(d);
+  }
+  if (guard->devices.empty()) {
+    return InvalidArgumentError("--devices: expected a list of card indices such as 0,2");
+  }
   return Status::Ok();
 }
 
@@ -122,6 +162,7 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
       config, args.heartbeat_interval || args.grace_period || args.retry_failed
                   ? "--heartbeat-interval/--grace-period/--retry-failed"
                   : config.source));
+  TUNE_RETURN_IF_ERROR(ApplyDevicesFlag(args, config));
   return ApplyTrainFlags(args, config);
 }
 
@@ -244,15 +285,25 @@ void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& conf
     spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
   }
   if (config.jobs != 1) {
-    const std::optional<int64_t> capacity = objective.DeviceCapacity();
+    const int64_t cards = objective.CardCount();
+    std::string usable;
+    for (int64_t c = 0; c < cards; ++c) {
+      const std::optional<int64_t> capacity = objective.DeviceCapacity(c);
+      if (!capacity) continue;
+      usable += (usable.empty() ? "" : ", ") + FormatBytes(*capacity) +
+                (cards > 1 ? " on " + objective.CardName(c) : std::string());
+    }
     spdlog::info(
-        "Jobs: {}, each trial in its own process; {}",
-        config.jobs == kJobsAuto
-            ? fmt::format("auto (as many as the memory holds, at most {})", config.max_jobs)
-            : std::to_string(config.jobs),
-        capacity ? fmt::format("trials reserve their predicted peak of {} usable",
-                               FormatBytes(*capacity))
-                 : std::string("no memory prediction: nothing is reserved"));
+        "Jobs: {}, each trial in its own process{}; {}",
+        config.jobs == kJobsAuto ? fmt::format("auto (as many as the memory holds, at most {}{})",
+                                               config.max_jobs, cards > 1 ? " per card" : "")
+                                 : std::to_string(config.jobs),
+        cards > 1 ? fmt::format(", over {} cards (each trial on the least busy card where it "
+                                "fits best)",
+                                cards)
+                  : std::string(),
+        !usable.empty() ? fmt::format("trials reserve their predicted peak of {} usable", usable)
+                        : std::string("no memory prediction: nothing is reserved"));
   }
 }
 
@@ -264,6 +315,11 @@ void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
   app.add_option("--device-memory", run.device_memory,
                  "train objective: the memory trials may use, e.g. 24GiB (on CPU a simulated "
                  "card; on CUDA at most the card); default: the config's memory.device_memory");
+  app.add_option("--devices", run.devices,
+                 "--jobs over these CUDA cards, e.g. 0,2 (CUDA's numbering; default: the "
+                 "objective's devices, else every visible card with --device cuda); each trial's "
+                 "process sees only its card")
+      ->type_name("LIST");
   app.add_option("--oom-retry", run.oom_retry,
                  "train objective: retry a trial that runs out of memory up to K times at half "
                  "the micro-batch and twice the accumulation (default: the config's "

@@ -12,6 +12,7 @@
 #include "app.h"
 #include "commands.h"
 #include "config/config.h"
+#include "memory/cards.h"
 #include "memory/simulated_card.h"
 #include "objectives/trial_protocol.h"
 #include "torch_loader.h"
@@ -29,7 +30,8 @@ struct RunTrialArgs {
   std::optional<int64_t> device_memory;  // bytes: the parent's reservation; unset: none
   std::string device = "cpu";
   int64_t oom_retry = 0;
-  std::string save_best;  // the parent's --save-best (staged here, promoted by the parent)
+  std::string save_best;        // the parent's --save-best (staged here, promoted by the parent)
+  std::optional<int64_t> card;  // --jobs over several cards: this trial's (memory/cards.h)
 };
 
 extern "C" void OnChildSignal(int sig) { RequestInterrupt(sig); }
@@ -40,6 +42,23 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
     return InvalidArgumentError(args.config + ": run-trial runs train objectives only");
   }
   TrainObjectiveOptions& train = config.objective.train;
+  if (args.card) {
+    // The parent narrowed CUDA_VISIBLE_DEVICES to the card; a simulated card is named here.
+    GuardOptions& guard = train.guard;
+    if (guard.simulate) {
+      TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards, ResolveCards(train.device, guard));
+      if (*args.card < 0 || static_cast<size_t>(*args.card) >= cards.size()) {
+        return InvalidArgumentError(
+            fmt::format("--card {}: the config has {} card(s)", *args.card, cards.size()));
+      }
+      guard.simulate = cards[static_cast<size_t>(*args.card)].simulate;
+      guard.device_memory = cards[static_cast<size_t>(*args.card)].device_memory;
+    } else if (!guard.card_memory.empty()) {
+      guard.device_memory = guard.card_memory.at(static_cast<size_t>(*args.card));
+    }
+    guard.card_memory.clear();
+    guard.devices.clear();
+  }
   if (train.guard.simulate) {  // the whole card, before device_memory becomes this trial's budget
     TUNE_RETURN_IF_ERROR(
         SetProcessSimulatedCard(*train.guard.simulate, *train.guard.device_memory));
@@ -92,6 +111,7 @@ std::function<int()> DeclareRunTrial(CLI::App& command) {
   command.add_option("--device", args->device, "cpu, cuda or cuda:N");
   command.add_option("--oom-retry", args->oom_retry, "Retries after an out-of-memory error");
   command.add_option("--save-best", args->save_best, "The study's best-model directory");
+  command.add_option("--card", args->card, "The card of several it runs on (--jobs)");
   return [args] { return RunTrial(*args); };
 }
 

@@ -299,28 +299,37 @@
   }
 
   // One horizontal bar per trial: waiting (queued to started) in light grey, running coloured
-  // by outcome. Bars are line segments separated by NaN points, a dataset per outcome.
+  // by outcome. Bars are line segments separated by NaN points, a dataset per outcome. With
+  // several cards (--jobs) the trials are grouped by the card they ran on, one block per card.
   function timeline() {
-    const s = section('Trial timeline', 'One bar per trial over time (seconds since the first start): light grey while queued (--jobs), coloured while running. Overlapping bars ran concurrently.');
+    const cardOf = t => (t.schedule && t.schedule.card !== undefined ? t.schedule.card : null);
+    const byCard = trials.some(t => cardOf(t) !== null);
+    const s = section('Trial timeline', 'One bar per trial over time (seconds since the first start): light grey while queued (--jobs), coloured while running. Overlapping bars ran concurrently' + (byCard ? ' on the same card; trials are grouped by the card they ran on.' : '.'));
+    const order = trials.slice();
+    if (byCard) order.sort((a, b) => String(cardOf(a) || '').localeCompare(String(cardOf(b) || '')) || a.number - b.number);
+    const rowLabel = {};
     const wait = [], runs = {};
     let n = 0;
-    for (const t of trials) {
+    order.forEach((t, i) => {
       const sc = t.schedule || {};
       const start = sc.started !== undefined ? sc.started : t.start;
       const end = sc.ended !== undefined ? sc.ended : t.complete;
-      if (start === null || start === undefined || end === null || end === undefined) continue;
-      if (sc.queued !== undefined && sc.queued < start) wait.push({ x: sc.queued, y: t.number, n: t.number }, { x: start, y: t.number, n: t.number }, { x: NaN, y: NaN });
-      (runs[t.category] = runs[t.category] || []).push({ x: start, y: t.number, n: t.number }, { x: end, y: t.number, n: t.number }, { x: NaN, y: NaN });
+      if (start === null || start === undefined || end === null || end === undefined) return;
+      const y = byCard ? i : t.number;
+      rowLabel[y] = byCard ? (cardOf(t) || 'no card') + ' · ' + t.number : String(t.number);
+      const p = (x) => ({ x: x, y: y, n: t.number, card: cardOf(t) });
+      if (sc.queued !== undefined && sc.queued < start) wait.push(p(sc.queued), p(start), { x: NaN, y: NaN });
+      (runs[t.category] = runs[t.category] || []).push(p(start), p(end), { x: NaN, y: NaN });
       n++;
-    }
+    });
     if (!n) return emptyNote(s, 'No finished trial has start and end times.');
     const width = Math.max(1, Math.min(6, Math.floor(500 / n)));
     const datasets = [{ label: 'queued', data: wait, borderColor: '#dddddd', borderWidth: width, pointRadius: 0 }];
     for (const c of Object.keys(runs)) datasets.push({ label: LABELS[c] || c, data: runs[c], borderColor: COLORS[c] || '#000', borderWidth: width, pointRadius: 0 });
     draw(canvasIn(s, 'chart-timeline'), {
       type: 'line', data: { datasets: datasets },
-      options: { spanGaps: false, scales: { x: axis('seconds since the first start'), y: axis('trial', { reverse: true }) },
-        plugins: { tooltip: { callbacks: { label: ctx => 'trial ' + ctx.raw.n + ' at ' + ctx.raw.x.toFixed(1) + ' s' } } } }
+      options: { spanGaps: false, scales: { x: axis('seconds since the first start'), y: axis(byCard ? 'card · trial' : 'trial', byCard ? { reverse: true, ticks: { callback: v => (rowLabel[v] !== undefined ? rowLabel[v] : '') } } : { reverse: true }) },
+        plugins: { tooltip: { callbacks: { label: ctx => 'trial ' + ctx.raw.n + (ctx.raw.card ? ' on ' + ctx.raw.card : '') + ' at ' + ctx.raw.x.toFixed(1) + ' s' } } } }
     });
   }
 

@@ -46,15 +46,34 @@ class Objective {
   // Runs the trial in this process and returns its outcome.
   virtual Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) = 0;
 
-  // The memory of the device the trials share that they may reserve (bytes), when this
-  // objective predicts trials' memory; nullopt: nothing to reserve (--jobs N runs N at once).
-  virtual std::optional<int64_t> DeviceCapacity() const { return std::nullopt; }
-  // What computes on that device now, when the objective can see it; nullopt: unknown.
-  virtual std::optional<DeviceBusy> DeviceBusyNow() const { return std::nullopt; }
-  // That device's utilisation as its driver reports it now (NVML, a real CUDA device), in
+  // --jobs: the cards the trials share, numbered 0..CardCount()-1 (every card of the machine, or
+  // those named; simulated cards). 1: one device, or no device to share.
+  virtual int64_t CardCount() const { return 1; }
+  // Card `card`'s name for logs, the status line and the trial's system attribute "card"
+  // ("cuda:2", "card 1"); "" with one card.
+  virtual std::string CardName(int64_t card) const {
+    (void)card;
+    return "";
+  }
+  // The memory of card `card` that trials may reserve (bytes), when this objective predicts
+  // trials' memory; nullopt: nothing to reserve (--jobs N runs N at once).
+  virtual std::optional<int64_t> DeviceCapacity(int64_t card) const {
+    (void)card;
+    return std::nullopt;
+  }
+  // What computes on that card now, when the objective can see it; nullopt: unknown.
+  virtual std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const {
+    (void)card;
+    return std::nullopt;
+  }
+  // That card's utilisation as its driver reports it now (NVML, a real CUDA device), in
   // [0, 1]; nullopt: no such reading.
-  virtual std::optional<double> DeviceUtilizationNow() const { return std::nullopt; }
-  // Plans a trial before it starts (--jobs). Default: it runs with its params, reserving nothing.
+  virtual std::optional<double> DeviceUtilizationNow(int64_t card) const {
+    (void)card;
+    return std::nullopt;
+  }
+  // Plans a trial before it starts (--jobs), against the largest card: a trial that fits no card
+  // even alone is decided here. Default: it runs with its params, reserving nothing.
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
   // --jobs, a waiting trial that does not fit beside the running ones: its plan at a smaller
   // micro-batch (batch_size halved, grad_accum doubled: the same effective batch) that fits the
@@ -62,8 +81,9 @@ class Objective {
   // does not shrink trials (memory.shrink_to_start). Default: nullopt.
   virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,
                                                      int64_t room);
-  // Starts a planned trial in its own process (--jobs). Default: runs it here and now, and
-  // returns it finished (objectives that take microseconds, like the test functions).
+  // Starts a planned trial in its own process (--jobs), on card plan.card. Default: runs it here
+  // and now, and returns it finished (objectives that take microseconds, like the test
+  // functions).
   virtual Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan);
 };
 
