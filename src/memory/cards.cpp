@@ -48,71 +48,51 @@ Status CheckLengths(const GuardOptions& guard, size_t cards) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<std::vector<CardSpec>> ResolveCards(const std::string& device, const GuardOptions& guard) {
-  TUNE_ASSIGN_OR_RETURN(Device parsed, ParseDevice(device));
+// Simulated cards: one per entry of the device_memory list (or of devices), else one.
+Result<std::vector<CardSpec>> SimulatedCards(const GuardOptions& guard) {
+  const size_t n = std::max({guard.card_memory.size(), guard.devices.size(), size_t{1}});
+  if (!guard.devices.empty()) TUNE_RETURN_IF_ERROR(CheckLengths(guard, n));
   std::vector<CardSpec> cards;
-  std::set<int> seen;
-  for (int d : guard.devices) {
-    if (d < 0) return InvalidArgumentError(fmt::format("devices: {} is not a card index", d));
-    if (!seen.insert(d).second) {
-      return InvalidArgumentError(fmt::format("devices: card {} is named twice", d));
-    }
+  for (size_t k = 0; k < n; ++k) {
+    CardSpec c;
+    c.name = n == 1 ? *guard.simulate : fmt::format("card {}", k);
+    c.device = "cpu";
+    c.simulate = n == 1 ? *guard.simulate : fmt::format("{}-{}", *guard.simulate, k);
+    c.device_memory = guard.card_memory.empty() ? guard.device_memory : guard.card_memory[k];
+    cards.push_back(std::move(c));
   }
-  if (guard.simulate) {
-    const size_t n = std::max({guard.card_memory.size(), guard.devices.size(), size_t{1}});
-    if (!guard.devices.empty()) TUNE_RETURN_IF_ERROR(CheckLengths(guard, n));
-    for (size_t k = 0; k < n; ++k) {
-      CardSpec c;
-      c.name = n == 1 ? *guard.simulate : fmt::format("card {}", k);
-      c.device = "cpu";
-      c.simulate = n == 1 ? *guard.simulate : fmt::format("{}-{}", *guard.simulate, k);
-      c.device_memory = guard.card_memory.empty() ? guard.device_memory : guard.card_memory[k];
-      cards.push_back(std::move(c));
-    }
-    return cards;
-  }
-  if (!parsed.is_cuda()) {
-    if (!guard.devices.empty()) {
-      return InvalidArgumentError(
-          "devices names CUDA cards but the device is cpu: use \"device\": \"cuda\" (or "
-          "memory.simulate for simulated cards)");
-    }
-    if (guard.card_memory.size() > 1) {
-      return InvalidArgumentError(
-          "memory.device_memory lists several cards but the device is cpu: add "
-          "\"simulate\": true for simulated cards, or use \"device\": \"cuda\"");
-    }
-    return std::vector<CardSpec>{
-        CardSpec{device, device, std::nullopt, std::nullopt, guard.device_memory}};
-  }
-  std::vector<int> indices = guard.devices;
-  if (indices.empty()) {
-    if (parsed.index) {
-      indices.push_back(*parsed.index);
-    } else {
-      const int n = std::max<size_t>(guard.card_memory.size(), 1) > 1
-                        ? static_cast<int>(guard.card_memory.size())
-                        : VisibleCardCount();
-      for (int i = 0; i < std::max(n, 1); ++i) indices.push_back(i);
-    }
-  }
+  return cards;
+}
+
+// The CUDA indices of the cards: those named, the device's own (cuda:N), else every visible one.
+std::vector<int> CudaIndices(const Device& device, const GuardOptions& guard) {
+  if (!guard.devices.empty()) return guard.devices;
+  if (device.index) return {*device.index};
+  const int n = guard.card_memory.size() > 1 ? static_cast<int>(guard.card_memory.size())
+                                             : VisibleCardCount();
+  std::vector<int> indices;
+  for (int i = 0; i < std::max(n, 1); ++i) indices.push_back(i);
+  return indices;
+}
+
+Result<std::vector<CardSpec>> CudaCards(const std::string& device, const Device& parsed,
+                                        const GuardOptions& guard) {
+  const std::vector<int> indices = CudaIndices(parsed, guard);
   TUNE_RETURN_IF_ERROR(CheckLengths(guard, indices.size()));
-  if (indices.size() == 1 && guard.devices.empty()) {
+  if (indices.size() == 1 && guard.devices.empty()) {  // the device itself, as with one card
     return std::vector<CardSpec>{
         CardSpec{device, device, std::nullopt, std::nullopt,
                  guard.card_memory.empty() ? guard.device_memory : guard.card_memory[0]}};
   }
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::vector<std::string> visible = VisibleEntries();
+  std::vector<CardSpec> cards;
   for (size_t k = 0; k < indices.size(); ++k) {
     const int i = indices[k];
-    if (std::getenv("CUDA_VISIBLE_DEVICES") != nullptr &&
-        static_cast<size_t>(i) >= visible.size()) {
-      return InvalidArgumentError(fmt::format(
-          "devices: card {} is not visible (CUDA_VISIBLE_DEVICES={} shows {} card(s), 0-{})", i,
-          std::getenv("CUDA_VISIBLE_DEVICES"), visible.size(),
-          static_cast<int>(visible.size()) - 1));
+    if (env != nullptr && static_cast<size_t>(i) >= visible.size()) {
+      return InvalidArgumentError(
+          fmt::format("devices: card {} is not visible (CUDA_VISIBLE_DEVICES={} shows {} card(s))",
+                      i, env, visible.size()));
     }
     CardSpec c;
     c.name = fmt::format("cuda:{}", i);
@@ -122,6 +102,33 @@ Result<std::vector<CardSpec>> ResolveCards(const std::string& device, const Guar
     cards.push_back(std::move(c));
   }
   return cards;
+}
+
+}  // namespace
+
+Result<std::vector<CardSpec>> ResolveCards(const std::string& device, const GuardOptions& guard) {
+  TUNE_ASSIGN_OR_RETURN(Device parsed, ParseDevice(device));
+  std::set<int> seen;
+  for (int d : guard.devices) {
+    if (d < 0) return InvalidArgumentError(fmt::format("devices: {} is not a card index", d));
+    if (!seen.insert(d).second) {
+      return InvalidArgumentError(fmt::format("devices: card {} is named twice", d));
+    }
+  }
+  if (guard.simulate) return SimulatedCards(guard);
+  if (parsed.is_cuda()) return CudaCards(device, parsed, guard);
+  if (!guard.devices.empty()) {
+    return InvalidArgumentError(
+        "devices names CUDA cards but the device is cpu: use \"device\": \"cuda\" (or "
+        "memory.simulate for simulated cards)");
+  }
+  if (guard.card_memory.size() > 1) {
+    return InvalidArgumentError(
+        "memory.device_memory lists several cards but the device is cpu: add "
+        "\"simulate\": true for simulated cards, or use \"device\": \"cuda\"");
+  }
+  return std::vector<CardSpec>{
+      CardSpec{device, device, std::nullopt, std::nullopt, guard.device_memory}};
 }
 
 size_t LargestCard(const std::vector<CardSpec>& cards) {
