@@ -229,6 +229,10 @@ class InMemoryStorage : public Storage {
     }
     std::sort(out.begin(), out.end(),
               [](const FrozenTrial& a, const FrozenTrial& b) { return a.number < b.number; });
+    out.erase(std::unique(
+                  out.begin(), out.end(),
+                  [](const FrozenTrial& a, const FrozenTrial& b) { return a.number == b.number; }),
+              out.end());
     for (int64_t number = std::max<int64_t>(first_number, 0); number < n; ++number) {
       out.push_back(trials_.at(s->trial_ids[static_cast<size_t>(number)]).trial);
     }

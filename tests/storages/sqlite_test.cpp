@@ -1,5 +1,6 @@
 // The SQLite backend on real files: Optuna's schema, reopening, files Optuna wrote, bad files
-// (left byte-identical), URLs, and several processes writing one file.
+// (left byte-identical), URLs, the statements a read runs, and several processes writing one
+// file.
 #include "tune/storages/sqlite.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include "storages/rdb/codec.h"
+#include "storages/rdb/rdb_storage.h"
+#include "storages/sqlite/sqlite_connection.h"
 #include "testing/storage_processes.h"
 #include "testing/temp_dir.h"
 #include "util/py_json.h"
@@ -473,6 +476,71 @@ TEST(SqliteLocks, AWriterWaitsForALockThenGivesUpWithUnavailable) {
   EXPECT_EQ(*s->CountTrials(sid), 2);
   EXPECT_TRUE(s->GetTrial(t.trial_id)->user_attrs.empty());
   EXPECT_EQ(s->CreateTrial(sid)->number, 2);
+}
+
+// --- statements per read ---------------------------------------------------------------------
+
+// Counts the statements the storage runs: each goes through Prepare (the connection's own BEGIN
+// and COMMIT do not).
+class CountingConnection : public internal::rdb::Connection {
+ public:
+  CountingConnection(std::unique_ptr<internal::rdb::Connection> inner, int* statements)
+      : inner_(std::move(inner)), statements_(statements) {}
+  Result<internal::rdb::Statement*> Prepare(const std::string& sql) override {
+    ++*statements_;
+    return inner_->Prepare(sql);
+  }
+  Status Begin(internal::rdb::TxKind kind) override { return inner_->Begin(kind); }
+  Status Commit() override { return inner_->Commit(); }
+  void Rollback() override { inner_->Rollback(); }
+  int64_t Changes() override { return inner_->Changes(); }
+  Result<std::optional<int64_t>> DataVersion() override { return inner_->DataVersion(); }
+  Status ExecScript(const std::string& sql) override { return inner_->ExecScript(sql); }
+
+ private:
+  std::unique_ptr<internal::rdb::Connection> inner_;
+  int* statements_;
+};
+
+// A History read (GetTrialsSince with the unfinished trials listed) runs the same statements
+// however many trials are listed: the listed trials, the new ones, one per child table.
+TEST(SqliteReads, AHistoryReadIsSevenStatementsHoweverManyTrialsAreListed) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "study.db";
+  int64_t sid = 0;
+  std::vector<int64_t> running;
+  {
+    auto s = Open(file);
+    sid = *s->CreateStudy("s", {StudyDirection::kMinimize});
+    const Distribution d = *MakeFloatDistribution(0, 1);
+    for (int i = 0; i < 40; ++i) {
+      FrozenTrial t = *s->CreateTrial(sid);
+      ASSERT_TRUE(s->SetTrialParam(t.trial_id, "x", 0.5, d).ok());
+      ASSERT_TRUE(s->SetTrialIntermediateValue(t.trial_id, 0, 1.0).ok());
+      if (i % 2) {
+        running.push_back(t.number);
+      } else {
+        ASSERT_TRUE(*s->SetTrialStateValues(t.trial_id, TrialState::kComplete, {1.0}));
+      }
+    }
+  }
+  auto conn = internal::sqlite::SqliteConnection::Open(file.string(), "counted", {});
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  int statements = 0;
+  internal::rdb::RdbStorageOptions options;
+  options.url = "sqlite:///" + file.string();
+  auto storage = internal::rdb::NewRdbStorage(
+      std::make_unique<CountingConnection>(std::move(conn).value(), &statements), options);
+  ASSERT_EQ(storage->GetTrialsSince(sid, 0, {})->size(), 40u);  // learns the ids
+  for (int listed : {1, 4, 20}) {
+    statements = 0;
+    std::vector<int64_t> numbers(running.begin(), running.begin() + listed);
+    auto got = storage->GetTrialsSince(sid, 40, numbers);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->size(), static_cast<size_t>(listed));
+    EXPECT_EQ(got->back().params.at("x"), 0.5);
+    EXPECT_EQ(statements, 7) << listed << " listed";
+  }
 }
 
 // --- several processes -------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -31,6 +32,9 @@ struct Backend {
   std::string name;
   // Opens a fresh, empty storage whose files (if any) live in `dir`.
   std::function<Result<std::unique_ptr<Storage>>(const std::filesystem::path& dir)> open;
+  // Opens a second storage (its own connection) on the database `open` created in `dir`; unset
+  // for a backend whose storages share nothing.
+  std::function<Result<std::unique_ptr<Storage>>(const std::filesystem::path& dir)> open_again;
   // Set for a backend that needs a server: why the tests must skip ("" = run them).
   std::function<std::string()> skip_reason;
 };
@@ -38,6 +42,9 @@ struct Backend {
 void PrintTo(const Backend& backend, std::ostream* os) { *os << backend.name; }
 
 std::vector<Backend> Backends() {
+  auto sqlite_again = [](const std::filesystem::path& dir) {
+    return OpenSqliteStorage((dir / "study.db").string());
+  };
   return {
       {"InMemory",
        [](const std::filesystem::path&) -> Result<std::unique_ptr<Storage>> {
@@ -46,20 +53,30 @@ std::vector<Backend> Backends() {
       {"Sqlite",
        [](const std::filesystem::path& dir) {
          return OpenSqliteStorage((dir / "study.db").string());
-       }},
+       },
+       sqlite_again},
       {"SqliteV300d",
        [](const std::filesystem::path& dir) {
          SqliteOptions o;
          o.schema_revision = "v3.0.0.d";
          return OpenSqliteStorage((dir / "study.db").string(), o);
-       }},
+       },
+       sqlite_again},
 #ifdef TUNE_TEST_WITH_POSTGRES
+      // The database's URL is kept in `dir` for open_again.
       {"Postgres",
        [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Storage>> {
          std::string error;
          std::string url =
              testing::TestPostgres::Get().NewDatabase(dir.filename().string(), &error);
          if (url.empty()) return InternalError("CREATE DATABASE: " + error);
+         std::ofstream(dir / "postgres_url") << url;
+         return OpenPostgresStorage(url);
+       },
+       [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Storage>> {
+         std::string url;
+         std::ifstream in(dir / "postgres_url");
+         std::getline(in, url);
          return OpenPostgresStorage(url);
        },
        [] { return testing::TestPostgres::Get().skip_reason(); }},
@@ -493,7 +510,7 @@ TEST_P(StorageConformance, GetTrialsSinceReadsNewAndListedTrials) {
       EXPECT_EQ(got[k].state, i % 3 ? TrialState::kComplete : TrialState::kRunning);
     }
   };
-  // Everything (the bulk path), then a few (the per-trial path).
+  // Everything, then a few listed ones with the new ones.
   std::vector<int64_t> all(30);
   for (int i = 0; i < 30; ++i) all[static_cast<size_t>(i)] = i;
   check(*storage_->GetTrialsSince(sid, 0, {}), all);
@@ -508,6 +525,120 @@ TEST_P(StorageConformance, GetTrialsSinceReadsNewAndListedTrials) {
   EXPECT_EQ(got[0].number, 30);
   EXPECT_EQ(storage_->GetTrialsSince(sid + other + 100, 0, {}).status().code(),
             StatusCode::kNotFound);
+}
+
+// Every field of `got` as `want` has it; `want`'s datetimes come from another read.
+void ExpectSameTrial(const FrozenTrial& got, const FrozenTrial& want) {
+  SCOPED_TRACE("trial " + std::to_string(want.number));
+  EXPECT_EQ(got.trial_id, want.trial_id);
+  EXPECT_EQ(got.number, want.number);
+  EXPECT_EQ(got.state, want.state);
+  EXPECT_EQ(got.values, want.values);
+  EXPECT_EQ(got.datetime_start, want.datetime_start);
+  EXPECT_EQ(got.datetime_complete, want.datetime_complete);
+  EXPECT_EQ(got.params, want.params);
+  EXPECT_EQ(got.distributions, want.distributions);
+  EXPECT_EQ(got.intermediate_values, want.intermediate_values);
+  EXPECT_EQ(got.user_attrs, want.user_attrs);
+  EXPECT_EQ(got.system_attrs, want.system_attrs);
+}
+
+// A History read of a study with many trials, a quarter of them unfinished, with every kind of
+// child row (or none), and another study's trials and rows between them: the listed and the new
+// trials come back each once, with exactly the rows written for them; also from a second
+// storage that knows only some of the trials' ids.
+TEST_P(StorageConformance, GetTrialsSinceReturnsExactlyTheRowsOfTheTrialsRead) {
+  int64_t sid = NewStudy("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
+  int64_t other = NewStudy("other");
+  const Distribution f = *MakeFloatDistribution(0, 1);
+  const Distribution c = *MakeCategoricalDistribution({"a", "b", nullptr});
+  constexpr int kTrials = 64;
+  std::vector<FrozenTrial> want;
+  for (int i = 0; i < kTrials; ++i) {
+    FrozenTrial templ;
+    templ.state = i % 8 == 7 ? TrialState::kWaiting : TrialState::kRunning;
+    FrozenTrial w = *storage_->CreateTrial(sid, &templ);
+    FrozenTrial o = *storage_->CreateTrial(other);  // interleaved ids, with rows of its own
+    ASSERT_TRUE(storage_->SetTrialParam(o.trial_id, "x", 0.5, f).ok());
+    ASSERT_TRUE(storage_->SetTrialParam(o.trial_id, "o", 0.5, f).ok());
+    ASSERT_TRUE(storage_->SetTrialIntermediateValue(o.trial_id, 0, -1).ok());
+    ASSERT_TRUE(storage_->SetTrialUserAttr(o.trial_id, "i", -i).ok());
+    ASSERT_TRUE(storage_->SetTrialSystemAttr(o.trial_id, "o", -i).ok());
+    ASSERT_TRUE(*storage_->SetTrialStateValues(o.trial_id, TrialState::kComplete, {-1.0, -2.0}));
+    if (i % 5 != 4) {  // else no child rows at all
+      w.params["x"] = i / 100.0;
+      w.distributions["x"] = f;
+      if (i % 2) {
+        w.params["c"] = i % 3;
+        w.distributions["c"] = c;
+      }
+      w.intermediate_values[0] = i;
+      if (i % 3 == 0) w.intermediate_values[7] = i + 0.5;
+      w.user_attrs["i"] = i;
+      if (i % 2 == 0) w.user_attrs["even"] = {{"half", i / 2}};
+      w.system_attrs["s"] = {i, "x"};
+      for (const auto& [name, v] : w.params) {
+        ASSERT_TRUE(storage_->SetTrialParam(w.trial_id, name, v, w.distributions.at(name)).ok());
+      }
+      for (const auto& [step, v] : w.intermediate_values) {
+        ASSERT_TRUE(storage_->SetTrialIntermediateValue(w.trial_id, step, v).ok());
+      }
+      for (const auto& [k, v] : w.user_attrs.items()) {
+        ASSERT_TRUE(storage_->SetTrialUserAttr(w.trial_id, k, v).ok());
+      }
+      for (const auto& [k, v] : w.system_attrs.items()) {
+        ASSERT_TRUE(storage_->SetTrialSystemAttr(w.trial_id, k, v).ok());
+      }
+    }
+    if (i % 4 == 0) w.values = {1.0 * i, -1.0 * i};
+    const TrialState finals[] = {TrialState::kComplete, TrialState::kPruned, TrialState::kFail};
+    if (i % 4 != 3) {
+      w.state = finals[i % 4];
+      ASSERT_TRUE(*storage_->SetTrialStateValues(w.trial_id, w.state, w.values));
+    }
+    want.push_back(std::move(w));
+  }
+  // The datetimes as GetAllTrials reads them (their round trip is tested above).
+  auto all = *storage_->GetAllTrials(sid);
+  ASSERT_EQ(all.size(), want.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    want[k].datetime_start = all[k].datetime_start;
+    want[k].datetime_complete = all[k].datetime_complete;
+    ExpectSameTrial(all[k], want[k]);
+  }
+  std::vector<int64_t> unfinished;
+  for (const FrozenTrial& w : want) {
+    if (!IsFinished(w.state)) unfinished.push_back(w.number);
+  }
+  ASSERT_EQ(unfinished.size(), static_cast<size_t>(kTrials / 4));
+  // Every unfinished trial before 40, one twice, a finished one, numbers out of range, and
+  // the trials from 40 on.
+  auto expect_since = [&](Storage& storage, int64_t first, const std::vector<int64_t>& listed) {
+    auto got = storage.GetTrialsSince(sid, first, listed);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    std::vector<int64_t> numbers;
+    for (const FrozenTrial& t : *got) numbers.push_back(t.number);
+    std::vector<int64_t> expected;
+    for (const FrozenTrial& w : want) {
+      if (w.number >= first || std::count(listed.begin(), listed.end(), w.number)) {
+        expected.push_back(w.number);
+      }
+    }
+    ASSERT_EQ(numbers, expected);
+    for (const FrozenTrial& t : *got) ExpectSameTrial(t, want[static_cast<size_t>(t.number)]);
+  };
+  std::vector<int64_t> listed = unfinished;
+  listed.insert(listed.end(), {unfinished[2], 4, -1, kTrials + 5});
+  expect_since(*storage_, 40, listed);
+  expect_since(*storage_, kTrials, listed);
+  expect_since(*storage_, kTrials, {unfinished[1]});
+  if (!GetParam().open_again) return;
+  // A second storage that has read the trials from 24 on only: the listed ones before 24 it
+  // finds by number, the others by id.
+  auto again = GetParam().open_again(dir_.path());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  expect_since(**again, 24, {});
+  expect_since(**again, 40, listed);
 }
 
 TEST_P(StorageConformance, GetAllTrialsAndCountTrialsFilterByState) {

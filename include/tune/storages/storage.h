@@ -120,9 +120,9 @@ class Storage {
   // All trials of the study ordered by number; `states` empty = every state.
   virtual Result<std::vector<FrozenTrial>> GetAllTrials(
       int64_t study_id, const std::vector<TrialState>& states = {}) = 0;
-  // Trials whose number is >= `first_number` or listed in `numbers`, ordered by number. Lets a
-  // reader keep finished (immutable) trials and re-read only new and unfinished ones. The
-  // default filters GetAllTrials; backends override it with an indexed read.
+  // Trials whose number is >= `first_number` or listed in `numbers`, each once, ordered by
+  // number. Lets a reader keep finished (immutable) trials and re-read only new and unfinished
+  // ones. The default filters GetAllTrials; backends override it with an indexed read.
   virtual Result<std::vector<FrozenTrial>> GetTrialsSince(int64_t study_id, int64_t first_number,
                                                           const std::vector<int64_t>& numbers);
   virtual Result<int64_t> CountTrials(int64_t study_id,

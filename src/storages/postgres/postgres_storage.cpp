@@ -140,6 +140,7 @@ Result<std::unique_ptr<Storage>> OpenPostgresStorage(const PostgresUrl& url) {
   internal::rdb::RdbStorageOptions rdb_options;
   rdb_options.url = url.display;
   rdb_options.max_attempts = options.max_attempts;
+  rdb_options.dialect = internal::rdb::Dialect::kPostgres;
   rdb_options.row_locks = true;
   return internal::rdb::NewRdbStorage(std::move(conn), std::move(rdb_options));
 }

@@ -16,7 +16,8 @@ namespace tune::internal::rdb {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// SQL. Portable between SQLite >= 3.35 and PostgreSQL (upserts, RETURNING); `?` placeholders.
+// SQL. Portable between SQLite >= 3.35 and PostgreSQL (upserts, RETURNING), except the reads by
+// a list of trial ids (one text per Dialect, below); `?` placeholders.
 
 // --- studies
 const std::string kFindStudyByName = "SELECT study_id FROM studies WHERE study_name = ?";
@@ -87,7 +88,6 @@ const std::string kTrialsFromNumber =
     " FROM trials WHERE study_id = ? AND number >= ? ORDER BY trial_id";
 const std::string kTrialByNumber =
     "SELECT " TUNE_TRIAL_COLUMNS " FROM trials WHERE study_id = ? AND number = ?";
-#undef TUNE_TRIAL_COLUMNS
 const std::string kFirstWaiting =
     "SELECT trial_id FROM trials WHERE study_id = ? AND state = 'WAITING' ORDER BY trial_id "
     "LIMIT 1";
@@ -135,26 +135,60 @@ const std::string kUpsertTrialSystemAttr =
     "INSERT INTO trial_system_attributes (trial_id, \"key\", value_json) VALUES (?, ?, ?) "
     "ON CONFLICT (trial_id, \"key\") DO UPDATE SET value_json = excluded.value_json";
 
-// A trial's child rows, per trial (primary-key index of the UNIQUE (trial_id, ...)
-// constraint) or for the trials of a study from a trial id on. Column 0 is always trial_id.
-struct ChildQuery {
-  std::string one;   // WHERE trial_id = ?
-  std::string many;  // WHERE t.study_id = ? AND t.trial_id >= ?
-};
-ChildQuery Child(const std::string& columns, const std::string& table) {
-  return {"SELECT trial_id, " + columns + " FROM " + table + " WHERE trial_id = ?",
-          "SELECT c.trial_id, " + columns + " FROM trials t JOIN " + table +
-              " c ON c.trial_id = t.trial_id WHERE t.study_id = ? AND t.trial_id >= ?"};
+// --- reads by a list of trial ids
+// One statement per table however many trials are read: the ids are bound as one text parameter
+// (IdList), so each table has one SQL text per dialect, prepared once and cached by the
+// connection. The lookups go through the indexes only (trials' primary key, the children's UNIQUE
+// (trial_id, ...)) and read no row of a trial that was not asked for; a join over the study's
+// trials from the smallest id read would, and PostgreSQL plans it as a sequential scan of the
+// whole child table once the range holds ~100 trials (docs/benchmarks.md, "Making the per-trial
+// traffic smaller"). A single trial takes the same path: `trial_id = ?` is no faster (about 1 us
+// a statement on SQLite), and every read then runs the one path the tests check.
+std::string IdsCondition(Dialect dialect) {
+  switch (dialect) {
+    case Dialect::kSqlite:
+      return "trial_id IN (SELECT value FROM json_each(?))";  // '[1,2,3]'
+    case Dialect::kPostgres:
+      return "trial_id = ANY(CAST(? AS BIGINT[]))";  // '{1,2,3}'
+  }
+  return "";
 }
-const ChildQuery kParams = Child("param_name, param_value, distribution_json", "trial_params");
-const ChildQuery kValues = Child("objective, value, value_type", "trial_values");
-const ChildQuery kIntermediates =
-    Child("step, intermediate_value, intermediate_value_type", "trial_intermediate_values");
-const ChildQuery kTrialUserAttrs = Child("\"key\", value_json", "trial_user_attributes");
-const ChildQuery kTrialSystemAttrs = Child("\"key\", value_json", "trial_system_attributes");
 
-// Up to this many trials are completed with per-trial queries; more with per-study joins.
-constexpr size_t kPerTrialLoadLimit = 8;
+// The list for IdsCondition.
+std::string IdList(Dialect dialect, const std::vector<int64_t>& ids) {
+  const bool pg = dialect == Dialect::kPostgres;
+  std::string out(1, pg ? '{' : '[');
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  out += pg ? '}' : ']';
+  return out;
+}
+
+// The statements of one dialect. Children: column 0 is trial_id.
+struct ListedSql {
+  std::string trials;  // TUNE_TRIAL_COLUMNS
+  std::string params, values, intermediates, user_attrs, system_attrs;
+};
+ListedSql MakeListedSql(Dialect dialect) {
+  const std::string where = " WHERE " + IdsCondition(dialect);
+  auto child = [&](const char* columns, const char* table) {
+    return std::string("SELECT trial_id, ") + columns + " FROM " + table + where;
+  };
+  ListedSql sql;
+  sql.trials = "SELECT " TUNE_TRIAL_COLUMNS " FROM trials" + where;
+  sql.params = child("param_name, param_value, distribution_json", "trial_params");
+  sql.values = child("objective, value, value_type", "trial_values");
+  sql.intermediates =
+      child("step, intermediate_value, intermediate_value_type", "trial_intermediate_values");
+  sql.user_attrs = child("\"key\", value_json", "trial_user_attributes");
+  sql.system_attrs = child("\"key\", value_json", "trial_system_attributes");
+  return sql;
+}
+const ListedSql kListedSqlite = MakeListedSql(Dialect::kSqlite);
+const ListedSql kListedPostgres = MakeListedSql(Dialect::kPostgres);
+#undef TUNE_TRIAL_COLUMNS
 
 // ---------------------------------------------------------------------------------------------
 
@@ -200,7 +234,9 @@ struct StateCounts {
 class RdbStorage : public Storage {
  public:
   RdbStorage(std::unique_ptr<Connection> conn, RdbStorageOptions options)
-      : conn_(std::move(conn)), options_(std::move(options)) {}
+      : conn_(std::move(conn)),
+        options_(std::move(options)),
+        listed_(options_.dialect == Dialect::kPostgres ? kListedPostgres : kListedSqlite) {}
 
   std::string url() const override { return options_.url; }
 
@@ -476,7 +512,7 @@ class RdbStorage : public Storage {
       for (FrozenTrial& t : rows) {
         if (StateIn(t.state, states)) picked.push_back(std::move(t));
       }
-      TUNE_RETURN_IF_ERROR(FillChildrenLocked(study_id, picked));
+      TUNE_RETURN_IF_ERROR(FillChildrenLocked(picked));
       return picked;
     });
   }
@@ -486,22 +522,8 @@ class RdbStorage : public Storage {
     using Trials = Result<std::vector<FrozenTrial>>;
     std::lock_guard lock(mu_);
     return Transact<Trials>(TxKind::kRead, [&]() -> Trials {
-      std::vector<FrozenTrial> rows;
-      // Listed trials before first_number: by primary key when the id is known.
-      for (int64_t number : numbers) {
-        if (number < 0 || number >= first_number) continue;
-        std::optional<FrozenTrial> row;
-        if (std::optional<int64_t> id = KnownId(study_id, number)) {
-          TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> r, TrialRowsLocked(kTrialById, *id));
-          if (r.size() == 1 && r[0].number == number) row = std::move(r[0]);
-        }
-        if (!row) {
-          TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> r,
-                                TrialRowsLocked(kTrialByNumber, study_id, number));
-          if (!r.empty()) row = std::move(r[0]);
-        }
-        if (row) rows.push_back(std::move(*row));
-      }
+      TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> rows,
+                            ListedTrialsLocked(study_id, first_number, numbers));
       // Trials from first_number on: a trial_id range after the last known trial.
       std::vector<FrozenTrial> fresh;
       std::optional<int64_t> anchor =
@@ -516,7 +538,7 @@ class RdbStorage : public Storage {
       for (FrozenTrial& t : fresh) rows.push_back(std::move(t));
       std::sort(rows.begin(), rows.end(),
                 [](const FrozenTrial& a, const FrozenTrial& b) { return a.number < b.number; });
-      TUNE_RETURN_IF_ERROR(FillChildrenLocked(study_id, rows));
+      TUNE_RETURN_IF_ERROR(FillChildrenLocked(rows));
       return rows;
     });
   }
@@ -963,46 +985,72 @@ class RdbStorage : public Storage {
   Result<FrozenTrial> TrialLocked(int64_t trial_id) {
     TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> rows, TrialRowsLocked(kTrialById, trial_id));
     if (rows.empty()) return NotFoundError(fmt::format("no trial with id {}", trial_id));
-    TUNE_RETURN_IF_ERROR(FillChildrenLocked(/*study_id=*/-1, rows));
+    TUNE_RETURN_IF_ERROR(FillChildrenLocked(rows));
     return std::move(rows[0]);
   }
 
-  // Reads params, values, intermediate values and attributes of `trials` (all of `study_id`).
-  // REQUIRES: mu_ is held, inside a transaction.
-  Status FillChildrenLocked(int64_t study_id, std::vector<FrozenTrial>& trials) {
+  // The trials of `numbers` below `first_number`, each once, without children: those whose id
+  // is known in one statement by id, the others (a number this storage has not read, or whose
+  // row did not match) one statement each by number. REQUIRES: mu_ is held, inside a transaction.
+  Result<std::vector<FrozenTrial>> ListedTrialsLocked(int64_t study_id, int64_t first_number,
+                                                      std::vector<int64_t> numbers) {
+    std::sort(numbers.begin(), numbers.end());
+    numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+    std::unordered_map<int64_t, int64_t> asked;  // trial_id -> number
+    std::vector<int64_t> by_number;
+    for (int64_t number : numbers) {
+      if (number < 0 || number >= first_number) continue;
+      std::optional<int64_t> id = KnownId(study_id, number);
+      if (!id || !asked.emplace(*id, number).second) by_number.push_back(number);
+    }
+    std::vector<FrozenTrial> out;
+    if (!asked.empty()) {
+      std::vector<int64_t> ids;
+      for (const auto& [id, number] : asked) ids.push_back(id);
+      TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> rows,
+                            TrialRowsLocked(listed_.trials, IdList(options_.dialect, ids)));
+      for (FrozenTrial& t : rows) {
+        auto it = asked.find(t.trial_id);
+        if (it == asked.end() || it->second != t.number) continue;
+        asked.erase(it);
+        out.push_back(std::move(t));
+      }
+      for (const auto& [id, number] : asked) by_number.push_back(number);
+    }
+    for (int64_t number : by_number) {
+      TUNE_ASSIGN_OR_RETURN(std::vector<FrozenTrial> r,
+                            TrialRowsLocked(kTrialByNumber, study_id, number));
+      if (!r.empty()) out.push_back(std::move(r[0]));
+    }
+    return out;
+  }
+
+  // Reads params, values, intermediate values and attributes of `trials`: one statement per
+  // child table, for exactly their ids. REQUIRES: mu_ is held, inside a transaction.
+  Status FillChildrenLocked(std::vector<FrozenTrial>& trials) {
     if (trials.empty()) return Status::Ok();
     std::unordered_map<int64_t, FrozenTrial*> by_id;
-    int64_t min_id = trials[0].trial_id;
+    std::vector<int64_t> ids;
     for (FrozenTrial& t : trials) {
       by_id[t.trial_id] = &t;
-      min_id = std::min(min_id, t.trial_id);
+      ids.push_back(t.trial_id);
     }
-    const bool per_trial = study_id < 0 || trials.size() <= kPerTrialLoadLimit;
-    // Runs `query` for the trials and hands each row to `apply` with its trial.
-    auto each = [&](const ChildQuery& query, auto&& apply) -> Status {
-      auto consume = [&](ScopedQuery& q) -> Status {
-        while (true) {
-          TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
-          if (!row) return Status::Ok();
-          auto it = by_id.find(q->Int(0));
-          if (it != by_id.end()) TUNE_RETURN_IF_ERROR(apply(*it->second, *q));
-        }
-      };
-      if (per_trial) {
-        for (const FrozenTrial& t : trials) {
-          TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, query.one, t.trial_id));
-          TUNE_RETURN_IF_ERROR(consume(q));
-        }
-        return Status::Ok();
+    const std::string id_list = IdList(options_.dialect, ids);
+    // Runs `sql` for the trials and hands each row to `apply` with its trial.
+    auto each = [&](const std::string& sql, auto&& apply) -> Status {
+      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, sql, id_list));
+      while (true) {
+        TUNE_ASSIGN_OR_RETURN(bool row, q.Next());
+        if (!row) return Status::Ok();
+        auto it = by_id.find(q->Int(0));
+        if (it != by_id.end()) TUNE_RETURN_IF_ERROR(apply(*it->second, *q));
       }
-      TUNE_ASSIGN_OR_RETURN(ScopedQuery q, ScopedQuery::Make(*conn_, query.many, study_id, min_id));
-      return consume(q);
     };
     auto number_column = [](const Statement& row, int column) {
       return row.IsNull(column) ? std::optional<double>()
                                 : std::optional<double>(row.Double(column));
     };
-    TUNE_RETURN_IF_ERROR(each(kParams, [&](FrozenTrial& t, const Statement& row) -> Status {
+    TUNE_RETURN_IF_ERROR(each(listed_.params, [&](FrozenTrial& t, const Statement& row) -> Status {
       const std::string name = row.Text(1);
       if (row.IsNull(2)) {
         return InternalError(
@@ -1017,7 +1065,7 @@ class RdbStorage : public Storage {
       t.distributions[name] = std::move(d).value();
       return Status::Ok();
     }));
-    TUNE_RETURN_IF_ERROR(each(kValues, [&](FrozenTrial& t, const Statement& row) -> Status {
+    TUNE_RETURN_IF_ERROR(each(listed_.values, [&](FrozenTrial& t, const Statement& row) -> Status {
       auto objective = static_cast<size_t>(std::max<int64_t>(0, row.Int(1)));
       Result<double> v = DecodeNumber(number_column(row, 2), row.Text(3));
       if (!v.ok()) {
@@ -1030,18 +1078,19 @@ class RdbStorage : public Storage {
       t.values[objective] = *v;
       return Status::Ok();
     }));
-    TUNE_RETURN_IF_ERROR(each(kIntermediates, [&](FrozenTrial& t, const Statement& row) -> Status {
-      Result<double> v = DecodeNumber(number_column(row, 2), row.Text(3));
-      if (!v.ok()) {
-        return InternalError(fmt::format("{}: trial {}: intermediate value: {}", options_.url,
-                                         t.number, v.status().message()));
-      }
-      t.intermediate_values[row.Int(1)] = *v;
-      return Status::Ok();
-    }));
+    TUNE_RETURN_IF_ERROR(
+        each(listed_.intermediates, [&](FrozenTrial& t, const Statement& row) -> Status {
+          Result<double> v = DecodeNumber(number_column(row, 2), row.Text(3));
+          if (!v.ok()) {
+            return InternalError(fmt::format("{}: trial {}: intermediate value: {}", options_.url,
+                                             t.number, v.status().message()));
+          }
+          t.intermediate_values[row.Int(1)] = *v;
+          return Status::Ok();
+        }));
     for (bool user : {true, false}) {
       TUNE_RETURN_IF_ERROR(
-          each(user ? kTrialUserAttrs : kTrialSystemAttrs,
+          each(user ? listed_.user_attrs : listed_.system_attrs,
                [&](FrozenTrial& t, const Statement& row) -> Status {
                  TUNE_ASSIGN_OR_RETURN(Json v, DecodeJsonColumn(row, 2, "trial attribute"));
                  (user ? t.user_attrs : t.system_attrs)[row.Text(1)] = std::move(v);
@@ -1151,6 +1200,7 @@ class RdbStorage : public Storage {
   std::mutex mu_;
   std::unique_ptr<Connection> conn_;  // guarded by mu_
   const RdbStorageOptions options_;
+  const ListedSql& listed_;                                          // options_.dialect's
   DistributionCache dists_;                                          // guarded by mu_
   std::unordered_map<int64_t, std::vector<int64_t>> ids_by_number_;  // guarded by mu_
   std::unordered_map<int64_t, StateCounts> counts_;                  // guarded by mu_

@@ -6,9 +6,15 @@
 // trial count read inside the INSERT's write transaction, so numbers stay contiguous across
 // processes). Reads of several rows run in one read transaction (a consistent snapshot).
 // GetTrialsSince reads only the trials asked for: new trials by a trial_id range after the last
-// known number, unfinished ones by primary key. Per-study counts by state are kept between
-// transactions while Connection::DataVersion() shows no other writer, so CountTrials, the
-// WAITING check of every ask and the next number cost O(1) for a lone worker.
+// known number, the listed (unfinished) ones by their ids in one statement. Every read of trials
+// then takes their params, values, intermediate values and attributes with one statement per
+// child table, for exactly the ids read. A list of ids is bound as one text parameter (SQL per
+// RdbStorageOptions::dialect), so these statements are prepared once and look rows up by
+// trial_id through the indexes: a GetTrialsSince is at most 7 statements however many trials
+// are listed (a listed number whose id this storage has not read yet costs one more) and reads
+// no row of a trial it does not return. Per-study counts by state are kept between transactions
+// while Connection::DataVersion() shows no other writer, so CountTrials, the WAITING check of
+// every ask and the next number cost O(1) for a lone worker.
 //
 // Heartbeats use the database's clock, as Optuna does: RecordHeartbeat writes the time that
 // RdbStorageOptions::current_timestamp_sql returns, and FailStaleTrials compares with it, so
@@ -25,6 +31,7 @@
 #include <string>
 
 #include "storages/rdb/connection.h"
+#include "storages/rdb/schema.h"
 #include "tune/storages/storage.h"
 
 namespace tune::internal::rdb {
@@ -42,6 +49,10 @@ struct RdbStorageOptions {
   // (codec.h) reads. The default works on SQLite (second resolution) and PostgreSQL; SQLite
   // passes strftime('%Y-%m-%d %H:%M:%f', 'now') for milliseconds.
   std::string current_timestamp_sql = "SELECT CURRENT_TIMESTAMP";
+  // The SQL of the reads by a list of trial ids (all other SQL is the same on both): SQLite
+  // takes the list as a JSON array (json_each: JSON1, built in since SQLite 3.38), PostgreSQL
+  // as an array literal (= ANY).
+  Dialect dialect = Dialect::kSqlite;
 };
 
 std::unique_ptr<Storage> NewRdbStorage(std::unique_ptr<Connection> connection,

@@ -181,6 +181,7 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
   internal::rdb::RdbStorageOptions rdb_options;
   rdb_options.url = url;
   rdb_options.max_attempts = options.max_attempts;
+  rdb_options.dialect = internal::rdb::Dialect::kSqlite;
   // Heartbeats at millisecond resolution (CURRENT_TIMESTAMP has whole seconds); UTC.
   rdb_options.current_timestamp_sql = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')";
   return internal::rdb::NewRdbStorage(std::move(conn), std::move(rdb_options));
