@@ -4,7 +4,7 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
-find_package(SQLite3 3.35 REQUIRED)  # tune_sqlite (RETURNING needs 3.35)
+find_package(SQLite3 3.38 REQUIRED)  # tune_sqlite (RETURNING: 3.35; json_each built in: 3.38)
 if(TUNE_WITH_POSTGRES)
   find_package(PostgreSQL)  # libpq for tune_postgres; without it the backend says it is missing
   if(NOT PostgreSQL_FOUND)
