@@ -47,7 +47,6 @@ class GuardPlanner : public MemoryPlanner {
   GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog, std::vector<CardSpec> cards)
       : options_(std::move(options)), catalog_(std::move(catalog)) {
     if (cards.size() > 1) {
-      largest_ = LargestCard(cards);
       for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
     }
     // A lever can only change a field the program receives through one parameter.
@@ -77,10 +76,13 @@ class GuardPlanner : public MemoryPlanner {
     return UsableMemory(Budget(), options_.guard.margin);
   }
 
-  // The budget trials are planned against: the card's, or with several the largest card's.
+  // The budget trials are planned against: the card's, or with several the largest of the
+  // cards' budgets now (other processes may hold most of the card with the most memory).
   int64_t Budget() const {
-    if (!cards_.empty()) return Card(largest_).Budget().value_or(*options_.guard.device_memory);
-    return others_.Budget(*options_.guard.device_memory);
+    if (cards_.empty()) return others_.Budget(*options_.guard.device_memory);
+    int64_t largest = 0;
+    for (const auto& card : cards_) largest = std::max(largest, card->Budget().value_or(0));
+    return largest;
   }
 
   // The memory trials are planned against (Budget(), margin kept): "the whole card".
@@ -454,7 +456,6 @@ class GuardPlanner : public MemoryPlanner {
   CommandMemoryOptions options_;
   ModelCatalog catalog_;
   std::vector<std::unique_ptr<CardView>> cards_;  // several cards; empty: one, the options'
-  size_t largest_ = 0;                            // the card trials are planned against
   bool cpu_ = false;                              // memory.device is "cpu"
   std::shared_ptr<const MemoryModel> formula_;    // the estimator's, on the device model
   std::map<int64_t, MemoryAttr> attrs_;           // planned trials' "memory", by number

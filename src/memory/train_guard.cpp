@@ -100,6 +100,7 @@ std::optional<int64_t> TrainGuard::DeviceMemory() const {
 }
 
 std::optional<int64_t> TrainGuard::Budget() const {
+  if (budget_) return budget_();
   const std::optional<int64_t> d = DeviceMemory();
   if (!d || planned_) return d;
   return others_.Budget(*d);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,8 +60,10 @@ class TrainGuard {
   // The memory trials may use: device_memory, at most the card's; unset on CPU without it.
   std::optional<int64_t> DeviceMemory() const;
   // DeviceMemory(), less what other processes hold on the card now (card_others.h), re-read at
-  // each call; in a --jobs child, whose parent counted them, DeviceMemory().
+  // each call; in a --jobs child, whose parent counted them, DeviceMemory(). With several cards
+  // (a --jobs parent), what `budget` (SetBudget) says: the largest of the cards' budgets.
   std::optional<int64_t> Budget() const;
+  void SetBudget(std::function<std::optional<int64_t>()> budget) { budget_ = std::move(budget); }
   // The device's utilisation as its driver reports it (NVML); nullopt when unknown.
   std::optional<double> Utilization() const { return nvml_.Utilization(); }
 
@@ -106,6 +109,7 @@ class TrainGuard {
   std::string device_;
   Trainer* trainer_;
   std::optional<Json> planned_;
+  std::function<std::optional<int64_t>()> budget_;  // SetBudget's; empty: this card's
   DeviceNvml nvml_;             // utilisation, and this process's memory for the context
   mutable CardOthers others_;   // other processes on the card (its window of readings)
   ScriptFitCache script_fits_;  // TorchScript models' measured fits

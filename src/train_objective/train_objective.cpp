@@ -92,6 +92,15 @@ class TrainObjective final : public Objective {
         saver_(SaverFor(options_, text_)) {
     if (cards.size() > 1) {
       for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
+      // Trials are planned against the card with the largest budget now (another process may
+      // hold most of the card with the most memory).
+      guard_.SetBudget([this]() -> std::optional<int64_t> {
+        std::optional<int64_t> largest;
+        for (const auto& card : cards_) {
+          if (auto b = card->Budget()) largest = std::max(largest.value_or(0), *b);
+        }
+        return largest;
+      });
     }
   }
 

@@ -1,8 +1,12 @@
 // --jobs over several cards (issue 45): simulated cards of different sizes, each trial placed on
 // one (system attribute "card"), none over its card, no run-time out-of-memory error, the status
 // line per card; CUDA cards named by --devices narrow each trial's CUDA_VISIBLE_DEVICES.
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -127,6 +131,55 @@ TEST_F(CardsCli, JobsAutoPlacesTrialsOnThreeCardsOfDifferentSizes) {
   for (const Json& t : trials) {
     if (t["number"].get<int64_t>() < 4) EXPECT_EQ(t["system_attrs"]["card"], "card 0");
   }
+}
+
+// A process (forked from the test, so not one of tune's) holding `bytes` on simulated card
+// `name` until killed, as a desktop holds part of a real card; its pid, or -1.
+pid_t Holder(const std::string& name, int64_t capacity, int64_t bytes) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    void* lib = dlopen(TUNE_TRAIN_LIBRARY, RTLD_NOW);
+    using Charge = int (*)(const char*, int64_t, int64_t);
+    auto charge =
+        lib ? reinterpret_cast<Charge>(dlsym(lib, "tune_simulated_card_charge")) : nullptr;
+    const bool ok = charge != nullptr && charge(name.c_str(), capacity, bytes) == 0;
+    (void)!write(ready[1], ok ? "y" : "n", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  const bool ok = child > 0 && read(ready[0], &c, 1) == 1 && c == 'y';
+  close(ready[0]);
+  close(ready[1]);
+  return ok ? child : -1;
+}
+
+// Another process on one card shrinks that card's budget only: the trials placed on it reserve
+// within what it leaves, the other cards keep theirs, and nothing runs out of memory.
+TEST_F(CardsCli, AnotherProcessOnOneCardShrinksThatCardsBudgetOnly) {
+  const std::string config = Config(16);
+  const std::string card0 = "cards-" + dir_.path().filename().string() + "-0";
+  const int64_t held = 400'000'000;
+  const pid_t holder = Holder(card0, kCards[0], held);
+  ASSERT_GT(holder, 0) << "could not charge " << card0;
+  ProcessRun run =
+      Tune({"--study", "c", "--config", config, "--storage", Storage(), "--jobs", "auto"});
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("other processes hold"), std::string::npos) << run.err;
+  const Json trials = Trials();
+  std::map<std::string, std::vector<const Json*>> by_card;
+  for (const Json& t : trials) {
+    EXPECT_NE(t["user_attrs"].value("reason", ""), "oom") << "run-time OOM: " << t.dump();
+    if (t["state"] == "COMPLETE") by_card[t["system_attrs"]["card"]].push_back(&t);
+  }
+  ASSERT_TRUE(by_card.count("card 0")) << run.err;
+  // Card 0 (900 MB) had at most 900 - 400 MB, less the margins, for its trials.
+  EXPECT_LE(MostReservedAtOnce(by_card["card 0"]), kCards[0] - held);
+  EXPECT_EQ(by_card.size(), 3u);
 }
 
 TEST_F(CardsCli, BadCardListsAreRefusedWithTheirReason) {
