@@ -125,10 +125,7 @@ def main():
     p.add_argument("--out", help="a directory for the raw JSON lines")
     args = p.parse_args()
     args.tune = os.path.abspath(args.tune)
-    args.lib = ctypes.CDLL(os.path.join(os.path.dirname(args.tune), "libtune_train.so"))
-    args.lib.tune_simulated_card_load.argtypes = [ctypes.c_char_p, ctypes.c_int64,
-                                                  ctypes.POINTER(ctypes.c_double)]
-    args.lib.tune_simulated_card_load.restype = ctypes.c_int64
+    args.lib = pb.card_library(args.tune)
     args.cache_dir = tempfile.mkdtemp(prefix="cards-cache-")
     args.seed_now = args.seed
     args.rows = []

@@ -233,6 +233,15 @@ def best_at(points, at):
     return f"{before[-1]:.4f}" if before else "-"
 
 
+def card_library(tune):
+    """libtune_train.so beside `tune`, with tune_simulated_card_load's signature."""
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(tune), "libtune_train.so"))
+    lib.tune_simulated_card_load.argtypes = [ctypes.c_char_p, ctypes.c_int64,
+                                             ctypes.POINTER(ctypes.c_double)]
+    lib.tune_simulated_card_load.restype = ctypes.c_int64
+    return lib
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tune", required=True)
@@ -247,10 +256,7 @@ def main():
     p.add_argument("--no-doc", action="store_true")
     args = p.parse_args()
     args.tune = os.path.abspath(args.tune)
-    args.lib = ctypes.CDLL(os.path.join(os.path.dirname(args.tune), "libtune_train.so"))
-    args.lib.tune_simulated_card_load.argtypes = [ctypes.c_char_p, ctypes.c_int64,
-                                                  ctypes.POINTER(ctypes.c_double)]
-    args.lib.tune_simulated_card_load.restype = ctypes.c_int64
+    args.lib = card_library(args.tune)
     args.cache_dir = tempfile.mkdtemp(prefix="packing-cache-")
     with open("/proc/loadavg") as f:
         args.loadavg = " ".join(f.read().split()[:3])

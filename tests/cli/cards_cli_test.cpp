@@ -1,7 +1,6 @@
 // --jobs over several cards (issue 45): simulated cards of different sizes, each trial placed on
 // one (system attribute "card"), none over its card, no run-time out-of-memory error, the status
 // line per card; CUDA cards named by --devices narrow each trial's CUDA_VISIBLE_DEVICES.
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "testing/card_holder.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/trial.h"
@@ -133,36 +133,13 @@ TEST_F(CardsCli, JobsAutoPlacesTrialsOnThreeCardsOfDifferentSizes) {
   }
 }
 
-// A process (forked from the test, so not one of tune's) holding `bytes` on simulated card
-// `name` until killed, as a desktop holds part of a real card; its pid, or -1.
-pid_t Holder(const std::string& name, int64_t capacity, int64_t bytes) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    void* lib = dlopen(TUNE_TRAIN_LIBRARY, RTLD_NOW);
-    using Charge = int (*)(const char*, int64_t, int64_t);
-    auto charge =
-        lib ? reinterpret_cast<Charge>(dlsym(lib, "tune_simulated_card_charge")) : nullptr;
-    const bool ok = charge != nullptr && charge(name.c_str(), capacity, bytes) == 0;
-    (void)!write(ready[1], ok ? "y" : "n", 1);
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  const bool ok = child > 0 && read(ready[0], &c, 1) == 1 && c == 'y';
-  close(ready[0]);
-  close(ready[1]);
-  return ok ? child : -1;
-}
-
 // Another process on one card shrinks that card's budget only: the trials placed on it reserve
 // within what it leaves, the other cards keep theirs, and nothing runs out of memory.
 TEST_F(CardsCli, AnotherProcessOnOneCardShrinksThatCardsBudgetOnly) {
   const std::string config = Config(16);
   const std::string card0 = "cards-" + dir_.path().filename().string() + "-0";
   const int64_t held = 400'000'000;
-  const pid_t holder = Holder(card0, kCards[0], held);
+  const pid_t holder = testing::HoldOnSimulatedCard(card0, kCards[0], held);
   ASSERT_GT(holder, 0) << "could not charge " << card0;
   ProcessRun run =
       Tune({"--study", "c", "--config", config, "--storage", Storage(), "--jobs", "auto"});

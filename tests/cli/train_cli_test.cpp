@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/card_holder.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
@@ -346,29 +347,6 @@ TEST_F(TrainCli, ASecondJobStartsAtASmallerMicroBatchBesideTheFirst) {
 #endif
 
 #ifdef TUNE_WITH_TORCH
-// Another process charging `bytes` on simulated card `name` (through libtune_train's C function,
-// as a program in another language would) and holding them until killed; its pid, or -1.
-pid_t CardBallast(const std::string& name, int64_t capacity, int64_t bytes) {
-  int ready[2];
-  if (pipe(ready) != 0) return -1;
-  const pid_t child = fork();
-  if (child == 0) {
-    void* lib = dlopen(TUNE_TRAIN_LIBRARY, RTLD_NOW);
-    using Charge = int (*)(const char*, int64_t, int64_t);
-    auto charge =
-        lib ? reinterpret_cast<Charge>(dlsym(lib, "tune_simulated_card_charge")) : nullptr;
-    const bool ok = charge != nullptr && charge(name.c_str(), capacity, bytes) == 0;
-    (void)!write(ready[1], ok ? "y" : "n", 1);
-    pause();
-    _exit(0);
-  }
-  char c = 0;
-  const bool ok = child > 0 && read(ready[0], &c, 1) == 1 && c == 'y';
-  close(ready[0]);
-  close(ready[1]);
-  return ok ? child : -1;
-}
-
 // A desktop on the card: another process holds part of the simulated card for the whole study.
 // The budget shrinks to what it leaves (with room for it to grow), admission halves the
 // micro-batch of the first trial, which would have run out of memory at batch 64, no trial runs
@@ -400,7 +378,7 @@ TEST_F(TrainCli, AnotherProcessOnTheCardShrinksTheBudgetAndNoTrialRunsOutOfMemor
                         {"epochs", 1},
                         {"memory", m}});
   };
-  const pid_t other = CardBallast(card, device_memory, ballast);
+  const pid_t other = testing::HoldOnSimulatedCard(card, device_memory, ballast);
   ASSERT_GT(other, 0);
   const std::string shared = "sqlite:///" + (dir_.path() / "shared.db").string();
   ProcessRun r = Tune({"--study", "t", "--config", config(device_memory, true), "--storage", shared,
