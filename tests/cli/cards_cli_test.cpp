@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -30,6 +31,14 @@ const std::vector<int64_t> kCards = {900'000'000, 600'000'000, 420'000'000};
 
 class CardsCli : public ::testing::Test {
  protected:
+  // The simulated cards live in /dev/shm until removed.
+  void TearDown() override {
+    for (size_t k = 0; k < kCards.size(); ++k) {
+      std::filesystem::remove(
+          fmt::format("/dev/shm/tune-card-cards-{}-{}", dir_.path().filename().string(), k));
+    }
+  }
+
   std::string Storage() const { return "sqlite:///" + (dir_.path() / "s.db").string(); }
 
   // A study of measured_memory_program.py (a model outside the catalog: four probes first, then

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -25,6 +26,11 @@ double Truth(double b, double t) { return kA + kB * b * t + kC * b * t * t; }
 
 class MeasuredMemoryCli : public ::testing::Test {
  protected:
+  // The simulated card lives in /dev/shm until removed.
+  void TearDown() override {
+    std::filesystem::remove("/dev/shm/tune-card-measured-" + dir_.path().filename().string());
+  }
+
   std::string Storage() const { return "sqlite:///" + (dir_.path() / "s.db").string(); }
 
   // A study of measured_memory_program.py on a simulated 420 MB card: (8, 512) and (32, 256)
