@@ -254,6 +254,7 @@ class JobsLoop {
         utilization += *cs.utilization;
         ++utilization_read;
       }
+      if (card.running == 0) cs.busy.reset();  // an idle card's busy share says nothing
       s.cards.push_back(std::move(cs));
     }
     if (utilization_read > 0) s.utilization = utilization / static_cast<double>(utilization_read);
