@@ -424,8 +424,9 @@ class GuardPlanner : public MemoryPlanner {
   // reservation) and that (B, T) reaches in both: it would too, whatever a fit says.
   std::optional<MemoryPoint> KnownOomShape(const std::vector<MemoryAttr>& seen, int64_t batch_size,
                                            int64_t max_length) const {
+    const int64_t whole_card = PlanningCapacity();  // reads every card's budget: once
     for (const MemoryAttr& m : seen) {
-      if (!m.oom || !m.run || (m.cap > 0 && m.cap < PlanningCapacity())) continue;
+      if (!m.oom || !m.run || (m.cap > 0 && m.cap < whole_card)) continue;
       if (batch_size >= m.run->batch_size && max_length >= m.run->max_length) {
         return MemoryPoint{m.run->batch_size, m.run->max_length, -1};
       }
