@@ -27,11 +27,12 @@
 // multi_objective: each case names an operation ("rank", "front", "reference", "hssp", "split",
 // "weights", "crowding") and its inputs; output what samplers/multi_objective.h computes.
 //
-// nsgaii: each case is an elite selection (values, constraints), a crossover (parents, bounds,
-// options) or a proposal (a study snapshot with its system attributes, the asking trial,
-// options), with a stream of uniform draws that stands in for the RNG; output the elite, the
-// child, or the generation, the parent lists written, the relative search space and params,
-// and how many draws were taken.
+// nsgaii: each case is an elite selection (values, constraints: per trial null, the old list or
+// an object of system attributes; "constrained" true, false or "auto" as the option
+// "constraints"), a crossover (parents, bounds, options) or a proposal (a study snapshot with its
+// system attributes, the asking trial, options), with a stream of uniform draws that stands in
+// for the RNG; output the elite, the child, or the generation, the parent lists written, the
+// relative search space and params, and how many draws were taken.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -475,6 +476,13 @@ class StreamRandom : public GaRandom {
   std::size_t used_ = 0;
 };
 
+// NsgaIIOptions::constraints: true (Optuna 4.9's constraints_func), false, or "auto" (unset:
+// Optuna 5.0's rule, constrained whenever a trial of the population has constraints).
+std::optional<bool> ParseNsgaIIConstraints(const Json& j) {
+  if (j == "auto") return std::nullopt;
+  return j.get<bool>();
+}
+
 NsgaIIOptions ParseNsgaIIOptions(const Json& j) {
   NsgaIIOptions o;
   o.population_size = j.value("population_size", 50);
@@ -483,7 +491,7 @@ NsgaIIOptions ParseNsgaIIOptions(const Json& j) {
   }
   o.crossover_prob = j.value("crossover_prob", 0.9);
   o.swapping_prob = j.value("swapping_prob", 0.5);
-  o.constraints = j.value("constraints", false);
+  o.constraints = ParseNsgaIIConstraints(j.value("constraints", Json(false)));
   const Json c = j.value("crossover", Json{{"name", "uniform"}});
   const std::string name = c.at("name");
   for (auto kind : {NsgaIICrossover::kUniform, NsgaIICrossover::kBlxAlpha, NsgaIICrossover::kSbx,
@@ -522,12 +530,16 @@ Json RunEliteCase(const Json& c) {
     t->state = TrialState::kComplete;
     for (const Json& v : values[i]) t->values.push_back(Num(v));
     const Json& con = c.at("constraints")[i];
-    if (!con.is_null()) t->system_attrs["constraints"] = DecodeAttrs(con);
+    if (con.is_object()) {
+      t->system_attrs = DecodeAttrs(con);  // the system attributes ("constraints:<name>")
+    } else if (!con.is_null()) {
+      t->system_attrs["constraints"] = DecodeAttrs(con);  // the old list
+    }
     population.push_back(t);
   }
   Result<TrialPtrs> elite =
       SelectElitePopulation(population, DirectionsOf(c.at("directions")), c.at("population_size"),
-                            c.at("constrained").get<bool>());
+                            ParseNsgaIIConstraints(c.at("constrained")));
   if (!elite.ok()) return Json{{"id", c.at("id")}, {"error", true}};
   Json numbers = Json::array();
   for (const auto& t : *elite) numbers.push_back(t->number);

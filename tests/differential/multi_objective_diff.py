@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Multi-objective building blocks: tune against Optuna 4.9 on the same points (README.md here).
+"""Multi-objective building blocks: tune against Optuna 4.9 or 5.0 on the same points (README.md).
 
 Random populations in 2 to 5 objectives (uniform, on a concave front, with duplicates, integers
 with ties, a few infinite values) through each function of tune's samplers/multi_objective.h and
@@ -10,6 +10,12 @@ of complete trials (_split_complete_trials_multi_objective) and its below-group 
 (_calculate_weights_below_for_multi_objective), NSGA-II's crowding distances and order
 (_calc_crowding_distance, _crowding_distance_sort). Integers must be equal and floats agree
 within 1e-12 relative. Exit 0 if all agree, 1 otherwise, 77 (skipped) without the vendored Optuna.
+
+With --optuna-version 5.0 the same cases under Optuna 5.0's rules, where they differ: 5.0 has no
+below-group weights function (its MOTPE weighs the below group uniformly, compared with gamma in
+optuna50_tpe_diff), so those cases are left out; a penalty is never NaN (a trial without
+constraints is feasible, and 5.0's _fast_non_domination_rank has no rank for NaN), so the
+penalties' NaN becomes +inf (an infinite violation). The other functions are unchanged in 5.0.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ TOLERANCE = 1e-12
 # hypervolume codes (numpy's dot products vs sequential sums) cancels to ~1e-13 of the front's
 # hypervolume, so they are compared to an absolute WEIGHT_TOLERANCE (weights lie in [1e-12, 1]).
 WEIGHT_TOLERANCE = 1e-9
+V50 = False  # --optuna-version 5.0
 
 
 def points_of(rng: random.Random, shape: str, d: int, n: int) -> list:
@@ -68,6 +75,8 @@ def make_cases(rng: random.Random) -> list:
     cases = []
 
     def add(op, **kw):
+        if V50 and op == "weights":
+            return  # no Optuna 5.0 counterpart (uniform weights)
         cases.append(dict(id=len(cases), op=op, **kw))
 
     for d in (2, 3, 4, 5):
@@ -78,7 +87,8 @@ def make_cases(rng: random.Random) -> list:
                 add("front", losses=pts)
                 add("reference", losses=pts)
                 add("rank", losses=pts, n_below=rng.choice([0, 1, max(1, n // 3), n]))
-                penalty = [rng.choice([-1.0, 0.0, 0.5, 2.0, math.nan, rng.uniform(-1, 1)])
+                penalty = [rng.choice([-1.0, 0.0, 0.5, 2.0, math.inf if V50 else math.nan,
+                                       rng.uniform(-1, 1)])
                            for _ in range(n)]
                 add("rank", losses=pts, penalty=penalty, n_below=rng.choice([0, 1, n // 2]))
                 if n >= 2:
@@ -197,7 +207,10 @@ def compare(c: dict, exp: dict, got: dict) -> str | None:
 
 def main() -> int:
     args = diff_common.parse_args(__doc__.splitlines()[0])
-    diff_common.import_optuna(args.optuna, "optuna49_multi_objective_diff")
+    global V50
+    V50 = args.optuna_version == "5.0"
+    name = "optuna50_multi_objective_diff" if V50 else "optuna49_multi_objective_diff"
+    diff_common.import_optuna(args.optuna, name, args.optuna_version)
     rng = random.Random(args.seed)
     cases = make_cases(rng)
     start = time.monotonic()
@@ -213,11 +226,13 @@ def main() -> int:
             failures.append(f"case {c['id']} {c['op']} ({len(c['losses'])} points, "
                             f"{len(c['losses'][0])}-d): {why}")
     ops = ", ".join(f"{op} {n}" for op, n in sorted(by_op.items()))
-    print(f"multi_objective: {len(cases)} cases ({ops}; Optuna {optuna_s:.2f} s, tune "
-          f"{driver_s:.2f} s): {len(cases) - len(failures)} agree (floats within {TOLERANCE} "
-          f"relative; weights within {WEIGHT_TOLERANCE}, largest difference "
-          f"{MAX_WEIGHT_DIFF[0]:.1e}; {len(DEGENERATE)} weight cases with all contributions 0; "
-          f"{len(TIES)} selections that differ at an exact tie, with equal hypervolumes)")
+    weights = "" if V50 else (
+        f"; weights within {WEIGHT_TOLERANCE}, largest difference {MAX_WEIGHT_DIFF[0]:.1e}; "
+        f"{len(DEGENERATE)} weight cases with all contributions 0")
+    print(f"multi_objective vs Optuna {diff_common.OPTUNA_VERSION}: {len(cases)} cases ({ops}; "
+          f"Optuna {optuna_s:.2f} s, tune {driver_s:.2f} s): {len(cases) - len(failures)} agree "
+          f"(floats within {TOLERANCE} relative{weights}; {len(TIES)} selections that differ at "
+          f"an exact tie, with equal hypervolumes)")
     for f in failures[:20]:
         print("  MISMATCH " + f)
     return 1 if failures else 0

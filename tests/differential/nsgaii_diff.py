@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""NSGA-II: tune's NsgaIISampler against Optuna 4.9's NSGAIISampler (README.md here).
+"""NSGA-II: tune's NsgaIISampler against Optuna 4.9's or 5.0's NSGAIISampler (README.md here).
 
 Both sides get the same random draws: Optuna's child-generation RandomState is replaced by a
 stream of uniform numbers that tune's driver reads in the same way (rand: the next number;
@@ -16,6 +16,14 @@ same order for the proposals to agree. Cases:
   asked; sometimes parent caches removed or the trial's generation preset. Compared: the
   trial's generation, the parent lists written to the study system attributes (ids, in order),
   the relative search space, the relative params (after crossover and mutation) and the draws.
+
+With --optuna-version 5.0 the cases follow Optuna 5.0's rules: the sampler has no
+constraints_func (deprecated in 5.0); constraints are trial system attributes, "constraints:<name>"
+(Trial.set_constraint) and the old list "constraints", some trials having none (feasible), and
+the sampler is constrained whenever a trial of the population has constraints (tune's option
+"constraints": "auto"); different numbers of constraints are no longer refused, a NaN still is.
+5.0's PolynomialMutation (the `mutation` argument) is not in tune: mutation stays None
+(resampling, as in 4.9). With 4.9 (the default), constraints_func and "constraints": true.
 
 Integers must be equal and floats agree within 1e-12 relative. Exit 0 if all agree, 1
 otherwise, 77 (skipped) without the vendored Optuna.
@@ -41,6 +49,7 @@ N_SAMPLE = 120
 GEN_KEY = "NSGAIISampler:generation"
 PARENT_PREFIX = "NSGAIISampler:parent:"
 CROSSOVERS = ("uniform", "blxalpha", "sbx", "vsbx", "spx", "undx")
+V50 = False  # --optuna-version 5.0
 
 
 class Exhausted(Exception):
@@ -129,6 +138,11 @@ def elite_case(rng: random.Random, case_id: int) -> dict:
         if rng.random() < 0.05:
             v[rng.randrange(d)] = rng.choice([math.inf, -math.inf])
         values.append(v)
+    if V50:
+        constraints = constraints_50(rng, n)
+        return dict(id=case_id, op="elite", values=values, constraints=constraints,
+                    directions=[rng.choice(["MINIMIZE", "MAXIMIZE"]) for _ in range(d)],
+                    population_size=pop, constrained="auto")
     constrained = rng.random() < 0.5
     n_con = rng.randint(1, 3)
     constraints = []
@@ -147,6 +161,42 @@ def elite_case(rng: random.Random, case_id: int) -> dict:
                 population_size=pop, constrained=constrained)
 
 
+def constraints_50(rng: random.Random, n: int) -> list:
+    """Per trial None (no constraints) or the system attributes Optuna 5.0 reads them from."""
+    constrained = rng.random() < 0.6
+    style = rng.choice(["named", "list", "both"])
+    n_con = rng.randint(1, 3)
+    names = rng.sample(["a", "b", "mem", "time", "0", "1"], 4)  # "0", "1": the list's names too
+    missing = rng.choice([0.0, 0.1, 0.5, 0.9])
+
+    def value():
+        if rng.random() < 0.03:
+            return rng.choice([math.inf, -math.inf])
+        return rng.choice([-1.0, 0.0, 0.5, rng.uniform(-1, 2)])
+
+    out = []
+    for _ in range(n):
+        if not constrained or rng.random() < missing:
+            out.append(None)
+            continue
+        count = n_con if rng.random() < 0.9 else rng.randint(1, 3)  # other counts: fine in 5.0
+        attrs = {}
+        if style in ("list", "both"):
+            attrs["constraints"] = [value() for _ in range(count)]
+        if style in ("named", "both"):
+            for name in rng.sample(names, count):  # in a random order
+                attrs["constraints:" + name] = value()
+        out.append(attrs)
+    if constrained and rng.random() < 0.05:  # a NaN value: refused by both
+        i = rng.randrange(n)
+        out[i] = dict(out[i] or {})
+        if "constraints" in out[i] and rng.random() < 0.5:
+            out[i]["constraints"] = [math.nan] + out[i]["constraints"][1:]
+        else:
+            out[i]["constraints:" + rng.choice(names)] = math.nan
+    return out
+
+
 def elite_optuna(optuna, c: dict) -> dict:
     from optuna.samplers.nsgaii._elite_population_selection_strategy import (
         NSGAIIElitePopulationSelectionStrategy)
@@ -154,13 +204,17 @@ def elite_optuna(optuna, c: dict) -> dict:
     from optuna.trial import create_trial
     trials = []
     for i, (v, con) in enumerate(zip(c["values"], c["constraints"])):
-        t = create_trial(values=v, system_attrs={} if con is None else {"constraints": con})
+        if V50:
+            attrs = dict(con or {})
+        else:
+            attrs = {} if con is None else {"constraints": con}
+        t = create_trial(values=v, system_attrs=attrs)
         t.number = i
         trials.append(t)
     study = types.SimpleNamespace(directions=[StudyDirection[x] for x in c["directions"]])
     strategy = NSGAIIElitePopulationSelectionStrategy(
         population_size=c["population_size"],
-        constraints_func=(lambda t: [0.0]) if c["constrained"] else None)
+        constraints_func=(lambda t: [0.0]) if c["constrained"] is True else None)
     try:
         return {"elite": [t.number for t in strategy(study, list(trials))]}
     except ValueError:
@@ -234,12 +288,17 @@ def sample_case(optuna, rng: random.Random, case_id: int) -> dict:
     n_parents = 3 if spec["name"] in ("spx", "undx") else 2
     pop = rng.choice([n_parents, 3, 4, 6, 10])
     pop = max(pop, n_parents)
-    constrained = rng.random() < 0.3
+    constrained = rng.random() < (0.6 if V50 else 0.3)
     options = dict(population_size=pop, crossover=spec,
                    crossover_prob=rng.choice([0.9, 0.9, 0.5, 1.0, 0.0]),
                    swapping_prob=rng.choice([0.5, 0.5, 0.2]),
-                   mutation_prob=rng.choice([None, None, 0.0, 0.3]), constraints=constrained)
+                   mutation_prob=rng.choice([None, None, 0.0, 0.3]),
+                   constraints="auto" if V50 else constrained)
     con_func = (lambda t: [t.params["x"] - 1.0, -t.params["x"] - 2.5]) if constrained else None
+    writer = None
+    if V50:  # constraints written by the trials (set_constraint, the old list), not the sampler
+        writer = constraint_writer_50(rng) if constrained else None
+        con_func = None
     # tune's "uniform" is Optuna's default crossover: UniformCrossover(swapping_prob).
     crossover = None if spec["name"] == "uniform" else crossover_of(optuna, spec)
     sampler = NSGAIISampler(population_size=pop, crossover=crossover,
@@ -252,6 +311,8 @@ def sample_case(optuna, rng: random.Random, case_id: int) -> dict:
     for _ in range(rng.randint(0, pop * 6)):
         trial = study.ask()
         suggest_all(trial, space_kind, rng)
+        if writer:
+            writer(study, trial)
         r = rng.random()
         if r < 0.05:
             continue  # left RUNNING
@@ -290,6 +351,33 @@ def sample_case(optuna, rng: random.Random, case_id: int) -> dict:
                 options=options, trials=trials, asked=frozen.number,
                 study_system_attrs=study_attrs_before, draws=draws)
     return case, result
+
+
+def constraint_writer_50(rng: random.Random):
+    """What writes a trial's constraints under Optuna 5.0: Trial.set_constraint ("constraints:
+    <name>"), the old list "constraints" (as 4.9's constraints_func left it), or both; some
+    trials get none (feasible)."""
+    style = rng.choice(["named", "named", "list", "both"])
+    missing = rng.choice([0.0, 0.2, 0.7])
+    extra = rng.random() < 0.5  # a third constraint, of random value, in some trials
+
+    def write(study, trial):
+        if rng.random() < missing:
+            return
+        x = trial.params["x"]
+        if style in ("list", "both"):
+            study._storage.set_trial_system_attr(trial._trial_id, "constraints",
+                                                 [x - 1.0, -x - 2.5])
+        if style in ("named", "both"):
+            named = [("hi", x - 1.0), ("lo", -x - 2.5)]
+            if style == "both" and rng.random() < 0.3:
+                named.append(("0", x - 0.5))  # overrides the list's first entry
+            if extra and rng.random() < 0.5:
+                named.append(("rand", rng.choice([0.0, 0.3, rng.uniform(-1, 1)])))
+            rng.shuffle(named)
+            for name, v in named:
+                trial.set_constraint(name, v)
+    return write
 
 
 def trial_json(optuna, t) -> dict:
@@ -343,7 +431,10 @@ def compare(case: dict, ours: dict, theirs: dict) -> tuple[bool, float, str]:
 
 def main() -> int:
     args = diff_common.parse_args(__doc__.splitlines()[0])
-    optuna = diff_common.import_optuna(args.optuna, "optuna49_nsgaii_diff")
+    global V50
+    V50 = args.optuna_version == "5.0"
+    name = "optuna50_nsgaii_diff" if V50 else "optuna49_nsgaii_diff"
+    optuna = diff_common.import_optuna(args.optuna, name, args.optuna_version)
     rng = random.Random(args.seed)
     start = time.monotonic()
     cases, expected = [], []
@@ -386,7 +477,8 @@ def main() -> int:
         with open(args.dump, "w") as f:
             json.dump(diff_common.encode({"cases": cases, "optuna": expected,
                                           "tune": results}), f)
-    print(f"nsgaii: {len(cases)} cases ({counts['elite']} elite selections, "
+    print(f"nsgaii vs Optuna {diff_common.OPTUNA_VERSION}: {len(cases)} cases "
+          f"({counts['elite']} elite selections, "
           f"{stats['refusals']} refused by both; {counts['crossover']} crossovers; "
           f"{counts['sample']} proposals with {stats['sample_selections']} parent selections "
           f"and {stats['sample_params']} relative params), {failures} mismatches, "
