@@ -49,31 +49,37 @@ double Compute2d(const Points& front, const std::vector<double>& r) {
 
 // 3-d, after Optuna: with the x order given and y compressed to ranks, the dominated depth above
 // cell (i, j) is the largest r_z - z of the points with x-rank <= i and y-rank <= j (cumulative
-// maxima along both axes); the volume sums depth x cell width x cell height.
-double Compute3d(const Points& front, const std::vector<double>& r) {
-  const size_t n = front.size();
-  std::vector<size_t> y_order(n);
+// maxima along both axes); the volume sums depth x cell width x cell height. One row at a time:
+// `column[j]` holds the maxima along x so far, its running maximum along y the row's depths (the
+// same maxima and sums, in the same order, as the n x n table).
+// `at(i)` is the i-th point in x order.
+template <typename At>
+double Compute3d(size_t n, const At& at, const std::vector<double>& r) {
+  thread_local std::vector<size_t> y_order;  // reused: HSSP computes thousands of volumes
+  thread_local std::vector<size_t> y_rank;
+  thread_local std::vector<double> column;
+  thread_local std::vector<double> dy;  // cell heights in y order
+  y_order.resize(n);
   std::iota(y_order.begin(), y_order.end(), size_t{0});
-  std::stable_sort(y_order.begin(), y_order.end(),
-                   [&](size_t a, size_t b) { return front[a][1] < front[b][1]; });
-  std::vector<double> depth(n * n, 0.0);
-  for (size_t j = 0; j < n; ++j) depth[y_order[j] * n + j] = r[2] - front[y_order[j]][2];
-  for (size_t i = 1; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j)
-      depth[i * n + j] = std::max(depth[i * n + j], depth[(i - 1) * n + j]);
+  std::sort(y_order.begin(), y_order.end(), [&](size_t a, size_t b) {
+    return at(a)[1] < at(b)[1] || (at(a)[1] == at(b)[1] && a < b);  // stable
+  });
+  y_rank.resize(n);
+  dy.resize(n);
+  for (size_t j = 0; j < n; ++j) {
+    y_rank[y_order[j]] = j;
+    dy[j] = (j + 1 < n ? at(y_order[j + 1])[1] : r[1]) - at(y_order[j])[1];
   }
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 1; j < n; ++j)
-      depth[i * n + j] = std::max(depth[i * n + j], depth[i * n + j - 1]);
-  }
+  column.assign(n, 0.0);
   double hv = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    const double dx = (i + 1 < n ? front[i + 1][0] : r[0]) - front[i][0];
-    double row = 0.0;
+    double& own = column[y_rank[i]];
+    own = std::max(own, r[2] - at(i)[2]);
+    const double dx = (i + 1 < n ? at(i + 1)[0] : r[0]) - at(i)[0];
+    double row = 0.0, depth = 0.0;
     for (size_t j = 0; j < n; ++j) {
-      const double y = front[y_order[j]][1];
-      const double dy = (j + 1 < n ? front[y_order[j + 1]][1] : r[1]) - y;
-      row += depth[i * n + j] * dy;
+      depth = std::max(depth, column[j]);
+      row += depth * dy[j];
     }
     hv += row * dx;
   }
@@ -147,16 +153,33 @@ Result<double> Hypervolume(Points points, const std::vector<double>& reference) 
   for (double v : reference) {
     if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
   }
-  const Points front = ParetoFront(std::move(points));
+  return FrontHypervolume(ParetoFront(std::move(points)), reference);
+}
+
+double FrontHypervolume(const Points& front, const std::vector<double>& reference) {
+  if (front.empty()) return 0.0;
+  for (double v : reference) {
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+  }
   double hv = 0.0;
-  if (reference.size() == 1) {
-    hv = reference[0] - front[0][0];
-  } else if (reference.size() == 2) {
-    hv = Compute2d(front, reference);
-  } else if (reference.size() == 3) {
-    hv = Compute3d(front, reference);
+  if (reference.size() == 3) {  // sorted through pointers: no copy of the points
+    thread_local std::vector<const std::vector<double>*> sorted;
+    sorted.clear();
+    for (const auto& p : front) sorted.push_back(&p);
+    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return *a < *b; });
+    hv = Compute3d(
+        sorted.size(), [&](size_t i) -> const std::vector<double>& { return *sorted[i]; },
+        reference);
   } else {
-    hv = ComputeWfg(front, reference);
+    Points copy = front;
+    std::sort(copy.begin(), copy.end());
+    if (reference.size() == 1) {
+      hv = reference[0] - copy[0][0];
+    } else if (reference.size() == 2) {
+      hv = Compute2d(copy, reference);
+    } else {
+      hv = ComputeWfg(copy, reference);
+    }
   }
   // inf - inf gives nan; the volume is then infinite (a point at -inf).
   return std::isfinite(hv) ? hv : std::numeric_limits<double>::infinity();

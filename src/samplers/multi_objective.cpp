@@ -143,7 +143,10 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
   std::vector<double> inclusive(n);
   for (size_t i = 0; i < n; ++i) {
     inclusive[i] = BoxVolume(reference, points[i]);
-    const double bound = inclusive[i] - BoxVolume(reference, limited(i, selected.size() - 1));
+    double last = 1.0;  // BoxVolume(reference, limited(i, selected.size() - 1)), not allocated
+    for (size_t k = 0; k < d; ++k)
+      last *= reference[k] - std::max(points[i][k], selected.back()[k]);
+    const double bound = inclusive[i] - last;
     contribs[i] =
         std::isnan(contribs[i]) || std::isnan(bound) ? std::nan("") : std::min(contribs[i], bound);
   }
@@ -160,9 +163,9 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
       continue;
     }
     if (contribs[i] < max_contrib) continue;
-    if (d <= 3) {  // incremental: H(S + {i}) - H(S)
+    if (d <= 3) {  // incremental: H(S + {i}) - H(S); S + {i} are distinct points of one front
       with_candidate.back() = points[i];
-      contribs[i] = Hv(with_candidate, reference) - hv_selected;
+      contribs[i] = FrontHypervolume(with_candidate, reference) - hv_selected;
     } else {  // decremental: H({i}) - H(S limited to i's box)
       LossPoints box;
       for (size_t j = 0; j < selected.size(); ++j) box.push_back(limited(i, j));

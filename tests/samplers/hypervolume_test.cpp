@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -66,6 +67,36 @@ TEST(Hypervolume, EqualsTheCountOfDominatedCellsOnAGrid) {
           << "d=" << d << " rep=" << rep;
     }
   }
+}
+
+TEST(Hypervolume, OfAFrontEqualsTheCheckedVolumeInAnyOrder) {
+  // FrontHypervolume skips the checks and the filtering for points of one front (HSSP's subsets):
+  // on such points, in any order, it must give exactly Hypervolume's value.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int d = 2; d <= 4; ++d) {
+    for (int rep = 0; rep < 20; ++rep) {
+      Points points;  // on the positive unit sphere: no point dominates another
+      const int n = 1 + rep * 3;
+      for (int i = 0; i < n; ++i) {
+        std::vector<double> p(static_cast<size_t>(d));
+        double norm = 0.0;
+        for (double& v : p) {
+          v = unit(rng) + 1e-3;
+          norm += v * v;
+        }
+        for (double& v : p) v /= std::sqrt(norm);
+        points.push_back(p);
+      }
+      const std::vector<double> reference(static_cast<size_t>(d), 1.5);
+      const double checked = *Hypervolume(points, reference);
+      std::shuffle(points.begin(), points.end(), rng);
+      EXPECT_EQ(FrontHypervolume(points, reference), checked) << "d=" << d << " n=" << n;
+    }
+  }
+  EXPECT_EQ(FrontHypervolume({}, {1, 1, 1}), 0.0);
+  EXPECT_TRUE(
+      std::isinf(FrontHypervolume({{0, 0, 0}}, {1, 1, std::numeric_limits<double>::infinity()})));
 }
 
 TEST(Hypervolume, RefusesPointsBeyondTheReferenceAndHandlesTheEdges) {
