@@ -11,6 +11,7 @@ compared with Optuna's runs of the plain sampler."""
 
 import argparse
 import json
+import lzma
 import os
 import sys
 
@@ -162,14 +163,14 @@ def render(docs, section="mo", bonferroni=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="+", help="mo_quality.py --out files")
+    ap.add_argument("results", nargs="+", help="mo_quality.py --out files (.xz: compressed)")
     ap.add_argument("--doc", required=True)
     ap.add_argument("--section", default="mo", help="the doc's marked section to replace")
     ap.add_argument("--title", default="Multi-objective samplers (issue 34)",
                     help="its heading, when the section is new")
     ap.add_argument("--bonferroni", action="store_true", help="issue 44's verdict rule")
     args = ap.parse_args()
-    docs = [json.load(open(f)) for f in args.results]
+    docs = [json.load(lzma.open(f, "rt") if f.endswith(".xz") else open(f)) for f in args.results]
     text = open(args.doc).read()
     section = render(docs, args.section, args.bonferroni)
     begin, end = f"<!-- {args.section}:begin -->", f"<!-- {args.section}:end -->"

@@ -125,6 +125,32 @@ def merge(paths):
             "random_oom_share": oom_share, "settings": settings}
 
 
+def oom_count_section(by, rows, n_startup):
+    """Trials lost to out-of-memory errors per run after the shared startup points, tune against
+    Optuna 5.0 on the OOM rows, with the verdict rule of the best values (fewer is better)."""
+    if not rows:
+        return []
+    alpha = 0.05 / len(rows)
+    out = [f"| OOM trials per run, trials {n_startup + 1} to N | mode | N | tune (`optuna-5.0`) "
+           "| Optuna 5.0 | tune vs 5.0 | p (one-sided) |",
+           "|---|---|---:|---:|---:|---|---:|"]
+    fewer = 0
+    for m, f, k in rows:
+        cells = {t: [sum(r["oom"][n_startup:k]) for r in by.get((t, m, f), [])
+                     if len(r["oom"]) >= k] for t in ("tune", "optuna50")}
+        v, p = verdict(cells["tune"], cells["optuna50"], alpha)
+        v = {"*better*": "*fewer*", "**worse**": "**more**"}.get(v, v)
+        fewer += v == "*fewer*"
+        q = {t: quartiles(c) for t, c in cells.items()}
+        out.append(f"| `{f}` | {m} | {k} | "
+                   + " | ".join(f"{q[t][1]:g} [{q[t][0]:g}, {q[t][2]:g}]" for t in q)
+                   + f" | {v} | {fmt_p(p)} |")
+    out += ["", f"Median [q1, q3] over the seeds; *fewer* / **more** = a lower / higher median with "
+            f"a one-sided Mann-Whitney p below 0.05 / {len(rows)} rows = {alpha:.4f}. tune has "
+            f"*fewer* out-of-memory trials than Optuna 5.0 on {fewer} of {len(rows)} OOM rows.", ""]
+    return out
+
+
 def section(quality, budgets, speed=None):
     runs = quality["runs"]
     by = {}
@@ -199,6 +225,8 @@ def section(quality, budgets, speed=None):
                f"{len(oom_rows)} ({sum(v in ('lower', '*better*') for *_, v in oom_rows)} with a "
                f"lower median).")
     out.append("")
+    out += oom_count_section(by, [(m, f, k) for m, f, k, _ in oom_rows],
+                             settings["n_startup_trials"])
     if n_trials >= 200:
         out += oom_section(by, quality, tools, modes, TOOLS)
     if speed:
