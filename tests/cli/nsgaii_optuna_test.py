@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""NSGA-II studies that tune and Optuna 4.9 continue from each other (issue 34).
+"""NSGA-II studies that tune and Optuna 4.9 (or 5.0) continue from each other (issues 34, 44).
 
-  nsgaii_optuna_test.py TUNE_BINARY OPTUNA49_DIR
+  nsgaii_optuna_test.py TUNE_BINARY OPTUNA_DIR [VERSION]
+
+VERSION is the Optuna OPTUNA_DIR holds, 4.9 (the default; $TUNE_OPTUNA49_PATH overrides the
+directory) or 5.0 ($TUNE_OPTUNA50_PATH): Optuna 5.0's NSGAIISampler() keeps 4.9's generations and
+parent caches, and tune's default ("constraints": "auto") is its rule. The steps, for 4.9:
 
 1. tune begins: 30 trials of a two-objective study on SQLite, each asked by its own
    `tune ask --sampler NSGAIISampler` process (population_size 6) and told by `tune tell`; then
@@ -26,7 +30,10 @@ import sys
 import tempfile
 
 TUNE = os.path.abspath(sys.argv[1])
-OPTUNA49 = os.path.abspath(os.environ.get("TUNE_OPTUNA49_PATH", sys.argv[2]))
+VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
+OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
+OPTUNA49 = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # the Optuna of VERSION
+NAME = "nsgaii_optuna" if VERSION == "4.9" else "nsgaii_optuna50"
 PYTHON = "/usr/bin/python3"
 POP = 6
 GEN = "NSGAIISampler:generation"
@@ -150,8 +157,8 @@ def check_parents(report, who, generations_range):
         check(cached == report["selected"][str(g)],
               f"generation {g}: parents cached {cached}, Optuna selects "
               f"{report['selected'][str(g)]} ({who})")
-    print(f"  parents of generations {list(generations_range)} equal Optuna 4.9's selection "
-          f"({who})")
+    print(f"  parents of generations {list(generations_range)} equal Optuna {VERSION}'s "
+          f"selection ({who})")
 
 
 def tune_begins(tmp):
@@ -165,7 +172,7 @@ def tune_begins(tmp):
     check(tune_gens == [i // POP for i in range(30)], f"tune's generations: {tune_gens}")
     check_parents(before, "written by tune", range(1, max(tune_gens) + 1))
     after = optuna("continue", url, name, 18, tmp)
-    check_continued(after, 30, "Optuna 4.9")
+    check_continued(after, 30, f"Optuna {VERSION}")
     for g, ids in before["parents"].items():
         check(after["parents"][g] == ids, f"Optuna rewrote tune's parents of generation {g}")
     new_parents = sorted(set(after["parents"]) - set(before["parents"]), key=int)
@@ -175,7 +182,7 @@ def tune_begins(tmp):
 def optuna_begins(tmp):
     url, name = f"sqlite:///{tmp}/b.db", "optuna-began"
     before = optuna("begin", url, name, 30, tmp)
-    print(f"2. Optuna 4.9 began: 30 trials, generations {generations(before)}")
+    print(f"2. Optuna {VERSION} began: 30 trials, generations {generations(before)}")
     tune_ask_tell(url, name, 18, tmp)
     after = optuna("report", url, name, 0, tmp)
     check_continued(after, 30, "tune")
@@ -225,20 +232,25 @@ def tune_runs_jobs(tmp):
         check(all(by_id[i]["state"] == "COMPLETE" for i in ids), f"generation {g}: a parent "
               "that is not COMPLETE")
     after = optuna("continue_single", url, name, 12, tmp)
-    check_continued(after, len(gens), "Optuna 4.9")
+    check_continued(after, len(gens), f"Optuna {VERSION}")
 
 
 def main():
-    if not os.path.isfile(os.path.join(OPTUNA49, "optuna", "__init__.py")):
+    found = None
+    if os.path.isfile(os.path.join(OPTUNA49, "optuna", "__init__.py")):
+        found = subprocess.run([PYTHON, "-c", "import optuna; print(optuna.__version__)"],
+                               capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=OPTUNA49)).stdout.strip()
+    if not found or not found.startswith(VERSION + "."):
         line = "=" * 78
-        print(f"{line}\nSKIPPED nsgaii_optuna: no Optuna 4.9 at {OPTUNA49} (set "
-              f"TUNE_OPTUNA49_PATH)\n{line}")
+        print(f"{line}\nSKIPPED {NAME}: no Optuna {VERSION} at {OPTUNA49} (found "
+              f"{found or 'none'}; set {OPTUNA_ENV})\n{line}")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
         tune_begins(tmp)
         optuna_begins(tmp)
         tune_runs_jobs(tmp)
-    print(f"nsgaii_optuna: {checks} checks passed")
+    print(f"{NAME}: {checks} checks passed")
     return 0
 
 

@@ -39,8 +39,9 @@ sys.dont_write_bytecode = True
 
 def skip(reason):
     line = "=" * 78
-    print(f"{line}\nSKIPPED dashboard_api: {reason}\n(set TUNE_OPTUNA_DASHBOARD_PATH to a directory "
-          f"holding optuna_dashboard/ and bottle.py, and TUNE_OPTUNA50_PATH to Optuna 5.0)\n{line}")
+    print(f"{line}\nSKIPPED dashboard_api: {reason}\n(set TUNE_OPTUNA_DASHBOARD_PATH to a "
+          f"directory holding optuna_dashboard/ and bottle.py, and TUNE_OPTUNA50_PATH to Optuna "
+          f"5.0)\n{line}")
     sys.exit(77)
 
 
@@ -145,7 +146,8 @@ STATES = {"COMPLETE": "Complete", "PRUNED": "Pruned", "FAIL": "Fail", "RUNNING":
 
 def compare_trials(name, detail, ours):
     trials = detail["trials"]
-    check(len(trials) == len(ours), f"{name}: {len(trials)} trials in the dashboard, tune {len(ours)}")
+    check(len(trials) == len(ours),
+          f"{name}: {len(trials)} trials in the dashboard, tune {len(ours)}")
     for t, o in zip(trials, ours):
         where = f"{name} trial {o['number']}"
         check(t["number"] == o["number"], f"{where}: number {t['number']}")
@@ -201,7 +203,8 @@ def main():
         shown = {name: {tuple(t["constraints"]) for t in details[name]["trials"]}
                  for name in ("constrained", "optuna-constrained")}
         check(shown["constrained"] == shown["optuna-constrained"],
-              f"constraints shown: tune {shown['constrained']}, Optuna {shown['optuna-constrained']}")
+              f"constraints shown: tune {shown['constrained']}, "
+              f"Optuna {shown['optuna-constrained']}")
         for name in ("constrained", "pareto", "oom"):
             importances = json.loads(call(app, f"/api/studies/{ids[name]}/param_importances"))
             per_objective = importances["param_importances"]
