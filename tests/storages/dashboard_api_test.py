@@ -23,7 +23,6 @@ import csv
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,10 @@ OPTUNA_DIR = os.path.abspath(os.environ.get("TUNE_OPTUNA50_PATH", sys.argv[2]))
 DASHBOARD_DIR = os.environ.get("TUNE_OPTUNA_DASHBOARD_PATH")
 os.environ["TZ"] = "Asia/Tokyo"  # this process and every tune it starts
 time.tzset()
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from study_checks import (CONSTRAINED_PROGRAM, CONSTRAINED_SPACE, Checks,  # noqa: E402
+                          optuna_objective, run_tune)
 
 
 def skip(reason):
@@ -62,32 +64,13 @@ import warnings  # noqa: E402
 
 warnings.simplefilter("ignore")
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
+check = Checks()
 
 
 def tune(args, cwd):
-    r = subprocess.run([TUNE] + args, cwd=cwd, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout + r.stderr)
-        raise AssertionError(f"tune {' '.join(args)}: exit {r.returncode}")
-    return r
+    return run_tune(TUNE, args, cwd)
 
 
-OBJECTIVE = """
-import json, os
-p = json.load(open(os.environ["TUNE_PARAMS_FILE"]))
-print(json.dumps({"constraints": {"budget": p["x"] + p["y"] - 1.0}}), flush=True)
-print(json.dumps({"value": (p["x"] - 0.3) ** 2 + (p["y"] - 0.6) ** 2}), flush=True)
-"""
-XY = {"x": {"type": "float", "low": 0.0, "high": 1.0},
-      "y": {"type": "float", "low": 0.0, "high": 1.0}}
 ZDT1 = {f"x{i}": {"type": "float", "low": 0.0, "high": 1.0} for i in range(10)}
 MIXED = {
     "model": {"type": "categorical", "choices": ["bert-base-uncased", "bert-large-uncased"]},
@@ -99,9 +82,9 @@ MIXED = {
 
 def write_studies(tmp, url):
     with open(os.path.join(tmp, "objective.py"), "w") as f:
-        f.write(OBJECTIVE)
+        f.write(CONSTRAINED_PROGRAM)
     configs = {
-        "constrained": ({"direction": "minimize", "search_space": XY,
+        "constrained": ({"direction": "minimize", "search_space": CONSTRAINED_SPACE,
                          "objective": {"type": "command",
                                        "argv": ["/usr/bin/python3", "objective.py"]}}, 12),
         "pareto": ({"directions": ["minimize", "minimize"], "search_space": ZDT1,
@@ -117,14 +100,9 @@ def write_studies(tmp, url):
         tune(["--study", name, "--config", path, "--n-trials", str(n), "--storage", url,
               "--seed", "7"], tmp)
 
-    def objective(trial):
-        x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
-        trial.set_constraint("budget", x + y - 1.0)
-        return (x - 0.3) ** 2 + (y - 0.6) ** 2
-
     study = optuna.create_study(study_name="optuna-constrained", storage=url,
                                 sampler=optuna.samplers.TPESampler(seed=7))
-    study.optimize(objective, n_trials=12)
+    study.optimize(optuna_objective, n_trials=12)
 
 
 def call(app, path, query=""):
@@ -222,7 +200,7 @@ def main():
               f"studies {n}; trials, states, values, params, user attributes and Tokyo start "
               f"times equal tune's; best trials and a Pareto front of {len(front)} equal tune's; "
               f"importances and CSV served")
-        print(f"dashboard_api: {checks} checks passed")
+        print(f"dashboard_api: {check.count} checks passed")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import datetime
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +28,10 @@ TUNE = os.path.abspath(sys.argv[1])
 OPTUNA_DIR = os.path.abspath(os.environ.get("TUNE_OPTUNA50_PATH", sys.argv[2]))
 os.environ["TZ"] = "Asia/Tokyo"  # this process (Optuna) and every tune it starts
 time.tzset()
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from study_checks import (CONSTRAINED_PROGRAM, CONSTRAINED_SPACE, Checks,  # noqa: E402
+                          optuna_objective, run_tune)
 sys.path.insert(0, OPTUNA_DIR)
 try:
     import optuna
@@ -43,43 +45,16 @@ import warnings  # noqa: E402
 
 warnings.simplefilter("ignore")
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    if not cond:
-        raise AssertionError(what)
-    checks += 1
+check = Checks()
 
 
 def tune(args, cwd):
-    r = subprocess.run([TUNE] + args, cwd=cwd, capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout + r.stderr)
-        raise AssertionError(f"tune {' '.join(args)}: exit {r.returncode}")
-    return r
+    return run_tune(TUNE, args, cwd)
 
 
 def tune_trials(cwd, study, url):
     return json.loads(tune(["trials", "--study", study, "--storage", url, "--format", "json"],
                            cwd).stdout)
-
-
-OBJECTIVE = """
-import json, os
-p = json.load(open(os.environ["TUNE_PARAMS_FILE"]))
-print(json.dumps({"constraints": {"budget": p["x"] + p["y"] - 1.0}}), flush=True)
-print(json.dumps({"value": (p["x"] - 0.3) ** 2 + (p["y"] - 0.6) ** 2}), flush=True)
-"""
-SPACE = {"x": {"type": "float", "low": 0.0, "high": 1.0},
-         "y": {"type": "float", "low": 0.0, "high": 1.0}}
-
-
-def optuna_objective(trial):
-    x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
-    trial.set_constraint("budget", x + y - 1.0)
-    return (x - 0.3) ** 2 + (y - 0.6) ** 2
 
 
 def local(text):
@@ -90,10 +65,10 @@ def local(text):
 def times_and_tune_to_optuna(tmp):
     url = "sqlite:///" + os.path.join(tmp, "tz.db")
     with open(os.path.join(tmp, "objective.py"), "w") as f:
-        f.write(OBJECTIVE)
+        f.write(CONSTRAINED_PROGRAM)
     cfg = os.path.join(tmp, "tz.json")
     with open(cfg, "w") as f:  # no "sampler": TPE, preset optuna-5.0
-        json.dump({"direction": "minimize", "search_space": SPACE,
+        json.dump({"direction": "minimize", "search_space": CONSTRAINED_SPACE,
                    "objective": {"type": "command",
                                  "argv": ["/usr/bin/python3", "objective.py"]}}, f)
     before = time.time()
@@ -203,7 +178,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         times_and_tune_to_optuna(tmp)
         optuna_to_tune(tmp)
-    print(f"optuna50_interop: {checks} checks passed")
+    print(f"optuna50_interop: {check.count} checks passed")
 
 
 if __name__ == "__main__":
