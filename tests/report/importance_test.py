@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """tune report's PED-ANOVA importances against Optuna 4.9's PedAnovaImportanceEvaluator.
 
-  importance_test.py TUNE_BINARY OPTUNA49_DIR
+  importance_test.py TUNE_BINARY OPTUNA_DIR [VERSION]
+
+VERSION (4.9 by default; $TUNE_OPTUNA49_PATH, or for 5.0 $TUNE_OPTUNA50_PATH, overrides the
+directory) is the Optuna there: 5.0's PedAnovaImportanceEvaluator, its default evaluator, was
+rewritten (multi-objective support) and must give the same values. For 4.9:
 
 Studies written by Optuna 4.9 (make_optuna_study.py: categorical, int-with-step, log-float and
 float parameters; 40, 150 and 600 trials) and one written by tune (the 'mixed' function, random
@@ -15,7 +19,9 @@ import sys
 import tempfile
 
 TUNE = os.path.abspath(sys.argv[1])
-OPTUNA49 = os.path.abspath(os.environ.get("TUNE_OPTUNA49_PATH", sys.argv[2]))
+VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
+OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
+OPTUNA49 = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # the Optuna of VERSION
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-base", "bert-large-uncased"]},
          "batch_size": {"type": "categorical", "choices": [8, 16, 32, 64]},
@@ -25,10 +31,16 @@ SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-ba
 
 
 def main():
-    if not os.path.isdir(os.path.join(OPTUNA49, "optuna")):
-        print(f"SKIPPED: no Optuna 4.9 at {OPTUNA49} (set TUNE_OPTUNA49_PATH)")
-        return 77
     env = dict(os.environ, PYTHONPATH=OPTUNA49, PYTHONWARNINGS="ignore")
+    found = None
+    if os.path.isdir(os.path.join(OPTUNA49, "optuna")):
+        found = subprocess.run(
+            ["/usr/bin/python3", "-c", "import optuna; print(optuna.__version__)"],
+            capture_output=True, text=True, env=env).stdout.strip()
+    if not found or not found.startswith(VERSION + "."):
+        print(f"SKIPPED: no Optuna {VERSION} at {OPTUNA49} (found {found or 'none'}; set "
+              f"{OPTUNA_ENV})")
+        return 77
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         url = "sqlite:///" + os.path.join(tmp, "s.db")

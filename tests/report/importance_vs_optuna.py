@@ -44,10 +44,11 @@ def main():
     show("tune report (PED-ANOVA)", ours)
     show(f"Optuna {optuna.__version__} PedAnovaImportanceEvaluator", ped)
     try:
-        show(f"Optuna {optuna.__version__} default (fANOVA)",
+        # fANOVA under 4.9 (it needs scikit-learn), PED-ANOVA under 5.0.
+        show(f"Optuna {optuna.__version__} default evaluator",
              optuna.importance.get_param_importances(loaded))
     except ImportError as e:
-        print(f"Optuna's default evaluator (fANOVA) not run: {e}")
+        print(f"Optuna's default evaluator not run: {e}")
     worst = max(abs(ours.get(k, -1) - v) for k, v in ped.items())
     same = list(ours) == list(ped)
     print(f"same ranking: {same}; largest difference: {worst:.2e}")
