@@ -157,22 +157,27 @@ Result<double> Hypervolume(Points points, const std::vector<double>& reference) 
 }
 
 double FrontHypervolume(const Points& front, const std::vector<double>& reference) {
-  if (front.empty()) return 0.0;
+  thread_local std::vector<const std::vector<double>*> sorted;
+  sorted.clear();
+  for (const auto& p : front) sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return *a < *b; });
+  return SortedFrontHypervolume(sorted, reference);
+}
+
+double SortedFrontHypervolume(const std::vector<const std::vector<double>*>& sorted,
+                              const std::vector<double>& reference) {
+  if (sorted.empty()) return 0.0;
   for (double v : reference) {
     if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
   }
   double hv = 0.0;
-  if (reference.size() == 3) {  // sorted through pointers: no copy of the points
-    thread_local std::vector<const std::vector<double>*> sorted;
-    sorted.clear();
-    for (const auto& p : front) sorted.push_back(&p);
-    std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return *a < *b; });
+  if (reference.size() == 3) {  // through the pointers: no copy of the points
     hv = Compute3d(
         sorted.size(), [&](size_t i) -> const std::vector<double>& { return *sorted[i]; },
         reference);
   } else {
-    Points copy = front;
-    std::sort(copy.begin(), copy.end());
+    Points copy;
+    for (const auto* p : sorted) copy.push_back(*p);
     if (reference.size() == 1) {
       hv = reference[0] - copy[0][0];
     } else if (reference.size() == 2) {

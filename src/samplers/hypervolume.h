@@ -25,6 +25,10 @@ Result<double> Hypervolume(std::vector<std::vector<double>> points,
 // than the volume. Equal to Hypervolume(front, reference) on such points.
 double FrontHypervolume(const std::vector<std::vector<double>>& front,
                         const std::vector<double>& reference);
+// The same for the points `sorted` points at, already in lexicographic order (HSSP keeps the
+// chosen subset sorted and inserts each candidate in its place instead of sorting again).
+double SortedFrontHypervolume(const std::vector<const std::vector<double>*>& sorted,
+                              const std::vector<double>& reference);
 
 // The points of `points` that no other point weakly dominates, in lexicographic order, without
 // duplicates.

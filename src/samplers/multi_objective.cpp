@@ -155,8 +155,12 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return contribs[a] > contribs[b]; });
   double max_contrib = 0.0;
-  LossPoints with_candidate = selected;
-  with_candidate.emplace_back();
+  // The chosen subset in lexicographic order; each candidate goes in at its place.
+  std::vector<const std::vector<double>*> sorted_selected;
+  for (const auto& s : selected) sorted_selected.push_back(&s);
+  auto less = [](const std::vector<double>* a, const std::vector<double>* b) { return *a < *b; };
+  std::sort(sorted_selected.begin(), sorted_selected.end(), less);
+  std::vector<const std::vector<double>*> with_candidate(sorted_selected.size() + 1);
   for (size_t i : order) {
     if (std::isinf(inclusive[i])) {
       max_contrib = contribs[i] = kInf;
@@ -164,8 +168,12 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
     }
     if (contribs[i] < max_contrib) continue;
     if (d <= 3) {  // incremental: H(S + {i}) - H(S); S + {i} are distinct points of one front
-      with_candidate.back() = points[i];
-      contribs[i] = FrontHypervolume(with_candidate, reference) - hv_selected;
+      const auto at =
+          std::lower_bound(sorted_selected.begin(), sorted_selected.end(), &points[i], less);
+      auto out = std::copy(sorted_selected.begin(), at, with_candidate.begin());
+      *out++ = &points[i];
+      std::copy(at, sorted_selected.end(), out);
+      contribs[i] = SortedFrontHypervolume(with_candidate, reference) - hv_selected;
     } else {  // decremental: H({i}) - H(S limited to i's box)
       LossPoints box;
       for (size_t j = 0; j < selected.size(); ++j) box.push_back(limited(i, j));
