@@ -137,6 +137,31 @@ Points ParetoFront(Points points) {
   return FrontOfSorted(points);
 }
 
+namespace {
+
+// The volume of a front in lexicographic order, `reference` finite: the sweeps by dimension.
+// inf - inf gives nan; the volume is then infinite (a point at -inf).
+double VolumeOfSorted(const Points& front, const std::vector<double>& reference) {
+  double hv = 0.0;
+  if (reference.size() == 1) {
+    hv = reference[0] - front[0][0];
+  } else if (reference.size() == 2) {
+    hv = Compute2d(front, reference);
+  } else if (reference.size() == 3) {
+    hv = Compute3d(
+        front.size(), [&](size_t i) -> const std::vector<double>& { return front[i]; }, reference);
+  } else {
+    hv = ComputeWfg(front, reference);
+  }
+  return std::isfinite(hv) ? hv : std::numeric_limits<double>::infinity();
+}
+
+bool AllFinite(const std::vector<double>& reference) {
+  return std::all_of(reference.begin(), reference.end(), [](double v) { return std::isfinite(v); });
+}
+
+}  // namespace
+
 Result<double> Hypervolume(Points points, const std::vector<double>& reference) {
   for (const auto& p : points) {
     if (p.size() != reference.size()) {
@@ -150,10 +175,8 @@ Result<double> Hypervolume(Points points, const std::vector<double>& reference) 
     }
   }
   if (points.empty()) return 0.0;
-  for (double v : reference) {
-    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
-  }
-  return FrontHypervolume(ParetoFront(std::move(points)), reference);
+  if (!AllFinite(reference)) return std::numeric_limits<double>::infinity();
+  return VolumeOfSorted(ParetoFront(std::move(points)), reference);  // sorted, no copy
 }
 
 double FrontHypervolume(const Points& front, const std::vector<double>& reference) {
@@ -167,26 +190,15 @@ double FrontHypervolume(const Points& front, const std::vector<double>& referenc
 double SortedFrontHypervolume(const std::vector<const std::vector<double>*>& sorted,
                               const std::vector<double>& reference) {
   if (sorted.empty()) return 0.0;
-  for (double v : reference) {
-    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
-  }
-  double hv = 0.0;
-  if (reference.size() == 3) {  // through the pointers: no copy of the points
-    hv = Compute3d(
-        sorted.size(), [&](size_t i) -> const std::vector<double>& { return *sorted[i]; },
-        reference);
-  } else {
+  if (!AllFinite(reference)) return std::numeric_limits<double>::infinity();
+  if (reference.size() != 3) {  // HSSP's hot loop is 3-d (2-d has its own exact updates)
     Points copy;
     for (const auto* p : sorted) copy.push_back(*p);
-    if (reference.size() == 1) {
-      hv = reference[0] - copy[0][0];
-    } else if (reference.size() == 2) {
-      hv = Compute2d(copy, reference);
-    } else {
-      hv = ComputeWfg(copy, reference);
-    }
+    return VolumeOfSorted(copy, reference);
   }
-  // inf - inf gives nan; the volume is then infinite (a point at -inf).
+  const double hv = Compute3d(
+      sorted.size(), [&](size_t i) -> const std::vector<double>& { return *sorted[i]; },
+      reference);  // through the pointers: no copy of the points
   return std::isfinite(hv) ? hv : std::numeric_limits<double>::infinity();
 }
 

@@ -32,7 +32,7 @@ import tempfile
 TUNE = os.path.abspath(sys.argv[1])
 VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
 OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
-OPTUNA49 = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # the Optuna of VERSION
+OPTUNA_DIR = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # Optuna VERSION
 NAME = "nsgaii_optuna" if VERSION == "4.9" else "nsgaii_optuna50"
 PYTHON = "/usr/bin/python3"
 POP = 6
@@ -109,7 +109,7 @@ def run(args, cwd, env=None):
 
 
 def optuna(mode, url, name, n, cwd):
-    env = dict(os.environ, PYTHONPATH=OPTUNA49)
+    env = dict(os.environ, PYTHONPATH=OPTUNA_DIR)
     return json.loads(run([PYTHON, "-c", OPTUNA, mode, url, name, str(n), str(POP)], cwd,
                           env).stdout.strip().splitlines()[-1])
 
@@ -237,13 +237,13 @@ def tune_runs_jobs(tmp):
 
 def main():
     found = None
-    if os.path.isfile(os.path.join(OPTUNA49, "optuna", "__init__.py")):
+    if os.path.isfile(os.path.join(OPTUNA_DIR, "optuna", "__init__.py")):
         found = subprocess.run([PYTHON, "-c", "import optuna; print(optuna.__version__)"],
                                capture_output=True, text=True,
-                               env=dict(os.environ, PYTHONPATH=OPTUNA49)).stdout.strip()
+                               env=dict(os.environ, PYTHONPATH=OPTUNA_DIR)).stdout.strip()
     if not found or not found.startswith(VERSION + "."):
         line = "=" * 78
-        print(f"{line}\nSKIPPED {NAME}: no Optuna {VERSION} at {OPTUNA49} (found "
+        print(f"{line}\nSKIPPED {NAME}: no Optuna {VERSION} at {OPTUNA_DIR} (found "
               f"{found or 'none'}; set {OPTUNA_ENV})\n{line}")
         return 77
     with tempfile.TemporaryDirectory() as tmp:

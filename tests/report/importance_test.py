@@ -21,7 +21,7 @@ import tempfile
 TUNE = os.path.abspath(sys.argv[1])
 VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
 OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
-OPTUNA49 = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # the Optuna of VERSION
+OPTUNA_DIR = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # Optuna VERSION
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-base", "bert-large-uncased"]},
          "batch_size": {"type": "categorical", "choices": [8, 16, 32, 64]},
@@ -31,14 +31,14 @@ SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-ba
 
 
 def main():
-    env = dict(os.environ, PYTHONPATH=OPTUNA49, PYTHONWARNINGS="ignore")
+    env = dict(os.environ, PYTHONPATH=OPTUNA_DIR, PYTHONWARNINGS="ignore")
     found = None
-    if os.path.isdir(os.path.join(OPTUNA49, "optuna")):
+    if os.path.isdir(os.path.join(OPTUNA_DIR, "optuna")):
         found = subprocess.run(
             ["/usr/bin/python3", "-c", "import optuna; print(optuna.__version__)"],
             capture_output=True, text=True, env=env).stdout.strip()
     if not found or not found.startswith(VERSION + "."):
-        print(f"SKIPPED: no Optuna {VERSION} at {OPTUNA49} (found {found or 'none'}; set "
+        print(f"SKIPPED: no Optuna {VERSION} at {OPTUNA_DIR} (found {found or 'none'}; set "
               f"{OPTUNA_ENV})")
         return 77
     failed = 0
