@@ -77,7 +77,7 @@ int Restart(char** argv) {
 }
 
 int Fail(const Status& status) {
-  spdlog::error("{}", status.message());
+  spdlog::error("{}", ValidUtf8(status.message()));  // messages may quote a file's bytes
   return ExitCodeFor(status);
 }
 

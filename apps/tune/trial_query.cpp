@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "util/nonfinite.h"
 #include "util/text.h"
 
 namespace tune::app {
@@ -64,7 +65,7 @@ std::optional<Json> BuiltinField(const FrozenTrial& t, const std::string& key) {
 int CompareJson(const Json& a, const Json& b) {
   if (a.is_number() && b.is_number()) {
     const double x = a.get<double>(), y = b.get<double>();
-    return x < y ? -1 : (y < x ? 1 : 0);
+    return NanLastLess(x, y) ? -1 : (NanLastLess(y, x) ? 1 : 0);  // NaN after every number
   }
   if (a.is_number() != b.is_number()) return a.is_number() ? -1 : 1;
   const std::string x = a.is_string() ? a.get<std::string>() : a.dump();

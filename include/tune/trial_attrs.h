@@ -9,6 +9,8 @@
 //   oom_config   the configuration that did not fit: params, effective batch size, estimate, ...
 //   memory       what the trial taught about memory (MemoryAttr)
 //   fail_reason  a FAIL trial's message
+//   nonfinite    where a value that is not finite ended the trial (NonFiniteAttr): FAIL,
+//                reason "nonfinite"
 //   interrupted  true: stopped by Ctrl-C or SIGTERM (FAIL)
 //   device_lost  where a sticky CUDA error struck (phase, epoch, step, batch shape, device):
 //                the trial FAIL; the study went on in a fresh process
@@ -40,6 +42,7 @@ inline constexpr const char* kOom = "oom";
 inline constexpr const char* kOomConfig = "oom_config";
 inline constexpr const char* kMemory = "memory";
 inline constexpr const char* kFailReason = "fail_reason";
+inline constexpr const char* kNonFinite = "nonfinite";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kDeviceLost = "device_lost";
 inline constexpr const char* kTimeout = "timeout";
@@ -59,6 +62,7 @@ enum class EndReason {
   kPredicted,    // "predicted": the memory guard predicted it would not fit and did not run it
   kInterrupted,  // "interrupted": stopped by Ctrl-C or SIGTERM (FAIL)
   kTimeout,      // "timeout": a command trial ran past its timeout (FAIL)
+  kNonFinite,    // "nonfinite": a loss, output, weight or value was NaN or infinite (FAIL)
 };
 const char* EndReasonName(EndReason reason);
 // nullopt for a trial without a known "reason".
@@ -66,6 +70,29 @@ std::optional<EndReason> TrialEndReason(const FrozenTrial& trial);
 
 // A PRUNED trial with oom=true: it ran out of memory, or the guard predicted it would.
 bool IsOomTrial(const FrozenTrial& trial);
+
+// The user attribute "nonfinite": where a value that is not finite (NaN, +inf, -inf) ended a
+// trial. docs/config.md ("Non-finite values") lists what each `where` means.
+struct NonFiniteAttr {
+  // "training_loss", "validation_loss", "logits" (the evaluation's outputs), "metric",
+  // "weights" (the pretrained checkpoint's), "value" (the objective's returned value)
+  std::string where;
+  int64_t epoch = -1;  // 1-based; -1: not in an epoch (weights, value)
+  int64_t step = -1;   // the optimizer step it was found at; -1: none
+  int64_t count = 0;   // the non-finite values (logits: the validation rows holding one)
+  int64_t total = 0;   // ... of how many (0: not counted)
+  std::string name;    // the tensor (weights) or metric it was found in; "" if none
+  std::string value;   // an example: "NaN", "inf" or "-inf"
+};
+Json NonFiniteAttrToJson(const NonFiniteAttr& attr);
+// nullopt unless `j` is an object with a string "where".
+std::optional<NonFiniteAttr> NonFiniteAttrFromJson(const Json& j);
+
+// Records a trial ended by a non-finite value the way every objective does: fail_reason =
+// `message`, reason = "nonfinite", nonfinite = `attr`. Returns the FAIL outcome with `message`'s
+// first line.
+Result<TrialOutcome> RecordNonFinite(TrialHandle& trial, const NonFiniteAttr& attr,
+                                     const std::string& message);
 
 // Constraints (trial system attributes, Optuna 5.0's trial.set_constraint): one attribute
 // "constraints:<name>" per constraint, a number; the trial is feasible when every value is <= 0.

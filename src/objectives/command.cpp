@@ -55,6 +55,12 @@ std::string ParamEnvName(const std::string& param) {
 
 namespace {
 
+std::string Trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 Result<double> ToNumber(const Json& v) {
   if (v.is_number() && !v.is_boolean()) return v.get<double>();
   if (v.is_string()) {
@@ -66,11 +72,12 @@ Result<double> ToNumber(const Json& v) {
   return InvalidArgumentError("not a number: " + v.dump());
 }
 
-// Parses a JSON line, accepting Python's NaN / Infinity / -Infinity tokens.
+// Parses a JSON line, accepting Python's NaN / Infinity / -Infinity tokens (json.dumps) and
+// nan / inf / -inf (str(float)) where a value goes.
 std::optional<Json> ParseLine(const std::string& line) {
   Json j = Json::parse(line, nullptr, false);
-  if (j.is_discarded() && line.find_first_of("NI") != std::string::npos) {
-    static const std::regex kTokens(R"((-?Infinity|NaN)(?=\s*[,}\]]))");
+  if (j.is_discarded() && line.find_first_of("NIni") != std::string::npos) {
+    static const std::regex kTokens(R"((-?Infinity|NaN|-?inf|nan)(?=\s*[,}\]]))");
     j = Json::parse(std::regex_replace(line, kTokens, "\"$1\""), nullptr, false);
   }
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
@@ -193,6 +200,8 @@ class ReportReader {
     if (!j) {
       Json bare = Json::parse(text, nullptr, false);
       if (bare.is_number()) j = Json{{"value", bare}};
+      const std::string word = Trimmed(text);  // print(float("nan")) writes "nan"
+      if (ToNumber(Json(word)).ok()) j = Json{{"value", word}};
     }
     if (j && j->contains("constraints")) {
       TUNE_RETURN_IF_ERROR(OnConstraints(j->at("constraints"), file.string()));

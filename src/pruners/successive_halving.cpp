@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pruners/common.h"
+#include "util/nonfinite.h"
 
 namespace tune {
 
@@ -55,7 +56,7 @@ bool IsPromotable(double value, std::vector<double> competing, int64_t reduction
   // Optuna cannot suspend and resume trials, so the first eta - 1 arrivals at a rung are
   // promoted only if they are the best so far.
   if (promotable_idx == -1) promotable_idx = 0;
-  std::sort(competing.begin(), competing.end());
+  std::sort(competing.begin(), competing.end(), NanLastLess);  // numpy's sort: NaN last
   if (maximize) return value >= competing[competing.size() - 1 - promotable_idx];
   return value <= competing[promotable_idx];
 }

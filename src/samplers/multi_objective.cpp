@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "samplers/hypervolume.h"
+#include "util/nonfinite.h"
 
 namespace tune {
 namespace {
@@ -153,7 +154,7 @@ void LazyContribsUpdate(std::vector<double>& contribs, const LossPoints& points,
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return contribs[a] > contribs[b]; });
+                   [&](size_t a, size_t b) { return NanLastLess(-contribs[a], -contribs[b]); });
   double max_contrib = 0.0;
   // The chosen subset in lexicographic order; each candidate goes in at its place.
   std::vector<const std::vector<double>*> sorted_selected;

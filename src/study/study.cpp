@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "tune/trial_attrs.h"
+
 namespace tune {
 namespace {
 
@@ -353,9 +355,16 @@ Result<FrozenTrial> Study::Finish(int64_t trial_id, int64_t number, TrialState s
     }
     for (double v : values) {
       if (std::isnan(v)) {
+        // Optuna's fail_reason (a system attribute), and tune's reason (trial_attrs.h). An
+        // infinite value is a value, as in Optuna: the trial is COMPLETE.
         spdlog::warn("Trial {} failed because the objective returned NaN", number);
         TUNE_RETURN_IF_ERROR(
             storage_->SetTrialSystemAttr(trial_id, "fail_reason", "objective returned NaN"));
+        TUNE_RETURN_IF_ERROR(storage_->SetTrialUserAttr(trial_id, attrs::kReason,
+                                                        EndReasonName(EndReason::kNonFinite)));
+        TUNE_RETURN_IF_ERROR(storage_->SetTrialUserAttr(
+            trial_id, attrs::kNonFinite,
+            NonFiniteAttrToJson({.where = "value", .count = 1, .value = "NaN"})));
         state = TrialState::kFail;
         values.clear();
         break;

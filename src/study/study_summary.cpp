@@ -24,6 +24,8 @@ const char* TrialCategoryName(TrialCategory category) {
       return "interrupted";
     case TrialCategory::kTimeout:
       return "timeout";
+    case TrialCategory::kNonFinite:
+      return "nonfinite";
     case TrialCategory::kStale:
       return "stale";
     case TrialCategory::kRunning:
@@ -50,6 +52,8 @@ const char* TrialCategoryLabel(TrialCategory category) {
       return "FAIL: interrupted (Ctrl-C, SIGTERM)";
     case TrialCategory::kTimeout:
       return "FAIL: timed out";
+    case TrialCategory::kNonFinite:
+      return "FAIL: non-finite loss, output or value";
     case TrialCategory::kStale:
       return "FAIL: stale (worker died)";
     case TrialCategory::kRunning:
@@ -181,6 +185,7 @@ TrialCategory TrialCategoryOf(const FrozenTrial& t) {
     case TrialState::kFail:
       if (reason == EndReason::kInterrupted) return TrialCategory::kInterrupted;
       if (reason == EndReason::kTimeout) return TrialCategory::kTimeout;
+      if (reason == EndReason::kNonFinite) return TrialCategory::kNonFinite;
       return IsStale(t) ? TrialCategory::kStale : TrialCategory::kFailed;
   }
   return TrialCategory::kFailed;

@@ -24,16 +24,17 @@ enum class TrialCategory {
   kPruned,       // PRUNED by the pruner
   kOom,          // PRUNED: ran out of memory at run time (reason "oom")
   kPredicted,    // PRUNED: the memory guard predicted a misfit and did not run it
-  kFailed,       // FAIL for any other reason (an error, a crash, a NaN value)
+  kFailed,       // FAIL for any other reason (an error, a crash)
   kInterrupted,  // FAIL: stopped by Ctrl-C or SIGTERM (reason "interrupted")
   kTimeout,      // FAIL: a command trial ran past its timeout (reason "timeout")
+  kNonFinite,    // FAIL: a loss, output, weight or value was NaN or infinite (reason "nonfinite")
   kStale,        // FAIL: its worker stopped heartbeating (fail_reason "stale: ...")
   kRunning,      // RUNNING
   kWaiting,      // WAITING
 };
-inline constexpr int kTrialCategoryCount = 10;
-// "complete", "pruned", "oom", "predicted", "failed", "interrupted", "timeout", "stale",
-// "running", "waiting".
+inline constexpr int kTrialCategoryCount = 11;
+// "complete", "pruned", "oom", "predicted", "failed", "interrupted", "timeout", "nonfinite",
+// "stale", "running", "waiting".
 const char* TrialCategoryName(TrialCategory category);
 // "PRUNED by the pruner", "PRUNED: out of memory at run time", ...
 const char* TrialCategoryLabel(TrialCategory category);

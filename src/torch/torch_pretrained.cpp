@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -9,6 +10,7 @@
 #include "checkpoints/checkpoint_weights.h"
 #include "checkpoints/encoder_family.h"
 #include "checkpoints/safetensors.h"
+#include "util/nonfinite.h"
 
 namespace tune::internal {
 namespace {
@@ -147,11 +149,29 @@ Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
   torch::NoGradGuard no_grad;
   for (auto& [param, info] : plan) {
     TUNE_ASSIGN_OR_RETURN(std::vector<float> values, file.ReadFloats(*info));
+    PretrainedLoadReport::NonFinite bad{info->name, 0, static_cast<int64_t>(values.size()), 0};
+    for (float v : values) {
+      if (std::isfinite(v)) continue;
+      if (bad.count++ == 0) bad.example = v;
+    }
+    if (bad.count > 0) report.nonfinite.push_back(std::move(bad));
     torch::Tensor src = torch::from_blob(values.data(), info->shape, torch::kFloat);
     param.copy_(src);  // to the parameter's device and dtype
     ++report.loaded;
   }
   return report;
+}
+
+std::string NonFiniteWeightsText(const std::vector<PretrainedLoadReport::NonFinite>& tensors,
+                                 size_t shown) {
+  std::string out;
+  for (size_t i = 0; i < tensors.size() && i < shown; ++i) {
+    const auto& t = tensors[i];
+    out += fmt::format("{}tensor '{}' has {} non-finite value{} of {} (e.g. {})", i ? "; " : "",
+                       t.name, t.count, t.count == 1 ? "" : "s", t.total, FormatNumber(t.example));
+  }
+  if (tensors.size() > shown) out += fmt::format("; and {} more tensors", tensors.size() - shown);
+  return out;
 }
 
 std::string PretrainedPrefix(const std::string& model_type) {

@@ -28,11 +28,26 @@ struct PretrainedLoadReport {
   std::vector<std::string> fresh;       // model parameters left as initialised
   std::vector<std::string> unexpected;  // file tensors no parameter uses
   std::vector<std::string> resized;     // head tensors of another shape (num_labels differ)
+  // Loaded tensors holding values that are not finite (NaN, +inf, -inf), in file order: a
+  // checkpoint that loads but cannot train or predict (the caller decides what that means).
+  struct NonFinite {
+    std::string name;   // the tensor's name in the file
+    int64_t count = 0;  // its non-finite values
+    int64_t total = 0;  // ... of its values
+    double example = 0;
+  };
+  std::vector<NonFinite> nonfinite;
 };
+
+// "tensor 'bert.embeddings.word_embeddings.weight' has 3 NaN/inf values of 1,024 (e.g. NaN)",
+// for the first `shown` entries, then "and N more tensors".
+std::string NonFiniteWeightsText(const std::vector<PretrainedLoadReport::NonFinite>& tensors,
+                                 size_t shown = 4);
 
 // Copies the checkpoint's tensors into `model`'s parameters. InvalidArgument naming the file, each
 // missing tensor with its expected shape and each shape mismatch (expected vs found), or a tensor
-// that is not F32/F16/BF16; the model is left unchanged then.
+// that is not F32/F16/BF16; the model is left unchanged then. Tensors with non-finite values load
+// as they are and are listed in `nonfinite`.
 Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
                                                    const std::string& weights_path);
 

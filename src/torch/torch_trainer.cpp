@@ -31,8 +31,10 @@
 #include "torch/torch_script.h"
 #include "train/batching.h"
 #include "train/metrics.h"
+#include "tune/trial_attrs.h"
 #include "util/device.h"
 #include "util/interrupt.h"
+#include "util/nonfinite.h"
 
 namespace tune {
 namespace {
@@ -225,6 +227,12 @@ class Task {
   // (single-label), [B, labels] 0/1 floats (multi-label), [B] floats (regression).
   virtual std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch,
                                                           bool train, Progress& p) = 0;
+  // The pretrained checkpoint's tensors that held NaN or infinite values (text models).
+  virtual std::vector<internal::PretrainedLoadReport::NonFinite> nonfinite_weights() const {
+    return {};
+  }
+  // The pretrained weights' file ("" for none).
+  virtual std::string weights_path() const { return ""; }
 };
 
 // A model on tokenized text: batches of token ids and attention masks in, logits out.
@@ -310,6 +318,8 @@ class TextTask final : public TokenTask {
   Status LoadPretrained(const std::string& weights_path) {
     TUNE_ASSIGN_OR_RETURN(internal::PretrainedLoadReport report,
                           internal::LoadPretrainedWeights(*model_, weights_path));
+    nonfinite_weights_ = report.nonfinite;
+    weights_path_ = weights_path;
     static std::mutex mu;
     static std::set<std::string> logged;
     std::lock_guard<std::mutex> lock(mu);
@@ -342,8 +352,11 @@ class TextTask final : public TokenTask {
   }
   void SetTraining(bool on) override { model_->train(on); }
   Status Save(const std::string& path) override { return SaveWeights(path); }
+  std::vector<internal::PretrainedLoadReport::NonFinite> nonfinite_weights() const override {
+    return nonfinite_weights_;
+  }
+  std::string weights_path() const override { return weights_path_; }
 
- private:
  private:
   bool token_types() const override { return model_->has_token_types(); }
   torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -353,6 +366,8 @@ class TextTask final : public TokenTask {
 
   std::string model_type_;
   TransformerClassifier model_;
+  std::vector<internal::PretrainedLoadReport::NonFinite> nonfinite_weights_;
+  std::string weights_path_;
 };
 
 class TabularTask final : public Task {
@@ -547,6 +562,12 @@ class TorchTrainer final : public Trainer {
       torch::manual_seed(job.hp.seed);
       TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Task> made, MakeTextTask(job, device_));
       Task& task = *made;
+      if (const auto bad = task.nonfinite_weights(); !bad.empty()) {
+        spdlog::warn(
+            "{}: the weights are not all finite: {}; the outputs that depend on them "
+            "will not be either",
+            task.weights_path(), internal::NonFiniteWeightsText(bad));
+      }
       task.SetTraining(false);
       torch::NoGradGuard no_grad;
       Progress p;
@@ -683,6 +704,10 @@ class TorchTrainer final : public Trainer {
       }
       TUNE_RETURN_IF_ERROR(task.status());
       rs->task = std::move(task).value();
+      if (const auto bad = rs->task->nonfinite_weights(); !bad.empty()) {
+        NonFinitePretrained(rs->task->weights_path(), bad, result);
+        return std::optional<RunState>();
+      }
     }
     result.num_parameters = 0;
     for (const auto& t : rs->task->parameters()) result.num_parameters += t.numel();
@@ -731,18 +756,43 @@ class TorchTrainer final : public Trainer {
   }
 
   // The epoch's summed training loss so far, read back (a host wait): false, with result.end
-  // kFailed, when it is not finite. Called every kFiniteCheckSteps optimizer steps and at the
+  // kNonFinite, when it is not finite. Called every kFiniteCheckSteps optimizer steps and at the
   // epoch's end.
   bool LossFinite(const RunState& rs, const torch::Tensor& loss_sum, int64_t epoch, double& loss,
                   TrainResult& result) const {
     loss = loss_sum.item<double>();
     if (std::isfinite(loss)) return true;
-    result.end = TrainResult::End::kFailed;
+    result.end = TrainResult::End::kNonFinite;
     result.message = fmt::format(
         "the training loss is {} at epoch {}, found at step {} (checked every {} optimizer steps "
         "and at each epoch's end; learning rate {:.3g}); the run diverged",
-        loss, epoch + 1, rs.step, kFiniteCheckSteps, rs.lr);
+        FormatNumber(loss), epoch + 1, rs.step, kFiniteCheckSteps, rs.lr);
+    result.details = NonFiniteAttrToJson({.where = "training_loss",
+                                          .epoch = epoch + 1,
+                                          .step = rs.step,
+                                          .value = FormatNumber(loss)});
     return false;
+  }
+
+  // A checkpoint whose weights are not all finite: the run ends before it starts.
+  static void NonFinitePretrained(const std::string& path,
+                                  const std::vector<internal::PretrainedLoadReport::NonFinite>& bad,
+                                  TrainResult& result) {
+    int64_t count = 0, total = 0;
+    for (const auto& t : bad) {
+      count += t.count;
+      total += t.total;
+    }
+    result.end = TrainResult::End::kNonFinite;
+    result.message = fmt::format(
+        "the pretrained weights in {} are not all finite (the run diverged before its first "
+        "step): {}",
+        path, internal::NonFiniteWeightsText(bad));
+    result.details = NonFiniteAttrToJson({.where = "weights",
+                                          .count = count,
+                                          .total = total,
+                                          .name = bad.front().name,
+                                          .value = FormatNumber(bad.front().example)});
   }
 
   // The optimizer step after a group of micro-batches: fp16 unscaling (a step with inf/NaN
@@ -852,10 +902,7 @@ class TorchTrainer final : public Trainer {
     // run ends here (stopped, interrupted).
     auto evaluation = [&](EpochMetrics& m) -> Result<bool> {
       const auto eval_start = std::chrono::steady_clock::now();
-      if (!Evaluate(rs, m, p)) {
-        result.end = TrainResult::End::kInterrupted;
-        return false;
-      }
+      if (!Evaluate(rs, m, p, result)) return false;
       const auto now = std::chrono::steady_clock::now();
       m.seconds = std::chrono::duration<double>(now - since).count();
       m.eval_seconds = std::chrono::duration<double>(now - eval_start).count();
@@ -893,10 +940,11 @@ class TorchTrainer final : public Trainer {
     return Status::Ok();
   }
 
-  // The validation loss and every metric of the problem type into `m`; false when interrupted.
-  // The loss, outputs and targets stay on the device until the last batch (one read back per
-  // evaluation).
-  bool Evaluate(RunState& rs, EpochMetrics& m, Progress& p) {
+  // The validation loss and every metric of the problem type into `m`. False when the run ends
+  // here, result.end saying why: kInterrupted, or kNonFinite when an output (a probability, or
+  // regression's value) or the validation loss is not finite. The loss, outputs and targets stay
+  // on the device until the last batch (one read back per evaluation).
+  bool Evaluate(RunState& rs, EpochMetrics& m, Progress& p, TrainResult& result) {
     Task& task = *rs.task;
     task.SetTraining(false);
     torch::NoGradGuard no_grad;
@@ -905,7 +953,10 @@ class TorchTrainer final : public Trainer {
     torch::Tensor loss_sum =
         torch::zeros({}, torch::TensorOptions(torch::kDouble).device(task.device()));
     for (const auto& batch : MakeEvalBatches(task.lengths(false), rs.eval_batch_size)) {
-      if (InterruptRequested()) return false;
+      if (InterruptRequested()) {
+        result.end = TrainResult::End::kInterrupted;
+        return false;
+      }
       auto [logits, y] = ForwardIn(rs.precision, task, batch, /*train=*/false, p);
       loss_sum.add_(SummedLoss(type, logits, y, rs.class_weights));
       const torch::Tensor out = logits.to(torch::kFloat);
@@ -922,8 +973,9 @@ class TorchTrainer final : public Trainer {
     const torch::Tensor targets = torch::cat(target_parts).to(torch::kCPU).contiguous();
     const auto n = targets.size(0);
     m.validation_loss = loss_sum.item<double>() / static_cast<double>(n);
-    const std::vector<float> out(outputs.data_ptr<float>(),
-                                 outputs.data_ptr<float>() + outputs.numel());
+    std::vector<float> out(outputs.data_ptr<float>(), outputs.data_ptr<float>() + outputs.numel());
+    if (rs.job.on_eval_outputs) rs.job.on_eval_outputs(rs.step, out);
+    if (!EvaluationFinite(rs, m, out, n, result)) return false;
     if (type == ProblemType::kRegression) {
       const std::vector<double> predictions(out.begin(), out.end());
       const std::vector<double> values(targets.data_ptr<float>(),
@@ -952,6 +1004,44 @@ class TorchTrainer final : public Trainer {
     m.class_f1 = cm.class_f1;
     m.auroc = cm.auroc;
     return true;
+  }
+
+  // False, with result.end kNonFinite, when an evaluation output or the validation loss is not
+  // finite: the outputs first (the logits, or what the model made of them), then the loss.
+  static bool EvaluationFinite(const RunState& rs, const EpochMetrics& m,
+                               const std::vector<float>& out, int64_t n, TrainResult& result) {
+    const std::vector<int64_t> rows =
+        NonFiniteRows(out, static_cast<size_t>(n > 0 ? static_cast<int64_t>(out.size()) / n : 1));
+    if (rows.empty() && std::isfinite(m.validation_loss)) return true;
+    NonFiniteAttr a{.where = rows.empty() ? "validation_loss" : "logits",
+                    .epoch = m.epoch + 1,
+                    .step = rs.step,
+                    .count = rows.empty() ? 0 : static_cast<int64_t>(rows.size()),
+                    .total = rows.empty() ? 0 : n};
+    std::string what;
+    if (rows.empty()) {
+      a.value = FormatNumber(m.validation_loss);
+      what = fmt::format("the validation loss is {}", a.value);
+    } else {
+      for (float v : out) {
+        if (!std::isfinite(v)) {
+          a.value = FormatNumber(v);
+          break;
+        }
+      }
+      std::vector<int64_t> shown;
+      for (int64_t r : rows) shown.push_back(r + 1);
+      what = fmt::format(
+          "the model's outputs are not finite (e.g. {}) on {} of {} validation examples "
+          "(examples {})",
+          a.value, rows.size(), n, ShortList(shown));
+    }
+    result.end = TrainResult::End::kNonFinite;
+    result.message =
+        fmt::format("{} at the evaluation of epoch {}, step {} (the training loss was {:.4g})",
+                    what, m.epoch + 1, rs.step, m.train_loss);
+    result.details = NonFiniteAttrToJson(a);
+    return false;
   }
 
   int CudaIndex() const { return device_.has_index() ? device_.index() : 0; }

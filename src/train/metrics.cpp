@@ -2,11 +2,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
+
+#include "util/nonfinite.h"
 
 namespace tune {
 
 namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Every metric of `m` undefined (NaN; AUROC unset): its inputs were not all finite.
+ClassificationMetrics& Undefined(ClassificationMetrics& m, size_t k) {
+  m.accuracy = m.macro_f1 = m.micro_f1 = m.weighted_f1 = m.mcc = kNaN;
+  m.class_f1.assign(k, kNaN);
+  m.auroc.reset();
+  return m;
+}
 
 // Per-class F1, weighted F1 and the multi-class Matthews correlation from the counts.
 void AddAgreementMetrics(const std::vector<int64_t>& labels,
@@ -64,6 +77,7 @@ ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& l
   m.count = static_cast<int64_t>(n);
   if (n == 0 || num_classes <= 0) return m;
   const auto k = static_cast<size_t>(num_classes);
+  if (probabilities != nullptr && !AllFinite(*probabilities)) return Undefined(m, k);
   std::vector<int64_t> tp(k, 0), fp(k, 0), fn(k, 0);
   int64_t correct = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -94,22 +108,6 @@ ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& l
 }
 
 namespace {
-
-// Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average").
-std::vector<double> AverageRanks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> ranks(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && v[order[j]] == v[order[i]]) ++j;
-    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
-    for (size_t t = i; t < j; ++t) ranks[order[t]] = rank;
-    i = j;
-  }
-  return ranks;
-}
 
 // Pearson's correlation; unset when either side is constant.
 std::optional<double> Pearson(const std::vector<double>& x, const std::vector<double>& y) {
@@ -143,6 +141,7 @@ ClassificationMetrics ComputeMultiLabelMetrics(const std::vector<float>& targets
   const size_t n = std::min(targets.size(), probabilities.size()) / k;
   m.count = static_cast<int64_t>(n);
   if (n == 0) return m;
+  if (!AllFinite(probabilities)) return Undefined(m, k);
   std::vector<int64_t> tp(k, 0), fp(k, 0), fn(k, 0);
   int64_t exact = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -200,6 +199,10 @@ RegressionMetrics ComputeRegressionMetrics(const std::vector<double>& targets,
   const size_t n = std::min(targets.size(), predictions.size());
   m.count = static_cast<int64_t>(n);
   if (n == 0) return m;
+  if (!AllFinite(targets) || !AllFinite(predictions)) {
+    m.mse = m.rmse = m.mae = m.r2 = kNaN;
+    return m;
+  }
   double squared = 0, absolute = 0, mean = 0;
   for (size_t i = 0; i < n; ++i) {
     const double e = predictions[i] - targets[i];
@@ -222,8 +225,27 @@ RegressionMetrics ComputeRegressionMetrics(const std::vector<double>& targets,
   return m;
 }
 
+std::vector<double> AverageRanks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return NanLastLess(v[a], v[b]); });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i + 1;  // each pass ranks at least one value
+    while (j < order.size() && SameValue(v[order[j]], v[order[i]])) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    for (size_t t = i; t < j; ++t) ranks[order[t]] = rank;
+    i = j;
+  }
+  return ranks;
+}
+
 std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive) {
   const size_t n = std::min(scores.size(), positive.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(scores[i])) return std::nullopt;
+  }
   const std::vector<double> ranks = AverageRanks(
       std::vector<double>(scores.begin(), scores.begin() + static_cast<std::ptrdiff_t>(n)));
   // AUC = (rank sum of positives - P(P+1)/2) / (P N).

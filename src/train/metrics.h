@@ -1,4 +1,10 @@
 // Classification metrics and learning-rate schedules for the trainer (plain C++, pure functions).
+//
+// Non-finite inputs (util/nonfinite.h, docs/config.md "Non-finite values"): a metric is computed
+// from finite values only. When a probability, score, prediction or target is NaN or infinite,
+// every metric of the call is NaN and the optional ones (AUROC, Pearson, Spearman) are unset, as
+// scikit-learn refuses such inputs; `count` still says how many examples there were. Every
+// function returns for any input, empty and one-element ones included.
 #pragma once
 
 #include <cstdint>
@@ -32,15 +38,20 @@ struct ClassificationMetrics {
 };
 
 // REQUIRES: labels.size() == predictions.size(); every value in [0, num_classes); probabilities,
-// when given, row-major [labels.size() x num_classes].
+// when given, row-major [labels.size() x num_classes]. Non-finite probabilities: every metric
+// NaN, AUROC unset. No example: count 0, every metric 0.
 ClassificationMetrics ComputeClassificationMetrics(
     const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
     int64_t num_classes, const std::vector<float>* probabilities = nullptr);
 
 // The area under the ROC curve of `scores` for the examples where `positive` is true (the
 // Mann-Whitney statistic with tied scores counted half: scikit-learn's roc_auc_score); unset when
-// either class has no example.
+// either class has no example or a score is not finite.
 std::optional<double> RocAuc(const std::vector<double>& scores, const std::vector<bool>& positive);
+
+// Ranks from 1, ties sharing their mean rank (scipy.stats.rankdata's "average"). NaNs rank after
+// every number (+inf included) and tie with each other; ranks of ±inf are ordinary.
+std::vector<double> AverageRanks(const std::vector<double>& v);
 
 // The metrics of a multi-label evaluation, as scikit-learn computes them on indicator matrices
 // (zero_division=0): accuracy is the subset accuracy (every label of the example right);
@@ -49,7 +60,8 @@ std::optional<double> RocAuc(const std::vector<double>& scores, const std::vecto
 // class_f1 per label; auroc the macro average of each label's AUROC (unset when a label is on
 // no validation example or on all of them). mcc does not apply (0).
 // `targets` and `probabilities`: row-major [n x num_labels]; targets 0 or 1. A label is
-// predicted when its probability is >= threshold.
+// predicted when its probability is >= threshold. Non-finite probabilities: every metric NaN,
+// AUROC unset.
 ClassificationMetrics ComputeMultiLabelMetrics(const std::vector<float>& targets,
                                                const std::vector<float>& probabilities,
                                                int64_t num_labels, double threshold);
@@ -65,6 +77,7 @@ struct RegressionMetrics {
   std::optional<double> pearson, spearman;
   int64_t count = 0;
 };
+// A target or prediction that is not finite: mse, rmse, mae and r2 NaN, the correlations unset.
 RegressionMetrics ComputeRegressionMetrics(const std::vector<double>& targets,
                                            const std::vector<double>& predictions);
 

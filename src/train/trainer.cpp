@@ -36,6 +36,8 @@ const char* TrainEndName(TrainResult::End end) {
       return "out_of_memory";
     case TrainResult::End::kFailed:
       return "failed";
+    case TrainResult::End::kNonFinite:
+      return "nonfinite";
     case TrainResult::End::kInterrupted:
       return "interrupted";
     case TrainResult::End::kDeviceLost:

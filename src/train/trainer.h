@@ -96,6 +96,10 @@ struct TrainJob {
   std::string save_weights;
   // Called after every optimizer step when set (the trajectory test, logs).
   StepCallback on_step;
+  // Called with each evaluation's outputs (row-major: a probability per label, or regression's
+  // value, per validation example) and the optimizer step, before they are checked for non-finite
+  // values and scored, when set: tests make them non-finite while the training loss stays finite.
+  std::function<void(int64_t step, std::vector<float>& outputs)> on_eval_outputs;
 };
 
 // One evaluation: after an epoch, or every eval_steps optimizer steps (eval_strategy "steps").
@@ -128,7 +132,10 @@ struct TrainResult {
     kCompleted,    // all epochs ran
     kStopped,      // on_epoch returned kStop
     kOutOfMemory,  // the run ran out of memory (details say where)
-    kFailed,       // the run failed (a LibTorch error, a non-finite loss); message says why
+    kFailed,       // the run failed (a LibTorch error); message says why
+    kNonFinite,    // a training or validation loss, the evaluation's outputs or the pretrained
+                   // weights were NaN or infinite: message says which and where, details is
+                   // the NonFiniteAttr (trial_attrs.h) as JSON
     kInterrupted,  // Ctrl-C (InterruptRequested())
     kDeviceLost,   // a sticky CUDA error (device-side assert, illegal address...): the failed
                    // run's process can no longer use the device; message says which error
@@ -137,6 +144,7 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;
   std::string message;            // kOutOfMemory / kFailed: the error text
   Json details = Json::object();  // kOutOfMemory: phase, epoch, step, batch shape, peak bytes...
+                                  // kNonFinite: the NonFiniteAttr
   int64_t num_parameters = 0;     // of the model built
   // Measured by the device (-1: not measured): the peak of allocated bytes during the run above
   // the level before it (CPU: the counting allocator; CUDA: allocated_bytes.peak), the peak of

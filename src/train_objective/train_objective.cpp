@@ -380,6 +380,8 @@ class TrainObjective final : public Objective {
         return RecordRunTimeOom(trial, params, job, guarded, result, retries);
       case TrainResult::End::kFailed:
         return FailTrial(trial, result.message);
+      case TrainResult::End::kNonFinite:
+        return RecordNonFiniteRun(trial, result);
       case TrainResult::End::kInterrupted:
         spdlog::warn("Trial {} failed: {}", trial.number(), InterruptReason());
         return RecordInterrupted(trial);
@@ -389,7 +391,19 @@ class TrainObjective final : public Objective {
       case TrainResult::End::kStopped:
         break;
     }
+    if (tracker.nonfinite) {
+      spdlog::warn("Trial {} failed: {}", trial.number(), tracker.nonfinite_message);
+      return RecordNonFinite(trial, *tracker.nonfinite, tracker.nonfinite_message);
+    }
     return FinishedRunOutcome(trial, options_, result, tracker);
+  }
+
+  // A loss, outputs or weights that are not finite: FAIL, reason "nonfinite" (trial_attrs.h).
+  static Result<TrialOutcome> RecordNonFiniteRun(TrialHandle& trial, const TrainResult& result) {
+    spdlog::warn("Trial {} failed: {}", trial.number(), FirstLine(result.message));
+    const NonFiniteAttr where =
+        NonFiniteAttrFromJson(result.details).value_or(NonFiniteAttr{.where = "training_loss"});
+    return RecordNonFinite(trial, where, result.message);
   }
 
   // A sticky CUDA error: the trial fails with it and where it struck; the DeviceLost status stops

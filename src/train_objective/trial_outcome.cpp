@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tune/trial_attrs.h"
+#include "util/nonfinite.h"
 #include "util/text.h"
 
 namespace tune {
@@ -55,6 +56,17 @@ Result<EpochDecision> EpochTracker::OnEpoch(const EpochMetrics& m) {
             ? "the targets or the predictions are constant"
             : "a label has no validation example (or all of them)"));
   }
+  if (std::isinf(value)) {  // finite outputs give finite metrics: a model's overflow
+    nonfinite = NonFiniteAttr{.where = "metric",
+                              .epoch = m.epoch + 1,
+                              .step = m.optimizer_steps,
+                              .name = TrainMetricName(metric_),
+                              .value = FormatNumber(value)};
+    nonfinite_message =
+        fmt::format("metric '{}' is {} at the evaluation of epoch {}, step {}",
+                    TrainMetricName(metric_), FormatNumber(value), m.epoch + 1, m.optimizer_steps);
+    return EpochDecision::kStop;
+  }
   // Per-evaluation lines are for --log-level debug; the trial's line says how it ended.
   const bool by_steps = hp_.eval_strategy == EvalStrategy::kSteps;
   spdlog::debug(
@@ -93,6 +105,8 @@ void EpochTracker::Reset() {
   best_epoch = best_step = -1;
   since_best_ = 0;
   pruned = stopped_early = false;
+  nonfinite.reset();
+  nonfinite_message.clear();
 }
 
 bool EpochTracker::Improves(double value) const {

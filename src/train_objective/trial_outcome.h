@@ -9,6 +9,7 @@
 #include "train_objective/train_objective.h"
 #include "tune/status.h"
 #include "tune/trial.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 
@@ -22,7 +23,9 @@ class EpochTracker {
       : trial_(trial), metric_(metric), hp_(hp), positive_(positive) {}
 
   // Reports the epoch's metric, asks the pruner, and decides: stop (pruned, or `patience`
-  // epochs without an improvement larger than `min_delta`), keep (the best so far) or continue.
+  // epochs without an improvement larger than `min_delta`, or an infinite metric: `nonfinite`),
+  // keep (the best so far) or continue. InvalidArgument for a metric that is undefined on the
+  // validation set (NaN: a label without examples, constant targets).
   Result<EpochDecision> OnEpoch(const EpochMetrics& m);
   // Forgets the run (a retry starts over).
   void Reset();
@@ -34,6 +37,9 @@ class EpochTracker {
   int64_t best_step = -1;  // the best evaluation's optimizer step
   bool pruned = false;
   bool stopped_early = false;
+  // Set when an evaluation's metric was infinite (the run stopped there): where, and the message.
+  std::optional<NonFiniteAttr> nonfinite;
+  std::string nonfinite_message;
 
  private:
   bool Improves(double value) const;

@@ -14,6 +14,8 @@ const char* EndReasonName(EndReason reason) {
       return "interrupted";
     case EndReason::kTimeout:
       return "timeout";
+    case EndReason::kNonFinite:
+      return "nonfinite";
   }
   return "?";
 }
@@ -21,8 +23,8 @@ const char* EndReasonName(EndReason reason) {
 std::optional<EndReason> TrialEndReason(const FrozenTrial& trial) {
   auto it = trial.user_attrs.find(attrs::kReason);
   if (it == trial.user_attrs.end() || !it->is_string()) return std::nullopt;
-  for (EndReason r :
-       {EndReason::kOom, EndReason::kPredicted, EndReason::kInterrupted, EndReason::kTimeout}) {
+  for (EndReason r : {EndReason::kOom, EndReason::kPredicted, EndReason::kInterrupted,
+                      EndReason::kTimeout, EndReason::kNonFinite}) {
     if (*it == EndReasonName(r)) return r;
   }
   return std::nullopt;
@@ -193,6 +195,38 @@ std::optional<MemoryAttr> MemoryAttrFromJson(const Json& j) {
     m.run = std::move(r);
   }
   return m;
+}
+
+Json NonFiniteAttrToJson(const NonFiniteAttr& a) {
+  Json j{{"where", a.where}};
+  if (a.epoch >= 0) j["epoch"] = a.epoch;
+  if (a.step >= 0) j["step"] = a.step;
+  if (a.count > 0) j["count"] = a.count;
+  if (a.total > 0) j["total"] = a.total;
+  if (!a.name.empty()) j["name"] = a.name;
+  if (!a.value.empty()) j["value"] = a.value;
+  return j;
+}
+
+std::optional<NonFiniteAttr> NonFiniteAttrFromJson(const Json& j) {
+  if (!j.is_object() || !j.contains("where") || !j["where"].is_string()) return std::nullopt;
+  NonFiniteAttr a;
+  a.where = j["where"].get<std::string>();
+  a.epoch = Get<int64_t>(j, "epoch", -1);
+  a.step = Get<int64_t>(j, "step", -1);
+  a.count = Get<int64_t>(j, "count", 0);
+  a.total = Get<int64_t>(j, "total", 0);
+  a.name = Get<std::string>(j, "name", "");
+  a.value = Get<std::string>(j, "value", "");
+  return a;
+}
+
+Result<TrialOutcome> RecordNonFinite(TrialHandle& trial, const NonFiniteAttr& attr,
+                                     const std::string& message) {
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kFailReason, message));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kNonFinite)));
+  TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kNonFinite, NonFiniteAttrToJson(attr)));
+  return TrialOutcome{TrialState::kFail, {}, message.substr(0, message.find('\n'))};
 }
 
 Result<TrialOutcome> RecordOom(TrialHandle& trial, const Json& params, const Json& details,

@@ -31,11 +31,13 @@ std::string PyJsonDumps(const Json& v) {
     for (const auto& [k, item] : v.items()) {
       if (!first) out += ", ";
       first = false;
-      out += Json(k).dump(-1, ' ', true) + ": " + PyJsonDumps(item);
+      out += Json(k).dump(-1, ' ', true, Json::error_handler_t::replace) + ": " + PyJsonDumps(item);
     }
     return out + "}";
   }
-  return v.dump(-1, ' ', /*ensure_ascii=*/true);
+  // Invalid UTF-8 (bytes from outside that reached a string) becomes U+FFFD, as Python's
+  // errors="replace" decodes it, rather than an exception.
+  return v.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
 }
 
 }  // namespace tune

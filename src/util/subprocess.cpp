@@ -14,6 +14,8 @@
 #include <cstring>
 #include <thread>
 
+#include "util/text.h"
+
 extern char** environ;
 
 namespace tune {
@@ -223,7 +225,16 @@ double Subprocess::seconds() const { return SecondsBetween(start_, Clock::now())
 
 std::string Subprocess::stderr_tail() const {
   const size_t keep = options_.stderr_tail_bytes;
-  return err_tail_.size() > keep ? err_tail_.substr(err_tail_.size() - keep) : err_tail_;
+  std::string_view tail = err_tail_;
+  if (tail.size() > keep) {
+    tail.remove_prefix(tail.size() - keep);
+    // A character the cut went through: its continuation bytes are dropped, not escaped.
+    for (int k = 0; k < 3 && !tail.empty() && (static_cast<unsigned char>(tail[0]) & 0xc0) == 0x80;
+         ++k) {
+      tail.remove_prefix(1);
+    }
+  }
+  return ValidUtf8(tail);
 }
 
 void Subprocess::Close(Pipe& pipe) {
@@ -256,7 +267,7 @@ Status Subprocess::Drain(Pipe& pipe, Stream stream, const LineHandler& on_line) 
         std::string line = pipe.partial.substr(0, pos);
         pipe.partial.erase(0, pos + 1);
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        deliver(line);
+        deliver(ValidUtf8(line));
       }
       if (pipe.partial.size() > kMaxPartialLine) {
         pipe.partial.erase(0, pipe.partial.size() - kKeptOfRunawayLine);
@@ -264,7 +275,7 @@ Status Subprocess::Drain(Pipe& pipe, Stream stream, const LineHandler& on_line) 
       continue;
     }
     if (n == 0) {
-      if (!pipe.partial.empty()) deliver(pipe.partial);
+      if (!pipe.partial.empty()) deliver(ValidUtf8(pipe.partial));
       pipe.partial.clear();
       Close(pipe);
     }

@@ -10,6 +10,54 @@
 
 namespace tune {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i] (1-4), or 0 when the byte there does not
+// begin one (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
+size_t Utf8SequenceAt(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8SequenceAt(s, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

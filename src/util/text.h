@@ -13,6 +13,12 @@
 
 namespace tune {
 
+// `s` as valid UTF-8: every byte that does not begin a well-formed UTF-8 sequence (a stray
+// continuation byte, a truncated or overlong sequence, a surrogate, a code point past U+10FFFF)
+// is written as the four characters "\xNN"; valid text comes back unchanged. For bytes from
+// outside (a program's output, a file's content in a message) on their way to JSON or a terminal.
+std::string ValidUtf8(std::string_view s);
+
 // Levenshtein distance.
 size_t EditDistance(std::string_view a, std::string_view b);
 

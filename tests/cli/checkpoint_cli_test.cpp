@@ -2,9 +2,12 @@
 // checkpoints in the Hugging Face cache layout (tests/scripts/make_checkpoints.py, python3-torch),
 // a study whose `model` parameter chooses among them, --save-best and `tune predict`, and the
 // config errors for checkpoints tune cannot use.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -245,6 +248,94 @@ TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
     ASSERT_TRUE(m.is_object());
     EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6);
   }
+}
+
+// A model whose weights decode to NaN (docs/config.md "Non-finite values"): `tune predict` used
+// to spin forever in the AUROC's rank loop. Here one word's embedding row is NaN, so exactly the
+// validation texts with that word get NaN outputs: predict names their lines, writes the other
+// rows' predictions, computes no metric and exits 1, well within the timeout; with every weight
+// NaN, every row is named.
+TEST_F(CheckpointCli, PredictOnNanWeightsNamesTheRowsAndExitsInsteadOfHanging) {
+  const fs::path model = dir_.path() / "nan-model";
+  fs::copy(Snapshot(kBert), model, fs::copy_options::recursive);
+  const fs::path weights = model / "model.safetensors";
+  std::string bytes = testing::Slurp(weights);
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  const Json header = Json::parse(bytes.substr(8, header_len));
+  const Json& emb = header["bert.embeddings.word_embeddings.weight"];
+  const int64_t hidden = emb["shape"][1].get<int64_t>();
+  int64_t id = 0;  // the row of "good" in vocab.txt
+  {
+    std::ifstream vocab(model / "vocab.txt");
+    std::string token;
+    while (std::getline(vocab, token) && token != "good") ++id;
+  }
+  const float nan = std::nanf("");
+  const size_t data = 8 + header_len + emb["data_offsets"][0].get<size_t>();
+  for (int64_t k = 0; k < hidden; ++k) {
+    std::memcpy(&bytes[data + static_cast<size_t>((id * hidden + k) * 4)], &nan, 4);
+  }
+  std::ofstream(weights, std::ios::binary | std::ios::trunc) << bytes;
+  std::vector<int64_t> expected;  // the 1-based lines whose text has "good"
+  {
+    std::ifstream in(dir_.path() / "validation.jsonl");
+    std::string line;
+    for (int64_t n = 1; std::getline(in, line); ++n) {
+      const std::string text = Json::parse(line)["text"].get<std::string>();
+      if ((" " + text + " ").find(" good ") != std::string::npos) expected.push_back(n);
+    }
+  }
+  ASSERT_FALSE(expected.empty());
+  const std::string out = (dir_.path() / "nan-predictions.jsonl").string();
+  double seconds = 0;
+  ProcessRun r = testing::TuneWithin(
+      120,
+      {"predict", "--model", model.string(), "--data", (dir_.path() / "validation.jsonl").string(),
+       "--output", out, "--threads", "1"},
+      &seconds);
+  ASSERT_NE(r.code, 124) << "tune predict hung on NaN weights (killed after 120 s)";
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_LT(seconds, 60);
+  std::string lines;
+  for (size_t i = 0; i < expected.size() && i < 8; ++i) {
+    lines += (i ? ", " : "") + std::to_string(expected[i]);
+  }
+  EXPECT_NE(r.err.find(fmt::format("the model's outputs are not finite (e.g. NaN) on {} of 60 rows",
+                                   expected.size())),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(lines), std::string::npos) << lines << "\n" << r.err;
+  EXPECT_NE(r.err.find("tensor 'bert.embeddings.word_embeddings.weight' has " +
+                       std::to_string(hidden) + " non-finite values"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("macro_f1"), std::string::npos) << "no metric: " << r.err;
+  std::ifstream in(out);
+  std::string line;
+  int64_t n = 0, nonfinite = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    const Json j = Json::parse(line);
+    const bool bad = std::find(expected.begin(), expected.end(), n) != expected.end();
+    EXPECT_EQ(j.value("nonfinite", false), bad) << n << ": " << line;
+    EXPECT_EQ(j["label"].is_null(), bad) << n << ": " << line;
+    nonfinite += bad;
+  }
+  EXPECT_EQ(n, 60);
+  EXPECT_EQ(nonfinite, static_cast<int64_t>(expected.size()));
+
+  // Every weight NaN: every row named, no row predicted.
+  std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(8 + header_len), bytes.end(), '\xff');
+  std::ofstream(weights, std::ios::binary | std::ios::trunc) << bytes;
+  r = testing::TuneWithin(120,
+                          {"predict", "--model", model.string(), "--data",
+                           (dir_.path() / "validation.jsonl").string(), "--output", out},
+                          &seconds);
+  ASSERT_NE(r.code, 124) << "tune predict hung on NaN weights (killed after 120 s)";
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("on 60 of 60 rows"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lines 1, 2, 3, 4, 5, 6, 7, 8 and 52 more"), std::string::npos) << r.err;
 }
 #endif
 

@@ -183,5 +183,83 @@ TEST_F(SummaryCli, EstimatorErrorOverTrialsThatMeasuredAPeak) {
 }
 #endif
 
+// docs/config.md "Non-finite values", through the binary: a command program that returns NaN
+// (FAIL, reason "nonfinite"), +inf (COMPLETE, as in Optuna), or reports NaN and infinite
+// intermediate values, under every sampler and pruner; every study finishes, `tune summary`
+// counts the NaN trials on their own row, and `tune report`, `tune trials --sort value` and
+// `tune best-trial` read the study.
+TEST_F(SummaryCli, NanAndInfiniteValuesNeverStopAStudyUnderAnySamplerOrPruner) {
+  const std::string script =
+      "lt() {{ awk -v x=\"$1\" -v y=\"$2\" 'BEGIN {{ exit !(x < y) }}'; }}\n"
+      "if lt \"$1\" 0.25; then echo '{{\"value\": NaN}}'; exit 0; fi\n"
+      "if lt \"$1\" 0.5; then echo \"{{\\\"step\\\": 0, \\\"value\\\": $1}}\";\n"
+      "  echo '{{\"step\": 1, \"value\": nan}}'; echo \"{{\\\"value\\\": $1}}\"; exit 0; fi\n"
+      "if lt \"$1\" 0.6; then echo '{{\"value\": Infinity}}'; exit 0; fi\n"
+      "echo \"{{\\\"step\\\": 0, \\\"value\\\": $1}}\"; echo '{{\"step\": 1, \"value\": -inf}}'\n"
+      "echo \"{{\\\"value\\\": $1}}\"\n";
+  const std::vector<std::string> samplers = {"random", "tpe", "nsgaii"};
+  const std::vector<std::string> pruners = {
+      "nop", "median", "percentile", "successive_halving", "hyperband", "threshold", "patient"};
+  int studies = 0;
+  for (const std::string& sampler : samplers) {
+    for (const std::string& pruner : pruners) {
+      const std::string name = sampler + "-" + pruner;
+      Json pruner_doc = {{"name", pruner}};
+      if (pruner == "threshold") pruner_doc["upper"] = 0.9;
+      if (pruner == "percentile") pruner_doc["percentile"] = 25;
+      if (pruner == "patient") pruner_doc["patience"] = 0;
+      Json sampler_doc = {{"name", sampler}, {"seed", 11}};
+      if (sampler == "tpe") sampler_doc["n_startup_trials"] = 4;
+      if (sampler == "nsgaii") sampler_doc["population_size"] = 4;
+      const Json doc = {
+          {"direction", "minimize"},
+          {"sampler", sampler_doc},
+          {"pruner", pruner_doc},
+          {"search_space", {{"x", {{"type", "float"}, {"low", 0}, {"high", 1}}}}},
+          {"objective", {{"type", "command"}, {"argv", {"sh", "-c", script, "sh", "{x}"}}}}};
+      std::ofstream(dir_.path() / (name + ".json")) << doc.dump(2);
+      ProcessRun r = Run({"--study", name, "--config", name + ".json", "--n-trials", "14"});
+      ASSERT_EQ(r.code, 0) << name << "\n" << r.err;
+      ++studies;
+      int nan_values = 0;
+      for (const Json& t : Trials(name)) {
+        const double x = t["params"]["x"].get<double>();
+        if (x < 0.25) {
+          ++nan_values;
+          EXPECT_EQ(t["state"], "FAIL") << name << " " << t.dump();
+          EXPECT_EQ(t["user_attrs"]["reason"], "nonfinite") << name;
+        } else if (x >= 0.5 && x < 0.6) {
+          EXPECT_EQ(t["state"], "COMPLETE") << name << " " << t.dump();
+        } else {
+          EXPECT_TRUE(t["state"] == "COMPLETE" || t["state"] == "PRUNED") << name << t.dump();
+        }
+      }
+      const auto by = ByCategory(Summary(name));
+      if (nan_values > 0) {
+        ASSERT_TRUE(by.count("nonfinite")) << name;
+        EXPECT_EQ(by.at("nonfinite")["trials"], nan_values) << name;
+      }
+      EXPECT_EQ(by.count("failed"), 0u) << name;
+      ProcessRun table = Run({"summary", "--study-name", name});
+      EXPECT_EQ(table.code, 0) << table.err;
+      if (nan_values > 0) {
+        EXPECT_NE(table.out.find("FAIL: non-finite loss, output or value"), std::string::npos)
+            << table.out;
+      }
+      ProcessRun sorted = Run({"trials", "--study", name, "--sort", "value", "--format", "json"});
+      EXPECT_EQ(sorted.code, 0) << sorted.err;
+      ProcessRun best = Run({"best-trial", "--study", name, "--format", "json"});
+      EXPECT_EQ(best.code, 0) << best.err;
+      if (best.code == 0) {
+        EXPECT_LT(Json::parse(best.out)["value"].get<double>(), 1.0);
+      }
+      ProcessRun report =
+          Run({"report", "--study", name, "--output", (dir_.path() / (name + ".html")).string()});
+      EXPECT_EQ(report.code, 0) << report.err;
+    }
+  }
+  EXPECT_EQ(studies, 21);
+}
+
 }  // namespace
 }  // namespace tune

@@ -44,5 +44,20 @@ elif mode == "resultfile":
         json.dump({"value": 7.5}, f)
 elif mode == "inf":
     print('{"value": Infinity}')
+elif mode == "badbytes":  # invalid UTF-8 on stderr and stdout, then a failure
+    sys.stdout.buffer.write(b'{"step": 0, "value": 0.5} \xff\n')
+    sys.stderr.buffer.write(b"Traceback: bad \xff\xfe bytes \xc3\n")
+    sys.exit(3)
+elif mode == "nan":  # json.dumps(float("nan")): a NaN final value
+    print(json.dumps({"value": float("nan")}))
+elif mode == "nan_str":  # the final value as str(float) writes it
+    print('{"value": nan}')
+elif mode == "nan_file":  # print(float("nan"), file=...): a bare nan in the result file
+    with open(os.environ["TUNE_RESULT_FILE"], "w") as f:
+        print(float("nan"), file=f)
+elif mode == "nan_steps":  # NaN and infinite intermediate values, then a final value
+    for step, v in enumerate([0.5, float("inf"), float("nan")]):
+        print(json.dumps({"step": step, "value": v}), flush=True)
+    print(json.dumps({"value": 0.25}))
 else:
     sys.exit("unknown mode " + mode)

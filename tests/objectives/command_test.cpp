@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include "testing/temp_dir.h"
@@ -70,6 +71,38 @@ TEST_F(CommandObjectiveTest, ResultFileAndInfinity) {
   auto [o2, t2] = RunTrial(Opts({"inf"}), {{"x", 1}});
   EXPECT_EQ(o2.state, TrialState::kComplete);
   EXPECT_TRUE(std::isinf(t2.values.at(0)));
+}
+
+// docs/config.md "Non-finite values": a NaN final value, however the program writes it, fails
+// the trial as Optuna does (system attribute fail_reason) with tune's reason "nonfinite"; NaN and
+// infinite intermediate values are stored as written and the trial goes on.
+TEST_F(CommandObjectiveTest, ANanValueFailsTheTrialWithReasonNonfinite) {
+  for (const char* mode : {"nan", "nan_str", "nan_file"}) {
+    auto [outcome, t] = RunTrial(Opts({mode}), {{"x", 1}});
+    EXPECT_EQ(t.state, TrialState::kFail) << mode;
+    EXPECT_EQ(t.system_attrs.value("fail_reason", ""), "objective returned NaN") << mode;
+    EXPECT_EQ(t.user_attrs.value("reason", ""), "nonfinite") << mode << t.user_attrs.dump();
+    EXPECT_EQ(t.user_attrs["nonfinite"]["where"], "value") << mode;
+    EXPECT_TRUE(t.values.empty());
+  }
+  auto [outcome, t] = RunTrial(Opts({"nan_steps"}), {{"x", 1}});
+  EXPECT_EQ(t.state, TrialState::kComplete);
+  ASSERT_EQ(t.intermediate_values.size(), 3u);
+  EXPECT_EQ(t.intermediate_values.at(0), 0.5);
+  EXPECT_TRUE(std::isinf(t.intermediate_values.at(1)));
+  EXPECT_TRUE(std::isnan(t.intermediate_values.at(2)));
+}
+
+// A program that writes bytes that are not UTF-8 (binary junk, a character cut in half): the
+// trial fails as usual and its stderr_tail keeps the bytes escaped (\xNN), valid UTF-8 that JSON,
+// the storages and Optuna can hold; it used to stop the study with a JSON exception.
+TEST_F(CommandObjectiveTest, BytesThatAreNotUtf8AreKeptEscaped) {
+  auto [outcome, t] = RunTrial(Opts({"badbytes"}), {{"x", 1}});
+  EXPECT_EQ(t.state, TrialState::kFail);
+  EXPECT_EQ(t.user_attrs["exit_status"], 3);
+  const std::string tail = t.user_attrs["stderr_tail"].get<std::string>();
+  EXPECT_NE(tail.find("bad \\xff\\xfe bytes \\xc3"), std::string::npos) << tail;
+  EXPECT_NO_THROW((void)t.user_attrs.dump());
 }
 
 TEST_F(CommandObjectiveTest, CrashIsFailWithStatusAndStderr) {

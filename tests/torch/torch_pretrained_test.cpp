@@ -9,9 +9,11 @@
 
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "checkpoints/safetensors.h"
 #include "config/config.h"
+#include "study/study_summary.h"
 #include "testing/temp_dir.h"
 #include "testing/tiny_encoders.h"
 #include "tokenizers/byte_bpe.h"
@@ -247,12 +249,13 @@ class PretrainedObjectiveTest : public ::testing::Test {
     std::ofstream(ckpt_ / "config.json", std::ios::trunc) << config.dump();
     prefix_ = "roberta.";
   }
-  void WriteWeights(float poison = 0.0f) {
+  void WriteWeights(float poison = 0.0f) { WriteWeightsTo(ckpt_, poison); }
+  void WriteWeightsTo(const std::filesystem::path& dir, float poison) {
     EncoderConfig c = TinyBertConfig();
     c.vocab_size = vocab_size_;
     c.roberta_positions = prefix_ == "roberta.";
     TransformerClassifier source = Build(c, 7);
-    ASSERT_TRUE(WriteSafetensors((ckpt_ / "model.safetensors").string(),
+    ASSERT_TRUE(WriteSafetensors((dir / "model.safetensors").string(),
                                  Export(source, prefix_, TensorDtype::kF32,
                                         [&](SafetensorsWriteTensor& w) {
                                           if (poison != 0.0f &&
@@ -312,12 +315,116 @@ TEST_F(PretrainedObjectiveTest, TrialsStartFromTheCheckpoint) {
     m.type_vocab_size = 2;
     return EncoderParameterCount(m) + 16 * 2 + 2;
   }());
-  // Proof that the weights reach the trainer: NaN word embeddings make the first loss NaN.
+  // Proof that the weights reach the trainer: NaN word embeddings fail the run before its first
+  // step, naming the tensor.
   WriteWeights(std::nanf(""));
   t = RunOneTrial();
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->state, TrialState::kFail);
   EXPECT_NE(t->user_attrs["fail_reason"].get<std::string>().find("diverged"), std::string::npos);
+  EXPECT_NE(t->user_attrs["fail_reason"].get<std::string>().find("bert.embeddings.word_embeddings"),
+            std::string::npos);
+}
+
+// Wraps a trainer: the Train() calls listed in `poisoned` (0-based) get evaluation outputs made
+// NaN (through TrainJob::on_eval_outputs) while their training loss stays finite, as an fp16
+// forward that overflows only at evaluation would.
+class PoisoningTrainer : public Trainer {
+ public:
+  PoisoningTrainer(std::unique_ptr<Trainer> inner, std::set<int> poisoned)
+      : inner_(std::move(inner)), poisoned_(std::move(poisoned)) {}
+  std::string name() const override { return inner_->name(); }
+  Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) override {
+    TrainJob copy = job;
+    if (poisoned_.count(calls_++)) {
+      copy.on_eval_outputs = [](int64_t, std::vector<float>& out) {
+        for (size_t i = 0; i < out.size(); i += 3) out[i] = std::nanf("");
+      };
+    }
+    return inner_->Train(copy, on_epoch);
+  }
+
+ private:
+  std::unique_ptr<Trainer> inner_;
+  std::set<int> poisoned_;
+  int calls_ = 0;
+};
+
+// docs/config.md "Non-finite values": a checkpoint with NaN weights and a run whose evaluation
+// outputs are NaN (its training loss finite) each end FAIL with reason "nonfinite" and where it
+// was found; the study goes on, the other trials COMPLETE, and the summary counts them.
+TEST_F(PretrainedObjectiveTest, NonFiniteWeightsAndOutputsFailTheirTrialsAndTheStudyGoesOn) {
+  WriteWeights();
+  const std::filesystem::path bad = dir_.path() / "ckpt-nan";
+  std::filesystem::create_directories(bad);
+  for (const char* f : {"config.json", "vocab.txt"}) std::filesystem::copy_file(ckpt_ / f, bad / f);
+  WriteWeightsTo(bad, std::nanf(""));
+  Json doc = {
+      {"direction", "maximize"},
+      {"search_space",
+       {{"model", Json::array({"ckpt", "ckpt-nan"})}, {"learning_rate", Json::array({3e-3})}}},
+      {"objective",
+       {{"type", "train"},
+        {"data", {{"train", "train.jsonl"}, {"validation_fraction", 0.25}}},
+        {"threads", 1},
+        {"epochs", 2},
+        {"max_length", 16},
+        {"dropout", 0.0}}}};
+  auto c = ParseStudyConfig(doc, "study.json", dir_.path());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  TorchTrainerOptions o;
+  o.threads = 1;
+  auto trainer = NewTorchTrainer(o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  // Train() calls: 0 ckpt, 1 ckpt-nan (fails before training), 2 ckpt poisoned, 3 ckpt.
+  auto objective =
+      MakeObjective(*c, std::make_unique<PoisoningTrainer>(std::move(*trainer), std::set<int>{2}));
+  ASSERT_TRUE(objective.ok()) << objective.status().ToString();
+  auto study =
+      Study::CreateOrLoad(NewInMemoryStorage(), "s", {StudyDirection::kMaximize},
+                          std::make_unique<RandomSampler>(), std::make_unique<NopPruner>(), 1);
+  ASSERT_TRUE(study.ok());
+  for (const char* model : {"ckpt", "ckpt-nan", "ckpt", "ckpt"}) {
+    auto trial = (*study)->Ask();
+    ASSERT_TRUE(trial.ok());
+    auto outcome = (*objective)->Run(**trial, {{"model", model}, {"learning_rate", 3e-3}});
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    ASSERT_TRUE((*study)->Tell(**trial, outcome->state, outcome->values).ok());
+  }
+  auto trials = (*study)->Trials();
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 4u);
+  const FrozenTrial& weights = (*trials)[1];
+  const FrozenTrial& logits = (*trials)[2];
+  for (const FrozenTrial* t : {&weights, &logits}) {
+    EXPECT_EQ(t->state, TrialState::kFail) << t->user_attrs.dump();
+    EXPECT_EQ(t->user_attrs.value("reason", ""), "nonfinite") << t->user_attrs.dump();
+    EXPECT_EQ(TrialCategoryOf(*t), TrialCategory::kNonFinite);
+  }
+  const Json w = weights.user_attrs["nonfinite"];
+  EXPECT_EQ(w["where"], "weights") << w.dump();
+  EXPECT_NE(w["name"].get<std::string>().find("word_embeddings"), std::string::npos) << w.dump();
+  EXPECT_EQ(w["value"], "NaN");
+  EXPECT_GT(w["count"].get<int64_t>(), 0);
+  const std::string why = weights.user_attrs["fail_reason"].get<std::string>();
+  EXPECT_NE(why.find("ckpt-nan/model.safetensors"), std::string::npos) << why;
+  EXPECT_NE(why.find("diverged"), std::string::npos) << why;
+  const Json l = logits.user_attrs["nonfinite"];
+  EXPECT_EQ(l["where"], "logits") << l.dump();
+  EXPECT_EQ(l["epoch"], 1);    // the first evaluation
+  EXPECT_EQ(l["total"], 100);  // 25 % of 400 examples
+  EXPECT_GT(l["count"].get<int64_t>(), 0);
+  EXPECT_GT(l["step"].get<int64_t>(), 0);
+  EXPECT_NE(logits.user_attrs["fail_reason"].get<std::string>().find("the training loss was"),
+            std::string::npos);
+  for (size_t i : {size_t{0}, size_t{3}}) {
+    EXPECT_EQ((*trials)[i].state, TrialState::kComplete) << (*trials)[i].user_attrs.dump();
+    EXPECT_GT((*trials)[i].value(), 0.8);
+  }
+  const StudySummary summary = SummarizeTrials(*trials, {StudyDirection::kMaximize}, Json());
+  EXPECT_EQ(summary.categories.at(TrialCategory::kNonFinite).trials, 2);
+  EXPECT_EQ(summary.categories.at(TrialCategory::kComplete).trials, 2);
+  EXPECT_EQ(summary.categories.count(TrialCategory::kFailed), 0u);
 }
 
 TEST_F(PretrainedObjectiveTest, ARobertaCheckpointWithABpeVocabularyTrains) {

@@ -359,8 +359,33 @@ TEST_F(TorchTrainerTest, DivergenceFailsTheRun) {
   auto trainer = NewCpuTrainer();
   auto r = Train(*trainer, TrainJob{TinyModel(), DivergingHyperparams(), data_});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->end, TrainResult::End::kFailed);
+  EXPECT_EQ(r->end, TrainResult::End::kNonFinite);
   EXPECT_NE(r->message.find("the run diverged"), std::string::npos) << r->message;
+  EXPECT_EQ(r->details["where"], "training_loss") << r->details.dump();
+  EXPECT_EQ(r->details["epoch"], 1);
+}
+
+// The evaluation's outputs are checked once read back: NaN or infinite outputs end the run
+// (kNonFinite, where "logits", the rows counted) while the training loss stays finite, and no
+// metric is computed from them; a validation loss that is not finite ends it too.
+TEST_F(TorchTrainerTest, NonFiniteEvaluationOutputsEndTheRun) {
+  auto trainer = NewCpuTrainer();
+  for (float bad : {std::nanf(""), HUGE_VALF, -HUGE_VALF}) {
+    TrainJob job{TinyModel(), FastHyperparams(), data_};
+    job.on_eval_outputs = [bad](int64_t, std::vector<float>& out) { out[out.size() - 1] = bad; };
+    int reported = 0;
+    auto r = Train(*trainer, job, [&](const EpochMetrics&) -> Result<EpochDecision> {
+      ++reported;
+      return EpochDecision::kContinue;
+    });
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->end, TrainResult::End::kNonFinite) << bad;
+    EXPECT_EQ(r->details["where"], "logits") << r->details.dump();
+    EXPECT_EQ(r->details["count"], 1) << r->details.dump();
+    EXPECT_EQ(r->details["epoch"], 1);
+    EXPECT_EQ(reported, 0);
+    EXPECT_NE(r->message.find("the training loss was"), std::string::npos) << r->message;
+  }
 }
 
 // The loss stays on the device and is read back every 50 optimizer steps and at each epoch's
@@ -377,7 +402,8 @@ TEST_F(TorchTrainerTest, DivergenceIsFoundAtTheNextCheckWithinTheEpoch) {
                    return EpochDecision::kContinue;
                  });
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->end, TrainResult::End::kFailed);
+  EXPECT_EQ(r->end, TrainResult::End::kNonFinite);
+  EXPECT_EQ(r->details["step"], 50);
   EXPECT_NE(r->message.find("at epoch 1, found at step 50 (checked every 50 optimizer steps"),
             std::string::npos)
       << r->message;

@@ -47,4 +47,19 @@ TEST(Text, DisplayWidthCountsCharactersNotBytes) {
 }
 
 }  // namespace
+// Bytes from outside become valid UTF-8: each byte that does not start a well-formed sequence is
+// written as \xNN; valid text, multi-byte characters included, is unchanged.
+TEST(ValidUtf8, EscapesEveryInvalidByteAndKeepsValidText) {
+  EXPECT_EQ(ValidUtf8("plain ascii\n"), "plain ascii\n");
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(ValidUtf8("bad \xff\xfe bytes"), "bad \\xff\\xfe bytes");
+  EXPECT_EQ(ValidUtf8("\x80"), "\\x80");                             // a stray continuation byte
+  EXPECT_EQ(ValidUtf8("\xc3"), "\\xc3");                             // truncated at the end
+  EXPECT_EQ(ValidUtf8("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
+  EXPECT_EQ(ValidUtf8("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
+  EXPECT_EQ(ValidUtf8(std::string("a\0b", 3)), std::string("a\0b", 3));  // NUL is valid UTF-8
+}
+
 }  // namespace tune

@@ -16,6 +16,7 @@
 #include "train/save_best.h"
 #include "train/text_data.h"
 #include "train_objective/train_objective.h"
+#include "util/nonfinite.h"
 
 namespace tune::app {
 namespace {
@@ -36,11 +37,11 @@ struct PredictArgs {
 
 // The texts tokenized by the model's tokenizer as the train objective tokenizes validation
 // texts, with their targets (when every row has one: `labelled`) in data.validation_*; `texts`
-// keeps the raw text.
+// keeps the raw text, `lines` each text's line in the file.
 // NotFound/InvalidArgument naming file and line.
 Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTrainData& data,
                        std::vector<std::string>& texts, std::vector<std::string>& pairs,
-                       bool& labelled) {
+                       std::vector<int64_t>& lines, bool& labelled) {
   TUNE_ASSIGN_OR_RETURN(DataTable table, ReadDataTable(args.data, args.data_format));
   TUNE_ASSIGN_OR_RETURN(Tokenizer tokenizer,
                         Tokenizer::FromCheckpointDir(model.checkpoint.dir, TokenizerOptions{}));
@@ -76,6 +77,7 @@ Status LoadPredictData(const PredictArgs& args, const SavedModel& model, TextTra
   for (const DataRow& row : table.rows) {
     TUNE_ASSIGN_OR_RETURN(std::string text, text_at(row, text_column));
     texts.push_back(std::move(text));
+    lines.push_back(static_cast<int64_t>(row.line));
     std::string pair;
     if (!pair_column.empty()) {
       TUNE_ASSIGN_OR_RETURN(pair, text_at(row, pair_column));
@@ -137,9 +139,30 @@ std::vector<std::string> PredictedLabels(const SavedModel& model, const std::vec
   return out;
 }
 
+// The line of a text whose logits are not finite: no prediction.
+void WriteNonFinitePrediction(const PredictArgs& args, const SavedModel& model,
+                              const std::string& text, const std::string* pair, const char* target,
+                              std::ostream& out) {
+  const bool regression = model.inputs.problem_type == ProblemType::kRegression;
+  if (args.format == "csv") {
+    out << CsvField(text) << "," << (pair == nullptr ? "" : CsvField(*pair) + ",");
+    if (!regression) out << std::string(model.labels.size(), ',');
+    out << "\n";
+    return;
+  }
+  Json line = {{"text", text}};
+  if (pair != nullptr) line["text_pair"] = *pair;
+  line[target] = nullptr;
+  if (!regression) line["probabilities"] = nullptr;
+  line["logits"] = nullptr;
+  line["nonfinite"] = true;
+  out << line.dump() << "\n";
+}
+
 // One line per text: the predicted label and each label's probability; multi-label, the
 // predicted labels (a list; CSV: joined by the label separator) and each label's probability;
-// regression, the predicted "score".
+// regression, the predicted "score". A text whose logits are not all finite gets no prediction:
+// its target, probabilities and logits are null ("nonfinite": true; CSV: empty fields).
 void WritePredictions(const PredictArgs& args, const SavedModel& model,
                       const std::vector<std::string>& texts, const std::vector<std::string>& pairs,
                       const std::vector<std::vector<float>>& logits, std::ostream& out) {
@@ -155,6 +178,11 @@ void WritePredictions(const PredictArgs& args, const SavedModel& model,
     out << "\n";
   }
   for (size_t i = 0; i < texts.size(); ++i) {
+    if (!AllFinite(logits[i])) {
+      WriteNonFinitePrediction(args, model, texts[i], pairs.empty() ? nullptr : &pairs[i], target,
+                               out);
+      continue;
+    }
     const std::vector<double> p = Outputs(model, logits[i]);
     Json value;
     std::string shown;
@@ -248,13 +276,36 @@ Json PredictMetrics(const TextTrainData& data, const SavedModel& model,
   return j;
 }
 
+// FailedPrecondition naming the data file's lines whose logits are not finite (their predictions
+// were written empty), so that a script sees a non-zero exit.
+Status CheckOutputsFinite(const PredictArgs& args, const std::vector<std::vector<float>>& logits,
+                          const std::vector<int64_t>& lines, bool labelled) {
+  std::vector<int64_t> bad;
+  std::string example;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (AllFinite(logits[i])) continue;
+    bad.push_back(i < lines.size() ? lines[i] : static_cast<int64_t>(i + 1));
+    for (float v : logits[i]) {
+      if (example.empty() && !std::isfinite(v)) example = FormatNumber(v);
+    }
+  }
+  if (bad.empty()) return Status::Ok();
+  return FailedPreconditionError(fmt::format(
+      "the model's outputs are not finite (e.g. {}) on {} of {} rows of {} (line{} {}); {} "
+      "written without a prediction (\"nonfinite\": true){}; check the model's weights (a "
+      "warning above names the tensors when they are not finite)",
+      example, bad.size(), logits.size(), args.data, bad.size() == 1 ? "" : "s", ShortList(bad),
+      bad.size() == 1 ? "it is" : "they are", labelled ? " and no metric is computed" : ""));
+}
+
 int Predict(const PredictArgs& args) {
   auto model = ReadSavedModel(args.model);
   if (!model.ok()) return Fail(model.status());
   TextTrainData data;
   std::vector<std::string> texts, pairs;
+  std::vector<int64_t> lines;
   bool labelled = false;
-  if (Status st = LoadPredictData(args, *model, data, texts, pairs, labelled); !st.ok())
+  if (Status st = LoadPredictData(args, *model, data, texts, pairs, lines, labelled); !st.ok())
     return Fail(st);
   auto trainer = LoadTrainer(args.device, args.threads, std::nullopt, /*count_cpu_memory=*/false);
   if (!trainer.ok()) return Fail(trainer.status());
@@ -273,6 +324,7 @@ int Predict(const PredictArgs& args) {
       return Fail(InvalidArgumentError(fmt::format("--output: cannot write '{}'", args.output)));
   }
   WritePredictions(args, *model, texts, pairs, *logits, args.output.empty() ? std::cout : file);
+  if (Status st = CheckOutputsFinite(args, *logits, lines, labelled); !st.ok()) return Fail(st);
   if (!labelled) return kExitOk;
   Json metrics = PredictMetrics(data, *model, *logits);
   metrics["metric"] = model->metric;
