@@ -4,12 +4,21 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test install package demo demo-function demo-torchscript tune-criteria format clean
+.PHONY: all deps venv configure build test install package demo demo-function demo-torchscript tune-criteria format clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# tune's Python environment (scripts/install-venv.sh, docs/overview.md "The Python environment"):
+# a virtual environment with the released Optuna 5.0, optuna-dashboard, PyTorch and Hugging Face's
+# libraries, pinned and hash-checked (scripts/python-requirements.txt). Made or refreshed before
+# `make test`; nothing to do, and no network, when it is current. TUNE_VENV=DIR puts it elsewhere
+# than .venv.
+TUNE_VENV ?= .venv
+venv: deps
+	@scripts/install-venv.sh --venv $(TUNE_VENV)
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
@@ -19,7 +28,7 @@ configure: deps $(BUILD_DIR)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+test: venv build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # tune, its libraries and plugins, the Python module, the man page and the bash completion under
