@@ -4,12 +4,22 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test install package demo demo-function demo-torchscript tune-criteria format clean
+.PHONY: all deps venv configure build test install package demo demo-function demo-torchscript tune-criteria format clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# tune's Python environment (scripts/install-venv.sh, docs/overview.md "The Python environment"):
+# a virtual environment with the released Optuna 5.0, optuna-dashboard, PyTorch and Hugging Face's
+# libraries, pinned and hash-checked (scripts/python-requirements.txt), which the tests that run
+# beside Optuna 5.0 use. Made or refreshed before `make test`; nothing to do, and no network,
+# when it is current. TUNE_VENV=DIR puts it elsewhere than .venv; `make test` hands its Python to
+# the tests in $TUNE_VENV_PYTHON.
+TUNE_VENV ?= .venv
+venv: deps
+	@scripts/install-venv.sh --venv $(TUNE_VENV)
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
@@ -19,8 +29,9 @@ configure: deps $(BUILD_DIR)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+test: venv build
+	cd $(BUILD_DIR) && TUNE_VENV_PYTHON=$(abspath $(TUNE_VENV))/bin/python \
+	  ctest --output-on-failure -j $(JOBS)
 
 # tune, its libraries and plugins, the Python module, the man page and the bash completion under
 # PREFIX (docs/cli.md#installing); DESTDIR stages them elsewhere, as for a package.

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """NSGA-II studies that tune and Optuna 4.9 (or 5.0) continue from each other (issues 34, 44).
 
-  nsgaii_optuna_test.py TUNE_BINARY OPTUNA_DIR [VERSION]
+  nsgaii_optuna_test.py TUNE_BINARY OPTUNA_DIR [VERSION [VENV_PYTHON]]
 
-VERSION is the Optuna OPTUNA_DIR holds, 4.9 (the default; $TUNE_OPTUNA49_PATH overrides the
-directory) or 5.0 ($TUNE_OPTUNA50_PATH): Optuna 5.0's NSGAIISampler() keeps 4.9's generations and
-parent caches, and tune's default ("constraints": "auto") is its rule. The steps, for 4.9:
+VERSION is the Optuna to run beside tune, 4.9 (the default) or 5.0: Optuna 5.0's NSGAIISampler()
+keeps 4.9's generations and parent caches, and tune's default ("constraints": "auto") is its rule.
+Optuna 5.0 is the released one in tune's Python environment (VENV_PYTHON, or $TUNE_VENV_PYTHON),
+else the source tree OPTUNA_DIR; 4.9 is the source tree OPTUNA_DIR. $TUNE_OPTUNA49_PATH and
+$TUNE_OPTUNA50_PATH name another source tree (tests/testing/optuna_peer.py). The steps, for 4.9:
 
 1. tune begins: 30 trials of a two-objective study on SQLite, each asked by its own
    `tune ask --sampler NSGAIISampler` process (population_size 6) and told by `tune tell`; then
@@ -20,8 +22,8 @@ parent caches, and tune's default ("constraints": "auto") is its rule. The steps
    trial has a generation, each cached parent list comes from the previous generation and its
    parents, and Optuna 4.9 continues it.
 
-Each Optuna step runs in its own /usr/bin/python3 process with the vendored Optuna on
-PYTHONPATH. Without it: SKIPPED (exit 77) with a banner.
+Each Optuna step runs in its own process: the environment's Python, or /usr/bin/python3 with the
+source tree on PYTHONPATH. Without either: SKIPPED (exit 77) with a banner.
 """
 import json
 import os
@@ -31,10 +33,13 @@ import tempfile
 
 TUNE = os.path.abspath(sys.argv[1])
 VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
-OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
-OPTUNA_DIR = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # Optuna VERSION
+VENV_PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
 NAME = "nsgaii_optuna" if VERSION == "4.9" else "nsgaii_optuna50"
-PYTHON = "/usr/bin/python3"
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+import optuna_peer  # noqa: E402
+
+PEER = None  # the Optuna beside tune: optuna_peer.Peer, found in main()
 POP = 6
 GEN = "NSGAIISampler:generation"
 PARENT = "NSGAIISampler:parent:"
@@ -109,9 +114,8 @@ def run(args, cwd, env=None):
 
 
 def optuna(mode, url, name, n, cwd):
-    env = dict(os.environ, PYTHONPATH=OPTUNA_DIR)
-    return json.loads(run([PYTHON, "-c", OPTUNA, mode, url, name, str(n), str(POP)], cwd,
-                          env).stdout.strip().splitlines()[-1])
+    return json.loads(run([PEER.python, "-c", OPTUNA, mode, url, name, str(n), str(POP)], cwd,
+                          PEER.env()).stdout.strip().splitlines()[-1])
 
 
 def objective(p):
@@ -236,16 +240,9 @@ def tune_runs_jobs(tmp):
 
 
 def main():
-    found = None
-    if os.path.isfile(os.path.join(OPTUNA_DIR, "optuna", "__init__.py")):
-        found = subprocess.run([PYTHON, "-c", "import optuna; print(optuna.__version__)"],
-                               capture_output=True, text=True,
-                               env=dict(os.environ, PYTHONPATH=OPTUNA_DIR)).stdout.strip()
-    if not found or not found.startswith(VERSION + "."):
-        line = "=" * 78
-        print(f"{line}\nSKIPPED {NAME}: no Optuna {VERSION} at {OPTUNA_DIR} (found "
-              f"{found or 'none'}; set {OPTUNA_ENV})\n{line}")
-        return 77
+    global PEER
+    PEER = optuna_peer.find(NAME, VERSION, sys.argv[2], VENV_PYTHON)
+    print(f"{NAME}: {PEER.describe()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         tune_begins(tmp)
         optuna_begins(tmp)

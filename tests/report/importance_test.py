@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """tune report's PED-ANOVA importances against Optuna 4.9's PedAnovaImportanceEvaluator.
 
-  importance_test.py TUNE_BINARY OPTUNA_DIR [VERSION]
+  importance_test.py TUNE_BINARY OPTUNA_DIR [VERSION [VENV_PYTHON]]
 
-VERSION (4.9 by default; $TUNE_OPTUNA49_PATH, or for 5.0 $TUNE_OPTUNA50_PATH, overrides the
-directory) is the Optuna there: 5.0's PedAnovaImportanceEvaluator, its default evaluator, was
-rewritten (multi-objective support) and must give the same values. For 4.9:
+VERSION (4.9 by default, or 5.0) is the Optuna compared: 5.0's PedAnovaImportanceEvaluator, its
+default evaluator, was rewritten (multi-objective support) and must give the same values. Optuna
+5.0 is the released one in tune's Python environment (VENV_PYTHON, or $TUNE_VENV_PYTHON), else the
+source tree OPTUNA_DIR; 4.9 is the source tree OPTUNA_DIR; $TUNE_OPTUNA49_PATH and
+$TUNE_OPTUNA50_PATH name another source tree (tests/testing/optuna_peer.py). For 4.9:
 
 Studies written by Optuna 4.9 (make_optuna_study.py: categorical, int-with-step, log-float and
 float parameters; 40, 150 and 600 trials) and one written by tune (the 'mixed' function, random
 sampler); importance_vs_optuna.py must find the same ranking and values within 1e-6 on each.
-Exit 77 (skipped) without Optuna 4.9.
+Exit 77 (skipped), with a banner, without that Optuna.
 """
 import json
 import os
@@ -20,9 +22,13 @@ import tempfile
 
 TUNE = os.path.abspath(sys.argv[1])
 VERSION = sys.argv[3] if len(sys.argv) > 3 else "4.9"
-OPTUNA_ENV = "TUNE_OPTUNA49_PATH" if VERSION == "4.9" else "TUNE_OPTUNA50_PATH"
-OPTUNA_DIR = os.path.abspath(os.environ.get(OPTUNA_ENV, sys.argv[2]))  # Optuna VERSION
+VENV_PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
+NAME = "report_importance_optuna49" if VERSION == "4.9" else "report_importance_optuna50"
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
+import optuna_peer  # noqa: E402
+
 SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-base", "bert-large-uncased"]},
          "batch_size": {"type": "categorical", "choices": [8, 16, 32, 64]},
          "max_length": {"type": "int", "low": 64, "high": 512, "step": 64},
@@ -31,21 +37,15 @@ SPACE = {"model": {"type": "model", "choices": ["bert-base-uncased", "roberta-ba
 
 
 def main():
-    env = dict(os.environ, PYTHONPATH=OPTUNA_DIR, PYTHONWARNINGS="ignore")
-    found = None
-    if os.path.isdir(os.path.join(OPTUNA_DIR, "optuna")):
-        found = subprocess.run(
-            ["/usr/bin/python3", "-c", "import optuna; print(optuna.__version__)"],
-            capture_output=True, text=True, env=env).stdout.strip()
-    if not found or not found.startswith(VERSION + "."):
-        print(f"SKIPPED: no Optuna {VERSION} at {OPTUNA_DIR} (found {found or 'none'}; set "
-              f"{OPTUNA_ENV})")
-        return 77
+    peer = optuna_peer.find(NAME, VERSION, sys.argv[2], VENV_PYTHON)
+    print(f"{NAME}: {peer.describe()}", flush=True)
+    env = peer.env()
+    env["PYTHONWARNINGS"] = "ignore"
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         url = "sqlite:///" + os.path.join(tmp, "s.db")
         for n in (40, 150, 600):
-            subprocess.run(["/usr/bin/python3", os.path.join(HERE, "make_optuna_study.py"), url,
+            subprocess.run([peer.python, os.path.join(HERE, "make_optuna_study.py"), url,
                             f"optuna{n}", str(n)], env=env, check=True)
         doc = {"direction": "minimize", "sampler": {"name": "random", "seed": 11},
                "search_space": SPACE, "objective": {"type": "function", "name": "mixed"}}
@@ -56,7 +56,7 @@ def main():
                        stdout=subprocess.DEVNULL)
         for study in ("optuna40", "optuna150", "optuna600", "tune300"):
             print(f"== study {study}", flush=True)
-            r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "importance_vs_optuna.py"),
+            r = subprocess.run([peer.python, os.path.join(HERE, "importance_vs_optuna.py"),
                                 TUNE, url, study, "--tolerance", "1e-6"], env=env)
             failed += r.returncode != 0
     print("OK" if not failed else f"{failed} study(ies) differ")

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """optuna-dashboard's API reads the studies tune writes (issue 44, item 6).
 
-  dashboard_api_test.py TUNE_BINARY OPTUNA50_DIR
+  dashboard_api_test.py TUNE_BINARY OPTUNA50_DIR [VENV_PYTHON]
 
-optuna-dashboard is not a Debian package. The test runs where it is installed: the directory
-$TUNE_OPTUNA_DASHBOARD_PATH holds its `optuna_dashboard` package and Bottle's `bottle.py` (its one
-dependency), or both import as they are. Without them it exits 77 (ctest SKIP_RETURN_CODE) with a
-banner; likewise without Optuna 5.0 at OPTUNA50_DIR (or $TUNE_OPTUNA50_PATH).
+optuna-dashboard is not a Debian package: it comes with tune's Python environment
+(scripts/install-venv.sh, which `make test` runs), beside the released Optuna 5.0. The test runs
+itself again with that environment's Python, VENV_PYTHON (or $TUNE_VENV_PYTHON), and prints the
+versions and places of both. Without the environment it looks for both in OPTUNA50_DIR's source
+tree (or $TUNE_OPTUNA50_PATH's; tests/testing/optuna_peer.py), which holds no optuna-dashboard,
+and exits 77 (ctest SKIP_RETURN_CODE) with a banner; an environment that exists but lacks either
+is a failure.
 
 tune, run with TZ=Asia/Tokyo, writes three SQLite studies: one objective with named constraints
 (a command objective, tune's default sampler), two objectives (zdt1) and the `mixed` function with
@@ -29,37 +32,22 @@ import time
 from wsgiref.util import setup_testing_defaults
 
 TUNE = os.path.abspath(sys.argv[1])
-OPTUNA_DIR = os.path.abspath(os.environ.get("TUNE_OPTUNA50_PATH", sys.argv[2]))
-DASHBOARD_DIR = os.environ.get("TUNE_OPTUNA_DASHBOARD_PATH")
 os.environ["TZ"] = "Asia/Tokyo"  # this process and every tune it starts
 time.tzset()
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
+sys.path.insert(0, HERE)
+import optuna_peer  # noqa: E402
 from study_checks import (CONSTRAINED_PROGRAM, CONSTRAINED_SPACE, Checks,  # noqa: E402
                           optuna_objective, run_tune)
 
+PEER = optuna_peer.find("dashboard_api", "5.0", sys.argv[2],
+                        sys.argv[3] if len(sys.argv) > 3 else None, modules=("optuna_dashboard",))
+optuna = optuna_peer.run_here(PEER)  # may run this script again with the environment's Python
+import optuna_dashboard  # noqa: E402
 
-def skip(reason):
-    line = "=" * 78
-    print(f"{line}\nSKIPPED dashboard_api: {reason}\n(set TUNE_OPTUNA_DASHBOARD_PATH to a "
-          f"directory holding optuna_dashboard/ and bottle.py, and TUNE_OPTUNA50_PATH to Optuna "
-          f"5.0)\n{line}")
-    sys.exit(77)
-
-
-sys.path.insert(0, OPTUNA_DIR)
-if DASHBOARD_DIR:
-    sys.path.insert(0, os.path.abspath(DASHBOARD_DIR))
-try:
-    import optuna
-except ImportError as e:
-    skip(f"cannot import Optuna 5.0 from {OPTUNA_DIR}: {e}")
-if not optuna.__version__.startswith("5.0."):
-    skip(f"{OPTUNA_DIR} holds Optuna {optuna.__version__}, not 5.0")
-try:
-    import optuna_dashboard
-except ImportError as e:
-    skip(f"optuna-dashboard is not installed ({e})")
+print(f"dashboard_api: {PEER.describe()}", flush=True)
 import warnings  # noqa: E402
 
 warnings.simplefilter("ignore")

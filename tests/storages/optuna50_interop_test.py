@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """tune and Optuna 5.0 on the same SQLite studies, both ways (docs/config.md#defaults-and-presets).
 
-  optuna50_interop_test.py TUNE_BINARY OPTUNA50_DIR
+  optuna50_interop_test.py TUNE_BINARY OPTUNA50_DIR [VENV_PYTHON]
+
+Optuna 5.0 is the released one in tune's Python environment: the test runs itself again with
+VENV_PYTHON (or $TUNE_VENV_PYTHON) when that exists; else the source tree OPTUNA50_DIR, or
+$TUNE_OPTUNA50_PATH's (tests/testing/optuna_peer.py). It prints which.
 
 1. Times: tune, run with TZ=Asia/Tokyo (UTC+9), stores datetime_start/datetime_complete as naive
    UTC, as Optuna 5.0 does: the raw columns lie within the run's wall-clock window read as UTC,
@@ -14,7 +18,8 @@
 3. Optuna 5.0 -> tune: a two-objective study Optuna 5.0 writes (default sampler, constraints)
    is continued by tune's TPE and NSGA-II ("constraints": true), then by Optuna again.
 
-Exit 77 (ctest SKIP_RETURN_CODE) when Optuna 5.0 cannot be imported from OPTUNA50_DIR.
+Exit 77 (ctest SKIP_RETURN_CODE), with a banner, without any Optuna 5.0; exit 1 when tune's Python
+environment exists but is broken.
 """
 import datetime
 import json
@@ -25,22 +30,20 @@ import tempfile
 import time
 
 TUNE = os.path.abspath(sys.argv[1])
-OPTUNA_DIR = os.path.abspath(os.environ.get("TUNE_OPTUNA50_PATH", sys.argv[2]))
 os.environ["TZ"] = "Asia/Tokyo"  # this process (Optuna) and every tune it starts
 time.tzset()
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
+sys.path.insert(0, HERE)
+import optuna_peer  # noqa: E402
 from study_checks import (CONSTRAINED_PROGRAM, CONSTRAINED_SPACE, Checks,  # noqa: E402
                           optuna_objective, run_tune)
-sys.path.insert(0, OPTUNA_DIR)
-try:
-    import optuna
-except ImportError as e:
-    print(f"SKIP: cannot import Optuna 5.0 from {OPTUNA_DIR}: {e}")
-    sys.exit(77)
-if not optuna.__version__.startswith("5.0."):
-    print(f"SKIP: {OPTUNA_DIR} holds Optuna {optuna.__version__}, not 5.0")
-    sys.exit(77)
+
+PEER = optuna_peer.find("optuna50_interop", "5.0", sys.argv[2],
+                        sys.argv[3] if len(sys.argv) > 3 else None)
+optuna = optuna_peer.run_here(PEER)  # may run this script again with the environment's Python
+print(f"optuna50_interop: {PEER.describe()}", flush=True)
 import warnings  # noqa: E402
 
 warnings.simplefilter("ignore")
