@@ -14,6 +14,7 @@
 #include "config/boundary_probes.h"
 #include "config/config.h"
 #include "memory/estimator.h"
+#include "memory/guard_planner.h"
 #include "memory/simulated_card.h"
 #include "progress.h"
 #include "study/study_defaults.h"
@@ -56,15 +57,37 @@ Result<StudyConfig> LoadConfig(const RunArgs& args) {
   return config;
 }
 
-// --device, --device-memory, --oom-retry: the train objective's settings.
+// --oom-retry for a command objective's memory section.
+Status ApplyCommandOomRetry(const RunArgs& args, StudyConfig& config) {
+  if (!config.objective.command_memory) {
+    return InvalidArgumentError(
+        fmt::format("--oom-retry applies to the train objective and to a command objective with a "
+                    "\"memory\" section; {} has none",
+                    config.source));
+  }
+  CommandMemoryOptions& memory = *config.objective.command_memory;
+  memory.guard.oom_retry = *args.oom_retry;
+  if (Status st = CheckOomRetry(memory); !st.ok()) {
+    return InvalidArgumentError(fmt::format("--oom-retry {}: {}", *args.oom_retry, st.message()));
+  }
+  return Status::Ok();
+}
+
+// --device, --device-memory, --oom-retry: the train objective's settings (--oom-retry: also a
+// command objective's).
 Status ApplyTrainFlags(const RunArgs& args, StudyConfig& config) {
   if (!args.device && !args.device_memory && !args.oom_retry && !args.save_best) {
     return Status::Ok();
   }
+  if (config.objective.type == ObjectiveType::kCommand && args.oom_retry && !args.device &&
+      !args.device_memory && !args.save_best) {
+    return ApplyCommandOomRetry(args, config);
+  }
   if (config.objective.type != ObjectiveType::kTrain) {
     return InvalidArgumentError(fmt::format(
-        "--device, --device-memory, --oom-retry and --save-best apply to the train objective; "
-        "{} has objective '{}'",
+        "--device, --device-memory, --oom-retry and --save-best apply to the train objective "
+        "(--oom-retry also to a command objective with a \"memory\" section); {} has objective "
+        "'{}'",
         config.source, ObjectiveTypeName(config.objective.type)));
   }
   if (args.save_best) {
@@ -321,9 +344,9 @@ void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
                  "process sees only its card")
       ->type_name("LIST");
   app.add_option("--oom-retry", run.oom_retry,
-                 "train objective: retry a trial that runs out of memory up to K times at half "
-                 "the micro-batch and twice the accumulation (default: the config's "
-                 "memory.oom_retry, else 0)")
+                 "train objective, or a command objective with a memory section: retry a "
+                 "trial that runs out of memory up to K times at half the micro-batch and twice "
+                 "the accumulation (default: the config's memory.oom_retry, else 0)")
       ->check(CLI::Range(0, 10));
   app.add_option("--save-best", run.save_best,
                  "train objective: keep the study's best model in DIR (a Hugging Face-style "
