@@ -49,6 +49,24 @@ if(TUNE_WITH_TORCH)
       message(STATUS "LibTorch brings its own fmt (${_torch_fmt}); tune reads ${_system_fmt} "
                      "first (${TUNE_FMT_FIRST_DIR})")
     endif()
+    # A PyPI wheel's CUDA libraries are its sibling packages (site-packages/nvidia/*/lib), found
+    # by libtorch_cuda's own RPATH; the CUDA Toolkit on the machine may be an older one (its
+    # NCCL lacks symbols libtorch_cuda needs). The linker looks there first, and tune's own
+    # CUDA runtime (CUDA::cudart) is the wheel's, so that one runtime of one version is loaded.
+    get_filename_component(_torch_site "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
+    file(GLOB _wheel_cuda_dirs LIST_DIRECTORIES true "${_torch_site}/nvidia/*/lib")
+    if(_wheel_cuda_dirs)
+      foreach(_dir IN LISTS _wheel_cuda_dirs)
+        add_link_options("LINKER:-rpath-link,${_dir}")
+      endforeach()
+      find_library(TUNE_WHEEL_CUDART NAMES libcudart.so.13 libcudart.so.12 PATHS ${_wheel_cuda_dirs}
+                   NO_DEFAULT_PATH)
+      if(TARGET CUDA::cudart AND TUNE_WHEEL_CUDART)
+        set_property(TARGET CUDA::cudart PROPERTY IMPORTED_LOCATION ${TUNE_WHEEL_CUDART})
+      endif()
+      message(STATUS "LibTorch is a PyPI wheel: its CUDA libraries are in ${_torch_site}/nvidia "
+                     "(CUDA runtime: ${TUNE_WHEEL_CUDART})")
+    endif()
   else()
     message(WARNING "LibTorch NOT found: building tune WITHOUT the 'train' objective and its "
                     "tests. Install libtorch-dev (scripts/install-deps.sh) or point Torch_DIR "
