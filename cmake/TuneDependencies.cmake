@@ -45,6 +45,18 @@ endif()
 # LibTorch (optional; Debian: libtorch-dev, installed by scripts/install-deps.sh): the trainer of
 # the 'train' objective. Without it tune builds and tests everything else, and says so here.
 if(TUNE_WITH_TORCH)
+  # A CUDA LibTorch's CMake package (PyPI's wheel) compiles and runs a probe for the machine's
+  # cards unless TORCH_CUDA_ARCH_LIST is set; the probe fails without a card, and where CMake does
+  # not know the nvcc's flags (CMake 3.25 with CUDA 13). tune compiles no CUDA source, so the list
+  # only has to be valid: kept in the cache, so that CMake re-running by itself (after a pull)
+  # configures as the first run did.
+  set(TUNE_TORCH_CUDA_ARCH_LIST "$ENV{TORCH_CUDA_ARCH_LIST}" CACHE STRING
+      "TORCH_CUDA_ARCH_LIST for LibTorch's CMake package (empty: 7.5;8.0;8.6;8.9;9.0)")
+  if(TUNE_TORCH_CUDA_ARCH_LIST STREQUAL "")
+    set(ENV{TORCH_CUDA_ARCH_LIST} "7.5;8.0;8.6;8.9;9.0")
+  else()
+    set(ENV{TORCH_CUDA_ARCH_LIST} "${TUNE_TORCH_CUDA_ARCH_LIST}")
+  endif()
   find_package(Torch QUIET)
   if(Torch_FOUND)
     message(STATUS "LibTorch ${Torch_VERSION} found: building tune_torch (the 'train' objective)")

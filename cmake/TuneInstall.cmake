@@ -39,8 +39,27 @@ set_target_properties(tune PROPERTIES INSTALL_RPATH "$ORIGIN/../${TUNE_INSTALL_P
 install(TARGETS tune RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS tune_core tune_train tune_spm LIBRARY DESTINATION ${TUNE_INSTALL_PRIVATE_LIBDIR})
 if(TUNE_WITH_TORCH)
-  # A LibTorch outside the system's directories (a pip torch) stays on the plugin's RPATH.
-  set_target_properties(tune_torch PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+  # A LibTorch outside the system's directories (a pip torch) stays on the installed plugin's
+  # RPATH, and so does a wheel's CUDA runtime, which the plugin links itself (TUNE_WHEEL_CUDART,
+  # cmake/TuneDependencies.cmake); the wheel's other CUDA libraries are found by libtorch_cuda's
+  # own RUNPATH. Named here rather than taken from the link path, which a wheel's CMake package
+  # fills with directories that do not exist (/lib/intel64, ...).
+  set(_plugin_rpath "$ORIGIN")
+  # Where the linked LibTorch is: its imported c10 target (TORCH_LIBRARY may name another
+  # LibTorch on the machine, e.g. Debian's, which the link does not use).
+  set(_torch_libdir "")
+  if(TARGET c10)
+    get_target_property(_c10_file c10 LOCATION)
+    get_filename_component(_torch_libdir "${_c10_file}" DIRECTORY)
+  endif()
+  if(_torch_libdir AND NOT _torch_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+    list(APPEND _plugin_rpath "${_torch_libdir}")
+  endif()
+  if(TUNE_WHEEL_CUDART)
+    get_filename_component(_cudart_dir "${TUNE_WHEEL_CUDART}" DIRECTORY)
+    list(APPEND _plugin_rpath "${_cudart_dir}")
+  endif()
+  set_target_properties(tune_torch PROPERTIES INSTALL_RPATH "${_plugin_rpath}")
   install(TARGETS tune_torch LIBRARY DESTINATION ${TUNE_INSTALL_PRIVATE_LIBDIR})
 endif()
 install(FILES ${TUNE_PYTHON_MODULE} DESTINATION ${CMAKE_INSTALL_DATADIR}/tune/python)
