@@ -63,8 +63,7 @@ TEST(TorchSentencePiece, SpmTokenizerAndLibTorchShareOneProcess) {
   // SentencePiece stays out of the global scope; protobuf there, if any, is LibTorch's
   // (Debian's LibTorch links libprotobuf.so; PyPI's wheel keeps its protobuf to itself).
   EXPECT_EQ(dlsym(RTLD_DEFAULT, "_ZN13sentencepiece22SentencePieceProcessorC1Ev"), nullptr);
-  const std::string protobuf =
-      DefiningLibrary("_ZN6google8protobuf8internal10LogMessage6FinishEv");
+  const std::string protobuf = DefiningLibrary("_ZN6google8protobuf8internal10LogMessage6FinishEv");
   EXPECT_EQ(protobuf.find("sentencepiece"), std::string::npos) << protobuf;
   if (!protobuf.empty()) {
     EXPECT_NE(protobuf.find("libprotobuf.so"), std::string::npos) << protobuf;
