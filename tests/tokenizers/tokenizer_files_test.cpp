@@ -138,6 +138,12 @@ TEST(TokenizerFiles, DebertaSpmModelUsesItsOwnIds) {
   ASSERT_EQ(pieces.size(), ids.size());
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
   EXPECT_EQ(t->Encode("\xF0\x9F\x98\x80"), (Ids{t->TokenId("\xE2\x96\x81"), 3}));  // ▁ + [UNK]
+  // As transformers 5's DebertaV2Tokenizer: no NFKC (the ligature stays one unknown character),
+  // runs of white space and tabs are one space, [SEP] in the text is [SEP].
+  Words fi = t->SplitWords("\xEF\xAC\x81");  // U+FB01
+  EXPECT_EQ(fi, (Words{"\xE2\x96\x81", "\xEF\xAC\x81"}));
+  EXPECT_EQ(t->Encode("the  lazy\tfox"), t->Encode("the lazy fox"));
+  EXPECT_EQ(t->Encode("fox[SEP]").back(), t->sep_id());
   EXPECT_EQ(t->EncodeForClassification("the", 8).front(), 1);
 }
 
@@ -165,6 +171,16 @@ TEST(TokenizerFiles, XlmRobertaModelUsesFairseqIds) {
     EXPECT_GE(ids[i], 4);
     EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
   }
+  // As transformers 5's XLMRobertaTokenizer: the model's character map (NFKC: the ligature is
+  // "fi", U+00A0 a space), then a split on every white-space character (U+0085 too).
+  EXPECT_EQ(t->Encode("\xEF\xAC\x81ne"), t->Encode("fine"));
+  EXPECT_EQ(t->Encode("the\xC2\xA0"
+                      "fox"),
+            t->Encode("the fox"));
+  EXPECT_EQ(t->Encode("the\xC2\x85"
+                      "fox"),
+            t->Encode("the fox"));
+  EXPECT_EQ(t->Encode("the <mask>").back(), t->mask_id());
 }
 
 TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
@@ -197,6 +213,22 @@ TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
   ASSERT_TRUE(bpe.ok()) << bpe.status().ToString();
   EXPECT_EQ(bpe->EncodeForClassification("hi hi ih", 16), (Ids{0, 6, 8, 7, 5, 4, 2}));
   EXPECT_EQ(bpe->mask_id(), -1);
+
+  // A special token with lstrip takes the white space before it (RoBERTa's <mask>); the file's
+  // added_tokens are the tokens matched in the text.
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
+    "added_tokens": [{"id": 9, "content": "<mask>", "lstrip": true, "rstrip": false,
+                      "single_word": false, "normalized": false, "special": true},
+                     {"id": 2, "content": "</s>", "lstrip": false, "rstrip": false,
+                      "single_word": false, "normalized": false, "special": true}],
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]},
+    "model": {"type": "BPE", "unk_token": null, "merges": [["h", "i"], "\u0120 hi"],
+              "vocab": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "h": 4, "i": 5,
+                        "hi": 6, "\u0120": 7, "\u0120hi": 8, "<mask>": 9}}})";
+  auto masked = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  EXPECT_EQ(masked->Encode("hi  <mask> hi</s>"), (Ids{6, 9, 8, 2}));
 
   std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
     "pre_tokenizer": {"type": "Whitespace"},
