@@ -103,8 +103,6 @@ std::string ToUtf8(std::u32string_view s) {
   return out;
 }
 
-bool IsWordChar(char32_t c) { return c == '_' || internal::IsLetter(c) || internal::IsNumber(c); }
-
 // The first character of `s` (UTF-8), or 0.
 char32_t FirstChar(std::string_view s) {
   const std::u32string c = internal::DecodeUtf8(s.substr(0, std::min<size_t>(s.size(), 4)));
@@ -175,8 +173,9 @@ void Tokenizer::SplitSpecials(std::string_view text, Piece&& piece, Special&& sp
     }
     size_t start = i, stop = i + match->content.size();
     const size_t next = stop;  // the search goes on after the match itself
-    if (match->single_word && ((start > 0 && IsWordChar(LastChar(text.substr(0, start)))) ||
-                               (stop < text.size() && IsWordChar(FirstChar(text.substr(stop)))))) {
+    if (match->single_word &&
+        ((start > 0 && internal::IsWordChar(LastChar(text.substr(0, start)))) ||
+         (stop < text.size() && internal::IsWordChar(FirstChar(text.substr(stop)))))) {
       i = next;
       continue;
     }

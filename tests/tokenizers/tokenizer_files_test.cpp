@@ -119,6 +119,27 @@ TEST(TokenizerFiles, TokenizerConfigSetsLowercasing) {
   EXPECT_EQ(kept->SplitWords("CAFÉ"), (Words{"café"}));
 }
 
+// tokenizer_config.json's added_tokens_decoder gives the special tokens' flags (expected values
+// from transformers 5.24): a single_word token only between non-word characters (the Rust regex
+// crate's \w: a combining mark and U+200D are word characters, "²" and "①" are not), rstrip
+// taking the white space after it.
+TEST(TokenizerFiles, AddedTokensDecoderFlags) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  WriteLines(d / "vocab.txt", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "\u00B2"});
+  std::ofstream(d / "tokenizer_config.json") << R"({"added_tokens_decoder": {
+      "4": {"content": "[MASK]", "single_word": true, "rstrip": true, "lstrip": false,
+            "normalized": false, "special": true}}})";
+  auto t = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->Encode("a [MASK]  b"), (Ids{5, 4, 6}));
+  EXPECT_EQ(t->SplitWords("a[MASK] b"), (Words{"a", "[", "mask", "]", "b"}));
+  EXPECT_EQ(t->Encode("b \u0301[MASK]"), (Ids{6, 1, 1, 1}));
+  EXPECT_EQ(t->Encode("b [MASK]\u200D"), (Ids{6, 1, 1, 1}));
+  EXPECT_EQ(t->Encode("b \u00B2[MASK]"), (Ids{6, 7, 4}));
+  EXPECT_EQ(t->Encode("[MASK]\u2460"), (Ids{4, 1}));
+}
+
 TEST(TokenizerFiles, DebertaSpmModelUsesItsOwnIds) {
   testing::TempDir dir;
   if (!TrainSentencePiece(dir.path(), "spm", /*deberta=*/true)) {

@@ -79,7 +79,7 @@ TEST(Tokenizer, UnicodeTablesAreTheTokenizersLibrarys) {
   EXPECT_EQ(t.SplitWords("\u1C89\u0130\u03A3"), (Words{"\u1C8Ai\u03C3"}));
   // Nonspacing marks as of Unicode 8.0: U+0D00 (10.0) stays, U+0301 goes.
   EXPECT_EQ(t.SplitWords("a\u0D00 a\u0301"), (Words{"a\u0D00", "a"}));
-  // NFD as of Unicode 12.1: U+11938 (13.0) does not decompose.
+  // NFD as of Unicode 9.0 (the library's tables): U+11938 (13.0) does not decompose.
   EXPECT_EQ(t.SplitWords("\U00011938"), (Words{"\U00011938"}));
 }
 
