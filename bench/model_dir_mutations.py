@@ -21,11 +21,14 @@ vocab.txt, vocab.json, merges.txt, spm.model, config.json, trial.json) in one wa
 then runs `tune predict` on the validation file under a timeout. Outcomes:
 
     accepted   exit status 0 (the mutation missed what predict reads, or still made sense)
-    clean      exit status 1 or 2 with a message (`tune: error: ...`)
-    crash      any other exit status, or a signal (SIGSEGV, SIGABRT, ...)
+    clean      exit status 1 or 2 with a message (`[error] ...`)
+    garbled    exit status 0, 1 or 2, but stderr is not valid UTF-8 (a message quoting the
+               file's bytes as they are, which a terminal or a log parser chokes on)
+    crash      any other exit status, or a signal (SIGSEGV, SIGABRT, ...), or a failure
+               without a message
     hang       still running at the timeout (killed)
 
-Exit status: 0 when there was no crash and no hang, 1 otherwise, 77 when python3-torch is
+Exit status: 0 when there was no crash, hang or garbled message, 1 otherwise, 77 when python3-torch is
 missing (the bases cannot be written). --keep-findings copies each crashing or hanging case's
 directory there, with the command, for a regression test.
 """
@@ -192,16 +195,22 @@ def run_case(tune, base, file_name, kind, rng, case_dir, data_file, timeout):
            os.path.join(case_dir, "predictions.jsonl"), "--threads", "1"]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            encoding="utf-8", errors="replace", start_new_session=True)
+                            start_new_session=True)
     timed_out = False
     try:
-        _, err = proc.communicate(timeout=timeout)
+        _, raw = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
+        _, raw = proc.communicate()
     seconds = time.monotonic() - start
     outcome = classify(proc.returncode, timed_out)
+    try:
+        err = raw.decode("utf-8")
+    except UnicodeDecodeError:  # a message that quotes the file's bytes as they are
+        err = raw.decode("utf-8", errors="replace")
+        if outcome in ("accepted", "clean"):
+            outcome = "garbled"
     message = ""
     for line in (err or "").splitlines():
         if "error" in line.lower():
@@ -238,7 +247,7 @@ def main():
     choices = [(key, name) for key, base in sorted(bases.items())
                for name in MUTABLE if os.path.exists(os.path.join(base, name))]
     results = []
-    counts = {"accepted": 0, "clean": 0, "crash": 0, "hang": 0}
+    counts = {"accepted": 0, "clean": 0, "garbled": 0, "crash": 0, "hang": 0}
     for i in range(args.cases):
         key, name = rng.choice(choices)
         kind = rng.choice(MUTATIONS)
@@ -248,7 +257,7 @@ def main():
         r["case"] = i
         results.append(r)
         counts[r["outcome"]] += 1
-        if r["outcome"] in ("crash", "hang"):
+        if r["outcome"] in ("crash", "hang", "garbled"):
             print(f"case {i}: {r['outcome'].upper()} on {key}/{name} ({r['mutation']}), "
                   f"exit {r['returncode']}: {r['command']}", file=sys.stderr)
             if args.keep_findings:
@@ -258,20 +267,22 @@ def main():
             shutil.rmtree(case_dir, ignore_errors=True)
         if (i + 1) % 25 == 0 or i + 1 == args.cases:
             print(f"{i + 1}/{args.cases} cases: {counts['accepted']} accepted, {counts['clean']} "
-                  f"clean errors, {counts['crash']} crashes, {counts['hang']} hangs",
+                  f"clean errors, {counts['garbled']} garbled, {counts['crash']} crashes, "
+                  f"{counts['hang']} hangs",
                   file=sys.stderr, flush=True)
     summary = {"cases": args.cases, "seed": args.seed, "timeout": args.timeout,
                "bases": sorted(bases), "counts": counts,
                "seconds": round(time.monotonic() - started, 1),
                "slowest": max((r["seconds"] for r in results), default=0),
-               "findings": [r for r in results if r["outcome"] in ("crash", "hang")]}
+               "findings": [r for r in results
+                            if r["outcome"] in ("crash", "hang", "garbled")]}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": summary, "results": results}, f, indent=1)
     print(json.dumps({k: v for k, v in summary.items() if k != "findings"}))
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
-    return 1 if counts["crash"] or counts["hang"] else 0
+    return 1 if counts["crash"] or counts["hang"] or counts["garbled"] else 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,51 @@ if(TUNE_WITH_TORCH)
   find_package(Torch QUIET)
   if(Torch_FOUND)
     message(STATUS "LibTorch ${Torch_VERSION} found: building tune_torch (the 'train' objective)")
+    # PyPI's torch wheels ship their own fmt (12.x) in torch/include, which LibTorch's include
+    # directories put before the system's, while spdlog (Debian's 1.10) is built against the
+    # system's fmt (9.x) and does not compile against 12. LibTorch uses its fmt only inside its
+    # own libraries (c10's strong_type formatter aside, which is generic), so every unit of tune
+    # reads the system's fmt first: a directory in the build tree holding a link to it, searched
+    # before LibTorch's (a system directory itself cannot be put there).
+    set(_torch_fmt "")
+    foreach(_dir IN LISTS TORCH_INCLUDE_DIRS)
+      if(EXISTS "${_dir}/fmt/format.h")
+        set(_torch_fmt "${_dir}/fmt")
+      endif()
+    endforeach()
+    get_target_property(_fmt_dirs fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+    set(_system_fmt "")
+    foreach(_dir IN LISTS _fmt_dirs)
+      if(EXISTS "${_dir}/fmt/format.h")
+        set(_system_fmt "${_dir}/fmt")
+      endif()
+    endforeach()
+    if(_torch_fmt AND _system_fmt AND NOT _torch_fmt STREQUAL _system_fmt)
+      set(TUNE_FMT_FIRST_DIR ${CMAKE_BINARY_DIR}/fmt-first)
+      file(MAKE_DIRECTORY ${TUNE_FMT_FIRST_DIR})
+      file(CREATE_LINK ${_system_fmt} ${TUNE_FMT_FIRST_DIR}/fmt SYMBOLIC)
+      include_directories(BEFORE ${TUNE_FMT_FIRST_DIR})
+      message(STATUS "LibTorch brings its own fmt (${_torch_fmt}); tune reads ${_system_fmt} "
+                     "first (${TUNE_FMT_FIRST_DIR})")
+    endif()
+    # A PyPI wheel's CUDA libraries are its sibling packages (site-packages/nvidia/*/lib), found
+    # by libtorch_cuda's own RPATH; the CUDA Toolkit on the machine may be an older one (its
+    # NCCL lacks symbols libtorch_cuda needs). The linker looks there first, and tune's own
+    # CUDA runtime (CUDA::cudart) is the wheel's, so that one runtime of one version is loaded.
+    get_filename_component(_torch_site "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
+    file(GLOB _wheel_cuda_dirs LIST_DIRECTORIES true "${_torch_site}/nvidia/*/lib")
+    if(_wheel_cuda_dirs)
+      foreach(_dir IN LISTS _wheel_cuda_dirs)
+        add_link_options("LINKER:-rpath-link,${_dir}")
+      endforeach()
+      find_library(TUNE_WHEEL_CUDART NAMES libcudart.so.13 libcudart.so.12 PATHS ${_wheel_cuda_dirs}
+                   NO_DEFAULT_PATH)
+      if(TARGET CUDA::cudart AND TUNE_WHEEL_CUDART)
+        set_property(TARGET CUDA::cudart PROPERTY IMPORTED_LOCATION ${TUNE_WHEEL_CUDART})
+      endif()
+      message(STATUS "LibTorch is a PyPI wheel: its CUDA libraries are in ${_torch_site}/nvidia "
+                     "(CUDA runtime: ${TUNE_WHEEL_CUDART})")
+    endif()
   else()
     message(WARNING "LibTorch NOT found: building tune WITHOUT the 'train' objective and its "
                     "tests. Install libtorch-dev (scripts/install-deps.sh) or point Torch_DIR "

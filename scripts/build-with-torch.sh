@@ -5,7 +5,7 @@
 # builds, checks that the CUDA trainer came on, and installs.
 #
 #   scripts/build-with-torch.sh [--python PY] [--prefix DIR] [--build-dir DIR] [--jobs N]
-#                               [--no-install] [--check]
+#                               [--no-install] [--check] [--test [-- CTEST_ARGS]]
 #
 #   --python PY      the Python whose torch to build against (default: python3 in PATH, so an
 #                    activated virtual environment's)
@@ -14,6 +14,9 @@
 #   --jobs N         parallel compile jobs (default: the number of cores)
 #   --no-install     build only
 #   --check          only find torch and nvcc and report; build nothing
+#   --test           build the test suite too and run it (ctest) instead of installing; the
+#                    arguments after -- go to ctest (e.g. -- -L torch). With --python
+#                    .venv/bin/python this is how tune is checked against PyPI's torch.
 #
 # The other dependencies (CLI11, fmt, spdlog, SQLite, libpq, ICU, SentencePiece, ...) are the
 # system's packages: scripts/install-deps.sh --no-torch installs them on Debian 12 and 13. Tested
@@ -27,8 +30,10 @@ build="$src_dir/build-torch"
 jobs=$(nproc)
 install=1
 check_only=0
+run_tests=0
+ctest_args=()
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "build-with-torch.sh: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -39,6 +44,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
     --no-install) install=0; shift ;;
     --check) check_only=1; shift ;;
+    --test) run_tests=1; install=0; shift ;;
+    --) shift; ctest_args=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-with-torch.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -63,7 +70,8 @@ fi
 [ "$has_cmake" = yes ] ||
   die "torch $torch_version in $python has no CMake package ($torch_prefix/Torch/TorchConfig.cmake
 is missing): Debian's python3-torch ships none; use a pip or conda torch"
-echo "torch $torch_version (${torch_cuda:+CUDA $torch_cuda}${torch_cuda:-CPU only}); CMake package in $torch_prefix"
+if [ -n "$torch_cuda" ]; then torch_label="CUDA $torch_cuda"; else torch_label="CPU only"; fi
+echo "torch $torch_version ($torch_label); CMake package in $torch_prefix"
 
 # 2. A CUDA compiler whose major version is torch's (LibTorch's CMake package calls
 # find_package(CUDAToolkit); a toolkit of another major version does not link with it).
@@ -96,9 +104,14 @@ fi
 command -v cmake >/dev/null 2>&1 || die "cmake is missing: scripts/install-deps.sh --no-torch installs it and the other dependencies"
 cmake_args=(-S "$src_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
             "-DCMAKE_PREFIX_PATH=$torch_prefix" "-DCMAKE_INSTALL_PREFIX=$prefix"
-            -DTUNE_BUILD_TESTS=OFF -DTUNE_BUILD_BENCH=OFF)
+            "-DTUNE_BUILD_TESTS=$([ "$run_tests" = 1 ] && echo ON || echo OFF)"
+            -DTUNE_BUILD_BENCH=OFF)
 if [ -n "$nvcc" ]; then
   cmake_args+=("-DCUDAToolkit_ROOT=$(dirname "$(dirname "$nvcc")")" "-DCMAKE_CUDA_COMPILER=$nvcc")
+  # tune compiles no CUDA source; without a list, torch's CMake package compiles and runs a probe
+  # for the machine's GPUs, which fails where CMake does not know the nvcc's C++20 flags (CMake
+  # 3.25 with CUDA 13) or where there is no GPU.
+  export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-7.5;8.0;8.6;8.9;9.0}"
 fi
 command -v ccache >/dev/null 2>&1 && cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 mkdir -p "$build"
@@ -114,6 +127,14 @@ if [ -n "$torch_cuda" ] && ! grep -q 'CUDA memory backend on' "$build/configure.
 fi
 cmake --build "$build" -j "$jobs"
 "$build/tune" --version
+
+# 3b. The test suite against this torch.
+if [ "$run_tests" = 1 ]; then
+  venv_python=$(cd "$(dirname "$python")" 2>/dev/null && pwd)/$(basename "$python")
+  (cd "$build" && TUNE_VENV_PYTHON="$venv_python" ctest --output-on-failure -j "$jobs" \
+     "${ctest_args[@]}")
+  exit $?
+fi
 
 # 4. Install.
 if [ "$install" = 1 ]; then

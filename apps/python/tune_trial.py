@@ -256,7 +256,9 @@ class memory_guard:
 def hf_callback(metric=None):
     """A Hugging Face ``TrainerCallback`` that reports each evaluation to tune (step: the
     optimizer step, as Optuna's integration reports ``global_step``), stops a pruned trial
-    (TrialPruned), and gives the last evaluation as the trial's value when training ends.
+    (TrialPruned), and gives the trial its value when training ends: the metric of the model the
+    Trainer ends with, that is the evaluation it kept as best with ``load_best_model_at_end``
+    (``state.best_global_step``), else the last evaluation. A later finish() overrides it.
 
     `metric`: the evaluation metric (``"eval_accuracy"`` or ``"accuracy"``); default: the
     Trainer's ``metric_for_best_model``, else ``eval_loss``.
@@ -269,6 +271,7 @@ def hf_callback(metric=None):
 
     class TuneCallback(TrainerCallback):
         def __init__(self):
+            self.values = {}  # global_step -> the metric there
             self.last = None
 
         def _key(self, args):
@@ -283,13 +286,28 @@ def hf_callback(metric=None):
                                  f"{sorted(metrics or {})}\n")
                 return
             value = float(value)
+            step = int(state.global_step)
             self.last = value
-            report(value, int(state.global_step))
+            self.values.setdefault(step, value)
+            report(value, step)
             if should_prune():
                 raise TrialPruned()
 
+        def final_value(self, args, state):
+            """The metric of the model training ended with (None: no evaluation)."""
+            best = getattr(state, "best_global_step", None)
+            if (getattr(args, "load_best_model_at_end", False)
+                    and getattr(state, "best_model_checkpoint", None) and best in self.values):
+                return self.values[best]
+            return self.last
+
         def on_train_end(self, args, state, control, **kwargs):
-            if self.last is not None:
-                finish(self.last)
+            value = self.final_value(args, state)
+            if value is None:
+                sys.stderr.write("tune_trial: no evaluation during training, so no value: set "
+                                 "eval_strategy, or call tune_trial.finish(value) after "
+                                 "trainer.evaluate()\n")
+                return
+            finish(value)
 
     return TuneCallback()

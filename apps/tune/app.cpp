@@ -1,6 +1,7 @@
 #include "app.h"
 
 #include <fmt/format.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -76,8 +77,42 @@ int Restart(char** argv) {
   return kExitFailure;
 }
 
+namespace {
+
+// spdlog's pattern formatter, its output made valid UTF-8 (ValidUtf8).
+class ValidUtf8Formatter final : public spdlog::formatter {
+ public:
+  explicit ValidUtf8Formatter(std::string pattern)
+      : pattern_(std::move(pattern)),
+        inner_(std::make_unique<spdlog::pattern_formatter>(pattern_)) {}
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    spdlog::memory_buf_t line;
+    inner_->format(msg, line);
+    const std::string_view text(line.data(), line.size());
+    if (ValidUtf8(text).size() == text.size()) {  // the usual case: copied as it is
+      dest.append(line.data(), line.data() + line.size());
+      return;
+    }
+    const std::string fixed = ValidUtf8(text);
+    dest.append(fixed.data(), fixed.data() + fixed.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<ValidUtf8Formatter>(pattern_);
+  }
+
+ private:
+  std::string pattern_;
+  std::unique_ptr<spdlog::pattern_formatter> inner_;
+};
+
+}  // namespace
+
+void SetLogPattern(const std::string& pattern) {
+  spdlog::set_formatter(std::make_unique<ValidUtf8Formatter>(pattern));
+}
+
 int Fail(const Status& status) {
-  spdlog::error("{}", ValidUtf8(status.message()));  // messages may quote a file's bytes
+  spdlog::error("{}", status.message());
   return ExitCodeFor(status);
 }
 

@@ -30,6 +30,10 @@ int Restarts();  // TUNE_RESTARTS: how many times this run started afresh (0 the
 double RunElapsedSeconds();
 int Restart(char** argv);
 
+// Sets the log lines' pattern (spdlog's) on every logger; whatever a message holds, the line
+// written is valid UTF-8 (bytes quoted from a file or a program's output: \xNN escapes).
+void SetLogPattern(const std::string& pattern);
+
 // Usage/config errors (bad input) exit 2; everything else 1.
 int ExitCodeFor(const Status& status);
 // Logs the error and returns its exit code.

@@ -34,7 +34,7 @@ int SetLogLevel(const std::string& level) {
 int main(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("tune");
   spdlog::set_default_logger(logger);
-  spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
+  tune::app::SetLogPattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
 
   CLI::App app{
       "tune: hyperparameter studies with an in-process GPU memory guard.\n"

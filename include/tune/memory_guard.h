@@ -57,6 +57,18 @@ class MemoryPlanner {
   // attribute and the next predictions.
   virtual Status Record(TrialHandle& trial, const TrialPlan& plan, const ProgramPeak& peak,
                         bool oom) = 0;
+  // After the program run with `ran` ran out of memory (`error`; `peak`: what it measured), the
+  // plan of the next attempt at half the micro-batch: `ran` with the params of batch_size halved
+  // and of grad_accum doubled (the effective batch kept), on the same card with the same
+  // reservation and cap. nullopt when the trial may not be retried: the guard's oom_retry is
+  // spent, or the batch size is odd or 1. The failed attempt is kept for the "memory" attribute
+  // that Record writes (its oom_retries). Default: never retried.
+  virtual Result<std::optional<TrialPlan>> RetryAfterOom(TrialHandle& trial, const TrialPlan& ran,
+                                                         const ProgramPeak& peak,
+                                                         const std::string& error) {
+    (void)trial, (void)ran, (void)peak, (void)error;
+    return std::optional<TrialPlan>();
+  }
   // Variables for the program's environment on card plan.card (CUDA_VISIBLE_DEVICES, a simulated
   // card).
   virtual std::vector<std::string> Environment(const TrialPlan& plan) const = 0;

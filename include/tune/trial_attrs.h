@@ -110,7 +110,8 @@ double ConstraintViolation(const std::map<std::string, double>& constraints);
 struct OomAttempt {
   int64_t batch_size = 0;
   int64_t grad_accum = 0;
-  std::string phase;                // setup, forward, backward, optimizer_step, evaluation
+  std::string phase;                // setup, forward, backward, optimizer_step, evaluation; ""
+                                    // unknown (a command trial's program)
   std::string error;                // the first line of the error
   int64_t peak_memory_bytes = -1;   // measured; -1: not measured
   std::optional<int64_t> estimate;  // device_peak estimated for the attempt

@@ -158,7 +158,12 @@ class Machine {
  public:
   Machine(std::string_view data, size_t& pos, const PickleHooks& hooks, const std::string& what,
           PickleArena& arena)
-      : data_(data), pos_(pos), hooks_(hooks), what_(what), arena_(arena) {}
+      : data_(data),
+        pos_(pos),
+        hooks_(hooks),
+        what_(what),
+        arena_(arena),
+        values_at_start_(arena.size()) {}
 
   Result<PickleRef> Run() {
     while (true) {
@@ -170,6 +175,7 @@ class Machine {
         return stack_.back();
       }
       TUNE_RETURN_IF_ERROR(Step());
+      TUNE_RETURN_IF_ERROR(WithinBounds());
     }
   }
 
@@ -179,6 +185,23 @@ class Machine {
     return InvalidArgumentError(fmt::format("{}: pickle byte {} ({}): {}", what_, op_at_,
                                             name ? name : fmt::format("opcode 0x{:02x}", op_),
                                             why));
+  }
+
+  // The bounds of pickle.h, checked after every opcode (each adds at most a few values).
+  Status WithinBounds() const {
+    auto over = [&](const char* what, size_t bound) {
+      return Fail(
+          fmt::format("{} more than {} (a bound of this reader; a state dict needs a few "
+                      "thousand): not a checkpoint tune can read",
+                      what, bound));
+    };
+    if (stack_.size() > kPickleMaxStack) return over("the stack holds", kPickleMaxStack);
+    if (marks_.size() > kPickleMaxMarks) return over("MARKs nest", kPickleMaxMarks);
+    if (memo_.size() > kPickleMaxMemo) return over("the memo holds", kPickleMaxMemo);
+    if (arena_.size() - values_at_start_ > kPickleMaxValues) {
+      return over("the pickle builds", kPickleMaxValues);
+    }
+    return Status::Ok();
   }
 
   Status Need(size_t n) const {
@@ -270,23 +293,31 @@ class Machine {
     return Status::Ok();
   }
 
+  // A repeated string key replaces its value (keys are names here), found through an index of
+  // each dict's string keys: linear in the items, however many a hostile pickle sets.
   Status SetItems(PickleRef dict, const std::vector<PickleRef>& kv) {
     if (dict->kind != K::kDict) {
       return Fail(fmt::format("sets items of a {}, expected a dict", PickleKindName(*dict)));
     }
     if (kv.size() % 2 != 0) return Fail("an odd number of keys and values");
-    for (size_t i = 0; i < kv.size(); i += 2) {
-      bool replaced = false;
-      if (kv[i]->kind == K::kString) {  // a repeated key replaces (keys are names here)
-        for (auto& [k, v] : dict->entries) {
-          if (k->kind == K::kString && k->text == kv[i]->text) {
-            v = kv[i + 1];
-            replaced = true;
-            break;
-          }
+    auto [found, fresh] = dict_keys_.try_emplace(dict);
+    std::unordered_map<std::string, size_t>& index = found->second;
+    if (fresh) {  // entries set before this index existed (a dict built by a hook)
+      for (size_t e = 0; e < dict->entries.size(); ++e) {
+        if (dict->entries[e].first->kind == K::kString) {
+          index.emplace(dict->entries[e].first->text, e);
         }
       }
-      if (!replaced) dict->entries.emplace_back(kv[i], kv[i + 1]);
+    }
+    for (size_t i = 0; i < kv.size(); i += 2) {
+      if (kv[i]->kind == K::kString) {
+        auto [it, inserted] = index.emplace(kv[i]->text, dict->entries.size());
+        if (!inserted) {
+          dict->entries[it->second].second = kv[i + 1];
+          continue;
+        }
+      }
+      dict->entries.emplace_back(kv[i], kv[i + 1]);
     }
     return Status::Ok();
   }
@@ -693,6 +724,8 @@ class Machine {
   std::vector<PickleRef> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, PickleRef> memo_;
+  std::unordered_map<PickleRef, std::unordered_map<std::string, size_t>> dict_keys_;
+  const size_t values_at_start_;
   size_t op_at_ = 0;
   uint8_t op_ = 0;
 };

@@ -10,8 +10,13 @@
 // runs. Persistent ids (PyTorch's storages) go to PickleHooks::persistent_load.
 //
 // Opcodes of protocols 0-5 that a state dict can contain are read; INST, OBJ, NEWOBJ, EXT* and the
-// out-of-band buffers are refused. Sizes are checked against the bytes left, the memo and the
-// stack are bounded, and every error names the opcode and its byte offset.
+// out-of-band buffers are refused. Every length is checked against the bytes left, and one pickle
+// may hold at most kPickleMaxStack values on its stack, kPickleMaxMarks nested MARKs,
+// kPickleMaxMemo memo entries and kPickleMaxValues values in all (a state dict needs a few
+// thousand); past a bound Unpickle stops with InvalidArgument naming it. Setting a dict's items is
+// linear in their number. Values may refer to each other in cycles (the memo lets a list hold
+// itself): a reader of the result must not recurse through it. Every error names the opcode and
+// its byte offset.
 #pragma once
 
 #include <cstdint>
@@ -56,9 +61,16 @@ struct PickleValue {
   std::vector<std::pair<PickleRef, PickleRef>> entries;  // kDict, in insertion order
 };
 
+// The bounds of one pickle (see above).
+inline constexpr size_t kPickleMaxStack = size_t{1} << 20;
+inline constexpr size_t kPickleMaxMarks = size_t{1} << 16;
+inline constexpr size_t kPickleMaxMemo = size_t{1} << 20;
+inline constexpr size_t kPickleMaxValues = size_t{1} << 22;
+
 // Owns every value of one or more pickles; addresses stay valid while it lives.
 class PickleArena {
  public:
+  size_t size() const { return values_.size(); }
   PickleRef New(PickleValue::Kind kind);
   PickleRef None() { return New(PickleValue::Kind::kNone); }
   PickleRef Int(int64_t v);

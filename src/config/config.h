@@ -80,6 +80,14 @@ Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& 
                                           ModelCatalog catalog, const std::string& source,
                                           const SpaceKeyOrder& key_order = {});
 
+// A train objective's precisions against one CUDA card its trials run on: "bf16" as the
+// objective's precision, or as a choice of a search-space parameter, on a card without bfloat16
+// (CheckPrecisionForCard: compute capability below 8.0) is an InvalidArgument naming the config
+// key, the card (`card`: "cuda:0 (Tesla T4)"), its capability and the fix. OK for other
+// objectives ("auto" picks fp16 on such a card).
+Status CheckTrainPrecisionOnCard(const StudyConfig& config, const std::string& card,
+                                 std::pair<int, int> capability);
+
 // The objective of `config` (config/objective_registry.h). The "train" objective needs a Trainer
 // (tune_torch's, loaded by the tune binary); without one it is a FailedPrecondition saying
 // that tune was built without LibTorch.

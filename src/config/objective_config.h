@@ -35,6 +35,9 @@ Status ParseDevices(const JsonReader& r, std::vector<int>& out);
 Status ParseGuardOptions(const JsonReader& r, GuardOptions& out,
                          std::vector<std::string> keys = {});
 
+// Every parameter of `block` and of its conditional blocks.
+void CollectParams(const SpaceBlock& block, std::vector<const ParamSpec*>& out);
+
 // The train objective against the search space and the study direction: every parameter must
 // be a training parameter (or ignored) whose values fit; every model must be trainable.
 Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,

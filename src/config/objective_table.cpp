@@ -172,6 +172,7 @@ Status ParseCommandMemory(const JsonReader& parent, const ObjectiveContext& cont
   if (!m.request.count("model")) {
     return r.Error("missing required key 'model' (a catalog name or \"{model}\")");
   }
+  if (Status st = CheckOomRetry(m); !st.ok()) return r.ChildError("oom_retry", st.message());
   out.command_memory = std::move(m);
   return Status::Ok();
 }

@@ -534,12 +534,12 @@ Status ParseGuardOptions(const JsonReader& r, GuardOptions& out, std::vector<std
   return ParseSimulate(r, out);
 }
 
-namespace {
-
 void CollectParams(const SpaceBlock& block, std::vector<const ParamSpec*>& out) {
   for (const auto& p : block.params) out.push_back(&p);
   for (const auto& c : block.children) CollectParams(c, out);
 }
+
+namespace {
 
 // The models the search space's "model" parameter (and the objective's "model") may choose;
 // every parameter must be a training parameter (or ignored) whose values fit the device.
@@ -708,3 +708,44 @@ Status CheckTrainObjective(const JsonReader& r, const StudyConfig& config,
 }
 
 }  // namespace tune::internal
+
+namespace tune {
+
+Status CheckTrainPrecisionOnCard(const StudyConfig& config, const std::string& card,
+                                 std::pair<int, int> capability) {
+  if (config.objective.type != ObjectiveType::kTrain) return Status::Ok();
+  const Json& defaults = config.objective.train.defaults;
+  if (auto p = defaults.find("precision"); p != defaults.end() && p->is_string()) {
+    const Result<Precision> precision = ParsePrecision(p->get<std::string>());
+    if (precision.ok()) {
+      if (Status st = CheckPrecisionForCard(*precision, card, capability); !st.ok()) {
+        return InvalidArgumentError(fmt::format(
+            "{}: /objective/precision: {}: use \"precision\": \"fp16\" (autocast to float16 "
+            "with loss scaling, which this card has) or \"auto\" (fp16 on such a card, bf16 on "
+            "cards with bfloat16)",
+            config.source, st.message()));
+      }
+    }
+  }
+  std::vector<const ParamSpec*> params;
+  internal::CollectParams(config.space.root(), params);
+  for (const ParamSpec* p : params) {
+    const auto* choices = std::get_if<CategoricalDistribution>(&p->distribution);
+    if (choices == nullptr || CanonicalHyperparam(p->name) != "precision") continue;
+    for (const Json& choice : choices->choices) {
+      const Result<Precision> precision = choice.is_string()
+                                              ? ParsePrecision(choice.get<std::string>())
+                                              : Result<Precision>(Precision::kFp32);
+      if (!precision.ok()) continue;
+      if (Status st = CheckPrecisionForCard(*precision, card, capability); !st.ok()) {
+        return InvalidArgumentError(fmt::format(
+            "{}: /objective: search-space parameter '{}', choice {}: {}: remove the choice (keep "
+            "\"fp16\" or \"fp32\")",
+            config.source, p->name, choice.dump(), st.message()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tune

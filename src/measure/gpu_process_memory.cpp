@@ -67,6 +67,7 @@ struct GpuProcessMemory::Api {
   nvmlReturn_t (*memory_info)(nvmlDevice_t, MemoryInfo*) = nullptr;        // optional
   nvmlReturn_t (*utilization)(nvmlDevice_t, UtilizationRates*) = nullptr;  // optional
   nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) = nullptr;  // optional
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned int) = nullptr;       // optional
 
   ~Api() {
     if (shutdown != nullptr) shutdown();
@@ -150,6 +151,7 @@ std::shared_ptr<GpuProcessMemory> GpuProcessMemory::Open(std::string* why,
   api->utilization = lib.Symbol<decltype(api->utilization)>("nvmlDeviceGetUtilizationRates");
   api->compute_capability =
       lib.Symbol<decltype(api->compute_capability)>("nvmlDeviceGetCudaComputeCapability");
+  api->name = lib.Symbol<decltype(api->name)>("nvmlDeviceGetName");
   auto shutdown = lib.Symbol<nvmlReturn_t (*)()>("nvmlShutdown");
   if (init == nullptr || shutdown == nullptr || api->device_count == nullptr ||
       api->device_handle == nullptr ||
@@ -242,6 +244,16 @@ std::optional<std::pair<int, int>> GpuProcessMemory::ComputeCapability(unsigned 
   return std::make_pair(major, minor);
 }
 
+std::optional<std::string> GpuProcessMemory::Name(unsigned int index) const {
+  const std::optional<nvmlDevice_t> device = Device(index);
+  char name[96] = {};  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+  if (api_->name == nullptr || !device || api_->name(*device, name, sizeof(name)) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  name[sizeof(name) - 1] = '\0';
+  return std::string(name);
+}
+
 std::optional<double> GpuProcessMemory::Utilization(unsigned int index) const {
   const std::optional<nvmlDevice_t> device = Device(index);
   UtilizationRates rates{};
@@ -299,6 +311,16 @@ std::optional<int> DeviceNvml::ComputeMajor() const {
   if (nvml == nullptr) return std::nullopt;
   const auto capability = nvml->ComputeCapability(*index_);
   return capability ? std::make_optional(capability->first) : std::nullopt;
+}
+
+std::optional<std::pair<int, int>> DeviceNvml::ComputeCapability() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml == nullptr ? std::nullopt : nvml->ComputeCapability(*index_);
+}
+
+std::optional<std::string> DeviceNvml::Name() const {
+  const GpuProcessMemory* nvml = Nvml();
+  return nvml == nullptr ? std::nullopt : nvml->Name(*index_);
 }
 
 std::optional<int64_t> DeviceNvml::TotalMemory() const {

@@ -46,6 +46,9 @@ class GpuProcessMemory {
   // The CUDA compute capability (major, minor) of device `index` (8.0: A100, 9.0: H100/H200);
   // nullopt when the driver cannot say.
   std::optional<std::pair<int, int>> ComputeCapability(unsigned int index = 0) const;
+  // The product name of device `index` ("Tesla T4", "NVIDIA H200"); nullopt when the driver
+  // cannot say.
+  std::optional<std::string> Name(unsigned int index = 0) const;
   // The share of the last sample period (1/6 s to 1 s, by product) in which one or more kernels
   // ran on device `index`, in [0, 1] (nvmlDeviceGetUtilizationRates' `gpu`, nvidia-smi's
   // GPU-Util): a time share, not how much of the card they used. nullopt when the driver cannot
@@ -77,8 +80,11 @@ class DeviceNvml {
  public:
   explicit DeviceNvml(const std::string& device);
   std::optional<double> Utilization() const;
-  // The device's compute capability's major number (GpuProcessMemory::ComputeCapability).
+  // The device's compute capability (GpuProcessMemory::ComputeCapability) and its major number.
+  std::optional<std::pair<int, int>> ComputeCapability() const;
   std::optional<int> ComputeMajor() const;
+  // The device's product name (GpuProcessMemory::Name).
+  std::optional<std::string> Name() const;
   // The device memory this process uses (GpuProcessMemory::UsedBy).
   std::optional<int64_t> UsedByThisProcess() const;
   // The device's total memory (GpuProcessMemory::TotalMemory).

@@ -171,6 +171,10 @@ class GuardPlanner : public MemoryPlanner {
     m.cap = plan.cap;  // it ran (or ran out) under its reservation
     MemoryAttr::Run& run = m.run.emplace();
     if (!oom) run.peak_reserved = measured.reserved;
+    if (auto retried = retries_.find(trial.number()); retried != retries_.end()) {
+      run.oom_retries = std::move(retried->second);
+      retries_.erase(retried);
+    }
     auto r = RequestFor(plan.params);
     if (r.ok()) {
       run.batch_size = r->hp.batch_size;
@@ -183,6 +187,43 @@ class GuardPlanner : public MemoryPlanner {
     TUNE_RETURN_IF_ERROR(trial.SetUserAttr(attrs::kMemory, json));
     if (!r.ok() || m.family != MeasuredFamily(r->hp)) return Status::Ok();
     return Fitted(trial, r->hp, m).status();  // the study keeps the fit with this peak in it
+  }
+
+  Result<std::optional<TrialPlan>> RetryAfterOom(TrialHandle& trial, const TrialPlan& ran,
+                                                 const ProgramPeak& peak,
+                                                 const std::string& error) override {
+    const auto done = retries_.find(trial.number());
+    const size_t retried = done == retries_.end() ? 0 : done->second.size();
+    const std::optional<std::string> batch = MappedParam("batch_size");
+    const std::optional<std::string> accum = MappedParam("grad_accum");
+    TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(ran.params));
+    TrainHyperparams next_hp = r.hp;
+    if (static_cast<int64_t>(retried) >= options_.guard.oom_retry || !batch || !accum ||
+        !HalveMicroBatch(next_hp.batch_size, next_hp.grad_accum)) {
+      return std::optional<TrialPlan>();
+    }
+    std::vector<OomAttempt>& retries = retries_[trial.number()];
+    MemoryAttr& attr = attrs_[trial.number()];
+    OomAttempt failed{r.hp.batch_size, r.hp.grad_accum, "", error, -1, std::nullopt};
+    // A CUDA program's resident set is host memory, not its device peak.
+    if (peak.bytes >= 0 && (cpu_ || peak.source != "max_rss"))
+      failed.peak_memory_bytes = peak.bytes;
+    if (attr.estimate > 0) failed.estimate = attr.estimate;
+    retries.push_back(std::move(failed));
+    TrialPlan next = ran;
+    next.params[*batch] = next_hp.batch_size;
+    next.params[*accum] = next_hp.grad_accum;
+    next.summary = fmt::format("retry {}/{} after out of memory: {} {} -> {}, {} {} -> {}",
+                               retries.size(), options_.guard.oom_retry, *batch, r.hp.batch_size,
+                               next_hp.batch_size, *accum, r.hp.grad_accum, next_hp.grad_accum);
+    // The estimate of what runs now, when the formulas or a fit can say.
+    TUNE_ASSIGN_OR_RETURN(Request smaller, RequestFor(next.params));
+    TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, smaller, attr));
+    if (m) {
+      TUNE_ASSIGN_OR_RETURN(MemoryEstimate e, m->model->Estimate(m->request));
+      attr.estimate = e.device_peak;
+    }
+    return std::optional<TrialPlan>(std::move(next));
   }
 
   int64_t ProgramCap(const TrialPlan& plan) const override {
@@ -216,12 +257,7 @@ class GuardPlanner : public MemoryPlanner {
   std::optional<std::string> MappedParam(const std::string& field) const {
     auto it = options_.request.find(field);
     if (it == options_.request.end() || !it->second.is_string()) return std::nullopt;
-    const std::string& t = it->second.get_ref<const std::string&>();
-    if (t.size() < 3 || t.front() != '{' || t.back() != '}' ||
-        t.find_first_of("{}", 1) != t.size() - 1) {
-      return std::nullopt;
-    }
-    return t.substr(1, t.size() - 2);
+    return SingleParam(it->second.get_ref<const std::string&>());
   }
 
   // The request's fields with the templates expanded over `params`.
@@ -461,8 +497,9 @@ class GuardPlanner : public MemoryPlanner {
   std::shared_ptr<const MemoryModel> formula_;    // the estimator's, on the device model
   std::map<int64_t, MemoryAttr> attrs_;           // planned trials' "memory", by number
   std::map<int64_t, Json> recorded_;              // "memory" of the trials this process recorded
-  std::map<std::string, Json> stored_fits_;       // study system attributes written, by key
-  mutable std::unique_ptr<SimulatedCard> card_;   // Busy()'s view of the simulated card
+  std::map<int64_t, std::vector<OomAttempt>> retries_;  // attempts oom_retry ran again, by trial
+  std::map<std::string, Json> stored_fits_;             // study system attributes written, by key
+  mutable std::unique_ptr<SimulatedCard> card_;         // Busy()'s view of the simulated card
   // The real card's (a simulated one has only its busy share).
   DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};
   // Other processes on the card: the simulated card's, or NVML's on a CUDA device.
@@ -474,6 +511,24 @@ class GuardPlanner : public MemoryPlanner {
 };
 
 }  // namespace
+
+Status CheckOomRetry(const CommandMemoryOptions& options) {
+  if (options.guard.oom_retry == 0) return Status::Ok();
+  for (const char* field : {"batch_size", "grad_accum"}) {
+    auto it = options.request.find(field);
+    if (it != options.request.end() && it->second.is_string() &&
+        SingleParam(it->second.get<std::string>())) {
+      continue;
+    }
+    return InvalidArgumentError(fmt::format(
+        "a retry runs the program again with batch_size halved and grad_accum doubled, which it "
+        "receives as parameters: map both to parameters of the search space (\"batch_size\": "
+        "\"{{batch_size}}\", \"grad_accum\": \"{{grad_accum}}\"; a fixed accumulation can be a "
+        "one-choice parameter, \"grad_accum\": [1]); memory.{} is {}",
+        field, it == options.request.end() ? "not set" : it->second.dump()));
+  }
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
                                                        ModelCatalog catalog) {

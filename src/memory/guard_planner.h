@@ -40,6 +40,11 @@ struct CommandMemoryOptions {
   bool boundary_probes = true;
 };
 
+// With options.guard.oom_retry > 0: InvalidArgument unless memory.batch_size and memory.grad_accum
+// are each exactly one parameter ("{batch_size}"), which a retry halves and doubles
+// (MemoryPlanner::RetryAfterOom) and the program receives.
+Status CheckOomRetry(const CommandMemoryOptions& options);
+
 // REQUIRES: options.guard.device_memory is set. InvalidArgument when its cards cannot be
 // honoured (ResolveCards, memory/cards.h).
 Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,

@@ -13,7 +13,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "measure/gpu_process_memory.h"
@@ -105,8 +107,10 @@ Result<std::vector<double>> ReportValues(const Json& j) {
 // pruner, the final value is kept.
 class ReportReader {
  public:
-  ReportReader(TrialHandle& trial, fs::path pruner_file)
-      : trial_(trial), pruner_file_(std::move(pruner_file)) {}
+  // `earlier`: the steps earlier attempts of the trial reported (an out-of-memory retry), whose
+  // first values the trial keeps; the steps this one reports are added.
+  ReportReader(TrialHandle& trial, fs::path pruner_file, std::set<int64_t>& earlier)
+      : trial_(trial), pruner_file_(std::move(pruner_file)), reported_(earlier) {}
 
   Status OnStdoutLine(const std::string& line) {
     auto j = ParseLine(line);
@@ -176,10 +180,17 @@ class ReportReader {
                    trial_.number(), shown);
       return Status::Ok();
     }
-    TUNE_RETURN_IF_ERROR(trial_.Report((*parsed)[0], s.get<int64_t>()));
+    const int64_t step = s.get<int64_t>();
+    if (earlier_.count(step) == 0) {
+      TUNE_RETURN_IF_ERROR(trial_.Report((*parsed)[0], step));
+      reported_.insert(step);
+    } else {
+      spdlog::debug("Trial {}: step {} keeps the value an earlier attempt reported",
+                    trial_.number(), step);
+    }
     TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
-    if (prune && !pruned_step) pruned_step = s.get<int64_t>();
-    return Answer(s.get<int64_t>(), prune);
+    if (prune && !pruned_step) pruned_step = step;
+    return Answer(step, prune);
   }
 
   // The pruner's decision at `step`, appended to $TUNE_PRUNER_FILE for the program's
@@ -223,6 +234,8 @@ class ReportReader {
  private:
   TrialHandle& trial_;
   fs::path pruner_file_;
+  std::set<int64_t>& reported_;                 // every attempt's steps
+  const std::set<int64_t> earlier_{reported_};  // the earlier attempts'
 };
 
 // Why tune stopped the program before it ended by itself.
@@ -261,14 +274,20 @@ class DevicePeakSampler {
   int64_t peak_ = 0;
 };
 
-// One trial's program, started by CommandObjective: stopped when the pruner says so, on Ctrl-C
-// and at the timeout; its outcome decided from how it ended (command.h).
+// How a program's run ended: the rows of the outcomes table (command.h), the first that holds.
+enum class Ending { kPruned, kInterrupted, kTimedOut, kOutOfMemory, kFailed, kNoValue, kComplete };
+
+// One run of a trial's program, started by CommandObjective: stopped when the pruner says so, on
+// Ctrl-C and at the timeout; its outcome decided from how it ended (command.h).
 class CommandProcess : public TrialProcess {
  public:
+  // `earlier_steps`: the steps earlier attempts of the trial reported; `earlier_seconds`: the
+  // time they ran, which counts against the per-trial timeout.
   CommandProcess(TrialHandle& trial, TrialPlan plan, MemoryPlanner* planner,
                  const CommandOptions& options, const std::vector<std::string>& patterns,
                  std::unique_ptr<TrialDir> dir, std::unique_ptr<Subprocess> program,
-                 const GpuProcessMemory* gpu)
+                 const GpuProcessMemory* gpu, std::set<int64_t>& earlier_steps,
+                 double earlier_seconds)
       : trial_(trial),
         params_(plan.params),
         plan_(std::move(plan)),
@@ -277,8 +296,9 @@ class CommandProcess : public TrialProcess {
         patterns_(patterns),
         dir_(std::move(dir)),
         program_(std::move(program)),
-        reader_(trial, dir_->path / "pruner.jsonl"),
-        device_peak_(gpu) {}
+        reader_(trial, dir_->path / "pruner.jsonl", earlier_steps),
+        device_peak_(gpu),
+        earlier_seconds_(earlier_seconds) {}
 
   Status Poll(std::chrono::milliseconds wait) override {
     const Subprocess::LineHandler on_line = [this](Stream stream, const std::string& line) {
@@ -295,7 +315,7 @@ class CommandProcess : public TrialProcess {
     if (planner_ != nullptr && !program_->exited()) device_peak_.Sample(program_->pid());
     if (reader_.pruned_step) Stop(StopCause::kPruned);
     if (InterruptRequested()) Stop(StopCause::kInterrupted);
-    if (options_.timeout_seconds && program_->seconds() > *options_.timeout_seconds) {
+    if (options_.timeout_seconds && seconds() > *options_.timeout_seconds) {
       Stop(StopCause::kTimedOut);
     }
     return Status::Ok();
@@ -305,25 +325,59 @@ class CommandProcess : public TrialProcess {
   void Interrupt() override { Stop(StopCause::kInterrupted); }
 
   Result<TrialOutcome> Finish() override {
-    if (!reader_.final_values && !reader_.pruned_step && stop_ == StopCause::kNone) {
-      TUNE_RETURN_IF_ERROR(reader_.ReadResultFile(dir_->path / "result.json"));
-    }
-    spdlog::debug("Trial {}: program ended after {:.2f}s ({})", trial_.number(),
-                  program_->seconds(), program_->exit_status().Describe());
-    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide());
+    TUNE_ASSIGN_OR_RETURN(const Ending ending, Ended());
+    TUNE_ASSIGN_OR_RETURN(TrialOutcome outcome, Decide(ending));
     if (planner_ != nullptr) {
-      // What the program reported, else what the driver saw on a device, else its resident set.
-      ProgramPeak peak{program_->exit_status().max_rss_bytes, "max_rss", -1};
-      if (reader_.memory_peak) {
-        peak = {*reader_.memory_peak, "reported", reader_.memory_peak_reserved.value_or(-1)};
-      } else if (device_peak_.peak() > 0) {
-        peak = {device_peak_.peak(), "device_sampled", -1};
-      }
-      const bool oom = outcome.state == TrialState::kPruned && !oom_line_.empty();
-      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, peak, oom));
+      TUNE_RETURN_IF_ERROR(planner_->Record(trial_, plan_, Peak(), ending == Ending::kOutOfMemory));
     }
     return outcome;
   }
+
+  // REQUIRES: finished(). How the program ended, decided once; a program that gave no value on
+  // stdout and was not stopped is asked for $TUNE_RESULT_FILE first.
+  Result<Ending> Ended() {
+    if (ending_) return *ending_;
+    if (!reader_.final_values && !reader_.pruned_step && stop_ == StopCause::kNone) {
+      TUNE_RETURN_IF_ERROR(reader_.ReadResultFile(dir_->path / "result.json"));
+    }
+    const ExitStatus& exit = program_->exit_status();
+    spdlog::debug("Trial {}: program ended after {:.2f}s ({})", trial_.number(),
+                  program_->seconds(), exit.Describe());
+    AwaitSchedulersSignal(exit);
+    if (reader_.pruned_step) {
+      ending_ = Ending::kPruned;
+    } else if (stop_ == StopCause::kInterrupted || (!exit.success() && InterruptRequested())) {
+      // A program that died while tune was being stopped (a scheduler signals the whole job, the
+      // program too) was interrupted, not failed.
+      ending_ = Ending::kInterrupted;
+    } else if (stop_ == StopCause::kTimedOut) {
+      ending_ = Ending::kTimedOut;
+    } else if (!oom_line_.empty() && (!exit.success() || !reader_.final_values)) {
+      ending_ = Ending::kOutOfMemory;
+    } else if (!exit.success()) {
+      ending_ = Ending::kFailed;
+    } else {
+      ending_ = reader_.final_values ? Ending::kComplete : Ending::kNoValue;
+    }
+    return *ending_;
+  }
+
+  // What the program reported, else what the driver saw on a device, else its resident set.
+  ProgramPeak Peak() const {
+    if (reader_.memory_peak) {
+      return {*reader_.memory_peak, "reported", reader_.memory_peak_reserved.value_or(-1)};
+    }
+    if (device_peak_.peak() > 0) return {device_peak_.peak(), "device_sampled", -1};
+    return {program_->exit_status().max_rss_bytes, "max_rss", -1};
+  }
+
+  const TrialPlan& plan() const { return plan_; }
+  // The out-of-memory line: the first stderr line matching a pattern, or the program's report.
+  const std::string& oom_line() const { return oom_line_; }
+  // The time this trial's programs ran, earlier attempts included.
+  double seconds() const { return earlier_seconds_ + program_->seconds(); }
+  // Added to the trial's oom_config when it ends out of memory.
+  void AddOomDetail(const std::string& key, Json value) { oom_details_[key] = std::move(value); }
 
  private:
   void Stop(StopCause cause) {
@@ -347,36 +401,36 @@ class CommandProcess : public TrialProcess {
     }
   }
 
-  // The trial's outcome from how the program ended (see command.h).
-  Result<TrialOutcome> Decide() {
-    const ExitStatus& exit = program_->exit_status();
-    AwaitSchedulersSignal(exit);
-    if (reader_.pruned_step) {
-      return TrialOutcome{
-          TrialState::kPruned, {}, fmt::format("pruned at step {}", *reader_.pruned_step)};
-    }
-    // A program that died while tune was being stopped (a scheduler signals the whole job, the
-    // program too) was interrupted, not failed.
-    if (stop_ == StopCause::kInterrupted || (!exit.success() && InterruptRequested())) {
-      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kInterrupted, true));
-      TUNE_RETURN_IF_ERROR(
-          trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
-      return Fail(InterruptReason());
-    }
-    if (stop_ == StopCause::kTimedOut) {
-      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kTimeout, true));
-      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
-      return Fail(fmt::format("timed out after {}s", *options_.timeout_seconds));
-    }
-    if (!oom_line_.empty() && (!exit.success() || !reader_.final_values)) {
-      TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, program_->stderr_tail()));
-      return RecordOom(trial_, params_, {{"error", oom_line_}}, "out of memory: " + oom_line_);
-    }
-    if (!exit.success()) return Fail(exit.Describe());
-    if (!reader_.final_values) {
-      return Fail(
-          "no value reported: print {\"value\": X} on stdout or write it to "
-          "$TUNE_RESULT_FILE");
+  // The trial's outcome for `ending`, its user attributes recorded (command.h).
+  Result<TrialOutcome> Decide(Ending ending) {
+    switch (ending) {
+      case Ending::kPruned:
+        return TrialOutcome{
+            TrialState::kPruned, {}, fmt::format("pruned at step {}", *reader_.pruned_step)};
+      case Ending::kInterrupted:
+        TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kInterrupted, true));
+        TUNE_RETURN_IF_ERROR(
+            trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kInterrupted)));
+        return Fail(InterruptReason());
+      case Ending::kTimedOut:
+        TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kTimeout, true));
+        TUNE_RETURN_IF_ERROR(
+            trial_.SetUserAttr(attrs::kReason, EndReasonName(EndReason::kTimeout)));
+        return Fail(fmt::format("timed out after {}s", *options_.timeout_seconds));
+      case Ending::kOutOfMemory: {
+        TUNE_RETURN_IF_ERROR(trial_.SetUserAttr(attrs::kStderrTail, program_->stderr_tail()));
+        Json details = oom_details_;
+        details["error"] = oom_line_;
+        return RecordOom(trial_, params_, details, "out of memory: " + oom_line_);
+      }
+      case Ending::kFailed:
+        return Fail(program_->exit_status().Describe());
+      case Ending::kNoValue:
+        return Fail(
+            "no value reported: print {\"value\": X} on stdout or write it to "
+            "$TUNE_RESULT_FILE");
+      case Ending::kComplete:
+        break;
     }
     return TrialOutcome{TrialState::kComplete, *reader_.final_values, ""};
   }
@@ -402,9 +456,77 @@ class CommandProcess : public TrialProcess {
   std::unique_ptr<Subprocess> program_;
   ReportReader reader_;
   StopCause stop_ = StopCause::kNone;
+  std::optional<Ending> ending_;  // Ended(), once decided
   // The first stderr line matching an out-of-memory pattern, or the program's out_of_memory report.
   std::string oom_line_;
+  Json oom_details_ = Json::object();
   DevicePeakSampler device_peak_;
+  double earlier_seconds_;
+};
+
+// A command trial: its program, and after an out-of-memory error the program again at half the
+// micro-batch while the memory guard allows it (memory.oom_retry, MemoryPlanner::RetryAfterOom).
+// Each attempt gets its own trial directory contents (params file, pruner answers, result file);
+// the steps an earlier attempt reported keep their first values.
+class CommandTrial : public TrialProcess {
+ public:
+  using StartAttempt = std::function<Result<std::unique_ptr<CommandProcess>>(
+      const TrialPlan& plan, std::set<int64_t>& earlier_steps, double earlier_seconds)>;
+
+  CommandTrial(TrialHandle& trial, MemoryPlanner* planner, StartAttempt start)
+      : trial_(trial), planner_(planner), start_(std::move(start)) {}
+
+  Status Begin(const TrialPlan& plan) {
+    TUNE_ASSIGN_OR_RETURN(attempt_, start_(plan, steps_, 0.0));
+    return Status::Ok();
+  }
+
+  Status Poll(std::chrono::milliseconds wait) override {
+    TUNE_RETURN_IF_ERROR(attempt_->Poll(wait));
+    if (!attempt_->finished() || planner_ == nullptr || stopped_ || InterruptRequested()) {
+      return Status::Ok();
+    }
+    TUNE_ASSIGN_OR_RETURN(const Ending ending, attempt_->Ended());
+    if (ending != Ending::kOutOfMemory) return Status::Ok();
+    return Retry();
+  }
+
+  bool finished() const override { return attempt_->finished(); }
+  void Interrupt() override {
+    stopped_ = true;  // no retry either
+    attempt_->Interrupt();
+  }
+  Result<TrialOutcome> Finish() override { return attempt_->Finish(); }
+
+ private:
+  // The attempt ran out of memory: the next one at half the micro-batch, when the guard allows.
+  Status Retry() {
+    const TrialPlan& ran = attempt_->plan();
+    const std::string& error = attempt_->oom_line();
+    TUNE_ASSIGN_OR_RETURN(std::optional<TrialPlan> next,
+                          planner_->RetryAfterOom(trial_, ran, attempt_->Peak(), error));
+    if (!next) return Status::Ok();
+    Json failed = Json::object();  // the params the retry changes, as this attempt had them
+    for (const auto& [name, value] : next->params.items()) {
+      if (!ran.params.contains(name) || ran.params[name] != value) failed[name] = ran.params[name];
+    }
+    failed["error"] = error;
+    retries_.push_back(std::move(failed));
+    spdlog::warn("Trial {}: out of memory ({}); {}", trial_.number(), error, next->summary);
+    const double seconds = attempt_->seconds();
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<CommandProcess> attempt, start_(*next, steps_, seconds));
+    attempt_ = std::move(attempt);
+    attempt_->AddOomDetail("retries", retries_);
+    return Status::Ok();
+  }
+
+  TrialHandle& trial_;
+  MemoryPlanner* planner_;  // null: no memory section, no retries
+  StartAttempt start_;
+  std::set<int64_t> steps_;  // the steps the attempts reported
+  Json retries_ = Json::array();
+  std::unique_ptr<CommandProcess> attempt_;
+  bool stopped_ = false;  // Interrupt() was called
 };
 
 class CommandObjective : public Objective {
@@ -425,7 +547,7 @@ class CommandObjective : public Objective {
   Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) override {
     TUNE_ASSIGN_OR_RETURN(TrialPlan plan, Plan(trial, params));
     if (plan.outcome) return *plan.outcome;
-    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> process, StartProgram(trial, plan));
+    TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> process, StartTrial(trial, plan));
     while (!process->finished()) {
       TUNE_RETURN_IF_ERROR(process->Poll(std::chrono::milliseconds(100)));
     }
@@ -467,12 +589,26 @@ class CommandObjective : public Objective {
   Result<std::unique_ptr<TrialProcess>> Start(TrialHandle& trial, const TrialPlan& plan) override {
     TrialPlan capped = plan;
     capped.cap = planner_ ? planner_->ProgramCap(plan) : plan.reservation;
-    return StartProgram(trial, capped);
+    return StartTrial(trial, capped);
   }
 
  private:
+  // The trial's program started with the plan's params, retried after an out-of-memory error as
+  // the memory guard allows (CommandTrial).
+  Result<std::unique_ptr<TrialProcess>> StartTrial(TrialHandle& trial, const TrialPlan& plan) {
+    auto process = std::make_unique<CommandTrial>(
+        trial, planner_.get(),
+        [this, &trial](const TrialPlan& p, std::set<int64_t>& steps, double seconds) {
+          return StartProgram(trial, p, steps, seconds);
+        });
+    TUNE_RETURN_IF_ERROR(process->Begin(plan));
+    return std::unique_ptr<TrialProcess>(std::move(process));
+  }
+
   // Writes the trial's directory and params file and starts the program with the plan's params.
-  Result<std::unique_ptr<TrialProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan) {
+  Result<std::unique_ptr<CommandProcess>> StartProgram(TrialHandle& trial, const TrialPlan& plan,
+                                                       std::set<int64_t>& earlier_steps,
+                                                       double earlier_seconds) {
     const Json& params = plan.params;
     TUNE_ASSIGN_OR_RETURN(fs::path path, MakeTrialDir(trial));
     auto dir = std::make_unique<TrialDir>(path, !options_.work_dir.has_value());
@@ -502,9 +638,9 @@ class CommandObjective : public Objective {
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<Subprocess> program, Subprocess::Spawn(so));
     spdlog::debug("Trial {}: started pid {}: {}", trial.number(), program->pid(),
                   fmt::join(so.argv, " "));
-    return std::unique_ptr<TrialProcess>(
-        std::make_unique<CommandProcess>(trial, plan, planner_.get(), options_, patterns_,
-                                         std::move(dir), std::move(program), gpu_.get()));
+    return std::make_unique<CommandProcess>(trial, plan, planner_.get(), options_, patterns_,
+                                            std::move(dir), std::move(program), gpu_.get(),
+                                            earlier_steps, earlier_seconds);
   }
 
   Result<fs::path> MakeTrialDir(const TrialHandle& trial) const {
@@ -513,7 +649,9 @@ class CommandObjective : public Objective {
       fs::path dir = fs::path(*options_.work_dir) / fmt::format("trial_{}", trial.number());
       fs::create_directories(dir, ec);
       if (ec) return InternalError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+      // A kept directory's earlier files (an earlier attempt's) must not answer this one.
       fs::remove(dir / "result.json", ec);
+      fs::remove(dir / "pruner.jsonl", ec);
       return dir;
     }
     const char* tmp = std::getenv("TMPDIR");

@@ -369,6 +369,18 @@ Status CheckPrecisionForDevice(Precision precision, const std::string& device) {
   return Status::Ok();
 }
 
+Status CheckPrecisionForCard(Precision precision, const std::string& card,
+                             std::pair<int, int> capability) {
+  if ((precision != Precision::kBf16 && precision != Precision::kPureBf16) ||
+      capability.first >= 8) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError(fmt::format(
+      "precision '{}' needs a card with bfloat16, which CUDA cards have from compute capability "
+      "8.0 (A100, RTX 30xx, H100 and newer), and {} has compute capability {}.{}",
+      PrecisionName(precision), card, capability.first, capability.second));
+}
+
 bool UsesRobertaPositions(const ModelSpec& model) {
   const EncoderFamily* family = FindEncoderFamily(model.model_type);
   return family != nullptr && family->roberta_positions;

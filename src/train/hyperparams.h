@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "train/batching.h"
@@ -89,6 +90,13 @@ const char* PrecisionName(Precision precision);
 Result<Precision> ParsePrecision(std::string_view name);
 // InvalidArgument for fp16 on a device that is not CUDA.
 Status CheckPrecisionForDevice(Precision precision, const std::string& device);
+
+// bf16 (autocast, or pure_bf16) needs a card with bfloat16: CUDA compute capability 8.0 or newer
+// (A100, RTX 30xx, H100 and later). InvalidArgument for it on a card of `capability` (major,
+// minor) below that, naming `card` ("cuda:0 (Tesla T4)") and its capability (the caller says
+// the fix); OK for other precisions and cards.
+Status CheckPrecisionForCard(Precision precision, const std::string& card,
+                             std::pair<int, int> capability);
 
 // What precision "auto" means on `device` ("cpu", "cuda", "cuda:N"): fp32 on the CPU; on CUDA
 // bf16 autocast where the card has bf16 tensor cores (compute capability >= 8.0: Ampere and

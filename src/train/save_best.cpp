@@ -449,8 +449,14 @@ Result<SavedModel> ReadSavedModel(const std::string& dir) {
           fmt::format("{}: /tune/hyperparams/{}: {}", s.checkpoint.config_path, key, st.message()));
     }
   }
-  if (auto trial = ReadJsonFile((fs::path(dir) / "trial.json").string()); trial.ok())
+  // trial.json only says which trial the model came from: predicting goes on without it.
+  const fs::path trial_file = fs::path(dir) / "trial.json";
+  if (auto trial = ReadJsonFile(trial_file.string()); trial.ok()) {
     s.trial = *trial;
+  } else if (std::error_code ec; fs::exists(trial_file, ec)) {
+    spdlog::warn("{}; going on without it (it only records the trial the model came from)",
+                 trial.status().message());
+  }
   return s;
 }
 

@@ -266,9 +266,24 @@ class TrainObjective final : public Objective {
     const bool precision_auto =
         !options_.defaults.contains("precision") || options_.defaults["precision"] == "auto";
     const bool tf32_auto = !options_.defaults.contains("tf32");
-    const std::optional<int> major = DeviceNvml(options_.device).ComputeMajor();
+    const DeviceNvml card(options_.device);
+    const std::optional<int> major = card.ComputeMajor();
     const TrainerDefaults current = CurrentTrainerDefaults(options_.device, major);
     TUNE_ASSIGN_OR_RETURN(StudyDefaults kept, StudyTrainerDefaults(trial, current));
+    if (precision_auto && major) {  // bf16 kept from a first run on a card with bfloat16
+      const std::string name = card.Name().value_or("");
+      const Status fits = CheckPrecisionForCard(
+          kept.defaults.precision,
+          name.empty() ? options_.device : fmt::format("{} ({})", options_.device, name),
+          card.ComputeCapability().value_or(std::make_pair(*major, 0)));
+      if (!fits.ok()) {
+        return InvalidArgumentError(fmt::format(
+            "study '{}' keeps the precision \"auto\" chose on its first run's card; {}. To "
+            "continue the study on this card, set \"precision\": \"fp16\" in the config (its "
+            "trials so far ran in bf16)",
+            trial.study_name(), fits.message()));
+      }
+    }
     defaults_applied_ = true;
     if (precision_auto) base_.precision = kept.defaults.precision;
     if (tf32_auto) base_.tf32 = kept.defaults.tf32;

@@ -71,9 +71,9 @@ namespace {
 Json OomAttemptToJson(const OomAttempt& a) {
   Json j{{"batch_size", a.batch_size},
          {"grad_accum", a.grad_accum},
-         {"phase", a.phase},
          {"error", a.error},
          {"peak_memory_bytes", a.peak_memory_bytes}};
+  if (!a.phase.empty()) j["phase"] = a.phase;  // a command's program does not say
   if (a.estimate) j["estimate"] = *a.estimate;
   return j;
 }

@@ -42,6 +42,14 @@ std::string TemplateValueText(const Json& v) {
   return v.dump();
 }
 
+std::optional<std::string> SingleParam(const std::string& text) {
+  if (text.size() < 3 || text.front() != '{' || text.back() != '}' ||
+      text.find_first_of("{}", 1) != text.size() - 1) {
+    return std::nullopt;
+  }
+  return text.substr(1, text.size() - 2);
+}
+
 std::optional<std::string> ExpandTemplate(const std::string& text,
                                           const std::map<std::string, std::string>& values) {
   std::string out;

@@ -19,6 +19,9 @@ Result<std::vector<std::string>> TemplateNames(const std::string& text);
 // A param's value as templates write it: a string as is, a float as Python prints it, others as
 // JSON ("3", "true").
 std::string TemplateValueText(const Json& value);
+// The param a template names when it is exactly one placeholder, "{name}" (which a memory lever
+// or an out-of-memory retry may then change); nullopt for any other text.
+std::optional<std::string> SingleParam(const std::string& text);
 // Expands "{name}" placeholders ("{{" and "}}" are literal braces); nullopt when one names a
 // value that `values` lacks (an inactive parameter).
 std::optional<std::string> ExpandTemplate(const std::string& text,

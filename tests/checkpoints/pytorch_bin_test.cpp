@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -139,6 +140,60 @@ TEST(Unpickle, HostileNestingCostsNoRecursion) {
   EXPECT_EQ((*r)->kind, K::kList);
   EXPECT_EQ((*r)->items.size(), 2u);
   EXPECT_EQ((*r)->items[1], *r);
+}
+
+// pickle.h's bounds: each one past its limit stops the read with a message naming it, before
+// the memory it would take (a 2 GiB data.pkl of pushes would otherwise hold billions of values).
+TEST(Unpickle, EachBoundStopsAHostilePickleNamingIt) {
+  struct Case {
+    std::string name, bytes, message;
+  };
+  const std::vector<Case> cases = {
+      {"stack", kProto2 + std::string(kPickleMaxStack + 1, 'N') + ".",
+       "the stack holds more than 1048576"},
+      {"marks", kProto2 + std::string(kPickleMaxMarks + 1, '(') + ".",
+       "MARKs nest more than 65536"},
+      {"memo", kProto2 + "N" + std::string(kPickleMaxMemo + 1, '\x94') + ".",
+       "the memo holds more than 1048576"},
+      // Push and pop: the stack stays small, the values built grow.
+      {"values",
+       [] {
+         std::string b = kProto2;
+         for (size_t i = 0; i <= kPickleMaxValues; ++i) b += "N0";
+         return b + "N.";
+       }(),
+       "the pickle builds more than 4194304"},
+  };
+  for (const Case& c : cases) {
+    PickleArena arena;
+    auto r = Read(c.bytes, arena);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(r.status().message().find(c.message), std::string::npos)
+        << c.name << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find("a bound of this reader"), std::string::npos);
+  }
+}
+
+// A dict whose items a pickle sets one by one is read in time linear in them: 200,000 keys (and
+// each set again) take well under a second, not the hours a scan per key would.
+TEST(Unpickle, SettingManyDictItemsIsLinear) {
+  std::string b = kProto2 + "}";
+  for (int round = 0; round < 2; ++round) {
+    b += "(";
+    for (int i = 0; i < 200'000; ++i) b += Str("k" + std::to_string(i)) + (round ? "\x88" : "N");
+    b += "u";
+  }
+  b += ".";
+  PickleArena arena;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = Read(b, arena);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)->entries.size(), 200'000u);
+  EXPECT_EQ((*r)->entries[123].second->kind, K::kBool);  // the second round replaced the value
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(PytorchBin, RefusesWhatIsNotACheckpoint) {

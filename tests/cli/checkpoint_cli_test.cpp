@@ -16,6 +16,7 @@
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
 #include "tune/distributions.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -248,6 +249,21 @@ TEST_F(CheckpointCli, ScratchWithAVocabularyFileSavesItsBest) {
     ASSERT_TRUE(m.is_object());
     EXPECT_NEAR(m["value"].get<double>(), Json::parse(top.out)["values"][0].get<double>(), 1e-6);
   }
+}
+
+// A config.json with a byte that is not UTF-8: the error names the file and position, and quotes
+// the byte as \xff, so that stderr stays valid UTF-8 (found by bench/model_dir_mutations.py).
+TEST_F(CheckpointCli, AMessageQuotingBytesThatAreNotUtf8StaysValidUtf8) {
+  const fs::path model = dir_.path() / "garbled-model";
+  fs::copy(Snapshot(kBert), model, fs::copy_options::recursive);
+  std::string config = testing::Slurp(model / "config.json");
+  config.replace(config.find("\"neg\""), 5, "\"n\xff\xfeg\"");
+  std::ofstream(model / "config.json", std::ios::trunc) << config;
+  ProcessRun r = Tune({"predict", "--model", model.string(), "--data",
+                       (dir_.path() / "validation.jsonl").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  EXPECT_EQ(ValidUtf8(r.err), r.err) << "stderr is not valid UTF-8: " << r.err;
 }
 
 // A model whose weights decode to NaN (docs/config.md "Non-finite values"): `tune predict` used

@@ -960,6 +960,58 @@ TEST_F(TrainCli, RegressionStudyMinimizesMseSavesAndPredicts) {
       << r.err;
 }
 
+// "precision": "bf16" on a CUDA card without bfloat16 (NVML, here the stand-in library: compute
+// capability 7.5, a T4) is a config error before the study starts, whatever LibTorch tune was
+// built with; the device given by --device is checked the same, over every card of --jobs. fp16
+// and "auto" (fp16 on such a card) pass the check (--n-trials 0: nothing trains). A study that
+// "auto" began in bf16 on a card with it stops when resumed on the T4.
+TEST_F(TrainCli, Bf16OnACardWithoutBfloat16IsAConfigError) {
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_CC", "7.5", 1);
+  setenv("TUNE_FAKE_NVML_NAME", "Tesla T4", 1);
+  ProcessRun r =
+      Tune({"--study", "t", "--config", WriteConfig({{"device", "cuda"}, {"precision", "bf16"}}),
+            "--storage", "memory"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("study.json: /objective/precision: precision 'bf16' needs a card with "
+                       "bfloat16, which CUDA cards have from compute capability 8.0 (A100, RTX "
+                       "30xx, H100 and newer), and cuda (Tesla T4) has compute capability 7.5: "
+                       "use \"precision\": \"fp16\""),
+            std::string::npos)
+      << r.err;
+  r = Tune({"--study", "t", "--config", WriteConfig({{"precision", "bf16"}}), "--storage", "memory",
+            "--device", "cuda:0", "--jobs", "2"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("cuda:0 (Tesla T4) has compute capability 7.5"), std::string::npos) << r.err;
+  for (const char* fits : {"fp16", "auto"}) {
+    r = Tune({"--study", "t", "--config", WriteConfig({{"device", "cuda"}, {"precision", fits}}),
+              "--storage", "memory", "--n-trials", "0"});
+    EXPECT_EQ(r.err.find("bfloat16"), std::string::npos) << fits << ": " << r.err;
+  }
+  // A card with bfloat16 takes bf16.
+  setenv("TUNE_FAKE_NVML_CC", "8.6", 1);
+  r = Tune({"--study", "t", "--config", WriteConfig({{"device", "cuda"}, {"precision", "bf16"}}),
+            "--storage", "memory", "--n-trials", "0"});
+  EXPECT_EQ(r.err.find("bfloat16"), std::string::npos) << r.err;
+  // A study whose first run chose bf16 there ("auto", kept per study; --jobs: the parent
+  // chooses, whether or not its trial then trains) stops when resumed on the T4.
+  const std::string storage = "sqlite:///" + (dir_.path() / "bf16.db").string();
+  const std::string config = WriteConfig({{"device", "cuda"}}, {{"n_trials", 1}});
+  r = Tune({"--study", "b", "--config", config, "--storage", storage, "--jobs", "2"});
+  setenv("TUNE_FAKE_NVML_CC", "7.5", 1);
+  r = Tune(
+      {"--study", "b", "--config", config, "--storage", storage, "--jobs", "2", "--n-trials", "2"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("study 'b' keeps the precision \"auto\" chose on its first run's card; "
+                       "precision 'bf16' needs a card with bfloat16"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("set \"precision\": \"fp16\" in the config"), std::string::npos) << r.err;
+  unsetenv("TUNE_FAKE_NVML_NAME");
+  unsetenv("TUNE_FAKE_NVML_CC");
+  unsetenv("TUNE_NVML_LIBRARY");
+}
+
 // The memory guard's settings are checked like every other key, with the closest valid choice.
 TEST_F(TrainCli, MemoryGuardSettingsAreChecked) {
   ProcessRun r = Tune({"--study", "t", "--config", WriteConfig({}), "--storage", "memory",

@@ -67,10 +67,15 @@ TEST(DeviceNvml, ReadsCudaDevicesOnly) {
   EXPECT_EQ(DeviceNvml("cuda:1").Utilization(), std::nullopt);  // the fake has one device
   EXPECT_EQ(DeviceNvml("cpu").Utilization(), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_UTIL");
-  setenv("TUNE_FAKE_NVML_CC", "9.0", 1);  // what precision "auto" reads (AutoPrecision)
-  EXPECT_EQ(DeviceNvml("cuda").ComputeMajor(), 9);
+  setenv("TUNE_FAKE_NVML_CC", "7.5", 1);  // what precision "auto" and the bf16 check read
+  EXPECT_EQ(DeviceNvml("cuda").ComputeMajor(), 7);
+  EXPECT_EQ(DeviceNvml("cuda").ComputeCapability(), std::make_pair(7, 5));
   EXPECT_EQ(DeviceNvml("cpu").ComputeMajor(), std::nullopt);
   unsetenv("TUNE_FAKE_NVML_CC");
+  setenv("TUNE_FAKE_NVML_NAME", "Tesla T4", 1);  // the card's name, for messages
+  EXPECT_EQ(DeviceNvml("cuda:0").Name(), "Tesla T4");
+  EXPECT_EQ(DeviceNvml("cpu").Name(), std::nullopt);
+  unsetenv("TUNE_FAKE_NVML_NAME");
   unsetenv("TUNE_NVML_LIBRARY");
 }
 

@@ -60,20 +60,25 @@ import sys, types
 if "--stub" in sys.argv:  # transformers is not installed: its base class only
     sys.modules["transformers"] = types.SimpleNamespace(TrainerCallback=object)
 import tune_trial
-args = types.SimpleNamespace(metric_for_best_model="accuracy")
+# --best: load_best_model_at_end, and the Trainer kept step 10's checkpoint as the best.
+args = types.SimpleNamespace(metric_for_best_model="accuracy",
+                             load_best_model_at_end="--best" in sys.argv)
 control = types.SimpleNamespace(should_training_stop=False)
 cb = tune_trial.hf_callback()
 for step, acc in ((10, 0.5), (20, 0.75)):
     cb.on_evaluate(args, types.SimpleNamespace(global_step=step), control,
                    metrics={"eval_loss": 1.0, "eval_accuracy": acc})
-cb.on_train_end(args, None, control)
+end = types.SimpleNamespace(global_step=20, best_global_step=10,
+                            best_model_checkpoint="out/checkpoint-10")
+cb.on_train_end(args, end, control)
 """
 
 
 def check_trainer_adapter(tt_dir, work):
     """hf_callback's reports, prune and final value through tune's protocol, with transformers'
     TrainerCallback when it is importable, else a stand-in base class (the callback's own logic
-    is what runs; the docs mark the adapter untested with a real Trainer)."""
+    is what runs; a real Trainer drives it in the python_trainer test): the value is the last
+    evaluation's, or with load_best_model_at_end the evaluation the Trainer kept."""
     real = subprocess.run(["/usr/bin/python3", "-c", "import transformers"],
                           capture_output=True).returncode == 0
     pruner = os.path.join(work, "pruner.jsonl")
@@ -91,7 +96,13 @@ def check_trainer_adapter(tt_dir, work):
         else:
             assert lines == [{"step": 10, "value": 0.5}, {"step": 20, "value": 0.75},
                              {"value": 0.75}], lines
-    print("Trainer adapter: reports eval_accuracy at global_step, prunes, finishes "
+    with open(pruner, "w") as f:
+        f.write("".join(json.dumps({"step": s, "prune": False}) + "\n" for s in (10, 20)))
+    run = subprocess.run(argv + ["--best"], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.splitlines()[-1]) == {"value": 0.5}, run.stdout
+    print("Trainer adapter: reports eval_accuracy at global_step, prunes, finishes with the last "
+          "evaluation (load_best_model_at_end: the kept one) "
           f"({'transformers' if real else 'stand-in TrainerCallback: transformers not installed'})")
 
 

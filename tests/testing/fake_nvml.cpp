@@ -2,8 +2,9 @@
 // device of $TUNE_FAKE_NVML_TOTAL bytes (default 24 GiB), $TUNE_FAKE_NVML_UTIL percent utilised
 // (default 0), and the compute processes $TUNE_FAKE_NVML_PROCESSES lists ("PID:BYTES,PID:BYTES",
 // or "@FILE" for a file holding that list, read at each call so that a test can change it; none
-// by default), and the compute capability $TUNE_FAKE_NVML_CC ("MAJOR.MINOR", default 8.0). Only
-// the entry points tune's GpuProcessMemory opens, with NVML's C types.
+// by default), the compute capability $TUNE_FAKE_NVML_CC ("MAJOR.MINOR", default 8.0) and the
+// name $TUNE_FAKE_NVML_NAME (default "Fake NVML device"). Only the entry points tune's
+// GpuProcessMemory opens, with NVML's C types.
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -92,6 +93,14 @@ __attribute__((visibility("default"))) int nvmlDeviceGetCudaComputeCapability(vo
   *major = std::atoi(cc.c_str());
   const size_t dot = cc.find('.');
   *minor = dot == std::string::npos ? 0 : std::atoi(cc.c_str() + dot + 1);
+  return 0;
+}
+__attribute__((visibility("default"))) int nvmlDeviceGetName(void*, char* name,
+                                                             unsigned int length) {
+  const char* env = std::getenv("TUNE_FAKE_NVML_NAME");
+  const std::string value = env != nullptr && *env != '\0' ? env : "Fake NVML device";
+  if (length <= value.size()) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  std::memcpy(name, value.c_str(), value.size() + 1);
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void*, Utilization* u) {

@@ -231,6 +231,90 @@ TEST_F(TrainObjectiveTest, AStudyKeepsItsTrainerDefaults) {
       << bad.status().message();
 }
 
+// bf16 asked of a CUDA card without bfloat16 (compute capability below 8.0: a T4 is 7.5, a V100
+// 7.0), as the objective's precision or as a choice of the space, is a config error naming the
+// key, the card, its capability and the fix; fp16, fp32 and "auto" pass there, and bf16 passes on
+// 8.0. (tune reads the card from NVML before the study starts: cli/train_cli_test.cpp.)
+TEST_F(TrainObjectiveTest, Bf16OnACardWithoutBfloat16IsAConfigError) {
+  const Json space = {{"learning_rate", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-3}}}};
+  const std::pair<int, int> t4{7, 5};
+  auto bf16 = Config(TrainJson({{"device", "cuda"}, {"precision", "bf16"}}), space);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
+  const Status st = CheckTrainPrecisionOnCard(*bf16, "cuda:0 (Tesla T4)", t4);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "study.json: /objective/precision: precision 'bf16' needs a card with bfloat16, "
+            "which CUDA cards have from compute capability 8.0 (A100, RTX 30xx, H100 and newer), "
+            "and cuda:0 (Tesla T4) has compute capability 7.5: use \"precision\": \"fp16\" "
+            "(autocast to float16 with loss scaling, which this card has) or \"auto\" (fp16 on "
+            "such a card, bf16 on cards with bfloat16)");
+  EXPECT_TRUE(CheckTrainPrecisionOnCard(*bf16, "cuda:0 (NVIDIA A100-SXM4-40GB)", {8, 0}).ok());
+  for (const char* fits : {"fp16", "fp32", "auto"}) {
+    auto c = Config(TrainJson({{"device", "cuda"}, {"precision", fits}}), space);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_TRUE(CheckTrainPrecisionOnCard(*c, "cuda:0 (Tesla T4)", t4).ok()) << fits;
+  }
+  Json choices = space;
+  choices["precision"] = {"fp16", "bf16"};
+  auto chosen = Config(TrainJson({{"device", "cuda"}}), choices);
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  const Status choice = CheckTrainPrecisionOnCard(*chosen, "cuda:1 (Tesla V100-SXM2-16GB)", {7, 0});
+  EXPECT_NE(choice.message().find("study.json: /objective: search-space parameter 'precision', "
+                                  "choice \"bf16\": precision 'bf16' needs a card with "
+                                  "bfloat16"),
+            std::string::npos)
+      << choice.message();
+  EXPECT_NE(choice.message().find("cuda:1 (Tesla V100-SXM2-16GB) has compute capability 7.0: "
+                                  "remove the choice"),
+            std::string::npos)
+      << choice.message();
+}
+
+// On a card without bfloat16 (NVML's compute capability 7.5: the stand-in library), "auto" is
+// fp16 for a new study; a study whose first run chose bf16 on a card with it stops with the fix
+// instead of training in bf16 here.
+TEST_F(TrainObjectiveTest, AutoIsFp16OnACardWithoutBfloat16AndAKeptBf16Stops) {
+  setenv("TUNE_NVML_LIBRARY", TUNE_FAKE_NVML, 1);
+  setenv("TUNE_FAKE_NVML_CC", "7.5", 1);
+  setenv("TUNE_FAKE_NVML_NAME", "Tesla T4", 1);
+  const Json space = {{"learning_rate", {{"type", "float"}, {"low", 1e-5}, {"high", 1e-3}}}};
+  auto c = Config(TrainJson({{"device", "cuda"}}), space);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto scripted = std::make_unique<ScriptedTrainer>(std::vector<double>{0.5});
+  ScriptedTrainer* trainer = scripted.get();
+  auto objective = MakeObjective(*c, std::move(scripted));
+  ASSERT_TRUE(objective.ok()) << objective.status().ToString();
+  auto fresh = NewStudy();
+  RunTrial(*fresh, **objective, {{"learning_rate", 1e-4}});
+  ASSERT_EQ(trainer->jobs.size(), 1u);
+  EXPECT_EQ(trainer->jobs[0].hp.precision, Precision::kFp16);
+
+  auto resumed = NewStudy();
+  ASSERT_TRUE(resumed->storage()
+                  .SetStudySystemAttr(resumed->study_id(), "trainer_defaults",
+                                      Json{{"precision", "bf16"}, {"tf32", true}})
+                  .ok());
+  auto again = MakeObjective(*c, std::make_unique<ScriptedTrainer>(std::vector<double>{0.5}));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto trial = std::move(resumed->Ask()).value();
+  auto outcome = (*again)->Run(*trial, Json{{"learning_rate", 1e-4}});
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outcome.status().message().find(
+                "study 's' keeps the precision \"auto\" chose on its first run's card; precision "
+                "'bf16' needs a card with bfloat16"),
+            std::string::npos)
+      << outcome.status().message();
+  EXPECT_NE(outcome.status().message().find("cuda (Tesla T4) has compute capability 7.5. To "
+                                            "continue the study on this card, set "
+                                            "\"precision\": \"fp16\""),
+            std::string::npos)
+      << outcome.status().message();
+  unsetenv("TUNE_FAKE_NVML_NAME");
+  unsetenv("TUNE_FAKE_NVML_CC");
+  unsetenv("TUNE_NVML_LIBRARY");
+}
+
 // What "auto" means: fp32 on the CPU and where the card's capability is unknown; bf16 from
 // compute capability 8 (Ampere), fp16 below.
 TEST(AutoPrecision, FollowsTheDeviceAndItsComputeCapability) {

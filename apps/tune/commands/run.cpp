@@ -13,7 +13,10 @@
 #include "commands.h"
 #include "config/boundary_probes.h"
 #include "config/config.h"
+#include "measure/gpu_process_memory.h"
+#include "memory/cards.h"
 #include "memory/estimator.h"
+#include "memory/guard_planner.h"
 #include "memory/simulated_card.h"
 #include "progress.h"
 #include "study/study_defaults.h"
@@ -22,6 +25,7 @@
 #include "tune/optimize.h"
 #include "tune/samplers/tpe.h"
 #include "tune/study.h"
+#include "util/device.h"
 #include "util/interrupt.h"
 #include "util/text.h"
 
@@ -56,15 +60,37 @@ Result<StudyConfig> LoadConfig(const RunArgs& args) {
   return config;
 }
 
-// --device, --device-memory, --oom-retry: the train objective's settings.
+// --oom-retry for a command objective's memory section.
+Status ApplyCommandOomRetry(const RunArgs& args, StudyConfig& config) {
+  if (!config.objective.command_memory) {
+    return InvalidArgumentError(
+        fmt::format("--oom-retry applies to the train objective and to a command objective with a "
+                    "\"memory\" section; {} has none",
+                    config.source));
+  }
+  CommandMemoryOptions& memory = *config.objective.command_memory;
+  memory.guard.oom_retry = *args.oom_retry;
+  if (Status st = CheckOomRetry(memory); !st.ok()) {
+    return InvalidArgumentError(fmt::format("--oom-retry {}: {}", *args.oom_retry, st.message()));
+  }
+  return Status::Ok();
+}
+
+// --device, --device-memory, --oom-retry: the train objective's settings (--oom-retry: also a
+// command objective's).
 Status ApplyTrainFlags(const RunArgs& args, StudyConfig& config) {
   if (!args.device && !args.device_memory && !args.oom_retry && !args.save_best) {
     return Status::Ok();
   }
+  if (config.objective.type == ObjectiveType::kCommand && args.oom_retry && !args.device &&
+      !args.device_memory && !args.save_best) {
+    return ApplyCommandOomRetry(args, config);
+  }
   if (config.objective.type != ObjectiveType::kTrain) {
     return InvalidArgumentError(fmt::format(
-        "--device, --device-memory, --oom-retry and --save-best apply to the train objective; "
-        "{} has objective '{}'",
+        "--device, --device-memory, --oom-retry and --save-best apply to the train objective "
+        "(--oom-retry also to a command objective with a \"memory\" section); {} has objective "
+        "'{}'",
         config.source, ObjectiveTypeName(config.objective.type)));
   }
   if (args.save_best) {
@@ -164,6 +190,32 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
                   : config.source));
   TUNE_RETURN_IF_ERROR(ApplyDevicesFlag(args, config));
   return ApplyTrainFlags(args, config);
+}
+
+// The train objective's precision against the CUDA cards its trials run on, as the driver (NVML)
+// describes them, before the study starts: bf16 on a card without bfloat16 is a config error
+// (CheckTrainPrecisionOnCard). LibTorch is not asked: a tune whose LibTorch has no CUDA finds out
+// the same. A card NVML cannot describe (no driver library) is not checked here.
+Status CheckPrecisionOnCards(const StudyConfig& config) {
+  if (config.objective.type != ObjectiveType::kTrain) return Status::Ok();
+  const TrainObjectiveOptions& train = config.objective.train;
+  const Result<Device> device = ParseDevice(train.device);
+  if (!device.ok() || !device->is_cuda() || train.guard.simulate) return Status::Ok();
+  std::vector<std::string> devices{train.device};
+  if (config.jobs != 1) {  // --jobs: every card of ResolveCards (memory/cards.h)
+    TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards, ResolveCards(train.device, train.guard));
+    devices.clear();
+    for (const CardSpec& card : cards) devices.push_back(card.device);
+  }
+  for (const std::string& d : devices) {
+    const DeviceNvml nvml(d);
+    const std::optional<std::pair<int, int>> capability = nvml.ComputeCapability();
+    if (!capability) continue;
+    const std::optional<std::string> name = nvml.Name();
+    TUNE_RETURN_IF_ERROR(CheckTrainPrecisionOnCard(
+        config, name ? fmt::format("{} ({})", d, *name) : d, *capability));
+  }
+  return Status::Ok();
 }
 
 // With several trials at once: TPE counts the running trials as bad ones (constant liar) unless
@@ -321,9 +373,9 @@ void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
                  "process sees only its card")
       ->type_name("LIST");
   app.add_option("--oom-retry", run.oom_retry,
-                 "train objective: retry a trial that runs out of memory up to K times at half "
-                 "the micro-batch and twice the accumulation (default: the config's "
-                 "memory.oom_retry, else 0)")
+                 "train objective, or a command objective with a memory section: retry a "
+                 "trial that runs out of memory up to K times at half the micro-batch and twice "
+                 "the accumulation (default: the config's memory.oom_retry, else 0)")
       ->check(CLI::Range(0, 10));
   app.add_option("--save-best", run.save_best,
                  "train objective: keep the study's best model in DIR (a Hugging Face-style "
@@ -422,6 +474,7 @@ int RunStudy(const RunArgs& args) {
   if (!loaded.ok()) return Fail(loaded.status());
   StudyConfig config = std::move(loaded).value();
   if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
+  if (Status s = CheckPrecisionOnCards(config); !s.ok()) return Fail(s);
   (void)RunElapsedSeconds();                       // the run's start, for a restart's --timeout
   if (config.timeout_seconds && Restarts() > 0) {  // a fresh process after a sticky CUDA error
     config.timeout_seconds = std::max(0.001, *config.timeout_seconds - RunElapsedSeconds());

@@ -73,7 +73,7 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
 }
 
 int RunTrial(const RunTrialArgs& args) {
-  spdlog::set_pattern("[%l] %v");
+  SetLogPattern("[%l] %v");
   std::signal(SIGINT, OnChildSignal);
   std::signal(SIGTERM, OnChildSignal);
   auto config = ChildConfig(args);

@@ -17,7 +17,10 @@
 // per-trial timeout, or no value -> FAIL, with fail_reason, exit_status and stderr_tail in the
 // trial's user attributes. Stderr matching an out-of-memory pattern (CUDA/PyTorch OOM) ->
 // PRUNED with user attrs oom=true, reason="oom", oom_config (the params, effective batch size and
-// the matched line), so samplers learn to avoid the region.
+// the matched line), so samplers learn to avoid the region. With a memory guard whose oom_retry
+// allows it, such a run is first run again at half the micro-batch (MemoryPlanner::RetryAfterOom:
+// batch_size halved, grad_accum doubled in what the program receives); the trial keeps the steps
+// the earlier runs reported, and its timeout counts all of them.
 #pragma once
 
 #include <map>
