@@ -1,5 +1,6 @@
 # Turns a text file into a C++ source defining `const char* <symbol>()` (used to embed the
-# model catalog into the binary). Run in script mode: cmake -DIN=.. -DOUT=.. -DSYMBOL=.. -P
+# model catalog and src/train/tune_classifier.py into the binary). Run in script mode:
+# cmake -DIN=.. -DOUT=.. -DSYMBOL=.. -P
 file(READ "${IN}" content)
 set(delim "tune_embed")
 file(WRITE "${OUT}.tmp"

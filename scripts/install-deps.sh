@@ -21,7 +21,8 @@ set -euo pipefail
 # libpq-dev: the PostgreSQL storage; postgresql: the throwaway server `make test` starts;
 # python3-psycopg2: lets the Optuna compatibility test open tune's PostgreSQL studies.
 # libicu-dev + libsentencepiece-dev: the checkpoints' tokenizers (BERT's Unicode rules, GPT-2's
-# pre-tokenizer, SentencePiece models); python3-sentencepiece + python3-regex: their parity tests.
+# pre-tokenizer, SentencePiece models); python3-sentencepiece: the SentencePiece models the tests
+# train.
 # libjs-chart.js: the charting library `tune report` inlines in its pages; chromium: the headless
 # browser the report_browser test loads them in. universal-ctags: scripts/longest-functions.py
 # (the memory_functions_short test). clang-format: scripts/check-format.sh, which .ci/run runs.
@@ -34,7 +35,7 @@ set -euo pipefail
 # environment (scripts/install-venv.sh), which `make test` makes.
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
       libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
-      libicu-dev libsentencepiece-dev python3-sentencepiece python3-regex libjs-chart.js chromium
+      libicu-dev libsentencepiece-dev python3-sentencepiece libjs-chart.js chromium
       universal-ctags clang-format libminizip-dev python3-sklearn dpkg-dev file
       slurmctld slurmd slurm-client munge python3-venv)
 torch=1

@@ -26,8 +26,8 @@ struct SentencePieceModel::Api {
   decltype(&tune_spm_unk_id) unk_id = nullptr;
   decltype(&tune_spm_piece_to_id) piece_to_id = nullptr;
   decltype(&tune_spm_id_to_piece) id_to_piece = nullptr;
-  decltype(&tune_spm_encode) encode = nullptr;
-  decltype(&tune_spm_encoding_free) encoding_free = nullptr;
+  decltype(&tune_spm_score) score = nullptr;
+  decltype(&tune_spm_charsmap) charsmap = nullptr;
 
   bool Bind(const DynamicLibrary& lib) {
     abi = lib.Symbol<decltype(abi)>("tune_spm_abi");
@@ -37,11 +37,11 @@ struct SentencePieceModel::Api {
     unk_id = lib.Symbol<decltype(unk_id)>("tune_spm_unk_id");
     piece_to_id = lib.Symbol<decltype(piece_to_id)>("tune_spm_piece_to_id");
     id_to_piece = lib.Symbol<decltype(id_to_piece)>("tune_spm_id_to_piece");
-    encode = lib.Symbol<decltype(encode)>("tune_spm_encode");
-    encoding_free = lib.Symbol<decltype(encoding_free)>("tune_spm_encoding_free");
+    score = lib.Symbol<decltype(score)>("tune_spm_score");
+    charsmap = lib.Symbol<decltype(charsmap)>("tune_spm_charsmap");
     return abi != nullptr && load != nullptr && free != nullptr && size != nullptr &&
            unk_id != nullptr && piece_to_id != nullptr && id_to_piece != nullptr &&
-           encode != nullptr && encoding_free != nullptr && abi() == TUNE_SPM_ABI;
+           score != nullptr && charsmap != nullptr && abi() == TUNE_SPM_ABI;
   }
 };
 
@@ -112,32 +112,6 @@ SentencePieceModel::SentencePieceModel(const Api* api, tune_spm* model)
 
 SentencePieceModel::~SentencePieceModel() { api_->free(model_); }
 
-std::vector<int> SentencePieceModel::Encode(std::string_view text,
-                                            std::vector<std::string>* pieces) const {
-  tune_spm_encoding e{};
-  std::vector<int> ids;
-  if (api_->encode(model_, text.data(), text.size(), pieces != nullptr ? 1 : 0, &e) != 0) {
-    return ids;
-  }
-  ids.assign(e.ids, e.ids + e.count);
-  for (size_t i = 0; pieces != nullptr && i < e.count; ++i) {
-    const size_t begin = i == 0 ? 0 : e.piece_ends[i - 1];
-    pieces->emplace_back(e.pieces + begin, e.piece_ends[i] - begin);
-  }
-  api_->encoding_free(&e);
-  return ids;
-}
-
-std::vector<int> SentencePieceModel::EncodeIds(std::string_view text) const {
-  return Encode(text, nullptr);
-}
-
-std::vector<std::string> SentencePieceModel::EncodePieces(std::string_view text) const {
-  std::vector<std::string> pieces;
-  Encode(text, &pieces);
-  return pieces;
-}
-
 int SentencePieceModel::size() const { return api_->size(model_); }
 
 std::string SentencePieceModel::Piece(int id) const {
@@ -158,5 +132,13 @@ int SentencePieceModel::PieceId(std::string_view piece) const {
 }
 
 int SentencePieceModel::unk_id() const { return api_->unk_id(model_); }
+
+float SentencePieceModel::Score(int id) const { return api_->score(model_, id); }
+
+std::string SentencePieceModel::Charsmap() const {
+  std::string map(api_->charsmap(model_, nullptr, 0), '\0');
+  map.resize(api_->charsmap(model_, map.data(), map.size()));
+  return map;
+}
 
 }  // namespace tune::internal

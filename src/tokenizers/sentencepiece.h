@@ -1,9 +1,10 @@
-// A SentencePiece model file (spm.model, sentencepiece.bpe.model) through Debian's
-// libsentencepiece [tune_train, private]. tune_train does not link libsentencepiece: it opens
-// libtune_spm.so (spm_shim/spm_shim.h) with dlopen(RTLD_LOCAL | RTLD_DEEPBIND), because
-// libsentencepiece's embedded protobuf would otherwise clash with LibTorch's in the same
-// process. The shim's errors become Status values here; nothing of it leaks out of
-// sentencepiece.cpp.
+// A SentencePiece model file (spm.model, sentencepiece.bpe.model) read through Debian's
+// libsentencepiece [tune_train, private]: its pieces, their scores and its normalizer's character
+// map, which the tokenizer encodes with as Hugging Face's tokenizers do (unigram.h). tune_train
+// does not link libsentencepiece: it opens libtune_spm.so (spm_shim/spm_shim.h) with
+// dlopen(RTLD_LOCAL | RTLD_DEEPBIND), because libsentencepiece's embedded protobuf would otherwise
+// clash with LibTorch's in the same process. The shim's errors become Status values here; nothing
+// of it leaks out of sentencepiece.cpp.
 #pragma once
 
 #include <memory>
@@ -28,23 +29,22 @@ class SentencePieceModel {
   static std::vector<std::string> ShimCandidates();
   ~SentencePieceModel();
 
-  // The model's piece ids of `text` (its own normalization included).
-  std::vector<int> EncodeIds(std::string_view text) const;
-  std::vector<std::string> EncodePieces(std::string_view text) const;
-
   int size() const;
   // The piece with this id ("" when out of range).
   std::string Piece(int id) const;
   // The id of `piece`, or -1 when the model has no such piece.
   int PieceId(std::string_view piece) const;
   int unk_id() const;
+  // The score of piece `id` (a unigram model's log probability).
+  float Score(int id) const;
+  // The normalizer's precompiled character map (empty when the model has none).
+  std::string Charsmap() const;
 
  private:
   struct Api;
   // The shim, opened once per process.
   static Result<const Api*> Shim();
   SentencePieceModel(const Api* api, tune_spm* model);
-  std::vector<int> Encode(std::string_view text, std::vector<std::string>* pieces) const;
   const Api* api_;
   tune_spm* model_;
 };

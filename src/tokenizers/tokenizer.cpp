@@ -96,76 +96,215 @@ namespace {
 
 using internal::AppendUtf8;
 
-// What Python's str.split() splits on, of the characters BERT's cleaning leaves: the space it
-// writes for whitespace, and the line and paragraph separators (Zl, Zp: neither Zs nor C*).
-bool IsSplitSpace(char32_t c) { return c == ' ' || c == 0x2028 || c == 0x2029; }
-
-// Hugging Face's _run_split_on_punc: every punctuation character is a word of its own.
-void SplitOnPunctuation(const std::u32string& word, std::vector<std::u32string>& out) {
-  std::u32string cur;
-  for (char32_t c : word) {
-    if (internal::IsBertPunctuation(c)) {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-      out.emplace_back(1, c);
-    } else {
-      cur.push_back(c);
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
-}
-
-std::string ToUtf8(const std::u32string& s) {
+std::string ToUtf8(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char32_t c : s) AppendUtf8(c, out);
   return out;
 }
 
+// The first character of `s` (UTF-8), or 0.
+char32_t FirstChar(std::string_view s) {
+  const std::u32string c = internal::DecodeUtf8(s.substr(0, std::min<size_t>(s.size(), 4)));
+  return c.empty() ? 0 : c[0];
+}
+
+// The last character of `s` (UTF-8), or 0.
+char32_t LastChar(std::string_view s) {
+  size_t i = s.size();
+  while (i > 0 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) --i;
+  return i == 0 ? 0 : FirstChar(s.substr(i - 1));
+}
+
+// The byte length of the white space that starts (`from_start`) or ends `s`.
+size_t WhiteSpaceRun(std::string_view s, bool from_start) {
+  const std::u32string chars = internal::DecodeUtf8(s);
+  size_t bytes = 0;
+  for (size_t k = 0; k < chars.size(); ++k) {
+    const char32_t c = from_start ? chars[k] : chars[chars.size() - 1 - k];
+    if (!internal::IsWhiteSpace(c)) break;
+    std::string utf8;
+    AppendUtf8(c, utf8);
+    bytes += utf8.size();
+  }
+  return bytes;
+}
+
+// transformers 5's DebertaV2Tokenizer normalizer after lowercasing: Replace(r"\s{2,}|[\n\r\t]",
+// " "), NFC, Strip(right).
+std::u32string DebertaNormalize(std::u32string s) {
+  std::u32string replaced;
+  for (size_t i = 0; i < s.size();) {
+    size_t j = i;
+    while (j < s.size() && internal::IsWhiteSpace(s[j])) ++j;
+    if (j - i >= 2 || (j - i == 1 && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))) {
+      replaced.push_back(U' ');
+      i = j;
+    } else {
+      replaced.push_back(s[i++]);
+    }
+  }
+  std::u32string out = internal::Nfc(replaced);
+  while (!out.empty() && internal::IsWhiteSpace(out.back())) out.pop_back();
+  return out;
+}
+
 }  // namespace
 
-// Hugging Face's BasicTokenizer.tokenize (the file comment lists its steps).
+// Hugging Face tokenizers' AddedVocabulary::find_matches over the non-normalized special tokens:
+// leftmost-longest matches; lstrip/rstrip take the white space beside a match into it;
+// single_word tokens only between non-word characters.
+template <typename Piece, typename Special>
+void Tokenizer::SplitSpecials(std::string_view text, Piece&& piece, Special&& special) const {
+  size_t done = 0;  // bytes of `text` already emitted
+  size_t i = 0;
+  while (i < text.size()) {
+    const AddedToken* match = nullptr;
+    for (const AddedToken& t : added_) {  // longest first
+      if (text.compare(i, t.content.size(), t.content) == 0) {
+        match = &t;
+        break;
+      }
+    }
+    if (match == nullptr) {
+      ++i;
+      while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+      continue;
+    }
+    size_t start = i, stop = i + match->content.size();
+    const size_t next = stop;  // the search goes on after the match itself
+    if (match->single_word &&
+        ((start > 0 && internal::IsWordChar(LastChar(text.substr(0, start)))) ||
+         (stop < text.size() && internal::IsWordChar(FirstChar(text.substr(stop)))))) {
+      i = next;
+      continue;
+    }
+    if (match->lstrip) start = std::max(start - WhiteSpaceRun(text.substr(0, start), false), done);
+    if (match->rstrip) stop += WhiteSpaceRun(text.substr(stop), true);
+    if (done < start) piece(text.substr(done, start - done), done == 0);
+    special(*match);
+    done = stop;
+    i = std::max(next, stop);
+  }
+  if (done < text.size()) piece(text.substr(done), done == 0);
+}
+
+// tokenizers' BertNormalizer (clean_text, handle_chinese_chars, strip_accents, lowercase) and
+// BertPreTokenizer (the file comment lists the steps).
 std::vector<std::u32string> Tokenizer::SplitWordsU32(std::string_view text) const {
-  std::u32string cleaned;
+  std::u32string s;
   for (char32_t c : internal::DecodeUtf8(text)) {
-    if (c == 0 || c == 0xFFFD || internal::IsBertControl(c)) continue;
-    if (internal::IsBertWhitespace(c)) {
-      cleaned.push_back(' ');
-    } else if (chinese_chars_ && internal::IsCjkIdeograph(c)) {
-      cleaned.append({U' ', c, U' '});
+    if (clean_text_) {
+      if (internal::IsBertControl(c)) continue;
+      if (internal::IsWhiteSpace(c)) c = U' ';
+    }
+    if (chinese_chars_ && internal::IsCjkIdeograph(c)) {
+      s.append({U' ', c, U' '});
     } else {
-      cleaned.push_back(c);
+      s.push_back(c);
+    }
+  }
+  if (strip_accents_) s = internal::StripAccents(s);
+  if (lowercase_) s = internal::Lowercase(s);
+  std::vector<std::u32string> words;
+  std::u32string word;
+  for (char32_t c : s) {
+    const bool space = internal::IsWhiteSpace(c);
+    if (space || internal::IsBertPunctuation(c)) {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+      if (!space) words.emplace_back(1, c);
+    } else {
+      word.push_back(c);
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+std::vector<std::string> Tokenizer::UnigramWords(std::string_view piece, bool first) const {
+  std::u32string s = internal::DecodeUtf8(piece);
+  std::vector<std::u32string> splits;
+  if (charsmap_ != nullptr || spm_offset_ == 1) {  // XLM-R: Precompiled, WhitespaceSplit
+    if (charsmap_ != nullptr) s = charsmap_->Normalize(s);
+    std::u32string word;
+    for (char32_t c : s) {
+      if (internal::IsWhiteSpace(c)) {
+        if (!word.empty()) splits.push_back(std::move(word));
+        word.clear();
+      } else {
+        word.push_back(c);
+      }
+    }
+    if (!word.empty()) splits.push_back(std::move(word));
+  } else {  // DeBERTa: Lowercase, Replace, NFC, Strip; Punctuation (isolated)
+    if (lowercase_) s = internal::Lowercase(s);
+    s = DebertaNormalize(std::move(s));
+    if (split_by_punct_) {
+      std::u32string word;
+      for (char32_t c : s) {
+        if (internal::IsBertPunctuation(c)) {
+          if (!word.empty()) splits.push_back(std::move(word));
+          word.clear();
+          splits.emplace_back(1, c);
+        } else {
+          word.push_back(c);
+        }
+      }
+      if (!word.empty()) splits.push_back(std::move(word));
+    } else if (!s.empty()) {
+      splits.push_back(std::move(s));
     }
   }
   std::vector<std::u32string> words;
-  const std::u32string normalized = internal::Nfc(cleaned);
-  size_t i = 0;
-  while (i < normalized.size()) {
-    if (IsSplitSpace(normalized[i])) {
-      ++i;
+  for (size_t k = 0; k < splits.size(); ++k) {
+    internal::MetaspaceSplit(splits[k], prepend_, first && k == 0, words);
+  }
+  std::vector<std::string> out;
+  out.reserve(words.size());
+  for (const auto& w : words) out.push_back(ToUtf8(w));
+  return out;
+}
+
+void Tokenizer::EncodePiece(std::string_view piece, bool first, size_t max_tokens,
+                            std::vector<int32_t>* ids, std::vector<std::string>* words) const {
+  if (unigram_) {
+    for (const std::string& w : UnigramWords(piece, first)) {
+      if (ids != nullptr && ids->size() >= max_tokens) return;
+      std::vector<int32_t> scratch;
+      unigram_->Encode(w, ids != nullptr ? *ids : scratch, words);
+    }
+    return;
+  }
+  if (bpe_) {
+    if (ids != nullptr) {
+      BytePairEncode(piece, max_tokens, *ids);
+    } else {
+      for (const auto& w : internal::GptPreTokenize(BpeInput(piece))) words->push_back(ToUtf8(w));
+    }
+    return;
+  }
+  for (const auto& w : SplitWordsU32(piece)) {
+    if (ids == nullptr) {
+      words->push_back(ToUtf8(w));
       continue;
     }
-    size_t end = i;
-    while (end < normalized.size() && !IsSplitSpace(normalized[end])) ++end;
-    std::u32string word = normalized.substr(i, end - i);
-    if (lowercase_) word = internal::Lowercase(word);
-    if (strip_accents_) word = internal::StripAccents(word);
-    SplitOnPunctuation(word, words);
-    i = end;
+    if (ids->size() >= max_tokens) return;
+    WordPiece(w, *ids);
   }
-  return words;
 }
 
 std::vector<std::string> Tokenizer::SplitWords(std::string_view text) const {
   std::vector<std::string> out;
-  if (spm_) return spm_->EncodePieces(text);
-  if (bpe_) {
-    for (const auto& w : internal::GptPreTokenize(BpeInput(text))) {
-      out.push_back(ToUtf8(w));
-    }
-    return out;
+  std::string valid;
+  if (internal::FindInvalidUtf8(text) != std::string_view::npos) {
+    valid = ToUtf8(internal::DecodeUtf8(text));
+    text = valid;
   }
-  for (const auto& w : SplitWordsU32(text)) out.push_back(ToUtf8(w));
+  SplitSpecials(
+      text,
+      [&](std::string_view piece, bool first) { EncodePiece(piece, first, 0, nullptr, &out); },
+      [&](const AddedToken& t) { out.push_back(t.content); });
   return out;
 }
 
@@ -230,30 +369,19 @@ void Tokenizer::BytePairEncode(std::string_view text, size_t max_tokens,
   if (out.size() > max_tokens) out.resize(max_tokens);
 }
 
-// XLMRobertaTokenizer's _convert_token_to_id: SentencePiece's unknown (id 0) is <unk>, every
-// other id moves up by fairseq's offset. DeBERTa's ids are the model's own.
-void Tokenizer::SentencePieceEncode(std::string_view text, size_t max_tokens,
-                                    std::vector<int32_t>& out) const {
-  for (int id : spm_->EncodeIds(text)) {
-    if (out.size() >= max_tokens) break;
-    out.push_back(spm_offset_ > 0 && id == 0 ? unk_id_ : static_cast<int32_t>(id) + spm_offset_);
-  }
-}
-
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, size_t max_tokens) const {
   std::vector<int32_t> ids;
-  if (spm_) {
-    SentencePieceEncode(text, max_tokens, ids);
-    return ids;
+  std::string valid;
+  if (internal::FindInvalidUtf8(text) != std::string_view::npos) {  // as DecodeUtf8 reads it
+    valid = ToUtf8(internal::DecodeUtf8(text));
+    text = valid;
   }
-  if (bpe_) {
-    BytePairEncode(text, max_tokens, ids);
-    return ids;
-  }
-  for (const auto& w : SplitWordsU32(text)) {
-    if (ids.size() >= max_tokens) break;
-    WordPiece(w, ids);
-  }
+  SplitSpecials(
+      text,
+      [&](std::string_view piece, bool first) {
+        if (ids.size() < max_tokens) EncodePiece(piece, first, max_tokens, &ids, nullptr);
+      },
+      [&](const AddedToken& t) { ids.push_back(t.id); });
   if (ids.size() > max_tokens) ids.resize(max_tokens);
   return ids;
 }
@@ -343,6 +471,7 @@ Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowerca
     *id = found;
   }
   t.mask_id_ = t.TokenId("[MASK]");
+  t.AddFamilySpecials();
   t.description_ = fmt::format("WordPiece vocab.txt {} ({} tokens)", path, t.tokens_.size());
   return t;
 }
@@ -391,6 +520,7 @@ Tokenizer Tokenizer::Build(const std::vector<std::string>& texts, const Tokenize
     t.tokens_.push_back(*w);
   }
   t.Index();
+  t.AddFamilySpecials();
   t.description_ =
       fmt::format("vocabulary built from the training text ({} tokens)", t.tokens_.size());
   return t;

@@ -1,5 +1,7 @@
 // Tokenizer: text -> token ids for the transformer classifiers (plain C++, no LibTorch), exactly
-// as Hugging Face's tokenizers of the same files compute them.
+// as Hugging Face's tokenizers of the same files compute them: transformers' tokenizer classes as
+// AutoTokenizer.from_pretrained(DIR) builds them, backed by the `tokenizers` library, whose code
+// and Unicode tables (unicode.h) tune follows; tests/tokenizer_parity/ compares them.
 //
 // A checkpoint directory's tokenizer (FromCheckpointDir) is the first of these files present:
 //  - vocab.txt: BERT's WordPiece (BertTokenizer). do_lower_case, strip_accents and
@@ -7,13 +9,19 @@
 //    [UNK], [CLS], [SEP] (and [MASK]) are the lines of those tokens.
 //  - vocab.json + merges.txt: byte-level BPE (RoBERTa, GPT-2; RobertaTokenizer): GPT-2's
 //    pre-tokenizer pattern, each piece's UTF-8 bytes in GPT-2's byte alphabet merged by rank;
-//    specials <s>, </s>, <pad>, <unk> (and <mask>); never lowercased.
+//    specials <s>, </s>, <pad>, <unk> (and <mask>); never lowercased; add_prefix_space from
+//    tokenizer_config.json.
 //  - spm.model: DeBERTa-v2/v3's SentencePiece model (DebertaV2Tokenizer): ids are the model's
 //    own; [PAD], [CLS], [SEP], [UNK] are its pieces of those names; [MASK] is its piece, or the
-//    id after the last piece when the model has none.
+//    id after the last piece when the model has none. As transformers 5 converts it: the text
+//    lowercased if do_lower_case, each run of two or more white-space characters (and each \n,
+//    \r, \t) made one space, NFC, trailing white space stripped, punctuation split off if
+//    split_by_punct, then Metaspace ("▁" for spaces and before each word) and the Unigram model
+//    on the pieces' scores (unigram.h). The model's own normalizer is not used.
 //  - sentencepiece.bpe.model: XLM-RoBERTa's SentencePiece model (XLMRobertaTokenizer), with
-//    fairseq's ids: <s>=0, <pad>=1, </s>=2, <unk>=3, every other piece its SentencePiece id + 1
-//    (SentencePiece's unknown, id 0, is <unk>=3), and <mask> the last id (pieces + 1).
+//    fairseq's ids: <s>=0, <pad>=1, </s>=2, <unk>=3, every other piece its SentencePiece id + 1,
+//    and <mask> the last id (pieces + 1). The model's precompiled character map normalizes the
+//    text, white space splits it, then Metaspace and the Unigram model.
 //  - tokenizer.json, when it is the only file: a Hugging Face tokenizers file whose model is
 //    WordPiece (with a BertNormalizer) or BPE (with a ByteLevel pre-tokenizer).
 // For models trained from scratch, Build makes a WordPiece vocabulary from the training text:
@@ -23,17 +31,21 @@
 // min_count times, until vocab_size entries. A word outside the vocabulary is thus spelled with
 // characters instead of becoming [UNK]; only characters never seen in training are [UNK].
 //
-// WordPiece text processing is Hugging Face's BasicTokenizer with ICU's Unicode data: NUL,
-// U+FFFD and control characters (categories C*, except tab, newline and return) are removed;
-// whitespace (Zs, tab, newline, return) becomes a space; CJK ideographs are surrounded by
-// spaces (tokenize_chinese_chars); the text is NFC-normalized and split on whitespace (also
-// U+2028 and U+2029, as Python's str.split); each word is lowercased (full Unicode case
-// mapping) and its accents stripped (NFD, nonspacing marks removed) as the options say; every
-// punctuation character (P*, and all non-alphanumeric ASCII) becomes a token of its own. Then
-// WordPiece: each word is split greedily into the longest vocabulary pieces, continuations
-// prefixed with "##"; a word that cannot be split, or is longer than 100 characters, is [UNK].
-// GPT-2's pattern uses ICU's \p{L}, \p{N} and White_Space (\s), as Python's `regex` module.
-// Invalid UTF-8 bytes are dropped.
+// Special tokens written in the text are the special tokens, as in Hugging Face's tokenizers:
+// the family's specials ([CLS] ... or <s> ...), with the flags tokenizer_config.json's
+// added_tokens_decoder (or tokenizer.json's added_tokens) gives them (lstrip, rstrip: the white
+// space on that side is part of the token), are split off the raw text first, leftmost and
+// longest first; each piece between them is tokenized on its own.
+//
+// WordPiece text processing is tokenizers' BertNormalizer and BertPreTokenizer: NUL, U+FFFD and
+// control characters (Cc, Co, Cs, and Cf of Unicode 8.0; not tab, newline and return) are
+// removed; white space (the White_Space property) becomes a space; CJK ideographs are surrounded
+// by spaces (handle_chinese_chars); accents are stripped (NFD, then nonspacing marks removed) and
+// the text lowercased (each character's full mapping on its own) as the options say; the text is
+// split on white space and every punctuation character (P* of Unicode 8.0, and all
+// non-alphanumeric ASCII) becomes a token of its own. Then WordPiece: each word is split greedily
+// into the longest vocabulary pieces, continuations prefixed with "##"; a word that cannot be
+// split, or is longer than 100 characters, is [UNK]. Invalid UTF-8 bytes are dropped.
 //
 // Thread safety: const methods may be called concurrently.
 #pragma once
@@ -48,14 +60,24 @@
 #include <vector>
 
 #include "tokenizers/pairs.h"
+#include "tokenizers/unigram.h"
 #include "tune/status.h"
 
 namespace tune {
 
 namespace internal {
 class ByteBpe;
-class SentencePieceModel;
 }  // namespace internal
+
+// A token split off the raw text before tokenization (a special token written in the text), as
+// Hugging Face's AddedToken.
+struct AddedToken {
+  std::string content;
+  int32_t id = -1;
+  bool lstrip = false;       // the white space before it is part of it
+  bool rstrip = false;       // the white space after it is part of it
+  bool single_word = false;  // only where no word character touches it
+};
 
 struct TokenizerOptions {
   // WordPiece: lowercase (uncased models). BERT: do_lower_case.
@@ -91,10 +113,12 @@ class Tokenizer {
   // REQUIRES: options.vocab_size >= 4 + 2, options.min_count >= 1.
   static Tokenizer Build(const std::vector<std::string>& texts, const TokenizerOptions& options);
 
-  // The words and punctuation tokens of `text` after cleaning and lowercasing.
+  // What the model segments `text` into: WordPiece's words and punctuation tokens after cleaning
+  // and lowercasing, byte-level BPE's pre-tokens, SentencePiece's pieces; the special tokens
+  // written in the text as they are.
   std::vector<std::string> SplitWords(std::string_view text) const;
-  // The WordPiece ids of `text`, without special tokens, at most `max_tokens` of them (the first
-  // ones; the rest of the text is not processed).
+  // The ids of `text` (special tokens written in it among them), without the class and separator
+  // tokens the classifier adds, at most `max_tokens` of them (the first ones).
   std::vector<int32_t> Encode(std::string_view text, size_t max_tokens = SIZE_MAX) const;
   // [CLS] ids [SEP], with the ids truncated so the whole is at most `max_length` long.
   // REQUIRES: max_length >= 2.
@@ -103,7 +127,7 @@ class Tokenizer {
   // The separators between the two texts of a pair, as the family's tokenizer joins them: 2 for
   // byte-level BPE and XLM-RoBERTa's SentencePiece (<s> a </s></s> b </s>), else 1 ([CLS] a [SEP]
   // b [SEP]: WordPiece, DeBERTa's SentencePiece, a vocabulary built from the data).
-  int32_t PairSeparators() const { return bpe_ || (spm_ && spm_offset_ == 1) ? 2 : 1; }
+  int32_t PairSeparators() const { return bpe_ || (unigram_ && spm_offset_ == 1) ? 2 : 1; }
   // [CLS] a [SEP] b [SEP] (PairSeparators' layout) with the texts cut by `truncation` so that the
   // whole is at most `max_length` long (Hugging Face's tokenizer(a, b, truncation=...,
   // max_length=...)); `token_types`, when set, receives BERT's token type ids (0: [CLS] a [SEP];
@@ -133,6 +157,22 @@ class Tokenizer {
   void Index();
   void WordPiece(const std::u32string& word, std::vector<int32_t>& out) const;
   std::vector<std::u32string> SplitWordsU32(std::string_view text) const;
+  // One piece of text between special tokens: ids appended to `ids`, or words to `words`.
+  // `first`: the piece starts the text.
+  void EncodePiece(std::string_view piece, bool first, size_t max_tokens, std::vector<int32_t>* ids,
+                   std::vector<std::string>* words) const;
+  // The SentencePiece words of a piece (normalized, split, Metaspace'd; UTF-8).
+  std::vector<std::string> UnigramWords(std::string_view piece, bool first) const;
+  // Calls `piece(text, first)` for each piece between special tokens and `special(token)` for
+  // each special token, in order.
+  template <typename Piece, typename Special>
+  void SplitSpecials(std::string_view text, Piece&& piece, Special&& special) const;
+  // The family's special tokens, then tokenizer_config.json's added_tokens_decoder or else
+  // tokenizer.json's added_tokens (their flags) in `dir`.
+  Status ReadAddedTokens(const std::string& dir);
+  Status AddTokensFromJson(const nlohmann::json& tokens, const std::string& where);
+  void AddFamilySpecials();
+  void SortAddedTokens();
 
   static Result<Tokenizer> FromBpeFiles(const std::string& vocab_json,
                                         const std::string& merges_txt);
@@ -144,17 +184,22 @@ class Tokenizer {
                            const TokenizerOptions& options);
   Status ReadBpeJson(const nlohmann::json& doc, const std::string& path);
   Status ReadTokenizerConfig(const std::string& dir, const TokenizerOptions& options);
+  Status ReadSentencePieceConfig(const std::string& dir);
+  Status ReadBpeConfig(const std::string& dir);
   Status FindSpecials(const std::string& path, const char* const names[4], const char* mask,
                       const char* expected);
   std::u32string BpeInput(std::string_view text) const;
   void BytePairEncode(std::string_view text, size_t max_tokens, std::vector<int32_t>& out) const;
-  void SentencePieceEncode(std::string_view text, size_t max_tokens,
-                           std::vector<int32_t>& out) const;
 
-  std::shared_ptr<const internal::ByteBpe> bpe_;             // set: byte-level BPE
-  std::shared_ptr<const internal::SentencePieceModel> spm_;  // set: SentencePiece
-  int32_t spm_offset_ = 0;           // HF id = SentencePiece id + offset (1: fairseq, XLM-R)
-  bool bpe_prefix_space_ = false;    // tokenizer.json ByteLevel add_prefix_space
+  std::shared_ptr<const internal::ByteBpe> bpe_;                   // set: byte-level BPE
+  std::shared_ptr<const internal::Unigram> unigram_;               // set: SentencePiece
+  std::shared_ptr<const internal::PrecompiledCharsmap> charsmap_;  // XLM-R's normalizer
+  int32_t spm_offset_ = 0;       // HF id = SentencePiece id + offset (1: fairseq, XLM-R)
+  bool split_by_punct_ = false;  // DebertaV2Tokenizer split_by_punct
+  internal::PrependScheme prepend_ = internal::PrependScheme::kAlways;  // Metaspace's
+  bool bpe_prefix_space_ = false;    // ByteLevel add_prefix_space
+  std::vector<AddedToken> added_;    // special tokens split off the text, longest first
+  bool clean_text_ = true;           // BertNormalizer clean_text
   std::string continuation_ = "##";  // WordPiece continuing_subword_prefix
   size_t max_chars_per_word_ = 100;  // WordPiece: a longer word is [UNK]
   std::vector<std::string> tokens_;

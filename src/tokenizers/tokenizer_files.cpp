@@ -1,8 +1,11 @@
 // Tokenizer: a checkpoint directory's tokenizer files (tokenizer.h's file comment lists them).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "tokenizers/byte_bpe.h"
 #include "tokenizers/sentencepiece.h"
@@ -129,15 +132,147 @@ Result<Tokenizer> Tokenizer::FromCheckpointDir(const std::string& dir,
         "sentencepiece.bpe.model (XLM-RoBERTa's SentencePiece) or tokenizer.json",
         dir));
   }
+  if (name == "tokenizer.json") return FromTokenizerJson(path, options);
+  Result<Tokenizer> t = InvalidArgumentError("");
   if (name == "vocab.txt") {
-    TUNE_ASSIGN_OR_RETURN(Tokenizer t, FromVocabFile(path, options.lowercase));
-    TUNE_RETURN_IF_ERROR(t.ReadTokenizerConfig(dir, options));
-    return t;
+    t = FromVocabFile(path, options.lowercase);
+    if (t.ok()) TUNE_RETURN_IF_ERROR(t->ReadTokenizerConfig(dir, options));
+  } else if (name == "vocab.json") {
+    t = FromBpeFiles(path, (fs::path(dir) / "merges.txt").string());
+    if (t.ok()) TUNE_RETURN_IF_ERROR(t->ReadBpeConfig(dir));
+  } else {
+    t = FromSentencePiece(path, /*fairseq=*/name == "sentencepiece.bpe.model");
+    if (t.ok()) TUNE_RETURN_IF_ERROR(t->ReadSentencePieceConfig(dir));
   }
-  if (name == "vocab.json") return FromBpeFiles(path, (fs::path(dir) / "merges.txt").string());
-  if (name == "spm.model") return FromSentencePiece(path, /*fairseq=*/false);
-  if (name == "sentencepiece.bpe.model") return FromSentencePiece(path, /*fairseq=*/true);
-  return FromTokenizerJson(path, options);
+  if (t.ok()) TUNE_RETURN_IF_ERROR(t->ReadAddedTokens(dir));
+  return t;
+}
+
+namespace {
+
+// dir/tokenizer_config.json, or null when there is none.
+Result<nlohmann::json> TokenizerConfig(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "tokenizer_config.json").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return nlohmann::json();
+  return ReadJsonObjectFile(path);
+}
+
+}  // namespace
+
+// RobertaTokenizer's add_prefix_space from dir/tokenizer_config.json.
+Status Tokenizer::ReadBpeConfig(const std::string& dir) {
+  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, TokenizerConfig(dir));
+  if (doc.is_null()) return Status::Ok();
+  const std::string path = (fs::path(dir) / "tokenizer_config.json").string();
+  TUNE_ASSIGN_OR_RETURN(std::optional<bool> prefix, OptBool(doc, "add_prefix_space", path));
+  bpe_prefix_space_ = prefix.value_or(false);
+  return Status::Ok();
+}
+
+// DebertaV2Tokenizer's do_lower_case, split_by_punct and add_prefix_space (Metaspace "always", or
+// "first" without it); XLMRobertaTokenizer's add_prefix_space ("always", or "never").
+Status Tokenizer::ReadSentencePieceConfig(const std::string& dir) {
+  TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, TokenizerConfig(dir));
+  if (doc.is_null()) return Status::Ok();
+  const std::string path = (fs::path(dir) / "tokenizer_config.json").string();
+  TUNE_ASSIGN_OR_RETURN(std::optional<bool> prefix, OptBool(doc, "add_prefix_space", path));
+  const bool xlmr = spm_offset_ == 1;
+  prepend_ = prefix.value_or(true)
+                 ? internal::PrependScheme::kAlways
+                 : (xlmr ? internal::PrependScheme::kNever : internal::PrependScheme::kFirst);
+  if (xlmr) return Status::Ok();
+  TUNE_ASSIGN_OR_RETURN(std::optional<bool> lower, OptBool(doc, "do_lower_case", path));
+  TUNE_ASSIGN_OR_RETURN(std::optional<bool> punct, OptBool(doc, "split_by_punct", path));
+  lowercase_ = lower.value_or(false);
+  split_by_punct_ = punct.value_or(false);
+  return Status::Ok();
+}
+
+// Hugging Face's AddedToken entries (added_tokens_decoder's values, tokenizer.json's
+// added_tokens) into added_: those matched in the raw text (normalized: false), by content.
+Status Tokenizer::AddTokensFromJson(const nlohmann::json& tokens, const std::string& where) {
+  for (const auto& [key, entry] : tokens.items()) {
+    if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string()) {
+      return InvalidArgumentError(
+          fmt::format("{}: entry {} has no \"content\" string", where, key));
+    }
+    AddedToken t;
+    t.content = entry["content"].get<std::string>();
+    // added_tokens_decoder is keyed by the id; tokenizer.json's entries carry it.
+    int64_t id = -1;
+    if (tokens.is_object()) {
+      char* end = nullptr;
+      id = std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0') id = -1;
+    } else if (entry.contains("id") && entry["id"].is_number_integer()) {
+      id = entry["id"].get<int64_t>();
+    }
+    if (id < 0 || id > INT32_MAX) {
+      return InvalidArgumentError(
+          fmt::format("{}: entry {} ('{}') has no id >= 0", where, key, t.content));
+    }
+    t.id = static_cast<int32_t>(id);
+    auto flag = [&](const char* name, bool fallback) {
+      const auto f = entry.find(name);
+      return f != entry.end() && f->is_boolean() ? f->get<bool>() : fallback;
+    };
+    t.lstrip = flag("lstrip", false);
+    t.rstrip = flag("rstrip", false);
+    t.single_word = flag("single_word", false);
+    // A normalized token is matched in the normalized text, which tune does not do: the family's
+    // special tokens are never normalized.
+    if (flag("normalized", !flag("special", false)) || t.content.empty()) continue;
+    if (static_cast<size_t>(t.id) >= tokens_.size()) tokens_.resize(static_cast<size_t>(t.id) + 1);
+    if (tokens_[static_cast<size_t>(t.id)].empty()) {
+      tokens_[static_cast<size_t>(t.id)] = t.content;
+      ids_[t.content] = t.id;
+    }
+    auto same = std::find_if(added_.begin(), added_.end(),
+                             [&](const AddedToken& a) { return a.content == t.content; });
+    if (same != added_.end()) {
+      *same = t;
+    } else {
+      added_.push_back(t);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Tokenizer::ReadAddedTokens(const std::string& dir) {
+  TUNE_ASSIGN_OR_RETURN(nlohmann::json config, TokenizerConfig(dir));
+  const std::string json_path = (fs::path(dir) / "tokenizer.json").string();
+  std::error_code ec;
+  if (config.is_object() && config.contains("added_tokens_decoder")) {
+    TUNE_RETURN_IF_ERROR(AddTokensFromJson(
+        config["added_tokens_decoder"],
+        (fs::path(dir) / "tokenizer_config.json").string() + ": added_tokens_decoder"));
+  } else if (fs::exists(json_path, ec)) {
+    TUNE_ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonObjectFile(json_path));
+    TUNE_RETURN_IF_ERROR(AddTokensFromJson(doc.value("added_tokens", nlohmann::json::array()),
+                                           json_path + ": added_tokens"));
+  }
+  SortAddedTokens();
+  return Status::Ok();
+}
+
+// The family's special tokens, as its tokenizer class adds them (no flags).
+void Tokenizer::AddFamilySpecials() {
+  for (int32_t id : {pad_id_, unk_id_, cls_id_, sep_id_, mask_id_}) {
+    if (id < 0 || TokenText(id).empty()) continue;
+    if (std::none_of(added_.begin(), added_.end(),
+                     [&](const AddedToken& a) { return a.content == TokenText(id); })) {
+      added_.push_back(AddedToken{TokenText(id), id});
+    }
+  }
+  SortAddedTokens();
+}
+
+// Leftmost-longest: at one position the longest token wins.
+void Tokenizer::SortAddedTokens() {
+  std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) {
+    return a.content.size() > b.content.size();
+  });
 }
 
 // BertTokenizer's settings from dir/tokenizer_config.json, when it is there.
@@ -189,6 +324,7 @@ Result<Tokenizer> Tokenizer::FromBpeFiles(const std::string& path, const std::st
   t.description_ =
       fmt::format("byte-level BPE {} ({} tokens, {} merges)", path, vocab.size(), bpe.size());
   t.bpe_ = std::make_shared<const internal::ByteBpe>(std::move(bpe));
+  t.AddFamilySpecials();
   return t;
 }
 
@@ -196,20 +332,24 @@ Result<Tokenizer> Tokenizer::FromSentencePiece(const std::string& path, bool fai
   TUNE_ASSIGN_OR_RETURN(auto model, internal::SentencePieceModel::Load(path));
   Tokenizer t;
   t.lowercase_ = false;
-  t.spm_ = model;
   const int n = model->size();
+  // The Unigram vocabulary transformers' converters build: piece and score by id.
+  std::vector<std::pair<std::string, double>> vocab;
   if (fairseq) {
     // XLMRobertaTokenizer: fairseq's four specials, the pieces one id up, <mask> last.
     t.spm_offset_ = 1;
-    t.tokens_.resize(static_cast<size_t>(n) + 1);
-    for (int i = 3; i < n; ++i) t.tokens_[static_cast<size_t>(i) + 1] = model->Piece(i);
-    t.tokens_[0] = "<s>", t.tokens_[1] = "<pad>", t.tokens_[2] = "</s>", t.tokens_[3] = "<unk>";
-    t.tokens_.push_back("<mask>");
+    vocab = {{"<s>", 0.0}, {"<pad>", 0.0}, {"</s>", 0.0}, {"<unk>", 0.0}};
+    for (int i = 3; i < n; ++i) vocab.emplace_back(model->Piece(i), model->Score(i));
+    vocab.emplace_back("<mask>", 0.0);
+    TUNE_ASSIGN_OR_RETURN(internal::PrecompiledCharsmap map,
+                          internal::PrecompiledCharsmap::Parse(model->Charsmap(), path));
+    t.charsmap_ = std::make_shared<const internal::PrecompiledCharsmap>(std::move(map));
   } else {
     // DebertaV2Tokenizer: the model's own ids; [MASK] added after the pieces when absent.
-    for (int i = 0; i < n; ++i) t.tokens_.push_back(model->Piece(i));
-    if (model->PieceId("[MASK]") < 0) t.tokens_.push_back("[MASK]");
+    for (int i = 0; i < n; ++i) vocab.emplace_back(model->Piece(i), model->Score(i));
   }
+  for (const auto& [piece, score] : vocab) t.tokens_.push_back(piece);
+  if (!fairseq && model->PieceId("[MASK]") < 0) t.tokens_.push_back("[MASK]");
   t.Index();
   static const char* const kXlmr[4] = {"<pad>", "<unk>", "<s>", "</s>"};
   static const char* const kDeberta[4] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]"};
@@ -219,6 +359,8 @@ Result<Tokenizer> Tokenizer::FromSentencePiece(const std::string& path, bool fai
     TUNE_RETURN_IF_ERROR(t.FindSpecials(
         path, kDeberta, "[MASK]", "DeBERTa's spm.model, with [PAD] [UNK] [CLS] [SEP] pieces"));
   }
+  t.unigram_ = std::make_shared<const internal::Unigram>(vocab, t.unk_id_);
+  t.AddFamilySpecials();
   t.description_ = fmt::format("SentencePiece {} ({} pieces, {} ids)", path, n,
                                fairseq ? "XLM-RoBERTa's fairseq" : "DeBERTa's");
   return t;
@@ -250,6 +392,10 @@ Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
   }
   t.Index();
   t.ids_.erase("");
+  // tokenizers.Tokenizer matches only the file's added tokens in the text.
+  TUNE_RETURN_IF_ERROR(t.AddTokensFromJson(doc.value("added_tokens", nlohmann::json::array()),
+                                           path + ": added_tokens"));
+  t.SortAddedTokens();
   const std::string unk = model.contains("unk_token") && model["unk_token"].is_string()
                               ? model["unk_token"].get<std::string>()
                               : "";
@@ -283,7 +429,7 @@ Status Tokenizer::ReadWordPieceJson(const nlohmann::json& doc, const std::string
         pre));
   }
   if (norm.empty()) {
-    lowercase_ = strip_accents_ = chinese_chars_ = false;
+    lowercase_ = strip_accents_ = chinese_chars_ = clean_text_ = false;
     return Status::Ok();
   }
   if (norm != "BertNormalizer") {
@@ -296,6 +442,7 @@ Status Tokenizer::ReadWordPieceJson(const nlohmann::json& doc, const std::string
   const auto strip = n.find("strip_accents");
   strip_accents_ = strip != n.end() && strip->is_boolean() ? strip->get<bool>() : lowercase_;
   chinese_chars_ = n.value("handle_chinese_chars", true);
+  clean_text_ = n.value("clean_text", true);
   return Status::Ok();
 }
 

@@ -15,9 +15,16 @@
 #include "util/text.h"
 
 namespace tune {
+namespace internal {
+const char* TuneClassifierPy();  // generated from src/train/tune_classifier.py
+}  // namespace internal
+
 namespace {
 
 namespace fs = std::filesystem;
+
+// The Python module a head with hidden layers is loaded with (src/train/tune_classifier.py).
+constexpr const char* kTuneClassifierModule = "tune_classifier";
 
 // config.json of a model trained from scratch: what ReadPretrainedCheckpoint reads back.
 Json ScratchConfig(const ModelSpec& m) {
@@ -46,7 +53,8 @@ Json ScratchConfig(const ModelSpec& m) {
 // What Hugging Face's AutoModelForSequenceClassification needs to load a saved encoder with its
 // head: the class (architectures), the problem type, and DeBERTa's ContextPooler settings (tune's
 // pooler: dense + gelu, no dropout). A head with hidden layers (classifier_layers > 0) is tune's
-// own: the config says so, and how to load it.
+// own: "auto_map" names its class in tune_classifier.py (written beside the weights), which
+// from_pretrained(DIR, trust_remote_code=True) builds from "tune_classifier_head".
 void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp) {
   const EncoderFamily* family = FindEncoderFamily(m.model_type);
   if (family == nullptr) return;
@@ -56,13 +64,31 @@ void AddHuggingFaceHead(Json& c, const ModelSpec& m, const TrainHyperparams& hp)
     c["pooler_hidden_act"] = "gelu";
     c["pooler_dropout"] = 0;
   }
-  if (hp.classifier_layers > 0) {
-    c["tune_classifier_head"] = fmt::format(
-        "tune's own head: {} hidden layer(s) (classifier.hidden.N.*) before classifier.out.*; "
-        "Hugging Face's {} has none, so from_pretrained loads the encoder and pooler but not this "
-        "head. Predict with `tune predict --model DIR`, or see docs/config.md, save_best",
-        hp.classifier_layers, family->sequence_class);
+  // The checkpoint's own remote code (if any) does not build tune's weights.
+  if (c.contains("auto_map") && c["auto_map"].is_object()) {
+    c["auto_map"].erase("AutoModelForSequenceClassification");
+    if (c["auto_map"].empty()) c.erase("auto_map");
   }
+  c.erase("tune_classifier_head");
+  if (hp.classifier_layers == 0) return;
+  const std::string custom = fmt::format("Tune{}", family->sequence_class);
+  c["architectures"] = {custom};
+  c["auto_map"]["AutoModelForSequenceClassification"] =
+      fmt::format("{}.{}", kTuneClassifierModule, custom);
+  Json hidden = Json::array();
+  for (int64_t i = 0; i < hp.classifier_layers; ++i) {
+    hidden.push_back(hp.ClassifierWidth(i, m.hidden_size));
+  }
+  c["tune_classifier_head"] = {
+      {"hidden_sizes", hidden},
+      {"activation", HyperparamsToJson(hp)["classifier_activation"]},
+      {"dropout", hp.classifier_dropout.value_or(hp.dropout)},
+      {"note", fmt::format("tune's own head: {} hidden layer(s) (classifier.hidden.N.*) before "
+                           "classifier.out.*, which {} lacks; load it with "
+                           "AutoModelForSequenceClassification.from_pretrained(DIR, "
+                           "trust_remote_code=True) ({}.py), or predict with `tune predict "
+                           "--model DIR` (docs/config.md, save_best)",
+                           hp.classifier_layers, family->sequence_class, kTuneClassifierModule)}};
 }
 
 // A TorchScript model's config.json: its module is model.pt beside it.
@@ -185,6 +211,13 @@ Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
   if (!trial.inputs.positive_label.empty()) inputs["positive_label"] = trial.inputs.positive_label;
   config["tune"]["inputs"] = inputs;
   TUNE_RETURN_IF_ERROR(WriteJson(dir / "config.json", config));
+  if (config.contains("tune_classifier_head")) {
+    const fs::path module = dir / (std::string(kTuneClassifierModule) + ".py");
+    std::ofstream out(module, std::ios::trunc);
+    out << internal::TuneClassifierPy();
+    out.close();
+    if (!out) return InternalError(fmt::format("{}: cannot write", module.string()));
+  }
   TUNE_RETURN_IF_ERROR(WriteTokenizer(dir, model, built, vocab_file));
   return WriteJson(dir / "trial.json", {{"study", trial.study},
                                         {"number", trial.number},

@@ -7,10 +7,11 @@
 //
 // DIR holds: config.json (the checkpoint's, or one written from the catalog model for scratch
 // trials, with num_labels, id2label, label2id and a "tune" object: the trial's hyperparameters
-// and metric), model.safetensors (the encoder under Hugging Face's names, the classifier head
-// under tune's "classifier.*" names), the tokenizer files (copied from the checkpoint, or the
-// vocab.txt tune built, or the objective's vocabulary file) and trial.json ({"study", "number",
-// "params", "value", "metric"}).
+// and metric), model.safetensors (the encoder and head under the names of Hugging Face's
+// *ForSequenceClassification; a head with hidden layers under tune's classifier.hidden.N and
+// classifier.out, with tune_classifier.py, whose class config.json's auto_map names), the
+// tokenizer files (copied from the checkpoint, or the vocab.txt tune built, or the objective's
+// vocabulary file) and trial.json ({"study", "number", "params", "value", "metric"}).
 #pragma once
 
 #include <optional>

@@ -34,10 +34,9 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 import make_checkpoints as mc  # noqa: E402
 from checks import FAILURES, check  # noqa: E402
-from model_parity_test import TEXTS, read_safetensors  # noqa: E402
+from make_checkpoints import TEXTS, read_safetensors  # noqa: E402
 
 
 def state_dict(weights):

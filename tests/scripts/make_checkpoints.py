@@ -28,6 +28,9 @@ WORDS = {"pos": ["good", "great", "fine", "happy", "sunny", "bright"],
 FILLER = ["the", "a", "day", "was", "and", "very", "today", "it"]
 HIDDEN, LAYERS, HEADS, INTER, POSITIONS = 32, 2, 2, 64, 64
 SPM_PIECES = 400  # the spm.model's pieces (fewer when the corpus is too small for them)
+# A few texts of the checkpoints' words, of different lengths (padding matters).
+TEXTS = ["good day the", "bad awful rainy day was very dark", "sunny",
+         "it was a happy and bright day today"]
 
 
 def write_safetensors(path, tensors):
@@ -46,6 +49,22 @@ def write_safetensors(path, tensors):
         f.write(raw)
         for b in blobs:
             f.write(b)
+
+
+def read_safetensors(path):
+    """The F32 tensors of a safetensors file (as write_safetensors writes them), by name."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        t = torch.frombuffer(bytearray(data[b:e]), dtype=torch.float32)
+        out[name] = t.reshape(info["shape"]).clone()
+    return out
 
 
 def encoder_tensors(prefix, vocab, absolute_positions, type_vocab, deberta):

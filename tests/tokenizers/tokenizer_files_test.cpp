@@ -119,6 +119,27 @@ TEST(TokenizerFiles, TokenizerConfigSetsLowercasing) {
   EXPECT_EQ(kept->SplitWords("CAFÉ"), (Words{"café"}));
 }
 
+// tokenizer_config.json's added_tokens_decoder gives the special tokens' flags (expected values
+// from transformers 5.24): a single_word token only between non-word characters (the Rust regex
+// crate's \w: a combining mark and U+200D are word characters, "²" and "①" are not), rstrip
+// taking the white space after it.
+TEST(TokenizerFiles, AddedTokensDecoderFlags) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  WriteLines(d / "vocab.txt", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "\u00B2"});
+  std::ofstream(d / "tokenizer_config.json") << R"({"added_tokens_decoder": {
+      "4": {"content": "[MASK]", "single_word": true, "rstrip": true, "lstrip": false,
+            "normalized": false, "special": true}}})";
+  auto t = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->Encode("a [MASK]  b"), (Ids{5, 4, 6}));
+  EXPECT_EQ(t->SplitWords("a[MASK] b"), (Words{"a", "[", "mask", "]", "b"}));
+  EXPECT_EQ(t->Encode("b \u0301[MASK]"), (Ids{6, 1, 1, 1}));
+  EXPECT_EQ(t->Encode("b [MASK]\u200D"), (Ids{6, 1, 1, 1}));
+  EXPECT_EQ(t->Encode("b \u00B2[MASK]"), (Ids{6, 7, 4}));
+  EXPECT_EQ(t->Encode("[MASK]\u2460"), (Ids{4, 1}));
+}
+
 TEST(TokenizerFiles, DebertaSpmModelUsesItsOwnIds) {
   testing::TempDir dir;
   if (!TrainSentencePiece(dir.path(), "spm", /*deberta=*/true)) {
@@ -138,6 +159,12 @@ TEST(TokenizerFiles, DebertaSpmModelUsesItsOwnIds) {
   ASSERT_EQ(pieces.size(), ids.size());
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
   EXPECT_EQ(t->Encode("\xF0\x9F\x98\x80"), (Ids{t->TokenId("\xE2\x96\x81"), 3}));  // ▁ + [UNK]
+  // As transformers 5's DebertaV2Tokenizer: no NFKC (the ligature stays one unknown character),
+  // runs of white space and tabs are one space, [SEP] in the text is [SEP].
+  Words fi = t->SplitWords("\xEF\xAC\x81");  // U+FB01
+  EXPECT_EQ(fi, (Words{"\xE2\x96\x81", "\xEF\xAC\x81"}));
+  EXPECT_EQ(t->Encode("the  lazy\tfox"), t->Encode("the lazy fox"));
+  EXPECT_EQ(t->Encode("fox[SEP]").back(), t->sep_id());
   EXPECT_EQ(t->EncodeForClassification("the", 8).front(), 1);
 }
 
@@ -165,6 +192,16 @@ TEST(TokenizerFiles, XlmRobertaModelUsesFairseqIds) {
     EXPECT_GE(ids[i], 4);
     EXPECT_EQ(t->TokenText(ids[i]), pieces[i]);
   }
+  // As transformers 5's XLMRobertaTokenizer: the model's character map (NFKC: the ligature is
+  // "fi", U+00A0 a space), then a split on every white-space character (U+0085 too).
+  EXPECT_EQ(t->Encode("\xEF\xAC\x81ne"), t->Encode("fine"));
+  EXPECT_EQ(t->Encode("the\xC2\xA0"
+                      "fox"),
+            t->Encode("the fox"));
+  EXPECT_EQ(t->Encode("the\xC2\x85"
+                      "fox"),
+            t->Encode("the fox"));
+  EXPECT_EQ(t->Encode("the <mask>").back(), t->mask_id());
 }
 
 TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
@@ -197,6 +234,22 @@ TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
   ASSERT_TRUE(bpe.ok()) << bpe.status().ToString();
   EXPECT_EQ(bpe->EncodeForClassification("hi hi ih", 16), (Ids{0, 6, 8, 7, 5, 4, 2}));
   EXPECT_EQ(bpe->mask_id(), -1);
+
+  // A special token with lstrip takes the white space before it (RoBERTa's <mask>); the file's
+  // added_tokens are the tokens matched in the text.
+  std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
+    "added_tokens": [{"id": 9, "content": "<mask>", "lstrip": true, "rstrip": false,
+                      "single_word": false, "normalized": false, "special": true},
+                     {"id": 2, "content": "</s>", "lstrip": false, "rstrip": false,
+                      "single_word": false, "normalized": false, "special": true}],
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]},
+    "model": {"type": "BPE", "unk_token": null, "merges": [["h", "i"], "\u0120 hi"],
+              "vocab": {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "h": 4, "i": 5,
+                        "hi": 6, "\u0120": 7, "\u0120hi": 8, "<mask>": 9}}})";
+  auto masked = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  EXPECT_EQ(masked->Encode("hi  <mask> hi</s>"), (Ids{6, 9, 8, 2}));
 
   std::ofstream(d / "tokenizer.json", std::ios::trunc) << R"({
     "pre_tokenizer": {"type": "Whitespace"},

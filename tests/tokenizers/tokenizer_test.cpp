@@ -43,20 +43,57 @@ TEST(Tokenizer, SplitsLikeBertsBasicTokenizer) {
             (Words{"a", "\xE2\x80\x94", "b", "\xC2\xBF", "que", "?"}));
 }
 
-// Cases the Unicode data decides (expected values from Hugging Face's BasicTokenizer on Python's
-// unicodedata): full case mapping with the final sigma, NFD accent stripping that drops only
-// nonspacing marks (Devanagari's spacing vowel signs stay), line separators split like spaces,
-// soft hyphens (Cf) removed, no compatibility folding, NFC for cased text.
+// Cases the Unicode data decides (expected values from transformers 5.24's BertTokenizer, that is
+// tokenizers 0.23's BertNormalizer and BertPreTokenizer): each character lowercased on its own
+// (no final sigma), NFD accent stripping that drops only nonspacing marks (Devanagari's spacing
+// vowel signs stay), line separators split like spaces, soft hyphens (Cf) removed, no
+// compatibility folding, and no NFC: cased text keeps its decomposed accents.
 TEST(Tokenizer, BasicTokenizerUsesUnicodeCategories) {
   testing::TempDir dir;
   Tokenizer t = BertLike(dir);
-  EXPECT_EQ(t.SplitWords("ΟΔΟΣ.Σ İstanbul x y a­b ﬁ"),
-            (Words{"οδοσ", ".", "ς", "istanbul", "x", "y", "ab", "ﬁ"}));
+  EXPECT_EQ(t.SplitWords("ΟΔΟΣ.Σ İstanbul x\u2028y a\u00ADb ﬁ"),
+            (Words{"οδοσ", ".", "σ", "istanbul", "x", "y", "ab", "ﬁ"}));
   EXPECT_EQ(t.SplitWords("हिन्दी ก่า 東京abc"), (Words{"हिनदी", "กา", "東", "京", "abc"}));
   auto cased =
       Tokenizer::FromVocabFile(WriteVocab(dir, {"[PAD]", "[UNK]", "[CLS]", "[SEP]"}), false);
   ASSERT_TRUE(cased.ok());
-  EXPECT_EQ(cased->SplitWords("été Å"), (Words{"été", "Å"}));
+  EXPECT_EQ(cased->SplitWords("e\u0301te\u0301 A\u030A \u00C5"),
+            (Words{"e\u0301te\u0301", "A\u030A", "\u00C5"}));
+}
+
+// Regressions from the parity test against Hugging Face's tokenizers (tokenizer_parity): the
+// library's own Unicode tables, where they differ from ICU's.
+TEST(Tokenizer, UnicodeTablesAreTheTokenizersLibrarys) {
+  testing::TempDir dir;
+  Tokenizer t = BertLike(dir);
+  // An unassigned code point is kept as a letter, not removed as a control character.
+  EXPECT_EQ(t.SplitWords("x\u0378y"), (Words{"x\u0378y"}));
+  // Format characters (Cf) are removed as of Unicode 8.0: U+00AD is, U+0890 (Unicode 14) is not.
+  EXPECT_EQ(t.SplitWords("a\u0890b a\u00ADb"), (Words{"a\u0890b", "ab"}));
+  // Punctuation as of Unicode 8.0: U+2E3A (6.1) splits, U+2E5D (14.0) does not.
+  EXPECT_EQ(t.SplitWords("a\u2E5Db a\u2E3Ab"), (Words{"a\u2E5Db", "a", "\u2E3A", "b"}));
+  // The library's CJK ranges start extension C-E at U+2B920.
+  EXPECT_EQ(t.SplitWords("x\U0002B820y x\U0002B920y"),
+            (Words{"x\U0002B820y", "x", "\U0002B920", "y"}));
+  // Unicode 16.0's case pairs (U+1C89 -> U+1C8A), İ -> i + U+0307 (then stripped), Σ -> σ.
+  EXPECT_EQ(t.SplitWords("\u1C89\u0130\u03A3"), (Words{"\u1C8Ai\u03C3"}));
+  // Nonspacing marks as of Unicode 8.0: U+0D00 (10.0) stays, U+0301 goes.
+  EXPECT_EQ(t.SplitWords("a\u0D00 a\u0301"), (Words{"a\u0D00", "a"}));
+  // NFD as of Unicode 9.0 (the library's tables): U+11938 (13.0) does not decompose.
+  EXPECT_EQ(t.SplitWords("\U00011938"), (Words{"\U00011938"}));
+}
+
+// Special tokens written in the text are the special tokens (Hugging Face's added tokens); each
+// piece between them is tokenized on its own.
+TEST(Tokenizer, SpecialTokensInTheText) {
+  testing::TempDir dir;
+  Tokenizer t = BertLike(dir);
+  auto id = [&](const char* s) { return t.TokenId(s); };
+  EXPECT_EQ(t.Encode("the[SEP]the [CLS] [UNK]"),
+            (std::vector<int32_t>{id("the"), t.sep_id(), id("the"), t.cls_id(), t.unk_id()}));
+  // Case matters (the raw text is matched): [sep] is punctuation and a word.
+  EXPECT_EQ(t.SplitWords("[sep] [SEP]"), (Words{"[", "sep", "]", "[SEP]"}));
+  EXPECT_EQ(t.Encode("the the [SEP]", 2), (std::vector<int32_t>{id("the"), id("the")}));
 }
 
 TEST(Tokenizer, CasedKeepsCaseAndAccents) {

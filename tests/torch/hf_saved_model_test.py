@@ -1,106 +1,106 @@
-#!/usr/bin/env python3
-"""A model saved by --save-best loads into Hugging Face's *ForSequenceClassification.
+#!/usr/bin/python3
+"""A model saved by --save-best loads into Hugging Face's AutoModelForSequenceClassification.
 
-hf_saved_model_test.py TUNE_BINARY
+  hf_saved_model_test.py TUNE_BINARY [VENV_PYTHON]
 
-For a BERT, a RoBERTa and a DeBERTa-v3 checkpoint (tests/scripts/make_checkpoints.py), a one-trial
-study fine-tunes it with --save-best. The saved directory is then read the way Hugging Face's
-AutoModelForSequenceClassification.from_pretrained reads it: config.json's `architectures`,
-`num_labels`, `id2label`, `label2id`, `problem_type` (and DeBERTa's pooler settings), and every
-tensor of model.safetensors by the names of BertForSequenceClassification (bert.pooler.dense,
-classifier), RobertaForSequenceClassification (classifier.dense, classifier.out_proj) or
-DebertaV2ForSequenceClassification (pooler.dense, classifier): the transcription of
-model_parity_test.py computes the logits from exactly those names, and must use every tensor of
-the file (none missing, none left over: what from_pretrained would warn about). Its logits must
-equal `tune predict`'s to 1e-5. Then the same directory rewritten in tune's older layout
-(classifier.out.*, the pooler under the base model's prefix) must predict the same logits, and a
-head with hidden layers (classifier_layers 1) must say in config.json that it is tune's own.
-Exit 77 (skipped) without python3-torch.
+Runs with tune's Python environment (tests/testing/hf_stack.py: skipped, exit 77, only when there
+is none), whose transformers is the reference. For each family (BERT, RoBERTa and DeBERTa-v3
+checkpoints of tests/scripts/make_checkpoints.py, the DeBERTa one with its SentencePiece
+spm.model), problem type (single_label_classification, multi_label_classification, regression)
+and head depth (classifier_layers 0, and 2 with widths 24 and 12), a one-trial study fine-tunes
+the checkpoint with --save-best. Then
+
+    AutoModelForSequenceClassification.from_pretrained(best, output_loading_info=True,
+                                                       attn_implementation="eager")
+
+(with trust_remote_code=True for a head with hidden layers, whose class config.json's auto_map
+names in the tune_classifier.py tune writes) must build the family's class (Tune* for the deep
+heads), report no missing, unexpected or mismatched tensor, and load every tensor of
+model.safetensors; its logits on texts tokenized by AutoTokenizer.from_pretrained(best) must equal
+`tune predict`'s to TOLERANCE. The table of the runs is printed (docs/config.md, save_best).
+
+Also: a deep head loaded without trust_remote_code gets transformers' own class, which reports the
+head's tensors as unused and its classifier as fresh (what the docs say happens); and the
+directory rewritten in tune's older layout (classifier.out.*, the pooler under the base model's
+prefix) still predicts the same logits with `tune predict`.
 """
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("SKIPPED: python3-torch is not installed")
-    sys.exit(77)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
-sys.path.insert(0, HERE)
+import hf_stack  # noqa: E402
+
+# trust_remote_code copies tune_classifier.py into transformers' modules cache, which it locates
+# when it is imported: a temporary one (made once, before hf_stack runs this script again with the
+# environment's Python), not the user's.
+if "TUNE_TEST_HF_MODULES" not in os.environ:
+    os.environ["TUNE_TEST_HF_MODULES"] = tempfile.mkdtemp(prefix="tune-hf-modules-")
+MODULES = os.environ["HF_MODULES_CACHE"] = os.environ["TUNE_TEST_HF_MODULES"]
+hf_stack.use("hf_saved_model", sys.argv[2] if len(sys.argv) > 2 else None,
+             ("torch", "transformers", "sentencepiece"))
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
 import make_checkpoints as mc  # noqa: E402
 from checks import FAILURES, check  # noqa: E402
-from model_parity_test import (TEXTS, batch, bert_logits, bpe_ids, deberta_logits, linear,  # noqa: E402
-                               read_safetensors, wordpiece_ids)
 
-# What each family's *ForSequenceClassification calls its base model and head.
-FAMILIES = {
-    "tiny-org/bert-wp": ("BertForSequenceClassification", "bert."),
-    "tiny-org/roberta-bpe": ("RobertaForSequenceClassification", "roberta."),
-    "tiny-org/deberta-wp": ("DebertaV2ForSequenceClassification", "deberta."),
-}
-
-
-class Recorded(dict):
-    """The saved tensors; remembers which names were read."""
-
-    def __init__(self, *a):
-        super().__init__(*a)
-        self.read = set()
-
-    def __getitem__(self, k):
-        self.read.add(k)
-        return super().__getitem__(k)
+TOLERANCE = 1e-5
+FAMILIES = [  # name, checkpoint, *ForSequenceClassification, base prefix, head activation
+    ("BERT", "tiny-org/bert-wp", "BertForSequenceClassification", "bert.", "gelu"),
+    ("RoBERTa", "tiny-org/roberta-bpe", "RobertaForSequenceClassification", "roberta.", "tanh"),
+    ("DeBERTa-v3", "tiny-org/deberta-spm", "DebertaV2ForSequenceClassification", "deberta.",
+     "relu"),
+]
+PROBLEMS = ["single_label_classification", "multi_label_classification", "regression"]
+DEEP = {"classifier_layers": 2, "classifier_hidden_1": 24, "classifier_hidden_2": 12}
 
 
-def hf_head(W, cfg, x):
-    """The head of the config's architecture, by Hugging Face's names (modeling_bert.py
-    BertForSequenceClassification, modeling_roberta.py RobertaClassificationHead,
-    modeling_deberta_v2.py ContextPooler + classifier); evaluation mode: no dropout."""
-    cls = x[:, 0]
-    arch = cfg["architectures"][0]
-    if arch == "BertForSequenceClassification":
-        return linear(W, "classifier", torch.tanh(linear(W, "bert.pooler.dense", cls)))
-    if arch == "RobertaForSequenceClassification":
-        return linear(W, "classifier.out_proj", torch.tanh(linear(W, "classifier.dense", cls)))
-    if arch == "DebertaV2ForSequenceClassification":
-        act = {"gelu": F.gelu}[cfg["pooler_hidden_act"]]
-        return linear(W, "classifier", act(linear(W, "pooler.dense", cls)))
-    raise ValueError(arch)
+def write_problem_data(out):
+    """train/validation files for each problem type, from the checkpoints' words: single labels
+    (neg/pos), label lists (of neg, pos, filler) and a number (the share of positive words)."""
+    rng = random.Random(5)
+    paths = {}
+    for problem in PROBLEMS:
+        for split, n in (("train", 96), ("validation", 32)):
+            path = os.path.join(out, f"{problem}.{split}.jsonl")
+            paths[(problem, split)] = path
+            with open(path, "w") as f:
+                for i in range(n):
+                    pos, neg = rng.randint(0, 3), rng.randint(0, 3)
+                    words = (rng.sample(mc.WORDS["pos"], pos) + rng.sample(mc.WORDS["neg"], neg)
+                             + rng.sample(mc.FILLER, 2))
+                    rng.shuffle(words)
+                    row = {"text": " ".join(words)}
+                    if problem == "single_label_classification":
+                        row["label"] = "pos" if pos >= neg else "neg"
+                    elif problem == "multi_label_classification":
+                        row["label"] = ([t for t, k in (("neg", neg), ("pos", pos)) if k]
+                                        + (["filler"] if i % 3 == 0 else []))
+                    else:
+                        row["label"] = pos / max(1, pos + neg)
+                    f.write(json.dumps(row) + "\n")
+    return paths
 
 
-def token_ids(snap, cfg):
-    if cfg["model_type"] == "roberta":
-        vocab = json.load(open(os.path.join(snap, "vocab.json")))
-        return batch([bpe_ids(vocab, t) for t in TEXTS], vocab["<pad>"])
-    vocab = open(os.path.join(snap, "vocab.txt")).read().split("\n")[:-1]
-    return batch([wordpiece_ids(vocab, t) for t in TEXTS], 0)
-
-
-def predict(tune, model, texts):
-    r = subprocess.run([tune, "predict", "--model", model, "--data", texts, "--threads", "1"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, r.stderr
-    return torch.tensor([json.loads(line)["logits"] for line in r.stdout.splitlines()]), ""
-
-
-def train(tune, out, model, name, classifier_layers=0):
+def train(tune, out, model, name, problem, paths, head, activation):
+    data = {"train": paths[(problem, "train")], "validation": paths[(problem, "validation")],
+            "problem_type": problem}
+    if problem == "single_label_classification":
+        data["labels"] = ["neg", "pos"]
     config = {
-        "direction": "maximize",
+        "direction": "minimize" if problem == "regression" else "maximize",
         "sampler": {"name": "random", "seed": 3},
         "search_space": {"model": [model], "learning_rate": [3e-3]},
-        "objective": {"type": "train",
-                      "data": {"train": "train.jsonl", "validation": "validation.jsonl",
-                               "labels": ["neg", "pos"]},
-                      "epochs": 1, "batch_size": 16, "max_length": 16, "threads": 1,
-                      "classifier_layers": classifier_layers},
+        "objective": {"type": "train", "data": data, "epochs": 1, "batch_size": 16,
+                      "max_length": 16, "threads": 1, "classifier_activation": activation,
+                      **head},
     }
     path = os.path.join(out, name + ".json")
     json.dump(config, open(path, "w"))
@@ -109,20 +109,40 @@ def train(tune, out, model, name, classifier_layers=0):
                         "--n-trials", "1", "--save-best", best], capture_output=True, text=True,
                        cwd=out, env=dict(os.environ, HF_HUB_CACHE=os.path.join(out, "hub")))
     check(r.returncode == 0, f"{name}: the study with --save-best runs"
-          + ("" if r.returncode == 0 else f": {r.stderr[-500:]}"))
+          + ("" if r.returncode == 0 else f": {r.stderr[-800:]}"))
     return best if r.returncode == 0 else None
 
 
-def old_layout(best, prefix, out):
+def predict(tune, model, texts):
+    r = subprocess.run([tune, "predict", "--model", model, "--data", texts, "--threads", "1"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr[-800:]
+    return torch.tensor([json.loads(line)["logits"] for line in r.stdout.splitlines()]), ""
+
+
+def load(best, **kwargs):
+    return transformers.AutoModelForSequenceClassification.from_pretrained(
+        best, output_loading_info=True, attn_implementation="eager", **kwargs)
+
+
+def hf_logits(model, best, texts):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(best)
+    enc = tokenizer(texts, padding="longest", truncation=True, max_length=16,
+                    return_tensors="pt")
+    inputs = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        return model(**inputs).logits
+
+
+def old_layout(best, prefix):
     """The saved directory with its head under tune's names before the Hugging Face layout."""
     old = best + "-old"
     shutil.copytree(best, old)
-    W = read_safetensors(os.path.join(best, "model.safetensors"))
+    W = mc.read_safetensors(os.path.join(best, "model.safetensors"))
     renamed = {}
     for k, v in W.items():
-        if k in ("classifier.weight", "classifier.bias"):
-            k = "classifier.out." + k.split(".")[-1]
-        elif k.startswith("classifier.out_proj."):
+        if k in ("classifier.weight", "classifier.bias") or k.startswith("classifier.out_proj."):
             k = "classifier.out." + k.split(".")[-1]
         elif k.startswith("classifier.dense."):
             k = prefix + "pooler.dense." + k.split(".")[-1]
@@ -131,67 +151,82 @@ def old_layout(best, prefix, out):
     return old
 
 
+def one_model(tune, out, family, problem, deep, paths, texts, texts_path):
+    """Trains, loads and compares one model; returns its table row, or None."""
+    label, model, arch, prefix, activation = family
+    name = f"{label.split('-')[0].lower()}-{problem.split('_')[0]}-{'deep' if deep else 'plain'}"
+    best = train(tune, out, model, name, problem, paths, DEEP if deep else {}, activation)
+    if best is None:
+        return None
+    cfg = json.load(open(os.path.join(best, "config.json")))
+    expected = ("Tune" if deep else "") + arch
+    check(cfg.get("architectures") == [expected] and cfg.get("problem_type") == problem,
+          f"{name}: config.json says architectures [{expected}], problem_type {problem}")
+    if deep:
+        check(cfg.get("auto_map", {}).get("AutoModelForSequenceClassification")
+              == f"tune_classifier.{expected}"
+              and os.path.isfile(os.path.join(best, "tune_classifier.py")),
+              f"{name}: auto_map names tune_classifier.{expected}, written beside the weights")
+    hf, info = load(best, trust_remote_code=True) if deep else load(best)
+    hf.eval()
+    problems = {k: sorted(v) for k, v in info.items() if v}
+    saved = mc.read_safetensors(os.path.join(best, "model.safetensors"))
+    state = hf.state_dict()
+    loaded = sum(1 for k in saved if k in state and torch.equal(state[k], saved[k]))
+    check(type(hf).__name__ == expected and not problems and loaded == len(saved),
+          f"{name}: from_pretrained builds {type(hf).__name__}, no tensor missing, unexpected or "
+          f"mismatched, {loaded}/{len(saved)} tensors loaded"
+          + (f" ({problems})" if problems else ""))
+    got, err = predict(tune, best, texts_path)
+    if got is None:
+        check(False, f"{name}: tune predict: {err}")
+        return None
+    diff = (got - hf_logits(hf, best, texts)).abs().max().item()
+    check(diff <= TOLERANCE, f"{name}: logits max |tune predict - {expected}| = {diff:.1e} "
+          f"<= {TOLERANCE:g}")
+    if problem == "single_label_classification":
+        old, _ = predict(tune, old_layout(best, prefix), texts_path)
+        check(old is not None and torch.equal(old, got),
+              f"{name}: tune predict reads the older layout (classifier.out.*) to the same logits")
+    if deep and problem == "single_label_classification":
+        stock, stock_info = load(best)  # no trust_remote_code: transformers' own class
+        check(type(stock).__name__ == arch and stock_info["unexpected_keys"]
+              and stock_info["missing_keys"],
+              f"{name}: without trust_remote_code, {arch} reports the head's tensors unused "
+              f"({len(stock_info['unexpected_keys'])}) and its classifier fresh "
+              f"({len(stock_info['missing_keys'])})")
+    return (label, problem, DEEP["classifier_layers"] if deep else 0, expected,
+            f"{loaded}/{len(saved)}", diff)
+
+
 def main():
-    tune = sys.argv[1]
+    tune = os.path.abspath(sys.argv[1])
+    torch.set_num_threads(1)
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     out = tempfile.mkdtemp(prefix="tune-hf-saved-")
     hub = os.path.join(out, "hub")
     os.makedirs(hub)
     mc.write_bert(hub)
     mc.write_roberta(hub)
-    mc.write_deberta(hub)
-    mc.write_data(out)
-    texts = os.path.join(out, "texts.jsonl")
-    with open(texts, "w") as f:
-        for t in TEXTS:
+    mc.write_deberta_spm(hub, out)
+    paths = write_problem_data(out)
+    texts_path = os.path.join(out, "texts.jsonl")
+    with open(texts_path, "w") as f:
+        for t in mc.TEXTS:
             f.write(json.dumps({"text": t}) + "\n")
-    for model, (arch, prefix) in FAMILIES.items():
-        name = model.split("/")[1]
-        best = train(tune, out, model, name)
-        if best is None:
-            continue
-        cfg = json.load(open(os.path.join(best, "config.json")))
-        print(f"  {name}/config.json: " + json.dumps(
-            {k: cfg.get(k) for k in ("architectures", "model_type", "num_labels", "id2label",
-                                     "label2id", "problem_type", "pooler_hidden_act")}))
-        check(cfg.get("architectures") == [arch], f"{name}: architectures is [{arch}]")
-        check(cfg.get("num_labels") == 2 and cfg.get("id2label") == {"0": "neg", "1": "pos"}
-              and cfg.get("label2id") == {"neg": 0, "pos": 1},
-              f"{name}: num_labels, id2label, label2id")
-        check(cfg.get("problem_type") == "single_label_classification", f"{name}: problem_type")
-        W = Recorded(read_safetensors(os.path.join(best, "model.safetensors")))
-        ids, mask = token_ids(best, cfg)
-        encode = deberta_logits if cfg["model_type"] == "deberta-v2" else bert_logits
-        try:
-            with torch.no_grad():
-                ref = encode(W, cfg, ids, mask, prefix, head=hf_head)
-        except KeyError as e:
-            check(False, f"{name}: a tensor {arch} needs is missing: {e}")
-            continue
-        unused = sorted(set(W) - W.read)
-        check(not unused, f"{name}: every tensor of the file is one {arch} reads"
-              + (f" (unused: {unused})" if unused else ""))
-        got, err = predict(tune, best, texts)
-        if got is None:
-            check(False, f"{name}: tune predict: {err[-300:]}")
-            continue
-        diff = (got - ref).abs().max().item()
-        print(f"  {name}: logits max |tune predict - {arch}| = {diff:.3g}")
-        check(diff <= 1e-5, f"{name}: the Hugging Face head's logits equal tune predict's to 1e-5")
-        old, _ = predict(tune, old_layout(best, prefix, out), texts)
-        check(old is not None and torch.equal(old, got),
-              f"{name}: tune predict reads the older layout (classifier.out.*) to the same logits")
-    best = train(tune, out, "tiny-org/bert-wp", "bert-deep-head", classifier_layers=1)
-    if best is not None:
-        cfg = json.load(open(os.path.join(best, "config.json")))
-        note = cfg.get("tune_classifier_head", "")
-        print(f"  bert-deep-head/config.json tune_classifier_head: {note}")
-        check("tune's own head" in note and "tune predict" in note,
-              "a head with hidden layers says in config.json that it is tune's own")
-        W = read_safetensors(os.path.join(best, "model.safetensors"))
-        check("classifier.hidden.0.weight" in W and "classifier.out.weight" in W,
-              "its head keeps tune's names")
-        got, err = predict(tune, best, texts)
-        check(got is not None, "tune predict reads it" + ("" if got is not None else err[-300:]))
+    rows = []
+    for family in FAMILIES:
+        for problem in PROBLEMS:
+            for deep in (False, True):
+                row = one_model(tune, out, family, problem, deep, paths, mc.TEXTS, texts_path)
+                if row is not None:
+                    rows.append(row)
+    print("\n| Family | problem_type | classifier_layers | class | tensors loaded | "
+          "max \\|logit diff\\| |\n|---|---|---|---|---|---|")
+    for label, problem, depth, cls, loaded, diff in rows:
+        print(f"| {label} | {problem} | {depth} | {cls} | {loaded} | {diff:.1e} |")
+    shutil.rmtree(MODULES, ignore_errors=True)
     if not FAILURES:
         shutil.rmtree(out, ignore_errors=True)
     else:

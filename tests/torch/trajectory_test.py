@@ -1,19 +1,20 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The trainer's trajectory against a reference loop written from Hugging Face Trainer's rules.
 
-trajectory_test.py TUNE_TRAJECTORY_DRIVER
+trajectory_test.py TUNE_TRAJECTORY_DRIVER [VENV_PYTHON]
 
-tune_trajectory_driver trains a model with tune's LibTorch trainer and reports every optimizer
-step (its loss and micro-batches) and every epoch's validation metrics. This script trains the
-same model from the same weights on the same batches, fp32, dropout off, with the rules of
-transformers.Trainer (4.46+, whose gradient accumulation divides each micro-batch's summed loss
+Runs with tune's Python environment (tests/testing/hf_stack.py: skipped, exit 77, only when there
+is none). tune_trajectory_driver trains a model with tune's LibTorch trainer and reports every
+optimizer step (its loss and micro-batches) and every epoch's validation metrics. This script
+trains the same model from the same weights on the same batches, fp32, dropout off, with the rules
+of transformers.Trainer (4.46+, whose gradient accumulation divides each micro-batch's summed loss
 by the examples of the whole accumulated batch, num_items_in_batch):
 
-  - decay groups (Trainer.get_decay_parameter_names): weight decay for every parameter except
-    biases ("bias" in its name) and the parameters of LayerNorm modules;
-  - torch.optim.AdamW(betas, eps), lr from get_linear_schedule_with_warmup: warmup over
-    ceil(warmup_ratio * total_steps) steps, then linear decay to 0; scheduler.step() after each
-    optimizer step;
+  - decay groups: transformers' own Trainer.get_decay_parameter_names (weight decay for every
+    parameter except biases, norms by name, and the parameters of LayerNorm modules);
+  - torch.optim.AdamW(betas, eps), lr from transformers' own get_linear_schedule_with_warmup:
+    warmup over ceil(warmup_ratio * total_steps) steps, then linear decay to 0; scheduler.step()
+    after each optimizer step;
   - gradient accumulation: loss = cross_entropy(reduction="sum") / num_items_in_batch per
     micro-batch, backward, then clip_grad_norm_(max_grad_norm), step, zero_grad;
   - padding masks: every batch padded to its longest text, attention_mask 0 on the padding;
@@ -21,10 +22,11 @@ by the examples of the whole accumulated batch, num_items_in_batch):
     macro-F1 (sklearn's average="macro" over the labels seen).
 
 Models: the BERT checkpoint of tests/scripts/make_checkpoints.py (with its classifier head;
-accumulation 2, warmup, clipping), forward transcribed in model_parity_test.py; and the
-block-attention TorchScript classifier of scripts/torchscript_models.py (its eager module with the
-file's weights). Each step's loss and the final metrics must agree to 1e-4 over >= 30 steps.
-Exit 77 (skipped) without python3-torch.
+accumulation 2, warmup, clipping) as transformers' own BertForSequenceClassification (eager
+attention, dropout 0); and the block-attention TorchScript classifier of
+scripts/torchscript_models.py (its eager module with the file's weights; the file is written by
+Debian's python3-torch, the PyTorch of the LibTorch tune links, so that tune can read it: exit 77
+without it). Each step's loss and the final metrics must agree to 1e-4 over >= 30 steps.
 """
 import json
 import math
@@ -34,21 +36,22 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("SKIPPED: python3-torch is not installed")
-    sys.exit(77)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "testing"))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
-sys.path.insert(0, HERE)
+import hf_stack  # noqa: E402
+
+hf_stack.use("trainer_trajectory", sys.argv[2] if len(sys.argv) > 2 else None,
+             ("torch", "transformers"))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import transformers  # noqa: E402
+
 import make_checkpoints as mc  # noqa: E402
-import model_parity_test as parity  # noqa: E402
 import torchscript_models as tm  # noqa: E402
 
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's python3-torch: writes TorchScript tune reads
 TOLERANCE = 1e-4
 
 
@@ -115,10 +118,11 @@ def evaluate(forward, data, batch_size, max_length):
             "macro_f1": macro_f1(labels, predictions)}
 
 
-def reference_run(named_parameters, decay_names, forward, set_training, tune_run):
+def reference_run(model, forward, tune_run):
     """Hugging Face Trainer's loop over tune's batches; returns the step losses and epochs."""
     hp, data, steps = tune_run["hyperparams"], tune_run["data"], tune_run["steps"]
-    params = dict(named_parameters)
+    params = dict(model.named_parameters())
+    decay_names = set(transformers.Trainer.get_decay_parameter_names(None, model))
     groups = [{"params": [p for n, p in params.items() if n in decay_names],
                "weight_decay": hp["weight_decay"]},
               {"params": [p for n, p in params.items() if n not in decay_names],
@@ -129,16 +133,10 @@ def reference_run(named_parameters, decay_names, forward, set_training, tune_run
     per_epoch = math.ceil(math.ceil(len(data["train_ids"]) / hp["batch_size"]) / hp["grad_accum"])
     total = per_epoch * hp["epochs"]
     warmup = math.ceil(total * hp["warmup_ratio"])
-
-    def lr_lambda(step):  # transformers.get_linear_schedule_with_warmup
-        if step < warmup:
-            return step / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, warmup, total)
     losses, epochs, clipped = [], [], 0
     for s in steps:
-        set_training(True)
+        model.train()
         num_items = sum(len(mb) for mb in s["micro_batches"])
         step_loss = 0.0
         for mb in s["micro_batches"]:
@@ -153,7 +151,7 @@ def reference_run(named_parameters, decay_names, forward, set_training, tune_run
         optimizer.zero_grad(set_to_none=True)
         losses.append(step_loss / num_items)
         if s["step"] % per_epoch == 0:
-            set_training(False)
+            model.eval()
             epochs.append(evaluate(forward, data, hp["batch_size"], hp["max_length"]))
     print(f"  reference: {total} steps, {warmup} of warmup, {clipped} clipped, "
           f"{len(decay_names)} of {len(params)} parameter tensors with weight decay")
@@ -189,13 +187,14 @@ def bert(driver, out, paths, hub):
     snap = os.path.join(hub, "models--tiny-org--bert-wp", "snapshots",
                         os.listdir(os.path.join(hub, "models--tiny-org--bert-wp", "snapshots"))[0])
     run = run_driver(driver, out, "bert", {"checkpoint": snap}, HYPERPARAMS, paths)
-    W = parity.read_safetensors(os.path.join(snap, "model.safetensors"))
-    for t in W.values():
-        t.requires_grad_(True)
-    cfg = json.load(open(os.path.join(snap, "config.json")))
-    decay = {n for n in W if "bias" not in n and "LayerNorm" not in n}
-    forward = lambda ids, mask: parity.bert_logits(W, cfg, ids, mask, "bert.")  # noqa: E731
-    losses, epochs = reference_run(W.items(), decay, forward, lambda on: None, run)
+    model, info = transformers.BertForSequenceClassification.from_pretrained(
+        snap, attn_implementation="eager", hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, classifier_dropout=0.0, output_loading_info=True)
+    fresh = [*info["missing_keys"], *info["unexpected_keys"], *info["mismatched_keys"]]
+    if fresh:
+        raise SystemExit(f"BertForSequenceClassification does not load the checkpoint whole: {fresh}")
+    forward = lambda ids, mask: model(input_ids=ids, attention_mask=mask).logits  # noqa: E731
+    losses, epochs = reference_run(model, forward, run)
     return compare("BERT checkpoint (grad_accum 2, warmup, clipping)", run, losses, epochs)
 
 
@@ -203,27 +202,32 @@ def torchscript(driver, out, paths, hub):
     snap = os.path.join(hub, "models--tiny-org--bert-wp", "snapshots",
                         os.listdir(os.path.join(hub, "models--tiny-org--bert-wp", "snapshots"))[0])
     vocab = len(open(os.path.join(snap, "vocab.txt")).read().split())
-    model = tm.make("block-attention", vocab, 2, layers=2, dropout=0.0, seed=5)
+    make = ("block-attention", vocab, 2)
     path = os.path.join(out, "block_attention.pt")
-    torch.jit.script(model).save(path)
+    script = (f"import sys, torch; sys.path.insert(0, {os.path.join(HERE, '..', '..', 'scripts')!r}); "
+              f"import torchscript_models as tm; torch.jit.script(tm.make(*{make!r}, layers=2, "
+              f"dropout=0.0, seed=5)).save({path!r})")
+    made = subprocess.run([SYSTEM_PYTHON, "-c", script], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit(f"{SYSTEM_PYTHON} could not write the TorchScript module:\n{made.stderr}")
     run = run_driver(driver, out, "torchscript", {"torchscript": path, "tokenizer": snap},
                      HYPERPARAMS, paths)
+    model = tm.make(*make, layers=2, dropout=0.0, seed=5)
     model.load_state_dict(torch.jit.load(path).state_dict())
-    decay = set()  # Trainer.get_decay_parameter_names: not in a LayerNorm, no "bias" in the name
-    for mname, module in model.named_modules():
-        if isinstance(module, torch.nn.LayerNorm):
-            continue
-        for pname, _ in module.named_parameters(recurse=False):
-            full = f"{mname}.{pname}" if mname else pname
-            if "bias" not in full:
-                decay.add(full)
-    losses, epochs = reference_run(model.named_parameters(), decay, model, model.train, run)
+    losses, epochs = reference_run(model, model, run)
     return compare("TorchScript block-attention classifier", run, losses, epochs)
 
 
 def main():
     driver = sys.argv[1]
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True)
+    if probe.returncode != 0:
+        print(f"SKIPPED: {SYSTEM_PYTHON} has no torch (Debian: python3-torch), which writes the "
+              "TorchScript module in the format of the LibTorch tune links")
+        sys.exit(77)
     torch.set_num_threads(1)
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     out = tempfile.mkdtemp(prefix="tune-trajectory-")
     hub = os.path.join(out, "hub")
     os.makedirs(hub)

@@ -3,13 +3,13 @@
 
 #include <sentencepiece_processor.h>
 
-#include <cstdlib>
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #define TUNE_SPM_EXPORT __attribute__((visibility("default")))
 
@@ -26,26 +26,43 @@ void CopyError(const std::string& why, char* err, size_t err_cap) {
   err[n] = '\0';
 }
 
-// The ids (and pieces) of `text` into `out`, allocated with malloc.
-bool Fill(const std::vector<int>& ids, const std::vector<std::string>* pieces,
-          tune_spm_encoding* out) {
-  out->count = ids.size();
-  out->ids = static_cast<int*>(std::malloc(sizeof(int) * (ids.size() + 1)));
-  if (out->ids == nullptr) return false;
-  if (!ids.empty()) std::memcpy(out->ids, ids.data(), sizeof(int) * ids.size());
-  if (pieces == nullptr) return true;
-  size_t total = 0;
-  for (const std::string& p : *pieces) total += p.size();
-  out->piece_ends = static_cast<size_t*>(std::malloc(sizeof(size_t) * (pieces->size() + 1)));
-  out->pieces = static_cast<char*>(std::malloc(total + 1));
-  if (out->piece_ends == nullptr || out->pieces == nullptr) return false;
-  size_t end = 0;
-  for (size_t i = 0; i < pieces->size(); ++i) {
-    std::memcpy(out->pieces + end, (*pieces)[i].data(), (*pieces)[i].size());
-    end += (*pieces)[i].size();
-    out->piece_ends[i] = end;
+// Reads a protobuf varint at `p` (advanced); false at the end or on a malformed one.
+bool Varint(const unsigned char*& p, const unsigned char* end, uint64_t& out) {
+  out = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    const unsigned char b = *p++;
+    out |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) return true;
   }
-  return true;
+  return false;
+}
+
+// The bytes of the first length-delimited field `field` of the message in [p, end), or an empty
+// view (fields of other wire types are skipped).
+std::string_view Field(const unsigned char* p, const unsigned char* end, uint64_t field) {
+  uint64_t key = 0, len = 0;
+  while (p < end && Varint(p, end, key)) {
+    switch (key & 7) {
+      case 0:
+        if (!Varint(p, end, len)) return {};
+        break;
+      case 1:
+      case 5: {
+        const long size = (key & 7) == 1 ? 8 : 4;
+        if (end - p < size) return {};
+        p += size;
+        break;
+      }
+      case 2:
+        if (!Varint(p, end, len) || len > static_cast<uint64_t>(end - p)) return {};
+        if ((key >> 3) == field) return {reinterpret_cast<const char*>(p), len};
+        p += len;
+        break;
+      default:
+        return {};
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -93,27 +110,27 @@ TUNE_SPM_EXPORT size_t tune_spm_id_to_piece(const tune_spm* model, int id, char*
   }
 }
 
-TUNE_SPM_EXPORT int tune_spm_encode(const tune_spm* model, const char* text, size_t len,
-                                    int with_pieces, tune_spm_encoding* out) {
-  *out = tune_spm_encoding{0, nullptr, nullptr, nullptr};
+TUNE_SPM_EXPORT float tune_spm_score(const tune_spm* model, int id) {
   try {
-    std::vector<int> ids;
-    std::vector<std::string> pieces;
-    const std::string_view input(text, len);
-    if (!model->sp.Encode(input, &ids).ok()) return -1;
-    if (with_pieces != 0 && !model->sp.Encode(input, &pieces).ok()) return -1;
-    if (Fill(ids, with_pieces != 0 ? &pieces : nullptr, out)) return 0;
+    return id >= 0 && id < model->sp.GetPieceSize() ? model->sp.GetScore(id) : 0.0f;
   } catch (...) {
+    return 0.0f;
   }
-  tune_spm_encoding_free(out);
-  return -1;
 }
 
-TUNE_SPM_EXPORT void tune_spm_encoding_free(tune_spm_encoding* out) {
-  std::free(out->ids);
-  std::free(out->piece_ends);
-  std::free(out->pieces);
-  *out = tune_spm_encoding{0, nullptr, nullptr, nullptr};
+// ModelProto field 3 is the NormalizerSpec, whose field 2 is precompiled_charsmap.
+TUNE_SPM_EXPORT size_t tune_spm_charsmap(const tune_spm* model, char* buf, size_t cap) {
+  try {
+    const std::string proto = model->sp.serialized_model_proto();
+    const auto* begin = reinterpret_cast<const unsigned char*>(proto.data());
+    const std::string_view spec = Field(begin, begin + proto.size(), 3);
+    const auto* spec_begin = reinterpret_cast<const unsigned char*>(spec.data());
+    const std::string_view charsmap = Field(spec_begin, spec_begin + spec.size(), 2);
+    if (cap > 0) std::memcpy(buf, charsmap.data(), std::min(cap, charsmap.size()));
+    return charsmap.size();
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // extern "C"

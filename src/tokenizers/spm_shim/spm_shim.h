@@ -16,18 +16,9 @@ extern "C" {
 #endif
 
 // Bumped when a signature below changes; the loader refuses a shim with another number.
-#define TUNE_SPM_ABI 1
+#define TUNE_SPM_ABI 2
 
 typedef struct tune_spm tune_spm;
-
-// One encoded text: `count` ids and, when asked for, their pieces (piece i is
-// pieces[piece_ends[i-1] .. piece_ends[i]) with piece_ends[-1] = 0).
-typedef struct tune_spm_encoding {
-  size_t count;
-  int* ids;
-  size_t* piece_ends;
-  char* pieces;
-} tune_spm_encoding;
 
 int tune_spm_abi(void);
 // The model in `path`, or NULL with the reason in `err` (NUL-terminated, cut to `err_cap`).
@@ -39,11 +30,12 @@ int tune_spm_unk_id(const tune_spm* model);
 int tune_spm_piece_to_id(const tune_spm* model, const char* piece, size_t len);
 // Piece `id` copied into `buf` (at most `cap` bytes, not NUL-terminated); returns its length.
 size_t tune_spm_id_to_piece(const tune_spm* model, int id, char* buf, size_t cap);
-// `text` encoded into `out` (ids always, pieces when `with_pieces`); 0 on success, else -1 with
-// `out` empty. Free with tune_spm_encoding_free.
-int tune_spm_encode(const tune_spm* model, const char* text, size_t len, int with_pieces,
-                    tune_spm_encoding* out);
-void tune_spm_encoding_free(tune_spm_encoding* out);
+// The score of piece `id` (its log probability in a unigram model); 0 when out of range.
+float tune_spm_score(const tune_spm* model, int id);
+// The normalizer's precompiled character map (NormalizerSpec.precompiled_charsmap: the map
+// Hugging Face's Precompiled normalizer reads) copied into `buf` (at most `cap` bytes); returns
+// its length, 0 when the model has none.
+size_t tune_spm_charsmap(const tune_spm* model, char* buf, size_t cap);
 
 #ifdef __cplusplus
 }  // extern "C"
