@@ -4,7 +4,33 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
-find_package(SQLite3 3.38 REQUIRED)  # tune_sqlite (RETURNING: 3.35; json_each built in: 3.38)
+# tune_sqlite needs RETURNING (3.35) and json_each, which is built in since 3.38 and was a
+# compile-time option before (Ubuntu 22.04's 3.37.2 has it): checked by feature, here and again
+# when a database opens (SqliteFeatureProblem), since the library run may not be the one built with.
+find_package(SQLite3 3.35 REQUIRED)
+if(NOT DEFINED TUNE_SQLITE_JSON_EACH_WORKS)
+  include(CheckCXXSourceRuns)
+  set(CMAKE_REQUIRED_INCLUDES ${SQLite3_INCLUDE_DIRS})
+  set(CMAKE_REQUIRED_LIBRARIES ${SQLite3_LIBRARIES})
+  check_cxx_source_runs([[
+#include <sqlite3.h>
+static int rows;
+static int count(void*, int, char**, char**) { return ++rows, 0; }
+int main(void) {
+  sqlite3* db;
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK) return 1;
+  if (sqlite3_exec(db, "SELECT value FROM json_each('[1,2]')", count, 0, 0) != SQLITE_OK) return 2;
+  sqlite3_close(db);
+  return rows == 2 ? 0 : 3;
+}]] TUNE_SQLITE_JSON_EACH_WORKS)
+  unset(CMAKE_REQUIRED_INCLUDES)
+  unset(CMAKE_REQUIRED_LIBRARIES)
+endif()
+if(NOT TUNE_SQLITE_JSON_EACH_WORKS)
+  message(FATAL_ERROR "SQLite ${SQLite3_VERSION} (${SQLite3_LIBRARIES}) has no json_each: the "
+                      "SQLite storage needs SQLite's JSON functions (built in since 3.38; before, "
+                      "SQLite built with SQLITE_ENABLE_JSON1, as Debian's and Ubuntu's are)")
+endif()
 if(TUNE_WITH_POSTGRES)
   find_package(PostgreSQL)  # libpq for tune_postgres; without it the backend says it is missing
   if(NOT PostgreSQL_FOUND)

@@ -6,6 +6,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "util/coding.h"
+
 namespace tune {
 
 PickleRef PickleArena::New(PickleValue::Kind kind) {
@@ -213,9 +215,7 @@ class Machine {
 
   Result<uint64_t> ReadLe(size_t n) {
     TUNE_RETURN_IF_ERROR(Need(n));
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i)
-      v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_ + i])) << (8 * i);
+    const uint64_t v = DecodeLittleEndian(data_.data() + pos_, n);
     pos_ += n;
     return v;
   }
@@ -413,11 +413,7 @@ class Machine {
           Push(Text(K::kBigInt, std::move(bytes)));
           return Status::Ok();
         }
-        uint64_t v = 0;
-        for (size_t i = 0; i < n; ++i)
-          v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
-        if (n > 0 && n < 8 && (static_cast<uint8_t>(bytes[n - 1]) & 0x80)) v |= ~0ull << (8 * n);
-        Push(NewInt(static_cast<int64_t>(v)));
+        Push(NewInt(DecodeLittleEndianSigned(bytes.data(), n)));
         return Status::Ok();
       }
       case 'I':
@@ -450,8 +446,7 @@ class Machine {
     switch (op_) {
       case 'G': {  // BINFLOAT: big-endian double
         TUNE_ASSIGN_OR_RETURN(std::string b, ReadBytes(8));
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(b[i]);
+        const uint64_t bits = DecodeBigEndian(b.data(), 8);
         PickleRef r = arena_.New(K::kFloat);
         std::memcpy(&r->real, &bits, 8);
         Push(r);

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "checkpoints/pickle.h"
+#include "util/coding.h"
 
 namespace tune {
 namespace {
@@ -513,9 +514,7 @@ Result<std::map<std::string, std::pair<uint64_t, uint64_t>>> LegacyStorages(
       return InvalidArgumentError(
           fmt::format("{}: storage '{}' is missing: the file is truncated", path, key->text));
     }
-    uint64_t numel = 0;
-    for (int i = 0; i < 8; ++i)
-      numel |= static_cast<uint64_t>(static_cast<uint8_t>(data[pos + i])) << (8 * i);
+    const uint64_t numel = DecodeFixed64(data.data() + pos);
     pos += 8;
     const auto size = static_cast<uint64_t>(TensorDtypeSize(dtype_of[key->text]));
     if (numel > (data.size() - pos) / size) {
@@ -592,8 +591,7 @@ Result<PytorchCheckpoint> ReadPytorchCheckpoint(const std::string& path) {
   if (got >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0) return ReadZip(path, size);
   // A safetensors file under a .bin name (an 8-byte little-endian header length, then '{'),
   // before the pickle test: a header length can start with 0x80.
-  uint64_t header = 0;
-  for (int i = 7; i >= 0 && got >= 9; --i) header = (header << 8) | static_cast<uint8_t>(head[i]);
+  const uint64_t header = got >= 9 ? DecodeFixed64(head) : 0;
   if (got >= 9 && head[8] == '{' && header > 0 && header <= size - 8) {
     return InvalidArgumentError(fmt::format(
         "{}: not a PyTorch checkpoint: it is a safetensors file; name it model.safetensors", path));

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tune/json.h"
+#include "util/coding.h"
 
 namespace tune {
 namespace {
@@ -53,8 +54,7 @@ Result<Json> ReadHeader(const std::string& path, uint64_t size, uint64_t& header
   }
   unsigned char len_bytes[8];
   in.read(reinterpret_cast<char*>(len_bytes), 8);
-  header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  header_len = DecodeFixed64(len_bytes);
   if (header_len > size - 8) {
     return NotSafetensors(
         path, fmt::format("the header length {} goes beyond the end of the file ({} bytes); the "

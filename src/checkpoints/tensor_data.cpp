@@ -6,6 +6,8 @@
 #include <fstream>
 #include <limits>
 
+#include "util/coding.h"
+
 namespace tune {
 namespace {
 
@@ -122,13 +124,12 @@ Result<std::vector<float>> ReadTensorFloats(const std::string& path, const Check
   auto value = [&](size_t element) {
     const unsigned char* p = raw.data() + element * size;
     if (t.dtype == TensorDtype::kF32) {
-      const uint32_t bits = static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-                            static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+      const uint32_t bits = DecodeFixed32(p);
       float f;
       std::memcpy(&f, &bits, sizeof f);
       return f;
     }
-    const auto bits = static_cast<uint16_t>(p[0] | p[1] << 8);
+    const uint16_t bits = DecodeFixed16(p);
     return t.dtype == TensorDtype::kF16 ? HalfToFloat(bits) : Bfloat16ToFloat(bits);
   };
   // Walk the elements in row-major order with an index counter (views: transposes, slices).

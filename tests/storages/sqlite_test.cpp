@@ -555,5 +555,44 @@ TEST(SqliteProcesses, WritersShareOneFileWithoutLosingOrDuplicatingTrials) {
       /*workers=*/6, /*trials=*/40, /*enqueued=*/12);
 }
 
+// SQLite is checked by feature, not by version: an older SQLite built with JSON1 (Ubuntu 22.04's
+// 3.37.2) is accepted, one without RETURNING or without json_each is refused, naming what is
+// missing and the version found.
+TEST(SqliteFeatures, AcceptsAnySqliteWithReturningAndJsonEach) {
+  using internal::sqlite::SqliteFeatureProblem;
+  EXPECT_EQ(SqliteFeatureProblem("3.37.2", 3037002, true), std::nullopt);
+  EXPECT_EQ(SqliteFeatureProblem("3.35.0", 3035000, true), std::nullopt);
+  EXPECT_EQ(SqliteFeatureProblem(sqlite3_libversion(), sqlite3_libversion_number(), true),
+            std::nullopt);
+
+  const std::optional<std::string> old = SqliteFeatureProblem("3.34.1", 3034001, true);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_NE(old->find(">= 3.35"), std::string::npos) << *old;
+  EXPECT_NE(old->find("3.34.1"), std::string::npos) << *old;
+
+  const std::optional<std::string> no_json = SqliteFeatureProblem("3.41.0", 3041000, false);
+  ASSERT_TRUE(no_json.has_value());
+  EXPECT_NE(no_json->find("json_each"), std::string::npos) << *no_json;
+  EXPECT_NE(no_json->find("3.41.0"), std::string::npos) << *no_json;
+}
+
+// The SQLite this process runs has what the storage needs, as OpenSqliteStorage checks on every
+// open, and json_each answers as the storage's reads by trial id use it.
+TEST(SqliteFeatures, ThisProcessesSqliteHasJsonEach) {
+  EXPECT_EQ(internal::sqlite::SqliteLibraryProblem(), std::nullopt);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  int rows = 0;
+  char* error = nullptr;
+  const int rc = sqlite3_exec(
+      db, "SELECT value FROM json_each('[1,2,3]')",
+      [](void* n, int, char**, char**) { return ++*static_cast<int*>(n), 0; }, &rows, &error);
+  const std::string message = error ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  EXPECT_EQ(rc, SQLITE_OK) << message;
+  EXPECT_EQ(rows, 3);
+}
+
 }  // namespace
 }  // namespace tune

@@ -154,4 +154,37 @@ Status SqliteConnection::ExecScript(const std::string& sql) {
   return InternalError(text);
 }
 
+std::optional<std::string> SqliteFeatureProblem(const std::string& version, int version_number,
+                                                bool json_each_works) {
+  if (version_number < 3035000) {
+    return fmt::format(
+        "the SQLite storage needs SQLite >= 3.35 (for RETURNING); this process runs SQLite {}: "
+        "install a newer libsqlite3 (Debian 12 and Ubuntu 22.04 have one)",
+        version);
+  }
+  if (!json_each_works) {
+    return fmt::format(
+        "the SQLite storage needs SQLite's JSON functions (json_each), which this SQLite {} was "
+        "built without (SQLITE_OMIT_JSON, or before 3.38 without SQLITE_ENABLE_JSON1): use a "
+        "libsqlite3 with JSON1, as every Debian and Ubuntu package has it",
+        version);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> SqliteLibraryProblem() {
+  static const std::optional<std::string> problem = [] {
+    // By feature, not version: JSON1 may be built into an older SQLite or left out of a newer one.
+    bool json_each_works = false;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+      json_each_works = sqlite3_exec(db, "SELECT value FROM json_each('[1]')", nullptr, nullptr,
+                                     nullptr) == SQLITE_OK;
+    }
+    sqlite3_close(db);
+    return SqliteFeatureProblem(sqlite3_libversion(), sqlite3_libversion_number(), json_each_works);
+  }();
+  return problem;
+}
+
 }  // namespace tune::internal::sqlite

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -49,5 +50,15 @@ class SqliteConnection : public rdb::Connection {
   std::string name_;
   std::unordered_map<std::string, std::unique_ptr<SqliteStatement>> statements_;
 };
+
+// What SQLite must offer the storage: RETURNING (3.35) and the JSON function json_each (built in
+// since 3.38, a compile-time option before: Ubuntu 22.04's 3.37.2 has it). Returns a message
+// naming what is missing and how to get it, or nothing when `version_number`
+// (sqlite3_libversion_number) and `json_each_works` (a query of json_each succeeded) suffice.
+std::optional<std::string> SqliteFeatureProblem(const std::string& version, int version_number,
+                                                bool json_each_works);
+// SqliteFeatureProblem of the SQLite this process runs (json_each tried on an in-memory
+// database, once per process).
+std::optional<std::string> SqliteLibraryProblem();
 
 }  // namespace tune::internal::sqlite

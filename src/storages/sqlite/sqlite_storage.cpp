@@ -127,9 +127,8 @@ Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
         internal::rdb::SupportedRevisionsText()));
   }
   if (path.empty()) return InvalidArgumentError("the SQLite storage needs a file path");
-  if (sqlite3_libversion_number() < 3035000) {
-    return FailedPreconditionError(fmt::format(
-        "the SQLite storage needs SQLite >= 3.35 (RETURNING); this is {}", sqlite3_libversion()));
+  if (auto problem = internal::sqlite::SqliteLibraryProblem()) {
+    return FailedPreconditionError(*problem);
   }
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
