@@ -123,6 +123,10 @@ if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
   message(FATAL_ERROR "SentencePiece not found (Debian: libsentencepiece-dev; "
                       "scripts/install-deps.sh installs it)")
 endif()
+# libcurl (Debian: libcurl4-openssl-dev): MLflow's REST API for the tracking of studies
+# (src/tracking/curl_http.cpp).
+find_package(CURL REQUIRED)
+
 # minizip (Debian: libminizip-dev, zlib's contrib) reads the zip archive torch.save writes
 # (pytorch_model.bin, src/checkpoints/pytorch_bin.cpp).
 find_path(MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip)

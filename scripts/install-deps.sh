@@ -32,12 +32,13 @@ set -euo pipefail
 # slurmd + slurm-client + munge: the private one-node Slurm of tests/slurm (docs/cluster.md),
 # whose daemons the test starts itself with their own config, socket and ports (beside any
 # munge or Slurm service of the machine, which it does not use). python3-venv: tune's Python
-# environment (scripts/install-venv.sh), which `make test` makes.
+# environment (scripts/install-venv.sh), which `make test` makes. libcurl4-openssl-dev: MLflow's
+# REST API, where studies are tracked (src/tracking/).
 pkgs=(cmake g++ make libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev
       libsqlite3-dev libpq-dev postgresql python3-optuna python3-psycopg2 fortunes ccache
       libicu-dev libsentencepiece-dev python3-sentencepiece libjs-chart.js chromium
       universal-ctags clang-format libminizip-dev python3-sklearn dpkg-dev file
-      slurmctld slurmd slurm-client munge python3-venv)
+      slurmctld slurmd slurm-client munge python3-venv libcurl4-openssl-dev)
 torch=1
 for arg in "$@"; do
   case "$arg" in

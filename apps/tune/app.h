@@ -104,6 +104,7 @@ struct RunArgs {
   std::optional<int64_t> max_jobs;
   std::optional<std::string> progress;  // auto, bar, lines, off
   std::optional<double> progress_interval;
+  std::optional<std::string> mlflow_uri;  // tracking: the MLflow server (the config's, replaced)
   std::string format = "table";
 };
 int RunStudy(const RunArgs& args);
@@ -140,7 +141,10 @@ struct ExportArgs {
   std::string storage = kDefaultStorage;
   std::string study;
   std::string format = "csv";
-  std::optional<std::string> output;  // unset: stdout
+  std::optional<std::string> output;             // unset: stdout
+  std::optional<std::string> mlflow;             // record the study's trials in MLflow there
+  std::optional<std::string> mlflow_experiment;  // ... in this experiment (default: the study's)
+  std::optional<std::string> tensorboard;        // write its TensorBoard event files there
 };
 int ExportStudy(const ExportArgs& args);
 

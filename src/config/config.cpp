@@ -22,12 +22,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {
-    "description",  "direction",    "directions",       "n_trials",       "timeout",
-    "storage",      "sampler",      "pruner",           "models",         "model_catalog",
-    "search_space", "conditional",  "objective",        "enqueue_trials", "heartbeat_interval",
-    "grace_period", "retry_failed", "retry_oom",        "jobs",           "max_jobs",
-    "max_busy",     "progress",     "progress_interval"};
+const std::vector<std::string> kTopKeys = {"description",
+                                           "direction",
+                                           "directions",
+                                           "n_trials",
+                                           "timeout",
+                                           "storage",
+                                           "sampler",
+                                           "pruner",
+                                           "models",
+                                           "model_catalog",
+                                           "search_space",
+                                           "conditional",
+                                           "objective",
+                                           "enqueue_trials",
+                                           "heartbeat_interval",
+                                           "grace_period",
+                                           "retry_failed",
+                                           "retry_oom",
+                                           "jobs",
+                                           "max_jobs",
+                                           "max_busy",
+                                           "progress",
+                                           "progress_interval",
+                                           "tracking"};
 
 // "direction": "maximize" or "directions": ["minimize", "maximize"].
 Status ParseDirections(const JsonReader& r, StudyConfig& config) {
@@ -97,6 +115,31 @@ Status ParseProgress(const JsonReader& r, StudyConfig& config) {
   if (interval) {
     if (*interval <= 0) return r.ChildError("progress_interval", "must be > 0 seconds");
     config.progress_interval = *interval;
+  }
+  return Status::Ok();
+}
+
+// "tracking": {"mlflow": {"uri": "http://...", "experiment": "..."}, "tensorboard": "DIR"}; the
+// directory relative to the config's folder.
+Status ParseTracking(const JsonReader& r, const fs::path& base_dir, StudyConfig& config) {
+  if (!r.Has("tracking")) return Status::Ok();
+  JsonReader t = r.Child("tracking");
+  TUNE_RETURN_IF_ERROR(t.ExpectObject());
+  TUNE_RETURN_IF_ERROR(t.CheckKeys({"mlflow", "tensorboard"}));
+  if (t.Has("mlflow")) {
+    JsonReader m = t.Child("mlflow");
+    TUNE_RETURN_IF_ERROR(m.ExpectObject());
+    TUNE_RETURN_IF_ERROR(m.CheckKeys({"uri", "experiment"}));
+    MlflowOptions mlflow;
+    TUNE_ASSIGN_OR_RETURN(mlflow.uri, m.RequiredString("uri"));
+    if (Status st = CheckMlflowUri(mlflow.uri); !st.ok()) return m.ChildError("uri", st.message());
+    TUNE_ASSIGN_OR_RETURN(mlflow.experiment, m.String("experiment", ""));
+    config.tracking.mlflow = std::move(mlflow);
+  }
+  if (t.Has("tensorboard")) {
+    TUNE_ASSIGN_OR_RETURN(std::string dir, t.RequiredString("tensorboard"));
+    if (dir.empty()) return t.ChildError("tensorboard", "needs a directory");
+    config.tracking.tensorboard = fs::absolute(base_dir / dir).lexically_normal().string();
   }
   return Status::Ok();
 }
@@ -324,6 +367,7 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
   config.source = source;
   TUNE_RETURN_IF_ERROR(ParseDirections(r, config));
   TUNE_RETURN_IF_ERROR(ParseRunSettings(r, config));
+  TUNE_RETURN_IF_ERROR(ParseTracking(r, base_dir, config));
   TUNE_RETURN_IF_ERROR(ParseSamplerAndPruner(r, config));
   TUNE_ASSIGN_OR_RETURN(ModelCatalog catalog, BuildCatalog(r, base_dir));
   TUNE_RETURN_IF_ERROR(ParseSpaceAndObjective(r, base_dir, std::move(catalog), key_order, config));

@@ -18,6 +18,7 @@
 #include "pruners/registry.h"
 #include "samplers/registry.h"
 #include "study/progress_text.h"
+#include "tracking/tracking_options.h"
 #include "tune/model_catalog.h"
 #include "tune/objectives/objective.h"
 #include "tune/optimize.h"
@@ -53,6 +54,8 @@ struct StudyConfig : RunSettings {
   // "Progress").
   ProgressMode progress = ProgressMode::kAuto;
   double progress_interval = kDefaultProgressInterval;
+  // Where finished trials are shown besides the storage ("tracking": MLflow, TensorBoard).
+  TrackingOptions tracking;
 };
 
 // The order in which a config file writes the keys of each "search_space" object, by the

@@ -1,4 +1,6 @@
 // `tune export --study NAME --format csv|json [--output FILE]`: every trial of a study.
+// `tune export --study NAME --mlflow URI [--mlflow-experiment E] [--tensorboard DIR]`: its
+// finished trials recorded in MLflow (those not there yet) and TensorBoard.
 //
 // CSV has the columns of Optuna's study.trials_dataframe(): number, value (values_0, ... for
 // several objectives), datetime_start, datetime_complete, duration, params_<name>...,
@@ -18,6 +20,8 @@
 
 #include "app.h"
 #include "commands.h"
+#include "tracking/mlflow.h"
+#include "tracking/tensorboard.h"
 #include "util/text.h"
 
 namespace tune::app {
@@ -121,6 +125,67 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// The study's finished trials in MLflow: each one not there yet (a half-written run, still
+// RUNNING, is written again), then the study's counts; an error stops it.
+Status ExportToMlflow(const ExportArgs& args, const TrackedStudy& study,
+                      const std::vector<FrozenTrial>& trials) {
+  MlflowSink sink(MlflowOptions{*args.mlflow, args.mlflow_experiment.value_or("")}, study,
+                  NewCurlHttpClient(10.0));
+  TUNE_ASSIGN_OR_RETURN(auto recorded, sink.RecordedTrials());
+  StudyTally tally;
+  int64_t written = 0, present = 0;
+  for (const FrozenTrial& t : trials) {
+    if (!IsFinished(t.state)) continue;
+    tally.Add(t, study.directions);
+    auto it = recorded.find(t.number);
+    if (it != recorded.end() && it->second.second != "RUNNING") {
+      ++present;
+      continue;
+    }
+    if (it != recorded.end()) TUNE_RETURN_IF_ERROR(sink.DeleteRun(it->second.first));
+    if (Status st = sink.Record(t, tally); !st.ok()) {
+      return UnavailableError(fmt::format("trial {}: {} ({} trial(s) recorded before it)", t.number,
+                                          st.message(), written));
+    }
+    ++written;
+  }
+  TUNE_RETURN_IF_ERROR(sink.RecordTally(tally));
+  spdlog::info("{}: recorded {} trial(s) of study '{}', {} already there", sink.name(), written,
+               study.name, present);
+  return Status::Ok();
+}
+
+// The study's finished trials as TensorBoard event files under DIR/<study>/.
+Status ExportToTensorBoard(const std::string& dir, const TrackedStudy& study,
+                           const std::vector<FrozenTrial>& trials) {
+  std::unique_ptr<TrackingSink> sink = NewTensorBoardSink(dir, study);
+  StudyTally tally;
+  int64_t written = 0;
+  for (const FrozenTrial& t : trials) {
+    if (!IsFinished(t.state)) continue;
+    tally.Add(t, study.directions);
+    TUNE_RETURN_IF_ERROR(sink->Record(t, tally));
+    ++written;
+  }
+  TUNE_RETURN_IF_ERROR(sink->RecordTally(tally));
+  spdlog::info("{}: wrote {} trial(s) of study '{}'", sink->name(), written, study.name);
+  return Status::Ok();
+}
+
+// --mlflow and --tensorboard.
+int ExportToTrackers(const ExportArgs& args, const StudyInfo& info,
+                     const std::vector<FrozenTrial>& trials) {
+  // A stored study does not keep its pruner: a trial it pruned is tagged "pruner".
+  const TrackedStudy study{args.study, info.directions, "pruner"};
+  if (args.mlflow) {
+    if (Status s = ExportToMlflow(args, study, trials); !s.ok()) return Fail(s);
+  }
+  if (args.tensorboard) {
+    if (Status s = ExportToTensorBoard(*args.tensorboard, study, trials); !s.ok()) return Fail(s);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int ExportStudy(const ExportArgs& args) {
@@ -132,6 +197,11 @@ int ExportStudy(const ExportArgs& args) {
   if (args.output && args.output->empty()) {
     return Fail(InvalidArgumentError("--output needs a file name"));
   }
+  if (args.mlflow) {
+    if (Status st = CheckMlflowUri(*args.mlflow); !st.ok()) {
+      return Fail(InvalidArgumentError("--mlflow: " + st.message()));
+    }
+  }
   auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);
   if (!opened.ok()) return Fail(opened.status());
   Storage& storage = *opened->storage;
@@ -140,6 +210,7 @@ int ExportStudy(const ExportArgs& args) {
   if (!info.ok()) return Fail(info.status());
   auto trials = storage.GetAllTrials(id);
   if (!trials.ok()) return Fail(trials.status());
+  if (args.mlflow || args.tensorboard) return ExportToTrackers(args, *info, *trials);
   const std::string text =
       args.format == "csv" ? ExportCsv(*info, *trials) : ExportJson(*info, *trials);
   if (!args.output) {
@@ -158,6 +229,18 @@ std::function<int()> DeclareExport(CLI::App& command) {
   command.add_option("--format", args->format, "csv (default) or json");
   command.add_option("--output", args->output, "Write to FILE instead of stdout");
   command.add_option("--storage", args->storage, kReadOnlyStorageHelp);
+  command
+      .add_option("--mlflow", args->mlflow,
+                  "Record the study's finished trials as runs of the MLflow tracking server at "
+                  "URI (http://HOST:PORT), each one not recorded there yet; no CSV or JSON")
+      ->type_name("URI");
+  command.add_option("--mlflow-experiment", args->mlflow_experiment,
+                     "With --mlflow: the experiment (default: the study's name)");
+  command
+      .add_option("--tensorboard", args->tensorboard,
+                  "Write the study's finished trials as TensorBoard event files under "
+                  "DIR/<study>/; no CSV or JSON")
+      ->type_name("DIR");
   return [args] { return ExportStudy(*args); };
 }
 

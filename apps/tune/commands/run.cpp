@@ -22,6 +22,7 @@
 #include "study/study_defaults.h"
 #include "study/study_summary.h"
 #include "torch_loader.h"
+#include "tracking/tracker.h"
 #include "tune/optimize.h"
 #include "tune/samplers/tpe.h"
 #include "tune/study.h"
@@ -184,6 +185,14 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
     config.progress = *mode;
   }
   if (args.progress_interval) config.progress_interval = *args.progress_interval;
+  if (args.mlflow_uri) {
+    if (Status st = CheckMlflowUri(*args.mlflow_uri); !st.ok()) {
+      return InvalidArgumentError("--mlflow-uri: " + st.message());
+    }
+    const std::string experiment =
+        config.tracking.mlflow ? config.tracking.mlflow->experiment : std::string();
+    config.tracking.mlflow = MlflowOptions{*args.mlflow_uri, experiment};
+  }
   TUNE_RETURN_IF_ERROR(CheckHeartbeatSettings(
       config, args.heartbeat_interval || args.grace_period || args.retry_failed
                   ? "--heartbeat-interval/--grace-period/--retry-failed"
@@ -383,13 +392,34 @@ void DeclareTrainFlags(CLI::App& app, RunArgs& run) {
                  "study's best (default: the config's objective.save_best)");
 }
 
-// Optimize() with Ctrl-C and SIGTERM turned into a clean stop.
+// The end of a run waits for the tracker to record the trials still queued while it records one
+// at least this often.
+constexpr double kTrackingStallSeconds = 30;
+
+// The tracker of the config's "tracking" (MLflow, TensorBoard), or null without one. Its tally
+// starts from the study's stored trials.
+std::unique_ptr<Tracker> StartTracker(Study& s, const StudyConfig& config) {
+  if (config.tracking.empty()) return nullptr;
+  const TrackedStudy tracked{s.name(), s.directions(), s.pruner().name()};
+  auto stored = s.storage().GetAllTrials(s.study_id());
+  std::vector<std::unique_ptr<TrackingSink>> sinks = NewSinks(config.tracking, tracked);
+  std::string where;
+  for (const auto& sink : sinks) where += (where.empty() ? "" : ", ") + sink->name();
+  spdlog::info("Tracking every finished trial: {}", where);
+  return std::make_unique<Tracker>(std::move(sinks), tracked,
+                                   stored.ok() ? *stored : std::vector<FrozenTrial>());
+}
+
+// Optimize() with Ctrl-C and SIGTERM turned into a clean stop; each finished trial goes to the
+// tracker too.
 Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
-                                           Objective& objective, ProgressLog& progress) {
+                                           Objective& objective, ProgressLog& progress,
+                                           Tracker* tracker) {
   OptimizeOptions options;
   static_cast<RunSettings&>(options) = config;
   options.on_trial_finished = [&](const FrozenTrial& t, const TrialOutcome& o) {
     progress.OnTrialFinished(t, o);
+    if (tracker != nullptr) tracker->Add(t);
   };
   options.on_stale_trial = [&](const FailedStaleTrial& stale) { progress.OnStaleTrial(stale); };
   options.on_trial_started = [&](const Trial& t, const TrialPlan& plan, const JobsState& jobs) {
@@ -492,16 +522,18 @@ int RunStudy(const RunArgs& args) {
   LogStudyStart(s, *opened->objective, config);
   ProgressLog progress(s, config);
   const auto run_start = std::chrono::steady_clock::now();
-  auto result = OptimizeWithSignals(s, config, *opened->objective, progress);
+  std::unique_ptr<Tracker> tracker = StartTracker(s, config);
+  auto result = OptimizeWithSignals(s, config, *opened->objective, progress, tracker.get());
   progress.Finish();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  if (tracker) (void)tracker->Finish(kTrackingStallSeconds);
   if (!result.ok() && result.status().code() == StatusCode::kDeviceLost) {
     return ContinueAfterDeviceLost(config, result.status());
   }
   if (!result.ok()) return Fail(result.status());
 
-  ReportRun(s, *result,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count(),
-            *format);
+  ReportRun(s, *result, elapsed, *format);
   if (result->interrupted && TerminateRequested()) {
     // A scheduler's stop (Slurm's preemption, time limit, scancel) is a clean end of this
     // worker: its trials are recorded (and re-enqueued with retry_failed), so exit 0.
@@ -565,6 +597,10 @@ std::function<int()> DeclareRun(CLI::App& app) {
                              kDefaultProgressInterval))
       ->check(CLI::PositiveNumber);
   DeclareTrainFlags(app, *run);
+  app.add_option("--mlflow-uri", run->mlflow_uri,
+                 "Record every finished trial as a run of an MLflow tracking server at URI "
+                 "(http://HOST:PORT; replaces the config's tracking.mlflow.uri)")
+      ->type_name("URI");
   app.add_option("--format", run->format, "Output of the best trial: table, json or csv");
   return [run] {
     if (run->study.empty()) {

@@ -1,0 +1,68 @@
+// The MLflow sink: the study is an MLflow experiment (named as the study, or `experiment`), each
+// trial a run in it, through MLflow's REST API (api/2.0/mlflow/...). A run is named by the trial
+// number and holds
+//   params    the trial's params (as Optuna's MLflowCallback logs them: Python's str of each)
+//   metrics   trial_scalars.h's histories at their steps (intermediate_value, value, train/loss,
+//             eval/<metric>, ...) and the guard's memory figures (memory/estimate, ...; step 0)
+//   tags      number, state, direction, datetime_start, datetime_complete (MLflowCallback's),
+//             reason (oom, predicted, nonfinite, timeout, interrupted, or the pruner's name),
+//             fail_reason, tune.study, tune.trial_number
+//   status    COMPLETE -> FINISHED, FAIL -> FAILED, PRUNED -> KILLED
+// and the experiment holds the study's counts by outcome and best value as tags
+// (tune.trials.COMPLETE, ..., tune.trials.oom, tune.trials.predicted, tune.best_value,
+// tune.best_trial).
+//
+// Every call is retried twice (0.1 s, then 0.3 s later) on no answer or a 5xx; after that the
+// server counts as down for 5 s, in which trials fail at once (the tracker counts them).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tracking/http.h"
+#include "tracking/sink.h"
+#include "tracking/tracking_options.h"
+#include "tune/json.h"
+
+namespace tune {
+
+// The MLflow run status of a finished trial state ("FINISHED", "FAILED", "KILLED").
+const char* MlflowRunStatus(TrialState state);
+
+class MlflowSink : public TrackingSink {
+ public:
+  MlflowSink(MlflowOptions options, TrackedStudy study, std::unique_ptr<HttpClient> http);
+
+  std::string name() const override { return "MLflow at " + options_.uri; }
+  Status Record(const FrozenTrial& trial, const StudyTally& tally) override;
+  Status RecordTally(const StudyTally& tally) override;
+  std::string MissedHint() const override;
+
+  // The study's runs already in the experiment: trial number -> (run id, status).
+  Result<std::map<int64_t, std::pair<std::string, std::string>>> RecordedTrials();
+  // Deletes a run (a half-written one, still RUNNING, before `tune export` writes it again).
+  Status DeleteRun(const std::string& run_id);
+  // The experiment's id, made when missing.
+  Result<std::string> ExperimentId();
+
+ private:
+  // POST (or GET without a body) api/2.0/mlflow/<path>: the answer's JSON; MLflow's error
+  // (error_code and message) for a 4xx; Unavailable when the server is down.
+  Result<Json> Call(const std::string& method, const std::string& path, const Json& body);
+  Status LogBatch(const std::string& run_id, const FrozenTrial& trial, int64_t timestamp_ms);
+
+  MlflowOptions options_;
+  TrackedStudy study_;
+  std::unique_ptr<HttpClient> http_;
+  std::string base_;           // <uri>/api/2.0/mlflow/
+  std::string experiment_id_;  // "" until known
+  double down_until_ = 0;      // steady seconds: the server counts as down until then
+  std::string down_error_;
+};
+
+std::unique_ptr<TrackingSink> NewMlflowSink(const MlflowOptions& options,
+                                            const TrackedStudy& study);
+
+}  // namespace tune
