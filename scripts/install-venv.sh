@@ -18,7 +18,7 @@
 # --no-deps --only-binary=:all:` on the requirements file (every package and version is listed
 # there, every file's hash is checked, nothing is built from source), removes the packages the
 # file no longer lists, runs `pip check`, then writes the stamp. A fresh install downloads 3.2 GB
-# (PyPI's torch brings CUDA 13's libraries) and takes 5.9 GiB of disk, about 2 minutes on the
+# (PyPI's torch brings CUDA 13's libraries) and takes 6.5 GiB of disk, 2 to 7 minutes on the
 # 2-core test machine: docs/overview.md, "The Python environment".
 #
 # scripts/python-requirements.in is the short list written by hand; python-requirements.txt is
