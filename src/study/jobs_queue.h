@@ -23,12 +23,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tune::internal {
 
 // What runs now on one card (the device, with one): how many trials, what they reserve, and
-// the limits.
+// the limits. optimize_jobs.cpp keeps one per card as the run goes.
 struct JobsLedger {
   int64_t running = 0;
   int64_t reserved = 0;             // bytes the running trials reserve
@@ -40,6 +41,7 @@ struct JobsLedger {
   // The card trials are planned against (Objective::Plan: the largest budget now, MarkLargest):
   // only it takes a trial whose memory is unknown, and only while idle. With one card, that card.
   bool largest = true;
+  std::string name;  // Objective::CardName ("" with one card)
 };
 
 // A trial waiting to start.

@@ -86,14 +86,10 @@ struct Job {
   int64_t planned_version = -1;  // JobsLoop::ledger_version_ when it was last planned
 };
 
-// One card's ledger (one, for a single device).
-struct Card {
-  std::string name;                 // Objective::CardName
-  std::optional<int64_t> capacity;  // bytes usable by reservations, when last read
-  int64_t reserved = 0;             // bytes the running trials on it reserve
-  int64_t running = 0;
-  double seen_busy = 0.0;  // per-trial busy shares seen, summed over samples
-  int64_t busy_samples = 0;
+// The per-trial busy shares seen on one card, summed over samples (RunSettings::max_busy).
+struct BusySeen {
+  double sum = 0.0;
+  int64_t samples = 0;
 };
 
 class JobsLoop {
@@ -104,9 +100,10 @@ class JobsLoop {
         space_(space),
         objective_(objective),
         options_(options),
-        cards_(CardsOf(objective)),
-        limits_(JobLimitsFor(options.jobs, options.max_jobs, static_cast<int64_t>(cards_.size()))) {
-  }
+        limits_(JobLimitsFor(options.jobs, options.max_jobs,
+                             std::max<int64_t>(1, objective.CardCount()))),
+        cards_(CardsOf(objective, limits_.per_card)),
+        busy_seen_(cards_.size()) {}
 
   Result<OptimizeResult> Run() {
     if (options_.heartbeat_interval > 0 && !(options_.GracePeriod() > 0)) {
@@ -149,12 +146,13 @@ class JobsLoop {
     return true;
   }
 
-  // The objective's cards and their capacities now (RefreshCapacity reads them again).
-  static std::vector<Card> CardsOf(const Objective& objective) {
-    std::vector<Card> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
+  // The objective's cards, idle, and their capacities now (RefreshCapacity reads them again).
+  static std::vector<JobsLedger> CardsOf(const Objective& objective, int64_t per_card) {
+    std::vector<JobsLedger> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
     for (size_t c = 0; c < cards.size(); ++c) {
       cards[c].name = objective.CardName(static_cast<int64_t>(c));
       cards[c].capacity = objective.DeviceCapacity(static_cast<int64_t>(c));
+      cards[c].limit = per_card;
     }
     return cards;
   }
@@ -220,12 +218,8 @@ class JobsLoop {
   CardsLedger Ledger() {
     CardsLedger ledger;
     ledger.limit = limits_.total;
-    for (size_t c = 0; c < cards_.size(); ++c) {
-      const Card& card = cards_[c];
-      JobsLedger l{card.running, card.reserved, card.capacity, limits_.per_card};
-      l.compute_full = ComputeFull(c);
-      ledger.cards.push_back(l);
-    }
+    ledger.cards = cards_;
+    for (size_t c = 0; c < cards_.size(); ++c) ledger.cards[c].compute_full = ComputeFull(c);
     MarkLargest(ledger);
     return ledger;
   }
@@ -233,16 +227,16 @@ class JobsLoop {
   // RunSettings::max_busy: the running trials' summed busy share on card `c`, each one still
   // starting up counted at the mean busy share seen so far, has reached max_busy.
   bool ComputeFull(size_t c) {
-    Card& card = cards_[c];
+    const JobsLedger& card = cards_[c];
+    BusySeen& seen = busy_seen_[c];
     if (options_.max_busy <= 0 || card.running == 0) return false;
     const std::optional<DeviceBusy> now = objective_.DeviceBusyNow(static_cast<int64_t>(c));
     if (!now) return false;
     if (now->busy > 0) {
-      card.seen_busy += now->sum_busy / static_cast<double>(now->busy);
-      ++card.busy_samples;
+      seen.sum += now->sum_busy / static_cast<double>(now->busy);
+      ++seen.samples;
     }
-    const double mean =
-        card.busy_samples > 0 ? card.seen_busy / static_cast<double>(card.busy_samples) : 1.0;
+    const double mean = seen.samples > 0 ? seen.sum / static_cast<double>(seen.samples) : 1.0;
     const int64_t starting = std::max<int64_t>(0, card.running - now->busy);
     return now->sum_busy + static_cast<double>(starting) * mean >= options_.max_busy;
   }
@@ -254,7 +248,7 @@ class JobsLoop {
     double utilization = 0.0;
     int64_t utilization_read = 0;
     for (size_t c = 0; c < cards_.size(); ++c) {
-      const Card& card = cards_[c];
+      const JobsLedger& card = cards_[c];
       JobsCardState cs{card.name, card.running, card.reserved, card.capacity};
       if (auto busy = objective_.DeviceBusyNow(static_cast<int64_t>(c))) cs.busy = busy->sum_busy;
       cs.utilization = objective_.DeviceUtilizationNow(static_cast<int64_t>(c));
@@ -426,7 +420,7 @@ class JobsLoop {
 
   Status StartJob(std::unique_ptr<Job> job) {
     job->started = Clock::now();
-    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
     if (cards_.size() > 1) {
       if (Status s = job->trial->SetSystemAttr(attrs::kCard, card.name); !s.ok()) {
         return Fail(*job, s);
@@ -530,7 +524,7 @@ class JobsLoop {
   std::unique_ptr<Job> Take(std::list<std::unique_ptr<Job>>::iterator it) {
     std::unique_ptr<Job> job = std::move(*it);
     running_.erase(it);
-    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
     card.reserved -= job->plan.reservation;
     --card.running;
     ++ledger_version_;
@@ -573,10 +567,11 @@ class JobsLoop {
   const ConditionalSpace& space_;
   Objective& objective_;
   const OptimizeOptions& options_;
-  std::vector<Card> cards_;
+  const JobLimits limits_;
+  std::vector<JobsLedger> cards_;  // compute_full and largest are set in Ledger()
+  std::vector<BusySeen> busy_seen_;
   SteadyClock::time_point capacity_read_ = SteadyClock::now();
   int64_t capacity_version_ = 0;  // ledger_version_ + told_ when it was read
-  const JobLimits limits_;
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;
