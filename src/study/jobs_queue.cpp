@@ -1,18 +1,22 @@
 // The order in which waiting trials start (jobs_queue.h).
 #include "study/jobs_queue.h"
 
+#include <algorithm>
 #include <tuple>
+
+#include "tune/optimize.h"
 
 namespace tune::internal {
 
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial) {
   if (ledger.running >= ledger.limit) return false;
-  if (ledger.running == 0) {
-    if (ledger.largest) return true;
-    return !trial.exclusive && (!ledger.capacity || trial.reservation <= *ledger.capacity);
-  }
-  if (trial.exclusive || ledger.compute_full) return false;
-  return !ledger.capacity || ledger.reserved + trial.reservation <= *ledger.capacity;
+  if (ledger.running > 0 && (trial.exclusive || ledger.compute_full)) return false;
+  if (trial.exclusive && !ledger.largest) return false;
+  if (!ledger.capacity) return true;
+  if (*ledger.capacity <= 0) return false;  // full: another process holds it all
+  if (ledger.reserved + trial.reservation <= *ledger.capacity) return true;
+  return ledger.running == 0 && ledger.largest && trial.planned_against &&
+         *ledger.capacity >= *trial.planned_against;
 }
 
 int64_t CardsLedger::running() const {
@@ -37,6 +41,31 @@ std::optional<size_t> CardFor(const CardsLedger& ledger, const WaitingTrial& tri
     }
   }
   return best;
+}
+
+void MarkLargest(CardsLedger& ledger) {
+  std::optional<int64_t> largest;
+  for (const JobsLedger& card : ledger.cards) {
+    if (card.capacity) largest = std::max(largest.value_or(INT64_MIN), *card.capacity);
+  }
+  for (JobsLedger& card : ledger.cards) card.largest = !largest || card.capacity == largest;
+}
+
+std::optional<ShrinkRoom> CardToShrinkFor(const CardsLedger& ledger) {
+  std::optional<ShrinkRoom> best;
+  for (size_t c = 0; c < ledger.cards.size(); ++c) {
+    const JobsLedger& l = ledger.cards[c];
+    if (!l.capacity || l.running >= l.limit || (l.running > 0 && l.compute_full)) continue;
+    const int64_t room = *l.capacity - l.reserved;
+    if (room > 0 && (!best || room > best->room)) best = ShrinkRoom{c, room};
+  }
+  return best;
+}
+
+JobLimits JobLimitsFor(int64_t jobs, int64_t max_jobs, int64_t cards) {
+  const int64_t per_card = jobs == kJobsAuto ? max_jobs : jobs;
+  const int64_t total = jobs == kJobsAuto ? max_jobs * std::max<int64_t>(1, cards) : jobs;
+  return {per_card, total, per_card};
 }
 
 std::optional<Placement> NextPlacement(const std::vector<WaitingTrial>& queue,

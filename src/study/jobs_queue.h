@@ -1,12 +1,14 @@
 // The order in which trials waiting for memory start with several trials at once (--jobs)
 // [tune_core, private]: first come, first served, with backfilling and a bound on overtaking.
+// Every rule here is a pure function of the ledger; optimize_jobs.cpp only reads the cards and
+// applies the answers.
 //
 // The oldest waiting trial (the head) starts as soon as its reservation fits. While it does not
 // fit, a later waiting trial that fits now starts in its place (backfilling: the memory beside
 // the running trials does not sit idle while the head waits for a large trial to end). Each time
 // a trial is overtaken like that it counts one pass; once a trial has been passed `max_passes`
-// times, no later trial starts before it, so the head starts when the running trials have
-// released enough memory: a large trial never starves behind a stream of small ones.
+// times (JobLimits), no later trial starts before it, so the head starts when the running trials
+// have released enough memory: a large trial never starves behind a stream of small ones.
 //
 // Several cards (--jobs over every card of the machine): one ledger per card, and the rule above
 // over all of them: a trial "fits now" when it fits some card, and it starts on the card
@@ -14,17 +16,20 @@
 // compute and slow each other down; an idle card runs a trial at full speed), and among those the
 // best fit, the card its reservation leaves the least room on (the large holes stay free for the
 // large trials that fit nowhere else: on cards of different sizes a small trial does not take the
-// large card's memory while a small card has room), then the lowest index.
+// large card's memory while a small card has room), then the lowest index. A card's capacity is
+// its budget now (less what other processes hold); a card another process fills takes no trial
+// whose reservation its budget cannot hold, idle or not.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace tune::internal {
 
 // What runs now on one card (the device, with one): how many trials, what they reserve, and
-// the limits.
+// the limits. optimize_jobs.cpp keeps one per card as the run goes.
 struct JobsLedger {
   int64_t running = 0;
   int64_t reserved = 0;             // bytes the running trials reserve
@@ -33,9 +38,10 @@ struct JobsLedger {
   // The running trials already use the compute allowed (RunSettings::max_busy): no other starts
   // beside them, whatever its memory.
   bool compute_full = false;
-  // The card trials are planned against (Objective::Plan: the largest): an idle one takes any
-  // trial, and only it takes a trial whose memory is unknown. With one card, that card.
+  // The card trials are planned against (Objective::Plan: the largest budget now, MarkLargest):
+  // only it takes a trial whose memory is unknown, and only while idle. With one card, that card.
   bool largest = true;
+  std::string name;  // Objective::CardName ("" with one card)
 };
 
 // A trial waiting to start.
@@ -43,13 +49,19 @@ struct WaitingTrial {
   int64_t reservation = 0;  // bytes it holds while it runs
   bool exclusive = false;   // its memory is unknown: it starts only on an idle device
   int64_t passed = 0;       // later trials that started before it
+  // The largest card's capacity when it was planned (Objective::Plan plans against it); none:
+  // unknown. A plan may reserve more than that (admission off, a model being measured): such a
+  // trial takes the idle largest card as long as its budget is not short of this.
+  std::optional<int64_t> planned_against;
 };
 
 // True if a trial with this reservation may start on this card beside the running ones: fewer
-// than the limit run, the compute is not full, and its reservation fits the capacity left (an
-// exclusive trial: nothing runs, on the largest card). A trial always fits the idle largest card
-// (one that cannot fit it alone was planned not to run), and an idle smaller card when its
-// reservation fits the card's capacity.
+// than the limit run, the compute is not full (or nothing runs), and its reservation fits the
+// capacity left (none known: it fits). An exclusive trial fits only the idle largest card. A
+// trial planned to reserve more than any card holds fits the idle largest card while that card's
+// capacity is at least what it was planned against. Idle or not, a card whose capacity (its
+// budget now) is short is never a fit: another process may have filled it since the trial was
+// planned.
 bool FitsNow(const JobsLedger& ledger, const WaitingTrial& trial);
 
 // Several cards: the ledgers, and the most trials at once over all of them.
@@ -61,6 +73,31 @@ struct CardsLedger {
 
 // The card to start `trial` on now (the header's rule), if it fits any.
 std::optional<size_t> CardFor(const CardsLedger& ledger, const WaitingTrial& trial);
+
+// Sets each card's `largest`: those whose capacity (the budget now) is the largest known, every
+// card when none is known. The one meaning of "largest" the scheduler uses; called on every
+// ledger built, so it follows other processes as they come and go.
+void MarkLargest(CardsLedger& ledger);
+
+// Shrink-to-start's card (memory.shrink_to_start): of the cards that may take one more trial
+// (below their limit, compute not full while running, capacity known), the one with the most
+// room left beside its running trials (the lowest index of them); nullopt when none has room.
+struct ShrinkRoom {
+  size_t card = 0;
+  int64_t room = 0;  // bytes left on it, > 0
+};
+std::optional<ShrinkRoom> CardToShrinkFor(const CardsLedger& ledger);
+
+// The limits of a run with `jobs` (an integer, or kJobsAuto with `max_jobs` per card) over
+// `cards` cards. `max_passes` is its own quantity, per card: a waiting trial waits for the
+// trials of one card to end, so it may be overtaken by at most as many trials as one card runs
+// at once, whatever the number of cards (with one card: the job limit, as before).
+struct JobLimits {
+  int64_t per_card = 1;    // the most trials at once on one card
+  int64_t total = 1;       // ... on all of them
+  int64_t max_passes = 1;  // the most times a waiting trial is overtaken
+};
+JobLimits JobLimitsFor(int64_t jobs, int64_t max_jobs, int64_t cards);
 
 // Which waiting trial starts now, and on which card.
 struct Placement {

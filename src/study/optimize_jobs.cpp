@@ -4,20 +4,24 @@
 //
 // Scheduling: a trial is asked, sampled and planned (Objective::Plan: its reservation, or its
 // outcome when it cannot fit even alone) and joins the queue of waiting trials. Which waiting
-// trial starts when is jobs_queue.h's rule: the oldest first when it fits; while it does not, a
-// later one that fits now (backfilling), until the oldest has been passed `limit` times. More
-// trials are asked while nothing waiting can start, so that there is one to backfill with, as
-// long as the running and waiting trials together stay within the limit. A waiting trial is
-// planned again before it starts when trials have finished since it was planned (calibration may
-// have learned). A trial that does not fit beside the running ones may start at once at a
-// smaller micro-batch that does (Objective::PlanToFit, memory.shrink_to_start), before any
-// later trial is backfilled in its place. A trial whose memory is unknown (TrialPlan::exclusive)
-// starts only on an idle device.
+// trial starts when, and on which card, is jobs_queue.h's rule: the oldest first when it fits;
+// while it does not, a later one that fits now (backfilling), until the oldest has been passed
+// JobLimits::max_passes times. More trials are asked while nothing waiting can start, so that
+// there is one to backfill with, as long as the running and waiting trials together stay within
+// the limit. A waiting trial is planned again before it starts when trials have finished since
+// it was planned (calibration may have learned). A trial that does not fit beside the running
+// ones may start at once at a smaller micro-batch that does (Objective::PlanToFit,
+// memory.shrink_to_start), before any later trial is backfilled in its place. A trial whose
+// memory is unknown (TrialPlan::exclusive) starts only on an idle device. When nothing runs and
+// the oldest trial fits no card (other processes took memory since it was planned), it is
+// planned again against the budgets now, once per change of the ledger, rather than started on
+// a card that cannot hold it.
 //
-// Several cards (Objective::CardCount() > 1): one ledger per card (its capacity, re-read as other
-// processes come and go, its reservations, its busy share), and the trial starts on the card
-// jobs_queue.h's CardFor() picks; the objective narrows the trial's process to that card. The
-// job limit is over all cards (--jobs N), or max_jobs per card (--jobs auto).
+// Several cards (Objective::CardCount() > 1): one ledger per card (its capacity, the budget now,
+// re-read as other processes come and go, its reservations, its busy share), and the trial
+// starts on the card jobs_queue.h's CardFor() picks; the objective narrows the trial's process to
+// that card. The job limit is over all cards (--jobs N), or max_jobs per card (--jobs auto):
+// jobs_queue.h's JobLimitsFor.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -79,17 +83,13 @@ struct Job {
   std::unique_ptr<TrialProcess> process;  // set once started
   Clock::time_point queued, started;
   int64_t shrink_tried_at = -1;  // JobsLoop::ledger_version_ of the last PlanToFit
+  int64_t planned_version = -1;  // JobsLoop::ledger_version_ when it was last planned
 };
 
-// One card's ledger (one, for a single device).
-struct Card {
-  std::string name;                 // Objective::CardName
-  std::optional<int64_t> capacity;  // bytes usable by reservations, when last read
-  int64_t reserved = 0;             // bytes the running trials on it reserve
-  int64_t running = 0;
-  bool largest = true;     // the card trials are planned against (jobs_queue.h)
-  double seen_busy = 0.0;  // per-trial busy shares seen, summed over samples
-  int64_t busy_samples = 0;
+// The per-trial busy shares seen on one card, summed over samples (RunSettings::max_busy).
+struct BusySeen {
+  double sum = 0.0;
+  int64_t samples = 0;
 };
 
 class JobsLoop {
@@ -100,10 +100,10 @@ class JobsLoop {
         space_(space),
         objective_(objective),
         options_(options),
-        cards_(CardsOf(objective)),
-        card_limit_(options.jobs == kJobsAuto ? options.max_jobs : options.jobs),
-        limit_(options.jobs == kJobsAuto ? options.max_jobs * static_cast<int64_t>(cards_.size())
-                                         : options.jobs) {}
+        limits_(JobLimitsFor(options.jobs, options.max_jobs,
+                             std::max<int64_t>(1, objective.CardCount()))),
+        cards_(CardsOf(objective, limits_.per_card)),
+        busy_seen_(cards_.size()) {}
 
   Result<OptimizeResult> Run() {
     if (options_.heartbeat_interval > 0 && !(options_.GracePeriod() > 0)) {
@@ -146,18 +146,27 @@ class JobsLoop {
     return true;
   }
 
-  // The objective's cards, their capacities read once; `largest`: those of the largest capacity
-  // (all of them when none is known).
-  static std::vector<Card> CardsOf(const Objective& objective) {
-    std::vector<Card> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
-    std::optional<int64_t> largest;
+  // The objective's cards, idle, and their capacities now (RefreshCapacity reads them again).
+  static std::vector<JobsLedger> CardsOf(const Objective& objective, int64_t per_card) {
+    std::vector<JobsLedger> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
     for (size_t c = 0; c < cards.size(); ++c) {
       cards[c].name = objective.CardName(static_cast<int64_t>(c));
       cards[c].capacity = objective.DeviceCapacity(static_cast<int64_t>(c));
-      if (cards[c].capacity) largest = std::max(largest.value_or(0), *cards[c].capacity);
+      cards[c].limit = per_card;
     }
-    for (Card& card : cards) card.largest = !largest || card.capacity == largest;
     return cards;
+  }
+
+  // The largest card's capacity as the objective reads it now: what a plan made now is planned
+  // against (WaitingTrial::planned_against).
+  std::optional<int64_t> LargestCapacityNow() const {
+    std::optional<int64_t> largest;
+    for (size_t c = 0; c < cards_.size(); ++c) {
+      if (auto read = objective_.DeviceCapacity(static_cast<int64_t>(c))) {
+        largest = std::max(largest.value_or(INT64_MIN), *read);
+      }
+    }
+    return largest;
   }
 
   bool Tracked() const { return cards_.front().capacity.has_value(); }
@@ -175,13 +184,13 @@ class JobsLoop {
     if (stopping && running_.empty() && queue_.empty()) return false;
     RefreshCapacity();
     TUNE_RETURN_IF_ERROR(StartThoseThatFit());
-    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limit_)) {
+    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limits_.max_passes)) {
       TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
       if (!asked && running_.empty() && queue_.empty()) return false;  // others took the target
       RefreshCapacity(/*now=*/true);
       TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
-    if (!queue_.empty() && !NextPlacement(waiting_, Ledger(), limit_)) {
+    if (!queue_.empty() && !NextPlacement(waiting_, Ledger(), limits_.max_passes)) {
       internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
     }
     return true;
@@ -208,30 +217,26 @@ class JobsLoop {
 
   CardsLedger Ledger() {
     CardsLedger ledger;
-    ledger.limit = limit_;
-    for (size_t c = 0; c < cards_.size(); ++c) {
-      const Card& card = cards_[c];
-      JobsLedger l{card.running, card.reserved, card.capacity, card_limit_};
-      l.compute_full = ComputeFull(c);
-      l.largest = card.largest;
-      ledger.cards.push_back(l);
-    }
+    ledger.limit = limits_.total;
+    ledger.cards = cards_;
+    for (size_t c = 0; c < cards_.size(); ++c) ledger.cards[c].compute_full = ComputeFull(c);
+    MarkLargest(ledger);
     return ledger;
   }
 
   // RunSettings::max_busy: the running trials' summed busy share on card `c`, each one still
   // starting up counted at the mean busy share seen so far, has reached max_busy.
   bool ComputeFull(size_t c) {
-    Card& card = cards_[c];
+    const JobsLedger& card = cards_[c];
+    BusySeen& seen = busy_seen_[c];
     if (options_.max_busy <= 0 || card.running == 0) return false;
     const std::optional<DeviceBusy> now = objective_.DeviceBusyNow(static_cast<int64_t>(c));
     if (!now) return false;
     if (now->busy > 0) {
-      card.seen_busy += now->sum_busy / static_cast<double>(now->busy);
-      ++card.busy_samples;
+      seen.sum += now->sum_busy / static_cast<double>(now->busy);
+      ++seen.samples;
     }
-    const double mean =
-        card.busy_samples > 0 ? card.seen_busy / static_cast<double>(card.busy_samples) : 1.0;
+    const double mean = seen.samples > 0 ? seen.sum / static_cast<double>(seen.samples) : 1.0;
     const int64_t starting = std::max<int64_t>(0, card.running - now->busy);
     return now->sum_busy + static_cast<double>(starting) * mean >= options_.max_busy;
   }
@@ -243,7 +248,7 @@ class JobsLoop {
     double utilization = 0.0;
     int64_t utilization_read = 0;
     for (size_t c = 0; c < cards_.size(); ++c) {
-      const Card& card = cards_[c];
+      const JobsLedger& card = cards_[c];
       JobsCardState cs{card.name, card.running, card.reserved, card.capacity};
       if (auto busy = objective_.DeviceBusyNow(static_cast<int64_t>(c))) cs.busy = busy->sum_busy;
       cs.utilization = objective_.DeviceUtilizationNow(static_cast<int64_t>(c));
@@ -307,7 +312,8 @@ class JobsLoop {
       TUNE_RETURN_IF_ERROR(Tell(*job, *job->plan.outcome));
       return true;
     }
-    waiting_.push_back({job->plan.reservation, job->plan.exclusive, 0});
+    job->planned_version = ledger_version_;
+    waiting_.push_back({job->plan.reservation, job->plan.exclusive, 0, LargestCapacityNow()});
     queue_.push_back(std::move(job));
     return true;
   }
@@ -339,12 +345,16 @@ class JobsLoop {
     RefreshCapacity();
     const CardsLedger ledger = Ledger();
     if (waiting_.empty() || CardFor(ledger, waiting_.front())) {
-      return NextPlacement(waiting_, ledger, limit_);
+      return NextPlacement(waiting_, ledger, limits_.max_passes);
+    }
+    if (HeadIsStale()) {
+      TUNE_RETURN_IF_ERROR(Replan(0));
+      return NextJob();
     }
     TUNE_ASSIGN_OR_RETURN(std::optional<size_t> head_card, ShrinkToFit(0, ledger));
     if (head_card) return std::optional<Placement>(Placement{0, *head_card});
-    if (auto backfill = NextPlacement(waiting_, ledger, limit_)) return backfill;
-    if (waiting_.front().passed >= limit_) return std::optional<Placement>();
+    if (auto backfill = NextPlacement(waiting_, ledger, limits_.max_passes)) return backfill;
+    if (waiting_.front().passed >= limits_.max_passes) return std::optional<Placement>();
     for (size_t i = 1; i < queue_.size(); ++i) {
       TUNE_ASSIGN_OR_RETURN(std::optional<size_t> card, ShrinkToFit(i, ledger));
       if (card) return std::optional<Placement>(Placement{i, *card});
@@ -352,39 +362,38 @@ class JobsLoop {
     return std::optional<Placement>();
   }
 
+  // Nothing runs and the head fits no card, and the ledger changed since it was planned: other
+  // processes took memory, so it is planned again against the budgets now (it shrinks, or ends
+  // as fitting nowhere) instead of waiting for memory that may never come back.
+  bool HeadIsStale() const {
+    return Tracked() && running_.empty() && !queue_.empty() &&
+           queue_.front()->planned_version != ledger_version_;
+  }
+
   // Plans queue_[i] at a smaller micro-batch that fits the memory left beside the running trials
-  // of the card with the most room, if the objective can; tried once per change of the ledger.
-  // The card when it fits there now.
+  // of the card jobs_queue.h's CardToShrinkFor picks, if the objective can; tried once per change
+  // of the ledger. The card when it fits there now.
   Result<std::optional<size_t>> ShrinkToFit(size_t i, const CardsLedger& ledger) {
     Job& job = *queue_[i];
-    if (!Tracked() || running_.empty() || ledger.running() >= limit_ || waiting_[i].exclusive ||
-        job.shrink_tried_at == ledger_version_) {
+    if (!Tracked() || running_.empty() || ledger.running() >= limits_.total ||
+        waiting_[i].exclusive || job.shrink_tried_at == ledger_version_) {
       return std::optional<size_t>();
     }
     job.shrink_tried_at = ledger_version_;
-    std::optional<size_t> card;
-    int64_t room = 0;
-    for (size_t c = 0; c < ledger.cards.size(); ++c) {
-      const JobsLedger& l = ledger.cards[c];
-      if (!l.capacity || l.running >= l.limit || (l.running > 0 && l.compute_full)) continue;
-      if (!card || *l.capacity - l.reserved > room) {
-        card = c;
-        room = *l.capacity - l.reserved;
-      }
-    }
-    if (!card || room <= 0) return std::optional<size_t>();
+    const std::optional<ShrinkRoom> to = CardToShrinkFor(ledger);
+    if (!to) return std::optional<size_t>();
     TUNE_ASSIGN_OR_RETURN(std::optional<TrialPlan> plan,
-                          objective_.PlanToFit(*job.trial, job.sampled, room));
-    if (!plan || plan->outcome || plan->exclusive || plan->reservation > room) {
+                          objective_.PlanToFit(*job.trial, job.sampled, to->room));
+    if (!plan || plan->outcome || plan->exclusive || plan->reservation > to->room) {
       return std::optional<size_t>();
     }
     spdlog::info("Trial {} shrunk to start beside {} running{}: {}", job.trial->number(),
-                 ledger.cards[*card].running,
-                 cards_.size() > 1 ? " on " + cards_[*card].name : std::string(), plan->summary);
+                 ledger.cards[to->card].running,
+                 cards_.size() > 1 ? " on " + cards_[to->card].name : std::string(), plan->summary);
     job.plan = std::move(plan).value();
     job.planned_at = told_;
     waiting_[i].reservation = job.plan.reservation;
-    return card;
+    return std::optional<size_t>(to->card);
   }
 
   // Plans queue_[i] again with what the trials finished since it was planned taught calibration:
@@ -395,8 +404,10 @@ class JobsLoop {
     if (plan.ok() && !plan->outcome) {
       job.plan = std::move(plan).value();
       job.planned_at = told_;
+      job.planned_version = ledger_version_;
       waiting_[i].reservation = job.plan.reservation;
       waiting_[i].exclusive = job.plan.exclusive;
+      waiting_[i].planned_against = LargestCapacityNow();
       return Status::Ok();
     }
     std::unique_ptr<Job> taken = std::move(queue_[i]);
@@ -409,7 +420,7 @@ class JobsLoop {
 
   Status StartJob(std::unique_ptr<Job> job) {
     job->started = Clock::now();
-    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
     if (cards_.size() > 1) {
       if (Status s = job->trial->SetSystemAttr(attrs::kCard, card.name); !s.ok()) {
         return Fail(*job, s);
@@ -487,7 +498,7 @@ class JobsLoop {
     Json schedule{{"queued", FormatDatetime(job.queued)},
                   {"ended", FormatDatetime(Clock::now())},
                   {"reservation", job.plan.reservation},
-                  {"jobs", limit_}};
+                  {"jobs", limits_.total}};
     if (job.process) schedule["started"] = FormatDatetime(job.started);
     if (job.process && cards_.size() > 1) {
       schedule["card"] = cards_[static_cast<size_t>(job.plan.card)].name;
@@ -513,7 +524,7 @@ class JobsLoop {
   std::unique_ptr<Job> Take(std::list<std::unique_ptr<Job>>::iterator it) {
     std::unique_ptr<Job> job = std::move(*it);
     running_.erase(it);
-    Card& card = cards_[static_cast<size_t>(job->plan.card)];
+    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
     card.reserved -= job->plan.reservation;
     --card.running;
     ++ledger_version_;
@@ -556,11 +567,11 @@ class JobsLoop {
   const ConditionalSpace& space_;
   Objective& objective_;
   const OptimizeOptions& options_;
-  std::vector<Card> cards_;
+  const JobLimits limits_;
+  std::vector<JobsLedger> cards_;  // compute_full and largest are set in Ledger()
+  std::vector<BusySeen> busy_seen_;
   SteadyClock::time_point capacity_read_ = SteadyClock::now();
   int64_t capacity_version_ = 0;  // ledger_version_ + told_ when it was read
-  const int64_t card_limit_;      // the most trials at once on one card
-  const int64_t limit_;           // ... on all of them
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;

@@ -327,7 +327,12 @@ TEST(JobsQueue, ExclusiveTrialsAndTheJobLimit) {
   EXPECT_EQ(internal::NextToStart({Needs(20), unknown}, Card(1, 14), 8), std::nullopt);
   // At the limit nothing starts, however small; an idle device takes any planned trial.
   EXPECT_EQ(internal::NextToStart({Needs(1)}, Card(2, 2, /*limit=*/2), 8), std::nullopt);
-  EXPECT_TRUE(internal::FitsNow(Card(0, 0), Needs(30)));
+  // An idle device takes a trial planned above it (admission off) while its budget is what the
+  // trial was planned against, not once another process took some of it.
+  WaitingTrial above = Needs(30);
+  above.planned_against = 22 * kGiB;
+  EXPECT_TRUE(internal::FitsNow(Card(0, 0), above));
+  EXPECT_FALSE(internal::FitsNow({0, 0, 20 * kGiB, 8}, above));
   // Without a memory guard (no capacity) only the limit counts.
   EXPECT_TRUE(internal::FitsNow({3, 0, std::nullopt, 4}, Needs(100)));
 }
@@ -396,9 +401,9 @@ TEST(JobsQueue, OnIdleCardsATrialTakesTheSmallestCardItFits) {
   EXPECT_EQ(internal::CardFor(idle, Needs(3)), std::optional<size_t>(2));  // 4 GiB: 1 left
   EXPECT_EQ(internal::CardFor(idle, Needs(5)), std::optional<size_t>(1));  // 6 GiB
   EXPECT_EQ(internal::CardFor(idle, Needs(8)), std::optional<size_t>(0));  // only the largest
-  // The largest card takes a planned trial even above its capacity (others took memory since
-  // it was planned); a smaller idle card does not.
-  EXPECT_EQ(internal::CardFor(idle, Needs(12)), std::optional<size_t>(0));
+  // A trial above every card's capacity fits none (unless planned above them: see below); nor
+  // does a trial that fits only a card that runs another.
+  EXPECT_EQ(internal::CardFor(idle, Needs(12)), std::nullopt);
   EXPECT_EQ(internal::CardFor(Cards({{1, 3}, {0, 0}, {0, 0}}), Needs(8)), std::nullopt);
   // A trial of unknown memory runs alone on the largest card, which it was planned against.
   const WaitingTrial unknown{0, true, 0};
@@ -417,6 +422,74 @@ TEST(JobsQueue, ATrialGoesToTheLeastBusyCardThenTheBestFit) {
   // The job limit is over all the cards.
   EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {0, 0}}, /*limit=*/2), Needs(1)),
             std::nullopt);
+}
+
+// Another process fills a card: its capacity (the budget now, less the others) drops below a
+// trial's reservation. That card is never chosen while its budget is short, idle or not, even
+// when it was the largest when the run began.
+TEST(JobsQueue, ACardAnotherProcessFillsIsNeverChosenWhileItsBudgetIsShort) {
+  auto ledger = Cards({{0, 0}, {0, 0}, {0, 0}});
+  ledger.cards[0].capacity = 1 * kGiB;  // 9 of its 10 GiB now held by another process
+  EXPECT_FALSE(internal::FitsNow(ledger.cards[0], Needs(5)));
+  EXPECT_EQ(internal::CardFor(ledger, Needs(5)), std::optional<size_t>(1));  // 6 GiB, not 0
+  EXPECT_EQ(internal::CardFor(ledger, Needs(8)), std::nullopt);  // fits no card now: it waits
+  // Running or idle, a card with no room left takes nothing.
+  ledger.cards[0].capacity = 0;
+  EXPECT_EQ(internal::CardFor(ledger, Needs(1)), std::optional<size_t>(2));
+  EXPECT_EQ(internal::NextToStart({Needs(3)}, {0, 0, 2 * kGiB, 8}, 8), std::nullopt);
+}
+
+TEST(JobsQueue, TheLargestCardIsTheOneWithTheLargestBudgetNow) {
+  auto ledger = Cards({{0, 0}, {0, 0}, {0, 0}});
+  internal::MarkLargest(ledger);
+  EXPECT_TRUE(ledger.cards[0].largest);
+  EXPECT_FALSE(ledger.cards[1].largest);
+  ledger.cards[0].capacity = 1 * kGiB;  // another process fills it: the 6 GiB card is largest now
+  internal::MarkLargest(ledger);
+  EXPECT_FALSE(ledger.cards[0].largest);
+  EXPECT_TRUE(ledger.cards[1].largest);
+  EXPECT_EQ(internal::CardFor(ledger, WaitingTrial{0, true, 0}), std::optional<size_t>(1));
+  for (auto& card : ledger.cards) card.capacity.reset();  // none known: every card
+  internal::MarkLargest(ledger);
+  EXPECT_TRUE(ledger.cards[0].largest && ledger.cards[1].largest && ledger.cards[2].largest);
+}
+
+TEST(JobsQueue, ATrialPlannedAboveEveryCardTakesTheIdleLargestWhileItsBudgetIsNotShort) {
+  // Admission off: a 12 GiB plan, made when the largest card's budget was 10 GiB.
+  WaitingTrial large = Needs(12);
+  large.planned_against = 10 * kGiB;
+  EXPECT_EQ(internal::CardFor(Cards({{0, 0}, {0, 0}, {0, 0}}), large), std::optional<size_t>(0));
+  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), large), std::nullopt);  // not idle
+  auto filled = Cards({{0, 0}, {0, 0}, {0, 0}});
+  filled.cards[0].capacity = 9 * kGiB;  // another process took 1 GiB since: it waits
+  EXPECT_EQ(internal::CardFor(filled, large), std::nullopt);
+}
+
+TEST(JobsQueue, ShrinkToStartTakesTheCardWithTheMostRoomThatMayTakeATrial) {
+  // Rooms left: 10 - 7 = 3, 6 - 1 = 5, 4 - 0 = 4 GiB.
+  auto ledger = Cards({{1, 7}, {1, 1}, {0, 0}});
+  auto to = internal::CardToShrinkFor(ledger);
+  ASSERT_TRUE(to);
+  EXPECT_EQ(to->card, 1u);
+  EXPECT_EQ(to->room, 5 * kGiB);
+  ledger.cards[1].compute_full = true;  // running and full: skipped
+  EXPECT_EQ(internal::CardToShrinkFor(ledger)->card, 2u);
+  ledger.cards[2].limit = 0;  // at its limit: skipped
+  EXPECT_EQ(internal::CardToShrinkFor(ledger)->card, 0u);
+  ledger.cards[0].capacity = 7 * kGiB;  // no room anywhere
+  EXPECT_FALSE(internal::CardToShrinkFor(ledger));
+}
+
+TEST(JobsQueue, MaxPassesIsTheMostTrialsOneCardRunsAtOnce) {
+  const auto auto4 = internal::JobLimitsFor(kJobsAuto, 8, 4);
+  EXPECT_EQ(auto4.per_card, 8);
+  EXPECT_EQ(auto4.total, 32);
+  EXPECT_EQ(auto4.max_passes, 8);  // not 32: four cards do not make a trial wait four times longer
+  const auto fixed = internal::JobLimitsFor(6, 8, 4);
+  EXPECT_EQ(fixed.per_card, 6);
+  EXPECT_EQ(fixed.total, 6);
+  EXPECT_EQ(fixed.max_passes, 6);
+  EXPECT_EQ(internal::JobLimitsFor(kJobsAuto, 8, 1).max_passes, 8);  // one card: as before
 }
 
 TEST(JobsQueue, BackfillingLooksAtEveryCard) {
