@@ -1,11 +1,13 @@
 #pragma once
 // Fixed-width integers in a byte string: the one home of byte order for the readers of weights
-// files (pickle, pytorch_model.bin, safetensors, tensor data). Every function reads exactly the
+// files (pickle, pytorch_model.bin, safetensors, tensor data) and the writer of TensorBoard's
+// event files. Every function reads exactly the
 // bytes it names from `p`, which the caller has checked are there; none depends on the host's
 // own byte order or alignment.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tune {
 
@@ -41,5 +43,12 @@ inline uint32_t DecodeFixed32(const void* p) {
   return static_cast<uint32_t>(DecodeLittleEndian(p, 4));
 }
 inline uint64_t DecodeFixed64(const void* p) { return DecodeLittleEndian(p, 8); }
+
+// Appends the `n` low bytes of `v` to `out`, least significant first; 0 <= n <= 8.
+inline void PutLittleEndian(std::string& out, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+inline void PutFixed32(std::string& out, uint32_t v) { PutLittleEndian(out, v, 4); }
+inline void PutFixed64(std::string& out, uint64_t v) { PutLittleEndian(out, v, 8); }
 
 }  // namespace tune

@@ -31,6 +31,16 @@ TEST(Coding, BigEndianReadsMostSignificantFirst) {
   EXPECT_EQ(DecodeBigEndian(b.data(), 0), 0u);
 }
 
+TEST(Coding, PutLittleEndianIsTheInverseOfDecoding) {
+  std::string out;
+  PutFixed32(out, 0x04030201u);
+  PutFixed64(out, 0x8807060504030201ull);
+  ASSERT_EQ(out.size(), 12u);
+  EXPECT_EQ(out.substr(0, 4), Bytes({0x01, 0x02, 0x03, 0x04}));
+  EXPECT_EQ(DecodeFixed32(out.data()), 0x04030201u);
+  EXPECT_EQ(DecodeFixed64(out.data() + 4), 0x8807060504030201ull);
+}
+
 // As Python's int.from_bytes(b, "little", signed=True), which pickle's LONG1 and LONG4 follow.
 TEST(Coding, SignedLittleEndianExtendsTheTopBitOfTheLastByte) {
   EXPECT_EQ(DecodeLittleEndianSigned(Bytes({}).data(), 0), 0);
