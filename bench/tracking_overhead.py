@@ -3,11 +3,13 @@
 
 Runs the same study of function-objective trials (sphere, 2 dimensions, 5 intermediate values
 per trial, random sampler, SQLite storage) without tracking, with TensorBoard, and with MLflow
-(a real `mlflow server` of tune's Python environment: SQLite backend, loopback) plus TensorBoard,
+(a real `mlflow server` of tune's Python environment: SQLite backend, loopback, its default 4
+workers unless --server-workers) plus TensorBoard at tracking.mlflow.concurrency 1 and 4,
 alternating, ROUNDS times each. Per run it reads tune's own summary ("This run: N trial(s)
 finished in S s": the study's wall time, from the first trial to the last) and the process's
-wall time, which adds the end of the run's wait for the tracker's queue. Prints a Markdown table
-and, with --write, replaces the `tracking` section of docs/benchmarks.md.
+wall time, which adds the end of the run's wait for the tracker's queue; the MLflow rows' rate
+is trials over the process's whole wall time. Prints a Markdown table and, with --write,
+replaces the `tracking` section of docs/benchmarks.md.
 
     .venv/bin/python bench/tracking_overhead.py --tune build/tune [--trials 1000] [--rounds 3]
 """
@@ -15,10 +17,12 @@ and, with --write, replaces the `tracking` section of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import json
 import os
 import platform
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -27,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -37,11 +42,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(tmp: str):
+def start_server(tmp: str, workers: int):
     port = free_port()
     log = open(os.path.join(tmp, "server.log"), "ab")
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1", "--backend-store-uri",
+                             "--port", str(port), "--workers", str(workers), "--backend-store-uri",
                              f"sqlite:///{tmp}/mlflow.db", "--default-artifact-root",
                              f"{tmp}/artifacts"], stdout=log, stderr=log, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
@@ -54,24 +59,45 @@ def start_server(tmp: str):
     raise SystemExit("mlflow server did not start")
 
 
-def run(tune: str, tmp: str, name: str, trials: int, tracking: dict | None) -> dict:
+def study_seconds(db: str) -> float:
+    """The study's wall time from its storage: the first trial's start to the last one's end."""
+    with sqlite3.connect(db) as c:
+        first, last = c.execute("select min(datetime_start), max(datetime_complete) "
+                                "from trials").fetchone()
+    fmt = "%Y-%m-%d %H:%M:%S.%f"
+    return (datetime.strptime(last, fmt) - datetime.strptime(first, fmt)).total_seconds()
+
+
+def run(tune: str, tmp: str, name: str, trials: int, tracking: dict | None,
+        trial_seconds: float) -> dict:
+    if trial_seconds > 0:  # a command objective: a program that sleeps, then prints its value
+        objective = {"type": "command",
+                     "argv": ["/bin/sh", "-c", f'sleep {trial_seconds}; echo "{{x}}"']}
+        space = {"x": {"type": "float", "low": 0, "high": 1}}
+    else:
+        objective = {"type": "function", "name": "sphere", "dims": 2, "n_steps": 5}
+        space = None
     config = {"direction": "minimize", "sampler": {"name": "random", "seed": 1},
-              "objective": {"type": "function", "name": "sphere", "dims": 2, "n_steps": 5},
-              "n_trials": trials, "progress": "off"}
+              "objective": objective, "n_trials": trials, "progress": "off"}
+    if space:
+        config["search_space"] = space
     if tracking:
         config["tracking"] = tracking
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(config, f)
     start = time.perf_counter()
-    r = subprocess.run([tune, "--study", name, "--config", path, "--storage",
-                        f"sqlite:///{tmp}/{name}.db"], capture_output=True, text=True)
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    db = f"{tmp}/{name}.db"
+    r = subprocess.run([tune, "--study", name, "--config", path, "--storage", f"sqlite:///{db}"],
+                       capture_output=True, text=True)
     wall = time.perf_counter() - start
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     if r.returncode != 0:
         raise SystemExit(r.stderr)
-    m = re.search(r"This run: (\d+) trial\(s\) finished in ([0-9.]+)s", r.stderr)
     missed = re.search(r"(\d+) of (\d+) trial\(s\) of this run not recorded", r.stderr)
-    return {"study_s": float(m.group(2)), "wall_s": wall,
+    return {"study_s": study_seconds(db), "wall_s": wall, "cpu_s": cpu,
             "missed": int(missed.group(1)) if missed else 0}
 
 
@@ -80,21 +106,31 @@ def main():
     ap.add_argument("--tune", required=True)
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--server-workers", type=int, default=4, help="mlflow server --workers")
+    ap.add_argument("--concurrency", default="1,4", help="tracking.mlflow.concurrency values")
+    ap.add_argument("--trial-seconds", type=float, default=0,
+                    help="> 0: command-objective trials that sleep this long, instead of the "
+                         "function objective")
+    ap.add_argument("--section", default="tracking", help="the docs/benchmarks.md markers")
     ap.add_argument("--write", action="store_true", help="replace docs/benchmarks.md's section")
     args = ap.parse_args()
     tune = os.path.abspath(args.tune)
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="tune-tracking-bench-") as tmp:
-        server, uri = start_server(tmp)
+        server, uri = start_server(tmp, args.server_workers)
         try:
             kinds = {"none": None,
                      "tensorboard": {"tensorboard": os.path.join(tmp, "tb")},
-                     "mlflow+tensorboard": {"mlflow": {"uri": uri},
-                                            "tensorboard": os.path.join(tmp, "tb")}}
+                     **{f"mlflow+tensorboard, concurrency {c}": {
+                         "mlflow": {"uri": uri, "concurrency": int(c)},
+                         "tensorboard": os.path.join(tmp, "tb")}
+                        for c in args.concurrency.split(",")}}
             results = {k: [] for k in kinds}
             for i in range(args.rounds):
                 for kind, tracking in kinds.items():
-                    res = run(tune, tmp, f"{kind.replace('+', '_')}_{i}", args.trials, tracking)
+                    name = re.sub(r"[^a-z0-9]+", "_", kind)
+                    res = run(tune, tmp, f"{name}_{i}", args.trials, tracking,
+                              args.trial_seconds)
                     results[kind].append(res)
                     print(kind, i, res, flush=True)
         finally:
@@ -102,13 +138,16 @@ def main():
             server.wait()
     load1 = os.getloadavg()
     base = statistics.median(r["study_s"] for r in results["none"])
-    lines = ["| Tracking | Study wall time (median) | vs none | Process wall time, with the "
-             "queue's end (median) | Trials not recorded |", "|---|---|---|---|---|"]
+    lines = ["| Tracking | Study wall time (median) | vs none | tune's CPU time (median) | "
+             "Process wall time, with the queue's end (median) | Trials recorded per second | "
+             "Trials not recorded |", "|---|---|---|---|---|---|---|"]
     for kind, rs in results.items():
         study = statistics.median(r["study_s"] for r in rs)
         wall = statistics.median(r["wall_s"] for r in rs)
-        lines.append(f"| {kind} | {study:.2f} s | {100 * (study - base) / base:+.1f} % | "
-                     f"{wall:.2f} s | {sum(r['missed'] for r in rs)} |")
+        rate = f"{args.trials / wall:.0f}" if kind.startswith("mlflow") else "–"
+        cpu = statistics.median(r["cpu_s"] for r in rs)
+        lines.append(f"| {kind} | {study:.3f} s | {100 * (study - base) / base:+.1f} % | "
+                     f"{cpu:.2f} s | {wall:.2f} s | {rate} | {sum(r['missed'] for r in rs)} |")
     cpu = "unknown"
     try:
         with open("/proc/cpuinfo") as f:
@@ -117,16 +156,20 @@ def main():
         pass
     machine = (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, load average "
                f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end; "
-               f"{args.trials} trials per run, {args.rounds} runs of each, alternating")
+               f"{args.trials} trials per run, {args.rounds} runs of each, alternating; "
+               f"mlflow server --workers {args.server_workers}; " +
+               (f"command trials of {args.trial_seconds} s" if args.trial_seconds > 0
+                else "function trials"))
     table = "\n".join(lines)
     print(table + "\n\n" + machine)
     if args.write:
         doc = os.path.join(HERE, "..", "docs", "benchmarks.md")
         with open(doc) as f:
             text = f.read()
-        section = (f"<!-- tracking:begin -->\n{table}\n\nMachine: {machine}.\n"
-                   f"<!-- tracking:end -->")
-        text = re.sub(r"<!-- tracking:begin -->.*<!-- tracking:end -->", lambda _: section, text,
+        tag = args.section
+        section = (f"<!-- {tag}:begin -->\n{table}\n\nMachine: {machine}.\n"
+                   f"<!-- {tag}:end -->")
+        text = re.sub(f"<!-- {tag}:begin -->.*<!-- {tag}:end -->", lambda _: section, text,
                       flags=re.S)
         with open(doc, "w") as f:
             f.write(text)

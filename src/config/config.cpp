@@ -119,7 +119,8 @@ Status ParseProgress(const JsonReader& r, StudyConfig& config) {
   return Status::Ok();
 }
 
-// "tracking": {"mlflow": {"uri": "http://...", "experiment": "..."}, "tensorboard": "DIR"}; the
+// "tracking": {"mlflow": {"uri": "http://...", "experiment": "...", "concurrency": N},
+// "tensorboard": "DIR"}; the
 // directory relative to the config's folder.
 Status ParseTracking(const JsonReader& r, const fs::path& base_dir, StudyConfig& config) {
   if (!r.Has("tracking")) return Status::Ok();
@@ -129,11 +130,18 @@ Status ParseTracking(const JsonReader& r, const fs::path& base_dir, StudyConfig&
   if (t.Has("mlflow")) {
     JsonReader m = t.Child("mlflow");
     TUNE_RETURN_IF_ERROR(m.ExpectObject());
-    TUNE_RETURN_IF_ERROR(m.CheckKeys({"uri", "experiment"}));
+    TUNE_RETURN_IF_ERROR(m.CheckKeys({"uri", "experiment", "concurrency"}));
     MlflowOptions mlflow;
     TUNE_ASSIGN_OR_RETURN(mlflow.uri, m.RequiredString("uri"));
     if (Status st = CheckMlflowUri(mlflow.uri); !st.ok()) return m.ChildError("uri", st.message());
     TUNE_ASSIGN_OR_RETURN(mlflow.experiment, m.String("experiment", ""));
+    TUNE_ASSIGN_OR_RETURN(std::optional<int64_t> concurrency, m.OptInt("concurrency"));
+    if (concurrency) {
+      if (*concurrency < 1 || *concurrency > 64) {
+        return m.ChildError("concurrency", fmt::format("must be 1 to 64 (got {})", *concurrency));
+      }
+      mlflow.concurrency = static_cast<int>(*concurrency);
+    }
     config.tracking.mlflow = std::move(mlflow);
   }
   if (t.Has("tensorboard")) {

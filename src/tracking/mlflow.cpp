@@ -96,8 +96,9 @@ const char* MlflowRunStatus(TrialState state) {
   }
 }
 
-MlflowSink::MlflowSink(MlflowOptions options, TrackedStudy study, std::unique_ptr<HttpClient> http)
-    : options_(std::move(options)), study_(std::move(study)), http_(std::move(http)) {
+MlflowSink::MlflowSink(MlflowOptions options, TrackedStudy study,
+                       std::function<std::unique_ptr<HttpClient>()> connect)
+    : options_(std::move(options)), study_(std::move(study)), connect_(std::move(connect)) {
   std::string uri = options_.uri;
   while (!uri.empty() && uri.back() == '/') uri.pop_back();
   base_ = uri + "/api/2.0/mlflow/";
@@ -111,15 +112,36 @@ std::string MlflowSink::MissedHint() const {
       options_.experiment == study_.name ? "" : " --mlflow-experiment " + options_.experiment);
 }
 
+std::unique_ptr<HttpClient> MlflowSink::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<HttpClient> http = std::move(idle_.back());
+      idle_.pop_back();
+      return http;
+    }
+  }
+  return connect_();
+}
+
+void MlflowSink::Release(std::unique_ptr<HttpClient> http) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(std::move(http));
+}
+
 Result<Json> MlflowSink::Call(const std::string& method, const std::string& path,
                               const Json& body) {
-  if (SteadySeconds() < down_until_) return UnavailableError(down_error_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (SteadySeconds() < down_until_) return UnavailableError(down_error_);
+  }
   const std::string url = base_ + path;
   const std::string text = method == "POST" ? body.dump() : "";
+  std::unique_ptr<HttpClient> http = Acquire();
   Status error;
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(attempt * 200 - 100));
-    Result<HttpResponse> r = http_->Request(method, url, text);
+    Result<HttpResponse> r = http->Request(method, url, text);
     if (!r.ok()) {
       error = r.status();
       continue;
@@ -129,6 +151,7 @@ Result<Json> MlflowSink::Call(const std::string& method, const std::string& path
       error = UnavailableError(fmt::format("{} {}: HTTP {}", method, url, r->status));
       continue;
     }
+    Release(std::move(http));
     if (r->status >= 400 || answer.is_discarded()) {
       const std::string code = answer.is_object() ? answer.value("error_code", "") : "";
       const std::string message =
@@ -141,12 +164,15 @@ Result<Json> MlflowSink::Call(const std::string& method, const std::string& path
     }
     return answer;
   }
+  // A connection that got no answer is dropped, not reused.
+  std::lock_guard<std::mutex> lock(mu_);
   down_until_ = SteadySeconds() + kDownSeconds;
   down_error_ = error.message();
   return UnavailableError(error.message());
 }
 
 Result<std::string> MlflowSink::ExperimentId() {
+  std::lock_guard<std::mutex> lock(experiment_mu_);
   if (!experiment_id_.empty()) return experiment_id_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     Result<Json> got = Call(
@@ -269,7 +295,7 @@ Status MlflowSink::DeleteRun(const std::string& run_id) {
 
 std::unique_ptr<TrackingSink> NewMlflowSink(const MlflowOptions& options,
                                             const TrackedStudy& study) {
-  return std::make_unique<MlflowSink>(options, study, NewCurlHttpClient(5.0));
+  return std::make_unique<MlflowSink>(options, study, [] { return NewCurlHttpClient(5.0); });
 }
 
 }  // namespace tune

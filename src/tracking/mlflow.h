@@ -14,12 +14,17 @@
 //
 // Every call is retried twice (0.1 s, then 0.3 s later) on no answer or a 5xx; after that the
 // server counts as down for 5 s, in which trials fail at once (the tracker counts them).
+// Thread-safe: up to options.concurrency trials are recorded at once, each call over a
+// connection of its own (made when none is idle, kept for the next call).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "tracking/http.h"
 #include "tracking/sink.h"
@@ -33,12 +38,15 @@ const char* MlflowRunStatus(TrialState state);
 
 class MlflowSink : public TrackingSink {
  public:
-  MlflowSink(MlflowOptions options, TrackedStudy study, std::unique_ptr<HttpClient> http);
+  // `connect` makes a connection (NewCurlHttpClient; tests fake the server).
+  MlflowSink(MlflowOptions options, TrackedStudy study,
+             std::function<std::unique_ptr<HttpClient>()> connect);
 
   std::string name() const override { return "MLflow at " + options_.uri; }
   Status Record(const FrozenTrial& trial, const StudyTally& tally) override;
   Status RecordTally(const StudyTally& tally) override;
   std::string MissedHint() const override;
+  int concurrency() const override { return options_.concurrency; }
 
   // The study's runs already in the experiment: trial number -> (run id, status).
   Result<std::map<int64_t, std::pair<std::string, std::string>>> RecordedTrials();
@@ -53,12 +61,21 @@ class MlflowSink : public TrackingSink {
   Result<Json> Call(const std::string& method, const std::string& path, const Json& body);
   Status LogBatch(const std::string& run_id, const FrozenTrial& trial, int64_t timestamp_ms);
 
+  // An idle connection, or a new one; Release gives it back for the next call.
+  std::unique_ptr<HttpClient> Acquire();
+  void Release(std::unique_ptr<HttpClient> http);
+
   MlflowOptions options_;
   TrackedStudy study_;
-  std::unique_ptr<HttpClient> http_;
-  std::string base_;           // <uri>/api/2.0/mlflow/
-  std::string experiment_id_;  // "" until known
-  double down_until_ = 0;      // steady seconds: the server counts as down until then
+  std::function<std::unique_ptr<HttpClient>()> connect_;
+  std::string base_;  // <uri>/api/2.0/mlflow/
+
+  std::mutex experiment_mu_;   // held while the experiment is looked up (or made)
+  std::string experiment_id_;  // "" until known; guarded by experiment_mu_
+
+  std::mutex mu_;  // guards the members below
+  std::vector<std::unique_ptr<HttpClient>> idle_;
+  double down_until_ = 0;  // steady seconds: the server counts as down until then
   std::string down_error_;
 };
 

@@ -1,6 +1,6 @@
 // A place a study's finished trials are recorded besides its storage (MLflow, TensorBoard), and
-// what every such place is told about the study. The tracker (tracker.h) calls a sink from its
-// own thread, one call at a time.
+// what every such place is told about the study. The tracker (tracker.h) calls a sink from
+// threads of its own: Record from up to concurrency() at once, RecordTally alone after them.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,9 @@ class TrackingSink {
   virtual Status RecordTally(const StudyTally& tally) = 0;
   // How to record the trials it missed later ("`tune export --mlflow` records them"), or "".
   virtual std::string MissedHint() const { return ""; }
+  // How many Record calls may run at once, each on its own thread (> 1 only where Record is
+  // thread-safe); with 1, trials are recorded in the order they finished.
+  virtual int concurrency() const { return 1; }
 };
 
 }  // namespace tune

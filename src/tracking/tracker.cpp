@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -44,13 +45,28 @@ bool StudyTally::Add(const FrozenTrial& trial, const std::vector<StudyDirection>
   return better;
 }
 
+StudyTally TallyOf(const std::vector<FrozenTrial>& trials,
+                   const std::vector<StudyDirection>& directions) {
+  StudyTally tally;
+  for (const FrozenTrial& t : trials) tally.Add(t, directions);
+  return tally;
+}
+
 Tracker::Tracker(std::vector<std::unique_ptr<TrackingSink>> sinks, TrackedStudy study,
                  const std::vector<FrozenTrial>& stored)
-    : study_(std::move(study)), sinks_(std::move(sinks)) {
-  for (const auto& sink : sinks_) counts_.push_back({sink->name()});
-  failing_.assign(sinks_.size(), false);
-  for (const FrozenTrial& t : stored) tally_.Add(t, study_.directions);
-  thread_ = std::thread([this] { Run(); });
+    : study_(std::move(study)), tally_(TallyOf(stored, study_.directions)) {
+  for (auto& sink : sinks) {
+    auto lane = std::make_unique<Lane>();
+    lane->counts.sink = sink->name();
+    lane->sink = std::move(sink);
+    lanes_.push_back(std::move(lane));
+  }
+  for (auto& lane : lanes_) {
+    const int threads = std::max(1, lane->sink->concurrency());
+    for (int i = 0; i < threads; ++i) {
+      lane->threads.emplace_back([this, l = lane.get()] { Work(*l); });
+    }
+  }
 }
 
 Tracker::~Tracker() { (void)Finish(0); }
@@ -59,108 +75,131 @@ void Tracker::Add(const FrozenTrial& trial) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (finishing_) return;
-    if (queue_.size() >= kMaxQueuedTrials) {
-      queue_.pop_front();
-      ++dropped_;
+    tally_.Add(trial, study_.directions);
+    Item item{std::make_shared<const FrozenTrial>(trial),
+              std::make_shared<const StudyTally>(tally_)};
+    for (auto& lane : lanes_) {
+      if (lane->queue.size() >= kMaxQueuedTrials) {
+        lane->queue.pop_front();
+        ++lane->dropped;
+      }
+      lane->queue.push_back(item);
     }
-    queue_.push_back(trial);
   }
-  cv_.notify_one();
+  work_cv_.notify_all();
 }
 
-void Tracker::RecordOne(const FrozenTrial& trial) {
-  tally_.Add(trial, study_.directions);
-  for (size_t i = 0; i < sinks_.size(); ++i) {
-    const Status st = sinks_[i]->Record(trial, tally_);
-    if (st.ok()) {
-      ++counts_[i].recorded;
-      if (failing_[i])
-        spdlog::info("{}: recording again, from trial {}", counts_[i].sink, trial.number);
-      failing_[i] = false;
-      continue;
-    }
-    ++counts_[i].missed;
-    counts_[i].last_error = st.message();
-    if (!failing_[i]) {
-      spdlog::warn(
-          "{}: trial {} not recorded: {} (the study goes on; later trials are tried "
-          "again)",
-          counts_[i].sink, trial.number, st.message());
-    }
-    failing_[i] = true;
+void Tracker::Settle(Lane& lane, const FrozenTrial& trial, const Status& st) {
+  ++settled_;
+  SinkCounts& counts = lane.counts;
+  if (st.ok()) {
+    ++counts.recorded;
+    if (lane.failing) spdlog::info("{}: recording again, from trial {}", counts.sink, trial.number);
+    lane.failing = false;
+    return;
   }
+  ++counts.missed;
+  counts.last_error = st.message();
+  if (!lane.failing) {
+    spdlog::warn(
+        "{}: trial {} not recorded: {} (the study goes on; later trials are tried "
+        "again)",
+        counts.sink, trial.number, st.message());
+  }
+  lane.failing = true;
 }
 
-void Tracker::Run() {
+void Tracker::Work(Lane& lane) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return !queue_.empty() || finishing_; });
-    if (abandon_ || (queue_.empty() && finishing_)) break;
-    FrozenTrial trial = std::move(queue_.front());
-    queue_.pop_front();
+    work_cv_.wait(lock, [&] { return abandon_ || finishing_ || !lane.queue.empty(); });
+    if (abandon_ || lane.queue.empty()) break;  // finishing with nothing left
+    Item item = std::move(lane.queue.front());
+    lane.queue.pop_front();
+    ++lane.busy;
     lock.unlock();
-    RecordOne(trial);
+    const Status st = lane.sink->Record(*item.trial, *item.tally);
     lock.lock();
+    --lane.busy;
+    Settle(lane, *item.trial, st);
+    done_cv_.notify_all();
   }
 }
 
-std::vector<SinkCounts> Tracker::Finish(double stall_seconds) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (finished_) return counts_;
-    finished_ = true;
-    finishing_ = true;
-    cv_.notify_all();
-    const auto start = std::chrono::steady_clock::now();
-    const size_t queued = queue_.size();
-    if (queued > 0) spdlog::info("Tracking: recording the {} trial(s) still queued", queued);
-    // The thread empties the queue (and exits) unless it makes no progress for stall_seconds.
-    const auto stall = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(stall_seconds));
-    size_t last_size = queue_.size();
-    auto last_progress = std::chrono::steady_clock::now();
-    while (!queue_.empty()) {
-      const auto now = std::chrono::steady_clock::now();
-      if (queue_.size() != last_size) {
-        last_size = queue_.size();
-        last_progress = now;
-      } else if (now - last_progress >= stall) {
-        break;
-      }
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      lock.lock();
-    }
-    abandon_ = true;
-    cv_.notify_all();
-    lock.unlock();
-    thread_.join();
-    if (queued > 0) {
-      spdlog::info("Tracking: the queue took {:.1f}s after the last trial",
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+bool Tracker::Idle() const {
+  for (const auto& lane : lanes_) {
+    if (!lane->queue.empty() || lane->busy > 0) return false;
+  }
+  return true;
+}
+
+std::vector<SinkCounts> Tracker::Finish(
+    double stall_seconds, const std::function<std::optional<StudyTally>()>& final_tally) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (finished_) {
+    std::vector<SinkCounts> counts;
+    for (const auto& lane : lanes_) counts.push_back(lane->counts);
+    return counts;
+  }
+  finished_ = true;
+  finishing_ = true;
+  work_cv_.notify_all();
+  const auto start = std::chrono::steady_clock::now();
+  size_t queued = 0;
+  for (const auto& lane : lanes_) queued = std::max(queued, lane->queue.size());
+  if (queued > 0) spdlog::info("Tracking: recording the {} trial(s) still queued", queued);
+  // The threads empty the queues (and exit) unless no Record returns for stall_seconds.
+  const auto stall = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, stall_seconds)));
+  int64_t seen = settled_;
+  auto deadline = std::chrono::steady_clock::now() + stall;
+  while (!Idle()) {
+    const bool timed_out = done_cv_.wait_until(lock, deadline) == std::cv_status::timeout;
+    if (settled_ != seen) {
+      seen = settled_;
+      deadline = std::chrono::steady_clock::now() + stall;
+    } else if (timed_out) {
+      break;
     }
   }
-  const int64_t left = static_cast<int64_t>(queue_.size()) + dropped_;
-  queue_.clear();
-  for (size_t i = 0; i < sinks_.size(); ++i) {
-    counts_[i].missed += left;
-    if (left == 0) {
-      if (Status st = sinks_[i]->RecordTally(tally_); !st.ok()) {
-        spdlog::warn("{}: the study's counts not recorded: {}", counts_[i].sink, st.message());
+  abandon_ = true;
+  work_cv_.notify_all();
+  lock.unlock();
+  for (auto& lane : lanes_) {
+    for (std::thread& t : lane->threads) t.join();
+  }
+  lock.lock();  // the threads are gone; the lock only orders memory now
+  if (queued > 0) {
+    spdlog::info("Tracking: the queue took {:.1f}s after the last trial",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::optional<StudyTally> storage_tally;
+  if (final_tally) storage_tally = final_tally();
+  const StudyTally& tally = storage_tally ? *storage_tally : tally_;
+  std::vector<SinkCounts> out;
+  for (auto& lane : lanes_) {
+    SinkCounts& counts = lane->counts;
+    const int64_t left = static_cast<int64_t>(lane->queue.size()) + lane->dropped;
+    counts.missed += left;
+    lane->queue.clear();
+    if (left == 0) {  // it kept up: it has the study's counts too
+      if (Status st = lane->sink->RecordTally(tally); !st.ok()) {
+        spdlog::warn("{}: the study's counts not recorded: {}", counts.sink, st.message());
       }
     }
-    if (counts_[i].missed == 0) {
-      spdlog::info("{}: {} trial(s) of this run recorded", counts_[i].sink, counts_[i].recorded);
+    if (counts.missed == 0) {
+      spdlog::info("{}: {} trial(s) of this run recorded", counts.sink, counts.recorded);
     } else {
-      const std::string hint = sinks_[i]->MissedHint();
-      spdlog::warn("{}: {} of {} trial(s) of this run not recorded{}{}", counts_[i].sink,
-                   counts_[i].missed, counts_[i].missed + counts_[i].recorded,
-                   counts_[i].last_error.empty() ? std::string()
-                                                 : " (last error: " + counts_[i].last_error + ")",
-                   hint.empty() ? std::string() : "; " + hint);
+      const std::string hint = lane->sink->MissedHint();
+      spdlog::warn(
+          "{}: {} of {} trial(s) of this run not recorded{}{}", counts.sink, counts.missed,
+          counts.missed + counts.recorded,
+          counts.last_error.empty() ? std::string() : " (last error: " + counts.last_error + ")",
+          hint.empty() ? std::string() : "; " + hint);
     }
+    out.push_back(counts);
   }
-  return counts_;
+  return out;
 }
 
 }  // namespace tune

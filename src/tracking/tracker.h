@@ -1,14 +1,17 @@
-// The tracker: hands a study's finished trials to its sinks (MLflow, TensorBoard) on a thread of
-// its own, so that the study never waits for a tracking server. A sink that fails (a server
-// down, a full disk) costs its trials, counted and warned about once per outage, never the
-// study's. Thread-safe: Add from any thread; Finish once.
+// The tracker: hands a study's finished trials to its sinks (MLflow, TensorBoard) on threads of
+// its own, so that the study never waits for a tracking server. Each sink has its own queue and
+// as many threads as its concurrency(). A sink that fails (a server down, a full disk) costs its
+// trials, counted and warned about once per outage, never the study's.
+// Thread-safe: Add from any thread; Finish once (the destructor calls it otherwise).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,7 +25,7 @@ namespace tune {
 std::vector<std::unique_ptr<TrackingSink>> NewSinks(const TrackingOptions& options,
                                                     const TrackedStudy& study);
 
-// Trials waiting for the sinks beyond this are dropped (the oldest first) and counted as missed.
+// Trials waiting for one sink beyond this are dropped (the oldest first) and counted as missed.
 inline constexpr size_t kMaxQueuedTrials = 100000;
 
 struct SinkCounts {
@@ -32,9 +35,13 @@ struct SinkCounts {
   std::string last_error;
 };
 
+// The tally of `trials` (finished ones counted, in order).
+StudyTally TallyOf(const std::vector<FrozenTrial>& trials,
+                   const std::vector<StudyDirection>& directions);
+
 class Tracker {
  public:
-  // Starts the thread. `stored`: the study's trials so far; the finished ones start the tally
+  // Starts the threads. `stored`: the study's trials so far; the finished ones start the tally
   // (counts by outcome, best value), and are not recorded again.
   Tracker(std::vector<std::unique_ptr<TrackingSink>> sinks, TrackedStudy study,
           const std::vector<FrozenTrial>& stored);
@@ -42,31 +49,51 @@ class Tracker {
   Tracker(const Tracker&) = delete;
   Tracker& operator=(const Tracker&) = delete;
 
-  // Queues a finished trial for every sink; returns at once.
+  // Counts a finished trial into the tally and queues it for every sink; returns at once.
   void Add(const FrozenTrial& trial);
-  // Records what is still queued, as long as a trial leaves the queue at least every
-  // `stall_seconds`, then each sink's tally; what is left after that is missed. Logs one warning
-  // per sink that missed trials. Idempotent.
-  std::vector<SinkCounts> Finish(double stall_seconds);
+
+  // Records what is still queued, as long as some sink finishes a trial at least every
+  // `stall_seconds`; what is left after that is missed. Then each sink that was left nothing
+  // records the study's counts: `final_tally()`'s when given and not nullopt (called once the
+  // queues are done: the storage's counts, over every worker of the study), else this
+  // tracker's own. Logs one line per sink. Idempotent: later calls return the first one's counts.
+  std::vector<SinkCounts> Finish(
+      double stall_seconds,
+      const std::function<std::optional<StudyTally>()>& final_tally = nullptr);
 
  private:
-  void Run();
-  void RecordOne(const FrozenTrial& trial);
+  struct Item {
+    std::shared_ptr<const FrozenTrial> trial;
+    std::shared_ptr<const StudyTally> tally;  // with the trial counted
+  };
+  // One sink's queue and threads; guarded by mu_ but for `sink`, which only its threads call
+  // (and Finish, after joining them).
+  struct Lane {
+    std::unique_ptr<TrackingSink> sink;
+    SinkCounts counts;
+    bool failing = false;  // its last call failed (warned once per outage)
+    std::deque<Item> queue;
+    int busy = 0;         // Record calls running
+    int64_t dropped = 0;  // by a full queue
+    std::vector<std::thread> threads;
+  };
+
+  void Work(Lane& lane);
+  // Counts one Record's outcome; REQUIRES: mu_ held.
+  void Settle(Lane& lane, const FrozenTrial& trial, const Status& st);
+  bool Idle() const;  // REQUIRES: mu_ held
 
   TrackedStudy study_;
-  std::vector<std::unique_ptr<TrackingSink>> sinks_;
-  std::vector<SinkCounts> counts_;  // one per sink; the thread's until Finish joins it
-  std::vector<bool> failing_;       // a sink's last call failed (warned once per outage)
-  StudyTally tally_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<FrozenTrial> queue_;
-  int64_t dropped_ = 0;  // by a full queue
+  std::condition_variable work_cv_;  // a trial queued, or finishing
+  std::condition_variable done_cv_;  // a Record returned
+  StudyTally tally_;
+  int64_t settled_ = 0;  // Record calls returned, for Finish's stall check
   bool finishing_ = false;
-  bool abandon_ = false;  // Finish's time ran out: count what is left as missed
+  bool abandon_ = false;  // Finish's time ran out: leave what is queued
   bool finished_ = false;
-  std::thread thread_;
 };
 
 }  // namespace tune

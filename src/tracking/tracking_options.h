@@ -15,6 +15,10 @@ struct MlflowOptions {
   std::string uri;
   // The MLflow experiment the study's runs go to; "" (the default): the study's name.
   std::string experiment;
+  // How many trials are recorded at once, each over its own connection (`mlflow server` runs
+  // 4 worker processes by default).
+  int concurrency = kDefaultMlflowConcurrency;
+  static constexpr int kDefaultMlflowConcurrency = 4;
 };
 
 struct TrackingOptions {

@@ -300,7 +300,33 @@ def main():
             assert r.returncode == 0 and "recorded 0 trial(s)" in r.stderr, r.stderr
             check_mlflow(server.uri, "outage", stored)  # still one run per trial
 
-            # 3. A train trial's history in TensorBoard.
+            # 3. Two workers of one study, at once: every trial of both is a run, and the
+            # experiment's counts are the whole study's (the last worker to end sets them from
+            # the storage).
+            config = write_config(tmp, "workers", [], server.uri, tb_dir)
+            with open(config) as f:
+                doc = json.load(f)
+            doc["search_space"]["kind"]["choices"] = ["ok"]
+            doc["pruner"] = {"name": "nop"}
+            doc["n_trials"] = 8  # the study's, over both workers
+            with open(config, "w") as f:
+                json.dump(doc, f)
+            env = dict(os.environ, TRIAL_SLEEP="0.2")
+            workers = [subprocess.Popen([TUNE, "--study", "workers", "--config", config,
+                                         "--storage", storage], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env=env)
+                       for _ in range(2)]
+            for w in workers:
+                _, err = w.communicate(timeout=120)
+                assert w.returncode == 0, err
+            stored = stored_trials(storage, "workers")
+            assert sum(t["state"] == "COMPLETE" for t in stored) >= 8, stored
+            got = check_mlflow(server.uri, "workers", stored)  # the counts too
+            exp = got["client"].get_experiment_by_name("workers")
+            print(f"two workers: {len(got['by_number'])} runs; experiment counts "
+                  f"{ {k: v for k, v in sorted(exp.tags.items()) if k.startswith('tune.trials')} }")
+
+            # 4. A train trial's history in TensorBoard.
             train_history_study(tmp, storage, tb_dir)
         finally:
             server.stop()

@@ -7,6 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "config/config.h"
@@ -102,17 +105,41 @@ TEST(TrialScalarsTest, IntermediateValuesAndNoValueWhenPruned) {
   EXPECT_EQ(TrialReasonTag(t, "median"), "oom");
 }
 
-// A fake MLflow server: answers each request by path, records them.
+// A fake MLflow server: answers each request by path, records them; every connection made by
+// Connect() shares them. `delay`: each request's time; in_flight/max_in_flight: how many ran at
+// once.
 class FakeHttp : public HttpClient {
  public:
   struct Call {
     std::string method, url;
     Json body;
   };
+  struct Shared {
+    std::mutex mu;
+    std::vector<Call> calls;
+    bool down = false;
+    std::chrono::milliseconds delay{0};
+    int in_flight = 0, max_in_flight = 0, connections = 0;
+  };
+  explicit FakeHttp(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+  static std::function<std::unique_ptr<HttpClient>()> Connect(std::shared_ptr<Shared> shared) {
+    return [shared] {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      ++shared->connections;
+      return std::make_unique<FakeHttp>(shared);
+    };
+  }
   Result<HttpResponse> Request(const std::string& method, const std::string& url,
                                const std::string& body) override {
-    calls->push_back({method, url, body.empty() ? Json() : Json::parse(body)});
-    if (*down) return UnavailableError("connection refused");
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->calls.push_back({method, url, body.empty() ? Json() : Json::parse(body)});
+      shared_->max_in_flight = std::max(shared_->max_in_flight, ++shared_->in_flight);
+    }
+    std::this_thread::sleep_for(shared_->delay);
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    --shared_->in_flight;
+    if (shared_->down) return UnavailableError("connection refused");
     if (url.find("get-by-name") != std::string::npos) {
       return HttpResponse{200, R"({"experiment": {"experiment_id": "7"}})"};
     }
@@ -121,15 +148,16 @@ class FakeHttp : public HttpClient {
     }
     return HttpResponse{200, "{}"};
   }
-  std::shared_ptr<std::vector<Call>> calls = std::make_shared<std::vector<Call>>();
-  std::shared_ptr<bool> down = std::make_shared<bool>(false);
+
+ private:
+  std::shared_ptr<Shared> shared_;
 };
 
 TEST(MlflowSinkTest, OneRunPerTrialWithParamsMetricsTagsAndStatus) {
-  auto http = std::make_unique<FakeHttp>();
-  auto calls = http->calls;
+  auto server = std::make_shared<FakeHttp::Shared>();
+  const std::vector<FakeHttp::Call>* calls = &server->calls;
   MlflowSink sink({"http://127.0.0.1:5000/", ""}, {"s", {StudyDirection::kMaximize}, "median"},
-                  std::move(http));
+                  FakeHttp::Connect(server));
   FrozenTrial t = TrainTrial();
   t.params = {{"lr", 0.001}};
   t.distributions = {{"lr", FloatDistribution{1e-5, 1e-1, true}}};
@@ -155,11 +183,11 @@ TEST(MlflowSinkTest, OneRunPerTrialWithParamsMetricsTagsAndStatus) {
 }
 
 TEST(MlflowSinkTest, ADownServerIsRetriedThenSkippedForAWhile) {
-  auto http = std::make_unique<FakeHttp>();
-  auto calls = http->calls;
-  *http->down = true;
+  auto server = std::make_shared<FakeHttp::Shared>();
+  const std::vector<FakeHttp::Call>* calls = &server->calls;
+  server->down = true;
   MlflowSink sink({"http://127.0.0.1:1", "e"}, {"s", {StudyDirection::kMinimize}, "median"},
-                  std::move(http));
+                  FakeHttp::Connect(server));
   FrozenTrial t = TrainTrial();
   const Status first = sink.Record(t, StudyTally{});
   EXPECT_EQ(first.code(), StatusCode::kUnavailable);
@@ -211,6 +239,77 @@ TEST(TrackerTest, CountsRecordedAndMissedAndNeverBlocks) {
   EXPECT_EQ(raw->complete, 7);  // the stored trial and the six
 }
 
+TEST(TrackerTest, RecordsUpToTheSinksConcurrencyAtOnceAndTheFinalTallyGiven) {
+  auto server = std::make_shared<FakeHttp::Shared>();
+  server->delay = std::chrono::milliseconds(20);
+  std::vector<std::unique_ptr<TrackingSink>> sinks;
+  MlflowOptions options{"http://127.0.0.1:5000", "e"};
+  options.concurrency = 4;
+  sinks.push_back(std::make_unique<MlflowSink>(
+      options, TrackedStudy{"s", {StudyDirection::kMinimize}, "median"},
+      FakeHttp::Connect(server)));
+  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 40; ++i) {
+    FrozenTrial t;
+    t.number = i;
+    t.state = TrialState::kComplete;
+    t.values = {1.0 * i};
+    tracker.Add(t);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));  // no wait
+  StudyTally storage_view;  // what another worker's trials add
+  storage_view.by_state["COMPLETE"] = 55;
+  storage_view.by_state["PRUNED"] = 3;
+  const std::vector<SinkCounts> counts =
+      tracker.Finish(10, [&] { return std::optional<StudyTally>(storage_view); });
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0].recorded, 40);
+  EXPECT_EQ(counts[0].missed, 0);
+  std::lock_guard<std::mutex> lock(server->mu);
+  EXPECT_EQ(server->max_in_flight, 4);  // never more than the concurrency, and that many
+  EXPECT_LE(server->connections, 4);    // a connection is kept for the next call
+  // 1 experiment lookup + 3 requests per trial, then the counts as the final tally says.
+  std::map<std::string, std::string> tags;
+  int runs = 0;
+  for (const FakeHttp::Call& call : server->calls) {
+    if (call.url.find("runs/create") != std::string::npos) ++runs;
+    if (call.url.find("set-experiment-tag") != std::string::npos) {
+      tags[call.body["key"]] = call.body["value"];
+    }
+  }
+  EXPECT_EQ(runs, 40);
+  EXPECT_EQ(tags["tune.trials.COMPLETE"], "55");
+  EXPECT_EQ(tags["tune.trials.PRUNED"], "3");
+}
+
+TEST(TrackerTest, FinishGivesUpWhenNothingReturnsForTheStallTime) {
+  auto server = std::make_shared<FakeHttp::Shared>();
+  server->delay = std::chrono::milliseconds(300);
+  std::vector<std::unique_ptr<TrackingSink>> sinks;
+  MlflowOptions options{"http://127.0.0.1:5000", "e"};
+  options.concurrency = 1;
+  sinks.push_back(std::make_unique<MlflowSink>(
+      options, TrackedStudy{"s", {StudyDirection::kMinimize}, "median"},
+      FakeHttp::Connect(server)));
+  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  for (int i = 0; i < 20; ++i) {
+    FrozenTrial t;
+    t.number = i;
+    t.state = TrialState::kComplete;
+    t.values = {1.0};
+    tracker.Add(t);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<SinkCounts> counts = tracker.Finish(0.1);
+  // A trial takes 4 requests of 0.3 s: none returns within 0.1 s, so Finish leaves the queue
+  // once the trial in flight returns.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
+  EXPECT_EQ(counts[0].recorded + counts[0].missed, 20);
+  EXPECT_GE(counts[0].missed, 18);
+  EXPECT_EQ(tracker.Finish(10)[0].missed, counts[0].missed);  // idempotent
+}
+
 Result<StudyConfig> ParseTracking(const Json& tracking) {
   Json doc = {{"search_space", {{"x", {{"type", "float"}, {"low", 0}, {"high", 1}}}}},
               {"objective", {{"type", "function"}, {"name", "sphere"}, {"dims", 1}}},
@@ -224,6 +323,7 @@ TEST(TrackingConfigTest, ReadsMlflowAndTensorBoard) {
   ASSERT_TRUE(config.ok()) << config.status().message();
   EXPECT_EQ(config->tracking.mlflow->uri, "http://localhost:5000");
   EXPECT_EQ(config->tracking.mlflow->experiment, "e");
+  EXPECT_EQ(config->tracking.mlflow->concurrency, 4);
   EXPECT_EQ(*config->tracking.tensorboard, "/base/tb");
 }
 
@@ -244,6 +344,10 @@ TEST(TrackingConfigTest, BadInputNamesFileKeyValueAndChoice) {
   auto file = ParseTracking({{"mlflow", {{"uri", "file:///tmp/mlruns"}}}});
   ASSERT_FALSE(file.ok());
   EXPECT_NE(file.status().message().find("a file store is not written by tune"), std::string::npos);
+  auto concurrency = ParseTracking({{"mlflow", {{"uri", "http://x"}, {"concurrency", 0}}}});
+  ASSERT_FALSE(concurrency.ok());
+  EXPECT_EQ(concurrency.status().message(),
+            "study.json: /tracking/mlflow/concurrency: must be 1 to 64 (got 0)");
   auto key = ParseTracking({{"mlflow", {{"uri", "http://x"}, {"experiment_name", "e"}}}});
   ASSERT_FALSE(key.ok());
   EXPECT_NE(key.status().message().find("did you mean 'experiment'?"), std::string::npos);

@@ -9,14 +9,18 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "app.h"
 #include "commands.h"
@@ -126,14 +130,16 @@ Status WriteFileAtomically(const std::string& path, const std::string& text) {
 }
 
 // The study's finished trials in MLflow: each one not there yet (a half-written run, still
-// RUNNING, is written again), then the study's counts; an error stops it.
+// RUNNING, is written again), options.concurrency at once, then the study's counts; an error
+// stops it (the trials already written stay, and a second export writes only the rest).
 Status ExportToMlflow(const ExportArgs& args, const TrackedStudy& study,
                       const std::vector<FrozenTrial>& trials) {
   MlflowSink sink(MlflowOptions{*args.mlflow, args.mlflow_experiment.value_or("")}, study,
-                  NewCurlHttpClient(10.0));
+                  [] { return NewCurlHttpClient(10.0); });
   TUNE_ASSIGN_OR_RETURN(auto recorded, sink.RecordedTrials());
   StudyTally tally;
-  int64_t written = 0, present = 0;
+  std::vector<const FrozenTrial*> to_write;
+  int64_t present = 0;
   for (const FrozenTrial& t : trials) {
     if (!IsFinished(t.state)) continue;
     tally.Add(t, study.directions);
@@ -143,15 +149,40 @@ Status ExportToMlflow(const ExportArgs& args, const TrackedStudy& study,
       continue;
     }
     if (it != recorded.end()) TUNE_RETURN_IF_ERROR(sink.DeleteRun(it->second.first));
-    if (Status st = sink.Record(t, tally); !st.ok()) {
-      return UnavailableError(fmt::format("trial {}: {} ({} trial(s) recorded before it)", t.number,
-                                          st.message(), written));
+    to_write.push_back(&t);
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> written{0};
+  std::mutex mu;
+  Status first_error;  // guarded by mu
+  auto work = [&] {
+    for (size_t i = next++; i < to_write.size(); i = next++) {
+      // The tally is for a sink's per-trial view; MLflow's runs do not use it.
+      if (Status st = sink.Record(*to_write[i], tally); !st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) {
+          first_error =
+              UnavailableError(fmt::format("trial {}: {}", to_write[i]->number, st.message()));
+        }
+        next = to_write.size();  // stop the others after their current trial
+        return;
+      }
+      ++written;
     }
-    ++written;
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < sink.concurrency(); ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (!first_error.ok()) {
+    return UnavailableError(
+        fmt::format("{} ({} of {} trial(s) recorded; run the export again for "
+                    "the rest)",
+                    first_error.message(), written.load(), to_write.size()));
   }
   TUNE_RETURN_IF_ERROR(sink.RecordTally(tally));
-  spdlog::info("{}: recorded {} trial(s) of study '{}', {} already there", sink.name(), written,
-               study.name, present);
+  spdlog::info("{}: recorded {} trial(s) of study '{}', {} already there", sink.name(),
+               written.load(), study.name, present);
   return Status::Ok();
 }
 

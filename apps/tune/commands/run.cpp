@@ -410,6 +410,16 @@ std::unique_ptr<Tracker> StartTracker(Study& s, const StudyConfig& config) {
                                    stored.ok() ? *stored : std::vector<FrozenTrial>());
 }
 
+// Records what the tracker still holds, then the study's counts as the storage has them now
+// (every worker's trials: the last worker to finish leaves the whole study's counts).
+void FinishTracker(Study& s, Tracker& tracker) {
+  (void)tracker.Finish(kTrackingStallSeconds, [&s]() -> std::optional<StudyTally> {
+    auto all = s.storage().GetAllTrials(s.study_id());
+    if (!all.ok()) return std::nullopt;
+    return TallyOf(*all, s.directions());
+  });
+}
+
 // Optimize() with Ctrl-C and SIGTERM turned into a clean stop; each finished trial goes to the
 // tracker too.
 Result<OptimizeResult> OptimizeWithSignals(Study& s, const StudyConfig& config,
@@ -527,7 +537,7 @@ int RunStudy(const RunArgs& args) {
   progress.Finish();
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  if (tracker) (void)tracker->Finish(kTrackingStallSeconds);
+  if (tracker) FinishTracker(s, *tracker);
   if (!result.ok() && result.status().code() == StatusCode::kDeviceLost) {
     return ContinueAfterDeviceLost(config, result.status());
   }
