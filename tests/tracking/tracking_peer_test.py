@@ -213,6 +213,9 @@ def train_history_study(tmp: str, storage: str, tb_dir: str):
         user_attrs={"train": {"history": history, "metric": "macro_f1"}}))
     r = run_tune(["export", "--study", "trained", "--storage", storage, "--tensorboard", tb_dir])
     assert r.returncode == 0, r.stderr
+    again = run_tune(["export", "--study", "trained", "--storage", storage, "--tensorboard", tb_dir])
+    assert again.returncode == 2 and "already holds event files of study 'trained'" in again.stderr, \
+        again.stderr  # a second set of files would show every trial twice
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     ea = EventAccumulator(os.path.join(tb_dir, "trained", "trial_0"), size_guidance={"scalars": 0})
     ea.Reload()

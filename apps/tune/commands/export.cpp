@@ -189,6 +189,15 @@ Status ExportToMlflow(const ExportArgs& args, const TrackedStudy& study,
 // The study's finished trials as TensorBoard event files under DIR/<study>/.
 Status ExportToTensorBoard(const std::string& dir, const TrackedStudy& study,
                            const std::vector<FrozenTrial>& trials) {
+  // A second set of event files beside the first would show every trial twice.
+  const fs::path study_dir = fs::path(dir) / TensorBoardRunName(study.name);
+  std::error_code ec;
+  if (fs::is_directory(study_dir, ec) && !fs::is_empty(study_dir, ec)) {
+    return AlreadyExistsError(fmt::format(
+        "--tensorboard: '{}' already holds event files of study '{}' (TensorBoard would show "
+        "its trials twice); remove it or give another directory",
+        study_dir.string(), study.name));
+  }
   std::unique_ptr<TrackingSink> sink = NewTensorBoardSink(dir, study);
   StudyTally tally;
   int64_t written = 0;
