@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "tune/storages/in_memory.h"
@@ -36,26 +37,21 @@ int ExitCodeFor(const Status& status) {
 }
 
 namespace {
-bool g_restart = false;
-
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// When the run began: TUNE_RUN_STARTED (a restart's parent's), else this process's first call.
-double RunStarted() {
-  static const double started = [] {
-    const char* text = std::getenv("TUNE_RUN_STARTED");
-    return text != nullptr ? std::atof(text) : NowSeconds();
-  }();
-  return started;
-}
+std::optional<double> g_run_started;  // StartRunClock's
 }  // namespace
 
-double RunElapsedSeconds() { return std::max(0.0, NowSeconds() - RunStarted()); }
+void StartRunClock() {
+  const char* text = std::getenv("TUNE_RUN_STARTED");
+  g_run_started = text != nullptr ? std::atof(text) : NowSeconds();
+}
 
-void RequestRestart() { g_restart = true; }
-bool RestartRequested() { return g_restart; }
+double RunElapsedSeconds() {
+  return g_run_started ? std::max(0.0, NowSeconds() - *g_run_started) : 0.0;
+}
 
 int Restarts() {
   const char* text = std::getenv("TUNE_RESTARTS");
@@ -68,7 +64,7 @@ int Restart(char** argv) {
   std::cout.flush();
   std::cerr.flush();
   setenv("TUNE_RESTARTS", next.c_str(), 1);
-  setenv("TUNE_RUN_STARTED", fmt::format("{:.3f}", RunStarted()).c_str(), 1);
+  if (g_run_started) setenv("TUNE_RUN_STARTED", fmt::format("{:.3f}", *g_run_started).c_str(), 1);
   execv("/proc/self/exe", argv);
   spdlog::error(
       "Could not start tune afresh (execv /proc/self/exe): {}; run the same command "

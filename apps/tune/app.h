@@ -15,19 +15,27 @@
 
 namespace tune::app {
 
-enum ExitCode { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130 };
+// kExitRestart is never a process's exit status: a study run returns it to main() to be run
+// again in a fresh process. After a trial's sticky CUDA error (StatusCode::kDeviceLost) the
+// process cannot use the device again, and the study resumes from its storage.
+enum ExitCode {
+  kExitOk = 0,
+  kExitFailure = 1,
+  kExitUsage = 2,
+  kExitInterrupted = 130,
+  kExitRestart = 1000,
+};
 
-// A study run asks main() to run the same command again in a fresh process: after a trial's
-// sticky CUDA error (StatusCode::kDeviceLost) the process cannot use the device again, and the
-// study resumes from its storage. Restart() replaces the process (execv of /proc/self/exe with
-// the same arguments and TUNE_RESTARTS one higher); it returns only on failure.
 inline constexpr int kMaxRestarts = 3;  // per run of the command: then it stops, saying why
-void RequestRestart();
-bool RestartRequested();
-int Restarts();  // TUNE_RESTARTS: how many times this run started afresh (0 the first time)
-// Seconds since the run began, counting the processes before a restart (TUNE_RUN_STARTED, which
-// Restart() passes on): a restarted run's --timeout is what is left of it.
+// TUNE_RESTARTS: how many times this run started afresh (0 the first time).
+int Restarts();
+// The run's clock: main() starts it first thing, from TUNE_RUN_STARTED when a restart's parent
+// passed it on, else now. RunElapsedSeconds: seconds since then, counting the processes before
+// a restart (a restarted run's --timeout is what is left of it); 0 before StartRunClock.
+void StartRunClock();
 double RunElapsedSeconds();
+// Replaces the process (execv of /proc/self/exe with `argv`, TUNE_RESTARTS one higher and the
+// run's clock passed on); returns kExitFailure, having said why, only when that fails.
 int Restart(char** argv);
 
 // Sets the log lines' pattern (spdlog's) on every logger; whatever a message holds, the line
@@ -40,7 +48,9 @@ int ExitCodeFor(const Status& status);
 int Fail(const Status& status);
 
 enum class StorageAccess { kReadWrite, kReadOnly, kExisting };
-// "memory" (or ":memory:") or "sqlite:///PATH[?schema=REV&timeout=S]" (see docs/cli.md).
+// "memory" (or ":memory:"), "sqlite:///PATH[?schema=REV&timeout=S]" or
+// "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE" (see docs/cli.md); InvalidArgument naming
+// the valid schemes otherwise.
 // kReadOnly opens an existing file without writing to it (NotFound if it is missing);
 // kExisting opens an existing file for writing (NotFound if it is missing).
 Result<std::shared_ptr<Storage>> OpenStorage(const std::string& url,

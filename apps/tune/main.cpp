@@ -32,6 +32,7 @@ int SetLogLevel(const std::string& level) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tune::app::StartRunClock();
   auto logger = spdlog::stderr_color_mt("tune");
   spdlog::set_default_logger(logger);
   tune::app::SetLogPattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] %v");
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
     }
     const int rc = commands.front().second();  // no subcommand: run the study
     // Everything of the run (storage, trainer) is released by now.
-    return tune::app::RestartRequested() ? tune::app::Restart(argv) : rc;
+    return rc == tune::app::kExitRestart ? tune::app::Restart(argv) : rc;
   } catch (const std::exception& e) {
     spdlog::critical("internal error: {}", e.what());
     return tune::app::kExitFailure;

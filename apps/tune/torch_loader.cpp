@@ -9,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "app.h"
 #include "util/dynamic_library.h"
 
 namespace tune::app {
@@ -105,6 +106,7 @@ Result<std::unique_ptr<Trainer>> LoadTrainer(const std::string& device, int64_t 
   options.threads = threads;
   options.device_memory = device_memory;
   options.count_cpu_memory = count_cpu_memory;
+  options.restarts = Restarts();
   return LoadTorchTrainer(options);
 }
 

@@ -1,24 +1,7 @@
-// The order in which trials waiting for memory start with several trials at once (--jobs)
-// [tune_core, private]: first come, first served, with backfilling and a bound on overtaking.
-// Every rule here is a pure function of the ledger; optimize_jobs.cpp only reads the cards and
-// applies the answers.
-//
-// The oldest waiting trial (the head) starts as soon as its reservation fits. While it does not
-// fit, a later waiting trial that fits now starts in its place (backfilling: the memory beside
-// the running trials does not sit idle while the head waits for a large trial to end). Each time
-// a trial is overtaken like that it counts one pass; once a trial has been passed `max_passes`
-// times (JobLimits), no later trial starts before it, so the head starts when the running trials
-// have released enough memory: a large trial never starves behind a stream of small ones.
-//
-// Several cards (--jobs over every card of the machine): one ledger per card, and the rule above
-// over all of them: a trial "fits now" when it fits some card, and it starts on the card
-// CardFor() picks. Which card: the one running the fewest trials (trials on one card share its
-// compute and slow each other down; an idle card runs a trial at full speed), and among those the
-// best fit, the card its reservation leaves the least room on (the large holes stay free for the
-// large trials that fit nowhere else: on cards of different sizes a small trial does not take the
-// large card's memory while a small card has room), then the lowest index. A card's capacity is
-// its budget now (less what other processes hold); a card another process fills takes no trial
-// whose reservation its budget cannot hold, idle or not.
+// Which waiting trial starts when, and on which card, with several trials at once (--jobs)
+// [tune_core, private]: first come, first served, with backfilling and a bound on overtaking, as
+// pure functions of the ledgers (each rule on its declaration below); optimize_jobs.cpp reads
+// the cards and applies the answers.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +54,10 @@ struct CardsLedger {
   int64_t running() const;
 };
 
-// The card to start `trial` on now (the header's rule), if it fits any.
+// The card to start `trial` on now, if it fits any (FitsNow): the one running the fewest trials
+// (trials on one card share its compute; an idle card runs a trial at full speed), among those
+// the best fit, the card its reservation leaves the least room on (large holes stay free for
+// the large trials that fit nowhere else), then the lowest index.
 std::optional<size_t> CardFor(const CardsLedger& ledger, const WaitingTrial& trial);
 
 // Sets each card's `largest`: those whose capacity (the budget now) is the largest known, every
@@ -111,7 +97,8 @@ bool ShouldAskAnother(const std::vector<WaitingTrial>& queue, const CardsLedger&
 
 // The index in `queue` (oldest first) of the trial to start now, if any: the head when it fits;
 // else, while the head has been passed fewer than `max_passes` times, the oldest later trial
-// that fits.
+// that fits (backfilling: the memory beside the running trials does not sit idle while the head
+// waits; the bound keeps a large trial from starving behind a stream of small ones).
 std::optional<size_t> NextToStart(const std::vector<WaitingTrial>& queue, const JobsLedger& ledger,
                                   int64_t max_passes);
 

@@ -1,27 +1,9 @@
 // The optimize loop with several trials at once (RunSettings::jobs != 1): each trial runs in its
 // own process (Objective::Start); this process alone owns the study, the sampler, the storage,
-// the heartbeats and the memory ledger.
-//
-// Scheduling: a trial is asked, sampled and planned (Objective::Plan: its reservation, or its
-// outcome when it cannot fit even alone) and joins the queue of waiting trials. Which waiting
-// trial starts when, and on which card, is jobs_queue.h's rule: the oldest first when it fits;
-// while it does not, a later one that fits now (backfilling), until the oldest has been passed
-// JobLimits::max_passes times. More trials are asked while nothing waiting can start, so that
-// there is one to backfill with, as long as the running and waiting trials together stay within
-// the limit. A waiting trial is planned again before it starts when trials have finished since
-// it was planned (calibration may have learned). A trial that does not fit beside the running
-// ones may start at once at a smaller micro-batch that does (Objective::PlanToFit,
-// memory.shrink_to_start), before any later trial is backfilled in its place. A trial whose
-// memory is unknown (TrialPlan::exclusive) starts only on an idle device. When nothing runs and
-// the oldest trial fits no card (other processes took memory since it was planned), it is
-// planned again against the budgets now, once per change of the ledger, rather than started on
-// a card that cannot hold it.
-//
-// Several cards (Objective::CardCount() > 1): one ledger per card (its capacity, the budget now,
-// re-read as other processes come and go, its reservations, its busy share), and the trial
-// starts on the card jobs_queue.h's CardFor() picks; the objective narrows the trial's process to
-// that card. The job limit is over all cards (--jobs N), or max_jobs per card (--jobs auto):
-// jobs_queue.h's JobLimitsFor.
+// the heartbeats and the ledgers. A trial is asked, sampled and planned (Objective::Plan), waits
+// in the queue, and starts when and where jobs_queue.h's rules say; the functions below say what
+// each step adds (re-planning after calibration, shrink-to-start, exclusive trials, re-planning a
+// trial that fits no card, several cards).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -32,18 +32,16 @@ bool IsStickyCudaError(const std::string& what) {
   return false;
 }
 
-StickyCudaErrorHook& StickyCudaErrorHook::Get() {
-  static StickyCudaErrorHook hook;
+StickyCudaErrorHook& StickyCudaErrorHook::Init(int restarts) {
+  static StickyCudaErrorHook hook(restarts);
   return hook;
 }
 
-StickyCudaErrorHook::StickyCudaErrorHook() {
+StickyCudaErrorHook::StickyCudaErrorHook(int restarts) {
   const char* spec = std::getenv("TUNE_TEST_STICKY_CUDA_ERROR");
   if (spec == nullptr || *spec == '\0') return;
   const std::string text(spec);
   const long processes = std::strtol(text.c_str(), nullptr, 10);
-  const char* restarts_env = std::getenv("TUNE_RESTARTS");
-  const long restarts = restarts_env != nullptr ? std::strtol(restarts_env, nullptr, 10) : 0;
   armed_ = restarts < processes;
   late_ = text.find(":late") != std::string::npos;
   real_ = text.find(":real") != std::string::npos;

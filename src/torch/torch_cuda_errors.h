@@ -8,7 +8,8 @@
 // process (docs/gpu.md "A poisoned CUDA context").
 //
 // The test hook: TUNE_TEST_STICKY_CUDA_ERROR=K[:late|:real] makes the first run in each of a
-// study run's first K processes (TUNE_RESTARTS counts the fresh processes, 0 for the first) fail
+// study run's first K processes (TorchTrainerOptions::restarts counts the fresh processes, 0
+// for the first) fail
 // as a device-side assert would, at its second optimizer step, or with ":late" at the run's
 // closing device synchronisation (as CUDA reports a kernel's error at a later call); every later
 // run of that process then fails at its start, as on a poisoned context. It lets the CPU suite
@@ -28,15 +29,18 @@ bool IsStickyCudaError(const std::string& what);
 // TUNE_TEST_STICKY_CUDA_ERROR (see above). Its methods throw c10::Error with CUDA's message.
 class StickyCudaErrorHook {
  public:
-  // The process's hook, from the environment (inactive without TUNE_TEST_STICKY_CUDA_ERROR).
-  static StickyCudaErrorHook& Get();
+  // The process's hook, from the environment (inactive without TUNE_TEST_STICKY_CUDA_ERROR) and
+  // `restarts` (this process's place in the study run). The first call makes it; later calls
+  // return it, whatever their `restarts`. NewTorchTrainer calls this before any Get().
+  static StickyCudaErrorHook& Init(int restarts);
+  static StickyCudaErrorHook& Get() { return Init(0); }
   void AtRunStart();                  // a poisoned process: every run fails here
   void AtStep(int64_t step);          // the armed first run fails at step 2 (unless late or real)
   bool WantsRealError(int64_t step);  // real: true once, at the armed first run's step 2
   void AtSync();                      // the run's closing device synchronisation
 
  private:
-  StickyCudaErrorHook();
+  explicit StickyCudaErrorHook(int restarts);
   [[noreturn]] void Fail(const char* where);
   bool armed_ = false;    // this process's first run fails
   bool late_ = false;     // ... at AtSync, after AtStep(2) poisoned it

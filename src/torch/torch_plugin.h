@@ -29,6 +29,10 @@ struct TorchTrainerOptions {
   // would); CUDA: the caching allocator is capped at this share of the card
   // (setMemoryFraction) when it is less than the card.
   std::optional<int64_t> device_memory;
+  // How many fresh processes this study run started before this one (the app's restart count
+  // after sticky CUDA errors; 0 the first time). Only the sticky-error test hook reads it
+  // (torch_cuda_errors.h).
+  int restarts = 0;
 };
 
 // Changes whenever TorchTrainerOptions, Trainer or what they use change shape, or how the two
@@ -40,7 +44,8 @@ struct TorchTrainerOptions {
 // 9: one name for the memory budget: TorchTrainerOptions::device_memory and
 //    DeviceMemoryStatus::device_memory, std::optional (were memory_budget_bytes and budget, -1).
 // 10: Trainer::CheckTorchScriptModel returns ScriptModelInfo (parameters and outputs).
-inline constexpr int kTorchPluginAbi = 10;
+// 11: TorchTrainerOptions::restarts (the test hook no longer reads the app's TUNE_RESTARTS).
+inline constexpr int kTorchPluginAbi = 11;
 
 // The beginning of tune_torch_cuda_status's sentence when CUDA is usable.
 inline constexpr const char* kCudaUsable = "CUDA compiled in and usable";

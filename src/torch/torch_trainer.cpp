@@ -1082,6 +1082,7 @@ std::string TorchCudaStatus() {
 }
 
 Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options) {
+  (void)StickyCudaErrorHook::Init(options.restarts);
   TUNE_ASSIGN_OR_RETURN(const Device parsed, ParseDevice(options.device));
   const torch::Device device =
       parsed.is_cuda()

@@ -1,4 +1,5 @@
-// Classification metrics and learning-rate schedules for the trainer (plain C++, pure functions).
+// The trainer's metrics (single-label, multi-label, regression) and learning-rate schedules
+// (plain C++, pure functions).
 //
 // Non-finite inputs (util/nonfinite.h, docs/config.md "Non-finite values"): a metric is computed
 // from finite values only. When a probability, score, prediction or target is NaN or infinite,

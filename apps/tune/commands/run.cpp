@@ -477,6 +477,7 @@ void ReportRun(Study& s, const OptimizeResult& result, double elapsed_seconds, F
 // A trial failed with a sticky CUDA error (it is FAIL in the storage, with the error): this
 // process cannot use the device again, so the study continues in a fresh one (main() re-executes
 // the same command, which resumes the study from its storage), at most kMaxRestarts times per run.
+// Returns kExitRestart for main() to do so, or kExitFailure (said why) when it cannot.
 int ContinueAfterDeviceLost(const StudyConfig& config, const Status& error) {
   const std::string what = fmt::format(
       "{} (a CUDA error after which this process's CUDA context is unusable; the trial is "
@@ -501,8 +502,7 @@ int ContinueAfterDeviceLost(const StudyConfig& config, const Status& error) {
       "{}. Continuing the study in a fresh process (restart {} of at most {} for this "
       "run): the same command, resumed from the storage",
       what, Restarts() + 1, kMaxRestarts);
-  RequestRestart();
-  return kExitOk;
+  return kExitRestart;
 }
 
 }  // namespace
@@ -515,7 +515,6 @@ int RunStudy(const RunArgs& args) {
   StudyConfig config = std::move(loaded).value();
   if (Status s = ApplyFlags(args, config); !s.ok()) return Fail(s);
   if (Status s = CheckPrecisionOnCards(config); !s.ok()) return Fail(s);
-  (void)RunElapsedSeconds();                       // the run's start, for a restart's --timeout
   if (config.timeout_seconds && Restarts() > 0) {  // a fresh process after a sticky CUDA error
     config.timeout_seconds = std::max(0.001, *config.timeout_seconds - RunElapsedSeconds());
     spdlog::info("Restart {}: {:.0f}s of the run's timeout left", Restarts(),
