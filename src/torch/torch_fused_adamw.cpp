@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "torch/torch_version.h"
@@ -80,6 +81,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
     loss = closure();
   }
   const double grad_scale = std::exchange(grad_scale_, 1.0);
+  const torch::Tensor found_inf = std::exchange(found_inf_, torch::Tensor());
+  // Read back only when a parameter takes a path that cannot read it on the device.
+  std::optional<bool> skip_on_host;
+  auto skip = [&] {
+    if (!skip_on_host) skip_on_host = found_inf.defined() && found_inf.item<float>() != 0.0f;
+    return *skip_on_host;
+  };
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
     const double lr = o.lr(), wd = o.weight_decay(), eps = o.eps();
@@ -96,6 +104,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       }
       const torch::Tensor& grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(), "FusedAdamW does not support sparse gradients");
+      if (skip()) continue;
       State& s = states_[p.unsafeGetTensorImpl()];
       if (s.step == 0) {
         s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
@@ -132,7 +141,9 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const torch::Tensor denom = (s.exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(eps);
       p.addcdiv_(s.exp_avg, denom, -step_size);
     }
-    for (const auto& [dtype, params] : fused) FusedDeviceStep(params, lr, beta1, beta2, wd, eps);
+    for (const auto& [dtype, params] : fused) {
+      FusedDeviceStep(params, lr, beta1, beta2, wd, eps, found_inf);
+    }
   }
   return loss;
 }
@@ -140,7 +151,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 bool FusedDeviceAdamW() { return TUNE_TORCH_AT_LEAST(2, 0); }
 
 void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
-                                 double beta2, double weight_decay, double eps) {
+                                 double beta2, double weight_decay, double eps,
+                                 const torch::Tensor& found_inf) {
 #if TUNE_TORCH_AT_LEAST(2, 0)
   std::vector<torch::Tensor> grads, exp_avgs, exp_avg_sqs, steps;
   for (const torch::Tensor& p : params) {
@@ -159,10 +171,18 @@ void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, doubl
   // The kernel reads the step count (its bias corrections) but does not advance it: as
   // torch.optim.AdamW(fused=True), count first. At 0, 1 - beta^0 = 0 divides: NaN weights.
   at::_foreach_add_(steps, 1);
+  const c10::optional<at::Tensor> flag =
+      found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::nullopt;
   at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false);
+                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false,
+                    /*grad_scale=*/c10::nullopt, flag);
+  // A skipped step (found_inf 1) takes its count back, on the device, as
+  // torch.optim.AdamW(fused=True) does; the host's count (steps()) counts calls.
+  if (found_inf.defined()) {
+    at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf.reshape({})));
+  }
 #else
-  (void)params, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps;
+  (void)params, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)found_inf;
   TORCH_CHECK(false, "the fused CUDA AdamW needs LibTorch >= 2.0");
 #endif
 }

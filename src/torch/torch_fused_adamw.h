@@ -35,6 +35,13 @@ class FusedAdamW : public torch::optim::Optimizer {
   // other. Reset to 1 after the step.
   void set_grad_scale(double scale) { grad_scale_ = scale; }
 
+  // The next step() leaves every parameter and its state as they are when `found_inf` (fp16
+  // loss scaling's flag: a one-element float tensor on the parameters' device, non-zero when a
+  // gradient was inf or NaN) is set, as GradScaler.step skips the optimizer. The fused device
+  // kernel reads the flag on the device (no host wait; its step count is taken back there); the
+  // other paths read it once. Reset after the step.
+  void set_found_inf(torch::Tensor found_inf) { found_inf_ = std::move(found_inf); }
+
   torch::Tensor step(LossClosure closure = nullptr) override;
 
   // Tests: CPU parameters take the fused device kernel too (at::_fused_adamw_ has a CPU kernel
@@ -52,9 +59,11 @@ class FusedAdamW : public torch::optim::Optimizer {
   };
   // The fused CUDA kernel over `params` of one group (one device and dtype each call).
   void FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
-                       double beta2, double weight_decay, double eps);
+                       double beta2, double weight_decay, double eps,
+                       const torch::Tensor& found_inf);
   std::unordered_map<const void*, State> states_;
   double grad_scale_ = 1.0;
+  torch::Tensor found_inf_;  // set_found_inf's, for one step
   bool device_kernel_on_cpu_ = false;
 };
 

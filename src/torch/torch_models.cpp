@@ -90,6 +90,8 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 }  // namespace
 
+bool SdpaAvailable() { return TUNE_TORCH_AT_LEAST(2, 0); }
+
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp,
                                 int32_t pad_id) {
   EncoderConfig c;
@@ -106,6 +108,7 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
   c.attention_dropout = hp.attention_dropout;
   c.layer_norm_eps = c.roberta_positions ? 1e-5 : 1e-12;
   c.gradient_checkpointing = hp.gradient_checkpointing;
+  c.sdpa = hp.attention == Attention::kSdpa;
   if (UsesRelativePositions(model)) {
     c.deberta = true;
     c.position_buckets = model.position_buckets;
@@ -169,10 +172,12 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                           const torch::Tensor& attention_mask,
                                           const torch::Tensor& token_type_ids) {
   torch::Tensor positions;
-  if (roberta_positions_) {
+  if (roberta_positions_ && attention_mask.defined()) {
     // Hugging Face's create_position_ids_from_input_ids with padding_idx 1: tokens count from 2,
     // padding sits on row 1.
     positions = torch::cumsum(attention_mask, 1) * attention_mask + 1;
+  } else if (roberta_positions_) {  // no padding: 2, 3, ...
+    positions = torch::arange(2, input_ids.size(1) + 2, input_ids.options()).unsqueeze(0);
   } else {
     positions = torch::arange(input_ids.size(1), input_ids.options()).unsqueeze(0);
   }
@@ -183,7 +188,8 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
 BertSelfAttentionImpl::BertSelfAttentionImpl(const EncoderConfig& c)
     : heads_(c.num_heads),
       head_dim_(c.hidden_size / c.num_heads),
-      scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads))) {
+      scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads))),
+      sdpa_(c.sdpa) {
   query_ = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
   key_ = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
   value_ = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
@@ -196,7 +202,18 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
     return y.view({b, t, heads_, head_dim_}).transpose(1, 2);  // [B, heads, T, d]
   };
   torch::Tensor q = split(query_(x)), k = split(key_(x)), v = split(value_(x));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)).mul_(scale_).add_(mask);
+#if TUNE_TORCH_AT_LEAST(2, 0)
+  if (sdpa_) {  // the scale is SDPA's default, 1 / sqrt(head_dim)
+    const c10::optional<at::Tensor> attend =
+        mask.numel() > 0 ? c10::optional<at::Tensor>(mask) : c10::nullopt;
+    return at::scaled_dot_product_attention(q, k, v, attend, is_training() ? dropout_->p() : 0.0,
+                                            /*is_causal=*/false)
+        .transpose(1, 2)
+        .reshape({b, t, h});
+  }
+#endif
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)).mul_(scale_);
+  if (mask.numel() > 0) scores.add_(mask);
   torch::Tensor probs = dropout_(torch::softmax(scores, -1));
   return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
 }
@@ -269,7 +286,8 @@ torch::Tensor DebertaEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                              const torch::Tensor& token_type_ids) {
   torch::Tensor x =
       AddTokenTypes(word_embeddings_(input_ids), token_type_embeddings_, token_type_ids);
-  x = layer_norm_(x) * attention_mask.unsqueeze(2).to(x.scalar_type());
+  x = layer_norm_(x);
+  if (attention_mask.defined()) x = x * attention_mask.unsqueeze(2).to(x.scalar_type());
   return dropout_(x);
 }
 
@@ -309,7 +327,8 @@ torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
   torch::Tensor p2c_pos = torch::clamp(-rel_pos + span_, 0, 2 * span_ - 1).expand(shape);
   torch::Tensor p2c =
       torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, p2c_pos).transpose(-1, -2);
-  scores = (scores + c2p + p2c).mul_(scale_).add_(mask);
+  scores = (scores + c2p + p2c).mul_(scale_);
+  if (mask.numel() > 0) scores.add_(mask);
   torch::Tensor probs = dropout_(torch::softmax(scores, -1));
   return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
 }
@@ -420,10 +439,18 @@ torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
                                                 const torch::Tensor& token_type_ids) {
   torch::Tensor x = config_.deberta ? deberta_embeddings_(input_ids, attention_mask, token_type_ids)
                                     : bert_embeddings_(input_ids, attention_mask, token_type_ids);
-  // Additive mask, [B, 1, 1, T]: 0 for tokens, -10000 for padding (BERT's constant, safe in
-  // reduced precision too).
-  torch::Tensor mask =
-      (1.0 - attention_mask.to(x.scalar_type())).mul_(-10000.0).unsqueeze(1).unsqueeze(2);
+  // The mask, [B, 1, 1, T]: for SDPA true where a token is attended (a boolean mask is right
+  // under autocast whatever the dtype of Q); for eager attention additive, 0 for tokens, -10000
+  // for padding (BERT's constant, safe in reduced precision too). No padding: empty, not
+  // undefined, for the checkpoint Function's inputs.
+  torch::Tensor mask;
+  if (!attention_mask.defined()) {
+    mask = torch::empty({0}, x.options());
+  } else if (config_.sdpa && !config_.deberta) {
+    mask = attention_mask.to(torch::kBool).unsqueeze(1).unsqueeze(2);
+  } else {
+    mask = (1.0 - attention_mask.to(x.scalar_type())).mul_(-10000.0).unsqueeze(1).unsqueeze(2);
+  }
   torch::Tensor rel, rel_pos;
   if (config_.deberta) {
     const int64_t t = input_ids.size(1);

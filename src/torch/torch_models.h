@@ -32,6 +32,9 @@ struct EncoderConfig {
   double attention_dropout = 0.1;
   double layer_norm_eps = 1e-12;        // BERT 1e-12, RoBERTa 1e-5, DeBERTa-v3 1e-7
   bool gradient_checkpointing = false;  // recompute each layer in backward (training only)
+  // BERT-family self-attention through at::scaled_dot_product_attention (hyperparams.h's
+  // Attention::kSdpa; REQUIRES: SdpaAvailable()). DeBERTa's layers ignore it.
+  bool sdpa = false;
   // DeBERTa-v2/v3 (Hugging Face DebertaV2 with relative_attention, pos_att_type "p2c|c2p",
   // share_att_key, norm_rel_ebd "layer_norm", position_biased_input false): no absolute position
   // embeddings; every layer adds content-to-position and position-to-content terms computed from
@@ -49,6 +52,8 @@ struct HeadConfig {
 };
 
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp, int32_t pad_id);
+// Whether this LibTorch has at::scaled_dot_product_attention (2.0 and newer).
+bool SdpaAvailable();
 HeadConfig MakeHeadConfig(const ModelSpec& model, const TrainHyperparams& hp, int64_t num_labels);
 
 // An encoder layer of either family, in the form gradient checkpointing recomputes. `rel` (the
@@ -82,7 +87,8 @@ class EmbeddingsBase : public torch::nn::Module {
 class BertEmbeddingsImpl : public EmbeddingsBase {
  public:
   explicit BertEmbeddingsImpl(const EncoderConfig& c);
-  // token_type_ids: [B, T] int64 (sentence pairs), or undefined: every token is type 0.
+  // attention_mask: [B, T] int64, or undefined: no padding. token_type_ids: [B, T] int64
+  // (sentence pairs), or undefined: every token is type 0.
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& token_type_ids = {});
 
@@ -94,12 +100,14 @@ TORCH_MODULE(BertEmbeddings);
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit BertSelfAttentionImpl(const EncoderConfig& c);
-  // x: [B, T, H]; mask: additive, [B, 1, 1, T]. Returns the context, [B, T, H].
+  // x: [B, T, H]; mask: [B, 1, 1, T], additive (eager) or bool, true = attend (sdpa), or
+  // empty: no padding. Returns the context, [B, T, H].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
 
  private:
   int64_t heads_, head_dim_;
   double scale_;
+  bool sdpa_;
   torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr};
   FastDropout dropout_{nullptr};
 };
@@ -230,7 +238,8 @@ class TransformerClassifierImpl : public torch::nn::Module {
  public:
   TransformerClassifierImpl(const EncoderConfig& encoder, const HeadConfig& head);
   // input_ids, attention_mask and (sentence pairs, models with token types) token_type_ids:
-  // [B, T] int64. Returns logits, [B, num_labels].
+  // [B, T] int64; an undefined attention_mask: no padding (no mask reaches the attention, which
+  // lets SDPA pick FlashAttention). Returns logits, [B, num_labels].
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                         const torch::Tensor& token_type_ids = {});
   // The last layer's hidden states, [B, T, H].

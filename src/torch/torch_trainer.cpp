@@ -262,9 +262,13 @@ class TokenTask : public Task {
     p.batch_rows = tb.rows;
     p.batch_cols = tb.cols;
     p.phase = train ? "forward" : "evaluation";
+    // A batch without padding sends no mask (known here, on the host, without a device sync):
+    // SDPA may then use FlashAttention, which refuses masks.
+    const bool padded =
+        std::find(tb.attention_mask.begin(), tb.attention_mask.end(), 0) != tb.attention_mask.end();
     torch::Tensor logits =
         Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
-               ToTensor(tb.attention_mask, tb.rows, tb.cols, device_),
+               padded ? ToTensor(tb.attention_mask, tb.rows, tb.cols, device_) : torch::Tensor(),
                tb.token_type_ids.empty() ? torch::Tensor()
                                          : ToTensor(tb.token_type_ids, tb.rows, tb.cols, device_));
     return {logits, Targets(tb, batch, train)};
@@ -273,7 +277,8 @@ class TokenTask : public Task {
  protected:
   // Whether the model takes token type ids (sentence pairs on BERT).
   virtual bool token_types() const { return false; }
-  // The model's logits, Tensor[B, num_labels]; token_type_ids undefined without token types.
+  // The model's logits, Tensor[B, num_labels]; attention_mask undefined without padding,
+  // token_type_ids without token types.
   virtual torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                                const torch::Tensor& token_type_ids) = 0;
 
@@ -450,7 +455,10 @@ class ScriptTask final : public TokenTask {
   // token types.
   torch::Tensor Logits(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
                        const torch::Tensor& /*token_type_ids*/) override {
-    return module_.forward({input_ids, attention_mask}).toTensor();
+    return module_
+        .forward(
+            {input_ids, attention_mask.defined() ? attention_mask : torch::ones_like(input_ids)})
+        .toTensor();
   }
 
   torch::jit::Module module_;
@@ -462,6 +470,13 @@ Result<std::unique_ptr<Task>> MakeTextTask(const TrainJob& job, const torch::Dev
   if (IsTorchScriptModel(job.model)) {
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<ScriptTask> task, ScriptTask::Load(job, device));
     return std::unique_ptr<Task>(std::move(task));
+  }
+  if (job.hp.attention == Attention::kSdpa && !internal::SdpaAvailable()) {
+    return InvalidArgumentError(fmt::format(
+        "attention 'sdpa' needs LibTorch 2.0 or newer (at::scaled_dot_product_attention), and "
+        "tune's trainer is built with LibTorch {}; use \"attention\": \"eager\" or \"auto\", or "
+        "build the trainer with a newer LibTorch (docs/gpu.md)",
+        TORCH_VERSION));
   }
   auto text = std::make_unique<TextTask>(job, device);
   if (!job.model.pretrained.empty()) {
@@ -497,16 +512,19 @@ class LossScaler {
         growth_tracker_(torch::zeros({1}, torch::TensorOptions(torch::kInt).device(device))),
         found_inf_(torch::zeros({1}, torch::TensorOptions(torch::kFloat).device(device))) {}
   torch::Tensor Scale(const torch::Tensor& loss) const { return loss * scale_; }
-  // Divides the gradients by the scale in place; false when one of them is inf or NaN.
-  bool Unscale(const std::vector<torch::Tensor>& params) {
+  // Divides the gradients by the scale in place and sets found_inf() when one of them is inf or
+  // NaN, on the device (nothing is read back).
+  void Unscale(const std::vector<torch::Tensor>& params) {
     std::vector<torch::Tensor> grads;
     for (const auto& p : params) {
       if (p.grad().defined()) grads.push_back(p.grad());
     }
     found_inf_.zero_();
     at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, scale_.reciprocal());
-    return found_inf_.item<float>() == 0.0f;
   }
+  const torch::Tensor& found_inf() const { return found_inf_; }
+  // Reads found_inf back: a host wait (the optimizers that cannot skip a step on the device).
+  bool Finite() const { return found_inf_.item<float>() == 0.0f; }
   void Update() { at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000); }
 
  private:
@@ -797,16 +815,21 @@ class TorchTrainer final : public Trainer {
 
   // The optimizer step after a group of micro-batches: fp16 unscaling (a step with inf/NaN
   // gradients is skipped and the scale backs off, as torch.cuda.amp.GradScaler), clipping, the
-  // scheduled learning rate, zero_grad.
+  // scheduled learning rate, zero_grad. With fp16, AdamW skips the step on the device (clipping
+  // inf gradients gives NaN ones, which the skipped step never reads), so a step waits for the
+  // host nowhere; SGD reads the flag back.
   void OptimizerStep(RunState& rs, Progress& p) {
     const TrainHyperparams& hp = rs.job.hp;
     const std::vector<torch::Tensor> params = rs.task->parameters();
     p.phase = "optimizer_step";
-    const bool finite = rs.scaler ? rs.scaler->Unscale(params) : true;
+    auto* adamw = dynamic_cast<internal::FusedAdamW*>(rs.optimizer.get());
+    if (rs.scaler) rs.scaler->Unscale(params);
+    const bool finite = !rs.scaler || adamw != nullptr || rs.scaler->Finite();
     if (finite && hp.max_grad_norm > 0) ClipGradients(params, hp.max_grad_norm, *rs.optimizer);
     rs.lr =
         LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps, rs.warmup_steps);
     SetLearningRate(*rs.optimizer, rs.lr);
+    if (rs.scaler && adamw != nullptr) adamw->set_found_inf(rs.scaler->found_inf());
     if (finite) rs.optimizer->step();
     if (rs.scaler) rs.scaler->Update();
     for (const torch::Tensor& t : params) t.mutable_grad().reset();  // zero_grad(set_to_none)

@@ -216,6 +216,11 @@ const std::vector<Entry>& Table() {
                                                                   {"bf16", Precision::kBf16},
                                                                   {"fp16", Precision::kFp16}})});
     t.push_back({"tf32", {"allow_tf32"}, Bool(&TrainHyperparams::tf32)});
+    t.push_back({"attention",
+                 {"attn_implementation"},
+                 Choice<Attention>(&TrainHyperparams::attention, {{"auto", Attention::kAuto},
+                                                                  {"sdpa", Attention::kSdpa},
+                                                                  {"eager", Attention::kEager}})});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -325,9 +330,22 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["gradient_checkpointing"] = hp.gradient_checkpointing;
   j["precision"] = PrecisionName(hp.precision);
   j["tf32"] = hp.tf32;
+  j["attention"] = AttentionName(hp.attention);
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
+}
+
+const char* AttentionName(Attention attention) {
+  switch (attention) {
+    case Attention::kAuto:
+      return "auto";
+    case Attention::kSdpa:
+      return "sdpa";
+    case Attention::kEager:
+      return "eager";
+  }
+  return "auto";
 }
 
 Result<Precision> ParsePrecision(std::string_view name) {

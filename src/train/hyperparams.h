@@ -30,6 +30,14 @@ enum class Precision { kFp32, kBf16, kFp16, kPureBf16 };
 
 enum class EvalStrategy { kEpoch, kSteps };
 
+// How BERT, RoBERTa and XLM-R layers compute attention (Hugging Face's attn_implementation):
+// eager: softmax(Q K^T / sqrt(d) + mask) V in separate kernels, the probabilities kept for
+// backward; sdpa: one at::scaled_dot_product_attention call (LibTorch 2.0 or newer), which picks
+// a fused kernel (FlashAttention or memory-efficient on CUDA, a flash kernel on the CPU) where the
+// inputs allow, dropout inside it; auto: eager until a card has confirmed the memory estimator's
+// SDPA terms. DeBERTa's disentangled attention and TorchScript models are always their own.
+enum class Attention { kAuto, kSdpa, kEager };
+
 struct TrainHyperparams {
   std::string model;            // catalog name of the encoder
   double learning_rate = 5e-5;  // peak learning rate
@@ -74,6 +82,7 @@ struct TrainHyperparams {
   // CUDA: fp32 matmuls and convolutions may use TF32 tensor cores (torch.backends.cuda.matmul.
   // allow_tf32 and cudnn.allow_tf32). No effect on the CPU.
   bool tf32 = true;
+  Attention attention = Attention::kAuto;
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
@@ -86,6 +95,8 @@ struct TrainHyperparams {
 
 // "fp32", "bf16", "fp16", "pure_bf16".
 const char* PrecisionName(Precision precision);
+// "auto", "sdpa", "eager".
+const char* AttentionName(Attention attention);
 // The inverse of PrecisionName; InvalidArgument naming the closest valid choice.
 Result<Precision> ParsePrecision(std::string_view name);
 // InvalidArgument for fp16 on a device that is not CUDA.

@@ -114,6 +114,37 @@ TEST(FusedAdamW, TheDeviceKernelMatchesTorchAdamW) {
 #endif
 }
 
+// fp16 loss scaling's skipped step: with found_inf set, the step leaves parameters, moments
+// and the step count as they were, on the fused device kernel (read on the device) and on the
+// CPU path (read back once); so steps 0, 1 (skipped) and 2 equal a run of steps 0 and 2.
+TEST(FusedAdamW, AStepWithFoundInfIsSkipped) {
+  for (bool device_kernel : {false, true}) {
+#if !TUNE_TORCH_AT_LEAST(2, 4)
+    if (device_kernel) continue;  // at::_fused_adamw_'s CPU kernel is 2.4's
+#endif
+    SCOPED_TRACE(device_kernel ? "device kernel" : "CPU path");
+    Params skipping = MakeParams(torch::kFloat, 5), reference = MakeParams(torch::kFloat, 5);
+    auto ours = MakeAdamW<FusedAdamW>(skipping);
+    auto theirs = MakeAdamW<FusedAdamW>(reference);
+    ours->set_device_kernel_on_cpu(device_kernel);
+    theirs->set_device_kernel_on_cpu(device_kernel);
+    Params unused = MakeParams(torch::kFloat, 5);
+    for (int step = 0; step < 3; ++step) {
+      SetGradients(skipping, unused, step, 1.0);
+      ours->set_found_inf(torch::full({1}, step == 1 ? 1.0f : 0.0f));
+      const Params before = {{skipping.decay[0].detach().clone()}, {}};
+      ours->step();
+      if (step == 1) {
+        EXPECT_TRUE(torch::equal(skipping.decay[0], before.decay[0]));
+        continue;
+      }
+      SetGradients(reference, unused, step, 1.0);
+      theirs->step();
+    }
+    EXPECT_LT(MaxRelativeDifference(skipping, reference), 1e-6);
+  }
+}
+
 TEST(FusedAdamW, GradientScaleEqualsScaledGradientsForOneStep) {
   Params fused = MakeParams(torch::kFloat, 3), reference = MakeParams(torch::kFloat, 3);
   auto ours = MakeAdamW<FusedAdamW>(fused);

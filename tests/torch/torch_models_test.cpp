@@ -6,7 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "torch/torch_compat.h"
 
@@ -227,6 +231,137 @@ TEST(TransformerClassifier, TokenTypesReachBertsEmbeddings) {
   types.narrow(1, 4, 3).fill_(1);
   EXPECT_FALSE(torch::allclose(model(ids, mask), model(ids, mask, types), 1e-4, 1e-5));
   EXPECT_FALSE(TransformerClassifier(TinyDebertaConfig(), HeadConfig{})->has_token_types());
+}
+
+EncoderConfig TinyBertConfig(bool sdpa, bool roberta = false) {
+  EncoderConfig c = TinyDebertaConfig();
+  c.deberta = false;
+  c.type_vocab_size = roberta ? 1 : 2;
+  c.roberta_positions = roberta;
+  c.pad_id = roberta ? 1 : 0;
+  c.sdpa = sdpa;
+  return c;
+}
+
+// A batch of 3 with padding in two rows, and a loss over both classes.
+struct Batch {
+  torch::Tensor ids = torch::randint(5, 50, {3, 11}, torch::kLong);
+  torch::Tensor mask = torch::ones({3, 11}, torch::kLong);
+  Batch() {
+    mask[1].slice(0, 7).zero_();
+    mask[2].slice(0, 3).zero_();
+  }
+};
+
+// The logits and every parameter's gradient of one forward and backward pass, in training mode.
+std::pair<torch::Tensor, std::map<std::string, torch::Tensor>> Step(
+    TransformerClassifier& model, const torch::Tensor& ids, const torch::Tensor& mask,
+    std::optional<torch::ScalarType> autocast = std::nullopt) {
+  model->zero_grad();
+  torch::Tensor logits;
+  {
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace(c10::DeviceType::CPU, *autocast);
+    logits = model(ids, mask);
+  }
+  torch::nn::functional::cross_entropy(logits.to(torch::kFloat), torch::tensor({0, 1, 1}))
+      .backward();
+  std::map<std::string, torch::Tensor> grads;
+  for (const auto& p : model->named_parameters()) {
+    if (p.value().grad().defined()) grads[p.key()] = p.value().grad().clone();
+  }
+  return {logits.detach().to(torch::kFloat), grads};
+}
+
+double MaxRelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+// SDPA (LibTorch 2.x) against the eager attention, the same weights: logits and every gradient
+// equal within each dtype's tolerance, with and without padding, BERT and RoBERTa positions.
+TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
+  if (!SdpaAvailable()) GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no SDPA (2.0+)";
+  for (bool roberta : {false, true}) {
+    for (auto autocast : {std::optional<torch::ScalarType>(), std::optional(torch::kBFloat16)}) {
+      SCOPED_TRACE(std::string(roberta ? "roberta" : "bert") + (autocast ? " bf16" : " fp32"));
+      torch::manual_seed(11);
+      HeadConfig head;
+      head.dropout = 0.0;  // training mode without randomness anywhere
+      TransformerClassifier eager(TinyBertConfig(false, roberta), head);
+      TransformerClassifier sdpa(TinyBertConfig(true, roberta), head);
+      {
+        torch::NoGradGuard no_grad;
+        auto from = eager->named_parameters();
+        for (auto& p : sdpa->named_parameters()) p.value().copy_(from[p.key()]);
+      }
+      eager->train(true);  // dropout 0: training mode without randomness
+      sdpa->train(true);
+      Batch batch;
+      // bf16's 8 bits of mantissa: the two paths round at different places.
+      const double tolerance = autocast ? 3e-2 : 1e-5;
+      for (bool padded : {true, false}) {
+        const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
+        auto [logits_e, grads_e] = Step(eager, batch.ids, mask, autocast);
+        auto [logits_s, grads_s] = Step(sdpa, batch.ids, mask, autocast);
+        EXPECT_LT(MaxRelativeDifference(logits_s, logits_e), tolerance) << "padded " << padded;
+        ASSERT_EQ(grads_e.size(), grads_s.size());
+        // Relative to the largest gradient of the model: the key bias's gradient is 0 in exact
+        // arithmetic (softmax ignores what adds the same to every key), rounding noise here.
+        double largest = 0;
+        for (const auto& [name, g] : grads_e)
+          largest = std::max(largest, g.abs().max().item<double>());
+        ASSERT_GT(largest, 0.0);
+        for (const auto& [name, g] : grads_e) {
+          const double difference = (grads_s.at(name) - g).abs().max().item<double>();
+          EXPECT_LT(difference / std::max(g.abs().max().item<double>(), 1e-3 * largest),
+                    tolerance * 10)
+              << name << ", padded " << padded;
+        }
+      }
+    }
+  }
+}
+
+// A batch without padding may come without a mask: the logits equal those of an all-ones mask,
+// for both attention paths and RoBERTa's positions.
+TEST(Sdpa, NoMaskIsAnUnpaddedBatch) {
+  for (bool sdpa : {false, true}) {
+    if (sdpa && !SdpaAvailable()) continue;
+    for (bool roberta : {false, true}) {
+      torch::manual_seed(4);
+      TransformerClassifier model(TinyBertConfig(sdpa, roberta), HeadConfig{});
+      model->eval();
+      torch::NoGradGuard no_grad;
+      torch::Tensor ids = torch::randint(5, 50, {2, 9}, torch::kLong);
+      EXPECT_TRUE(torch::allclose(model(ids, torch::ones({2, 9}, torch::kLong)),
+                                  model(ids, torch::Tensor()), 1e-5, 1e-6))
+          << "sdpa " << sdpa << ", roberta " << roberta;
+    }
+  }
+}
+
+// SDPA's own dropout draws from the default generator, which gradient checkpointing restores
+// before recomputing a layer: the checkpointed run's gradients equal the plain run's, and
+// dropout does change them (the masks are drawn).
+TEST(Sdpa, DropoutInsideTheKernelReplaysUnderCheckpointing) {
+  if (!SdpaAvailable()) GTEST_SKIP() << "LibTorch " << TORCH_VERSION << " has no SDPA (2.0+)";
+  auto grads = [](bool checkpoint, double attention_dropout) {
+    torch::manual_seed(9);
+    EncoderConfig c = TinyBertConfig(true);
+    c.gradient_checkpointing = checkpoint;
+    c.attention_dropout = attention_dropout;
+    c.hidden_dropout = attention_dropout;
+    TransformerClassifier model(c, HeadConfig{});
+    model->train(true);
+    Batch batch;
+    return Step(model, batch.ids, batch.mask)
+        .second.at("encoder.layer.0.attention.self.query.weight");
+  };
+  const torch::Tensor plain = grads(false, 0.3), checkpointed = grads(true, 0.3);
+  EXPECT_GT(plain.abs().max().item<double>(), 0.0);
+  EXPECT_TRUE(torch::allclose(plain, checkpointed, 1e-5, 1e-7))
+      << (plain - checkpointed).abs().max().item<double>();
+  EXPECT_FALSE(torch::allclose(plain, grads(false, 0.0), 1e-3, 1e-5));
 }
 
 }  // namespace
