@@ -122,6 +122,28 @@ TEST_F(TorchTrainerTest, Fp16OnCpuFailsTheRunWithTheReason) {
       << r->message;
 }
 
+// "attention": "sdpa": with LibTorch 2.x the run learns as the eager one does (padded batches
+// and unpadded ones both reach SDPA); with 1.13 the run fails, naming the version.
+TEST_F(TorchTrainerTest, SdpaLearnsOrNamesTheLibTorchItNeeds) {
+  auto trainer = NewCpuTrainer();
+  TrainHyperparams hp = FastHyperparams();
+  hp.attention = Attention::kSdpa;
+  auto r = Train(*trainer, TrainJob{TinyModel(), hp, data_});
+  if (TorchVersion().rfind("1.", 0) == 0) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("attention 'sdpa' needs LibTorch 2.0 or newer"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(TorchVersion()), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
+}
+
 TEST_F(TorchTrainerTest, RobertaPositionsCosineMaxLengthPaddingAndAClassifierHeadAlsoLearn) {
   auto trainer = NewCpuTrainer();
   TrainHyperparams hp = FastHyperparams();
