@@ -213,9 +213,10 @@ Status Tokenizer::AddTokensFromJson(const nlohmann::json& tokens, const std::str
           fmt::format("{}: entry {} ('{}') has no id >= 0", where, key, t.content));
     }
     t.id = static_cast<int32_t>(id);
-    auto flag = [&](const char* name, bool fallback) {
-      const auto f = entry.find(name);
-      return f != entry.end() && f->is_boolean() ? f->get<bool>() : fallback;
+    // (An init-capture: clang before 16 cannot capture a structured binding.)
+    auto flag = [&e = entry](const char* name, bool fallback) {
+      const auto f = e.find(name);
+      return f != e.end() && f->is_boolean() ? f->get<bool>() : fallback;
     };
     t.lstrip = flag("lstrip", false);
     t.rstrip = flag("rstrip", false);
