@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "tune/trial_attrs.h"
+#include "util/text.h"
 
 namespace tune {
 namespace fs = std::filesystem;
@@ -29,7 +30,8 @@ Result<double> ToNumber(const Json& v) {
     if (s == "Infinity" || s == "inf") return HUGE_VAL;
     if (s == "-Infinity" || s == "-inf") return -HUGE_VAL;
   }
-  return InvalidArgumentError("not a number: " + v.dump());
+  // (dump() throws on invalid UTF-8: a result file's bytes are anything.)
+  return InvalidArgumentError("not a number: " + v.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 // Parses a JSON line, accepting Python's NaN / Infinity / -Infinity tokens (json.dumps) and
@@ -76,7 +78,9 @@ Status ReportReader::OnStdoutLine(const std::string& line) {
   if (j && j->contains("out_of_memory")) {
     const Json& m = (*j)["out_of_memory"];
     if (!out_of_memory)
-      out_of_memory = (m.is_string() ? m.get<std::string>() : m.dump()).substr(0, 500);
+      // Cut at 500 bytes, then made valid UTF-8 again (the cut may split a character): it is
+      // stored in the trial's attributes.
+      out_of_memory = ValidUtf8((m.is_string() ? m.get<std::string>() : m.dump()).substr(0, 500));
     return Status::Ok();
   }
   if (j && j->contains("constraints")) {
