@@ -36,9 +36,10 @@ test: venv build
 # The LibTorch-free unit suites (ctest label `unit`: tune_core_tests, tune_tracking_tests,
 # tune_storage_tests, tune_fuzz_replay_tests) built with AddressSanitizer and
 # UndefinedBehaviorSanitizer in their own build directory, and run (docs/overview.md, "Fuzzing and
-# sanitizers"). SANITIZE_CTEST_ARGS narrows the run (e.g. -R 'Safetensors|Pytorch').
+# sanitizers"), without LibTorch and PostgreSQL. SANITIZE_TARGETS and SANITIZE_CTEST_ARGS narrow
+# it: SANITIZE_TARGETS=tune_fuzz_replay_tests SANITIZE_CTEST_ARGS='-L fuzz'.
 SANITIZE_BUILD_DIR ?= build-sanitize
-SANITIZE_TARGETS = tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests
+SANITIZE_TARGETS ?= tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests
 SANITIZE_CTEST_ARGS ?=
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTUNE_SANITIZE=ON \
