@@ -156,7 +156,8 @@ Result<Json> ParseJsonArgument(const std::string& flag, const std::string& text)
     return InvalidArgumentError(fmt::format("{}: invalid JSON at line {}, column {}: {}", flag,
                                             at.line, at.column, JsonSyntaxMessage(e.what())));
   } catch (const Json::exception& e) {  // a number past double's range (1e400)
-    return InvalidArgumentError(fmt::format("{}: invalid JSON: {}", flag, JsonSyntaxMessage(e.what())));
+    return InvalidArgumentError(
+        fmt::format("{}: invalid JSON: {}", flag, JsonSyntaxMessage(e.what())));
   }
 }
 

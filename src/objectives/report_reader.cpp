@@ -31,7 +31,8 @@ Result<double> ToNumber(const Json& v) {
     if (s == "-Infinity" || s == "-inf") return -HUGE_VAL;
   }
   // (dump() throws on invalid UTF-8: a result file's bytes are anything.)
-  return InvalidArgumentError("not a number: " + v.dump(-1, ' ', false, Json::error_handler_t::replace));
+  return InvalidArgumentError("not a number: " +
+                              v.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 // Parses a JSON line, accepting Python's NaN / Infinity / -Infinity tokens (json.dumps) and
@@ -140,8 +141,8 @@ Status ReportReader::OnReport(const Json& j, const std::string& shown) {
     TUNE_RETURN_IF_ERROR(trial_.Report((*parsed)[0], step));
     reported_.insert(step);
   } else {
-    spdlog::debug("Trial {}: step {} keeps the value an earlier attempt reported",
-                  trial_.number(), step);
+    spdlog::debug("Trial {}: step {} keeps the value an earlier attempt reported", trial_.number(),
+                  step);
   }
   TUNE_ASSIGN_OR_RETURN(bool prune, trial_.ShouldPrune());
   if (prune && !pruned_step) pruned_step = step;

@@ -89,8 +89,8 @@ Status ReadJsonl(const std::string& content, DataTable& table) {
                                               LineColumnAt(line, e.byte).column,
                                               JsonSyntaxMessage(e.what())));
     } catch (const Json::exception& e) {  // a number past double's range (1e400)
-      return InvalidArgumentError(fmt::format("{}:{}: invalid JSON: {}", table.path, line_no,
-                                              JsonSyntaxMessage(e.what())));
+      return InvalidArgumentError(
+          fmt::format("{}:{}: invalid JSON: {}", table.path, line_no, JsonSyntaxMessage(e.what())));
     }
     if (!value.is_object()) {
       return InvalidArgumentError(

@@ -409,16 +409,17 @@ open(os.path.join(OUT, "truncated.bin"), "wb").write(raw[: len(raw) // 2])
 // passed the bounds check, and reading it allocated 4 TiB of floats.
 TEST(PytorchBin, RefusesAViewThatRepeatsItsStoragePastTheBound) {
   for (const char* format : {"pytorch_zip", "pytorch_legacy"}) {
-    const std::string path =
-        std::string(TUNE_SOURCE_DIR) + "/tests/fuzz/corpus/" + format + "/finding-expand-stride0.bin";
+    const std::string path = std::string(TUNE_SOURCE_DIR) + "/tests/fuzz/corpus/" + format +
+                             "/finding-expand-stride0.bin";
     auto r = ReadPytorchCheckpoint(path);
     ASSERT_FALSE(r.ok()) << format;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find(path + ": tensor 'w': F32 [1099511627776] with strides "
-                                        "[0] is a view of 1099511627776 elements over a storage "
-                                        "of 1; tune reads a view that repeats its storage only "
-                                        "up to 16777216 elements"),
-              std::string::npos)
+    EXPECT_NE(
+        r.status().message().find(path + ": tensor 'w': F32 [1099511627776] with strides "
+                                         "[0] is a view of 1099511627776 elements over a storage "
+                                         "of 1; tune reads a view that repeats its storage only "
+                                         "up to 16777216 elements"),
+        std::string::npos)
         << r.status().message();
   }
 }

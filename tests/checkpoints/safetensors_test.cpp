@@ -191,11 +191,11 @@ TEST_F(SafetensorsBadFileTest, IntegerTensorsParseButDoNotReadAsFloats) {
 // Fuzzing (tests/fuzz/corpus/safetensors/finding-empty-huge-dims.safetensors): an empty tensor
 // whose other dimensions multiply past int64 overflowed its strides and element count.
 TEST_F(SafetensorsBadFileTest, EmptyTensorsWithHugeDimensionsReadAsEmpty) {
-  auto file = SafetensorsFile::Open(Write(Raw(
-      R"({"e":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904,0],)"
-      R"("data_offsets":[0,0]},"z":{"dtype":"F16","shape":[0,4611686018427387904,)"
-      R"(4611686018427387904],"data_offsets":[0,0]}})",
-      "")));
+  auto file = SafetensorsFile::Open(
+      Write(Raw(R"({"e":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904,0],)"
+                R"("data_offsets":[0,0]},"z":{"dtype":"F16","shape":[0,4611686018427387904,)"
+                R"(4611686018427387904],"data_offsets":[0,0]}})",
+                "")));
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   for (const char* name : {"e", "z"}) {
     const SafetensorsTensorInfo& t = *file->Find(name);

@@ -13,6 +13,5 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  return tune::fuzz::TUNE_FUZZ_ENTRY(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  return tune::fuzz::TUNE_FUZZ_ENTRY(std::string_view(reinterpret_cast<const char*>(data), size));
 }

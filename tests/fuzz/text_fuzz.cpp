@@ -56,9 +56,9 @@ int FuzzDataTsv(std::string_view bytes) {
 int FuzzCommandLines(std::string_view bytes) {
   // A real trial of a fresh in-memory study with a median pruner: reports reach the trial and
   // its pruner as they do in a run.
-  Result<std::unique_ptr<Study>> study = Study::CreateOrLoad(
-      NewInMemoryStorage(), "fuzz", {StudyDirection::kMinimize},
-      std::make_unique<RandomSampler>(), std::make_unique<MedianPruner>(), 1);
+  Result<std::unique_ptr<Study>> study =
+      Study::CreateOrLoad(NewInMemoryStorage(), "fuzz", {StudyDirection::kMinimize},
+                          std::make_unique<RandomSampler>(), std::make_unique<MedianPruner>(), 1);
   if (!study.ok()) return 0;
   Result<std::unique_ptr<Trial>> trial = (*study)->Ask();
   if (!trial.ok()) return 0;

@@ -45,8 +45,7 @@ TEST(JsonFile, ASyntaxErrorNamesTheLineAndColumn) {
 TEST(JsonFile, ANumberOutOfRangeIsAnErrorNamingIt) {
   Result<Json> doc = ParseJsonText("{\"a\": 1e400}", "study.json");
   EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(doc.status().message(),
-            "study.json: invalid JSON: number overflow parsing '1e400'");
+  EXPECT_EQ(doc.status().message(), "study.json: invalid JSON: number overflow parsing '1e400'");
 }
 
 TEST(JsonFile, AnObjectIsRequiredWhereOneIsExpected) {
