@@ -37,7 +37,7 @@ test: venv build
 # tune_storage_tests, tune_fuzz_replay_tests) built with AddressSanitizer and
 # UndefinedBehaviorSanitizer in their own build directory, and run (docs/overview.md, "Fuzzing and
 # sanitizers"), without LibTorch and PostgreSQL. SANITIZE_TARGETS and SANITIZE_CTEST_ARGS narrow
-# it: SANITIZE_TARGETS=tune_fuzz_replay_tests SANITIZE_CTEST_ARGS='-L fuzz'.
+# it: SANITIZE_TARGETS=tune_fuzz_replay_tests SANITIZE_CTEST_ARGS='-R FuzzReplay'.
 SANITIZE_BUILD_DIR ?= build-sanitize
 SANITIZE_TARGETS ?= tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests
 SANITIZE_CTEST_ARGS ?=
