@@ -3,7 +3,8 @@
 # sanitizers"), each for SECONDS from its seeds (tests/fuzz/corpus/<target>/) and what earlier
 # runs found (BUILD/fuzz-corpus/<target>/), with its dictionary (tests/fuzz/<target>.dict) when
 # there is one. A run stops at the first finding; its input is written to
-# BUILD/fuzz-findings/<target>/ (crash-*, leak-*, timeout-*, oom-*), its log to
+# BUILD/fuzz-findings/<target>/ (crash-*, leak-*, timeout-*, oom-*; those of earlier runs stay and
+# are not counted again), its log to
 # BUILD/fuzz-logs/<target>.log. Prints one line per target and libFuzzer's final lines to
 # BUILD/fuzz-summary.txt; exits 1 when any target found something.
 #   scripts/fuzz.sh BUILD SECONDS [TARGET...]
@@ -35,6 +36,8 @@ for t in "${targets[@]}"; do
   findings=$build/fuzz-findings/$t
   log=$build/fuzz-logs/$t.log
   mkdir -p "$corpus" "$findings" "$(dirname "$log")"
+  stamp=$build/fuzz-logs/$t.start  # findings of this run: newer than it
+  touch "$stamp"
   dict=()
   [ -f "$fuzz_dir/$t.dict" ] && dict=("-dict=$fuzz_dir/$t.dict")
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
@@ -48,7 +51,7 @@ for t in "${targets[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<< "$last")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<< "$last")
-  found=$(find "$findings" -type f | wc -l)
+  found=$(find "$findings" -type f -newer "$stamp" | wc -l)
   printf '%-16s %8s %12s %8s %8s %8s\n' "$t" "$seconds" "${execs:-?}" "${corp:-?}" \
     "${cov:-?}" "$found"
   {
