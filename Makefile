@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps venv configure build test install package demo demo-function demo-torchscript tune-criteria format clean
+.PHONY: all deps venv configure build test test-sanitize fuzz install package demo demo-function demo-torchscript tune-criteria format clean
 
 all: build
 
@@ -32,6 +32,36 @@ build: configure
 test: venv build
 	cd $(BUILD_DIR) && TUNE_VENV_PYTHON=$(abspath $(TUNE_VENV))/bin/python \
 	  ctest --output-on-failure -j $(JOBS)
+
+# The LibTorch-free unit suites (ctest label `unit`: tune_core_tests, tune_tracking_tests,
+# tune_storage_tests, tune_fuzz_replay_tests) built with AddressSanitizer and
+# UndefinedBehaviorSanitizer in their own build directory, and run (docs/overview.md, "Fuzzing and
+# sanitizers"), without LibTorch and PostgreSQL. SANITIZE_TARGETS and SANITIZE_CTEST_ARGS narrow
+# it: SANITIZE_TARGETS=tune_fuzz_replay_tests SANITIZE_CTEST_ARGS='-R FuzzReplay'.
+SANITIZE_BUILD_DIR ?= build-sanitize
+SANITIZE_TARGETS ?= tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests
+SANITIZE_CTEST_ARGS ?=
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTUNE_SANITIZE=ON \
+	  -DTUNE_WITH_TORCH=OFF -DTUNE_WITH_POSTGRES=OFF -DTUNE_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS) --target $(SANITIZE_TARGETS)
+	cd $(SANITIZE_BUILD_DIR) && ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -L unit \
+	  $(SANITIZE_CTEST_ARGS)
+
+# The libFuzzer targets of tests/fuzz/ (ASan + UBSan, clang-14) built in $(FUZZ_BUILD_DIR) and run
+# FUZZ_SECONDS each (FUZZ_TARGETS: a subset, e.g. "pickle safetensors"); one line per target
+# (executions, corpus, edges covered, findings) and libFuzzer's final lines in
+# $(FUZZ_BUILD_DIR)/fuzz-summary.txt. Findings go to $(FUZZ_BUILD_DIR)/fuzz-findings/.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD_DIR) -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
+	  -DTUNE_FUZZ=ON -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_BENCH=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target tune_fuzz_targets_all
+	scripts/fuzz.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # tune, its libraries and plugins, the Python module, the man page and the bash completion under
 # PREFIX (docs/cli.md#installing); DESTDIR stages them elsewhere, as for a package.

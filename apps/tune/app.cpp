@@ -151,6 +151,9 @@ Result<Json> ParseJsonArgument(const std::string& flag, const std::string& text)
     const TextPosition at = LineColumnAt(text, e.byte);
     return InvalidArgumentError(fmt::format("{}: invalid JSON at line {}, column {}: {}", flag,
                                             at.line, at.column, JsonSyntaxMessage(e.what())));
+  } catch (const Json::exception& e) {  // a number past double's range (1e400)
+    return InvalidArgumentError(
+        fmt::format("{}: invalid JSON: {}", flag, JsonSyntaxMessage(e.what())));
   }
 }
 

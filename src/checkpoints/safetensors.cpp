@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,8 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 }  // namespace
 
 int64_t SafetensorsTensorInfo::numel() const {
+  // 0 for any dimension of 0, before a product of the others could overflow.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -47,6 +48,8 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 }
 
 int64_t CheckpointTensor::numel() const {
+  // 0 for any dimension of 0, before a product of the others could overflow.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
@@ -54,7 +57,11 @@ int64_t CheckpointTensor::numel() const {
 
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  for (size_t i = shape.size(); i-- > 1;) {
+    if (__builtin_mul_overflow(strides[i], shape[i], &strides[i - 1])) {
+      strides[i - 1] = std::numeric_limits<int64_t>::max();
+    }
+  }
   return strides;
 }
 
@@ -68,22 +75,25 @@ Status CheckTensorBounds(const CheckpointTensor& t, const std::string& what) {
         fmt::format("{} strides for a shape of {} dimensions", strides.size(), t.shape.size()));
   }
   if (t.storage_offset < 0) return bad(fmt::format("storage offset {}", t.storage_offset));
-  // The last element's index, checked for overflow on the way.
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 16;
-  int64_t last = t.storage_offset;
-  bool empty = false;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     if (t.shape[i] < 0 || strides[i] < 0) {
       return bad(
           fmt::format("shape {} with strides {}", ShapeString(t.shape), ShapeString(strides)));
     }
-    if (t.shape[i] == 0) empty = true;
-    if (t.shape[i] > 0 && strides[i] > 0 && (t.shape[i] - 1) > (kMax - last) / strides[i]) {
+  }
+  // No element: nothing to lie outside the storage.
+  if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) return Status::Ok();
+  // The last element's index and the element count, checked for overflow on the way.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 16;
+  int64_t last = t.storage_offset;
+  int64_t numel = 1;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if ((t.shape[i] - 1) > (kMax - last) / std::max<int64_t>(strides[i], 1) ||
+        __builtin_mul_overflow(numel, t.shape[i], &numel) || numel > kMax) {
       return bad(fmt::format("shape {} is too large", ShapeString(t.shape)));
     }
-    if (t.shape[i] > 0) last += (t.shape[i] - 1) * strides[i];
+    last += (t.shape[i] - 1) * strides[i];
   }
-  if (empty) return Status::Ok();
   const auto size = static_cast<uint64_t>(TensorDtypeSize(t.dtype));
   const uint64_t end = (static_cast<uint64_t>(last) + 1) * size;
   if (end > t.storage_bytes) {
@@ -91,6 +101,15 @@ Status CheckTensorBounds(const CheckpointTensor& t, const std::string& what) {
         "{} {} at storage offset {} needs {} bytes of its storage, which holds {}; the file is "
         "truncated or corrupt",
         TensorDtypeName(t.dtype), ShapeString(t.shape), t.storage_offset, end, t.storage_bytes));
+  }
+  // A view that repeats its storage (stride 0): reading it as floats allocates every element.
+  const auto stored = static_cast<int64_t>(t.storage_bytes / size);
+  if (numel > stored && numel > kMaxRepeatedViewElements) {
+    return bad(fmt::format(
+        "{} {} with strides {} is a view of {} elements over a storage of {}; tune reads a view "
+        "that repeats its storage only up to {} elements",
+        TensorDtypeName(t.dtype), ShapeString(t.shape), ShapeString(strides), numel, stored,
+        kMaxRepeatedViewElements));
   }
   return Status::Ok();
 }

@@ -41,11 +41,18 @@ struct CheckpointTensor {
   int64_t numel() const;
 };
 
-// The strides of a contiguous (row-major) tensor of `shape`.
+// The strides of a contiguous (row-major) tensor of `shape`. A stride past int64 (only where
+// another dimension is 0, so that the tensor has no element) is INT64_MAX.
 std::vector<int64_t> ContiguousStrides(const std::vector<int64_t>& shape);
 
+// The most elements a tensor may have beyond its storage's: a view that repeats its storage
+// (stride 0, PyTorch's expand()) is read as floats only up to this size (64 MiB of floats).
+inline constexpr int64_t kMaxRepeatedViewElements = int64_t{1} << 24;
+
 // Ok when every element of `t` lies inside its storage (and strides are non-negative and as many
-// as the dimensions); else InvalidArgument naming `what` (the file) and the tensor.
+// as the dimensions) and its element count fits int64 and is at most its storage's or
+// kMaxRepeatedViewElements; else InvalidArgument naming `what` (the file) and the tensor.
+// Holds, t.numel() does not overflow.
 Status CheckTensorBounds(const CheckpointTensor& t, const std::string& what);
 
 // The tensor's values as float, row-major, read from `path`. InvalidArgument for a dtype other

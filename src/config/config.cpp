@@ -391,7 +391,10 @@ Result<StudyConfig> LoadStudyConfig(const fs::path& path) {
   if (!in) return NotFoundError(fmt::format("cannot read config file '{}'", path.string()));
   std::stringstream buf;
   buf << in.rdbuf();
-  const std::string text = buf.str();
+  return ParseStudyConfigText(buf.str(), path);
+}
+
+Result<StudyConfig> ParseStudyConfigText(const std::string& text, const fs::path& path) {
   TUNE_ASSIGN_OR_RETURN(Json doc, ParseJsonText(text, path.string()));
   return ParseStudyConfig(doc, path.string(), path.parent_path(), SearchSpaceKeyOrder(text));
 }

@@ -77,6 +77,10 @@ Result<StudyConfig> ParseStudyConfig(const Json& doc, const std::string& source,
 // Reads and parses a file (NotFound if it does not exist, InvalidArgument for bad JSON with the
 // line and column), with the file's key order.
 Result<StudyConfig> LoadStudyConfig(const std::filesystem::path& path);
+// What LoadStudyConfig does with the file's text once read: `path` names it in errors and
+// resolves its relative paths. InvalidArgument for bad JSON (line and column) or a bad config.
+Result<StudyConfig> ParseStudyConfigText(const std::string& text,
+                                         const std::filesystem::path& path);
 
 // Parses a space ("search_space" + "conditional") on its own, for tests and tools.
 Result<ConditionalSpace> ParseSearchSpace(const Json& search_space, const Json& conditional,

@@ -169,7 +169,7 @@ class GuardPlanner : public MemoryPlanner {
     m.peak_source = oom ? "" : peak_source == "max_rss" && !cpu_ ? "host_max_rss" : peak_source;
     m.oom = oom;
     m.cap = plan.cap;  // it ran (or ran out) under its reservation
-    MemoryAttr::Run& run = m.run.emplace();
+    MemoryAttr::Run& run = m.run.emplace(MemoryAttr::Run{});  // (clang 14: not emplace())
     if (!oom) run.peak_reserved = measured.reserved;
     if (auto retried = retries_.find(trial.number()); retried != retries_.end()) {
       run.oom_retries = std::move(retried->second);

@@ -340,7 +340,7 @@ Status TrainGuard::RecordMemory(TrialHandle& trial, const TrainJob& job, const G
   // The formulas estimate the device's peak, context included; a TorchScript model's fit
   // predicts what its probes measured (allocated), which `peak` is compared with.
   if (OnCuda() && !IsTorchScriptModel(job.model)) m.context = DeviceModel().context_bytes;
-  MemoryAttr::Run& run = m.run.emplace();
+  MemoryAttr::Run& run = m.run.emplace(MemoryAttr::Run{});  // (clang 14: not emplace())
   run.peak_reserved = result.peak_reserved_bytes;
   run.before = result.memory_before_bytes;
   run.after = result.memory_after_bytes;

@@ -61,12 +61,27 @@ std::vector<std::string> SentencePieceModel::ShimCandidates() {
   return out;
 }
 
+// AddressSanitizer refuses RTLD_DEEPBIND (its interceptors must come first). A sanitizer build
+// (cmake/TuneSanitizers.cmake) has no LibTorch, whose protobuf DEEPBIND keeps apart, so it opens
+// the shim without it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kShimScope = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kShimScope = 0;
+#else
+constexpr int kShimScope = RTLD_DEEPBIND;
+#endif
+#else
+constexpr int kShimScope = RTLD_DEEPBIND;
+#endif
+
 // Opened once per process and never closed: its own symbol scope first (DEEPBIND), and nothing
 // of it in the global scope (LOCAL).
 Result<const SentencePieceModel::Api*> SentencePieceModel::Shim() {
   static const Result<const Api*> shim = []() -> Result<const Api*> {
     static Api api;
-    auto lib = DynamicLibrary::OpenFirst(ShimCandidates(), RTLD_DEEPBIND);
+    auto lib = DynamicLibrary::OpenFirst(ShimCandidates(), kShimScope);
     if (lib.status().code() == StatusCode::kNotFound) {
       return Status(StatusCode::kFailedPrecondition,
                     fmt::format("the SentencePiece library {} is missing ({}); rebuild tune or "

@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "tokenizers/byte_bpe.h"
 #include "tokenizers/sentencepiece.h"
 #include "tokenizers/unicode.h"
+#include "util/text.h"
 
 namespace tune {
 
@@ -433,7 +435,13 @@ void Tokenizer::Index() {
 
 Result<Tokenizer> Tokenizer::FromVocabFile(const std::string& path, bool lowercase) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
-    return FromBpeFiles(path, (std::filesystem::path(path).parent_path() / "merges.txt").string());
+    try {  // nlohmann's typed accessors throw type_error for a value of another type
+      return FromBpeFiles(path,
+                          (std::filesystem::path(path).parent_path() / "merges.txt").string());
+    } catch (const nlohmann::json::exception& e) {
+      return InvalidArgumentError(
+          fmt::format("{}: a JSON value of the wrong type: {}", path, JsonSyntaxMessage(e.what())));
+    }
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot open the vocabulary file", path));

@@ -174,6 +174,9 @@ class Tokenizer {
   void AddFamilySpecials();
   void SortAddedTokens();
 
+  // FromCheckpointDir without its catch of nlohmann's exceptions.
+  static Result<Tokenizer> ReadCheckpointDir(const std::string& dir,
+                                             const TokenizerOptions& options);
   static Result<Tokenizer> FromBpeFiles(const std::string& vocab_json,
                                         const std::string& merges_txt);
   // fairseq: XLM-RoBERTa's ids (sentencepiece.bpe.model); else DeBERTa's (spm.model).

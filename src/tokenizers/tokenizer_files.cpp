@@ -12,6 +12,7 @@
 #include "tokenizers/tokenizer.h"
 #include "tokenizers/unicode.h"
 #include "util/json_file.h"
+#include "util/text.h"
 
 namespace tune {
 namespace {
@@ -106,7 +107,8 @@ void PostProcessorSpecials(const nlohmann::json& doc, std::string& cls, std::str
 std::string TypeOf(const nlohmann::json& doc, const char* key) {
   const auto it = doc.find(key);
   if (it == doc.end() || !it->is_object()) return "";
-  return it->value("type", std::string());
+  const auto type = it->find("type");
+  return type != it->end() && type->is_string() ? type->get<std::string>() : "";
 }
 
 }  // namespace
@@ -121,6 +123,19 @@ std::string Tokenizer::CheckpointTokenizerFile(const std::string& dir) {
 }
 
 Result<Tokenizer> Tokenizer::FromCheckpointDir(const std::string& dir,
+                                               const TokenizerOptions& options) {
+  // The files' JSON is read with nlohmann's typed accessors, which throw type_error for a value
+  // of another type than the format's: the module's edge.
+  try {
+    return ReadCheckpointDir(dir, options);
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(
+        fmt::format("{}: a JSON value of the wrong type in the tokenizer files: {}",
+                    CheckpointTokenizerFile(dir), JsonSyntaxMessage(e.what())));
+  }
+}
+
+Result<Tokenizer> Tokenizer::ReadCheckpointDir(const std::string& dir,
                                                const TokenizerOptions& options) {
   const std::string path = CheckpointTokenizerFile(dir);
   const std::string name = fs::path(path).filename().string();
@@ -213,9 +228,10 @@ Status Tokenizer::AddTokensFromJson(const nlohmann::json& tokens, const std::str
           fmt::format("{}: entry {} ('{}') has no id >= 0", where, key, t.content));
     }
     t.id = static_cast<int32_t>(id);
-    auto flag = [&](const char* name, bool fallback) {
-      const auto f = entry.find(name);
-      return f != entry.end() && f->is_boolean() ? f->get<bool>() : fallback;
+    // (An init-capture: clang before 16 cannot capture a structured binding.)
+    auto flag = [&e = entry](const char* name, bool fallback) {
+      const auto f = e.find(name);
+      return f != e.end() && f->is_boolean() ? f->get<bool>() : fallback;
     };
     t.lstrip = flag("lstrip", false);
     t.rstrip = flag("rstrip", false);

@@ -38,9 +38,7 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   if (!in) return NotFoundError(fmt::format("{}: cannot open the file", path));
   std::ostringstream buf;
   buf << in.rdbuf();
-  std::string content = buf.str();
-  if (content.compare(0, 3, "\xEF\xBB\xBF") == 0) content.erase(0, 3);
-  return content;
+  return buf.str();
 }
 
 // line:column (1-based) of byte `offset`.
@@ -90,6 +88,9 @@ Status ReadJsonl(const std::string& content, DataTable& table) {
       return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", table.path, line_no,
                                               LineColumnAt(line, e.byte).column,
                                               JsonSyntaxMessage(e.what())));
+    } catch (const Json::exception& e) {  // a number past double's range (1e400)
+      return InvalidArgumentError(
+          fmt::format("{}:{}: invalid JSON: {}", table.path, line_no, JsonSyntaxMessage(e.what())));
     }
     if (!value.is_object()) {
       return InvalidArgumentError(
@@ -542,10 +543,17 @@ Result<std::string> DataFormatFor(const std::string& path, const std::string& fo
 }
 
 Result<DataTable> ReadDataTable(const std::string& path, const std::string& format) {
+  TUNE_RETURN_IF_ERROR(DataFormatFor(path, format).status());
+  TUNE_ASSIGN_OR_RETURN(std::string content, ReadWholeFile(path));
+  return ParseDataTable(std::move(content), path, format);
+}
+
+Result<DataTable> ParseDataTable(std::string content, const std::string& path,
+                                 const std::string& format) {
   DataTable table;
   table.path = path;
   TUNE_ASSIGN_OR_RETURN(table.format, DataFormatFor(path, format));
-  TUNE_ASSIGN_OR_RETURN(std::string content, ReadWholeFile(path));
+  if (content.compare(0, 3, "\xEF\xBB\xBF") == 0) content.erase(0, 3);
   if (std::all_of(content.begin(), content.end(),
                   [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; })) {
     return InvalidArgumentError(fmt::format("{}: the file is empty", path));

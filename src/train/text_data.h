@@ -50,6 +50,10 @@ std::optional<double> FieldNumber(const Json& value);
 Result<std::string> DataFormatFor(const std::string& path, const std::string& format);
 // Reads a whole table. `format`: "auto", "jsonl", "csv" or "tsv".
 Result<DataTable> ReadDataTable(const std::string& path, const std::string& format = "auto");
+// The table in `content`, the bytes of the file `path` (which names it in errors): what
+// ReadDataTable does once the file is read.
+Result<DataTable> ParseDataTable(std::string content, const std::string& path,
+                                 const std::string& format = "auto");
 
 struct TextDataOptions {
   std::string train;                      // path of the training data

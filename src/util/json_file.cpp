@@ -19,6 +19,9 @@ Result<Json> ParseJsonText(std::string_view text, const std::string& where) {
     const TextPosition at = LineColumnAt(text, e.byte);
     return InvalidArgumentError(fmt::format("{}:{}:{}: invalid JSON: {}", where, at.line, at.column,
                                             JsonSyntaxMessage(e.what())));
+  } catch (const Json::exception& e) {  // a number past double's range (1e400): out_of_range.406
+    return InvalidArgumentError(
+        fmt::format("{}: invalid JSON: {}", where, JsonSyntaxMessage(e.what())));
   }
 }
 

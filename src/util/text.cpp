@@ -186,7 +186,13 @@ TextPosition LineColumnAt(std::string_view text, size_t byte) {
 
 std::string JsonSyntaxMessage(const std::string& what) {
   const auto pos = what.find("syntax error");
-  return pos == std::string::npos ? what : what.substr(pos);
+  if (pos != std::string::npos) return what.substr(pos);
+  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+  const auto id_end = what.find("] ");
+  if (what.rfind("[json.exception.", 0) == 0 && id_end != std::string::npos) {
+    return what.substr(id_end + 2);
+  }
+  return what;
 }
 
 namespace {

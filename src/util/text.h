@@ -44,8 +44,9 @@ struct TextPosition {
   size_t column = 1;
 };
 TextPosition LineColumnAt(std::string_view text, size_t byte);
-// nlohmann's parse_error::what() from "syntax error" on (its "[json.exception...]" prefix and
-// byte offset dropped).
+// nlohmann's exception what() for a message: a parse_error's from "syntax error" on (its
+// "[json.exception...]" prefix and byte offset dropped), another's after its "[json.exception...]"
+// prefix ("number overflow parsing '1e400'").
 std::string JsonSyntaxMessage(const std::string& what);
 
 // "1.50 GiB", "312.0 MiB", "512 B".

@@ -404,5 +404,46 @@ open(os.path.join(OUT, "truncated.bin"), "wb").write(raw[: len(raw) // 2])
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "EXECUTED"));
 }
 
+// Fuzzing (tests/fuzz/corpus/pytorch_{zip,legacy}/finding-expand-stride0.bin, saved by PyTorch:
+// {"w": torch.ones(1).expand(2**40)}): a view that repeats its one-element storage 2^40 times
+// passed the bounds check, and reading it allocated 4 TiB of floats.
+TEST(PytorchBin, RefusesAViewThatRepeatsItsStoragePastTheBound) {
+  for (const char* format : {"pytorch_zip", "pytorch_legacy"}) {
+    const std::string path = std::string(TUNE_SOURCE_DIR) + "/tests/fuzz/corpus/" + format +
+                             "/finding-expand-stride0.bin";
+    auto r = ReadPytorchCheckpoint(path);
+    ASSERT_FALSE(r.ok()) << format;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(
+        r.status().message().find(path + ": tensor 'w': F32 [1099511627776] with strides "
+                                         "[0] is a view of 1099511627776 elements over a storage "
+                                         "of 1; tune reads a view that repeats its storage only "
+                                         "up to 16777216 elements"),
+        std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(CheckTensorBounds, AViewMayRepeatItsStorageUpToTheBound) {
+  CheckpointTensor t;
+  t.name = "w";
+  t.storage_bytes = 4;  // one F32
+  t.strides = {0};
+  t.shape = {kMaxRepeatedViewElements};
+  EXPECT_TRUE(CheckTensorBounds(t, "f.bin").ok());
+  t.shape = {kMaxRepeatedViewElements + 1};
+  EXPECT_NE(CheckTensorBounds(t, "f.bin").message().find("only up to 16777216 elements"),
+            std::string::npos);
+  // Dimensions whose product overflows int64, with stride 0, are too large, not undefined.
+  t.shape = {int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31};
+  t.strides = {0, 0, 0};
+  EXPECT_NE(CheckTensorBounds(t, "f.bin").message().find("is too large"), std::string::npos);
+  // A tensor with no element is in bounds whatever its other dimensions.
+  t.shape = {int64_t{1} << 62, int64_t{1} << 62, 0};
+  t.strides = {};
+  EXPECT_TRUE(CheckTensorBounds(t, "f.bin").ok());
+  EXPECT_EQ(t.numel(), 0);
+}
+
 }  // namespace
 }  // namespace tune

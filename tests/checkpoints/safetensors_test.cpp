@@ -188,5 +188,27 @@ TEST_F(SafetensorsBadFileTest, IntegerTensorsParseButDoNotReadAsFloats) {
       << st.message();
 }
 
+// Fuzzing (tests/fuzz/corpus/safetensors/finding-empty-huge-dims.safetensors): an empty tensor
+// whose later dimensions multiply past int64 overflowed its strides and element count. (Huge
+// dimensions before the 0 are refused by the header check.)
+TEST_F(SafetensorsBadFileTest, EmptyTensorsWithHugeDimensionsReadAsEmpty) {
+  auto file = SafetensorsFile::Open(
+      Write(Raw(R"({"z":{"dtype":"F16","shape":[0,4611686018427387904,4611686018427387904],)"
+                R"("data_offsets":[0,0]}})",
+                "")));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const SafetensorsTensorInfo& t = *file->Find("z");
+  EXPECT_EQ(t.numel(), 0);
+  auto values = file->ReadFloats(t);
+  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  EXPECT_TRUE(values->empty());
+  EXPECT_NE(OpenStatus(Raw(R"({"e":{"dtype":"F32","shape":[4611686018427387904,)"
+                           R"(4611686018427387904,0],"data_offsets":[0,0]}})",
+                           ""))
+                .message()
+                .find("tensor 'e': shape [4611686018427387904,4611686018427387904,0] is too large"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tune

@@ -261,5 +261,29 @@ TEST(TokenizerFiles, TokenizerJsonWordPieceAndBpe) {
       << ws.status().message();
 }
 
+// Fuzzing (tests/fuzz/corpus/tokenizer_json/finding-type-not-a-string.json): a value of another
+// type than the format's ("type": {...}, "id": "x") made nlohmann's typed accessors throw, which
+// ended tune. Now each is an error naming the file.
+TEST(TokenizerFiles, ValuesOfTheWrongTypeAreErrorsNamingTheFile) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  const std::string file = (d / "tokenizer.json").string();
+  std::ofstream(d / "tokenizer.json") << R"({"model": {"type": {"BPE": 1}, "vocab": {}}})";
+  auto object_type = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_FALSE(object_type.ok());
+  EXPECT_EQ(object_type.status().message().rfind(file + ": model.type is ''", 0), 0u)
+      << object_type.status().message();
+  std::ofstream(d / "tokenizer.json", std::ios::trunc)
+      << R"({"added_tokens": [{"id": "x", "content": "<s>"}],
+             "model": {"type": "BPE", "vocab": {"<s>": 0}, "merges": []}})";
+  auto string_id = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_FALSE(string_id.ok());
+  EXPECT_EQ(string_id.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(string_id.status().message(),
+            file +
+                ": a JSON value of the wrong type in the tokenizer files: type must be number, "
+                "but is string");
+}
+
 }  // namespace
 }  // namespace tune

@@ -138,6 +138,10 @@ TEST_F(TextDataTest, JsonErrors) {
       "train.jsonl:2:20: invalid JSON: syntax error");
   EXPECT_HAS(Error(Jsonl("[\"a\", \"x\"]\n")),
              "train.jsonl:1: expected a JSON object per line, got an array");
+  // Fuzzing (tests/fuzz/corpus/data_jsonl/finding-number-overflow.jsonl): a number past
+  // double's range threw nlohmann's out_of_range, which nothing caught.
+  EXPECT_HAS(Error(Jsonl("{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": 1e400}\n")),
+             "train.jsonl:2: invalid JSON: number overflow parsing '1e400'");
 }
 
 TEST_F(TextDataTest, ColumnErrorsSuggestTheClosestName) {

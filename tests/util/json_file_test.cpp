@@ -40,6 +40,14 @@ TEST(JsonFile, ASyntaxErrorNamesTheLineAndColumn) {
             0u);
 }
 
+// Fuzzing (tests/fuzz/corpus/config/finding-number-overflow.json): nlohmann throws out_of_range,
+// not parse_error, for a number past double's range, and it ended tune.
+TEST(JsonFile, ANumberOutOfRangeIsAnErrorNamingIt) {
+  Result<Json> doc = ParseJsonText("{\"a\": 1e400}", "study.json");
+  EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(doc.status().message(), "study.json: invalid JSON: number overflow parsing '1e400'");
+}
+
 TEST(JsonFile, AnObjectIsRequiredWhereOneIsExpected) {
   testing::TempDir dir;
   const std::string path = (dir.path() / "list.json").string();
