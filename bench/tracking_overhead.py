@@ -42,10 +42,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(tmp: str, workers: int):
+def start_server(tmp: str, workers: int, pin: bool):
     port = free_port()
     log = open(os.path.join(tmp, "server.log"), "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
+    proc = subprocess.Popen((["taskset", "-c", "1"] if pin else []) + [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
                              "--port", str(port), "--workers", str(workers), "--backend-store-uri",
                              f"sqlite:///{tmp}/mlflow.db", "--default-artifact-root",
                              f"{tmp}/artifacts"], stdout=log, stderr=log, start_new_session=True)
@@ -69,7 +69,7 @@ def study_seconds(db: str) -> float:
 
 
 def run(tune: str, tmp: str, name: str, trials: int, tracking: dict | None,
-        trial_seconds: float) -> dict:
+        trial_seconds: float, pin: bool) -> dict:
     if trial_seconds > 0:  # a command objective: a program that sleeps, then prints its value
         objective = {"type": "command",
                      "argv": ["/bin/sh", "-c", f'sleep {trial_seconds}; echo "{{x}}"']}
@@ -89,7 +89,8 @@ def run(tune: str, tmp: str, name: str, trials: int, tracking: dict | None,
     start = time.perf_counter()
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     db = f"{tmp}/{name}.db"
-    r = subprocess.run([tune, "--study", name, "--config", path, "--storage", f"sqlite:///{db}"],
+    r = subprocess.run((["taskset", "-c", "0"] if pin else []) +
+                       [tune, "--study", name, "--config", path, "--storage", f"sqlite:///{db}"],
                        capture_output=True, text=True)
     wall = time.perf_counter() - start
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -112,12 +113,15 @@ def main():
                     help="> 0: command-objective trials that sleep this long, instead of the "
                          "function objective")
     ap.add_argument("--section", default="tracking", help="the docs/benchmarks.md markers")
+    ap.add_argument("--pin", action="store_true",
+                    help="tune (and its trials) on CPU 0, the MLflow server on CPU 1: the study's "
+                         "time then shows tune's own cost, not the server's share of the cores")
     ap.add_argument("--write", action="store_true", help="replace docs/benchmarks.md's section")
     args = ap.parse_args()
     tune = os.path.abspath(args.tune)
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="tune-tracking-bench-") as tmp:
-        server, uri = start_server(tmp, args.server_workers)
+        server, uri = start_server(tmp, args.server_workers, args.pin)
         try:
             kinds = {"none": None,
                      "tensorboard": {"tensorboard": os.path.join(tmp, "tb")},
@@ -130,7 +134,7 @@ def main():
                 for kind, tracking in kinds.items():
                     name = re.sub(r"[^a-z0-9]+", "_", kind)
                     res = run(tune, tmp, f"{name}_{i}", args.trials, tracking,
-                              args.trial_seconds)
+                              args.trial_seconds, args.pin)
                     results[kind].append(res)
                     print(kind, i, res, flush=True)
         finally:
@@ -159,7 +163,8 @@ def main():
                f"{args.trials} trials per run, {args.rounds} runs of each, alternating; "
                f"mlflow server --workers {args.server_workers}; " +
                (f"command trials of {args.trial_seconds} s" if args.trial_seconds > 0
-                else "function trials"))
+                else "function trials") +
+               ("; tune pinned to CPU 0, the server to CPU 1" if args.pin else ""))
     table = "\n".join(lines)
     print(table + "\n\n" + machine)
     if args.write:

@@ -118,6 +118,18 @@ Status ChildTrialProcess::OnStdout(const std::string& line) {
     spdlog::debug("[trial {}] {}", trial_.number(), line);
     return Status::Ok();
   }
+  // A message whose members have other types than the protocol's (nlohmann's type_error) is an
+  // error naming the line, not an exception ending tune.
+  try {
+    return OnMessage(m, line);
+  } catch (const Json::exception& e) {
+    return InternalError(fmt::format("trial {}: the trial's process wrote a malformed protocol "
+                                     "line ({}): {}",
+                                     trial_.number(), e.what(), line.substr(0, 300)));
+  }
+}
+
+Status ChildTrialProcess::OnMessage(const Json& m, const std::string& line) {
   if (m.contains("report")) {
     const Json& r = m["report"];
     return trial_.Report(r.value("value", 0.0), r.value("step", int64_t{0}));

@@ -71,6 +71,7 @@ class ChildTrialProcess : public TrialProcess {
  private:
   ChildTrialProcess(TrialHandle& trial, Json params, std::unique_ptr<Subprocess> program);
   Status OnStdout(const std::string& line);
+  Status OnMessage(const Json& message, const std::string& line);  // OnStdout's, one member
   void OnStderr(const std::string& line);
   // The outcome of a child that ended without sending one.
   Result<TrialOutcome> OutcomeOfDeath();
