@@ -123,9 +123,10 @@ Status ChildTrialProcess::OnStdout(const std::string& line) {
   try {
     return OnMessage(m, line);
   } catch (const Json::exception& e) {
-    return InternalError(fmt::format("trial {}: the trial's process wrote a malformed protocol "
-                                     "line ({}): {}",
-                                     trial_.number(), e.what(), line.substr(0, 300)));
+    return InternalError(
+        fmt::format("trial {}: the trial's process wrote a malformed protocol "
+                    "line ({}): {}",
+                    trial_.number(), e.what(), line.substr(0, 300)));
   }
 }
 
