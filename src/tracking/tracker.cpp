@@ -168,7 +168,8 @@ std::vector<SinkCounts> Tracker::Finish(
   for (auto& lane : lanes_) {
     for (std::thread& t : lane->threads) t.join();
   }
-  lock.lock();  // the threads are gone; the lock only orders memory now
+  // The threads are gone (joined: their writes are visible), and Add returns at once while
+  // finishing: what follows reads the lanes without the lock, and calls the sinks without it.
   if (queued > 0) {
     spdlog::info("Tracking: the queue took {:.1f}s after the last trial",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

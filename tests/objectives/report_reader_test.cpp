@@ -9,11 +9,8 @@
 #include <set>
 #include <vector>
 
+#include "testing/memory_study.h"
 #include "testing/temp_dir.h"
-#include "tune/pruners/pruner.h"
-#include "tune/samplers/random.h"
-#include "tune/storages/in_memory.h"
-#include "tune/study.h"
 #include "util/text.h"
 
 namespace tune {
@@ -21,13 +18,6 @@ namespace {
 
 class ReportReaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    study_ = std::move(Study::CreateOrLoad(NewInMemoryStorage(), "r", {StudyDirection::kMinimize},
-                                           std::make_unique<RandomSampler>(),
-                                           std::make_unique<NopPruner>(), 1))
-                 .value();
-    trial_ = std::move(study_->Ask()).value();
-  }
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string path = (dir_.path() / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
@@ -35,13 +25,12 @@ class ReportReaderTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  std::unique_ptr<Study> study_;
-  std::unique_ptr<Trial> trial_;
+  testing::MemoryStudy memory_{"r"};
   std::set<int64_t> earlier_;
 };
 
 TEST_F(ReportReaderTest, ReadsReportsAndTheFinalValue) {
-  ReportReader reader(*trial_, dir_.path() / "pruner.jsonl", earlier_);
+  ReportReader reader(*memory_.trial, dir_.path() / "pruner.jsonl", earlier_);
   ASSERT_TRUE(reader.OnStdoutLine(R"({"step": 0, "value": 0.5})").ok());
   ASSERT_TRUE(reader.OnStdoutLine("not a protocol line").ok());
   ASSERT_TRUE(reader.OnStdoutLine(R"({"value": NaN})").ok());
@@ -54,7 +43,7 @@ TEST_F(ReportReaderTest, ReadsReportsAndTheFinalValue) {
 // is not a number and not valid UTF-8 made nlohmann's dump() throw while the error message was
 // written, which ended tune.
 TEST_F(ReportReaderTest, AResultFileOfInvalidUtf8HoldsNoValue) {
-  ReportReader reader(*trial_, dir_.path() / "pruner.jsonl", earlier_);
+  ReportReader reader(*memory_.trial, dir_.path() / "pruner.jsonl", earlier_);
   EXPECT_TRUE(reader.ReadResultFile(Write("result.json", "1<g\xfen\xfc\x7f")).ok());
   EXPECT_FALSE(reader.final_values.has_value());
   EXPECT_TRUE(reader.ReadResultFile(Write("result2.json", "0.25\n")).ok());
@@ -64,7 +53,7 @@ TEST_F(ReportReaderTest, AResultFileOfInvalidUtf8HoldsNoValue) {
 // An out-of-memory message is cut at 500 bytes and stays valid UTF-8 (it is stored in the
 // trial's attributes, as JSON), even where the cut splits a character.
 TEST_F(ReportReaderTest, AnOutOfMemoryMessageIsCutAsValidUtf8) {
-  ReportReader reader(*trial_, dir_.path() / "pruner.jsonl", earlier_);
+  ReportReader reader(*memory_.trial, dir_.path() / "pruner.jsonl", earlier_);
   std::string message = "x";
   for (int i = 0; i < 300; ++i) message += "\xc3\xa9";  // é: the cut at 500 splits one
   ASSERT_TRUE(reader.OnStdoutLine(R"({"out_of_memory": ")" + message + "\"}").ok());

@@ -7,10 +7,7 @@
 
 #include <chrono>
 
-#include "tune/pruners/pruner.h"
-#include "tune/samplers/random.h"
-#include "tune/storages/in_memory.h"
-#include "tune/study.h"
+#include "testing/memory_study.h"
 
 namespace tune {
 namespace {
@@ -27,30 +24,22 @@ Status PollToTheEnd(TrialProcess& process) {
 
 class ChildTrialProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    study_ = std::move(Study::CreateOrLoad(NewInMemoryStorage(), "p", {StudyDirection::kMinimize},
-                                           std::make_unique<RandomSampler>(),
-                                           std::make_unique<NopPruner>(), 1))
-                 .value();
-    trial_ = std::move(study_->Ask()).value();
-  }
   // A child that prints `lines` (one each) and exits.
   Result<std::unique_ptr<TrialProcess>> Child(const std::string& lines) {
     SubprocessOptions options;
     options.argv = {"/bin/sh", "-c", "printf '%s\\n' " + lines};
     options.env = {"PATH=/usr/bin:/bin"};
-    return ChildTrialProcess::Start(*trial_, Json::object(), options);
+    return ChildTrialProcess::Start(*memory_.trial, Json::object(), options);
   }
 
-  std::unique_ptr<Study> study_;
-  std::unique_ptr<Trial> trial_;
+  testing::MemoryStudy memory_{"p"};
 };
 
 TEST_F(ChildTrialProcessTest, AReportReachesTheTrial) {
   auto child = Child(R"('{"report": {"value": 0.25, "step": 3}}')");
   ASSERT_TRUE(child.ok()) << child.status().message();
   ASSERT_TRUE(PollToTheEnd(**child).ok());
-  auto stored = study_->storage().GetTrial(trial_->trial_id());
+  auto stored = memory_.study->storage().GetTrial(memory_.trial->trial_id());
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->intermediate_values.count(3), 1u);
   EXPECT_EQ(stored->intermediate_values.at(3), 0.25);

@@ -239,30 +239,37 @@ TEST(TrackerTest, CountsRecordedAndMissedAndNeverBlocks) {
   EXPECT_EQ(raw->complete, 7);  // the stored trial and the six
 }
 
+// A tracker over one MLflow sink of `concurrency` on the fake server.
+std::unique_ptr<Tracker> MlflowTracker(const std::shared_ptr<FakeHttp::Shared>& server,
+                                       int concurrency) {
+  const TrackedStudy study{"s", {StudyDirection::kMinimize}, "median"};
+  MlflowOptions options{"http://127.0.0.1:5000", "e"};
+  options.concurrency = concurrency;
+  std::vector<std::unique_ptr<TrackingSink>> sinks;
+  sinks.push_back(std::make_unique<MlflowSink>(options, study, FakeHttp::Connect(server)));
+  return std::make_unique<Tracker>(std::move(sinks), study, std::vector<FrozenTrial>());
+}
+
+FrozenTrial CompleteTrial(int64_t number, double value) {
+  FrozenTrial t;
+  t.number = number;
+  t.state = TrialState::kComplete;
+  t.values = {value};
+  return t;
+}
+
 TEST(TrackerTest, RecordsUpToTheSinksConcurrencyAtOnceAndTheFinalTallyGiven) {
   auto server = std::make_shared<FakeHttp::Shared>();
   server->delay = std::chrono::milliseconds(20);
-  std::vector<std::unique_ptr<TrackingSink>> sinks;
-  MlflowOptions options{"http://127.0.0.1:5000", "e"};
-  options.concurrency = 4;
-  sinks.push_back(std::make_unique<MlflowSink>(
-      options, TrackedStudy{"s", {StudyDirection::kMinimize}, "median"},
-      FakeHttp::Connect(server)));
-  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  std::unique_ptr<Tracker> tracker = MlflowTracker(server, 4);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 40; ++i) {
-    FrozenTrial t;
-    t.number = i;
-    t.state = TrialState::kComplete;
-    t.values = {1.0 * i};
-    tracker.Add(t);
-  }
+  for (int i = 0; i < 40; ++i) tracker->Add(CompleteTrial(i, 1.0 * i));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));  // no wait
   StudyTally storage_view;  // what another worker's trials add
   storage_view.by_state["COMPLETE"] = 55;
   storage_view.by_state["PRUNED"] = 3;
   const std::vector<SinkCounts> counts =
-      tracker.Finish(10, [&] { return std::optional<StudyTally>(storage_view); });
+      tracker->Finish(10, [&] { return std::optional<StudyTally>(storage_view); });
   ASSERT_EQ(counts.size(), 1u);
   EXPECT_EQ(counts[0].recorded, 40);
   EXPECT_EQ(counts[0].missed, 0);
@@ -286,28 +293,16 @@ TEST(TrackerTest, RecordsUpToTheSinksConcurrencyAtOnceAndTheFinalTallyGiven) {
 TEST(TrackerTest, FinishGivesUpWhenNothingReturnsForTheStallTime) {
   auto server = std::make_shared<FakeHttp::Shared>();
   server->delay = std::chrono::milliseconds(300);
-  std::vector<std::unique_ptr<TrackingSink>> sinks;
-  MlflowOptions options{"http://127.0.0.1:5000", "e"};
-  options.concurrency = 1;
-  sinks.push_back(std::make_unique<MlflowSink>(
-      options, TrackedStudy{"s", {StudyDirection::kMinimize}, "median"},
-      FakeHttp::Connect(server)));
-  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
-  for (int i = 0; i < 20; ++i) {
-    FrozenTrial t;
-    t.number = i;
-    t.state = TrialState::kComplete;
-    t.values = {1.0};
-    tracker.Add(t);
-  }
+  std::unique_ptr<Tracker> tracker = MlflowTracker(server, 1);
+  for (int i = 0; i < 20; ++i) tracker->Add(CompleteTrial(i, 1.0));
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<SinkCounts> counts = tracker.Finish(0.1);
+  const std::vector<SinkCounts> counts = tracker->Finish(0.1);
   // A trial takes 4 requests of 0.3 s: none returns within 0.1 s, so Finish leaves the queue
   // once the trial in flight returns.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
   EXPECT_EQ(counts[0].recorded + counts[0].missed, 20);
   EXPECT_GE(counts[0].missed, 18);
-  EXPECT_EQ(tracker.Finish(10)[0].missed, counts[0].missed);  // idempotent
+  EXPECT_EQ(tracker->Finish(10)[0].missed, counts[0].missed);  // idempotent
 }
 
 Result<StudyConfig> ParseTracking(const Json& tracking) {
