@@ -44,7 +44,11 @@ endif()
 
 # LibTorch (optional; Debian: libtorch-dev, installed by scripts/install-deps.sh): the trainer of
 # the 'train' objective. Without it tune builds and tests everything else, and says so here.
-if(TUNE_WITH_TORCH)
+set(TUNE_TORCH_PYTHON "" CACHE FILEPATH
+    "A Python whose pip or conda torch is the LibTorch to build against, read from its include and library directories without its CMake package or a CUDA compiler (empty: find_package(Torch))")
+if(TUNE_WITH_TORCH AND TUNE_TORCH_PYTHON)
+  include(${CMAKE_CURRENT_LIST_DIR}/TuneTorchFromPython.cmake)
+elseif(TUNE_WITH_TORCH)
   # A CUDA LibTorch's CMake package (PyPI's wheel) compiles and runs a probe for the machine's
   # cards unless TORCH_CUDA_ARCH_LIST is set; the probe fails without a card, and where CMake does
   # not know the nvcc's flags (CMake 3.25 with CUDA 13). tune compiles no CUDA source, so the list
@@ -58,8 +62,27 @@ if(TUNE_WITH_TORCH)
     set(ENV{TORCH_CUDA_ARCH_LIST} "${TUNE_TORCH_CUDA_ARCH_LIST}")
   endif()
   find_package(Torch QUIET)
+endif()
+if(TUNE_WITH_TORCH)
   if(Torch_FOUND)
     message(STATUS "LibTorch ${Torch_VERSION} found: building tune_torch (the 'train' objective)")
+    # The C++ ABI: tune's other libraries (fmt, spdlog, ...) are the system's, built with the C++11
+    # ABI (GCC's default since 5); torch's pip wheels used the old one before torch 2.7. A plugin
+    # built with one ABI and linked with the other fails to link (std::string symbols) or worse.
+    if(NOT DEFINED TUNE_TORCH_CXX11_ABI)
+      set(TUNE_TORCH_CXX11_ABI 1)
+      if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+        set(TUNE_TORCH_CXX11_ABI 0)
+      endif()
+    endif()
+    if(NOT TUNE_TORCH_CXX11_ABI)
+      message(FATAL_ERROR
+        "LibTorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX}) was built with the old C++ ABI "
+        "(_GLIBCXX_USE_CXX11_ABI=0), as PyPI's torch wheels were before torch 2.7; tune links "
+        "the system's fmt, spdlog and CLI11, which use the C++11 ABI, so the two cannot meet in "
+        "one library. Use torch 2.7 or later (pip install 'torch>=2.7'), a conda torch, or "
+        "LibTorch's cxx11-ABI download; or configure with -DTUNE_WITH_TORCH=OFF.")
+    endif()
     # PyPI's torch wheels ship their own fmt (12.x) in torch/include, which LibTorch's include
     # directories put before the system's, while spdlog (Debian's 1.10) is built against the
     # system's fmt (9.x) and does not compile against 12. LibTorch uses its fmt only inside its
@@ -117,28 +140,37 @@ endif()
 # and GPT-2's pre-tokenizer, and SentencePiece (Debian: libsentencepiece-dev) for DeBERTa's
 # spm.model and XLM-RoBERTa's sentencepiece.bpe.model.
 find_package(ICU REQUIRED COMPONENTS uc)
-find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
-find_library(SENTENCEPIECE_LIBRARY sentencepiece)
-if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
-  message(FATAL_ERROR "SentencePiece not found (Debian: libsentencepiece-dev; "
-                      "scripts/install-deps.sh installs it)")
+# libcurl (Debian and Ubuntu: libcurl4-openssl-dev): MLflow's REST API for the tracking of
+# studies (src/tracking/curl_http.cpp). Optional: without it MLflow addresses are refused, saying
+# so.
+find_package(CURL)
+if(NOT CURL_FOUND)
+  message(WARNING "libcurl not found (Debian/Ubuntu: libcurl4-openssl-dev): building tune without "
+                  "MLflow tracking; configs and tune export that name an MLflow server will say so")
 endif()
-# libcurl (Debian: libcurl4-openssl-dev): MLflow's REST API for the tracking of studies
-# (src/tracking/curl_http.cpp).
-find_package(CURL REQUIRED)
 
-# minizip (Debian: libminizip-dev, zlib's contrib) reads the zip archive torch.save writes
-# (pytorch_model.bin, src/checkpoints/pytorch_bin.cpp).
+# minizip (Debian and Ubuntu: libminizip-dev, zlib's contrib) reads the zip archive torch.save
+# writes (pytorch_model.bin, src/checkpoints/pytorch_bin.cpp). SentencePiece (libsentencepiece-dev)
+# reads DeBERTa's spm.model and XLM-RoBERTa's sentencepiece.bpe.model (src/tokenizers/spm_shim/).
+# With TUNE_FETCH_DEPS, or where one is missing, both are built from pinned sources
+# (cmake/TuneFetchNative.cmake).
 find_path(MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip)
 find_library(MINIZIP_LIBRARY minizip)
-if(NOT MINIZIP_INCLUDE_DIR OR NOT MINIZIP_LIBRARY)
-  message(FATAL_ERROR "minizip not found (Debian: libminizip-dev; "
-                      "scripts/install-deps.sh installs it)")
-endif()
+find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+find_library(SENTENCEPIECE_LIBRARY sentencepiece)
 add_library(tune_minizip INTERFACE)
-target_include_directories(tune_minizip SYSTEM INTERFACE ${MINIZIP_INCLUDE_DIR})
-target_link_libraries(tune_minizip INTERFACE ${MINIZIP_LIBRARY})
-
 add_library(tune_sentencepiece INTERFACE)
-target_include_directories(tune_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
-target_link_libraries(tune_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
+include(${CMAKE_CURRENT_LIST_DIR}/TuneFetchNative.cmake)
+if(TUNE_FETCH_DEPS OR NOT MINIZIP_INCLUDE_DIR OR NOT MINIZIP_LIBRARY)
+  enable_language(C)
+  tune_fetch_minizip()
+else()
+  target_include_directories(tune_minizip SYSTEM INTERFACE ${MINIZIP_INCLUDE_DIR})
+  target_link_libraries(tune_minizip INTERFACE ${MINIZIP_LIBRARY})
+endif()
+if(TUNE_FETCH_DEPS OR NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+  tune_fetch_sentencepiece()
+else()
+  target_include_directories(tune_sentencepiece SYSTEM INTERFACE ${SENTENCEPIECE_INCLUDE_DIR})
+  target_link_libraries(tune_sentencepiece INTERFACE ${SENTENCEPIECE_LIBRARY})
+endif()

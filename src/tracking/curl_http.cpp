@@ -63,6 +63,8 @@ class CurlHttpClient : public HttpClient {
 
 }  // namespace
 
+Status CheckHttpAvailable() { return Status::Ok(); }
+
 std::unique_ptr<HttpClient> NewCurlHttpClient(double timeout_seconds) {
   return std::make_unique<CurlHttpClient>(timeout_seconds);
 }

@@ -28,4 +28,8 @@ class HttpClient {
 // `timeout_seconds` (connecting: at most 2 s of it).
 std::unique_ptr<HttpClient> NewCurlHttpClient(double timeout_seconds);
 
+// Ok when this build speaks HTTP; Unavailable, naming the package to install, when it was built
+// without libcurl (curl_unavailable.cpp), whose NewCurlHttpClient's requests then fail the same.
+Status CheckHttpAvailable();
+
 }  // namespace tune

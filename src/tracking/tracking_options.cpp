@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "tracking/http.h"
+
 namespace tune {
 
 Status CheckMlflowUri(const std::string& uri) {
   for (const char* scheme : {"http://", "https://"}) {
     const std::string s(scheme);
     if (uri.rfind(s, 0) == 0 && uri.size() > s.size() && uri[s.size()] != '/') {
-      return Status::Ok();
+      return CheckHttpAvailable();
     }
   }
   std::string hint;
