@@ -70,7 +70,11 @@ command -v "$python" >/dev/null 2>&1 || die "no Python '$python' (pass --python 
 # An absolute path that keeps a virtual environment's own python (its link is not resolved).
 python_path=$(command -v "$python")
 python_path=$(cd "$(dirname "$python_path")" && pwd)/$(basename "$python_path")
-if ! info=$("$python" - <<'EOF' 2>&1
+# What Python prints on stderr (a warning such as torch's "Failed to initialize NumPy") stays
+# out of the answer.
+python_err=$(mktemp)
+trap 'rm -f "$python_err"' EXIT
+if ! info=$("$python" - <<'EOF' 2>"$python_err"
 import os, torch
 root = os.path.dirname(torch.__file__)
 print(torch.__version__)
@@ -83,10 +87,12 @@ EOF
 ); then
   die "$python cannot import torch: install PyTorch there first (pip install torch, the CUDA
 build for your driver: https://pytorch.org/get-started/locally/), or pass --python. Python said:
-$(echo "$info" | tail -n 1)"
+$(tail -n 1 "$python_err")"
 fi
 { read -r torch_version; read -r torch_cuda; read -r torch_root; read -r has_headers;
-  read -r torch_abi; } <<< "$info"
+  read -r torch_abi; } <<< "$info" || true
+[ -n "${torch_abi:-}" ] || die "$python did not answer as a Python with torch does (it printed:
+${info:-nothing})"
 [ "$has_headers" = yes ] ||
   die "torch $torch_version in $python has no C++ headers ($torch_root/include): use a pip or
 conda torch (Debian's python3-torch has them only with libtorch-dev)"

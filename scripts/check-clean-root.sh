@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# From nothing to an installed tune as a user without root, in a clean Debian root: what a GPU
+# workstation user does, on a machine that has only a compiler, CMake, git, Python's venv and a
+# pip torch.
+#
+# What it does (as root here: debootstrap, mount and chroot need it; the build runs as a user):
+#   1. A minimal root (debootstrap --variant=minbase, SUITE, default bookworm) kept in ROOT and
+#      reused; in it only build-essential, cmake, git, python3-venv and ca-certificates are
+#      installed (plus CC's compiler package: g++-11 or clang-14). The packages present are listed
+#      in the log.
+#   2. A user `tuneuser` (no sudo) with a virtual environment holding torch: from the wheels in
+#      WHEELS (pip install --no-index --find-links; offline) or from PyPI.
+#   3. As that user: a clean clone of this repository's HEAD, then
+#      scripts/build-with-torch.sh --python ~/venv/bin/python --fetch-deps (the small libraries
+#      built from pinned sources; offline their sources come from SOURCES, one directory per
+#      FetchContent name, passed as FETCHCONTENT_SOURCE_DIR_<NAME>), timed; then the LibTorch-free
+#      unit tests (ctest -L unit) of the same build; then the install into ~/.local;
+#   4. In a new login shell of the user: `tune --version` and a function study from ~/.local/bin.
+#   5. One summary line: the compiler, the build and install time, the tests, the study.
+#
+# Usage: scripts/check-clean-root.sh [--cc gcc-11|gcc|clang-14] [--wheels DIR] [--sources DIR]
+#                                    [--jobs N] [--root DIR] [--suite SUITE]
+# Logs: build/clean-root/ in the source tree.
+# Exit status: 0 when every step passed; 1 when one failed (the message names it).
+set -euo pipefail
+
+src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SUITE=bookworm
+cc=gcc
+wheels=""
+sources=""
+jobs=$(nproc 2>/dev/null || echo 2)
+root=${TUNE_CLEAN_ROOT:-/var/cache/tune/clean-bookworm}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cc) cc=${2:?--cc needs a value}; shift 2 ;;
+    --wheels) wheels=$(cd "${2:?--wheels needs a value}" && pwd); shift 2 ;;
+    --sources) sources=$(cd "${2:?--sources needs a value}" && pwd); shift 2 ;;
+    --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
+    --root) root=${2:?--root needs a value}; shift 2 ;;
+    --suite) SUITE=${2:?--suite needs a value}; shift 2 ;;
+    *) echo "check-clean-root.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+case "$cc" in
+  gcc) cc_pkg=""; cc_env="" ;;
+  gcc-11) cc_pkg=g++-11; cc_env="CC=gcc-11 CXX=g++-11" ;;
+  clang-14) cc_pkg=clang-14; cc_env="CC=clang-14 CXX=clang++-14" ;;
+  *) echo "check-clean-root.sh: --cc must be gcc, gcc-11 or clang-14 (got '$cc')" >&2; exit 2 ;;
+esac
+# shellcheck source=scripts/debian13-root.sh
+. "$src_dir/scripts/debian13-root.sh"
+log() { echo "clean-root: $*" >&2; }
+die() { echo "clean-root: ERROR: $*" >&2; exit 1; }
+log_dir=$src_dir/build/clean-root
+mkdir -p "$log_dir"
+
+root_prepare
+root_run "apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential \
+  cmake git python3-venv ca-certificates $cc_pkg >/dev/null" > "$log_dir/apt.log" 2>&1 ||
+  die "apt-get in the root failed: $(tail -n 5 "$log_dir/apt.log")"
+# This machine's own certificate authorities (a proxy's, say), as its resolv.conf: pip must reach
+# PyPI from the root as from the machine.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  root_run "update-ca-certificates >/dev/null 2>&1"
+fi
+root_run "dpkg-query -W -f='\${Package} \${Version}\n'" > "$log_dir/packages.txt"
+log "the root has $(wc -l < "$log_dir/packages.txt") packages; of tune's libraries:" \
+    "$(grep -E '^(libfmt|libspdlog|libcli11|nlohmann|libgtest|libsqlite3-dev|libicu-dev|libsentencepiece|libminizip|libcurl4-openssl|libpq-dev|libtorch)' \
+       "$log_dir/packages.txt" | tr '\n' ' ' || true)(none means none)"
+
+# 2. The user and its torch.
+root_run "id tuneuser >/dev/null 2>&1 || useradd -m -s /bin/bash tuneuser"
+user_run() { # runs $1 as tuneuser in a login shell, in a clean environment
+  chroot "$root" /usr/bin/env -i TERM=dumb LANG=C.UTF-8 /bin/su - tuneuser -c "$1"
+}
+if [ -n "$wheels" ]; then
+  root_mount /wheels --bind "$wheels"
+  pip_from="--no-index --find-links /wheels"
+else
+  pip_from=""
+fi
+if ! user_run "test -x ~/venv/bin/python && ~/venv/bin/python -c 'import torch'" 2>/dev/null; then
+  log "a venv with torch for tuneuser (${wheels:-from PyPI})"
+  user_run "python3 -m venv ~/venv && ~/venv/bin/pip install -q $pip_from torch" \
+    > "$log_dir/pip.log" 2>&1 || die "pip install torch failed: $(tail -n 5 "$log_dir/pip.log")"
+fi
+torch_version=$(user_run "~/venv/bin/python -c 'import torch; print(torch.__version__)' 2>/dev/null")
+
+# 3. Clone, build with fetched libraries, unit tests, install.
+rm -rf "$root/home/tuneuser/tune"
+git clone -q --no-checkout "$src_dir" "$root/home/tuneuser/tune"
+git -C "$root/home/tuneuser/tune" checkout -q --detach "$(git -C "$src_dir" rev-parse HEAD)"
+chroot "$root" chown -R tuneuser: /home/tuneuser/tune
+fetch_args=""
+if [ -n "$sources" ]; then
+  root_mount /sources --bind "$sources" -o ro
+  for d in "$sources"/*/; do
+    name=$(basename "$d")
+    fetch_args+=" --cmake-arg -DFETCHCONTENT_SOURCE_DIR_$(echo "$name" | tr '[:lower:]-' '[:upper:]_')=/sources/$name"
+  done
+fi
+build_cmd="cd ~/tune && $cc_env scripts/build-with-torch.sh --python ~/venv/bin/python --fetch-deps \
+  --jobs $jobs --build-dir ~/tune/build$fetch_args"
+log "as tuneuser: $build_cmd --test -- -L unit"
+start=$SECONDS
+user_run "$build_cmd --test -- -L unit" > "$log_dir/build-test.log" 2>&1 ||
+  die "build or unit tests failed: $(tail -n 20 "$log_dir/build-test.log")"
+build_s=$((SECONDS - start))
+tests=$(grep -E '^[0-9]+% tests passed' "$log_dir/build-test.log" | tail -n 1)
+start=$SECONDS
+user_run "$build_cmd" > "$log_dir/install.log" 2>&1 ||
+  die "install failed: $(tail -n 20 "$log_dir/install.log")"
+install_s=$((SECONDS - start))
+
+# 4. A new login shell: tune from ~/.local/bin.
+user_run 'export PATH=$HOME/.local/bin:$PATH; command -v tune; tune --version;
+  tune --study clean-root --storage sqlite:///$HOME/clean-root.db --objective sphere \
+    --n-trials 20 --format json | tail -n 1' > "$log_dir/study.log" 2>&1 ||
+  die "the installed tune failed: $(tail -n 20 "$log_dir/study.log")"
+cat "$log_dir/study.log"
+echo "clean-root: $SUITE, ${cc}, torch $torch_version, commit" \
+     "$(git -C "$src_dir" rev-parse --short HEAD): build + unit tests ${build_s}s ($tests)," \
+     "install ${install_s}s, study from ~/.local ok"
