@@ -113,10 +113,9 @@ if(TUNE_WITH_TORCH)
   endif()
 endif()
 
-# The tokenizers (tune_train): ICU's Unicode data (Debian: libicu-dev) for BERT's BasicTokenizer
-# and GPT-2's pre-tokenizer, and SentencePiece (Debian: libsentencepiece-dev) for DeBERTa's
-# spm.model and XLM-RoBERTa's sentencepiece.bpe.model.
-find_package(ICU REQUIRED COMPONENTS uc)
+# The tokenizers (tune_train): SentencePiece (Debian: libsentencepiece-dev) for DeBERTa's
+# spm.model and XLM-RoBERTa's sentencepiece.bpe.model. Their Unicode data is tune's own
+# (src/tokenizers/unicode_tables.cpp).
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
 find_library(SENTENCEPIECE_LIBRARY sentencepiece)
 if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)

@@ -1,7 +1,7 @@
 // The Unicode tables of unicode.cpp [tune_train, private], generated into unicode_tables.cpp by
 // scripts/generate-unicode-tables.py from pinned Unicode data (15.0.0's data files; 16.0.0's and
-// 17.0.0's general categories, for what those versions added). Every table is sorted by code point
-// for a binary search.
+// 17.0.0's general categories, for what those versions added). Every table is sorted by code point:
+// unicode.cpp searches the mappings and turns kPropertyRanges into a two-stage index on first use.
 #pragma once
 
 #include <cstddef>
