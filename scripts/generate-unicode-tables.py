@@ -1,29 +1,35 @@
 #!/usr/bin/python3
 """Writes src/tokenizers/unicode_tables.cpp, the Unicode tables of src/tokenizers/unicode.cpp,
 from pinned Unicode data. A developer runs it when the data or the classes change; the build does
-not (the output is committed).
+not (the output is committed). To regenerate, on Debian 12:
 
-    scripts/generate-unicode-tables.py \\
-        --ucd /usr/share/unicode \\
-        --unicodedata2-16 DIR16 --unicodedata2-17 DIR17 \\
-        [--output src/tokenizers/unicode_tables.cpp] [--check]
+    apt-get install unicode-data                  # 15.0.0-1, in /usr/share/unicode
+    .venv/bin/python -m pip install --target DIR16 unicodedata2==16.0.0
+    .venv/bin/python -m pip install --target DIR17 unicodedata2==17.0.0
+    /usr/bin/python3 scripts/generate-unicode-tables.py \\
+        --unicodedata2-16 DIR16 --unicodedata2-17 DIR17 --expectations [--check]
+
+(unicodedata2 is a compiled module: install it with a pip of the Python that runs this script,
+3.11 on Debian 12; tune's virtual environment has one.) Options: --ucd DIR (default
+/usr/share/unicode), --output FILE, --expectations [FILE], --check.
 
 The data, pinned (the script stops when a version differs):
   * Unicode 15.0.0: the Unicode Character Database text files of Debian 12's `unicode-data`
-    package (15.0.0-1, `apt-get install unicode-data`, in /usr/share/unicode): UnicodeData.txt,
-    DerivedAge.txt, PropList.txt, DerivedCoreProperties.txt, DerivedNormalizationProps.txt,
-    SpecialCasing.txt, auxiliary/GraphemeBreakProperty.txt and emoji/emoji-data.txt. These are
-    the data of ICU 72 (Unicode 15.0), which tune used before, and everything below is defined
-    relative to them ("known" = assigned in 15.0).
+    package: UnicodeData.txt, DerivedAge.txt, PropList.txt, DerivedCoreProperties.txt,
+    DerivedNormalizationProps.txt, SpecialCasing.txt, Scripts.txt, IndicSyllabicCategory.txt,
+    auxiliary/GraphemeBreakProperty.txt and emoji/emoji-data.txt. These are the data of ICU 72
+    (Unicode 15.0), which tune used before, and everything below is defined relative to them
+    ("known" = assigned in 15.0). Grapheme clusters take ICU 72's root rules (CONJUNCT_SCRIPTS
+    below has its one rule beyond UAX #29 15.0).
   * Unicode 16.0.0 and 17.0.0: the general categories of PyPI's `unicodedata2` 16.0.0 and 17.0.0
-    (`python3 -m pip install --target DIR16 unicodedata2==16.0.0`, the same for 17.0.0 into
-    DIR17; each DIR is loaded on its own): the letters and numbers Unicode 16.0 added (GPT-2's
-    \\p{L} and \\p{N}) and the marks 16.0 and 17.0 added (grapheme clusters, \\w).
+    (each DIR is loaded on its own): the letters and numbers Unicode 16.0 added (GPT-2's \\p{L}
+    and \\p{N}) and the marks 16.0 and 17.0 added (grapheme clusters, \\w).
   * Unicode 8.0 and 9.0: the tokenizers library's categories are those of 8.0 and its
     normalization that of 9.0. The characters assigned by then come from DerivedAge.txt 15.0
-    (ages never change); the five characters whose category changed since 8.0 are listed below
-    (CATEGORY_CHANGES_SINCE_8). Decompositions and combining classes never change for an assigned
-    character, so the 15.0 data restricted to the characters of 9.0 is 9.0's.
+    (ages never change); the six characters whose category changed since 8.0 are listed below
+    (WAS_PUNCTUATION_IN_8, WAS_NONSPACING_IN_8, WAS_OTHER_IN_8). Decompositions and combining
+    classes never change for an assigned character, so the 15.0 data restricted to the
+    characters of 9.0 is 9.0's.
   * The lowercase mappings of the uppercase letters Unicode 16.0 and 17.0 added (unicodedata2 has
     no case mappings): UnicodeData.txt 16.0/17.0's simple lowercase, listed below
     (NEWER_LOWERCASE); the script checks that they are exactly the new Lu of 17.0 and map to Ll.
