@@ -136,10 +136,6 @@ if(TUNE_WITH_TORCH)
   endif()
 endif()
 
-# The tokenizers (tune_train): ICU's Unicode data (Debian: libicu-dev) for BERT's BasicTokenizer
-# and GPT-2's pre-tokenizer, and SentencePiece (Debian: libsentencepiece-dev) for DeBERTa's
-# spm.model and XLM-RoBERTa's sentencepiece.bpe.model.
-find_package(ICU REQUIRED COMPONENTS uc)
 # libcurl (Debian and Ubuntu: libcurl4-openssl-dev): MLflow's REST API for the tracking of
 # studies (src/tracking/curl_http.cpp). Optional: without it MLflow addresses are refused, saying
 # so.
@@ -153,7 +149,8 @@ endif()
 # writes (pytorch_model.bin, src/checkpoints/pytorch_bin.cpp). SentencePiece (libsentencepiece-dev)
 # reads DeBERTa's spm.model and XLM-RoBERTa's sentencepiece.bpe.model (src/tokenizers/spm_shim/).
 # With TUNE_FETCH_DEPS, or where one is missing, both are built from pinned sources
-# (cmake/TuneFetchNative.cmake).
+# (cmake/TuneFetchNative.cmake). The tokenizers' Unicode data is tune's own
+# (src/tokenizers/unicode_tables.cpp): no ICU.
 find_path(MINIZIP_INCLUDE_DIR unzip.h PATH_SUFFIXES minizip)
 find_library(MINIZIP_LIBRARY minizip)
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)

@@ -72,7 +72,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # cpack -G DEB: a Debian package of the above under /usr. Its Depends are what dpkg-shlibdeps
-# finds tune and its libraries link (libtorch, libsqlite3, libpq, ICU, SentencePiece, libstdc++,
+# finds tune and its libraries link (libtorch, libsqlite3, libpq, SentencePiece, libstdc++,
 # ...), plus what tune reads at run time without linking it: Chart.js for `tune report`.
 set(CPACK_PACKAGE_NAME tune)
 set(CPACK_PACKAGE_VENDOR "tune")

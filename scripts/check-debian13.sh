@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests tune on Debian 13 (trixie, LibTorch 2.6) from a Debian 12 machine, in a chroot.
 #
-# Why: Debian 13 is Debian's stable release and packages LibTorch 2.6, ICU 76, SentencePiece 0.2
+# Why: Debian 13 is Debian's stable release and packages LibTorch 2.6, SentencePiece 0.2
 # and PostgreSQL 17; tune's day-to-day machines run Debian 12 (LibTorch 1.13). This runs the
 # README's `make test` there, so that what differs at run time between the two LibTorch releases
 # (allocator hooks, c10::OutOfMemoryError, autocast, SDPA, safetensors loading, the counting

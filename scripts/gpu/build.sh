@@ -139,8 +139,7 @@ fi
 # Every dependency from the prefix, not from the system.
 outside=()
 for var in nlohmann_json_DIR fmt_DIR spdlog_DIR CLI11_DIR GTest_DIR SQLite3_INCLUDE_DIR \
-           SQLite3_LIBRARY PostgreSQL_LIBRARY_RELEASE ICU_INCLUDE_DIR ICU_UC_LIBRARY_RELEASE \
-           SENTENCEPIECE_INCLUDE_DIR SENTENCEPIECE_LIBRARY; do
+           SQLite3_LIBRARY PostgreSQL_LIBRARY_RELEASE SENTENCEPIECE_INCLUDE_DIR SENTENCEPIECE_LIBRARY; do
   value=$(sed -n "s/^$var:[A-Z]*=//p" "$build/CMakeCache.txt")
   case "$value" in "$prefix"/*) ;; *) outside+=("$var=${value:-unset}") ;; esac
 done
@@ -153,7 +152,7 @@ fi
 
 # The prefix's libraries and programs first, for the build too: gtest_discover_tests runs each
 # test program at build time, and the build's RUNPATH does not reach libraries' own dependencies
-# (ICU's libicudata, libpq's Kerberos).
+# (libpq's Kerberos).
 export LD_LIBRARY_PATH=$prefix/usr/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$prefix/usr/bin:$PATH
 log "building with $jobs jobs (build.log)"

@@ -5,7 +5,7 @@
 # source tree, at most 64 MiB in all; the kit itself must stay under 50 MiB.
 #
 # The packages: what CMakeLists.txt and cmake/TuneDependencies.cmake find (CLI11, nlohmann-json,
-# spdlog, fmt, GoogleTest, SQLite, libpq, ICU, SentencePiece), the shared libraries those link
+# spdlog, fmt, GoogleTest, SQLite, libpq, SentencePiece), the shared libraries those link
 # (with libpq's Kerberos, LDAP and OpenSSL libraries, which a minimal system may lack), and
 # Universal Ctags for the memory_functions_short test. apt-get download fetches the versions of
 # this system's package lists; nothing is installed. Downloaded .debs are kept; run again to
@@ -22,9 +22,9 @@ limit_all_mib=64
 pkgs=(
   # Headers and CMake packages.
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libsqlite3-dev libpq-dev
-  libicu-dev libsentencepiece-dev libminizip-dev
+  libsentencepiece-dev libminizip-dev
   # Their shared libraries.
-  libspdlog1.10 libfmt9 libsqlite3-0 libpq5 libicu72 libsentencepiece0 libminizip1 zlib1g-dev zlib1g
+  libspdlog1.10 libfmt9 libsqlite3-0 libpq5 libsentencepiece0 libminizip1 zlib1g-dev zlib1g
   # libpq5's.
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2
   libldap-2.5-0 libsasl2-2 libsasl2-modules-db libssl3

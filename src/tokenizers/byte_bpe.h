@@ -14,7 +14,8 @@ namespace tune::internal {
 // GPT-2's pre-tokenizer, the pattern
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // over code points, as Python's `regex` module runs it: a word keeps the one space before it;
-// \p{L} and \p{N} are ICU's general categories L* and N*, \s is the White_Space property.
+// \p{L} and \p{N} are the general categories L* and N* (unicode.h's IsLetter and IsNumber), \s
+// is the White_Space property.
 std::vector<std::u32string> GptPreTokenize(std::u32string_view text);
 
 // The UTF-8 string's bytes in GPT-2's byte-to-unicode alphabet (printable Latin-1 bytes map to

@@ -1,127 +1,174 @@
 #include "tokenizers/unicode.h"
 
-#include <fmt/format.h>
-#include <unicode/brkiter.h>
-#include <unicode/locid.h>
-#include <unicode/normalizer2.h>
-#include <unicode/uchar.h>
-#include <unicode/uniset.h>
-#include <unicode/unistr.h>
-#include <unicode/ustring.h>
-
 #include <algorithm>
-#include <memory>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "tokenizers/unicode_tables.h"
 
 namespace tune::internal {
 namespace {
 
-bool InCategories(char32_t c, uint32_t mask) {
-  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & mask) != 0;
-}
+namespace ut = unicode_tables;
 
-// Assigned in Unicode major.minor or earlier (ICU's age; 0.0 for a code point ICU does not know).
-bool AssignedBy(char32_t c, int major, int minor) {
-  UVersionInfo v;
-  u_charAge(static_cast<UChar32>(c), v);
-  if (v[0] == 0 && v[1] == 0) return false;
-  return v[0] < major || (v[0] == major && v[1] <= minor);
-}
-
-// Unknown to ICU (unassigned in its Unicode version).
-bool UnknownToIcu(char32_t c) {
-  UVersionInfo v;
-  u_charAge(static_cast<UChar32>(c), v);
-  return v[0] == 0 && v[1] == 0;
-}
-
-// Characters whose general category in Unicode 8.0 (the library's tables) differs from today's:
-// U+166D CANADIAN SYLLABICS CHI SIGN and U+111C9 SHARADA SANDHI MARK were Po; U+1734 HANUNOO
-// SIGN PAMUDPOD was Mn; U+1885, U+1886 (Mongolian) and U+A9BD (Javanese) were not Mn.
-bool WasPunctuationIn8(char32_t c) { return c == 0x166D || c == 0x111C9; }
-bool WasNonspacingIn8(char32_t c) { return c == 0x1734; }
-bool WasOtherIn8(char32_t c) { return c == 0x1885 || c == 0x1886 || c == 0xA9BD || c == 0x111C9; }
-
-// Letters and numbers of Unicode 16.0 that ICU versions before 76 do not know.
-struct Range16 {
-  char32_t first, last;
-  bool number;
+// kPropertyRanges as a two-stage table, built on first use (a few milliseconds): each block of
+// 128 code points is one of about 300 distinct blocks of word indices, so that a look-up is three
+// loads instead of a binary search over 5,000 ranges.
+struct PropertyIndex {
+  static constexpr int kShift = 7;
+  static constexpr char32_t kBlock = 1u << kShift;
+  std::vector<uint32_t> blocks;  // for each block of code points, its first entry in `words`
+  std::vector<uint8_t> words;    // kBlock indices into kPropertyWords per distinct block
 };
-constexpr Range16 kUnicode16LettersNumbers[] = {
-    {0x1C89, 0x1C8A, false},   {0xA7CB, 0xA7CD, false},   {0xA7DA, 0xA7DC, false},
-    {0x105C0, 0x105F3, false}, {0x10D40, 0x10D49, true},  {0x10D4A, 0x10D65, false},
-    {0x10D6F, 0x10D85, false}, {0x10EC2, 0x10EC4, false}, {0x11380, 0x11389, false},
-    {0x1138B, 0x1138B, false}, {0x1138E, 0x1138E, false}, {0x11390, 0x113B5, false},
-    {0x113B7, 0x113B7, false}, {0x113D1, 0x113D1, false}, {0x113D3, 0x113D3, false},
-    {0x116D0, 0x116E3, true},  {0x11BC0, 0x11BE0, false}, {0x11BF0, 0x11BF9, true},
-    {0x13460, 0x143FA, false}, {0x16100, 0x1611D, false}, {0x16130, 0x16139, true},
-    {0x16D40, 0x16D6C, false}, {0x16D70, 0x16D79, true},  {0x18CFF, 0x18CFF, false},
-    {0x1CCF0, 0x1CCF9, true},  {0x1E5D0, 0x1E5ED, false}, {0x1E5F0, 0x1E5F0, false},
-    {0x1E5F1, 0x1E5FA, true},  {0x2EBF0, 0x2EE5D, false}};
 
-// Unicode 16.0's new uppercase letters (ICU before 76 does not know them) and their lowercase.
-constexpr std::pair<char32_t, char32_t> kUnicode16Lowercase[] = {
-    {0x1C89, 0x1C8A}, {0xA7CB, 0x264},  {0xA7CC, 0xA7CD}, {0xA7CE, 0xA7CF},
-    {0xA7D2, 0xA7D3}, {0xA7D4, 0xA7D5}, {0xA7DA, 0xA7DB}, {0xA7DC, 0x19B}};
-// Garay (U+10D50-U+10D65 -> +0x20) and Kirat Rai (U+16EA0-U+16EB8 -> +0x1B) are ranges.
+const PropertyIndex& Index() {
+  static const PropertyIndex* index = [] {
+    auto* out = new PropertyIndex;
+    std::map<std::string, uint32_t> seen;
+    std::string block(PropertyIndex::kBlock, '\0');
+    size_t r = 0;
+    for (char32_t start = 0; start <= 0x10FFFF; start += PropertyIndex::kBlock) {
+      for (char32_t k = 0; k < PropertyIndex::kBlock; ++k) {
+        while (r + 1 < ut::kPropertyRangeCount && ut::kPropertyRanges[r + 1].first <= start + k) {
+          ++r;
+        }
+        block[k] = static_cast<char>(ut::kPropertyRanges[r].word);
+      }
+      const auto [it, added] = seen.emplace(block, static_cast<uint32_t>(out->words.size()));
+      if (added) out->words.insert(out->words.end(), block.begin(), block.end());
+      out->blocks.push_back(it->second);
+    }
+    return out;
+  }();
+  return *index;
+}
 
-// Combining marks of Unicode 16.0 and 17.0, which ICU 72 does not know and the library's grapheme
-// clusters (unicode-segmentation, Unicode 17.0) extend; the Rust `regex` crate's \w (Unicode 16.0)
-// has those of 16.0 only.
-struct NewerMarks {
-  char32_t first, last;
-  bool unicode17;
+// The property word of `c` (unicode_tables.h).
+uint32_t Properties(char32_t c) {
+  c = std::min<char32_t>(c, 0x10FFFF);  // beyond Unicode: as U+10FFFF (unassigned, Other)
+  const PropertyIndex& index = Index();
+  return ut::kPropertyWords[index.words[index.blocks[c >> PropertyIndex::kShift] +
+                                        (c & (PropertyIndex::kBlock - 1))]];
+}
+
+bool Has(char32_t c, uint32_t bit) { return (Properties(c) & bit) != 0; }
+
+uint32_t GraphemeBreakOf(uint32_t properties) {
+  return (properties >> ut::kGraphemeBreakShift) & 0xF;
+}
+
+// ---- Normalization (UAX #15) -----------------------------------------------------------------
+
+constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28;
+constexpr char32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
+
+uint8_t CombiningClassOf(uint32_t properties) {
+  return static_cast<uint8_t>(properties >> ut::kCombiningClassShift);
+}
+
+// A pool entry of `table` for `c`, or null.
+const ut::Decomposition* FindEntry(const ut::Decomposition* table, size_t count, char32_t c) {
+  const ut::Decomposition* end = table + count;
+  const ut::Decomposition* it = std::lower_bound(
+      table, end, c, [](const ut::Decomposition& d, char32_t v) { return d.code_point < v; });
+  return it != end && it->code_point == c ? it : nullptr;
+}
+
+struct Coded {
+  char32_t c;
+  uint8_t ccc;
+  bool composes_back;  // kComposesBack
 };
-constexpr NewerMarks kNewerExtendingMarks[] = {
-    {0x897, 0x897, false},     {0x1ACF, 0x1ADD, true},    {0x1AE0, 0x1AEB, true},
-    {0x10D69, 0x10D6D, false}, {0x10EFA, 0x10EFB, true},  {0x10EFC, 0x10EFC, false},
-    {0x113B8, 0x113C0, false}, {0x113C2, 0x113C2, false}, {0x113C5, 0x113C5, false},
-    {0x113C7, 0x113CA, false}, {0x113CC, 0x113D0, false}, {0x113D2, 0x113D2, false},
-    {0x113E1, 0x113E2, false}, {0x11B60, 0x11B67, true},  {0x11F5A, 0x11F5A, false},
-    {0x1611E, 0x1612F, false}, {0x1E5EE, 0x1E5EF, false}, {0x1E6E3, 0x1E6E3, true},
-    {0x1E6E6, 0x1E6E6, true},  {0x1E6EE, 0x1E6EF, true},  {0x1E6F5, 0x1E6F5, true}};
 
-// A mark of kNewerExtendingMarks (of Unicode 16.0 only, with `only16`) that ICU does not know.
-bool IsNewerExtendingMark(char32_t c, bool only16 = false) {
-  for (const NewerMarks& m : kNewerExtendingMarks) {
-    if (c >= m.first && c <= m.last) return !(only16 && m.unicode17) && UnknownToIcu(c);
+Coded Code(char32_t c) {
+  const uint32_t p = Properties(c);
+  return {c, CombiningClassOf(p), (p & ut::kComposesBack) != 0};
+}
+
+// Appends the full canonical decomposition of `c` (with `properties`) to `out`.
+void Decompose(char32_t c, uint32_t properties, std::vector<Coded>& out) {
+  if ((properties & ut::kDecomposes) == 0) {
+    out.push_back({c, CombiningClassOf(properties), (properties & ut::kComposesBack) != 0});
+    return;
   }
-  return false;
-}
-
-// Grapheme_Cluster_Break Control, CR or LF: a cluster always ends after it.
-bool BreaksAfter(char32_t c) {
-  const int gcb = u_getIntPropertyValue(static_cast<UChar32>(c), UCHAR_GRAPHEME_CLUSTER_BREAK);
-  return gcb == U_GCB_CONTROL || gcb == U_GCB_CR || gcb == U_GCB_LF;
-}
-
-const Range16* Unicode16Class(char32_t c) {
-  for (const Range16& r : kUnicode16LettersNumbers) {
-    if (c >= r.first && c <= r.last) return &r;
+  if (c >= kSBase && c < kSBase + kSCount) {  // Hangul: L V or L V T, all of class 0
+    const char32_t s = c - kSBase;
+    out.push_back({kLBase + s / kNCount, 0, false});
+    out.push_back({kVBase + (s % kNCount) / kTCount, 0, true});
+    if (s % kTCount != 0) out.push_back({kTBase + s % kTCount, 0, true});
+    return;
   }
-  return nullptr;
-}
-
-char32_t Unicode16Lower(char32_t c) {
-  if (c >= 0x10D50 && c <= 0x10D65) return c + 0x20;
-  if (c >= 0x16EA0 && c <= 0x16EB8) return c + 0x1B;
-  for (const auto& [upper, lower] : kUnicode16Lowercase) {
-    if (c == upper) return lower;
+  const ut::Decomposition* d = FindEntry(ut::kDecompositions, ut::kDecompositionCount, c);
+  if (d == nullptr) {  // cannot happen with consistent tables
+    out.push_back(Code(c));
+    return;
   }
-  return c;
+  for (size_t i = 0; i < d->length; ++i) out.push_back(Code(ut::kDecompositionPool[d->offset + i]));
 }
 
-icu::UnicodeString ToIcu(std::u32string_view s) {
-  return icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(s.data()),
-                                       static_cast<int32_t>(s.size()));
-}
-
-std::u32string FromIcu(const icu::UnicodeString& s) {
-  std::u32string out;
-  out.reserve(static_cast<size_t>(s.length()));
-  for (int32_t i = 0; i < s.length(); i = s.moveIndex32(i, 1)) {
-    out.push_back(static_cast<char32_t>(s.char32At(i)));
+// The primary composite of `first` and `second`, or 0.
+char32_t Compose(char32_t first, char32_t second) {
+  if (first >= kLBase && first < kLBase + kLCount && second >= kVBase &&
+      second < kVBase + kVCount) {
+    return kSBase + ((first - kLBase) * kVCount + (second - kVBase)) * kTCount;
   }
-  return out;
+  if (first >= kSBase && first < kSBase + kSCount && (first - kSBase) % kTCount == 0 &&
+      second > kTBase && second < kTBase + kTCount) {
+    return first + (second - kTBase);
+  }
+  const uint64_t key = (static_cast<uint64_t>(first) << 21) | second;
+  const ut::Composition* end = ut::kCompositions + ut::kCompositionCount;
+  const ut::Composition* it = std::lower_bound(
+      ut::kCompositions, end, key, [](const ut::Composition& k, uint64_t v) { return k.pair < v; });
+  return it != end && it->pair == key ? it->composite : 0;
+}
+
+// Normalizes a run of Unicode 9.0's characters onto `out`: the full decomposition, canonical
+// ordering (a stable sort of each run of non-starters by class), then, for NFC, canonical
+// composition.
+void NormalizeRun(std::u32string_view run, bool compose, std::u32string& out) {
+  thread_local std::vector<Coded> buffer;
+  buffer.clear();
+  for (char32_t c : run) Decompose(c, Properties(c), buffer);
+  for (size_t i = 0; i < buffer.size();) {
+    if (buffer[i].ccc == 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < buffer.size() && buffer[j].ccc != 0) ++j;
+    if (j - i > 1) {
+      std::stable_sort(buffer.begin() + static_cast<ptrdiff_t>(i),
+                       buffer.begin() + static_cast<ptrdiff_t>(j),
+                       [](const Coded& a, const Coded& b) { return a.ccc < b.ccc; });
+    }
+    i = j;
+  }
+  if (!compose) {
+    for (const Coded& x : buffer) out.push_back(x.c);
+    return;
+  }
+  // A character composes with the last starter unless a character between them is blocking it
+  // (of class 0, or of a class not below its own).
+  size_t starter = SIZE_MAX;
+  uint8_t last_ccc = 0;
+  for (const Coded& x : buffer) {
+    if (starter != SIZE_MAX) {
+      const bool adjacent = out.size() == starter + 1;
+      if (x.composes_back && (adjacent || (last_ccc != 0 && last_ccc < x.ccc))) {
+        const char32_t composite = Compose(out[starter], x.c);
+        if (composite != 0) {
+          out[starter] = composite;
+          continue;
+        }
+      }
+    }
+    last_ccc = x.ccc;
+    if (x.ccc == 0) starter = out.size();
+    out.push_back(x.c);
+  }
 }
 
 bool AllBelow(std::u32string_view s, char32_t limit) {
@@ -131,78 +178,46 @@ bool AllBelow(std::u32string_view s, char32_t limit) {
   return true;
 }
 
-// NFD or NFC of the characters of Unicode 9.0 (the library's normalization tables): ICU's
-// normalizer filtered to them, so that later characters neither decompose, compose nor move
-// (their combining class is 0 to the library).
-const icu::Normalizer2* Normalizer(bool compose, UErrorCode& err) {
-  struct Filtered {
-    std::unique_ptr<icu::UnicodeSet> set;
-    std::unique_ptr<icu::FilteredNormalizer2> nfd, nfc;
-  };
-  static const Filtered* filtered = [] {
-    auto* f = new Filtered;
-    UErrorCode e = U_ZERO_ERROR;
-    f->set = std::make_unique<icu::UnicodeSet>(icu::UnicodeString(u"[:age=9.0:]"), e);
-    const icu::Normalizer2* nfd = icu::Normalizer2::getNFDInstance(e);
-    const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(e);
-    if (U_FAILURE(e)) return f;
-    f->set->freeze();
-    f->nfd = std::make_unique<icu::FilteredNormalizer2>(*nfd, *f->set);
-    f->nfc = std::make_unique<icu::FilteredNormalizer2>(*nfc, *f->set);
-    return f;
-  }();
-  const icu::Normalizer2* n = compose ? static_cast<const icu::Normalizer2*>(filtered->nfc.get())
-                                      : static_cast<const icu::Normalizer2*>(filtered->nfd.get());
-  if (n == nullptr) err = U_MISSING_RESOURCE_ERROR;
-  return n;
-}
-
-// NFC or NFD; the input unchanged if ICU's data is missing (CheckUnicodeData reports that).
+// NFD or NFC of the characters of Unicode 9.0 (the library's normalization tables): each maximal
+// run of them is normalized on its own, and every later character is left where it is (to the
+// library it neither decomposes, composes nor moves; its combining class is 0).
 std::u32string Normalize(std::u32string_view s, bool compose) {
   // Below U+00C0 nothing decomposes, and below U+0300 (the first combining mark) nothing composes.
   if (AllBelow(s, compose ? 0x300 : 0xC0)) return std::u32string(s);
-  UErrorCode err = U_ZERO_ERROR;
-  const icu::Normalizer2* n = Normalizer(compose, err);
-  if (U_FAILURE(err)) return std::u32string(s);
-  icu::UnicodeString out = n->normalize(ToIcu(s), err);
-  return U_FAILURE(err) ? std::u32string(s) : FromIcu(out);
+  // A run without a character of this mask is normalized already.
+  const uint32_t check = compose ? ut::kNfcCheck : (ut::kDecomposes | ut::kNfcCheck);
+  std::u32string out;
+  out.reserve(s.size() + s.size() / 2);
+  for (size_t i = 0; i < s.size();) {
+    uint32_t p = Properties(s[i]);
+    if ((p & ut::kNormalizes) == 0) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    size_t j = i;
+    bool needs = false;
+    while (j < s.size() && (p & ut::kNormalizes) != 0) {
+      needs = needs || (p & check) != 0;
+      if (++j < s.size()) p = Properties(s[j]);
+    }
+    if (needs) {
+      NormalizeRun(s.substr(i, j - i), compose, out);
+    } else {
+      out.append(s.substr(i, j - i));
+    }
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace
 
-Status CheckUnicodeData() {
-  UErrorCode err = U_ZERO_ERROR;
-  Normalizer(/*compose=*/true, err);
-  if (U_FAILURE(err)) {
-    return InternalError(
-        fmt::format("ICU's Unicode normalization data is unavailable ({})", u_errorName(err)));
-  }
-  return Status::Ok();
-}
+Status CheckUnicodeData() { return Status::Ok(); }
 
-bool IsBertControl(char32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;
-  if (c == 0 || c == 0xFFFD) return true;
-  if (InCategories(c, U_GC_CC_MASK | U_GC_CO_MASK | U_GC_CS_MASK)) return true;
-  return InCategories(c, U_GC_CF_MASK) && AssignedBy(c, 8, 0);
-}
-
-bool IsWhiteSpace(char32_t c) { return u_isUWhiteSpace(static_cast<UChar32>(c)) != 0; }
-
-bool IsBertPunctuation(char32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-      (c >= 123 && c <= 126)) {
-    return true;
-  }
-  if (c < 0x80) return false;
-  return (InCategories(c, U_GC_P_MASK) && AssignedBy(c, 8, 0)) || WasPunctuationIn8(c);
-}
-
-bool IsNonspacingMark(char32_t c) {
-  if (c < 0x300) return false;
-  if (WasNonspacingIn8(c)) return true;
-  return InCategories(c, U_GC_MN_MASK) && AssignedBy(c, 8, 0) && !WasOtherIn8(c);
-}
+bool IsBertControl(char32_t c) { return Has(c, ut::kBertControl); }
+bool IsWhiteSpace(char32_t c) { return Has(c, ut::kWhiteSpace); }
+bool IsBertPunctuation(char32_t c) { return Has(c, ut::kBertPunctuation); }
+bool IsNonspacingMark(char32_t c) { return c >= 0x300 && Has(c, ut::kNonspacingMark); }
 
 bool IsCjkIdeograph(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -211,30 +226,9 @@ bool IsCjkIdeograph(char32_t c) {
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-bool IsLetter(char32_t c) {
-  if (InCategories(c, U_GC_L_MASK)) return true;
-  const Range16* r = c >= 0x1C89 && UnknownToIcu(c) ? Unicode16Class(c) : nullptr;
-  return r != nullptr && !r->number;
-}
-
-bool IsNumber(char32_t c) {
-  if (InCategories(c, U_GC_N_MASK)) return true;
-  const Range16* r = c >= 0x1C89 && UnknownToIcu(c) ? Unicode16Class(c) : nullptr;
-  return r != nullptr && r->number;
-}
-
-bool IsWordChar(char32_t c) {
-  if (c < 0x80) {
-    return c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-  }
-  const auto u = static_cast<UChar32>(c);
-  if (u_hasBinaryProperty(u, UCHAR_ALPHABETIC) || u_hasBinaryProperty(u, UCHAR_JOIN_CONTROL) ||
-      InCategories(c, U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) {
-    return true;
-  }
-  // Letters, decimal digits and marks of Unicode 16.0 that ICU does not know yet.
-  return UnknownToIcu(c) && (IsLetter(c) || IsNumber(c) || IsNewerExtendingMark(c, true));
-}
+bool IsLetter(char32_t c) { return Has(c, ut::kLetter); }
+bool IsNumber(char32_t c) { return Has(c, ut::kNumber); }
+bool IsWordChar(char32_t c) { return Has(c, ut::kWordChar); }
 
 std::u32string Nfd(std::u32string_view s) { return Normalize(s, /*compose=*/false); }
 std::u32string Nfc(std::u32string_view s) { return Normalize(s, /*compose=*/true); }
@@ -247,23 +241,26 @@ std::u32string Lowercase(std::u32string_view s) {
       out.push_back((c >= 'A' && c <= 'Z') ? c + 32 : c);
       continue;
     }
-    if (UnknownToIcu(c)) {
-      out.push_back(Unicode16Lower(c));
-      continue;
-    }
-    UChar in[2], lower[8];
-    int32_t n = 0;
-    U16_APPEND_UNSAFE(in, n, static_cast<UChar32>(c));
-    UErrorCode err = U_ZERO_ERROR;
-    const int32_t len = u_strToLower(lower, 8, in, n, "", &err);
-    if (U_FAILURE(err)) {
+    if (!Has(c, ut::kChangesLower)) {
       out.push_back(c);
       continue;
     }
-    for (int32_t i = 0; i < len;) {
-      UChar32 lc;
-      U16_NEXT_UNSAFE(lower, i, lc);
-      out.push_back(static_cast<char32_t>(lc));
+    const ut::CaseMapping* end = ut::kLowercase + ut::kLowercaseCount;
+    const ut::CaseMapping* it =
+        std::lower_bound(ut::kLowercase, end, c,
+                         [](const ut::CaseMapping& m, char32_t v) { return m.code_point < v; });
+    if (it != end && it->code_point == c) {
+      out.push_back(it->lower);
+      continue;
+    }
+    const ut::Decomposition* special =
+        FindEntry(ut::kLowercaseSpecial, ut::kLowercaseSpecialCount, c);
+    if (special == nullptr) {
+      out.push_back(c);
+      continue;
+    }
+    for (size_t i = 0; i < special->length; ++i) {
+      out.push_back(ut::kLowercaseSpecialPool[special->offset + i]);
     }
   }
   return out;
@@ -277,36 +274,70 @@ std::u32string StripAccents(std::u32string_view s) {
   return out;
 }
 
+// UAX #29's extended grapheme clusters with the rules ICU 72 applies (its root rules, which tune
+// used before) over Unicode 15.0's properties: GB3-GB9b, ICU's rule 9.3 (no break within
+// LinkingConsonant ExtCccZwj* Virama ExtCccZwj* LinkingConsonant: Unicode 15.1's GB9c before it
+// was, with ICU's classes; unicode_tables.h), GB11 (emoji ZWJ sequences) and GB12/GB13 (flag
+// pairs). The marks Unicode 16.0 and 17.0 added are Other to 15.0, so a cluster would break
+// before one: they extend the cluster before them instead, unless it ends with a control
+// character (GB4: never extended).
 std::vector<std::pair<size_t, size_t>> Graphemes(std::u32string_view s) {
   std::vector<std::pair<size_t, size_t>> out;
   if (s.empty()) return out;
-  thread_local std::unique_ptr<icu::BreakIterator> it = [] {
-    UErrorCode err = U_ZERO_ERROR;
-    std::unique_ptr<icu::BreakIterator> b(
-        icu::BreakIterator::createCharacterInstance(icu::Locale::getRoot(), err));
-    return U_FAILURE(err) ? nullptr : std::move(b);
-  }();
-  if (it == nullptr) {  // no break data: every character its own cluster
-    for (size_t i = 0; i < s.size(); ++i) out.emplace_back(i, i + 1);
-    return out;
-  }
-  const icu::UnicodeString text = ToIcu(s);
-  it->setText(text);
-  // UTF-16 offsets back to code point offsets.
-  int32_t prev16 = it->first();
-  size_t prev32 = 0;
-  for (int32_t b = it->next(); b != icu::BreakIterator::DONE; b = it->next()) {
-    const size_t next32 = prev32 + static_cast<size_t>(text.countChar32(prev16, b - prev16));
-    // A cluster ICU starts with a mark it does not know yet belongs to the one before, unless that
-    // one ends with a control character (GB4: never extended).
-    if (!out.empty() && IsNewerExtendingMark(s[prev32]) && !BreaksAfter(s[prev32 - 1])) {
-      out.back().second = next32;
+  uint32_t p = Properties(s[0]);
+  uint32_t prev = GraphemeBreakOf(p);
+  size_t regional = prev == ut::kGcbRegionalIndicator ? 1 : 0;  // RIs just before
+  bool pictographic = (p & ut::kExtendedPictographic) != 0;     // ExtPict Extend* just before
+  bool pictographic_zwj = false;                                // ExtPict Extend* ZWJ before
+  // LinkingConsonant ExtCccZwj* just before: 1 without a Virama among them, 2 with one.
+  int conjunct = (p & ut::kLinkingConsonant) != 0 ? 1 : 0;
+  size_t begin = 0;
+  for (size_t i = 1; i < s.size(); ++i) {
+    p = Properties(s[i]);
+    const uint32_t cur = GraphemeBreakOf(p);
+    const bool prev_control = prev == ut::kGcbControl || prev == ut::kGcbCr || prev == ut::kGcbLf;
+    bool boundary;
+    if (prev == ut::kGcbCr && cur == ut::kGcbLf) {
+      boundary = false;  // GB3
+    } else if (prev_control || cur == ut::kGcbControl || cur == ut::kGcbCr || cur == ut::kGcbLf) {
+      boundary = true;  // GB4, GB5
+    } else if (prev == ut::kGcbL &&
+               (cur == ut::kGcbL || cur == ut::kGcbV || cur == ut::kGcbLv || cur == ut::kGcbLvt)) {
+      boundary = false;  // GB6
+    } else if ((prev == ut::kGcbLv || prev == ut::kGcbV) &&
+               (cur == ut::kGcbV || cur == ut::kGcbT)) {
+      boundary = false;  // GB7
+    } else if ((prev == ut::kGcbLvt || prev == ut::kGcbT) && cur == ut::kGcbT) {
+      boundary = false;  // GB8
+    } else if (cur == ut::kGcbExtend || cur == ut::kGcbZwj || cur == ut::kGcbSpacingMark ||
+               prev == ut::kGcbPrepend) {
+      boundary = false;  // GB9, GB9a, GB9b
+    } else if (conjunct == 2 && (p & ut::kLinkingConsonant) != 0) {
+      boundary = false;  // ICU's rule 9.3
+    } else if (pictographic_zwj && (p & ut::kExtendedPictographic) != 0) {
+      boundary = false;  // GB11
+    } else if (prev == ut::kGcbRegionalIndicator && cur == ut::kGcbRegionalIndicator) {
+      boundary = regional % 2 == 0;  // GB12, GB13: pairs
     } else {
-      out.emplace_back(prev32, next32);
+      boundary = true;  // GB999
     }
-    prev16 = b;
-    prev32 = next32;
+    if (boundary && !((p & ut::kNewerMark) != 0 && !prev_control)) {
+      out.emplace_back(begin, i);
+      begin = i;
+    }
+    regional = cur == ut::kGcbRegionalIndicator ? regional + 1 : 0;
+    if ((p & ut::kLinkingConsonant) != 0) {
+      conjunct = 1;
+    } else if (conjunct != 0 && (p & ut::kVirama) != 0) {
+      conjunct = 2;
+    } else if ((p & ut::kExtendCccZwj) == 0) {
+      conjunct = 0;
+    }
+    pictographic_zwj = pictographic && cur == ut::kGcbZwj;
+    pictographic = (p & ut::kExtendedPictographic) != 0 || (pictographic && cur == ut::kGcbExtend);
+    prev = cur;
   }
+  out.emplace_back(begin, s.size());
   return out;
 }
 

@@ -62,7 +62,7 @@ TEST(Tokenizer, BasicTokenizerUsesUnicodeCategories) {
 }
 
 // Regressions from the parity test against Hugging Face's tokenizers (tokenizer_parity): the
-// library's own Unicode tables, where they differ from ICU's.
+// library's own Unicode tables, where they differ from Unicode 15.0's.
 TEST(Tokenizer, UnicodeTablesAreTheTokenizersLibrarys) {
   testing::TempDir dir;
   Tokenizer t = BertLike(dir);
