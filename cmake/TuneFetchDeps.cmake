@@ -5,7 +5,7 @@
 # FETCHCONTENT_SOURCE_DIR_<NAME> (FMT, SPDLOG, CLI11, NLOHMANN_JSON, GOOGLETEST, SQLITE3) points
 # one at a local copy of the same release instead (scripts/check-floor-versions.sh --fetch).
 #
-# The pins are Ubuntu 22.04's versions, the oldest tune supports (docs/building.md): one build
+# The pins are Ubuntu 22.04's versions, the oldest tune supports (docs/overview.md): one build
 # against them proves both. The hashes are those of the release archives as Homebrew and Bazel
 # builds pin them.
 #
@@ -66,6 +66,18 @@ function(_tune_fetched_shared target)
   install(TARGETS ${target} LIBRARY DESTINATION lib/tune)
 endfunction()
 
+# _tune_system_headers(<target>...): the targets' include directories as system directories for
+# their users, as an installed package's are: tune's warnings (errors with TUNE_WERROR) stay off
+# the fetched libraries' headers.
+function(_tune_system_headers)
+  foreach(target ${ARGN})
+    get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(dirs)
+      set_property(TARGET ${target} APPEND PROPERTY INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${dirs})
+    endif()
+  endforeach()
+endfunction()
+
 # tune_fetch_dependency(<package>): fmt, spdlog, CLI11, nlohmann_json, GTest or SQLite3, built
 # from the pinned source; the same targets as the package's find_package (fmt::fmt,
 # spdlog::spdlog, CLI11::CLI11, nlohmann_json::nlohmann_json, GTest::gtest and GTest::gtest_main,
@@ -79,6 +91,7 @@ macro(tune_fetch_dependency package)
     add_subdirectory(${fmt_SOURCE_DIR} ${fmt_BINARY_DIR} EXCLUDE_FROM_ALL)
     set(BUILD_SHARED_LIBS ${_tune_shared})
     _tune_fetched_shared(fmt)
+    _tune_system_headers(fmt)
     set(TUNE_FMT_FETCHED TRUE)
     message(STATUS "tune: fmt 8.1.1 built from ${_tune_origin} (${fmt_SOURCE_DIR})")
   elseif(${package} STREQUAL "spdlog")
@@ -93,16 +106,22 @@ macro(tune_fetch_dependency package)
     set(SPDLOG_INSTALL OFF CACHE BOOL "" FORCE)
     add_subdirectory(${spdlog_SOURCE_DIR} ${spdlog_BINARY_DIR} EXCLUDE_FROM_ALL)
     _tune_fetched_shared(spdlog)
+    _tune_system_headers(spdlog)
     message(STATUS "tune: spdlog 1.9.2 built from ${_tune_origin} (${spdlog_SOURCE_DIR}), "
                    "against the fetched fmt")
   elseif(${package} STREQUAL "CLI11")
     _tune_populate(CLI11)
     add_subdirectory(${cli11_SOURCE_DIR} ${cli11_BINARY_DIR} EXCLUDE_FROM_ALL)
+    _tune_system_headers(CLI11)
     message(STATUS "tune: CLI11 2.1.2 taken from ${_tune_origin} (${cli11_SOURCE_DIR})")
   elseif(${package} STREQUAL "nlohmann_json")
     _tune_populate(nlohmann_json)
     set(JSON_BuildTests OFF CACHE BOOL "" FORCE)
+    # The multi-header layout, as Debian and Ubuntu package it: 3.10's single header has no
+    # nlohmann/json_fwd.hpp, which src/tokenizers/tokenizer.h includes.
+    set(JSON_MultipleHeaders ON CACHE BOOL "" FORCE)
     add_subdirectory(${nlohmann_json_SOURCE_DIR} ${nlohmann_json_BINARY_DIR} EXCLUDE_FROM_ALL)
+    _tune_system_headers(nlohmann_json)
     message(STATUS "tune: nlohmann_json 3.10.5 taken from ${_tune_origin} "
                    "(${nlohmann_json_SOURCE_DIR})")
   elseif(${package} STREQUAL "GTest")
@@ -114,11 +133,8 @@ macro(tune_fetch_dependency package)
     # not tune's to fix.
     foreach(_tune_gtest gtest gtest_main gmock gmock_main)
       target_compile_options(${_tune_gtest} PRIVATE -Wno-error)
-      # Its headers as system headers, as an installed GoogleTest's are: tune's warnings stay off them.
-      get_target_property(_tune_dirs ${_tune_gtest} INTERFACE_INCLUDE_DIRECTORIES)
-      set_target_properties(${_tune_gtest} PROPERTIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES
-                                                      "${_tune_dirs}")
     endforeach()
+    _tune_system_headers(gtest gtest_main gmock gmock_main)
     foreach(_tune_gtest gtest gtest_main gmock gmock_main)
       if(NOT TARGET GTest::${_tune_gtest})  # GoogleTest 1.11 names them so itself
         add_library(GTest::${_tune_gtest} ALIAS ${_tune_gtest})
