@@ -1,13 +1,16 @@
-# Third-party packages, all from Debian 12 (scripts/install-deps.sh installs them).
-find_package(nlohmann_json 3.10 REQUIRED)
-find_package(fmt REQUIRED)
-find_package(spdlog REQUIRED)
-find_package(CLI11 REQUIRED)
+# Third-party packages, all from Debian 12 (scripts/install-deps.sh installs them). The small ones
+# come from pinned sources instead with -DTUNE_FETCH_DEPS=ON, or when not found
+# (cmake/TuneFetchDeps.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/TuneFetchDeps.cmake)
 find_package(Threads REQUIRED)
+tune_dependency(nlohmann_json 3.10)
+tune_dependency(fmt)
+tune_dependency(spdlog)
+tune_dependency(CLI11)
 # tune_sqlite needs RETURNING (3.35) and json_each, which is built in since 3.38 and was a
 # compile-time option before (Ubuntu 22.04's 3.37.2 has it): checked by feature, here and again
 # when a database opens (SqliteFeatureProblem), since the library run may not be the one built with.
-find_package(SQLite3 3.35 REQUIRED)
+tune_dependency(SQLite3 3.35)
 if(NOT DEFINED TUNE_SQLITE_JSON_EACH_WORKS)
   include(CheckCXXSourceRuns)
   set(CMAKE_REQUIRED_INCLUDES ${SQLite3_INCLUDE_DIRS})
@@ -39,7 +42,7 @@ if(TUNE_WITH_POSTGRES)
   endif()
 endif()
 if(TUNE_BUILD_TESTS)
-  find_package(GTest REQUIRED)
+  tune_dependency(GTest)
 endif()
 
 # LibTorch (optional; Debian: libtorch-dev, installed by scripts/install-deps.sh): the trainer of

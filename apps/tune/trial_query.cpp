@@ -23,7 +23,7 @@ std::string UpperText(std::string s) {
 // `obj[path]` where `path` may be a key with dots, or dots may step into nested objects.
 std::optional<Json> AttrPath(const Json& obj, const std::string& path) {
   if (!obj.is_object()) return std::nullopt;
-  if (auto it = obj.find(path); it != obj.end()) return *it;
+  if (auto it = obj.find(path); it != obj.end()) return std::make_optional(*it);
   const size_t dot = path.find('.');
   if (dot == std::string::npos) return std::nullopt;
   auto it = obj.find(path.substr(0, dot));

@@ -10,9 +10,13 @@
 
 // Hot element-wise loops over kernels: on x86-64 Linux, GCC also builds AVX2 and AVX-512 clones
 // of the functions marked with this and picks one at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
 #define TUNE_VECTOR_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// GCC 11 (Ubuntu 22.04's) has no dispatcher for the x86-64-vN levels: clones by feature.
+#define TUNE_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TUNE_VECTOR_CLONES
 #endif

@@ -179,7 +179,8 @@ Status Trial::SetUserAttr(const std::string& key, const Json& value) {
 std::optional<Json> Trial::UserAttr(const std::string& key) const {
   auto it = frozen_.user_attrs.find(key);
   if (it == frozen_.user_attrs.end()) return std::nullopt;
-  return *it;
+  // Not `return *it`: nlohmann_json 3.10's implicit conversion to optional makes that ambiguous.
+  return std::make_optional(*it);
 }
 
 Status Trial::SetSystemAttr(const std::string& key, const Json& value) {
