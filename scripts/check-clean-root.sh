@@ -13,10 +13,11 @@
 #   3. As that user: a clean clone of this repository's HEAD, then
 #      scripts/build-with-torch.sh --python ~/venv/bin/python --fetch-deps (the small libraries
 #      built from pinned sources; offline their sources come from SOURCES, one directory per
-#      FetchContent name, passed as FETCHCONTENT_SOURCE_DIR_<NAME>), timed; then the LibTorch-free
-#      unit tests (ctest -L unit) of the same build; then the install into ~/.local;
+#      FetchContent name, passed as FETCHCONTENT_SOURCE_DIR_<NAME>), which builds and installs
+#      into ~/.local: timed.
 #   4. In a new login shell of the user: `tune --version` and a function study from ~/.local/bin.
-#   5. One summary line: the compiler, the build and install time, the tests, the study.
+#   5. The LibTorch-free unit suites (ctest -L unit) built in the same build directory.
+#   6. One summary line: the compiler, the build and install time, the study, the tests.
 #
 # Usage: scripts/check-clean-root.sh [--cc gcc-11|gcc|clang-14] [--wheels DIR] [--sources DIR]
 #                                    [--jobs N] [--root DIR] [--suite SUITE]
@@ -103,23 +104,28 @@ if [ -n "$sources" ]; then
 fi
 build_cmd="cd ~/tune && $cc_env scripts/build-with-torch.sh --python ~/venv/bin/python --fetch-deps \
   --jobs $jobs --build-dir ~/tune/build$fetch_args"
-log "as tuneuser: $build_cmd --test -- -L unit"
+log "as tuneuser: $build_cmd"
 start=$SECONDS
-user_run "$build_cmd --test -- -L unit" > "$log_dir/build-test.log" 2>&1 ||
-  die "build or unit tests failed: $(tail -n 20 "$log_dir/build-test.log")"
+user_run "$build_cmd" > "$log_dir/build-install.log" 2>&1 ||
+  die "build or install failed: $(tail -n 20 "$log_dir/build-install.log")"
 build_s=$((SECONDS - start))
-tests=$(grep -E '^[0-9]+% tests passed' "$log_dir/build-test.log" | tail -n 1)
-start=$SECONDS
-user_run "$build_cmd" > "$log_dir/install.log" 2>&1 ||
-  die "install failed: $(tail -n 20 "$log_dir/install.log")"
-install_s=$((SECONDS - start))
+grep -E '^-- (tune: |LibTorch|tune_torch)' "$log_dir/build-install.log" >&2 || true
 
 # 4. A new login shell: tune from ~/.local/bin.
 user_run 'export PATH=$HOME/.local/bin:$PATH; command -v tune; tune --version;
-  tune --study clean-root --storage sqlite:///$HOME/clean-root.db --objective sphere \
-    --n-trials 20 --format json | tail -n 1' > "$log_dir/study.log" 2>&1 ||
-  die "the installed tune failed: $(tail -n 20 "$log_dir/study.log")"
+  cd /tmp && tune --study demo --config $HOME/.local/share/tune/configs/demo.json \
+    --storage sqlite:///$HOME/clean-root.db --n-trials 20 && tune best-trial --study demo --storage sqlite:///$HOME/clean-root.db' \
+  > "$log_dir/study.log" 2>&1 || die "the installed tune failed: $(tail -n 20 "$log_dir/study.log")"
+
+# 5. The LibTorch-free unit suites (ctest -L unit) in the same build, with the fetched GoogleTest.
+unit_targets="tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests"
+start=$SECONDS
+user_run "cd ~/tune/build && cmake -DTUNE_BUILD_TESTS=ON . >/dev/null && \
+  cmake --build . -j $jobs --target $unit_targets && ctest -L unit -j $jobs" \
+  > "$log_dir/unit-tests.log" 2>&1 || die "unit tests failed: $(tail -n 20 "$log_dir/unit-tests.log")"
+tests_s=$((SECONDS - start))
+tests=$(grep -E '^[0-9]+% tests passed' "$log_dir/unit-tests.log" | tail -n 1)
 cat "$log_dir/study.log"
 echo "clean-root: $SUITE, ${cc}, torch $torch_version, commit" \
-     "$(git -C "$src_dir" rev-parse --short HEAD): build + unit tests ${build_s}s ($tests)," \
-     "install ${install_s}s, study from ~/.local ok"
+     "$(git -C "$src_dir" rev-parse --short HEAD): configure + build + install ${build_s}s;" \
+     "study from ~/.local ok; unit tests ${tests_s}s ($tests)"
