@@ -148,10 +148,14 @@ macro(tune_fetch_dependency package)
     # compiles only with SQLITE_ENABLE_JSON1; the other options as Debian and Ubuntu build it.
     add_library(tune_sqlite3 STATIC ${sqlite3_SOURCE_DIR}/sqlite3.c)
     target_include_directories(tune_sqlite3 SYSTEM PUBLIC ${sqlite3_SOURCE_DIR})
+    # HAVE_USLEEP and the others: what SQLite's configure finds on Linux (without HAVE_USLEEP the
+    # busy handler sleeps in whole seconds, so a busy timeout under 1 s does not wait at all).
     target_compile_definitions(tune_sqlite3 PRIVATE SQLITE_ENABLE_JSON1 SQLITE_ENABLE_COLUMN_METADATA
                                SQLITE_ENABLE_UNLOCK_NOTIFY SQLITE_ENABLE_DBSTAT_VTAB
                                SQLITE_SECURE_DELETE SQLITE_MAX_VARIABLE_NUMBER=250000
-                               SQLITE_THREADSAFE=1)
+                               SQLITE_THREADSAFE=1 HAVE_USLEEP=1 HAVE_FDATASYNC=1
+                               HAVE_LOCALTIME_R=1 HAVE_GMTIME_R=1 HAVE_POSIX_FALLOCATE=1
+                               HAVE_MALLOC_USABLE_SIZE=1 HAVE_STRCHRNUL=1)
     target_link_libraries(tune_sqlite3 PUBLIC Threads::Threads ${CMAKE_DL_LIBS} m)
     add_library(SQLite::SQLite3 ALIAS tune_sqlite3)
     file(STRINGS ${sqlite3_SOURCE_DIR}/sqlite3.h _tune_sqlite_version_line
