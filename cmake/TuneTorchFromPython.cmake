@@ -87,13 +87,55 @@ if(TUNE_TORCH_CUDA_VERSION)
       "and ${_tp_sys_prefix}): found headers '${_tp_cuda_include}', library '${_tp_cudart}'. "
       "pip: the nvidia-cuda-runtime wheel torch depends on; conda: the cuda-cudart-dev package.")
   endif()
+  # cuda_runtime_api.h includes crt/host_defines.h, which the runtime wheels leave to the CUDA
+  # compiler's packages (CUDA 13: nvidia-cuda-crt, 133 KB of headers; CUDA 12: nvidia-cuda-nvcc-cu12).
+  # Taken from beside torch when one is installed there; else that package of torch's CUDA
+  # version is installed into the build tree (pip --target, once; the headers only, no compiler
+  # runs), as FetchContent downloads sources.
+  set(_tp_crt_dirs ${_tp_cuda_include})
+  file(GLOB _tp_more LIST_DIRECTORIES true "${_tp_site}/nvidia/*/include"
+       "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
+  list(APPEND _tp_crt_dirs ${_tp_more} "${_tp_sys_prefix}/include")
+  set(_tp_crt_include "")
+  foreach(_dir IN LISTS _tp_crt_dirs)
+    if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
+      set(_tp_crt_include "${_dir}")
+    endif()
+  endforeach()
+  if(NOT _tp_crt_include)
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _tp_cuda_minor "${TUNE_TORCH_CUDA_VERSION}")
+    if(_tp_cuda_major VERSION_GREATER_EQUAL 13)
+      set(_tp_crt_package "nvidia-cuda-crt==${_tp_cuda_minor}.*")
+    else()
+      set(_tp_crt_package "nvidia-cuda-nvcc-cu${_tp_cuda_major}==${_tp_cuda_minor}.*")
+    endif()
+    message(STATUS "The CUDA runtime's headers beside torch lack crt/host_defines.h: installing "
+                   "${_tp_crt_package} into ${CMAKE_BINARY_DIR}/cuda-crt (pip, headers only)")
+    execute_process(
+      COMMAND "${TUNE_TORCH_PYTHON}" -m pip install --quiet --no-deps --disable-pip-version-check
+              --target "${CMAKE_BINARY_DIR}/cuda-crt" "${_tp_crt_package}"
+      RESULT_VARIABLE _tp_pip_rc ERROR_VARIABLE _tp_pip_err)
+    file(GLOB _tp_more LIST_DIRECTORIES true "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
+    foreach(_dir IN LISTS _tp_more)
+      if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
+        set(_tp_crt_include "${_dir}")
+      endif()
+    endforeach()
+    if(NOT _tp_crt_include)
+      string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" _tp_pip_last "\n${_tp_pip_err}")
+      message(FATAL_ERROR
+        "torch's CUDA runtime headers (${_tp_cuda_include}) need crt/host_defines.h, which is in "
+        "${_tp_crt_package}; installing it failed (${_tp_pip_last}). Install it into that Python "
+        "(${TUNE_TORCH_PYTHON} -m pip install '${_tp_crt_package}') and configure again.")
+    endif()
+  endif()
   _tune_torch_library(c10_cuda libc10_cuda.so)
   _tune_torch_library(torch_cuda libtorch_cuda.so)
   if(NOT TARGET CUDA::cudart)
     add_library(CUDA::cudart SHARED IMPORTED GLOBAL)
   endif()
   set_target_properties(CUDA::cudart PROPERTIES IMPORTED_LOCATION "${_tp_cudart}"
-                        INTERFACE_INCLUDE_DIRECTORIES "${_tp_cuda_include}")
+                        INTERFACE_INCLUDE_DIRECTORIES "${_tp_cuda_include};${_tp_crt_include}")
   set_target_properties(c10_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "c10;CUDA::cudart")
   set_target_properties(torch_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "c10_cuda;torch_cpu")
   list(PREPEND _tp_torch_links torch_cuda c10_cuda)
