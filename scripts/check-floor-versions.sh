@@ -42,7 +42,7 @@
 # Needs: gcc-11 and g++-11 (Debian 12 / Ubuntu: apt-get install g++-11), git, make, tar,
 # /usr/bin/python3 with venv (python3-venv), and pip's access to PyPI for cmake==3.22.6 (once);
 # tclsh (tcl) only to generate SQLite's amalgamation from its repository. The other libraries tune
-# links (ICU, SentencePiece, libcurl, minizip, libpq) are the system's.
+# links (SentencePiece, libcurl, minizip, libpq) are the system's.
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
