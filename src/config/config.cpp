@@ -142,6 +142,7 @@ Status ParseTracking(const JsonReader& r, const fs::path& base_dir, StudyConfig&
       }
       mlflow.concurrency = static_cast<int>(*concurrency);
     }
+    if (Status st = CheckMlflowSupported(); !st.ok()) return m.ChildError("uri", st.message());
     config.tracking.mlflow = std::move(mlflow);
   }
   if (t.Has("tensorboard")) {

@@ -10,7 +10,7 @@ Status CheckMlflowUri(const std::string& uri) {
   for (const char* scheme : {"http://", "https://"}) {
     const std::string s(scheme);
     if (uri.rfind(s, 0) == 0 && uri.size() > s.size() && uri[s.size()] != '/') {
-      return CheckHttpAvailable();
+      return Status::Ok();
     }
   }
   std::string hint;
@@ -26,5 +26,7 @@ Status CheckMlflowUri(const std::string& uri) {
                   "https://HOST[:PORT]{}",
                   uri, hint));
 }
+
+Status CheckMlflowSupported() { return CheckHttpAvailable(); }
 
 }  // namespace tune

@@ -34,4 +34,9 @@ struct TrackingOptions {
 // accepted otherwise (a file: store, a databricks URI, a bare host).
 Status CheckMlflowUri(const std::string& uri);
 
+// Ok when this build can reach an MLflow server; Unavailable, naming what to install, when it was
+// built without libcurl. Checked after the tracking options themselves, so that their own errors
+// come first.
+Status CheckMlflowSupported();
+
 }  // namespace tune

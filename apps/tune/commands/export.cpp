@@ -238,8 +238,8 @@ int ExportStudy(const ExportArgs& args) {
     return Fail(InvalidArgumentError("--output needs a file name"));
   }
   if (args.mlflow) {
-    if (Status st = CheckMlflowUri(*args.mlflow); !st.ok()) {
-      return Fail(InvalidArgumentError("--mlflow: " + st.message()));
+    for (Status st : {CheckMlflowUri(*args.mlflow), CheckMlflowSupported()}) {
+      if (!st.ok()) return Fail(InvalidArgumentError("--mlflow: " + st.message()));
     }
   }
   auto opened = OpenStoredStudy(args.storage, args.study, StorageAccess::kReadOnly);

@@ -186,8 +186,8 @@ Status ApplyFlags(const RunArgs& args, StudyConfig& config) {
   }
   if (args.progress_interval) config.progress_interval = *args.progress_interval;
   if (args.mlflow_uri) {
-    if (Status st = CheckMlflowUri(*args.mlflow_uri); !st.ok()) {
-      return InvalidArgumentError("--mlflow-uri: " + st.message());
+    for (Status st : {CheckMlflowUri(*args.mlflow_uri), CheckMlflowSupported()}) {
+      if (!st.ok()) return InvalidArgumentError("--mlflow-uri: " + st.message());
     }
     const std::string experiment =
         config.tracking.mlflow ? config.tracking.mlflow->experiment : std::string();
