@@ -18,22 +18,11 @@ FetchContent_Declare(sentencepiece
   URL https://files.pythonhosted.org/packages/source/s/sentencepiece/sentencepiece-0.1.99.tar.gz
   URL_HASH SHA256=189c48f5cb2949288f97ccdb97f0473098d9c3dcf5a3d99d4eabe719ec27297f)
 
-macro(_tune_native_populate name upper)
-  FetchContent_GetProperties(${name})
-  if(NOT ${name}_POPULATED)
-    FetchContent_Populate(${name})
-  endif()
-  if(FETCHCONTENT_SOURCE_DIR_${upper})
-    set(_tune_native_origin "FETCHCONTENT_SOURCE_DIR_${upper}")
-  else()
-    set(_tune_native_origin "the pinned release archive")
-  endif()
-endmacro()
 
 # tune_minizip (an INTERFACE target made by the caller) gets minizip's unzip over zlib.
 # The caller enables C first (enable_language works in file scope only).
 function(tune_fetch_minizip)
-  _tune_native_populate(zlib ZLIB)
+  _tune_populate(zlib)  # cmake/TuneFetchDeps.cmake
   set(_z ${zlib_SOURCE_DIR})
   file(GLOB _zlib_sources ${_z}/*.c)
   add_library(tune_zlib STATIC ${_zlib_sources} ${_z}/contrib/minizip/ioapi.c
@@ -46,13 +35,13 @@ function(tune_fetch_minizip)
   target_link_libraries(tune_minizip INTERFACE tune_zlib)
   # Not exported from libtune_train.so: no other library's zlib calls land in this copy.
   target_link_options(tune_minizip INTERFACE "LINKER:--exclude-libs,libtune_zlib.a")
-  message(STATUS "tune: zlib 1.3.1 and its minizip built from ${_tune_native_origin} (${_z})")
+  message(STATUS "tune: zlib 1.3.1 and its minizip built from ${_tune_origin} (${_z})")
 endfunction()
 
 # tune_sentencepiece (an INTERFACE target made by the caller) gets SentencePiece's encoder (its
 # library without the trainer) with its own protobuf-lite.
 function(tune_fetch_sentencepiece)
-  _tune_native_populate(sentencepiece SENTENCEPIECE)
+  _tune_populate(sentencepiece)
   set(_s ${sentencepiece_SOURCE_DIR}/sentencepiece)
   if(NOT EXISTS ${_s}/src/sentencepiece_processor.cc)
     message(FATAL_ERROR "SentencePiece's sources are not in ${_s} (the source distribution's "
@@ -84,5 +73,5 @@ function(tune_fetch_sentencepiece)
   target_link_libraries(tune_sentencepiece INTERFACE tune_sentencepiece_static)
   # Its protobuf-lite stays inside libtune_spm.so, as the shim's RTLD_DEEPBIND intends.
   target_link_options(tune_sentencepiece INTERFACE "LINKER:--exclude-libs,ALL")
-  message(STATUS "tune: SentencePiece 0.1.99 built from ${_tune_native_origin} (${_s})")
+  message(STATUS "tune: SentencePiece 0.1.99 built from ${_tune_origin} (${_s})")
 endfunction()

@@ -92,16 +92,17 @@ if(TUNE_TORCH_CUDA_VERSION)
   # Taken from beside torch when one is installed there; else that package of torch's CUDA
   # version is installed into the build tree (pip --target, once; the headers only, no compiler
   # runs), as FetchContent downloads sources.
-  set(_tp_crt_dirs ${_tp_cuda_include})
-  file(GLOB _tp_more LIST_DIRECTORIES true "${_tp_site}/nvidia/*/include"
-       "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
-  list(APPEND _tp_crt_dirs ${_tp_more} "${_tp_sys_prefix}/include")
-  set(_tp_crt_include "")
-  foreach(_dir IN LISTS _tp_crt_dirs)
-    if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
-      set(_tp_crt_include "${_dir}")
-    endif()
-  endforeach()
+  macro(_tp_find_crt)  # _tp_crt_include: the first directory with crt/host_defines.h, or ""
+    file(GLOB _tp_more LIST_DIRECTORIES true "${_tp_site}/nvidia/*/include"
+         "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
+    set(_tp_crt_include "")
+    foreach(_dir IN ITEMS ${_tp_cuda_include} ${_tp_more} "${_tp_sys_prefix}/include")
+      if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
+        set(_tp_crt_include "${_dir}")
+      endif()
+    endforeach()
+  endmacro()
+  _tp_find_crt()
   if(NOT _tp_crt_include)
     string(REGEX MATCH "^[0-9]+\\.[0-9]+" _tp_cuda_minor "${TUNE_TORCH_CUDA_VERSION}")
     if(_tp_cuda_major VERSION_GREATER_EQUAL 13)
@@ -115,12 +116,7 @@ if(TUNE_TORCH_CUDA_VERSION)
       COMMAND "${TUNE_TORCH_PYTHON}" -m pip install --quiet --no-deps --disable-pip-version-check
               --target "${CMAKE_BINARY_DIR}/cuda-crt" "${_tp_crt_package}"
       RESULT_VARIABLE _tp_pip_rc ERROR_VARIABLE _tp_pip_err)
-    file(GLOB _tp_more LIST_DIRECTORIES true "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
-    foreach(_dir IN LISTS _tp_more)
-      if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
-        set(_tp_crt_include "${_dir}")
-      endif()
-    endforeach()
+    _tp_find_crt()
     if(NOT _tp_crt_include)
       string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" _tp_pip_last "\n${_tp_pip_err}")
       message(FATAL_ERROR
