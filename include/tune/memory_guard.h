@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/cards.h"
 #include "tune/status.h"
 #include "tune/trial.h"
 
@@ -27,28 +28,12 @@ struct ProgramPeak {
 class MemoryPlanner {
  public:
   virtual ~MemoryPlanner() = default;
-  // The cards trials share (Objective::CardCount) and their names (Objective::CardName).
-  virtual int64_t CardCount() const { return 1; }
-  virtual std::string CardName(int64_t card) const {
-    (void)card;
-    return "";
-  }
-  // The memory trials may reserve together on card `card` (its device_memory x (1 - margin));
-  // nullopt: unknown.
-  virtual std::optional<int64_t> Capacity(int64_t card) const = 0;
-  // What computes on that card now, when the planner can see it (a simulated card).
-  virtual std::optional<DeviceBusy> Busy(int64_t card) const {
-    (void)card;
-    return std::nullopt;
-  }
-  // The real card's utilisation (NVML), when the trials run on a CUDA device; nullopt else.
-  virtual std::optional<double> Utilization(int64_t card) const {
-    (void)card;
-    return std::nullopt;
-  }
-  // Before the trial runs, against the largest card: its reservation and the params it runs with
-  // (memory levers applied), or, when it cannot fit, its outcome (recorded: PRUNED with reason
-  // "predicted").
+  // The cards trials share, as they are now (Objective::CardsNow): each one's budget is its
+  // device_memory less what other processes hold, times (1 - margin).
+  virtual std::vector<Card> CardsNow() const = 0;
+  // Before the trial runs, against the largest budget now (tune/cards.h): its reservation and the
+  // params it runs with (memory levers applied), or, when it cannot fit, its outcome (recorded:
+  // PRUNED with reason "predicted").
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) = 0;
   // Objective::PlanToFit: the trial at a smaller micro-batch that fits `room`, or nullopt.
   virtual Result<std::optional<TrialPlan>> PlanToFit(TrialHandle& trial, const Json& params,

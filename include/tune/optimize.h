@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/cards.h"
 #include "tune/objectives/objective.h"
 #include "tune/search_space.h"
 #include "tune/status.h"
@@ -67,8 +68,8 @@ struct RunSettings {
   double max_busy = 0.0;
   // Trials running at once. 1: one at a time, in this process. N > 1: up to N, each in its own
   // process (Objective::Start), packed by the memory each reserves when the objective predicts
-  // it (Objective::DeviceCapacity), over every card (Objective::CardCount). kJobsAuto: as many
-  // as each card's memory holds, at most max_jobs per card.
+  // it (Card::budget), over every card (Objective::CardsNow). kJobsAuto: as many as each card's
+  // memory holds, at most max_jobs per card.
   int64_t jobs = 1;
   int64_t max_jobs = 8;
 
@@ -83,28 +84,18 @@ Result<int64_t> ParseJobsValue(const std::string& text);
 // and retry_failed >= 0. `where` prefixes the message (a file, or "--grace-period").
 Status CheckHeartbeatSettings(const RunSettings& settings, const std::string& where);
 
-// With jobs != 1: what runs now. The device's memory is shared by reservations: a trial starts
-// when its reservation fits beside the running ones' (see docs/cli.md, "Several trials at
-// once").
-// One card's part of JobsState (several cards).
-struct JobsCardState {
-  std::string name;  // Objective::CardName
-  int64_t running = 0;
-  int64_t reserved = 0;
-  std::optional<int64_t> capacity;
-  std::optional<double> busy;
-  std::optional<double> utilization;
-};
-
+// What runs now. With jobs != 1 the cards' budgets are shared by reservations: a trial starts
+// when its reservation fits beside the running ones' (see docs/cli.md, "Several trials at once").
 struct JobsState {
   int64_t running = 0;
   int64_t waiting = 0;                // asked and planned, waiting for memory
   int64_t reserved = 0;               // bytes the running trials reserve
-  std::optional<int64_t> capacity;    // bytes they may reserve; unset: not tracked
+  std::optional<int64_t> budget;      // bytes they may reserve (Card::budget); unset: not tracked
   std::optional<double> busy;         // their summed busy share (a simulated card); unset: unknown
   std::optional<double> utilization;  // the device's utilisation (NVML, CUDA); unset: unknown
-  // Several cards: each one's (the fields above are then the sums, and the mean utilisation).
-  std::vector<JobsCardState> cards;
+  // Several cards: each one (the fields above are then the sums, and the mean utilisation; an
+  // idle card's busy share is left unset: it says nothing).
+  std::vector<Card> cards;
 };
 // "3 running, 17.2 GiB of 22.8 GiB reserved, GPU 87% utilized, 1 waiting"; several cards:
 // "5 running, 1 waiting: cuda:0 3 running, 17.2 GiB of 22.8 GiB reserved; cuda:1 2 running, ...".

@@ -124,7 +124,8 @@ struct TrialPlan {
   // An out-of-memory error under a cap tells calibration about that cap, not the device.
   int64_t cap = 0;
   std::string summary;  // how the reservation was reached, for the log
-  // Several cards (Objective::CardCount() > 1): the card it runs on, chosen when it starts.
+  // Several cards (Objective::CardsNow()): the index of the card it runs on, chosen when it
+  // starts.
   int64_t card = 0;
 };
 

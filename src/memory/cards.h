@@ -1,15 +1,6 @@
 // The cards several trials share (--jobs over every card of a machine) [tune_train]: which they
-// are, and each one as the run's parent process sees it (its budget beside other processes, its
-// busy share, its utilisation) and as a trial's process is narrowed to it.
-//
-// Which cards:
-//   - simulated (memory.simulate): one per entry of a device_memory list (cards of different
-//     sizes; one card without a list), named "card K", each its own simulated card "NAME-K";
-//   - CUDA: those `devices` names (CUDA's numbering in this process), else with the device "cuda"
-//     every visible card (CUDA_VISIBLE_DEVICES' entries, else the driver's count), named
-//     "cuda:N"; a trial's process sees only its card (CUDA_VISIBLE_DEVICES set to it, so its
-//     device is cuda:0 there). A device_memory list gives each card its own cap;
-//   - otherwise one card, the device.
+// are, and each one read as the run's parent process sees it (its budget beside other processes,
+// its busy share, its utilisation) and as a trial's process is narrowed to it.
 #pragma once
 
 #include <sys/types.h>
@@ -21,57 +12,80 @@
 #include <string>
 #include <vector>
 
-#include "measure/gpu_process_memory.h"
 #include "memory/card_others.h"
 #include "memory/guard.h"
-#include "memory/simulated_card.h"
+#include "tune/cards.h"
 #include "tune/status.h"
-#include "tune/trial.h"
 
 namespace tune {
 
-struct CardSpec {
-  std::string name;                      // "cuda:2", "card 1"; the device itself with one card
-  std::string device;                    // as this process names it: "cuda:2", "cpu"
-  std::optional<std::string> visible;    // CUDA_VISIBLE_DEVICES for its trials' processes
-  std::optional<std::string> simulate;   // its simulated card, when simulated
-  std::optional<int64_t> device_memory;  // its device_memory (the config's, per card)
-};
-
-// The cards of a run whose trials use `device` ("cpu", "cuda", "cuda:N") under `guard`
-// (devices, card_memory, device_memory, simulate). InvalidArgument for a list that cannot be
-// honoured: a device_memory list without simulate or CUDA, devices on a CPU, a device_memory
-// list and devices of different lengths, a device index named twice.
-Result<std::vector<CardSpec>> ResolveCards(const std::string& device, const GuardOptions& guard);
-
-// The index of the card with the most device_memory (the first of them); 0 when none is known.
-size_t LargestCard(const std::vector<CardSpec>& cards);
-
-// One card as the run's parent sees it.
-class CardView {
+class Cards {
  public:
-  // `ours`: which processes are this run's (card_others.h).
-  explicit CardView(CardSpec spec, std::function<bool(pid_t)> ours = SelfOrDescendant);
-  CardView(const CardView&) = delete;
-  CardView& operator=(const CardView&) = delete;
+  // The cards of a run whose trials use `device` ("cpu", "cuda", "cuda:N") under `guard`
+  // (devices, card_memory, device_memory, simulate); always at least one:
+  //   - simulated (guard.simulate): one per entry of a device_memory list (cards of different
+  //     sizes), named "card K", each its own simulated card "NAME-K"; without a list one card,
+  //     named as the simulated card;
+  //   - CUDA: those `devices` names (CUDA's numbering in this process), else with the device
+  //     "cuda" every visible card (CUDA_VISIBLE_DEVICES' entries, else the driver's count),
+  //     named "cuda:N"; one card is the device itself. A device_memory list gives each card its
+  //     own cap;
+  //   - otherwise one card, the device.
+  // `ours` says which processes are this run's (card_others.h). InvalidArgument for a list that
+  // cannot be honoured: a device_memory list without simulate or CUDA, devices on a CPU, a
+  // device_memory list and devices of different lengths, a device index named twice or not
+  // visible.
+  static Result<Cards> Resolve(const std::string& device, const GuardOptions& guard,
+                               std::function<bool(pid_t)> ours = SelfOrDescendant);
 
-  const CardSpec& spec() const { return spec_; }
-  // Its device_memory, at most the card's total (NVML) on CUDA.
-  std::optional<int64_t> DeviceMemory() const;
-  // DeviceMemory() less what other processes hold on it now (CardOthers::Budget).
-  std::optional<int64_t> Budget() const;
-  // What computes on a simulated card now.
-  std::optional<DeviceBusy> Busy() const;
-  std::optional<double> Utilization() const { return nvml_.Utilization(); }
-  // Variables for a trial's process on this card: CUDA_VISIBLE_DEVICES, or the simulated card's
-  // TUNE_SIMULATED_CARD and TUNE_SIMULATED_CARD_BYTES.
-  std::vector<std::string> Environment() const;
+  // One card, the device itself as `guard` gives it (its device_memory and simulated card; the
+  // lists are not read): a trial's process, which runs on one card.
+  static Result<Cards> Device(const std::string& device, const GuardOptions& guard);
+
+  Cards(Cards&&) noexcept;
+  Cards& operator=(Cards&&) noexcept;
+  ~Cards();
+
+  size_t size() const { return cards_.size(); }
+
+  // Card k as configured: its name ("cuda:2", "card 1"; with one card the device, or the
+  // simulated card's name), the device as this process names it ("cuda:2", "cpu"), and its
+  // guard options: `guard` narrowed to that card (its device_memory and simulated card, no
+  // list). REQUIRES: k < size() for these and the readings below.
+  const std::string& name(size_t k) const;
+  const std::string& device(size_t k) const;
+  GuardOptions GuardFor(size_t k, GuardOptions guard) const;
+
+  // Card k read now. DeviceMemory: its device_memory, at most the card's total (NVML) on CUDA;
+  // Budget: that less what other processes hold on it now (CardOthers::Budget, which logs when
+  // it shrinks or grows back); Busy: what computes on a simulated card; Utilization: the
+  // driver's reading (NVML). Nullopt: unknown (no device_memory, no NVML, not simulated).
+  std::optional<int64_t> DeviceMemory(size_t k) const;
+  std::optional<int64_t> Budget(size_t k) const;
+  std::optional<DeviceBusy> Busy(size_t k) const;
+  std::optional<double> Utilization(size_t k) const;
+  // What other processes held on card k at its last Budget() (0: none or unknown).
+  int64_t LastOthers(size_t k) const;
+
+  // Every card read now, as the scheduler takes them (Objective::CardsNow): its name ("" with
+  // one card), its budget times (1 - margin), its busy share and utilisation.
+  std::vector<Card> Now(double margin) const;
+  // The card with the largest budget now (tune/cards.h's one meaning of "largest") and that
+  // budget, without the margin: budget nullopt (and card 0) when no card's is known.
+  struct Largest {
+    size_t card = 0;
+    std::optional<int64_t> budget;
+  };
+  Largest LargestNow() const;
+
+  // Variables for a trial's process on card k: CUDA_VISIBLE_DEVICES (several CUDA cards), or the
+  // simulated card's TUNE_SIMULATED_CARD and TUNE_SIMULATED_CARD_BYTES.
+  std::vector<std::string> Environment(size_t k) const;
 
  private:
-  CardSpec spec_;
-  DeviceNvml nvml_;
-  mutable CardOthers others_;
-  mutable std::unique_ptr<SimulatedCard> card_;  // Busy()'s view of a simulated card
+  struct One;
+  explicit Cards(std::vector<std::unique_ptr<One>> cards);
+  std::vector<std::unique_ptr<One>> cards_;
 };
 
 }  // namespace tune

@@ -43,12 +43,9 @@ std::string MeasuredFamily(const TrainHyperparams& hp) {
 
 class GuardPlanner : public MemoryPlanner {
  public:
-  // `cards`: ResolveCards' (several: --jobs over them); one: the options' device.
-  GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog, std::vector<CardSpec> cards)
-      : options_(std::move(options)), catalog_(std::move(catalog)) {
-    if (cards.size() > 1) {
-      for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
-    }
+  // `cards`: the program's (Cards::Resolve; --jobs runs over them).
+  GuardPlanner(CommandMemoryOptions options, ModelCatalog catalog, Cards cards)
+      : options_(std::move(options)), catalog_(std::move(catalog)), cards_(std::move(cards)) {
     // A lever can only change a field the program receives through one parameter.
     options_.guard.lever_grad_accum =
         options_.guard.lever_grad_accum && MappedParam("batch_size") && MappedParam("grad_accum");
@@ -59,59 +56,23 @@ class GuardPlanner : public MemoryPlanner {
     formula_ = std::make_shared<FormulaMemoryModel>(GuardDeviceModel(options_.guard, !cpu_, -1));
   }
 
-  int64_t CardCount() const override {
-    return cards_.empty() ? 1 : static_cast<int64_t>(cards_.size());
-  }
-  std::string CardName(int64_t card) const override {
-    return cards_.empty() ? "" : Card(card).spec().name;
-  }
+  std::vector<Card> CardsNow() const override { return cards_.Now(options_.guard.margin); }
 
-  // device_memory less what other processes hold on the card now (card_others.h), margin kept.
-  std::optional<int64_t> Capacity(int64_t card) const override {
-    if (!cards_.empty()) {
-      const std::optional<int64_t> budget = Card(card).Budget();
-      return budget ? std::make_optional(UsableMemory(*budget, options_.guard.margin))
-                    : std::nullopt;
-    }
-    return UsableMemory(Budget(), options_.guard.margin);
-  }
-
-  // The budget trials are planned against: the card's, or with several the largest of the
-  // cards' budgets now (other processes may hold most of the card with the most memory).
-  int64_t Budget() const {
-    if (cards_.empty()) return others_.Budget(*options_.guard.device_memory);
-    int64_t largest = 0;
-    for (const auto& card : cards_) largest = std::max(largest, card->Budget().value_or(0));
-    return largest;
-  }
+  // The budget trials are planned against: the largest of the cards' budgets now (another
+  // process may hold most of the card with the most memory).
+  int64_t Budget() const { return cards_.LargestNow().budget.value_or(0); }
 
   // The memory trials are planned against (Budget(), margin kept): "the whole card".
   int64_t PlanningCapacity() const { return UsableMemory(Budget(), options_.guard.margin); }
-
-  // The simulated card's busy trials (opened on first use); nullopt without one.
-  std::optional<DeviceBusy> Busy(int64_t c) const override {
-    if (!cards_.empty()) return Card(c).Busy();
-    if (!options_.guard.simulate) return std::nullopt;
-    if (!card_) {
-      auto card = SimulatedCard::Open(*options_.guard.simulate, *options_.guard.device_memory);
-      if (!card.ok()) return std::nullopt;
-      card_ = std::move(card).value();
-    }
-    const CardLoad load = card_->load();
-    return DeviceBusy{load.busy, load.sum_busy};
-  }
-
-  std::optional<double> Utilization(int64_t card) const override {
-    return cards_.empty() ? nvml_.Utilization() : Card(card).Utilization();
-  }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {
     TrialPlan plan;
     plan.params = params;
     TUNE_ASSIGN_OR_RETURN(Request r, RequestFor(params));
     MemoryAttr& attr = attrs_[trial.number()];
-    attr.device_memory = Budget();
-    attr.others = others_.last_others();
+    const Cards::Largest largest = cards_.LargestNow();
+    attr.device_memory = largest.budget.value_or(0);
+    attr.others = cards_.LastOthers(largest.card);
     TUNE_ASSIGN_OR_RETURN(std::optional<Modelled> m, ModelFor(trial, r, attr));
     if (!m) return PlanUnmeasured(trial, r, plan, attr);
     if (options_.guard.admission && RunsWithoutAdmission(trial)) {
@@ -227,26 +188,18 @@ class GuardPlanner : public MemoryPlanner {
   }
 
   int64_t ProgramCap(const TrialPlan& plan) const override {
-    return ProcessCap(
-        plan.reservation, options_.guard.margin,
-        cards_.empty() ? options_.guard.device_memory : Card(plan.card).spec().device_memory);
+    return ProcessCap(plan.reservation, options_.guard.margin,
+                      cards_.GuardFor(Index(plan.card), options_.guard).device_memory);
   }
 
   std::vector<std::string> Environment(const TrialPlan& plan) const override {
-    std::vector<std::string> env;
-    if (!cards_.empty()) {
-      env = Card(plan.card).Environment();
-      if (options_.guard.simulate) env.push_back("TUNE_LIBRARY_DIR=" + LibraryDirectory());
-    } else if (options_.guard.simulate) {
-      env.push_back("TUNE_SIMULATED_CARD=" + *options_.guard.simulate);
-      env.push_back(fmt::format("TUNE_SIMULATED_CARD_BYTES={}", *options_.guard.device_memory));
-      env.push_back("TUNE_LIBRARY_DIR=" + LibraryDirectory());
-    }
+    std::vector<std::string> env = cards_.Environment(Index(plan.card));
+    if (options_.guard.simulate) env.push_back("TUNE_LIBRARY_DIR=" + LibraryDirectory());
     return env;
   }
 
  private:
-  const CardView& Card(int64_t card) const { return *cards_.at(static_cast<size_t>(card)); }
+  static size_t Index(int64_t card) { return static_cast<size_t>(card); }
 
   struct Request {
     TrainHyperparams hp;
@@ -492,22 +445,13 @@ class GuardPlanner : public MemoryPlanner {
 
   CommandMemoryOptions options_;
   ModelCatalog catalog_;
-  std::vector<std::unique_ptr<CardView>> cards_;  // several cards; empty: one, the options'
-  bool cpu_ = false;                              // memory.device is "cpu"
-  std::shared_ptr<const MemoryModel> formula_;    // the estimator's, on the device model
-  std::map<int64_t, MemoryAttr> attrs_;           // planned trials' "memory", by number
-  std::map<int64_t, Json> recorded_;              // "memory" of the trials this process recorded
+  Cards cards_;                                 // the program's cards (at least one)
+  bool cpu_ = false;                            // memory.device is "cpu"
+  std::shared_ptr<const MemoryModel> formula_;  // the estimator's, on the device model
+  std::map<int64_t, MemoryAttr> attrs_;         // planned trials' "memory", by number
+  std::map<int64_t, Json> recorded_;            // "memory" of the trials this process recorded
   std::map<int64_t, std::vector<OomAttempt>> retries_;  // attempts oom_retry ran again, by trial
   std::map<std::string, Json> stored_fits_;             // study system attributes written, by key
-  mutable std::unique_ptr<SimulatedCard> card_;         // Busy()'s view of the simulated card
-  // The real card's (a simulated one has only its busy share).
-  DeviceNvml nvml_{options_.guard.simulate ? "cpu" : options_.device};
-  // Other processes on the card: the simulated card's, or NVML's on a CUDA device.
-  mutable CardOthers others_{options_.device,
-                             options_.guard.simulate
-                                 ? std::make_optional(std::make_pair(*options_.guard.simulate,
-                                                                     *options_.guard.device_memory))
-                                 : std::nullopt};
 };
 
 }  // namespace
@@ -533,8 +477,8 @@ Status CheckOomRetry(const CommandMemoryOptions& options) {
 Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
                                                        ModelCatalog catalog) {
   // With the CUDA device model, the program's cards are every visible one, or those named.
-  TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards,
-                        ResolveCards(options.device == "cuda" ? "cuda" : "cpu", options.guard));
+  TUNE_ASSIGN_OR_RETURN(Cards cards,
+                        Cards::Resolve(options.device == "cuda" ? "cuda" : "cpu", options.guard));
   return std::unique_ptr<MemoryPlanner>(
       std::make_unique<GuardPlanner>(std::move(options), std::move(catalog), std::move(cards)));
 }

@@ -46,7 +46,7 @@ struct CommandMemoryOptions {
 Status CheckOomRetry(const CommandMemoryOptions& options);
 
 // REQUIRES: options.guard.device_memory is set. InvalidArgument when its cards cannot be
-// honoured (ResolveCards, memory/cards.h).
+// honoured (Cards::Resolve, memory/cards.h).
 Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
                                                        ModelCatalog catalog);
 

@@ -374,21 +374,8 @@ class CommandObjective : public Objective {
     return process->Finish();
   }
 
-  int64_t CardCount() const override { return planner_ ? planner_->CardCount() : 1; }
-  std::string CardName(int64_t card) const override {
-    return planner_ ? planner_->CardName(card) : "";
-  }
-
-  std::optional<int64_t> DeviceCapacity(int64_t card) const override {
-    return planner_ ? planner_->Capacity(card) : std::nullopt;
-  }
-
-  std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const override {
-    return planner_ ? planner_->Busy(card) : std::nullopt;
-  }
-
-  std::optional<double> DeviceUtilizationNow(int64_t card) const override {
-    return planner_ ? planner_->Utilization(card) : std::nullopt;
+  std::vector<Card> CardsNow() const override {
+    return planner_ ? planner_->CardsNow() : Objective::CardsNow();
   }
 
   Result<TrialPlan> Plan(TrialHandle& trial, const Json& params) override {

@@ -22,11 +22,11 @@ namespace tune {
 namespace {
 
 // "2 running, 17.2 GiB of 22.8 GiB reserved, busy 0.93, GPU 87% utilized".
-std::string LedgerText(int64_t running, int64_t reserved, std::optional<int64_t> capacity,
+std::string LedgerText(int64_t running, int64_t reserved, std::optional<int64_t> budget,
                        std::optional<double> busy, std::optional<double> utilization) {
   std::string text = fmt::format("{} running", running);
-  if (capacity) {
-    text += fmt::format(", {} of {} reserved", FormatBytes(reserved), FormatBytes(*capacity));
+  if (budget) {
+    text += fmt::format(", {} of {} reserved", FormatBytes(reserved), FormatBytes(*budget));
   }
   if (busy) text += fmt::format(", busy {:.2f}", *busy);
   if (utilization) text += fmt::format(", GPU {:.0f}% utilized", *utilization * 100.0);
@@ -40,14 +40,15 @@ std::string JobsStateText(const JobsState& s) {
     std::string text = fmt::format("{} running", s.running);
     if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
     const char* sep = ": ";
-    for (const JobsCardState& c : s.cards) {
-      text +=
-          sep + c.name + " " + LedgerText(c.running, c.reserved, c.capacity, c.busy, c.utilization);
+    for (const Card& c : s.cards) {
+      const std::optional<double> busy =
+          c.busy ? std::make_optional(c.busy->sum_busy) : std::nullopt;
+      text += sep + c.name + " " + LedgerText(c.running, c.reserved, c.budget, busy, c.utilization);
       sep = "; ";
     }
     return text;
   }
-  std::string text = LedgerText(s.running, s.reserved, s.capacity, s.busy, s.utilization);
+  std::string text = LedgerText(s.running, s.reserved, s.budget, s.busy, s.utilization);
   if (s.waiting > 0) text += fmt::format(", {} waiting", s.waiting);
   return text;
 }
@@ -82,10 +83,11 @@ class JobsLoop {
         space_(space),
         objective_(objective),
         options_(options),
-        limits_(JobLimitsFor(options.jobs, options.max_jobs,
-                             std::max<int64_t>(1, objective.CardCount()))),
-        cards_(CardsOf(objective, limits_.per_card)),
-        busy_seen_(cards_.size()) {}
+        cards_(Idle(objective.CardsNow())),
+        limits_(JobLimitsFor(options.jobs, options.max_jobs, static_cast<int64_t>(cards_.size()))),
+        busy_seen_(cards_.size()) {
+    for (Card& card : cards_) card.limit = limits_.per_card;
+  }
 
   Result<OptimizeResult> Run() {
     if (options_.heartbeat_interval > 0 && !(options_.GracePeriod() > 0)) {
@@ -128,30 +130,17 @@ class JobsLoop {
     return true;
   }
 
-  // The objective's cards, idle, and their capacities now (RefreshCapacity reads them again).
-  static std::vector<JobsLedger> CardsOf(const Objective& objective, int64_t per_card) {
-    std::vector<JobsLedger> cards(static_cast<size_t>(std::max<int64_t>(1, objective.CardCount())));
-    for (size_t c = 0; c < cards.size(); ++c) {
-      cards[c].name = objective.CardName(static_cast<int64_t>(c));
-      cards[c].capacity = objective.DeviceCapacity(static_cast<int64_t>(c));
-      cards[c].limit = per_card;
-    }
+  // The objective's cards as read now (at least one), before any trial runs on them.
+  static std::vector<Card> Idle(std::vector<Card> cards) {
+    if (cards.empty()) cards.emplace_back();
     return cards;
   }
 
-  // The largest card's capacity as the objective reads it now: what a plan made now is planned
-  // against (WaitingTrial::planned_against).
-  std::optional<int64_t> LargestCapacityNow() const {
-    std::optional<int64_t> largest;
-    for (size_t c = 0; c < cards_.size(); ++c) {
-      if (auto read = objective_.DeviceCapacity(static_cast<int64_t>(c))) {
-        largest = std::max(largest.value_or(INT64_MIN), *read);
-      }
-    }
-    return largest;
-  }
+  // The largest budget now (tune/cards.h): what a plan made now is planned against
+  // (WaitingTrial::planned_against).
+  std::optional<int64_t> LargestBudgetNow() const { return LargestBudget(objective_.CardsNow()); }
 
-  bool Tracked() const { return cards_.front().capacity.has_value(); }
+  bool Tracked() const { return cards_.front().budget.has_value(); }
 
   // One round: heartbeats, the running trials, then start or plan the next. False when done.
   Result<bool> Step() {
@@ -164,56 +153,58 @@ class JobsLoop {
     const bool stopping = result_.interrupted || TargetReached() || TimedOut();
     if (result_.timed_out && !queue_.empty()) TUNE_RETURN_IF_ERROR(EndQueuedAtTimeout());
     if (stopping && running_.empty() && queue_.empty()) return false;
-    RefreshCapacity();
+    RefreshBudgets();
     TUNE_RETURN_IF_ERROR(StartThoseThatFit());
-    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limits_.max_passes)) {
+    if (!stopping && ShouldAskAnother(waiting_, Ledger(), limits_)) {
       TUNE_ASSIGN_OR_RETURN(bool asked, AskAndPlan());
       if (!asked && running_.empty() && queue_.empty()) return false;  // others took the target
-      RefreshCapacity(/*now=*/true);
+      RefreshBudgets(/*now=*/true);
       TUNE_RETURN_IF_ERROR(StartThoseThatFit());
     }
-    if (!queue_.empty() && !NextPlacement(waiting_, Ledger(), limits_.max_passes)) {
+    if (!queue_.empty() && !NextPlacement(waiting_, Ledger(), limits_)) {
       internal::SleepInterruptibly(running_.empty() ? 0.0 : 0.02);
     }
     return true;
   }
 
-  // The capacities again, once a trial started or ended and else at most once a second: other
+  // The budgets again, once a trial started or ended and else at most once a second: other
   // processes on the cards (card_others.h) take and give back memory while the study runs.
   // With `now`: at once (a plan was just admitted against what the others leave).
-  void RefreshCapacity(bool now = false) {
+  void RefreshBudgets(bool now = false) {
     const int64_t version = ledger_version_ + told_;
-    if (!Tracked() ||
-        (!now && version == capacity_version_ && SecondsSince(capacity_read_) < 1.0)) {
+    if (!Tracked() || (!now && version == budget_version_ && SecondsSince(budget_read_) < 1.0)) {
       return;
     }
-    capacity_read_ = SteadyClock::now();
-    capacity_version_ = version;
-    for (size_t c = 0; c < cards_.size(); ++c) {
-      const std::optional<int64_t> read = objective_.DeviceCapacity(static_cast<int64_t>(c));
-      if (read == cards_[c].capacity) continue;
-      cards_[c].capacity = read;
+    budget_read_ = SteadyClock::now();
+    budget_version_ = version;
+    const std::vector<Card> read = objective_.CardsNow();
+    for (size_t c = 0; c < cards_.size() && c < read.size(); ++c) {
+      if (read[c].budget == cards_[c].budget) continue;
+      cards_[c].budget = read[c].budget;
       ++ledger_version_;  // what fits beside the running trials changed
     }
   }
 
-  CardsLedger Ledger() {
-    CardsLedger ledger;
-    ledger.limit = limits_.total;
-    ledger.cards = cards_;
-    for (size_t c = 0; c < cards_.size(); ++c) ledger.cards[c].compute_full = ComputeFull(c);
+  // The cards as the rules of jobs_queue.h see them now: the budgets last read, whose compute is
+  // full, which is largest.
+  std::vector<Card> Ledger() {
+    std::vector<Card> ledger = cards_;
+    std::vector<Card> now;
+    if (options_.max_busy > 0 && Running(cards_) > 0) now = objective_.CardsNow();
+    for (size_t c = 0; c < ledger.size(); ++c) {
+      ledger[c].compute_full = c < now.size() && ComputeFull(c, now[c].busy);
+    }
     MarkLargest(ledger);
     return ledger;
   }
 
-  // RunSettings::max_busy: the running trials' summed busy share on card `c`, each one still
-  // starting up counted at the mean busy share seen so far, has reached max_busy.
-  bool ComputeFull(size_t c) {
-    const JobsLedger& card = cards_[c];
+  // RunSettings::max_busy: the running trials' summed busy share on card `c` (`now`: what
+  // computes there now), each one still starting up counted at the mean busy share seen so far,
+  // has reached max_busy.
+  bool ComputeFull(size_t c, const std::optional<DeviceBusy>& now) {
+    const Card& card = cards_[c];
     BusySeen& seen = busy_seen_[c];
-    if (options_.max_busy <= 0 || card.running == 0) return false;
-    const std::optional<DeviceBusy> now = objective_.DeviceBusyNow(static_cast<int64_t>(c));
-    if (!now) return false;
+    if (options_.max_busy <= 0 || card.running == 0 || !now) return false;
     if (now->busy > 0) {
       seen.sum += now->sum_busy / static_cast<double>(now->busy);
       ++seen.samples;
@@ -227,22 +218,24 @@ class JobsLoop {
     JobsState s;
     s.running = static_cast<int64_t>(running_.size());
     s.waiting = static_cast<int64_t>(queue_.size());
+    const std::vector<Card> now = objective_.CardsNow();
     double utilization = 0.0;
     int64_t utilization_read = 0;
     for (size_t c = 0; c < cards_.size(); ++c) {
-      const JobsLedger& card = cards_[c];
-      JobsCardState cs{card.name, card.running, card.reserved, card.capacity};
-      if (auto busy = objective_.DeviceBusyNow(static_cast<int64_t>(c))) cs.busy = busy->sum_busy;
-      cs.utilization = objective_.DeviceUtilizationNow(static_cast<int64_t>(c));
+      Card card = cards_[c];
+      if (c < now.size()) {
+        card.busy = now[c].busy;
+        card.utilization = now[c].utilization;
+      }
       s.reserved += card.reserved;
-      if (card.capacity) s.capacity = s.capacity.value_or(0) + *card.capacity;
-      if (cs.busy) s.busy = s.busy.value_or(0.0) + *cs.busy;
-      if (cs.utilization) {
-        utilization += *cs.utilization;
+      if (card.budget) s.budget = s.budget.value_or(0) + *card.budget;
+      if (card.busy) s.busy = s.busy.value_or(0.0) + card.busy->sum_busy;
+      if (card.utilization) {
+        utilization += *card.utilization;
         ++utilization_read;
       }
-      if (card.running == 0) cs.busy.reset();  // an idle card's busy share says nothing
-      s.cards.push_back(std::move(cs));
+      if (card.running == 0) card.busy.reset();  // an idle card's busy share says nothing
+      s.cards.push_back(std::move(card));
     }
     if (utilization_read > 0) s.utilization = utilization / static_cast<double>(utilization_read);
     if (cards_.size() == 1) s.cards.clear();
@@ -295,7 +288,7 @@ class JobsLoop {
       return true;
     }
     job->planned_version = ledger_version_;
-    waiting_.push_back({job->plan.reservation, job->plan.exclusive, 0, LargestCapacityNow()});
+    waiting_.push_back({job->plan.reservation, job->plan.exclusive, 0, LargestBudgetNow()});
     queue_.push_back(std::move(job));
     return true;
   }
@@ -324,10 +317,10 @@ class JobsLoop {
   // while the head may still be passed, the oldest later trial that fits as it is, else the
   // oldest that fits shrunk.
   Result<std::optional<Placement>> NextJob() {
-    RefreshCapacity();
-    const CardsLedger ledger = Ledger();
-    if (waiting_.empty() || CardFor(ledger, waiting_.front())) {
-      return NextPlacement(waiting_, ledger, limits_.max_passes);
+    RefreshBudgets();
+    const std::vector<Card> ledger = Ledger();
+    if (waiting_.empty() || CardFor(ledger, limits_.total, waiting_.front())) {
+      return NextPlacement(waiting_, ledger, limits_);
     }
     if (HeadIsStale()) {
       TUNE_RETURN_IF_ERROR(Replan(0));
@@ -335,7 +328,7 @@ class JobsLoop {
     }
     TUNE_ASSIGN_OR_RETURN(std::optional<size_t> head_card, ShrinkToFit(0, ledger));
     if (head_card) return std::optional<Placement>(Placement{0, *head_card});
-    if (auto backfill = NextPlacement(waiting_, ledger, limits_.max_passes)) return backfill;
+    if (auto backfill = NextPlacement(waiting_, ledger, limits_)) return backfill;
     if (waiting_.front().passed >= limits_.max_passes) return std::optional<Placement>();
     for (size_t i = 1; i < queue_.size(); ++i) {
       TUNE_ASSIGN_OR_RETURN(std::optional<size_t> card, ShrinkToFit(i, ledger));
@@ -355,9 +348,9 @@ class JobsLoop {
   // Plans queue_[i] at a smaller micro-batch that fits the memory left beside the running trials
   // of the card jobs_queue.h's CardToShrinkFor picks, if the objective can; tried once per change
   // of the ledger. The card when it fits there now.
-  Result<std::optional<size_t>> ShrinkToFit(size_t i, const CardsLedger& ledger) {
+  Result<std::optional<size_t>> ShrinkToFit(size_t i, const std::vector<Card>& ledger) {
     Job& job = *queue_[i];
-    if (!Tracked() || running_.empty() || ledger.running() >= limits_.total ||
+    if (!Tracked() || running_.empty() || Running(ledger) >= limits_.total ||
         waiting_[i].exclusive || job.shrink_tried_at == ledger_version_) {
       return std::optional<size_t>();
     }
@@ -370,7 +363,7 @@ class JobsLoop {
       return std::optional<size_t>();
     }
     spdlog::info("Trial {} shrunk to start beside {} running{}: {}", job.trial->number(),
-                 ledger.cards[to->card].running,
+                 ledger[to->card].running,
                  cards_.size() > 1 ? " on " + cards_[to->card].name : std::string(), plan->summary);
     job.plan = std::move(plan).value();
     job.planned_at = told_;
@@ -389,7 +382,7 @@ class JobsLoop {
       job.planned_version = ledger_version_;
       waiting_[i].reservation = job.plan.reservation;
       waiting_[i].exclusive = job.plan.exclusive;
-      waiting_[i].planned_against = LargestCapacityNow();
+      waiting_[i].planned_against = LargestBudgetNow();
       return Status::Ok();
     }
     std::unique_ptr<Job> taken = std::move(queue_[i]);
@@ -402,7 +395,7 @@ class JobsLoop {
 
   Status StartJob(std::unique_ptr<Job> job) {
     job->started = Clock::now();
-    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
+    Card& card = cards_[static_cast<size_t>(job->plan.card)];
     if (cards_.size() > 1) {
       if (Status s = job->trial->SetSystemAttr(attrs::kCard, card.name); !s.ok()) {
         return Fail(*job, s);
@@ -506,7 +499,7 @@ class JobsLoop {
   std::unique_ptr<Job> Take(std::list<std::unique_ptr<Job>>::iterator it) {
     std::unique_ptr<Job> job = std::move(*it);
     running_.erase(it);
-    JobsLedger& card = cards_[static_cast<size_t>(job->plan.card)];
+    Card& card = cards_[static_cast<size_t>(job->plan.card)];
     card.reserved -= job->plan.reservation;
     --card.running;
     ++ledger_version_;
@@ -549,11 +542,11 @@ class JobsLoop {
   const ConditionalSpace& space_;
   Objective& objective_;
   const OptimizeOptions& options_;
+  std::vector<Card> cards_;  // the budgets last read; compute_full and largest are set in Ledger()
   const JobLimits limits_;
-  std::vector<JobsLedger> cards_;  // compute_full and largest are set in Ledger()
   std::vector<BusySeen> busy_seen_;
-  SteadyClock::time_point capacity_read_ = SteadyClock::now();
-  int64_t capacity_version_ = 0;  // ledger_version_ + told_ when it was read
+  SteadyClock::time_point budget_read_ = SteadyClock::now();
+  int64_t budget_version_ = 0;  // ledger_version_ + told_ when they were read
   const SteadyClock::time_point start_ = SteadyClock::now();
   std::optional<HeartbeatThread> heartbeat_;
   std::list<std::unique_ptr<Job>> running_;

@@ -64,44 +64,27 @@ std::optional<BestModelSaver> SaverFor(const TrainObjectiveOptions& options, con
   return BestModelSaver(*options.save_best, options.metric, std::move(inputs));
 }
 
-// The guard's options for admitting against card `card` (the largest of several).
-GuardOptions CardGuardOptions(GuardOptions guard, const CardSpec& card) {
-  guard.device_memory = card.device_memory;
-  guard.simulate = card.simulate;
-  guard.card_memory.clear();
-  guard.devices.clear();
-  return guard;
-}
-
 class TrainObjective final : public Objective {
  public:
-  // `cards`: a --jobs parent's (ResolveCards): several, or one (the options' device).
+  // `cards`: a --jobs parent's (Cards::Resolve), which its trials share, with `largest` the one
+  // with the largest budget now; else the one card of this process's device (Cards::Device).
   TrainObjective(TrainObjectiveOptions options, ModelCatalog catalog,
                  std::unique_ptr<Trainer> trainer, TextSets text, TabularTrainData tabular,
-                 TrainHyperparams base, std::vector<CardSpec> cards)
+                 TrainHyperparams base, Cards cards, bool parent, size_t largest)
       : options_(std::move(options)),
         catalog_(std::move(catalog)),
         trainer_(std::move(trainer)),
         text_(std::move(text)),
         tabular_(std::move(tabular)),
         base_(std::move(base)),
-        guard_(cards.size() > 1 ? CardGuardOptions(options_.guard, cards[LargestCard(cards)])
-                                : options_.guard,
-               cards.size() > 1 ? cards[LargestCard(cards)].device : options_.device,
-               trainer_.get(), options_.planned),
+        cards_(std::move(cards)),
+        guard_(cards_.size() > 1 ? cards_.GuardFor(largest, options_.guard) : options_.guard,
+               cards_.size() > 1 ? cards_.device(largest) : options_.device, trainer_.get(),
+               options_.planned),
         saver_(SaverFor(options_, text_)) {
-    if (cards.size() > 1) {
-      for (CardSpec& card : cards) cards_.push_back(std::make_unique<CardView>(std::move(card)));
-      // Trials are planned against the card with the largest budget now (another process may
-      // hold most of the card with the most memory).
-      guard_.SetBudget([this]() -> std::optional<int64_t> {
-        std::optional<int64_t> largest;
-        for (const auto& card : cards_) {
-          if (auto b = card->Budget()) largest = std::max(largest.value_or(0), *b);
-        }
-        return largest;
-      });
-    }
+    // A --jobs parent plans trials against the largest budget now (tune/cards.h): another
+    // process may hold most of the card with the most memory.
+    if (parent) guard_.SetBudget([this] { return cards_.LargestNow().budget; });
   }
 
   std::string name() const override {
@@ -137,26 +120,7 @@ class TrainObjective final : public Objective {
     return outcome;
   }
 
-  int64_t CardCount() const override {
-    return cards_.empty() ? 1 : static_cast<int64_t>(cards_.size());
-  }
-  std::string CardName(int64_t card) const override {
-    return cards_.empty() ? "" : Card(card).spec().name;
-  }
-
-  std::optional<double> DeviceUtilizationNow(int64_t card) const override {
-    return cards_.empty() ? guard_.Utilization() : Card(card).Utilization();
-  }
-
-  std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const override {
-    return cards_.empty() ? std::nullopt : Card(card).Busy();
-  }
-
-  std::optional<int64_t> DeviceCapacity(int64_t card) const override {
-    const std::optional<int64_t> d = cards_.empty() ? guard_.Budget() : Card(card).Budget();
-    if (!d) return std::nullopt;
-    return UsableMemory(*d, options_.guard.margin);
-  }
+  std::vector<Card> CardsNow() const override { return cards_.Now(options_.guard.margin); }
 
   // --jobs: admission in this process, which holds the study's history; the child runs the
   // admitted configuration within its reservation.
@@ -187,16 +151,15 @@ class TrainObjective final : public Objective {
     // may reserve more than the device). None: the config's device_memory.
     if (plan.reservation > 0) {
       so.argv.push_back("--device-memory");
-      so.argv.push_back(std::to_string(
-          ProcessCap(plan.reservation, options_.guard.margin,
-                     cards_.empty() ? guard_.DeviceMemory() : Card(plan.card).DeviceMemory())));
+      so.argv.push_back(std::to_string(ProcessCap(plan.reservation, options_.guard.margin,
+                                                  cards_.DeviceMemory(Index(plan.card)))));
     }
     plan_json_.erase(trial.number());
     so.env = CurrentEnvironment();
-    if (!cards_.empty()) {  // the child sees only its card
+    if (cards_.size() > 1) {  // the child sees only its card
       so.argv.push_back("--card");
       so.argv.push_back(std::to_string(plan.card));
-      OverrideEnvironment(so.env, Card(plan.card).Environment());
+      OverrideEnvironment(so.env, cards_.Environment(Index(plan.card)));
     }
     so.kill_grace_seconds = 3.0;
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<TrialProcess> child,
@@ -211,7 +174,7 @@ class TrainObjective final : public Objective {
   }
 
  private:
-  const CardView& Card(int64_t card) const { return *cards_.at(static_cast<size_t>(card)); }
+  static size_t Index(int64_t card) { return static_cast<size_t>(card); }
 
   // save_best, after the trial: a COMPLETE trial's staging directory is completed (config,
   // tokenizer, trial.json) and, in this process (not a --jobs child), promoted if best.
@@ -499,8 +462,8 @@ class TrainObjective final : public Objective {
   TrainHyperparams base_;
   bool defaults_applied_ = false;  // ApplyTrainerDefaults ran
   bool metric_checked_ = false;    // CheckStudyMetric ran (once per process)
+  Cards cards_;                    // a --jobs parent's cards; else the one of this process's device
   TrainGuard guard_;               // admits against the card (the largest of several)
-  std::vector<std::unique_ptr<CardView>> cards_;  // a --jobs parent's several cards; else empty
   std::optional<BestModelSaver> saver_;
   std::map<int64_t, Json> plan_json_;  // --jobs: each planned trial's admission, by number
 };
@@ -536,14 +499,16 @@ Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions optio
     }
   }
   // A --jobs parent shares its cards between its trials (memory/cards.h); a trial in this
-  // process (--jobs 1) or in a child uses its device.
-  std::vector<CardSpec> cards;
-  if (!options.child_command.empty()) {
-    TUNE_ASSIGN_OR_RETURN(cards, ResolveCards(options.device, options.guard));
-  }
+  // process (--jobs 1) or in a child uses its device, one card.
+  const bool parent = !options.child_command.empty();
+  TUNE_ASSIGN_OR_RETURN(Cards cards, parent ? Cards::Resolve(options.device, options.guard)
+                                            : Cards::Device(options.device, options.guard));
+  // The guard admits against the card with the largest budget now (at the start; its budget
+  // then follows the cards: SetBudget), with that card's device_memory and simulated card.
+  const size_t largest = cards.size() > 1 ? cards.LargestNow().card : 0;
   return std::unique_ptr<Objective>(std::make_unique<TrainObjective>(
       std::move(options), std::move(catalog), std::move(trainer), std::move(text),
-      std::move(tabular), std::move(base), std::move(cards)));
+      std::move(tabular), std::move(base), std::move(cards), parent, largest));
 }
 
 }  // namespace tune

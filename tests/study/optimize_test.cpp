@@ -286,13 +286,24 @@ TEST(OptimizeHeartbeat, HeartbeatsKeepALongTrialAlive) {
 }
 
 // The order in which trials waiting for memory start with --jobs (jobs_queue.h). Sizes in GiB.
-using internal::JobsLedger;
 using internal::WaitingTrial;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-JobsLedger Card(int64_t running, int64_t reserved_gib, int64_t limit = 8) {
-  return {running, reserved_gib * kGiB, 22 * kGiB, limit};
+// A card whose budget now is `budget` bytes (none: not tracked), running `running` trials that
+// reserve `reserved` bytes, at most `limit` at once.
+Card Ledger(int64_t running, int64_t reserved, std::optional<int64_t> budget, int64_t limit) {
+  Card card;
+  card.running = running;
+  card.reserved = reserved;
+  card.budget = budget;
+  card.limit = limit;
+  return card;
+}
+
+// One card of 22 GiB.
+Card OneCard(int64_t running, int64_t reserved_gib, int64_t limit = 8) {
+  return Ledger(running, reserved_gib * kGiB, 22 * kGiB, limit);
 }
 
 WaitingTrial Needs(int64_t gib, int64_t passed = 0) { return {gib * kGiB, false, passed}; }
@@ -300,7 +311,7 @@ WaitingTrial Needs(int64_t gib, int64_t passed = 0) { return {gib * kGiB, false,
 TEST(JobsQueue, AHeadThatDoesNotFitLetsALaterSmallerTrialStart) {
   // 14 of 22 GiB reserved: the 12 GiB head and the 10 GiB second do not fit, the 6 GiB third does.
   std::vector<WaitingTrial> queue = {Needs(12), Needs(10), Needs(6)};
-  ASSERT_EQ(internal::NextToStart(queue, Card(1, 14), 8), std::optional<size_t>(2));
+  ASSERT_EQ(internal::NextToStart(queue, OneCard(1, 14), 8), std::optional<size_t>(2));
   internal::MarkStarted(queue, 2);
   ASSERT_EQ(queue.size(), 2u);
   EXPECT_EQ(queue[0].reservation, 12 * kGiB);
@@ -308,42 +319,42 @@ TEST(JobsQueue, AHeadThatDoesNotFitLetsALaterSmallerTrialStart) {
   EXPECT_EQ(queue[1].passed, 1);
   // Once the head fits, it goes first even though a later one fits too.
   queue.push_back(Needs(2));
-  EXPECT_EQ(internal::NextToStart(queue, Card(1, 8), 8), std::optional<size_t>(0));
+  EXPECT_EQ(internal::NextToStart(queue, OneCard(1, 8), 8), std::optional<size_t>(0));
 }
 
 TEST(JobsQueue, AfterTheAgingLimitNothingOvertakesTheHead) {
   std::vector<WaitingTrial> queue = {Needs(12, /*passed=*/3), Needs(6)};
-  EXPECT_EQ(internal::NextToStart(queue, Card(1, 14), 3), std::nullopt);
-  EXPECT_FALSE(internal::ShouldAskAnother(queue, Card(1, 14), 3));  // strict FIFO: no look-ahead
-  EXPECT_EQ(internal::NextToStart(queue, Card(1, 14), 4), std::optional<size_t>(1));
-  EXPECT_EQ(internal::NextToStart(queue, Card(0, 0), 3), std::optional<size_t>(0));
+  EXPECT_EQ(internal::NextToStart(queue, OneCard(1, 14), 3), std::nullopt);
+  EXPECT_FALSE(internal::ShouldAskAnother(queue, OneCard(1, 14), 3));  // strict FIFO: no look-ahead
+  EXPECT_EQ(internal::NextToStart(queue, OneCard(1, 14), 4), std::optional<size_t>(1));
+  EXPECT_EQ(internal::NextToStart(queue, OneCard(0, 0), 3), std::optional<size_t>(0));
 }
 
 TEST(JobsQueue, ExclusiveTrialsAndTheJobLimit) {
   // A trial of unknown memory starts only on an idle device, and never as a backfill.
   const WaitingTrial unknown{0, true, 0};
-  EXPECT_TRUE(internal::FitsNow(Card(0, 0), unknown));
-  EXPECT_FALSE(internal::FitsNow(Card(1, 1), unknown));
-  EXPECT_EQ(internal::NextToStart({Needs(20), unknown}, Card(1, 14), 8), std::nullopt);
+  EXPECT_TRUE(internal::FitsNow(OneCard(0, 0), unknown));
+  EXPECT_FALSE(internal::FitsNow(OneCard(1, 1), unknown));
+  EXPECT_EQ(internal::NextToStart({Needs(20), unknown}, OneCard(1, 14), 8), std::nullopt);
   // At the limit nothing starts, however small; an idle device takes any planned trial.
-  EXPECT_EQ(internal::NextToStart({Needs(1)}, Card(2, 2, /*limit=*/2), 8), std::nullopt);
+  EXPECT_EQ(internal::NextToStart({Needs(1)}, OneCard(2, 2, /*limit=*/2), 8), std::nullopt);
   // An idle device takes a trial planned above it (admission off) while its budget is what the
   // trial was planned against, not once another process took some of it.
   WaitingTrial above = Needs(30);
   above.planned_against = 22 * kGiB;
-  EXPECT_TRUE(internal::FitsNow(Card(0, 0), above));
-  EXPECT_FALSE(internal::FitsNow({0, 0, 20 * kGiB, 8}, above));
-  // Without a memory guard (no capacity) only the limit counts.
-  EXPECT_TRUE(internal::FitsNow({3, 0, std::nullopt, 4}, Needs(100)));
+  EXPECT_TRUE(internal::FitsNow(OneCard(0, 0), above));
+  EXPECT_FALSE(internal::FitsNow(Ledger(0, 0, 20 * kGiB, 8), above));
+  // Without a memory guard (no budget) only the limit counts.
+  EXPECT_TRUE(internal::FitsNow(Ledger(3, 0, std::nullopt, 4), Needs(100)));
 }
 
 TEST(JobsQueue, MoreTrialsAreAskedOnlyWhenNothingWaitingCanStart) {
-  EXPECT_TRUE(internal::ShouldAskAnother({}, Card(1, 14), 8));
-  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(1, 14), 8));  // to backfill with
-  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(6)}, Card(1, 14), 8));  // 6 starts
+  EXPECT_TRUE(internal::ShouldAskAnother({}, OneCard(1, 14), 8));
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, OneCard(1, 14), 8));  // to backfill with
+  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(6)}, OneCard(1, 14), 8));  // 6 starts
   // Running and waiting trials together stay within the limit.
-  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(12)}, Card(2, 20, 4), 8));
-  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, Card(2, 20, 4), 8));
+  EXPECT_FALSE(internal::ShouldAskAnother({Needs(12), Needs(12)}, OneCard(2, 20, 4), 8));
+  EXPECT_TRUE(internal::ShouldAskAnother({Needs(12)}, OneCard(2, 20, 4), 8));
 }
 
 // A 12 GiB trial waits on a 22 GiB card full of 2 GiB trials that end one per time unit, while
@@ -361,7 +372,7 @@ std::pair<int, int> RunStream(int64_t max_passes) {
         small_ends.end());
     queue.push_back(Needs(2));
     const auto n = static_cast<int64_t>(small_ends.size());
-    const JobsLedger ledger{n, 2 * n * kGiB, 22 * kGiB, 16};
+    const Card ledger = Ledger(n, 2 * n * kGiB, 22 * kGiB, 16);
     std::optional<size_t> next = internal::NextToStart(queue, ledger, max_passes);
     if (!next) continue;
     if (queue[*next].reservation == 12 * kGiB) return {t, overtook};
@@ -382,75 +393,79 @@ TEST(JobsQueue, TheHeadStartsEventuallyBehindAStreamOfSmallTrials) {
 }
 
 // Several cards (jobs_queue.h): cards of 10, 6 and 4 GiB, the first the largest.
-internal::CardsLedger Cards(std::vector<std::pair<int64_t, int64_t>> running_reserved,
-                            int64_t limit = 24) {
+struct Machine {
+  std::vector<Card> cards;
+  internal::JobLimits limits;  // 8 per card, `total` over them
+};
+Machine Cards(std::vector<std::pair<int64_t, int64_t>> running_reserved, int64_t total = 24) {
   const std::vector<int64_t> sizes = {10, 6, 4};
-  internal::CardsLedger ledger;
-  ledger.limit = limit;
+  Machine machine{{}, {8, total, 8}};
   for (size_t c = 0; c < running_reserved.size(); ++c) {
-    JobsLedger card{running_reserved[c].first, running_reserved[c].second * kGiB, sizes[c] * kGiB,
-                    8};
+    Card card =
+        Ledger(running_reserved[c].first, running_reserved[c].second * kGiB, sizes[c] * kGiB, 8);
     card.largest = c == 0;
-    ledger.cards.push_back(card);
+    machine.cards.push_back(card);
   }
-  return ledger;
+  return machine;
+}
+std::optional<size_t> CardFor(const Machine& machine, const WaitingTrial& trial) {
+  return CardFor(machine.cards, machine.limits.total, trial);
 }
 
 TEST(JobsQueue, OnIdleCardsATrialTakesTheSmallestCardItFits) {
   const auto idle = Cards({{0, 0}, {0, 0}, {0, 0}});
-  EXPECT_EQ(internal::CardFor(idle, Needs(3)), std::optional<size_t>(2));  // 4 GiB: 1 left
-  EXPECT_EQ(internal::CardFor(idle, Needs(5)), std::optional<size_t>(1));  // 6 GiB
-  EXPECT_EQ(internal::CardFor(idle, Needs(8)), std::optional<size_t>(0));  // only the largest
-  // A trial above every card's capacity fits none (unless planned above them: see below); nor
+  EXPECT_EQ(CardFor(idle, Needs(3)), std::optional<size_t>(2));  // 4 GiB: 1 left
+  EXPECT_EQ(CardFor(idle, Needs(5)), std::optional<size_t>(1));  // 6 GiB
+  EXPECT_EQ(CardFor(idle, Needs(8)), std::optional<size_t>(0));  // only the largest
+  // A trial above every card's budget fits none (unless planned above them: see below); nor
   // does a trial that fits only a card that runs another.
-  EXPECT_EQ(internal::CardFor(idle, Needs(12)), std::nullopt);
-  EXPECT_EQ(internal::CardFor(Cards({{1, 3}, {0, 0}, {0, 0}}), Needs(8)), std::nullopt);
+  EXPECT_EQ(CardFor(idle, Needs(12)), std::nullopt);
+  EXPECT_EQ(CardFor(Cards({{1, 3}, {0, 0}, {0, 0}}), Needs(8)), std::nullopt);
   // A trial of unknown memory runs alone on the largest card, which it was planned against.
   const WaitingTrial unknown{0, true, 0};
-  EXPECT_EQ(internal::CardFor(idle, unknown), std::optional<size_t>(0));
-  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), unknown), std::nullopt);
+  EXPECT_EQ(CardFor(idle, unknown), std::optional<size_t>(0));
+  EXPECT_EQ(CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), unknown), std::nullopt);
 }
 
 TEST(JobsQueue, ATrialGoesToTheLeastBusyCardThenTheBestFit) {
   // Card 2 runs one trial, cards 0 and 1 none: a 2 GiB trial goes to the idle 6 GiB card, not
   // beside the running trial and not onto the largest card.
-  EXPECT_EQ(internal::CardFor(Cards({{0, 0}, {0, 0}, {1, 1}}), Needs(2)), std::optional<size_t>(1));
+  EXPECT_EQ(CardFor(Cards({{0, 0}, {0, 0}, {1, 1}}), Needs(2)), std::optional<size_t>(1));
   // Every card runs one: the tightest fit (card 2: 4 - 1 - 2 = 1 GiB left).
-  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {1, 1}}), Needs(2)), std::optional<size_t>(2));
+  EXPECT_EQ(CardFor(Cards({{1, 1}, {1, 1}, {1, 1}}), Needs(2)), std::optional<size_t>(2));
   // ... unless it does not fit there.
-  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {1, 3}}), Needs(2)), std::optional<size_t>(1));
+  EXPECT_EQ(CardFor(Cards({{1, 1}, {1, 1}, {1, 3}}), Needs(2)), std::optional<size_t>(1));
   // The job limit is over all the cards.
-  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {1, 1}, {0, 0}}, /*limit=*/2), Needs(1)),
-            std::nullopt);
+  EXPECT_EQ(CardFor(Cards({{1, 1}, {1, 1}, {0, 0}}, /*total=*/2), Needs(1)), std::nullopt);
 }
 
-// Another process fills a card: its capacity (the budget now, less the others) drops below a
+// Another process fills a card: its budget now (less the others) drops below a
 // trial's reservation. That card is never chosen while its budget is short, idle or not, even
 // when it was the largest when the run began.
 TEST(JobsQueue, ACardAnotherProcessFillsIsNeverChosenWhileItsBudgetIsShort) {
   auto ledger = Cards({{0, 0}, {0, 0}, {0, 0}});
-  ledger.cards[0].capacity = 1 * kGiB;  // 9 of its 10 GiB now held by another process
+  ledger.cards[0].budget = 1 * kGiB;  // 9 of its 10 GiB now held by another process
   EXPECT_FALSE(internal::FitsNow(ledger.cards[0], Needs(5)));
-  EXPECT_EQ(internal::CardFor(ledger, Needs(5)), std::optional<size_t>(1));  // 6 GiB, not 0
-  EXPECT_EQ(internal::CardFor(ledger, Needs(8)), std::nullopt);  // fits no card now: it waits
+  EXPECT_EQ(CardFor(ledger, Needs(5)), std::optional<size_t>(1));  // 6 GiB, not 0
+  EXPECT_EQ(CardFor(ledger, Needs(8)), std::nullopt);              // fits no card now: it waits
   // Running or idle, a card with no room left takes nothing.
-  ledger.cards[0].capacity = 0;
-  EXPECT_EQ(internal::CardFor(ledger, Needs(1)), std::optional<size_t>(2));
-  EXPECT_EQ(internal::NextToStart({Needs(3)}, {0, 0, 2 * kGiB, 8}, 8), std::nullopt);
+  ledger.cards[0].budget = 0;
+  EXPECT_EQ(CardFor(ledger, Needs(1)), std::optional<size_t>(2));
+  EXPECT_EQ(internal::NextToStart({Needs(3)}, Ledger(0, 0, 2 * kGiB, 8), 8), std::nullopt);
 }
 
 TEST(JobsQueue, TheLargestCardIsTheOneWithTheLargestBudgetNow) {
   auto ledger = Cards({{0, 0}, {0, 0}, {0, 0}});
-  internal::MarkLargest(ledger);
+  MarkLargest(ledger.cards);
   EXPECT_TRUE(ledger.cards[0].largest);
   EXPECT_FALSE(ledger.cards[1].largest);
-  ledger.cards[0].capacity = 1 * kGiB;  // another process fills it: the 6 GiB card is largest now
-  internal::MarkLargest(ledger);
+  ledger.cards[0].budget = 1 * kGiB;  // another process fills it: the 6 GiB card is largest now
+  MarkLargest(ledger.cards);
   EXPECT_FALSE(ledger.cards[0].largest);
   EXPECT_TRUE(ledger.cards[1].largest);
-  EXPECT_EQ(internal::CardFor(ledger, WaitingTrial{0, true, 0}), std::optional<size_t>(1));
-  for (auto& card : ledger.cards) card.capacity.reset();  // none known: every card
-  internal::MarkLargest(ledger);
+  EXPECT_EQ(CardFor(ledger, WaitingTrial{0, true, 0}), std::optional<size_t>(1));
+  for (auto& card : ledger.cards) card.budget.reset();  // none known: every card
+  MarkLargest(ledger.cards);
   EXPECT_TRUE(ledger.cards[0].largest && ledger.cards[1].largest && ledger.cards[2].largest);
 }
 
@@ -458,26 +473,26 @@ TEST(JobsQueue, ATrialPlannedAboveEveryCardTakesTheIdleLargestWhileItsBudgetIsNo
   // Admission off: a 12 GiB plan, made when the largest card's budget was 10 GiB.
   WaitingTrial large = Needs(12);
   large.planned_against = 10 * kGiB;
-  EXPECT_EQ(internal::CardFor(Cards({{0, 0}, {0, 0}, {0, 0}}), large), std::optional<size_t>(0));
-  EXPECT_EQ(internal::CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), large), std::nullopt);  // not idle
+  EXPECT_EQ(CardFor(Cards({{0, 0}, {0, 0}, {0, 0}}), large), std::optional<size_t>(0));
+  EXPECT_EQ(CardFor(Cards({{1, 1}, {0, 0}, {0, 0}}), large), std::nullopt);  // not idle
   auto filled = Cards({{0, 0}, {0, 0}, {0, 0}});
-  filled.cards[0].capacity = 9 * kGiB;  // another process took 1 GiB since: it waits
-  EXPECT_EQ(internal::CardFor(filled, large), std::nullopt);
+  filled.cards[0].budget = 9 * kGiB;  // another process took 1 GiB since: it waits
+  EXPECT_EQ(CardFor(filled, large), std::nullopt);
 }
 
 TEST(JobsQueue, ShrinkToStartTakesTheCardWithTheMostRoomThatMayTakeATrial) {
   // Rooms left: 10 - 7 = 3, 6 - 1 = 5, 4 - 0 = 4 GiB.
   auto ledger = Cards({{1, 7}, {1, 1}, {0, 0}});
-  auto to = internal::CardToShrinkFor(ledger);
+  auto to = internal::CardToShrinkFor(ledger.cards);
   ASSERT_TRUE(to);
   EXPECT_EQ(to->card, 1u);
   EXPECT_EQ(to->room, 5 * kGiB);
   ledger.cards[1].compute_full = true;  // running and full: skipped
-  EXPECT_EQ(internal::CardToShrinkFor(ledger)->card, 2u);
+  EXPECT_EQ(internal::CardToShrinkFor(ledger.cards)->card, 2u);
   ledger.cards[2].limit = 0;  // at its limit: skipped
-  EXPECT_EQ(internal::CardToShrinkFor(ledger)->card, 0u);
-  ledger.cards[0].capacity = 7 * kGiB;  // no room anywhere
-  EXPECT_FALSE(internal::CardToShrinkFor(ledger));
+  EXPECT_EQ(internal::CardToShrinkFor(ledger.cards)->card, 0u);
+  ledger.cards[0].budget = 7 * kGiB;  // no room anywhere
+  EXPECT_FALSE(internal::CardToShrinkFor(ledger.cards));
 }
 
 TEST(JobsQueue, MaxPassesIsTheMostTrialsOneCardRunsAtOnce) {
@@ -496,12 +511,14 @@ TEST(JobsQueue, BackfillingLooksAtEveryCard) {
   // The 9 GiB head fits no card now (the largest holds 2 GiB); the 5 GiB second fits card 1.
   std::vector<WaitingTrial> queue = {Needs(9), Needs(5)};
   const auto ledger = Cards({{1, 2}, {0, 0}, {1, 1}});
-  const auto placed = internal::NextPlacement(queue, ledger, 8);
+  const auto placed = internal::NextPlacement(queue, ledger.cards, ledger.limits);
   ASSERT_TRUE(placed);
   EXPECT_EQ(placed->index, 1u);
   EXPECT_EQ(placed->card, 1u);
-  EXPECT_FALSE(internal::ShouldAskAnother(queue, ledger, 8));      // something can start
-  EXPECT_TRUE(internal::ShouldAskAnother({Needs(9)}, ledger, 8));  // to backfill with
+  EXPECT_FALSE(
+      internal::ShouldAskAnother(queue, ledger.cards, ledger.limits));  // something can start
+  EXPECT_TRUE(
+      internal::ShouldAskAnother({Needs(9)}, ledger.cards, ledger.limits));  // to backfill with
 }
 
 }  // namespace

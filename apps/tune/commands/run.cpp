@@ -211,10 +211,10 @@ Status CheckPrecisionOnCards(const StudyConfig& config) {
   const Result<Device> device = ParseDevice(train.device);
   if (!device.ok() || !device->is_cuda() || train.guard.simulate) return Status::Ok();
   std::vector<std::string> devices{train.device};
-  if (config.jobs != 1) {  // --jobs: every card of ResolveCards (memory/cards.h)
-    TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards, ResolveCards(train.device, train.guard));
+  if (config.jobs != 1) {  // --jobs: every card (memory/cards.h)
+    TUNE_ASSIGN_OR_RETURN(Cards cards, Cards::Resolve(train.device, train.guard));
     devices.clear();
-    for (const CardSpec& card : cards) devices.push_back(card.device);
+    for (size_t k = 0; k < cards.size(); ++k) devices.push_back(cards.device(k));
   }
   for (const std::string& d : devices) {
     const DeviceNvml nvml(d);
@@ -346,13 +346,13 @@ void LogStudyStart(Study& s, const Objective& objective, const StudyConfig& conf
     spdlog::warn("No --n-trials or --timeout: running until Ctrl-C");
   }
   if (config.jobs != 1) {
-    const int64_t cards = objective.CardCount();
+    const std::vector<Card> now = objective.CardsNow();
+    const size_t cards = now.size();
     std::string usable;
-    for (int64_t c = 0; c < cards; ++c) {
-      const std::optional<int64_t> capacity = objective.DeviceCapacity(c);
-      if (!capacity) continue;
-      usable += (usable.empty() ? "" : ", ") + FormatBytes(*capacity) +
-                (cards > 1 ? " on " + objective.CardName(c) : std::string());
+    for (const Card& card : now) {
+      if (!card.budget) continue;
+      usable += (usable.empty() ? "" : ", ") + FormatBytes(*card.budget) +
+                (cards > 1 ? " on " + card.name : std::string());
     }
     spdlog::info(
         "Jobs: {}, each trial in its own process{}; {}",

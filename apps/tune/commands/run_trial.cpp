@@ -46,13 +46,12 @@ Result<StudyConfig> ChildConfig(const RunTrialArgs& args) {
     // The parent narrowed CUDA_VISIBLE_DEVICES to the card; a simulated card is named here.
     GuardOptions& guard = train.guard;
     if (guard.simulate) {
-      TUNE_ASSIGN_OR_RETURN(std::vector<CardSpec> cards, ResolveCards(train.device, guard));
+      TUNE_ASSIGN_OR_RETURN(Cards cards, Cards::Resolve(train.device, guard));
       if (*args.card < 0 || static_cast<size_t>(*args.card) >= cards.size()) {
         return InvalidArgumentError(
             fmt::format("--card {}: the config has {} card(s)", *args.card, cards.size()));
       }
-      guard.simulate = cards[static_cast<size_t>(*args.card)].simulate;
-      guard.device_memory = cards[static_cast<size_t>(*args.card)].device_memory;
+      guard = cards.GuardFor(static_cast<size_t>(*args.card), guard);
     } else if (!guard.card_memory.empty()) {
       guard.device_memory = guard.card_memory.at(static_cast<size_t>(*args.card));
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/cards.h"
 #include "tune/status.h"
 #include "tune/trial.h"
 #include "tune/trial_attrs.h"
@@ -46,33 +47,14 @@ class Objective {
   // Runs the trial in this process and returns its outcome.
   virtual Result<TrialOutcome> Run(TrialHandle& trial, const Json& params) = 0;
 
-  // --jobs: the cards the trials share, numbered 0..CardCount()-1 (every card of the machine, or
-  // those named; simulated cards). 1: one device, or no device to share.
-  virtual int64_t CardCount() const { return 1; }
-  // Card `card`'s name for logs, the status line and the trial's system attribute "card"
-  // ("cuda:2", "card 1"); "" with one card.
-  virtual std::string CardName(int64_t card) const {
-    (void)card;
-    return "";
-  }
-  // The memory of card `card` that trials may reserve (bytes), when this objective predicts
-  // trials' memory; nullopt: nothing to reserve (--jobs N runs N at once).
-  virtual std::optional<int64_t> DeviceCapacity(int64_t card) const {
-    (void)card;
-    return std::nullopt;
-  }
-  // What computes on that card now, when the objective can see it; nullopt: unknown.
-  virtual std::optional<DeviceBusy> DeviceBusyNow(int64_t card) const {
-    (void)card;
-    return std::nullopt;
-  }
-  // That card's utilisation as its driver reports it now (NVML, a real CUDA device), in
-  // [0, 1]; nullopt: no such reading.
-  virtual std::optional<double> DeviceUtilizationNow(int64_t card) const {
-    (void)card;
-    return std::nullopt;
-  }
-  // Plans a trial before it starts (--jobs), against the largest card: a trial that fits no card
+  // --jobs: the cards the trials share (every card of the machine, or those named; simulated
+  // cards), numbered as TrialPlan::card, as they are now: at least one. Each call reads their
+  // budgets, busy shares and utilisation again (other processes come and go); the scheduler's
+  // fields (Card::running and below) are left at their defaults. Default: one card, nothing
+  // tracked (--jobs N runs N at once).
+  virtual std::vector<Card> CardsNow() const { return {Card{}}; }
+  // Plans a trial before it starts (--jobs), against the largest budget now (tune/cards.h): a
+  // trial that fits no card
   // even alone is decided here. Default: it runs with its params, reserving nothing.
   virtual Result<TrialPlan> Plan(TrialHandle& trial, const Json& params);
   // --jobs, a waiting trial that does not fit beside the running ones: its plan at a smaller
