@@ -1006,26 +1006,19 @@ class TorchTrainer final : public Trainer {
       m.regression = ComputeRegressionMetrics(values, predictions);
       return true;
     }
-    ClassificationMetrics cm;
     if (type == ProblemType::kMultiLabel) {
       const std::vector<float> values(targets.data_ptr<float>(),
                                       targets.data_ptr<float>() + targets.numel());
-      cm = ComputeMultiLabelMetrics(values, out, task.num_labels(), rs.job.hp.threshold);
+      m.classification =
+          ComputeMultiLabelMetrics(values, out, task.num_labels(), rs.job.hp.threshold);
     } else {
       const torch::Tensor predicted = outputs.argmax(1).contiguous();
       const torch::Tensor labels = targets.to(torch::kLong).contiguous();
-      cm = ComputeClassificationMetrics(
+      m.classification = ComputeClassificationMetrics(
           std::vector<int64_t>(labels.data_ptr<int64_t>(), labels.data_ptr<int64_t>() + n),
           std::vector<int64_t>(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + n),
           task.num_labels(), &out);
     }
-    m.accuracy = cm.accuracy;
-    m.macro_f1 = cm.macro_f1;
-    m.micro_f1 = cm.micro_f1;
-    m.weighted_f1 = cm.weighted_f1;
-    m.mcc = cm.mcc;
-    m.class_f1 = cm.class_f1;
-    m.auroc = cm.auroc;
     return true;
   }
 

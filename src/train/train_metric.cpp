@@ -12,86 +12,102 @@ namespace tune {
 
 namespace {
 
-constexpr TrainMetric kMetrics[] = {
-    TrainMetric::kMacroF1,  TrainMetric::kMicroF1, TrainMetric::kWeightedF1, TrainMetric::kF1,
-    TrainMetric::kAccuracy, TrainMetric::kMcc,     TrainMetric::kAuroc,      TrainMetric::kLoss,
-    TrainMetric::kMse,      TrainMetric::kRmse,    TrainMetric::kMae,        TrainMetric::kR2,
-    TrainMetric::kPearson,  TrainMetric::kSpearman};
-
 double OrNan(const std::optional<double>& v) { return v.value_or(std::nan("")); }
+
+// Which problem types a metric applies to.
+enum Applies : unsigned { kSingle = 1, kMulti = 2, kRegress = 4 };
+
+// One row per metric: its name, the problem types it applies to, its direction, and its value in
+// an evaluation's metrics (metrics.h computes them, with scikit-learn's definitions; NaN where
+// the metric is undefined: see the header). The order is the order of MetricsOf and of the
+// valid names in messages. Adding a metric is one row here (and its field in metrics.h).
+struct MetricRow {
+  TrainMetric metric;
+  const char* name;
+  unsigned applies;
+  StudyDirection direction;
+  double (*value)(const EpochMetrics& m, int64_t positive);
+};
+
+constexpr StudyDirection kMax = StudyDirection::kMaximize;
+constexpr StudyDirection kMin = StudyDirection::kMinimize;
+
+const MetricRow kTable[] = {
+    {TrainMetric::kMacroF1, "macro_f1", kSingle | kMulti, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.macro_f1; }},
+    {TrainMetric::kMicroF1, "micro_f1", kSingle | kMulti, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.micro_f1; }},
+    {TrainMetric::kWeightedF1, "weighted_f1", kSingle | kMulti, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.weighted_f1; }},
+    {TrainMetric::kF1, "f1", kSingle, kMax,
+     [](const EpochMetrics& m, int64_t positive) {
+       const std::vector<double>& f1 = m.classification.class_f1;
+       return f1.size() == 2 && (positive == 0 || positive == 1) ? f1[static_cast<size_t>(positive)]
+                                                                 : std::nan("");
+     }},
+    {TrainMetric::kAccuracy, "accuracy", kSingle | kMulti, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.accuracy; }},
+    {TrainMetric::kMcc, "mcc", kSingle, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.mcc; }},
+    {TrainMetric::kAuroc, "auroc", kSingle | kMulti, kMax,
+     [](const EpochMetrics& m, int64_t) { return OrNan(m.classification.auroc); }},
+    {TrainMetric::kMse, "mse", kRegress, kMin,
+     [](const EpochMetrics& m, int64_t) { return m.regression.mse; }},
+    {TrainMetric::kRmse, "rmse", kRegress, kMin,
+     [](const EpochMetrics& m, int64_t) { return m.regression.rmse; }},
+    {TrainMetric::kMae, "mae", kRegress, kMin,
+     [](const EpochMetrics& m, int64_t) { return m.regression.mae; }},
+    {TrainMetric::kR2, "r2", kRegress, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.regression.r2; }},
+    {TrainMetric::kPearson, "pearson", kRegress, kMax,
+     [](const EpochMetrics& m, int64_t) { return OrNan(m.regression.pearson); }},
+    {TrainMetric::kSpearman, "spearman", kRegress, kMax,
+     [](const EpochMetrics& m, int64_t) { return OrNan(m.regression.spearman); }},
+    {TrainMetric::kLoss, "loss", kSingle | kMulti | kRegress, kMin,
+     [](const EpochMetrics& m, int64_t) { return m.validation_loss; }},
+};
+
+const MetricRow& RowOf(TrainMetric metric) {
+  for (const MetricRow& row : kTable) {
+    if (row.metric == metric) return row;
+  }
+  return kTable[0];  // unreachable: every TrainMetric has a row (MetricTable.EveryMetricHasARow)
+}
+
+unsigned AppliesTo(ProblemType type) {
+  switch (type) {
+    case ProblemType::kSingleLabel:
+      return kSingle;
+    case ProblemType::kMultiLabel:
+      return kMulti;
+    case ProblemType::kRegression:
+      return kRegress;
+  }
+  return 0;
+}
 
 }  // namespace
 
-const char* TrainMetricName(TrainMetric metric) {
-  switch (metric) {
-    case TrainMetric::kMacroF1:
-      return "macro_f1";
-    case TrainMetric::kAccuracy:
-      return "accuracy";
-    case TrainMetric::kLoss:
-      return "loss";
-    case TrainMetric::kMicroF1:
-      return "micro_f1";
-    case TrainMetric::kWeightedF1:
-      return "weighted_f1";
-    case TrainMetric::kF1:
-      return "f1";
-    case TrainMetric::kMcc:
-      return "mcc";
-    case TrainMetric::kAuroc:
-      return "auroc";
-    case TrainMetric::kMse:
-      return "mse";
-    case TrainMetric::kRmse:
-      return "rmse";
-    case TrainMetric::kMae:
-      return "mae";
-    case TrainMetric::kR2:
-      return "r2";
-    case TrainMetric::kPearson:
-      return "pearson";
-    case TrainMetric::kSpearman:
-      return "spearman";
-  }
-  return "?";
-}
+const char* TrainMetricName(TrainMetric metric) { return RowOf(metric).name; }
 
 Result<TrainMetric> ParseTrainMetric(const std::string& name) {
   std::vector<std::string> valid;
-  for (TrainMetric m : kMetrics) {
-    if (name == TrainMetricName(m)) return m;
-    valid.emplace_back(TrainMetricName(m));
+  for (const MetricRow& row : kTable) {
+    if (name == row.name) return row.metric;
+    valid.emplace_back(row.name);
   }
   return InvalidArgumentError(fmt::format("unknown metric '{}'{}; valid: {}", name,
                                           DidYouMean(name, valid), JoinNames(valid)));
 }
 
-StudyDirection TrainMetricDirection(TrainMetric metric) {
-  switch (metric) {
-    case TrainMetric::kLoss:
-    case TrainMetric::kMse:
-    case TrainMetric::kRmse:
-    case TrainMetric::kMae:
-      return StudyDirection::kMinimize;
-    default:
-      return StudyDirection::kMaximize;
-  }
-}
+StudyDirection TrainMetricDirection(TrainMetric metric) { return RowOf(metric).direction; }
 
 std::vector<TrainMetric> MetricsOf(ProblemType type) {
-  switch (type) {
-    case ProblemType::kSingleLabel:
-      return {TrainMetric::kMacroF1, TrainMetric::kMicroF1,  TrainMetric::kWeightedF1,
-              TrainMetric::kF1,      TrainMetric::kAccuracy, TrainMetric::kMcc,
-              TrainMetric::kAuroc,   TrainMetric::kLoss};
-    case ProblemType::kMultiLabel:
-      return {TrainMetric::kMacroF1,  TrainMetric::kMicroF1, TrainMetric::kWeightedF1,
-              TrainMetric::kAccuracy, TrainMetric::kAuroc,   TrainMetric::kLoss};
-    case ProblemType::kRegression:
-      return {TrainMetric::kMse,     TrainMetric::kRmse,     TrainMetric::kMae, TrainMetric::kR2,
-              TrainMetric::kPearson, TrainMetric::kSpearman, TrainMetric::kLoss};
+  std::vector<TrainMetric> metrics;
+  for (const MetricRow& row : kTable) {
+    if ((row.applies & AppliesTo(type)) != 0) metrics.push_back(row.metric);
   }
-  return {};
+  return metrics;
 }
 
 TrainMetric DefaultMetric(ProblemType type) {
@@ -99,49 +115,16 @@ TrainMetric DefaultMetric(ProblemType type) {
 }
 
 Status CheckMetricFor(TrainMetric metric, ProblemType type) {
-  const std::vector<TrainMetric> valid = MetricsOf(type);
-  if (std::find(valid.begin(), valid.end(), metric) != valid.end()) return Status::Ok();
+  if ((RowOf(metric).applies & AppliesTo(type)) != 0) return Status::Ok();
   std::vector<std::string> names;
-  for (TrainMetric m : valid) names.emplace_back(TrainMetricName(m));
+  for (TrainMetric m : MetricsOf(type)) names.emplace_back(TrainMetricName(m));
   return InvalidArgumentError(
       fmt::format("metric '{}' does not apply to problem_type '{}'; valid: {}",
                   TrainMetricName(metric), ProblemTypeName(type), JoinNames(names)));
 }
 
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive) {
-  switch (metric) {
-    case TrainMetric::kMacroF1:
-      return m.macro_f1;
-    case TrainMetric::kAccuracy:
-      return m.accuracy;
-    case TrainMetric::kLoss:
-      return m.validation_loss;
-    case TrainMetric::kMicroF1:
-      return m.micro_f1;
-    case TrainMetric::kWeightedF1:
-      return m.weighted_f1;
-    case TrainMetric::kF1:
-      return positive >= 0 && static_cast<size_t>(positive) < m.class_f1.size()
-                 ? m.class_f1[static_cast<size_t>(positive)]
-                 : 0.0;
-    case TrainMetric::kMcc:
-      return m.mcc;
-    case TrainMetric::kAuroc:
-      return OrNan(m.auroc);
-    case TrainMetric::kMse:
-      return m.regression.mse;
-    case TrainMetric::kRmse:
-      return m.regression.rmse;
-    case TrainMetric::kMae:
-      return m.regression.mae;
-    case TrainMetric::kR2:
-      return m.regression.r2;
-    case TrainMetric::kPearson:
-      return OrNan(m.regression.pearson);
-    case TrainMetric::kSpearman:
-      return OrNan(m.regression.spearman);
-  }
-  return m.macro_f1;
+  return RowOf(metric).value(m, positive);
 }
 
 const char* TrainCostName(TrainCost cost) {

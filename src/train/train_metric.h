@@ -45,9 +45,12 @@ std::vector<TrainMetric> MetricsOf(ProblemType type);
 TrainMetric DefaultMetric(ProblemType type);
 // InvalidArgument when `metric` does not apply to `type`, listing those that do.
 Status CheckMetricFor(TrainMetric metric, ProblemType type);
-// The metric's value in an epoch's metrics; `positive`: the positive class's index (f1). An
-// AUROC or a correlation that cannot be computed (a class without validation examples, constant
-// predictions) is NaN.
+// The metric's value in an evaluation's metrics (train_metric.cpp's table, one row per metric);
+// `positive`: the positive class's index (f1). NaN where the metric is undefined: an AUROC with a
+// class on no validation example or on all of them, a correlation of constant values, f1 without
+// exactly two classes, and every metric of an evaluation whose outputs were not finite
+// (metrics.h). Training, `tune predict` and the trial's summary (which `tune trials` and
+// `tune report` read) all take their values from here.
 double TrainMetricValue(TrainMetric metric, const EpochMetrics& m, int64_t positive = 1);
 
 // A cost the train objective can return beside its metric ("objectives"), each minimised:

@@ -110,12 +110,10 @@ struct EpochMetrics {
   int64_t epoch = 0;        // 0-based: the epoch it ran in
   double train_loss = 0.0;  // mean over the epoch's training examples (so far)
   double validation_loss = 0.0;
-  double accuracy = 0.0;
-  double macro_f1 = 0.0;
-  // The other metrics of the evaluation (metrics.h's ClassificationMetrics).
-  double micro_f1 = 0.0, weighted_f1 = 0.0, mcc = 0.0;
-  std::vector<double> class_f1;  // by class index
-  std::optional<double> auroc;   // unset when a class has no validation example
+  // The evaluation's metrics (metrics.h), one struct per kind of problem: `classification` for
+  // single- and multi-label tasks, `regression` for regression; the other stays at its defaults.
+  // train_metric.h's table reads them.
+  ClassificationMetrics classification;
   RegressionMetrics regression;
   int64_t optimizer_steps = 0;  // cumulative
   double seconds = 0.0;         // training + evaluation time since the previous evaluation

@@ -21,11 +21,10 @@ Json EpochToJson(const EpochMetrics& m, int64_t positive) {
   Json j{{"epoch", m.epoch}, {"train_loss", m.train_loss}, {"validation_loss", m.validation_loss}};
   for (TrainMetric metric : MetricsOf(m.problem_type)) {
     if (metric == TrainMetric::kLoss) continue;
-    if (metric == TrainMetric::kF1 && m.class_f1.size() != 2) continue;
     const double value = TrainMetricValue(metric, m, positive);
-    if (!std::isnan(value)) j[TrainMetricName(metric)] = value;  // an undefined AUROC or r
+    if (!std::isnan(value)) j[TrainMetricName(metric)] = value;  // undefined: train_metric.h
   }
-  if (!m.class_f1.empty()) j["class_f1"] = m.class_f1;
+  if (!m.classification.class_f1.empty()) j["class_f1"] = m.classification.class_f1;
   j["optimizer_steps"] = m.optimizer_steps;
   j["learning_rate"] = m.learning_rate;
   j["seconds"] = m.seconds;
@@ -40,7 +39,8 @@ std::string HeadlineMetrics(const EpochMetrics& m) {
     return fmt::format("mse={:.4f} pearson={:.4f}", m.regression.mse,
                        m.regression.pearson.value_or(std::nan("")));
   }
-  return fmt::format("accuracy={:.4f} macro_f1={:.4f}", m.accuracy, m.macro_f1);
+  return fmt::format("accuracy={:.4f} macro_f1={:.4f}", m.classification.accuracy,
+                     m.classification.macro_f1);
 }
 
 }  // namespace

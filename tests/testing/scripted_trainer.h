@@ -42,7 +42,7 @@ class ScriptedTrainer : public Trainer {
       m.epoch = e;
       const double v = curve_.at(
           static_cast<size_t>(std::min<int64_t>(e, static_cast<int64_t>(curve_.size()) - 1)));
-      m.accuracy = m.macro_f1 = v;
+      m.classification.accuracy = m.classification.macro_f1 = v;
       m.validation_loss = 1.0 - v;
       m.train_loss = 1.0 - v;
       m.seconds = epoch_seconds;

@@ -102,7 +102,7 @@ TEST_P(CudaPrecisionTest, TrainerLearnsTheSeparableTaskOnTheCard) {
   });
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
-  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(r->epochs.back().classification.accuracy, 0.9);  // chance: 0.25
   EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
   EXPECT_GT(r->peak_memory_bytes, 0);  // the caching allocator's peak above the start
 }

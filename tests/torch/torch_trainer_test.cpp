@@ -66,8 +66,8 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   EXPECT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
   ASSERT_EQ(r->epochs.size(), 4u);
   const EpochMetrics& last = r->epochs.back();
-  EXPECT_GT(last.accuracy, 0.9);  // chance: 0.25
-  EXPECT_GT(last.macro_f1, 0.9);
+  EXPECT_GT(last.classification.accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(last.classification.macro_f1, 0.9);
   EXPECT_LT(last.train_loss, r->epochs.front().train_loss);
   EXPECT_LT(last.validation_loss, 0.5);
   EXPECT_EQ(last.optimizer_steps, 4 * 30);  // 480 / 16 per epoch
@@ -82,7 +82,7 @@ TEST_F(TorchTrainerTest, TinyDebertaLearnsASeparableTask) {
   auto r = Train(*trainer, job);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
-  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(r->epochs.back().classification.accuracy, 0.9);  // chance: 0.25
   EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
   // The encoder as the catalog formula counts it (DebertaV2Model: no pooler), plus HF's
   // ContextPooler (dense) and the output layer.
@@ -98,7 +98,7 @@ TEST_F(TorchTrainerTest, Bf16AutocastOnCpuLearnsTooAndDiffersFromFp32) {
   auto bf16 = Train(*trainer, job);
   ASSERT_TRUE(bf16.ok()) << bf16.status().ToString();
   ASSERT_EQ(bf16->end, TrainResult::End::kCompleted) << bf16->message;
-  EXPECT_GT(bf16->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(bf16->epochs.back().classification.accuracy, 0.9);  // chance: 0.25
   job.hp.precision = Precision::kFp32;
   job.hp.epochs = 1;
   job.hp.precision = Precision::kFp32;
@@ -140,7 +140,7 @@ TEST_F(TorchTrainerTest, SdpaLearnsOrNamesTheLibTorchItNeeds) {
   }
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
-  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 0.25
+  EXPECT_GT(r->epochs.back().classification.accuracy, 0.9);  // chance: 0.25
   EXPECT_LT(r->epochs.back().train_loss, r->epochs.front().train_loss);
 }
 
@@ -158,7 +158,7 @@ TEST_F(TorchTrainerTest, RobertaPositionsCosineMaxLengthPaddingAndAClassifierHea
   auto r = Train(*trainer, job);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
-  EXPECT_GT(r->epochs.back().accuracy, 0.9);
+  EXPECT_GT(r->epochs.back().classification.accuracy, 0.9);
 }
 
 TEST_F(TorchTrainerTest, SameSeedSameResultOtherSeedOtherResult) {
@@ -175,7 +175,7 @@ TEST_F(TorchTrainerTest, SameSeedSameResultOtherSeedOtherResult) {
   for (size_t e = 0; e < 2; ++e) {
     EXPECT_EQ(a->epochs[e].train_loss, b->epochs[e].train_loss);
     EXPECT_EQ(a->epochs[e].validation_loss, b->epochs[e].validation_loss);
-    EXPECT_EQ(a->epochs[e].macro_f1, b->epochs[e].macro_f1);
+    EXPECT_EQ(a->epochs[e].classification.macro_f1, b->epochs[e].classification.macro_f1);
   }
   EXPECT_NE(a->epochs[0].train_loss, c->epochs[0].train_loss);
 }
@@ -293,7 +293,8 @@ TEST_F(TorchTrainerTest, GradientCheckpointingGivesTheSameRunWithALowerPeak) {
   ASSERT_EQ(checkpointed->end, TrainResult::End::kCompleted) << checkpointed->message;
   EXPECT_NEAR(plain->epochs[0].train_loss, checkpointed->epochs[0].train_loss, 1e-5);
   EXPECT_NEAR(plain->epochs[0].validation_loss, checkpointed->epochs[0].validation_loss, 1e-5);
-  EXPECT_EQ(plain->epochs[0].accuracy, checkpointed->epochs[0].accuracy);
+  EXPECT_EQ(plain->epochs[0].classification.accuracy,
+            checkpointed->epochs[0].classification.accuracy);
   ASSERT_GT(plain->peak_memory_bytes, 0);
   EXPECT_LT(checkpointed->peak_memory_bytes, plain->peak_memory_bytes * 3 / 4)
       << plain->peak_memory_bytes << " vs " << checkpointed->peak_memory_bytes;
@@ -506,7 +507,7 @@ TEST(TorchTrainer, MlpLearnsATabularTask) {
   auto r = Train(*trainer, job);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
-  EXPECT_GT(r->epochs.back().accuracy, 0.9);  // chance: 1/3
+  EXPECT_GT(r->epochs.back().classification.accuracy, 0.9);  // chance: 1/3
   EXPECT_EQ(r->num_parameters, (4 * 16 + 16) + (16 * 16 + 16) + (16 * 3 + 3));
 }
 

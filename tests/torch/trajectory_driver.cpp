@@ -77,8 +77,8 @@ Status Run(const std::string& spec_path) {
                           epochs.push_back({{"epoch", m.epoch},
                                             {"train_loss", m.train_loss},
                                             {"validation_loss", m.validation_loss},
-                                            {"accuracy", m.accuracy},
-                                            {"macro_f1", m.macro_f1}});
+                                            {"accuracy", m.classification.accuracy},
+                                            {"macro_f1", m.classification.macro_f1}});
                           return EpochDecision::kContinue;
                         }));
   if (result.end != TrainResult::End::kCompleted) {

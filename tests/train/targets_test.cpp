@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 
 #include "train/train_metric.h"
 
@@ -180,6 +183,47 @@ TEST(MetricsOf, EachTypeHasItsOwnKindOfMetric) {
               error ? StudyDirection::kMinimize : StudyDirection::kMaximize)
         << name;
   }
+}
+
+// Each row of train_metric.cpp's table reads its own field of an evaluation: every field holds a
+// distinct value, so a row that read another field would show. Undefined values are NaN.
+TEST(MetricTable, EveryMetricReadsItsOwnField) {
+  EpochMetrics m;
+  m.validation_loss = 0.5;
+  ClassificationMetrics& c = m.classification;
+  c.macro_f1 = 0.11;
+  c.micro_f1 = 0.12;
+  c.weighted_f1 = 0.13;
+  c.accuracy = 0.14;
+  c.mcc = 0.16;
+  c.auroc = 0.17;
+  c.class_f1 = {0.18, 0.19};
+  RegressionMetrics& r = m.regression;
+  r.mse = 1.1;
+  r.rmse = 1.2;
+  r.mae = 1.3;
+  r.r2 = 1.4;
+  r.pearson = 1.5;
+  r.spearman = 1.6;
+  const std::map<std::string, double> expected = {
+      {"macro_f1", 0.11}, {"micro_f1", 0.12}, {"weighted_f1", 0.13}, {"accuracy", 0.14},
+      {"mcc", 0.16},      {"auroc", 0.17},    {"f1", 0.19},          {"loss", 0.5},
+      {"mse", 1.1},       {"rmse", 1.2},      {"mae", 1.3},          {"r2", 1.4},
+      {"pearson", 1.5},   {"spearman", 1.6}};
+  for (TrainMetric metric : AllMetrics()) {
+    const auto it = expected.find(TrainMetricName(metric));
+    ASSERT_NE(it, expected.end()) << TrainMetricName(metric) << " has no expected value here";
+    EXPECT_EQ(TrainMetricValue(metric, m), it->second) << it->first;
+  }
+  EXPECT_EQ(expected.size(), AllMetrics().size());
+  EXPECT_EQ(TrainMetricValue(TrainMetric::kF1, m, /*positive=*/0), 0.18);
+  // Undefined: no AUROC or correlation, f1 without exactly two classes.
+  c.auroc.reset();
+  r.pearson.reset();
+  c.class_f1 = {0.1, 0.2, 0.3};
+  EXPECT_TRUE(std::isnan(TrainMetricValue(TrainMetric::kAuroc, m)));
+  EXPECT_TRUE(std::isnan(TrainMetricValue(TrainMetric::kPearson, m)));
+  EXPECT_TRUE(std::isnan(TrainMetricValue(TrainMetric::kF1, m)));
 }
 
 }  // namespace

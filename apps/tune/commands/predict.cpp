@@ -15,6 +15,7 @@
 #include "train/metrics.h"
 #include "train/save_best.h"
 #include "train/text_data.h"
+#include "train/train_metric.h"
 #include "train_objective/train_objective.h"
 #include "util/nonfinite.h"
 
@@ -247,31 +248,27 @@ Json PredictMetrics(const TextTrainData& data, const SavedModel& model,
       predictions.push_back(static_cast<int64_t>(std::max_element(p.begin(), p.end()) - p.begin()));
     }
   }
-  Json j{{"loss", n == 0 ? 0.0 : loss / static_cast<double>(n)}, {"examples", n}};
+  EpochMetrics m;  // as an evaluation during training computes them
+  m.problem_type = type;
+  m.validation_loss = n == 0 ? 0.0 : loss / static_cast<double>(n);
   if (type == ProblemType::kRegression) {
-    const RegressionMetrics r = ComputeRegressionMetrics(
+    m.regression = ComputeRegressionMetrics(
         std::vector<double>(data.validation_targets.begin(), data.validation_targets.end()),
         std::vector<double>(outputs.begin(), outputs.end()));
-    j.update({{"mse", r.mse}, {"rmse", r.rmse}, {"mae", r.mae}, {"r2", r.r2}});
-    if (r.pearson) j["pearson"] = *r.pearson;
-    if (r.spearman) j["spearman"] = *r.spearman;
-    return j;
+  } else if (type == ProblemType::kMultiLabel) {
+    m.classification = ComputeMultiLabelMetrics(data.validation_targets, outputs, data.num_labels,
+                                                model.hp.threshold);
+  } else {
+    m.classification = ComputeClassificationMetrics(data.validation_labels, predictions,
+                                                    data.num_labels, &outputs);
   }
-  const ClassificationMetrics cm =
-      type == ProblemType::kMultiLabel
-          ? ComputeMultiLabelMetrics(data.validation_targets, outputs, data.num_labels,
-                                     model.hp.threshold)
-          : ComputeClassificationMetrics(data.validation_labels, predictions, data.num_labels,
-                                         &outputs);
-  j.update({{"macro_f1", cm.macro_f1},
-            {"micro_f1", cm.micro_f1},
-            {"weighted_f1", cm.weighted_f1},
-            {"accuracy", cm.accuracy}});
-  if (type == ProblemType::kSingleLabel) j["mcc"] = cm.mcc;
-  if (cm.auroc) j["auroc"] = *cm.auroc;
-  if (type == ProblemType::kSingleLabel && cm.class_f1.size() == 2) {
-    auto at = std::find(model.labels.begin(), model.labels.end(), model.inputs.positive_label);
-    j["f1"] = cm.class_f1[at == model.labels.end() ? 1 : at - model.labels.begin()];
+  const auto at = std::find(model.labels.begin(), model.labels.end(), model.inputs.positive_label);
+  const int64_t positive = at == model.labels.end() ? 1 : at - model.labels.begin();
+  // Every metric of the problem type (train_metric.h's table), the undefined ones left out.
+  Json j{{"examples", n}};
+  for (TrainMetric metric : MetricsOf(type)) {
+    const double value = TrainMetricValue(metric, m, positive);
+    if (!std::isnan(value)) j[TrainMetricName(metric)] = value;
   }
   return j;
 }
@@ -332,7 +329,7 @@ int Predict(const PredictArgs& args) {
   if (!model->trial.is_null()) metrics["trial"] = model->trial;
   spdlog::info("{} = {:.6f} on {} labelled examples of {} (loss {:.6f})", model->metric,
                metrics["value"].is_number() ? metrics["value"].get<double>() : NAN, texts.size(),
-               args.data, metrics["loss"].get<double>());
+               args.data, metrics.value("loss", std::nan("")));
   std::cerr << metrics.dump() << "\n";
   return kExitOk;
 }
