@@ -15,7 +15,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Every metric of `m` undefined (NaN; AUROC unset): its inputs were not all finite.
 ClassificationMetrics& Undefined(ClassificationMetrics& m, size_t k) {
-  m.accuracy = m.macro_f1 = m.micro_f1 = m.weighted_f1 = m.mcc = kNaN;
+  m.accuracy = m.macro_f1 = m.micro_f1 = m.weighted_f1 = m.mcc = m.balanced_accuracy = kNaN;
   m.class_f1.assign(k, kNaN);
   m.auroc.reset();
   return m;
@@ -102,6 +102,14 @@ ClassificationMetrics ComputeClassificationMetrics(const std::vector<int64_t>& l
   }
   m.macro_f1 = classes > 0 ? sum / static_cast<double>(classes) : 0.0;
   m.micro_f1 = m.accuracy;
+  double recall = 0;
+  int64_t labelled = 0;
+  for (size_t c = 0; c < k; ++c) {
+    if (tp[c] + fn[c] == 0) continue;  // not in the labels
+    ++labelled;
+    recall += static_cast<double>(tp[c]) / static_cast<double>(tp[c] + fn[c]);
+  }
+  m.balanced_accuracy = labelled > 0 ? recall / static_cast<double>(labelled) : 0.0;
   AddAgreementMetrics(labels, predictions, k, tp, fp, fn, m);
   if (probabilities != nullptr) m.auroc = OneVsRestAuc(labels, *probabilities, k);
   return m;

@@ -26,6 +26,9 @@ struct ClassificationMetrics {
   double micro_f1 = 0.0;
   // f1_score(average="weighted"): the per-class F1 scores weighted by each class's true count.
   double weighted_f1 = 0.0;
+  // balanced_accuracy_score: the mean recall over the classes that occur in the labels
+  // (single-label; 0 for multi-label).
+  double balanced_accuracy = 0.0;
   // matthews_corrcoef (its multi-class form); 0 when a marginal is constant.
   double mcc = 0.0;
   // Each class's F1 (f1_score(average=None)), by class index; f1_score(pos_label=k) of a

@@ -47,6 +47,8 @@ const MetricRow kTable[] = {
      }},
     {TrainMetric::kAccuracy, "accuracy", kSingle | kMulti, kMax,
      [](const EpochMetrics& m, int64_t) { return m.classification.accuracy; }},
+    {TrainMetric::kBalancedAccuracy, "balanced_accuracy", kSingle, kMax,
+     [](const EpochMetrics& m, int64_t) { return m.classification.balanced_accuracy; }},
     {TrainMetric::kMcc, "mcc", kSingle, kMax,
      [](const EpochMetrics& m, int64_t) { return m.classification.mcc; }},
     {TrainMetric::kAuroc, "auroc", kSingle | kMulti, kMax,

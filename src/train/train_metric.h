@@ -12,9 +12,9 @@ namespace tune {
 
 // The metrics a train trial can be judged by (scikit-learn's definitions, metrics.h): macro-,
 // micro- and weighted-averaged F1, the positive class's F1 (two labels), accuracy (multi-label:
-// subset accuracy), the Matthews correlation, the area under the ROC curve, the validation loss;
-// for regression the mean squared error, its root, the mean absolute error, R², Pearson's and
-// Spearman's correlations.
+// subset accuracy), balanced accuracy (single-label), the Matthews correlation, the area under the
+// ROC curve, the validation loss; for regression the mean squared error, its root, the mean
+// absolute error, R², Pearson's and Spearman's correlations.
 enum class TrainMetric {
   kMacroF1,
   kAccuracy,
@@ -29,12 +29,14 @@ enum class TrainMetric {
   kMae,
   kR2,
   kPearson,
-  kSpearman
+  kSpearman,
+  kBalancedAccuracy
 };
 
 const char* TrainMetricName(TrainMetric metric);
-// "macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "mcc", "auroc", "loss", "mse", "rmse",
-// "mae", "r2", "pearson", "spearman"; InvalidArgument naming the closest otherwise.
+// "macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "balanced_accuracy", "mcc", "auroc",
+// "mse", "rmse", "mae", "r2", "pearson", "spearman", "loss"; InvalidArgument naming the closest
+// otherwise.
 Result<TrainMetric> ParseTrainMetric(const std::string& name);
 // minimize for loss, mse, rmse and mae, maximize for the others.
 StudyDirection TrainMetricDirection(TrainMetric metric);

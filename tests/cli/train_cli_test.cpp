@@ -620,10 +620,12 @@ TEST_F(TrainCli, F1IsThePositiveClassesAndEveryMetricIsRecorded) {
       Json::parse(Tune({"trials", "--study", "f", "--storage", storage, "--format", "json"}).out)
           .at(0);
   const Json& epoch = trial["user_attrs"]["train"]["history"].back();
-  for (const char* key :
-       {"accuracy", "macro_f1", "micro_f1", "weighted_f1", "mcc", "auroc", "f1", "class_f1"}) {
+  for (const char* key : {"accuracy", "balanced_accuracy", "macro_f1", "micro_f1", "weighted_f1",
+                          "mcc", "auroc", "f1", "class_f1"}) {
     EXPECT_TRUE(epoch.contains(key)) << key << ": " << epoch.dump();
   }
+  EXPECT_GE(epoch["balanced_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(epoch["balanced_accuracy"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(epoch["f1"].get<double>(), epoch["class_f1"][1].get<double>());
   double best_f1 = 0;  // the trial's value: its best epoch's
   for (const Json& e : trial["user_attrs"]["train"]["history"])

@@ -73,10 +73,10 @@ int main() {
     }
     const tune::ClassificationMetrics m =
         tune::ComputeClassificationMetrics(labels, predictions, k, &probabilities);
-    nlohmann::json out{
-        {"accuracy", m.accuracy},       {"macro_f1", m.macro_f1}, {"micro_f1", m.micro_f1},
-        {"weighted_f1", m.weighted_f1}, {"mcc", m.mcc},           {"class_f1", m.class_f1},
-        {"predictions", predictions}};
+    nlohmann::json out{{"accuracy", m.accuracy}, {"macro_f1", m.macro_f1},
+                       {"micro_f1", m.micro_f1}, {"weighted_f1", m.weighted_f1},
+                       {"mcc", m.mcc},           {"balanced_accuracy", m.balanced_accuracy},
+                       {"class_f1", m.class_f1}, {"predictions", predictions}};
     out["auroc"] = optional(m.auroc);
     std::cout << out.dump() << "\n";
   }

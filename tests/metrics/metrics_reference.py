@@ -68,6 +68,7 @@ def reference(case):
         "micro_f1": sk.f1_score(y, pred, average="micro", zero_division=0),
         "weighted_f1": sk.f1_score(y, pred, average="weighted", zero_division=0),
         "mcc": sk.matthews_corrcoef(y, pred),
+        "balanced_accuracy": sk.balanced_accuracy_score(y, pred),
         "class_f1": list(sk.f1_score(y, pred, average=None, labels=list(range(k)),
                                      zero_division=0)),
         "predictions": pred.tolist(),
@@ -174,8 +175,8 @@ def main():
     rng = random.Random(args.seed)
     kinds = [
         ("single-label", make_case, reference,
-         ["accuracy", "macro_f1", "micro_f1", "weighted_f1", "mcc", "auroc", "class_f1",
-          "predictions"], "2, 3 and 5 classes"),
+         ["accuracy", "macro_f1", "micro_f1", "weighted_f1", "balanced_accuracy", "mcc", "auroc",
+          "class_f1", "predictions"], "2, 3 and 5 classes"),
         ("multi-label", make_multi_label_case, multi_label_reference,
          ["accuracy", "macro_f1", "micro_f1", "weighted_f1", "auroc", "class_f1"],
          "2, 3 and 5 labels, thresholds 0.25-0.625"),

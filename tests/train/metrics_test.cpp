@@ -47,6 +47,17 @@ TEST(Metrics, AurocAndMccOfScikitLearnsExamples) {
   EXPECT_FALSE(m.auroc.has_value());  // no probabilities given
 }
 
+// scikit-learn's documented example: balanced_accuracy_score([0, 1, 0, 0, 1, 0],
+// [0, 1, 0, 0, 0, 1]) is 0.625 (recalls 3/4 and 1/2). A class that is only predicted has no
+// recall and is left out of the mean, as scikit-learn does (with a warning).
+TEST(Metrics, BalancedAccuracyOfScikitLearnsExample) {
+  auto m = ComputeClassificationMetrics({0, 1, 0, 0, 1, 0}, {0, 1, 0, 0, 0, 1}, 2);
+  EXPECT_DOUBLE_EQ(m.balanced_accuracy, 0.625);
+  auto predicted_only = ComputeClassificationMetrics({0, 0, 1, 1}, {0, 2, 1, 1}, 3);
+  EXPECT_DOUBLE_EQ(predicted_only.balanced_accuracy, (0.5 + 1.0) / 2);
+  EXPECT_EQ(ComputeClassificationMetrics({}, {}, 2).balanced_accuracy, 0.0);
+}
+
 TEST(Schedules, WarmupThenDecay) {
   // 10 steps, 2 of warmup, base 1.
   EXPECT_DOUBLE_EQ(LearningRateAt(Schedule::kLinear, 1.0, 0, 10, 2), 0.0);

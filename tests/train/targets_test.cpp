@@ -117,8 +117,9 @@ const std::vector<ProblemType> kTypes = {ProblemType::kSingleLabel, ProblemType:
 
 std::vector<TrainMetric> AllMetrics() {
   std::vector<TrainMetric> all;
-  for (const char* name : {"macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "mcc", "auroc",
-                           "loss", "mse", "rmse", "mae", "r2", "pearson", "spearman"}) {
+  for (const char* name :
+       {"macro_f1", "micro_f1", "weighted_f1", "f1", "accuracy", "balanced_accuracy", "mcc",
+        "auroc", "loss", "mse", "rmse", "mae", "r2", "pearson", "spearman"}) {
     auto m = ParseTrainMetric(name);
     EXPECT_TRUE(m.ok()) << name;
     if (m.ok()) all.push_back(*m);
@@ -175,6 +176,8 @@ TEST(MetricsOf, EachTypeHasItsOwnKindOfMetric) {
   EXPECT_TRUE(has(ProblemType::kSingleLabel, TrainMetric::kF1));
   EXPECT_FALSE(has(ProblemType::kMultiLabel, TrainMetric::kF1));
   EXPECT_FALSE(has(ProblemType::kMultiLabel, TrainMetric::kMcc));
+  EXPECT_TRUE(has(ProblemType::kSingleLabel, TrainMetric::kBalancedAccuracy));
+  EXPECT_FALSE(has(ProblemType::kMultiLabel, TrainMetric::kBalancedAccuracy));
   // Errors and losses are minimised, scores maximised.
   for (TrainMetric m : AllMetrics()) {
     const std::string name = TrainMetricName(m);
@@ -195,6 +198,7 @@ TEST(MetricTable, EveryMetricReadsItsOwnField) {
   c.micro_f1 = 0.12;
   c.weighted_f1 = 0.13;
   c.accuracy = 0.14;
+  c.balanced_accuracy = 0.15;
   c.mcc = 0.16;
   c.auroc = 0.17;
   c.class_f1 = {0.18, 0.19};
@@ -205,11 +209,21 @@ TEST(MetricTable, EveryMetricReadsItsOwnField) {
   r.r2 = 1.4;
   r.pearson = 1.5;
   r.spearman = 1.6;
-  const std::map<std::string, double> expected = {
-      {"macro_f1", 0.11}, {"micro_f1", 0.12}, {"weighted_f1", 0.13}, {"accuracy", 0.14},
-      {"mcc", 0.16},      {"auroc", 0.17},    {"f1", 0.19},          {"loss", 0.5},
-      {"mse", 1.1},       {"rmse", 1.2},      {"mae", 1.3},          {"r2", 1.4},
-      {"pearson", 1.5},   {"spearman", 1.6}};
+  const std::map<std::string, double> expected = {{"macro_f1", 0.11},
+                                                  {"micro_f1", 0.12},
+                                                  {"weighted_f1", 0.13},
+                                                  {"accuracy", 0.14},
+                                                  {"balanced_accuracy", 0.15},
+                                                  {"mcc", 0.16},
+                                                  {"auroc", 0.17},
+                                                  {"f1", 0.19},
+                                                  {"loss", 0.5},
+                                                  {"mse", 1.1},
+                                                  {"rmse", 1.2},
+                                                  {"mae", 1.3},
+                                                  {"r2", 1.4},
+                                                  {"pearson", 1.5},
+                                                  {"spearman", 1.6}};
   for (TrainMetric metric : AllMetrics()) {
     const auto it = expected.find(TrainMetricName(metric));
     ASSERT_NE(it, expected.end()) << TrainMetricName(metric) << " has no expected value here";
