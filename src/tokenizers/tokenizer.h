@@ -1,53 +1,7 @@
-// Tokenizer: text -> token ids for the transformer classifiers (plain C++, no LibTorch), exactly
-// as Hugging Face's tokenizers of the same files compute them: transformers' tokenizer classes as
-// AutoTokenizer.from_pretrained(DIR) builds them, backed by the `tokenizers` library, whose code
-// and Unicode tables (unicode.h) tune follows; tests/tokenizer_parity/ compares them.
-//
-// A checkpoint directory's tokenizer (FromCheckpointDir) is the first of these files present:
-//  - vocab.txt: BERT's WordPiece (BertTokenizer). do_lower_case, strip_accents and
-//    tokenize_chinese_chars come from tokenizer_config.json when it has them. Specials [PAD],
-//    [UNK], [CLS], [SEP] (and [MASK]) are the lines of those tokens.
-//  - vocab.json + merges.txt: byte-level BPE (RoBERTa, GPT-2; RobertaTokenizer): GPT-2's
-//    pre-tokenizer pattern, each piece's UTF-8 bytes in GPT-2's byte alphabet merged by rank;
-//    specials <s>, </s>, <pad>, <unk> (and <mask>); never lowercased; add_prefix_space from
-//    tokenizer_config.json.
-//  - spm.model: DeBERTa-v2/v3's SentencePiece model (DebertaV2Tokenizer): ids are the model's
-//    own; [PAD], [CLS], [SEP], [UNK] are its pieces of those names; [MASK] is its piece, or the
-//    id after the last piece when the model has none. As transformers 5 converts it: the text
-//    lowercased if do_lower_case, each run of two or more white-space characters (and each \n,
-//    \r, \t) made one space, NFC, trailing white space stripped, punctuation split off if
-//    split_by_punct, then Metaspace ("▁" for spaces and before each word) and the Unigram model
-//    on the pieces' scores (unigram.h). The model's own normalizer is not used.
-//  - sentencepiece.bpe.model: XLM-RoBERTa's SentencePiece model (XLMRobertaTokenizer), with
-//    fairseq's ids: <s>=0, <pad>=1, </s>=2, <unk>=3, every other piece its SentencePiece id + 1,
-//    and <mask> the last id (pieces + 1). The model's precompiled character map normalizes the
-//    text, white space splits it, then Metaspace and the Unigram model.
-//  - tokenizer.json, when it is the only file: a Hugging Face tokenizers file whose model is
-//    WordPiece (with a BertNormalizer) or BPE (with a ByteLevel pre-tokenizer).
-// For models trained from scratch, Build makes a WordPiece vocabulary from the training text:
-// ids 0-3 are [PAD], [UNK], [CLS], [SEP]; then the characters of the training text, each as a
-// word start ("e") and as a continuation ("##e"), most frequent first, at most a quarter of the
-// vocabulary; then whole words, most frequent first (ties in byte order), seen at least
-// min_count times, until vocab_size entries. A word outside the vocabulary is thus spelled with
-// characters instead of becoming [UNK]; only characters never seen in training are [UNK].
-//
-// Special tokens written in the text are the special tokens, as in Hugging Face's tokenizers:
-// the family's specials ([CLS] ... or <s> ...), with the flags tokenizer_config.json's
-// added_tokens_decoder (or tokenizer.json's added_tokens) gives them (lstrip, rstrip: the white
-// space on that side is part of the token), are split off the raw text first, leftmost and
-// longest first; each piece between them is tokenized on its own.
-//
-// WordPiece text processing is tokenizers' BertNormalizer and BertPreTokenizer: NUL, U+FFFD and
-// control characters (Cc, Co, Cs, and Cf of Unicode 8.0; not tab, newline and return) are
-// removed; white space (the White_Space property) becomes a space; CJK ideographs are surrounded
-// by spaces (handle_chinese_chars); accents are stripped (NFD, then nonspacing marks removed) and
-// the text lowercased (each character's full mapping on its own) as the options say; the text is
-// split on white space and every punctuation character (P* of Unicode 8.0, and all
-// non-alphanumeric ASCII) becomes a token of its own. Then WordPiece: each word is split greedily
-// into the longest vocabulary pieces, continuations prefixed with "##"; a word that cannot be
-// split, or is longer than 100 characters, is [UNK]. Invalid UTF-8 bytes are dropped.
-//
-// Thread safety: const methods may be called concurrently.
+// Tokenizer: text -> token ids for the transformer classifiers [tune_train] (plain C++, no
+// LibTorch), as Hugging Face's AutoTokenizer.from_pretrained(DIR) computes them for the same files
+// (the `tokenizers` library's code and Unicode tables, unicode.h); tests/tokenizer_parity/
+// compares them.
 #pragma once
 
 #include <cstdint>
@@ -92,12 +46,34 @@ struct TokenizerOptions {
   int64_t min_count = 1;
 };
 
+// Thread safety: const methods may be called concurrently.
 class Tokenizer {
  public:
   // The tokenizer of a Hugging Face checkpoint directory, from the first tokenizer file present
-  // (see the file comment; CheckpointTokenizerFile). `options` gives the WordPiece settings that
-  // tokenizer_config.json does not. NotFound when no tokenizer file is there (listing those
-  // looked for); InvalidArgument naming the file (and line or key) for a malformed one.
+  // (CheckpointTokenizerFile):
+  //  - vocab.txt: BERT's WordPiece (BertTokenizer). do_lower_case, strip_accents and
+  //    tokenize_chinese_chars come from tokenizer_config.json when it has them. Specials [PAD],
+  //    [UNK], [CLS], [SEP] (and [MASK]) are the lines of those tokens.
+  //  - vocab.json + merges.txt: byte-level BPE (RoBERTa, GPT-2; RobertaTokenizer): GPT-2's
+  //    pre-tokenizer pattern, each piece's UTF-8 bytes in GPT-2's byte alphabet merged by rank;
+  //    specials <s>, </s>, <pad>, <unk> (and <mask>); never lowercased; add_prefix_space from
+  //    tokenizer_config.json.
+  //  - spm.model: DeBERTa-v2/v3's SentencePiece model (DebertaV2Tokenizer): ids are the model's
+  //    own; [PAD], [CLS], [SEP], [UNK] are its pieces of those names; [MASK] is its piece, or the
+  //    id after the last piece when the model has none. As transformers 5 converts it: the text
+  //    lowercased if do_lower_case, each run of two or more white-space characters (and each \n,
+  //    \r, \t) made one space, NFC, trailing white space stripped, punctuation split off if
+  //    split_by_punct, then Metaspace ("▁" for spaces and before each word) and the Unigram
+  //    model on the pieces' scores (unigram.h). The model's own normalizer is not used.
+  //  - sentencepiece.bpe.model: XLM-RoBERTa's SentencePiece model (XLMRobertaTokenizer), with
+  //    fairseq's ids: <s>=0, <pad>=1, </s>=2, <unk>=3, every other piece its SentencePiece id + 1,
+  //    and <mask> the last id (pieces + 1). The model's precompiled character map normalizes the
+  //    text, white space splits it, then Metaspace and the Unigram model.
+  //  - tokenizer.json, when none of the above is present: a Hugging Face tokenizers file whose
+  //    model is WordPiece (with a BertNormalizer) or BPE (with a ByteLevel pre-tokenizer).
+  // `options` gives the WordPiece settings that tokenizer_config.json does not. NotFound when no
+  // tokenizer file is there (listing those looked for); InvalidArgument naming the file (and
+  // line or key) for a malformed one.
   static Result<Tokenizer> FromCheckpointDir(const std::string& dir,
                                              const TokenizerOptions& options);
   // The tokenizer file FromCheckpointDir reads in `dir`: vocab.txt, vocab.json,
@@ -109,9 +85,32 @@ class Tokenizer {
   // missing; InvalidArgument if it is empty or malformed (naming the line or key) or lacks a
   // special token.
   static Result<Tokenizer> FromVocabFile(const std::string& path, bool lowercase);
-  // Builds a vocabulary from `texts` (see the file comment).
+  // A WordPiece tokenizer for a model trained from scratch, its vocabulary built from `texts`:
+  // ids 0-3 are [PAD], [UNK], [CLS], [SEP]; then the characters seen at least min_count times,
+  // each as a word start ("e") and as a continuation ("##e"), most frequent first, at most a
+  // quarter of the vocabulary; then whole words, most frequent first (ties in byte order), seen
+  // at least min_count times, until vocab_size entries. A word outside the vocabulary is thus
+  // spelled with characters instead of becoming [UNK]; only characters left out of the
+  // vocabulary (unseen, rarer than min_count, or past the quarter) are [UNK].
   // REQUIRES: options.vocab_size >= 4 + 2, options.min_count >= 1.
   static Tokenizer Build(const std::vector<std::string>& texts, const TokenizerOptions& options);
+
+  // Special tokens written in the text are the special tokens, as in Hugging Face's tokenizers:
+  // the family's specials ([CLS] ... or <s> ...), with the flags tokenizer_config.json's
+  // added_tokens_decoder (or tokenizer.json's added_tokens) gives them (AddedToken), are split
+  // off the raw text first, leftmost and longest first; each piece between them is tokenized on
+  // its own.
+  //
+  // WordPiece text processing is tokenizers' BertNormalizer and BertPreTokenizer: NUL, U+FFFD
+  // and control characters (Cc, Co, Cs, and Cf of Unicode 8.0; not tab, newline and return) are
+  // removed; white space (the White_Space property) becomes a space; CJK ideographs are
+  // surrounded by spaces (tokenize_chinese_chars); accents are stripped (NFD, then nonspacing
+  // marks removed) and the text lowercased (each character's full mapping on its own) as the
+  // options say; the text is split on white space and every punctuation character (P* of
+  // Unicode 8.0, and all non-alphanumeric ASCII) becomes a token of its own. Then WordPiece:
+  // each word is split greedily into the longest vocabulary pieces, continuations prefixed with
+  // "##"; a word that cannot be split, or is longer than 100 characters (a tokenizer.json's
+  // max_input_chars_per_word), is [UNK]. Invalid UTF-8 bytes are dropped.
 
   // What the model segments `text` into: WordPiece's words and punctuation tokens after cleaning
   // and lowercasing, byte-level BPE's pre-tokens, SentencePiece's pieces; the special tokens
