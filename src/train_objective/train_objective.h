@@ -1,32 +1,6 @@
-// The train objective ("objective": {"type": "train", ...}): trains a transformer classifier on
-// text (or an MLP on tabular data) in process for every trial and returns its validation metric.
-//
-// Once, when the objective is made: the data set is read and checked (text_data.h), the tokenizer
-// is loaded from a vocab.txt or a checkpoint's tokenizer files, or built from the training text
-// (tokenizer.h), and every text is tokenized. Per trial: the hyperparameters are the objective's
-// keys overridden by the trial's params (hyperparams.h); the Trainer trains the model; after
-// each epoch the metric is reported (trial.Report(value, epoch)) and the pruner asked. Early
-// stopping ends a trial after `patience` epochs without an improvement larger than `min_delta`.
-//
-// The memory guard (memory/train_guard.h), per trial: memory is logged at trial start and end (the
-// trainer logs training start and end); with a device_memory (always on CUDA) and admission on, the
-// trial is estimated and run as it is, run with levers, or PRUNED without running (oom=true,
-// reason="predicted", oom_config); a run-time OOM is retried `oom_retry` times at half the
-// micro-batch and twice the accumulation. User attribute "memory" records the admission, the
-// estimate of what ran, the measured peak and the memory before and after (calibration reads it).
-//
-// The objective's rooms: the data and tokenizers (text_sets.h), the epochs and the outcome
-// (trial_outcome.h), the memory guard (memory/train_guard.h), --save-best (train/save_best.h).
-//
-// Outcomes: COMPLETE with the best epoch's metric (the value Hugging Face's
-// load_best_model_at_end would keep); PRUNED by the pruner (keeping the last report); PRUNED with
-// oom=true, reason="oom" and oom_config (RecordOom) when the run runs out of memory; FAIL with
-// fail_reason when the run fails (a LibTorch error, a non-finite loss, a max_length the model
-// cannot take). Every finished run stores user attribute "train": epochs run, best epoch,
-// per-epoch metrics, parameter count, peak memory when measured.
-//
-// The LibTorch Trainer lives in tune_torch (torch_trainer.h); without it the objective cannot be
-// made.
+// The train objective ("objective": {"type": "train", ...}) [tune_train]: trains a transformer
+// classifier on text (or an MLP on tabular data) in process for every trial and returns its
+// validation metric. The LibTorch Trainer it runs lives in tune_torch (torch_trainer.h).
 #pragma once
 
 #include <memory>
@@ -90,8 +64,28 @@ struct TrainObjectiveOptions {
   std::optional<Json> planned;
 };
 
-// Reads the data and builds the tokenizer; InvalidArgument/NotFound for bad data (see
+// The train objective. Once, here: the data set is read and checked (text_data.h), the tokenizer
+// is loaded from a vocab.txt or a checkpoint's tokenizer files, or built from the training text
+// (tokenizer.h), and every text is tokenized; InvalidArgument/NotFound for bad data (see
 // text_data.h) or a vocabulary larger than one of `options.models` can embed.
+//
+// Per trial: the hyperparameters are the objective's keys overridden by the trial's params
+// (hyperparams.h); the Trainer trains the model; after each epoch the metric is reported
+// (trial.Report(value, epoch)) and the pruner asked. Early stopping ends a trial after `patience`
+// epochs without an improvement larger than `min_delta`. The memory guard (memory/train_guard.h)
+// logs memory at trial start and end; with a device_memory (always on CUDA) and admission on,
+// the trial is estimated and run as it is, run with levers, or PRUNED without running (oom=true,
+// reason="predicted", oom_config); a run-time OOM is retried `oom_retry` times at half the
+// micro-batch and twice the accumulation. User attribute "memory" records the admission, the
+// estimate of what ran, the measured peak and the memory before and after (calibration reads it).
+//
+// A trial's outcome: COMPLETE with the best epoch's metric (the value Hugging Face's
+// load_best_model_at_end would keep); PRUNED by the pruner (keeping the last report); PRUNED with
+// oom=true, reason="oom" and oom_config (RecordOom) when the run runs out of memory; FAIL with
+// fail_reason when the run fails (a LibTorch error, a non-finite loss, a max_length the model
+// cannot take, no evaluated epoch). Every finished run stores user attribute "train": epochs run,
+// best epoch, per-epoch metrics, parameter count, peak memory when measured.
+//
 // REQUIRES: trainer != nullptr, unless options.child_command is set (then trials run only in
 // child processes, and this process never initialises the device).
 Result<std::unique_ptr<Objective>> NewTrainObjective(TrainObjectiveOptions options,
