@@ -1,27 +1,7 @@
-// The user attributes tune writes on trials, in one place: their names and (de)serialisation.
-//
-// Objectives and the storages write them; TPE's oom_feasibility, the memory guard's calibration
-// and the management commands read them back. Optuna and optuna-dashboard show them as ordinary
-// user attributes, so every value is plain JSON.
-//
-//   reason       why a trial is not COMPLETE, when tune knows more than its state (EndReason)
-//   oom          true: the trial ran, or would have run, out of memory (PRUNED)
-//   oom_config   the configuration that did not fit: params, effective batch size, estimate, ...
-//   memory       what the trial taught about memory (MemoryAttr)
-//   fail_reason  a FAIL trial's message
-//   nonfinite    where a value that is not finite ended the trial (NonFiniteAttr): FAIL,
-//                reason "nonfinite"
-//   interrupted  true: stopped by Ctrl-C or SIGTERM (FAIL)
-//   device_lost  where a sticky CUDA error struck (phase, epoch, step, batch shape, device):
-//                the trial FAIL; the study went on in a fresh process
-//   timeout      true: a command trial ran past its timeout (FAIL)
-//   exit_status, signal, stderr_tail   a command trial's program (FAIL)
-//   train        the train objective's summary: epochs, best epoch, per-epoch metrics
-//   schedule     with --jobs: when the trial was queued, started and ended, the memory it
-//                reserved, the job limit and, with several cards, the card
-//
-// And one system attribute: card, with --jobs over several cards, the card the trial ran on
-// ("cuda:2", "card 1").
+// The attributes tune writes on trials, in one place: their names and (de)serialisation. Objectives
+// and the storages write them; TPE's oom_feasibility, the memory guard's calibration and the
+// management commands read them back. Optuna and optuna-dashboard show them as ordinary user
+// attributes, so every value is plain JSON.
 #pragma once
 
 #include <cstdint>
@@ -37,21 +17,37 @@ namespace tune {
 
 class TrialHandle;  // trial.h
 namespace attrs {
+// Why a trial is not COMPLETE, when tune knows more than its state (EndReason).
 inline constexpr const char* kReason = "reason";
+// True: the trial ran, or would have run, out of memory (PRUNED).
 inline constexpr const char* kOom = "oom";
+// The configuration that did not fit: params, effective batch size, estimate, ...
 inline constexpr const char* kOomConfig = "oom_config";
+// What the trial taught about memory (MemoryAttr).
 inline constexpr const char* kMemory = "memory";
+// A FAIL trial's message.
 inline constexpr const char* kFailReason = "fail_reason";
+// Where a value that is not finite ended the trial (NonFiniteAttr): FAIL, reason "nonfinite".
 inline constexpr const char* kNonFinite = "nonfinite";
+// True: stopped by Ctrl-C or SIGTERM (FAIL).
 inline constexpr const char* kInterrupted = "interrupted";
+// Where a sticky CUDA error struck (phase, epoch, step, batch shape, device): the trial FAIL; the
+// study went on in a fresh process.
 inline constexpr const char* kDeviceLost = "device_lost";
+// True: a command trial ran past its timeout (FAIL).
 inline constexpr const char* kTimeout = "timeout";
+// A command trial's program (FAIL): its exit status, the signal that ended it, its stderr's tail.
 inline constexpr const char* kExitStatus = "exit_status";
 inline constexpr const char* kSignal = "signal";
 inline constexpr const char* kStderrTail = "stderr_tail";
+// The train objective's summary: epochs, best epoch, per-epoch metrics.
 inline constexpr const char* kTrain = "train";
+// With --jobs: when the trial was queued, started and ended, the memory it reserved, the job
+// limit and, with several cards, the card.
 inline constexpr const char* kSchedule = "schedule";
-inline constexpr const char* kCard = "card";  // a system attribute
+// A system attribute: with --jobs over several cards, the card the trial ran on ("cuda:2",
+// "card 1").
+inline constexpr const char* kCard = "card";
 // Set false on an enqueued trial (enqueue_trials user_attrs): it runs without admission.
 inline constexpr const char* kAdmission = "admission";
 }  // namespace attrs
