@@ -1,22 +1,7 @@
 // A simulated GPU that several processes share, for CPU tests and benchmarks of parallel trials
-// [tune_train]: one counter of allocated bytes with a capacity, in shared memory
-// (/dev/shm/tune-card-NAME), charged by every trial process of a run and by independent workers
-// given the same card. An allocation that would exceed the card fails in whichever process
-// makes it, the way a real card fails the unlucky neighbour.
-//
-// Each process charges its own slot, so the bytes of a process that dies (even by SIGKILL) are
-// given back when the next charge finds it gone. Charges are serialised by a process-shared
-// robust mutex. The trainer charges the card from the counting CPU allocator (memory.simulate);
-// other programs can charge it through the C function below (ctypes, for example).
-//
-// The card shares compute too (issue 32). Each process states its busy share alone, u = g / (g +
-// h): the part of a micro-step its GPU time g takes beside its host time h (Python, the data
-// loader, kernel launches). With k >= 2 processes busy at once (measured on an H200:
-// docs/benchmarks.md, "Co-running trials on a real card"), a process's micro-step takes the
-// longer of its own step with its GPU time stretched by time-slicing and by waiting for the
-// co-runners' kernels, which do not overlap with its own, h + g (1 + slicing)(1 + interleave
-// (k - 1)), and its share of a saturated card, (g + h) Σu (1 + slicing). GpuStretch gives that
-// as a factor of g. RunSteps runs a process's micro-steps under that stretch as the load changes.
+// [tune_train]: a counter of allocated bytes with a capacity in shared memory, charged by every
+// trial process of a run and by independent workers given the same card, and a model of how
+// processes computing at once share its time (issue 32).
 #pragma once
 
 #include <sys/types.h>
@@ -39,9 +24,15 @@ struct CardCompute {
 };
 
 // The factor by which the GPU time per micro-step of a busy process with busy share `own`
-// stretches when `busy` processes with summed busy share `sum_busy` compute at once: 1 alone (when
-// sum_busy <= 1), else max((1 + slicing)(1 + interleave (busy - 1)), (sum_busy (1 + slicing) -
-// (1 - own)) / own).
+// stretches when `busy` processes with summed busy share `sum_busy` compute at once. A process's
+// busy share alone is u = g / (g + h): the part of a micro-step its GPU time g takes beside its
+// host time h (Python, the data loader, kernel launches). With k >= 2 processes busy at once
+// (measured on an H200: docs/benchmarks.md, "Co-running trials on a real card"), a micro-step
+// takes the longer of its own step with its GPU time stretched by time-slicing and by waiting for
+// the co-runners' kernels, which do not overlap with its own, h + g (1 + slicing)(1 + interleave
+// (k - 1)), and its share of a saturated card, (g + h) Σu (1 + slicing). So: max(1, sum_busy)
+// when busy <= 1, else max((1 + slicing)(1 + interleave (busy - 1)), (sum_busy (1 + slicing) -
+// (1 - own)) / own), the second term only when own > 0.
 double GpuStretch(int64_t busy, double sum_busy, double own, const CardCompute& compute = {});
 
 // What computes on the card now: the processes with a busy share > 0 and their sum.
@@ -61,9 +52,14 @@ struct MicroSteps {
   }
 };
 
+// Each process charges its own slot, so the bytes of a process that dies (even by SIGKILL) are
+// given back when the next charge finds it gone. Charges are serialised across processes by a
+// process-shared robust mutex. The trainer charges the card from the counting CPU allocator
+// (memory.simulate); other programs through the C functions below (ctypes, for example).
 class SimulatedCard {
  public:
-  // Opens the card NAME, creating it with `capacity` bytes if it does not exist.
+  // Opens the card NAME (shared memory /dev/shm/tune-card-NAME), creating it with `capacity`
+  // bytes if it does not exist.
   // InvalidArgument for a bad name or capacity; FailedPrecondition when the card exists with
   // another capacity.
   static Result<std::unique_ptr<SimulatedCard>> Open(const std::string& name, int64_t capacity);
@@ -72,7 +68,8 @@ class SimulatedCard {
   SimulatedCard& operator=(const SimulatedCard&) = delete;
 
   // Allocates (bytes > 0) or frees (bytes < 0) on the card for this process. ResourceExhausted,
-  // with what is in use, when an allocation does not fit.
+  // with what is in use, when an allocation does not fit: an allocation that would exceed the
+  // card fails in whichever process makes it, the way a real card fails the unlucky neighbour.
   Status Charge(int64_t bytes);
   // Bytes in use by live processes, and this process's share.
   int64_t used() const;
@@ -83,6 +80,7 @@ class SimulatedCard {
   const std::string& name() const { return name_; }
 
   // Sets this process's busy share alone (0: it does not compute, e.g. while it starts up).
+  // InvalidArgument outside [0, 1]; ResourceExhausted when the card has no free slot.
   Status SetBusy(double share);
   // The busy processes that are alive and their summed busy share.
   CardLoad load() const;
