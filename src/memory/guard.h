@@ -2,21 +2,6 @@
 // how to shrink it after an out-of-memory error (retry), and what the study's own trials say
 // about the estimator (calibration). No LibTorch here: train_guard.h applies these decisions to
 // the train objective's trials around the Trainer, which measures and enforces device_memory.
-//
-// Admission: the trial's configuration is estimated (estimator.h) and the estimate, times the
-// model family's fitted correction, is compared with the usable memory, device_memory × (1 −
-// margin). If it does not fit, the levers the config allows are tried, cheapest first: halving
-// the micro-batch while doubling gradient accumulation (the effective batch stays the same; only
-// while the micro-batch is even), then gradient checkpointing with each of those micro-batches.
-// The first configuration that fits runs; if none does the trial is pruned without running.
-//
-// Calibration: every trial the guard ran records user attribute "memory" (MemoryAttr in
-// trial_attrs.h, read back as the MemoryRecords below): the estimate, the measured peak and
-// whether it ran out of memory. A family's correction is the
-// largest of measured/estimate over its last trials (at least 1 - 1/8 of the estimate's own
-// value: the estimator is never trusted to overestimate by more), and every run-time OOM at
-// estimate E under a budget D raises it to at least D/E plus a step, so a configuration like
-// the one that failed is no longer admitted.
 #pragma once
 
 #include <cstdint>
@@ -113,7 +98,14 @@ struct MemoryRecord {
 // fp32 (the estimator's error differs between the two).
 std::string MemoryFamily(const ModelSpec& model, Precision precision);
 
-// Per-family correction factors fitted from records (see the header comment).
+// Per-family correction factors fitted from records: every trial the guard ran records user
+// attribute "memory" (MemoryAttr in trial_attrs.h, read back as MemoryRecords): the estimate, the
+// measured peak and whether it ran out of memory. A family's correction is the largest of
+// measured/estimate over its last kWindow measured trials (measured: the footprint when known,
+// else the peak), and every run-time OOM at estimate E under a budget D (the cap, else
+// device_memory) raises it to at least D/E × kOomStep (kCappedOomStep under a cap), so a
+// configuration like the one that failed is no longer admitted; the result is clamped to
+// [kMin, kMax].
 class MemoryCalibration {
  public:
   static constexpr double kMin = 0.875;  // never trust an estimate to be more than 1/8 high
@@ -169,8 +161,14 @@ struct Admission {
   std::string levers;  // "" or e.g. "batch_size 32 -> 16, grad_accum 1 -> 2"
 };
 
-// Decides whether `request` fits `usable` bytes (see the header comment), each configuration
-// estimated by `model` (formulas or a measured fit). InvalidArgument when it cannot be estimated.
+// Decides whether `request` fits `usable` bytes (UsableMemory): each configuration is estimated
+// by `model` (formulas or a measured fit) and its device_peak × `correction` compared with
+// `usable`. If the trial's own does not fit, the levers `options` allow are tried, cheapest
+// first: halving the micro-batch while doubling gradient accumulation (the effective batch stays
+// the same; only while the micro-batch is even), then gradient checkpointing (not for an MLP)
+// with each of those micro-batches. The first configuration that fits runs (kRunWithLevers); if
+// none does, kReject: the trial is pruned without running. InvalidArgument when a configuration
+// cannot be estimated.
 Result<Admission> AdmitTrial(const MemoryRequest& request, const MemoryModel& model, int64_t usable,
                              double correction, const GuardOptions& options);
 
