@@ -1,22 +1,6 @@
 // A restricted reader of Python pickles [tune_train, private] (plain C++, no LibTorch): the
-// objects a PyTorch state dict is made of, nothing else, and nothing executed.
-//
-// Python's pickle is a small stack machine whose GLOBAL and REDUCE opcodes name any importable
-// callable and call it: loading an untrusted pickle in Python runs its author's code. This reader
-// is the same promise as PyTorch's `torch.load(weights_only=True)`: it builds plain values (None,
-// bools, ints, floats, strings, bytes, tuples, lists, dicts) itself, and hands every GLOBAL to the
-// caller's PickleHooks::global, which accepts a name from its allow-list or refuses it; a REDUCE
-// (a call) is then answered by PickleHooks::reduce with plain values, so no Python callable ever
-// runs. Persistent ids (PyTorch's storages) go to PickleHooks::persistent_load.
-//
-// Opcodes of protocols 0-5 that a state dict can contain are read; INST, OBJ, NEWOBJ, EXT* and the
-// out-of-band buffers are refused. Every length is checked against the bytes left, and one pickle
-// may hold at most kPickleMaxStack values on its stack, kPickleMaxMarks nested MARKs,
-// kPickleMaxMemo memo entries and kPickleMaxValues values in all (a state dict needs a few
-// thousand); past a bound Unpickle stops with InvalidArgument naming it. Setting a dict's items is
-// linear in their number. Values may refer to each other in cycles (the memo lets a list hold
-// itself): a reader of the result must not recurse through it. Every error names the opcode and
-// its byte offset.
+// objects a PyTorch state dict is made of, nothing else, and nothing executed: the same promise
+// as PyTorch's `torch.load(weights_only=True)`.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +25,9 @@ struct PickleValue {
     kNone,
     kBool,
     kInt,
-    kBigInt,  // an int beyond int64: text = its little-endian two's-complement bytes
+    // An int beyond int64 (LONG1, LONG4): text = its little-endian two's-complement bytes. A
+    // decimal INT or LONG beyond int64 is refused.
+    kBigInt,
     kFloat,
     kString,
     kBytes,
@@ -61,7 +47,7 @@ struct PickleValue {
   std::vector<std::pair<PickleRef, PickleRef>> entries;  // kDict, in insertion order
 };
 
-// The bounds of one pickle (see above).
+// The bounds of one pickle (Unpickle); a state dict needs a few thousand values.
 inline constexpr size_t kPickleMaxStack = size_t{1} << 20;
 inline constexpr size_t kPickleMaxMarks = size_t{1} << 16;
 inline constexpr size_t kPickleMaxMemo = size_t{1} << 20;
@@ -86,6 +72,13 @@ class PickleArena {
 // "None", "int", "str", "tuple", ..., the global's name, the object's kind: for messages.
 std::string PickleKindName(const PickleValue& v);
 
+// Python's pickle is a small stack machine whose GLOBAL and REDUCE opcodes name any importable
+// callable and call it: loading an untrusted pickle in Python runs its author's code. Unpickle
+// builds plain values (None, bools, ints, floats, strings, bytes, tuples, lists, dicts) itself,
+// and hands every GLOBAL to `global`, which accepts a name from its allow-list or refuses it; a
+// REDUCE (a call) is then answered by `reduce` with plain values, so no Python callable ever
+// runs. Persistent ids (PyTorch's storages) go to `persistent_load`. An unset hook refuses what
+// it would answer.
 struct PickleHooks {
   // A GLOBAL module.name: Ok to accept it (a kGlobal value), else the error to stop with
   // (naming the global).
@@ -98,9 +91,17 @@ struct PickleHooks {
 };
 
 // Reads one pickle of `data` starting at `pos` up to its STOP; `pos` is left after the STOP.
-// InvalidArgument naming `what`, the opcode and its offset for a pickle that is malformed,
-// truncated, or uses what the hooks refuse; a hook's own error is returned with `what` and the
-// offset in front.
+// Opcodes of protocols 0-5 that a state dict can contain are read; INST, OBJ, NEWOBJ,
+// NEWOBJ_EX, EXT* and the out-of-band buffers are refused, and BUILD sets only a dict's
+// attributes. Every length data is read by is checked against the bytes left (FRAME's length is
+// a hint and ignored), and the pickle may hold at most kPickleMaxStack values on its stack,
+// kPickleMaxMarks nested MARKs, kPickleMaxMemo memo entries and kPickleMaxValues values in all
+// (those the hooks make included), checked after every opcode. Setting a dict's items is linear
+// in their number (a repeated string key replaces its value). Values may refer to each other in
+// cycles (the memo lets a list hold itself): a reader of the result must not recurse through it.
+// Every error is InvalidArgument naming `what`, the opcode and its byte offset: for a pickle
+// that is malformed, truncated or past a bound (naming the bound), or that uses what the hooks
+// refuse; a hook's error is returned so, with its message (its own code is not kept).
 Result<PickleRef> Unpickle(std::string_view data, size_t& pos, const PickleHooks& hooks,
                            const std::string& what, PickleArena& arena);
 
