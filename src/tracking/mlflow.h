@@ -1,21 +1,5 @@
-// The MLflow sink: the study is an MLflow experiment (named as the study, or `experiment`), each
-// trial a run in it, through MLflow's REST API (api/2.0/mlflow/...). A run is named by the trial
-// number and holds
-//   params    the trial's params (as Optuna's MLflowCallback logs them: Python's str of each)
-//   metrics   trial_scalars.h's histories at their steps (intermediate_value, value, train/loss,
-//             eval/<metric>, ...) and the guard's memory figures (memory/estimate, ...; step 0)
-//   tags      number, state, direction, datetime_start, datetime_complete (MLflowCallback's),
-//             reason (oom, predicted, nonfinite, timeout, interrupted, or the pruner's name),
-//             fail_reason, tune.study, tune.trial_number
-//   status    COMPLETE -> FINISHED, FAIL -> FAILED, PRUNED -> KILLED
-// and the experiment holds the study's counts by outcome and best value as tags
-// (tune.trials.COMPLETE, ..., tune.trials.oom, tune.trials.predicted, tune.best_value,
-// tune.best_trial).
-//
-// Every call is retried twice (0.1 s, then 0.3 s later) on no answer or a 5xx; after that the
-// server counts as down for 5 s, in which trials fail at once (the tracker counts them).
-// Thread-safe: up to options.concurrency trials are recorded at once, each call over a
-// connection of its own (made when none is idle, kept for the next call).
+// The MLflow sink [tune_tracking]: the study is an MLflow experiment (named as the study, or
+// `experiment`), each trial a run in it, through MLflow's REST API (api/2.0/mlflow/...).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +20,10 @@ namespace tune {
 // The MLflow run status of a finished trial state ("FINISHED", "FAILED", "KILLED").
 const char* MlflowRunStatus(TrialState state);
 
+// Every call is retried twice (0.1 s, then 0.3 s later) on no answer or a 5xx; after that the
+// server counts as down for 5 s, in which calls fail at once with Unavailable (the tracker counts
+// the trials they missed). Thread-safe: up to options.concurrency trials are recorded at once,
+// each call over a connection of its own (made when none is idle, kept for the next call).
 class MlflowSink : public TrackingSink {
  public:
   // `connect` makes a connection (NewCurlHttpClient; tests fake the server).
@@ -43,7 +31,20 @@ class MlflowSink : public TrackingSink {
              std::function<std::unique_ptr<HttpClient>()> connect);
 
   std::string name() const override { return "MLflow at " + options_.uri; }
+  // The trial as a run named by its number, holding
+  //   params    the trial's params (as Optuna's MLflowCallback logs them: Python's str of each)
+  //   metrics   trial_scalars.h's histories at their steps (intermediate_value, value,
+  //             train/loss, eval/<metric>, ...) and the guard's memory figures (memory/estimate,
+  //             ...; step 0)
+  //   tags      number, state, direction, datetime_start, datetime_complete (MLflowCallback's),
+  //             reason (oom, predicted, nonfinite, timeout, interrupted, or the pruner's name),
+  //             fail_reason, tune.study, tune.trial_number
+  //   status    COMPLETE -> FINISHED, FAIL -> FAILED, PRUNED -> KILLED
+  // `tally` is not used (RecordTally writes it). Internal when runs/create answers without a run
+  // id.
   Status Record(const FrozenTrial& trial, const StudyTally& tally) override;
+  // The study's counts by outcome and best value as the experiment's tags (tune.trials.COMPLETE,
+  // ..., tune.trials.oom, tune.trials.predicted, tune.best_value, tune.best_trial).
   Status RecordTally(const StudyTally& tally) override;
   std::string MissedHint() const override;
   int concurrency() const override { return options_.concurrency; }
@@ -56,8 +57,10 @@ class MlflowSink : public TrackingSink {
   Result<std::string> ExperimentId();
 
  private:
-  // POST (or GET without a body) api/2.0/mlflow/<path>: the answer's JSON; MLflow's error
-  // (error_code and message) for a 4xx; Unavailable when the server is down.
+  // POST (or GET without a body) api/2.0/mlflow/<path>: the answer's JSON. For a 4xx or an
+  // answer that is not JSON, MLflow's error_code and message: NotFound for
+  // RESOURCE_DOES_NOT_EXIST, AlreadyExists for RESOURCE_ALREADY_EXISTS, else InvalidArgument.
+  // Unavailable when the server is down.
   Result<Json> Call(const std::string& method, const std::string& path, const Json& body);
   Status LogBatch(const std::string& run_id, const FrozenTrial& trial, int64_t timestamp_ms);
 
