@@ -1,21 +1,6 @@
-// The LibTorch trainer [tune_torch, private]: trains the transformer encoder classifiers of the
-// model catalog in process (BERT/RoBERTa-style: word, position and token-type embeddings, post-LN
-// self-attention layers with GELU feed-forward, tanh pooler on [CLS]; or DeBERTa-v3: relative
-// positions and disentangled attention, GELU pooler; then a head with 0-3 hidden layers), with
-// AdamW or SGD, warmup + linear/cosine decay, gradient accumulation and clipping, optional
-// gradient checkpointing, and evaluates after every epoch; or an MLP on tabular rows. The tune
-// binary reaches it through the plugin entry points of torch/torch_plugin.h. No LibTorch
-// types here.
-//
-// Out-of-memory (c10::OutOfMemoryError, a c10::Error whose message says out of memory, or
-// std::bad_alloc) and other LibTorch errors are caught here and become TrainResult::End values,
-// after the run's model, optimizer state and gradients are released (see trainer.h).
-//
-// Ctrl-C: the run checks InterruptRequested() (interrupt.h) before every micro-batch and every
-// evaluation batch and ends with TrainResult::End::kInterrupted, released like after an OOM.
-//
-// Reproducibility: a run seeds torch::manual_seed and its data order from hp.seed; the same job on
-// the same machine, LibTorch and thread count gives the same metrics.
+// The LibTorch trainer [tune_torch, private]: trains the model catalog's transformer encoder
+// classifiers, or an MLP on tabular rows, in process. The tune binary reaches it through the
+// plugin entry points of torch/torch_plugin.h. No LibTorch types here.
 #pragma once
 
 #include <memory>
@@ -27,6 +12,21 @@
 
 namespace tune {
 
+// The trainer: BERT/RoBERTa-style encoders (word, position and token-type embeddings, post-LN
+// self-attention layers with GELU feed-forward, tanh pooler on [CLS]) or DeBERTa-v3 (relative
+// positions and disentangled attention, GELU pooler), then a head with 0-3 hidden layers; AdamW
+// or SGD, warmup + linear/cosine decay, gradient accumulation and clipping, optional gradient
+// checkpointing; evaluation after every epoch.
+//  - Out-of-memory (c10::OutOfMemoryError, std::bad_alloc, or an error whose message matches an
+//    out-of-memory pattern: the CPU allocator's, cuBLAS/cuDNN allocation failures, one a
+//    TorchScript module rethrows) and other LibTorch errors are caught and become
+//    TrainResult::End values (kOutOfMemory, kDeviceLost for a sticky CUDA error, kFailed),
+//    after the run's model, optimizer state and gradients are released (see trainer.h).
+//  - Ctrl-C: the run checks InterruptRequested() (interrupt.h) before every micro-batch and
+//    every evaluation batch and ends with TrainResult::End::kInterrupted, released as after an
+//    OOM.
+//  - Reproducibility: a run seeds torch::manual_seed and its data order from hp.seed; the same
+//    job on the same machine, LibTorch and thread count gives the same metrics.
 // InvalidArgument for a malformed device; FailedPrecondition for a CUDA device this LibTorch
 // cannot use (Debian's LibTorch is built without CUDA) or that does not exist.
 Result<std::unique_ptr<Trainer>> NewTorchTrainer(const TorchTrainerOptions& options);
