@@ -1,21 +1,5 @@
-// CUDA errors after which the process's CUDA context is unusable [tune_torch, private].
-//
-// A device-side assert (an out-of-range label or index), an illegal memory access, a launch
-// failure: CUDA reports such an error on the call that caught it and on every CUDA call after, for
-// the life of the process; no cache flush or reset in the process brings the device back. The
-// trainer classifies a run's error with IsStickyCudaError and ends it with
-// TrainResult::End::kDeviceLost, so that tune fails that trial and continues the study in a fresh
-// process (docs/gpu.md "A poisoned CUDA context").
-//
-// The test hook: TUNE_TEST_STICKY_CUDA_ERROR=K[:late|:real] makes the first run in each of a
-// study run's first K processes (TorchTrainerOptions::restarts counts the fresh processes, 0
-// for the first) fail
-// as a device-side assert would, at its second optimizer step, or with ":late" at the run's
-// closing device synchronisation (as CUDA reports a kernel's error at a later call); every later
-// run of that process then fails at its start, as on a poisoned context. It lets the CPU suite
-// test the whole path. With ":real" (on a CUDA device) the trainer instead launches a real
-// device-side assert at that step (a loss over an out-of-range label), and CUDA itself poisons
-// the context.
+// CUDA errors after which the process's CUDA context is unusable [tune_torch, private], and a
+// test hook that fakes them.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +7,22 @@
 
 namespace tune {
 
-// Whether `what` (a LibTorch error's text) is a CUDA error that leaves the context unusable.
+// Whether `what` (a LibTorch error's text) is a CUDA error that leaves the context unusable: a
+// device-side assert (an out-of-range label or index), an illegal memory access, a launch
+// failure. CUDA reports such an error on the call that caught it and on every CUDA call after,
+// for the life of the process; no cache flush or reset in the process brings the device back.
+// The trainer ends such a run with TrainResult::End::kDeviceLost, so that tune fails that trial
+// and continues the study in a fresh process (docs/gpu.md "A poisoned CUDA context").
 bool IsStickyCudaError(const std::string& what);
 
-// TUNE_TEST_STICKY_CUDA_ERROR (see above). Its methods throw c10::Error with CUDA's message.
+// The test hook TUNE_TEST_STICKY_CUDA_ERROR=K[:late|:real]: the first run in each of a study
+// run's first K processes (TorchTrainerOptions::restarts counts the fresh processes, 0 for the
+// first) fails as a device-side assert would, at its second optimizer step, or with ":late" at
+// the run's closing device synchronisation (as CUDA reports a kernel's error at a later call);
+// every later run of that process then fails at its start, as on a poisoned context. It lets the
+// CPU suite test the whole path. With ":real" (on a CUDA device) the trainer instead launches a
+// real device-side assert at that step (a loss over an out-of-range label), and CUDA itself
+// poisons the context. Its methods throw c10::Error with CUDA's message.
 class StickyCudaErrorHook {
  public:
   // The process's hook, from the environment (inactive without TUNE_TEST_STICKY_CUDA_ERROR) and
