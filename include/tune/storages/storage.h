@@ -1,21 +1,5 @@
-// Storage: where studies and trials live. Optuna's BaseStorage, as a C++ interface.
-//
-// Contract (every backend; tests/storages/storage_conformance_test.cpp checks it):
-//  - Thread safety: one instance may be shared by many threads.
-//  - Trial numbers are 0-based and contiguous within a study, in creation order.
-//  - Finished trials (COMPLETE, PRUNED, FAIL) are immutable: any update returns
-//    FailedPrecondition ("Trial#N has already finished and can not be updated").
-//  - A WAITING trial is claimed by exactly one worker (ClaimWaitingTrial / StartTrial /
-//    SetTrialStateValues to RUNNING return nothing or false to the losers).
-//  - StartTrial's limit is exact across workers: no more trials are started than it allows.
-//  - Heartbeats (Optuna's BaseHeartbeat): only RUNNING trials heartbeat; a RUNNING trial whose
-//    last heartbeat is older than the grace period is stale, and FailStaleTrials fails each
-//    stale trial exactly once, even when several workers call it at the same moment. Trials
-//    that never heartbeat are never stale. Heartbeat times come from one clock shared by all
-//    workers of the storage (the database's).
-//  - Trial values may be +-inf but not NaN (InvalidArgument; Optuna's schema cannot store it);
-//    intermediate values may be anything.
-// Backends: in_memory.h (this process only); sqlite.h (tune_sqlite); postgres.h (tune_postgres).
+// Storage: where studies and trials live. Optuna's BaseStorage, as a C++ interface. Backends:
+// in_memory.h (this process only); sqlite.h (tune_sqlite); postgres.h (tune_postgres).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +46,8 @@ struct FailedStaleTrial {
   double heartbeat_age_seconds = 0;  // age of the last heartbeat when it was failed
 };
 
+// The contract below holds for every backend; tests/storages/storage_conformance_test.cpp
+// checks it. Thread safety: one instance may be shared by many threads.
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -88,9 +74,10 @@ class Storage {
   virtual Result<std::optional<Json>> GetStudySystemAttr(int64_t study_id, const std::string& key);
 
   // --- trials ---
-  // Creates a trial with the next number. Without a template: RUNNING, started now. With a
+  // Creates a trial with the next number: trial numbers are 0-based and contiguous within a
+  // study, in creation order. Without a template: RUNNING, started now. With a
   // template: its state (RUNNING or WAITING; finished states allowed for imports), params,
-  // attributes, values and intermediate values are copied.
+  // attributes, values and intermediate values are copied (InvalidArgument for a NaN value).
   virtual Result<FrozenTrial> CreateTrial(int64_t study_id, const FrozenTrial* templ = nullptr) = 0;
   // Creates one trial per template, as CreateTrial does, numbered 0, 1, ... — only if the study
   // has no trial yet, in one transaction: several workers starting a new study at once (a job
@@ -98,22 +85,29 @@ class Storage {
   virtual Result<std::vector<FrozenTrial>> CreateTrialsIfEmpty(
       int64_t study_id, const std::vector<FrozenTrial>& templates) = 0;
   // Atomically moves the oldest WAITING trial of the study to RUNNING (datetime_start = now) and
-  // returns it; nullopt when none is waiting.
+  // returns it; nullopt when none is waiting. A WAITING trial is claimed by exactly one worker:
+  // ClaimWaitingTrial, StartTrial and SetTrialStateValues to RUNNING return nothing or false to
+  // the losers.
   virtual Result<std::optional<FrozenTrial>> ClaimWaitingTrial(int64_t study_id) = 0;
   // What a worker's ask does, in one transaction: nullopt if the study already holds
   // options.max_started trials that are not WAITING; else claims the oldest WAITING trial as
-  // ClaimWaitingTrial does, or creates a RUNNING trial as CreateTrial does.
+  // ClaimWaitingTrial does, or creates a RUNNING trial as CreateTrial does. The limit is exact
+  // across workers: no more trials are started than it allows.
   virtual Result<std::optional<FrozenTrial>> StartTrial(int64_t study_id,
                                                         const StartTrialOptions& options) = 0;
+  // Finished trials (COMPLETE, PRUNED, FAIL) are immutable: the setters below return
+  // FailedPrecondition (TrialFinishedError) for one.
   virtual Status SetTrialParam(int64_t trial_id, const std::string& name, double internal_value,
                                const Distribution& distribution) = 0;
+  // The value may be anything, NaN included.
   virtual Status SetTrialIntermediateValue(int64_t trial_id, int64_t step, double value) = 0;
   virtual Status SetTrialUserAttr(int64_t trial_id, const std::string& key, const Json& value) = 0;
   virtual Status SetTrialSystemAttr(int64_t trial_id, const std::string& key,
                                     const Json& value) = 0;
   // Sets the state (and values for COMPLETE/PRUNED). Returns false without changing anything
   // when asked to move a trial to RUNNING that is not WAITING (another worker took it).
-  // Finished states set datetime_complete.
+  // Finished states set datetime_complete. Values may be +-inf but not NaN (InvalidArgument;
+  // Optuna's schema cannot store it).
   virtual Result<bool> SetTrialStateValues(int64_t trial_id, TrialState state,
                                            const std::vector<double>& values) = 0;
   virtual Result<FrozenTrial> GetTrial(int64_t trial_id) = 0;
@@ -129,13 +123,17 @@ class Storage {
                                       const std::vector<TrialState>& states = {}) = 0;
 
   // --- heartbeats (Optuna: record_heartbeat, _get_stale_trial_ids, fail_stale_trials) ---
+  // Only RUNNING trials heartbeat; a RUNNING trial whose last heartbeat is older than the grace
+  // period is stale; trials that never heartbeat are never stale. Heartbeat times come from one
+  // clock shared by all workers of the storage (the database's).
   // Records that the trial's worker is alive now. FailedPrecondition for a trial that is not
   // RUNNING (finished: Optuna's "Trial#N has already finished" message, which tells a worker
   // that its trial was failed as stale by another worker); NotFound for an unknown trial.
   virtual Status RecordHeartbeat(int64_t trial_id) = 0;
   // Fails (state FAIL, datetime_complete now, user attr fail_reason) every RUNNING trial of the
   // study whose last heartbeat is more than `grace_period_seconds` old, and, for each, creates
-  // the trial `retry` returns, in the same transaction. A trial is returned by one call only.
+  // the trial `retry` returns, in the same transaction. Each stale trial is failed, and
+  // returned, exactly once, even when several workers call this at the same moment.
   // NotFound for an unknown study.
   virtual Result<std::vector<FailedStaleTrial>> FailStaleTrials(int64_t study_id,
                                                                 double grace_period_seconds,
