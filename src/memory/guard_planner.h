@@ -2,19 +2,6 @@
 // objective maps a trial's params to an estimator request through templates, and the guard then
 // admits, shrinks (levers) or rejects each trial as it does for the train objective, reserves
 // its predicted peak with --jobs, and learns from the peak the program reports.
-//
-// The request: every hyperparameter name of the train objective (hyperparams.h: model,
-// batch_size, max_length, grad_accum, precision, gradient_checkpointing, ...) plus num_labels,
-// each a template over the params ("{batch_size}") or a plain value ("bf16"). A lever changes
-// a field only when its template is exactly one placeholder; the program then receives the new
-// value through the same parameter (argv templates, TUNE_PARAM_*, the params file).
-//
-// A model the estimator does not know (not in the catalog: the user's own script) is measured
-// instead: its first trial runs alone, later ones reserve the whole card until the peaks the
-// trials measured can be fitted (measured_fit.h: four shapes, two values of T), and from then on
-// the fit predicts each trial through the same admission, levers and reservations as the
-// formulas (memory_model.h). A shape that ran out of memory with the whole card rules out every
-// shape at least as large in B and T.
 #pragma once
 
 #include <map>
@@ -31,7 +18,12 @@ namespace tune {
 
 struct CommandMemoryOptions {
   GuardOptions guard;
-  // Request fields (hyperparameter names and num_labels) -> a template or a value.
+  // Request fields -> a template or a value: every hyperparameter name of the train objective
+  // (hyperparams.h: model, batch_size, max_length, grad_accum, precision,
+  // gradient_checkpointing, ...) plus num_labels, each a template over the params
+  // ("{batch_size}") or a plain value ("bf16"). A lever changes a field only when its template is
+  // exactly one placeholder; the program then receives the new value through the same parameter
+  // (argv templates, TUNE_PARAM_*, the params file).
   std::map<std::string, Json> request;
   // The device model of the estimates: "cuda" (the caching allocator, a context) or "cpu".
   std::string device = "cuda";
@@ -45,6 +37,12 @@ struct CommandMemoryOptions {
 // (MemoryPlanner::RetryAfterOom) and the program receives.
 Status CheckOomRetry(const CommandMemoryOptions& options);
 
+// The planner. A model the estimator does not know (not in the catalog: the user's own script)
+// is measured instead: its first trial runs alone, later ones reserve the whole card until the
+// peaks the trials measured can be fitted (measured_fit.h: four shapes, two values of T), and
+// from then on the fit predicts each trial through the same admission, levers and reservations
+// as the formulas (memory_model.h). A shape that ran out of memory with the whole card rules out
+// every shape at least as large in B and T (PRUNED, reason "predicted").
 // REQUIRES: options.guard.device_memory is set. InvalidArgument when its cards cannot be
 // honoured (Cards::Resolve, memory/cards.h).
 Result<std::unique_ptr<MemoryPlanner>> NewGuardPlanner(CommandMemoryOptions options,
