@@ -1,20 +1,6 @@
 // Other processes on the trials' card [tune_train]: a workstation's card also drives the desktop,
 // a browser, a notebook (0.5-3 GiB, changing). The guard's budget at each admission is the
 // smaller of device_memory and what the others leave (CardOthers::Budget), re-read every time.
-//
-// Who counts as "other": every process holding memory on the card except this one and its
-// descendants (the trial processes of --jobs, a command objective's programs), which the guard
-// already counts. Independent `tune worker`s on the same card are others: their trials are not in
-// this process's ledger. Where the holdings come from:
-//   - a simulated card (memory.simulate): the processes charging it, as the card records them;
-//   - a CUDA device: the compute and graphics processes NVML lists on it, with their memory.
-// On a CPU device without a simulated card, or without NVML, nothing is known and the budget is
-// device_memory (as before).
-//
-// The budget: card total − (others' largest reading over the last kWindow) − their growth margin,
-// an eighth of what they hold but at least 1/64 of the card (a browser tab or a notebook cell
-// grows by hundreds of MiB between two admissions), and never above device_memory. The window
-// keeps a neighbour that frees memory for a moment from handing it to a trial it will need back.
 #pragma once
 
 #include <sys/types.h>
@@ -51,26 +37,37 @@ bool DescendantOf(pid_t pid, pid_t ancestor);
 bool SelfOrDescendant(pid_t pid);
 
 // The growth margin left for others holding `others` bytes on a card of `card_total` bytes:
-// max(others / 8, card_total / 64), 0 when they hold nothing.
+// max(others / 8, card_total / 64), 0 when they hold nothing (a browser tab or a notebook cell
+// grows by hundreds of MiB between two admissions).
 int64_t OthersGrowthMargin(int64_t others, int64_t card_total);
 
 class CardOthers {
  public:
+  // Budget leaves the others their largest reading over this window: it keeps a neighbour that
+  // frees memory for a moment from handing it to a trial it will need back.
   static constexpr std::chrono::minutes kWindow{10};
 
   // `device`: the trials' ("cpu", "cuda", "cuda:N"); `simulate`: the simulated card's name and
   // capacity, when trials charge one; `ours`: which processes are this run's (tests inject it).
+  // Every process holding memory on the card that is not `ours` is an other: by default all but
+  // this process and its descendants (the trial processes of --jobs, a command objective's
+  // programs), which the guard already counts. Independent `tune worker`s on the same card are
+  // others: their trials are not in this process's ledger.
   CardOthers(std::string device, std::optional<std::pair<std::string, int64_t>> simulate,
              std::function<bool(pid_t)> ours = SelfOrDescendant);
   CardOthers(const CardOthers&) = delete;
   CardOthers& operator=(const CardOthers&) = delete;
 
-  // What the others hold now; nullopt when it cannot be told (no simulated card and no NVML, a CPU
+  // What the others hold now: on a simulated card (memory.simulate) the processes charging it, as
+  // the card records them; on a CUDA device the compute and graphics processes NVML lists on it,
+  // with their memory. Nullopt when it cannot be told (no simulated card and no NVML, a CPU
   // device, or NVML listing processes of another PID namespace: a container), with why in `why`.
   std::optional<OthersReading> Read(std::string* why = nullptr) const;
 
-  // The memory the trials may use now: device_memory, or less when others hold memory (see the
-  // header comment). Logs when the budget shrinks below, or grows back to, what it last said.
+  // The memory the trials may use now: card total - (others' largest reading over the last
+  // kWindow) - OthersGrowthMargin of that reading, clamped to [0, device_memory]; device_memory
+  // when Read cannot tell. Logs when the budget shrinks below, or grows back to, what it last
+  // said.
   int64_t Budget(int64_t device_memory);
 
   // What the others held at the last Budget() (0: none or unknown), for the trial's record.
