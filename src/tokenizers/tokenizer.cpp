@@ -192,7 +192,7 @@ void Tokenizer::SplitSpecials(std::string_view text, Piece&& piece, Special&& sp
 }
 
 // tokenizers' BertNormalizer (clean_text, handle_chinese_chars, strip_accents, lowercase) and
-// BertPreTokenizer (the file comment lists the steps).
+// BertPreTokenizer (tokenizer.h lists the steps, before Tokenizer::SplitWords).
 std::vector<std::u32string> Tokenizer::SplitWordsU32(std::string_view text) const {
   std::u32string s;
   for (char32_t c : internal::DecodeUtf8(text)) {

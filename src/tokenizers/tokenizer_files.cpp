@@ -1,4 +1,4 @@
-// Tokenizer: a checkpoint directory's tokenizer files (tokenizer.h's file comment lists them).
+// Tokenizer: a checkpoint directory's tokenizer files (Tokenizer::FromCheckpointDir lists them).
 #include <fmt/format.h>
 
 #include <algorithm>
