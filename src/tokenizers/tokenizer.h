@@ -95,6 +95,8 @@ class Tokenizer {
   // REQUIRES: options.vocab_size >= 4 + 2, options.min_count >= 1.
   static Tokenizer Build(const std::vector<std::string>& texts, const TokenizerOptions& options);
 
+  // How the methods below (SplitWords, Encode, Encode*ForClassification) read text.
+  //
   // Special tokens written in the text are the special tokens, as in Hugging Face's tokenizers:
   // the family's specials ([CLS] ... or <s> ...), with the flags tokenizer_config.json's
   // added_tokens_decoder (or tokenizer.json's added_tokens) gives them (AddedToken), are split
