@@ -48,6 +48,10 @@ inline constexpr const char* kSchedule = "schedule";
 // A system attribute: with --jobs over several cards, the card the trial ran on ("cuda:2",
 // "card 1").
 inline constexpr const char* kCard = "card";
+// A system attribute: the name of the pruner that pruned the trial ("median", "hyperband", ...),
+// set when Trial::ShouldPrune says prune. The trackers tag the trial with it (a stored study
+// does not otherwise keep its pruner).
+inline constexpr const char* kPrunedBy = "pruned_by";
 // Set false on an enqueued trial (enqueue_trials user_attrs): it runs without admission.
 inline constexpr const char* kAdmission = "admission";
 }  // namespace attrs

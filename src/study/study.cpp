@@ -167,6 +167,9 @@ Result<bool> Trial::ShouldPrune() {
   for (const auto& [key, value] : decision.system_attrs.items()) {
     TUNE_RETURN_IF_ERROR(SetSystemAttr(key, value));
   }
+  if (decision.prune) {
+    TUNE_RETURN_IF_ERROR(SetSystemAttr(attrs::kPrunedBy, study_->pruner().name()));
+  }
   return decision.prune;
 }
 

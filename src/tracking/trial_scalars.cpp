@@ -81,8 +81,10 @@ std::map<std::string, double> TrialMemoryFigures(const FrozenTrial& trial) {
 
 std::string TrialReasonTag(const FrozenTrial& trial, const std::string& pruner) {
   if (std::optional<EndReason> reason = TrialEndReason(trial)) return EndReasonName(*reason);
-  if (trial.state == TrialState::kPruned) return pruner;
-  return "";
+  if (trial.state != TrialState::kPruned) return "";
+  const auto by = trial.system_attrs.find(attrs::kPrunedBy);
+  if (by != trial.system_attrs.end() && by->is_string()) return by->get<std::string>();
+  return pruner;
 }
 
 }  // namespace tune

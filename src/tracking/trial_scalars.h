@@ -34,8 +34,8 @@ std::map<std::string, std::vector<ScalarPoint>> TrialScalars(const FrozenTrial& 
 std::map<std::string, double> TrialMemoryFigures(const FrozenTrial& trial);
 
 // Why the trial ended as it did, for a tag: the user attribute "reason" (oom, predicted,
-// interrupted, timeout, nonfinite), else for a PRUNED trial `pruner` (the study's pruner, which
-// pruned it), else "".
+// interrupted, timeout, nonfinite), else for a PRUNED trial the pruner that pruned it (system
+// attribute pruned_by), else `pruner` (a trial of Optuna or of an older tune), else "".
 std::string TrialReasonTag(const FrozenTrial& trial, const std::string& pruner);
 
 }  // namespace tune

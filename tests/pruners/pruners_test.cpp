@@ -22,6 +22,7 @@
 #include "tune/samplers/random.h"
 #include "tune/storages/in_memory.h"
 #include "tune/study.h"
+#include "tune/trial_attrs.h"
 
 namespace tune {
 namespace {
@@ -784,12 +785,18 @@ TEST(PrunerStudy, SuccessiveHalvingRungAttrsAreStored) {
   EXPECT_EQ(stored.system_attrs.value("completed_rung_0", -1.0), 0.5);
   EXPECT_EQ(stored.system_attrs.value("completed_rung_1", -1.0), 0.5);
   EXPECT_FALSE(stored.system_attrs.contains("completed_rung_2"));
+  EXPECT_FALSE(stored.system_attrs.contains(attrs::kPrunedBy));  // kept: no pruner named
   ASSERT_TRUE(s.Tell(*first, TrialState::kComplete, {0.5}).ok());
   // A worse second trial at rung 0: competing [0.5, 0.9], idx 0 -> pruned.
   auto second = std::move(s.Ask()).value();
   ASSERT_TRUE(second->Report(0.9, 1).ok());
   EXPECT_TRUE(*second->ShouldPrune());
   EXPECT_EQ(second->Snapshot()->system_attrs.value("completed_rung_0", -1.0), 0.9);
+  // The pruner that said prune is recorded on the trial, in the storage (the trackers' tag).
+  EXPECT_EQ(second->Snapshot()->system_attrs.value(attrs::kPrunedBy, ""), "successive_halving");
+  auto reread = storage->GetTrial(second->trial_id());
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ(reread->system_attrs.value(attrs::kPrunedBy, ""), "successive_halving");
 }
 
 }  // namespace

@@ -101,8 +101,15 @@ TEST(TrialScalarsTest, IntermediateValuesAndNoValueWhenPruned) {
   ASSERT_EQ(scalars.at("intermediate_value").size(), 2u);  // the NaN is left out
   EXPECT_EQ(scalars.count("value"), 0u);
   EXPECT_EQ(TrialReasonTag(t, "median"), "median");
+  // The pruner tune recorded on the trial comes before the caller's guess (tune export passes
+  // "pruner": a stored study does not keep its pruner).
+  t.system_attrs[attrs::kPrunedBy] = "hyperband";
+  EXPECT_EQ(TrialReasonTag(t, "pruner"), "hyperband");
   t.user_attrs[attrs::kReason] = "oom";
   EXPECT_EQ(TrialReasonTag(t, "median"), "oom");
+  t.state = TrialState::kComplete;
+  t.user_attrs.erase(attrs::kReason);
+  EXPECT_EQ(TrialReasonTag(t, "median"), "");
 }
 
 // A fake MLflow server: answers each request by path, records them; every connection made by

@@ -215,7 +215,8 @@ Status ExportToTensorBoard(const std::string& dir, const TrackedStudy& study,
 // --mlflow and --tensorboard.
 int ExportToTrackers(const ExportArgs& args, const StudyInfo& info,
                      const std::vector<FrozenTrial>& trials) {
-  // A stored study does not keep its pruner: a trial it pruned is tagged "pruner".
+  // A stored study does not keep its pruner: a trial it pruned is tagged with the pruner's name
+  // tune recorded (attrs::kPrunedBy), else (a trial of Optuna or of an older tune) "pruner".
   const TrackedStudy study{args.study, info.directions, "pruner"};
   if (args.mlflow) {
     if (Status s = ExportToMlflow(args, study, trials); !s.ok()) return Fail(s);
