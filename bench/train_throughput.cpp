@@ -9,9 +9,17 @@
 // Usage: tune_bench_train_throughput --layers 4 --hidden 256 --heads 4 --intermediate 1024
 //          --vocab 16384 --batch 16 --length 64 --steps 8 --threads 1
 //          [--device cpu|cuda|cuda:N] [--precision fp32|bf16|fp16]
+//          [--model NAME] [--attention auto|sdpa|eager] [--padded 0|1]
+// --model takes the architecture of a catalog model (bert-base-uncased, bert-large-uncased,
+// microsoft/deberta-v3-base: configs/models.json) instead of the sizes, randomly initialised.
+// --padded 1 draws each example's length as real text's (a lognormal with median length/3,
+// sigma 0.6, clipped to [3, length]) and pads every batch to `length`, so that the attention
+// masks users hit are measured; 0: every example fills `length` (no padding, no mask).
 #include <fmt/format.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -19,6 +27,7 @@
 #include <string>
 
 #include "torch/torch_trainer.h"
+#include "tune/model_catalog.h"
 
 namespace {
 
@@ -26,7 +35,10 @@ struct Args {
   int64_t layers = 4, hidden = 256, heads = 4, intermediate = 1024, vocab = 16384;
   int64_t batch = 16, length = 64, steps = 8, threads = 1;
   int64_t count_memory = 1;  // tune's default on CPU: the counting allocator measures the peak
+  int64_t padded = 0;
   std::string name = "encoder";
+  std::string model;  // a catalog model's architecture, instead of the sizes
+  std::string attention = "auto";
   std::string device = "cpu";
   std::string precision = "fp32";
 };
@@ -35,8 +47,13 @@ bool Parse(int argc, char** argv, Args& a) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--name" || k == "--device" || k == "--precision") {
-      (k == "--name" ? a.name : k == "--device" ? a.device : a.precision) = v;
+    if (k == "--name" || k == "--device" || k == "--precision" || k == "--model" ||
+        k == "--attention") {
+      (k == "--name"        ? a.name
+       : k == "--device"    ? a.device
+       : k == "--precision" ? a.precision
+       : k == "--model"     ? a.model
+                            : a.attention) = v;
       continue;
     }
     int64_t* dst = k == "--layers"         ? &a.layers
@@ -49,6 +66,7 @@ bool Parse(int argc, char** argv, Args& a) {
                    : k == "--steps"        ? &a.steps
                    : k == "--threads"      ? &a.threads
                    : k == "--count-memory" ? &a.count_memory
+                   : k == "--padded"       ? &a.padded
                                            : nullptr;
     if (dst == nullptr) {
       std::cerr << "unknown option " << k << "\n";
@@ -81,12 +99,42 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Random ids; every example fills max_length exactly ([CLS] + length-2 ids + [SEP]).
+  tune::TrainJob job;
+  if (!a.model.empty()) {
+    auto catalog = tune::ModelCatalog::Builtin();
+    auto spec = catalog.ok() ? catalog->Find(a.model)
+                             : tune::Result<const tune::ModelSpec*>(catalog.status());
+    if (!spec.ok()) {
+      std::cerr << spec.status().ToString() << "\n";
+      return 2;
+    }
+    job.model = **spec;
+    a.vocab = job.model.vocab_size;
+    a.name = a.model;
+  } else {
+    job.model.name = a.name;
+    job.model.model_type = "bert";
+    job.model.num_hidden_layers = a.layers;
+    job.model.hidden_size = a.hidden;
+    job.model.num_attention_heads = a.heads;
+    job.model.intermediate_size = a.intermediate;
+    job.model.vocab_size = a.vocab;
+    job.model.max_position_embeddings = 512;
+    job.model.type_vocab_size = 2;
+  }
+  // Random ids: [CLS] + ids + [SEP], filling max_length exactly, or (--padded) of a length drawn
+  // as real text's and padded to max_length by the batcher.
   tune::TextTrainData data;
   std::mt19937_64 rng(0);
   std::uniform_int_distribution<int32_t> id(4, static_cast<int32_t>(a.vocab) - 1);
+  std::lognormal_distribution<double> text_length(std::log(static_cast<double>(a.length) / 3.0),
+                                                  0.6);
   auto example = [&] {
-    std::vector<int32_t> ids(static_cast<size_t>(a.length - 2));
+    int64_t n = a.length;
+    if (a.padded != 0) {
+      n = std::clamp<int64_t>(std::llround(text_length(rng)), 3, a.length);
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(n - 2));
     for (auto& t : ids) t = id(rng);
     return ids;
   };
@@ -102,16 +150,6 @@ int main(int argc, char** argv) {
   data.cls_id = 2;
   data.sep_id = 3;
 
-  tune::TrainJob job;
-  job.model.name = a.name;
-  job.model.model_type = "bert";
-  job.model.num_hidden_layers = a.layers;
-  job.model.hidden_size = a.hidden;
-  job.model.num_attention_heads = a.heads;
-  job.model.intermediate_size = a.intermediate;
-  job.model.vocab_size = a.vocab;
-  job.model.max_position_embeddings = 512;
-  job.model.type_vocab_size = 2;
   job.hp.learning_rate = 5e-5;
   job.hp.batch_size = a.batch;
   job.hp.max_length = a.length;
@@ -124,6 +162,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   job.hp.precision = *precision;
+  if (const tune::Status set = tune::SetHyperparam(job.hp, "attention", a.attention); !set.ok()) {
+    std::cerr << set.ToString() << "\n";
+    return 2;
+  }
   job.data = &data;
 
   std::vector<double> seconds, cpu;  // cpu: the process's CPU time at the end of each epoch
@@ -143,11 +185,16 @@ int main(int argc, char** argv) {
                    "\"seconds\": {:.4f}, \"samples_per_second\": {:.3f}, "
                    "\"cpu_seconds\": {:.4f}, \"samples_per_cpu_second\": {:.3f}, "
                    "\"libtorch\": \"{}\", \"count_memory\": {}, \"peak_memory_bytes\": {}, "
-                   "\"device\": \"{}\", \"precision\": \"{}\"}}",
+                   "\"device\": \"{}\", \"precision\": \"{}\", \"model\": \"{}\", "
+                   "\"attention\": \"{}\", \"padded\": {}, \"hidden\": {}, \"layers\": {}, "
+                   "\"vocab\": {}, \"type_vocab\": {}, \"max_positions\": {}}}",
                    a.name, result->num_parameters, a.threads, a.batch, a.length, a.steps,
                    seconds[0], seconds[1], samples / seconds[1], cpu[1] - cpu[0],
                    samples / (cpu[1] - cpu[0]), tune::TorchVersion(), a.count_memory != 0,
-                   result->peak_memory_bytes, a.device, a.precision)
+                   result->peak_memory_bytes, a.device, a.precision, a.model, a.attention,
+                   a.padded != 0, job.model.hidden_size, job.model.num_hidden_layers,
+                   job.model.vocab_size, job.model.type_vocab_size,
+                   job.model.max_position_embeddings)
             << std::endl;
   return 0;
 }

@@ -8,6 +8,11 @@
 #      PyTorch's fastest eager loop (fused AdamW, foreach clipping, autocast, no .item() per
 #      step) on bert-base at (8,128), (32,256), (16,512), bf16 then fp32, each run within its own
 #      deadline: speed.jsonl;
+#   1c. issue 63's throughput table (bench/run_throughput_table.sh): tune per attention mode
+#      beside (a) PyTorch's fastest eager loop with SDPA, (b) torch.compile of it, (c) the
+#      hand-written loop, unpadded and padded, and deberta-v3-base beside transformers' own
+#      DebertaV2, bf16, with the MFU against TUNE_GPU_PEAK_TFLOPS (default 989, an H100/H200's
+#      dense bf16): table.jsonl, table.md;
 #   2. the estimator against the caching allocator: `tune estimate --device cuda --measure` for
 #      the catalog's encoders at a grid of shapes and two precisions (six processes at once: each
 #      measures its own allocator's peaks); 2b. TorchScript models' fits probed on the card;
@@ -26,8 +31,8 @@
 #      study continued in a fresh process (sticky.log, sticky-trials.json).
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
-# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed estimates torchscript corun
-# study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 42);
+# Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed table estimates torchscript
+# corun study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 42);
 # TUNE_GPU_SPEED_PRECISIONS, the speed step's precisions (default: "bf16 fp32").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
 #   speed.jsonl, speed.err, allocator.txt, torchscript.jsonl, study.log, study-trials.json,
@@ -55,7 +60,7 @@ within() {
   fi
   timeout --kill-after=5 "$t" "$@"
 }
-steps=" ${TUNE_GPU_CHECKS:-kit speed estimates torchscript corun study others} "
+steps=" ${TUNE_GPU_CHECKS:-kit speed table estimates torchscript corun study others} "
 wanted() { [[ $steps == *" $1 "* ]]; }
 mark() { echo "checks: [$((SECONDS))s, $(left)s left] $*"; }
 
@@ -96,6 +101,18 @@ if wanted speed && [ -x "$speed_bin" ]; then
       echo "speed pytorch ${b}x$t $precision exit $?"
     done
   done
+fi
+
+# 1c. Issue 63's throughput table, each run within 60 s, the step within 240 s.
+mark "1c. throughput table"
+if wanted table && [ -x "$speed_bin" ]; then
+  peak=${TUNE_GPU_PEAK_TFLOPS:-989}
+  ROWS="bert-base-uncased 8 128 20;bert-base-uncased 32 256 10;bert-large-uncased 16 256 10;microsoft/deberta-v3-base 16 256 10" \
+    PEAK_TFLOPS=$peak DEADLINE=60 within 240 bash "$src_dir/bench/run_throughput_table.sh" \
+    "$speed_bin" python3 "$out/table.jsonl" cuda bf16
+  echo "table exit $?"
+  python3 "$src_dir/bench/format_throughput.py" "$out/table.jsonl" --peak-tflops "$peak" \
+    > "$out/table.md" 2>> "$out/table.jsonl.err"
 fi
 
 # 2. The estimator against the caching allocator.
