@@ -45,18 +45,18 @@ def main():
         non_emb = py[0]["non_embedding_parameters"] if py else None
         best = {}
         for r in runs:
-            side = (r["impl"], r.get("attention") if r["impl"] == "tune" else None)
+            side = (r["impl"], r.get("attention") if r["impl"] == "tune" else None,
+                    r.get("libtorch", ""))
             if side not in best or r["samples_per_second"] > best[side]["samples_per_second"]:
                 best[side] = r
-        ref_a = best.get(("pytorch-eager", None), {}).get("samples_per_second")
-        ref_b = best.get(("pytorch-compile", None), {}).get("samples_per_second")
+        ref_a = best.get(("pytorch-eager", None, ""), {}).get("samples_per_second")
+        ref_b = best.get(("pytorch-compile", None, ""), {}).get("samples_per_second")
         out.append(f"\n**{name}, {b} x {t}, {'padded' if padded else 'unpadded'}**\n")
         out.append(head)
         out.append("|---" * (head.count("|") - 1) + "|")
-        for side in SIDES:
-            r = best.get(side)
-            if r is None:
-                continue
+        order = {s: i for i, s in enumerate(SIDES)}
+        for side in sorted(best, key=lambda k: (order.get(k[:2], 99), k[2])):
+            r = best[side]
             n = non_emb
             if n is None and "hidden" in r:  # tune alone: its parameters less the embeddings
                 n = r["parameters"] - r["hidden"] * (r["vocab"] + r["max_positions"] +
@@ -66,7 +66,10 @@ def main():
             sps = r["samples_per_second"]
             tflops = (flops_per_sample(n, layers, hidden, t) * sps / 1e12
                       if n and layers and hidden else None)
-            cells = [LABEL[side], f"{sps:,.2f}", f"{tflops:.3f}" if tflops else "?"]
+            label = LABEL.get(side[:2], side[0])
+            if side[2]:
+                label = label.replace("tune,", f"tune (LibTorch {side[2]}),")
+            cells = [label, f"{sps:,.2f}", f"{tflops:.3f}" if tflops else "?"]
             if a.peak_tflops:
                 cells.append(f"{100 * tflops / a.peak_tflops:.1f} %" if tflops else "?")
             cells.append(f"{sps / ref_a:.2f}x" if ref_a else "")
