@@ -1,20 +1,6 @@
-// SQLite storage in Optuna's own RDB schema (library tune_sqlite, target tune::sqlite).
-//
-// The file holds Optuna's 12 tables plus alembic_version, exactly as Optuna's RDBStorage creates
-// them, so `optuna.load_study(storage="sqlite:///x.db")` and optuna-dashboard open a tune study
-// as it is, and tune opens and continues studies that Optuna created. Which Optuna versions can
-// open the file depends on the schema revision stamped in alembic_version:
-//   v3.2.0.a (default)  Optuna >= 3.2 (4.x, 5.0) and optuna-dashboard; adds the index on
-//                       trials.study_id.
-//   v3.0.0.d            Optuna 3.0 and 3.1 (Debian 12's python3-optuna); no such index.
-// The revision is chosen when the file is created; an existing file keeps its own.
-//
-// Concurrency: the file is put in WAL mode; every state change is one transaction
-// (BEGIN IMMEDIATE), retried a bounded number of times when another process holds the lock.
-// Trial numbers and the claiming of WAITING trials are race-free across threads and processes
-// on one machine. Not for network file systems (SQLite's locking is unreliable there).
-//
-// Thread safety: a storage may be shared by many threads (one connection, one mutex).
+// SQLite storage in Optuna's own RDB schema [tune_sqlite, target tune::sqlite]: the file holds
+// Optuna's 12 tables plus alembic_version as Optuna's RDBStorage creates them, so Optuna and
+// optuna-dashboard open a tune study as it is, and tune continues studies Optuna created.
 #pragma once
 
 #include <memory>
@@ -28,12 +14,16 @@
 namespace tune {
 
 // Optuna's alembic revisions tune reads and writes, oldest first: {"v3.0.0.d", "v3.2.0.a"}.
+// The revision stamped in alembic_version decides which Optuna versions can open the file:
+//   v3.2.0.a  Optuna >= 3.2 (4.x, 5.0) and optuna-dashboard; adds the index on trials.study_id.
+//   v3.0.0.d  Optuna 3.0 and 3.1 (Debian 12's python3-optuna); no such index.
 const std::vector<std::string>& SqliteSchemaRevisions();
 // The revision written to new files unless SqliteOptions::schema_revision says otherwise.
 inline constexpr const char* kDefaultSqliteSchemaRevision = "v3.2.0.a";
 
 struct SqliteOptions {
-  // Revision for a new file (see above). Set for an existing file, it must match the file's
+  // Revision for a new file (SqliteSchemaRevisions; chosen when the file is created, an existing
+  // file keeps its own). Set for an existing file, it must match the file's
   // revision (InvalidArgument otherwise: tune never migrates a file). URL: ?schema=.
   std::optional<std::string> schema_revision;
   // How long one statement waits for another process's lock (sqlite3_busy_timeout).
@@ -49,10 +39,18 @@ struct SqliteOptions {
   bool read_only = false;
 };
 
-// Opens (or creates) the SQLite storage at `path`. Errors, each naming the file and leaving it
-// unchanged: InvalidArgument for a file that is not a SQLite database, is corrupt, is not an
-// Optuna storage, or has a schema revision tune does not know (the message lists the supported
-// ones); NotFound for a missing file with create_if_missing = false.
+// Opens (or creates) the SQLite storage at `path`. Unless read_only, the file is put in WAL mode
+// (readers such as a dashboard never block the writer); every state change is one transaction
+// (BEGIN IMMEDIATE), retried up to max_attempts times while another process holds the lock.
+// Trial numbers and the claiming of WAITING trials are race-free across threads and processes
+// on one machine; REQUIRES: a local file system (SQLite's locking is unreliable on network ones).
+// The storage may be shared by many threads (one connection, one mutex).
+// Errors, each naming the file and leaving it unchanged: InvalidArgument for an empty path, a
+// directory, a file that is not a SQLite database, is corrupt, is not an Optuna storage, has a
+// schema revision tune does not know (the message lists the supported ones) or other than
+// options.schema_revision, or is empty when read_only; NotFound for a missing file with
+// create_if_missing = false or read_only; FailedPrecondition when the linked SQLite lacks a feature
+// tune needs (JSON1); Unavailable when the file stays locked.
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    const SqliteOptions& options = {});
 
