@@ -1,20 +1,5 @@
 // NsgaIISampler: the Nondominated Sorting Genetic Algorithm II, Optuna 4.9's NSGAIISampler
 // (docs/config.md#nsgaii), for one objective or several.
-//
-// Trials belong to generations. A trial's generation is the newest generation among COMPLETE
-// trials, or the next one once that generation holds population_size COMPLETE trials; it is
-// recorded in the trial system attribute "NSGAIISampler:generation". The parents of generation
-// g are the elite of generation g - 1's COMPLETE trials plus g - 1's parents: whole
-// non-domination fronts (constrained domination with `constraints`) while they fit in
-// population_size, then the rest of the next front by crowding distance. They are cached as trial
-// ids in the study system attribute "NSGAIISampler:parent:<g>". Optuna writes and reads the same
-// attributes, so either can continue a study the other began.
-//
-// A child: with probability crossover_prob, the crossover of parents picked by binary
-// tournaments (repeated until the child lies in the search space), else a copy of a random
-// parent; then each parameter mutates (is left to SampleIndependent, uniform) with probability
-// mutation_prob. Generation 0 and parameters outside the relative search space (the
-// intersection over COMPLETE trials) are sampled uniformly.
 #pragma once
 
 #include <cstddef>
@@ -101,6 +86,8 @@ std::vector<double> Crossover(const NsgaIIOptions& options,
                               const std::vector<std::pair<double, double>>& bounds,
                               bool multi_objective, GaRandom& random);
 
+// Trials belong to generations; Optuna writes and reads the same attributes
+// (kNsgaIIGenerationKey, kNsgaIIParentKeyPrefix), so either can continue a study the other began.
 class NsgaIISampler : public Sampler {
  public:
   explicit NsgaIISampler(NsgaIIOptions options = {});
@@ -108,19 +95,30 @@ class NsgaIISampler : public Sampler {
   std::string name() const override { return "nsgaii"; }
   const NsgaIIOptions& options() const { return options_; }
 
-  // The trial's generation (recorded if new) and its generation's parents (cached in the
-  // study system attributes if selected now).
+  // The trial's generation and its generation's parents. A trial without a generation gets the
+  // newest generation among COMPLETE trials, or the next one once that generation holds
+  // population_size COMPLETE trials, recorded in its system attribute kNsgaIIGenerationKey.
+  // The parents of generation g > 0 are SelectElitePopulation of generation g - 1's COMPLETE
+  // trials plus g - 1's parents; generation 0 has none. They are read from, or cached as trial
+  // ids in, the study system attribute kNsgaIIParentKeyPrefix + g. Errors: those of
+  // SelectElitePopulation and of reading `study_attrs`.
   Result<SamplerRecords> BeforeSample(const TrialHistory& history, const FrozenTrial& trial,
                                       const StudyAttrReader& study_attrs) override;
+  // The intersection of the COMPLETE trials' spaces, without single-valued distributions.
   SearchSpace InferRelativeSearchSpace(const TrialHistory& history) override;
   std::map<std::string, double> SampleRelative(const TrialHistory& history,
                                                const FrozenTrial& trial, const SearchSpace& space,
                                                Rng& rng) override;
   double SampleIndependent(const TrialHistory& history, const FrozenTrial& trial,
                            const std::string& name, const Distribution& distribution,
-                           Rng& rng) override;
+                           Rng& rng) override;  // uniform
 
-  // SampleRelative with its draws from `random`.
+  // SampleRelative with its draws from `random`. The child: with probability crossover_prob, the
+  // crossover of parents picked by binary tournaments (repeated until the child lies in `space`),
+  // else a copy of a random parent; then each parameter mutates (is left out, for
+  // SampleIndependent) with probability mutation_prob. Empty (all uniform) in generation 0, and,
+  // with a warning, when there are fewer parents than the crossover needs, no child fits the
+  // space after a bounded number of tries, or the parents cannot be found.
   std::map<std::string, double> SampleRelative(const TrialHistory& history,
                                                const FrozenTrial& trial, const SearchSpace& space,
                                                GaRandom& random);
