@@ -1,19 +1,7 @@
-// Trainer: trains one model for one trial and reports each epoch's validation metrics.
-//
-// This is the seam between the train objective (tune_train: data, params, reporting, pruning,
-// early stopping, outcomes) and the code that runs the network (tune_torch's NewTorchTrainer, in
-// torch_trainer.h). Tests of the objective use a scripted trainer that replays learning curves.
-//
-// Contract of Train():
-//  - It calls `on_epoch` after every epoch's evaluation and stops when it returns kStop.
-//  - Out-of-memory and other failures of the run itself are results, not errors: End::kOutOfMemory
-//    (with details: phase, epoch, step, the error text) and End::kFailed (with the message), after
-//    the run's model, optimizer state and gradients have been released.
-//  - After an out-of-memory error the device's cached memory is returned (CUDA: emptyCache) and
-//    memory_after_bytes says whether allocated memory came back to memory_before_bytes.
-//  - A non-OK Status means tune could not run at all (for example an unusable device, or
-//    `on_epoch` failed to store a report): the study stops.
-// Thread safety: one Train() call at a time per Trainer.
+// Trainer: trains one model for one trial and reports its evaluations [tune_train]. The seam
+// between the train objective (data, params, reporting, pruning, outcomes) and the code that runs
+// the network (tune_torch's NewTorchTrainer, torch_trainer.h); tests of the objective use a
+// scripted trainer that replays learning curves.
 #pragma once
 
 #include <cstdint>
@@ -181,11 +169,20 @@ struct ScriptModelInfo {
   int64_t num_labels = 0;  // the width of its logits
 };
 
+// Thread safety: one Train() call at a time per Trainer.
 class Trainer {
  public:
   virtual ~Trainer() = default;
   // "torch 1.13.0 cpu (2 threads)".
   virtual std::string name() const = 0;
+  // Trains job.model, calling `on_epoch` after every evaluation and stopping when it returns
+  // kStop. Failures of the run itself are results, not errors, returned after the run's model,
+  // optimizer state and gradients have been released: End::kOutOfMemory (message the error text,
+  // details phase, epoch, step and batch shape), kFailed and kDeviceLost (message says why), and
+  // kNonFinite, kInterrupted. After an out-of-memory error the device's cached memory is returned
+  // (CUDA: emptyCache); memory_after_bytes then says whether allocated memory came back to
+  // memory_before_bytes. A non-OK Status means tune could not run at all (for example an
+  // unusable device, or `on_epoch` failed to store a report): the study stops.
   virtual Result<TrainResult> Train(const TrainJob& job, const EpochCallback& on_epoch) = 0;
   virtual DeviceMemoryStatus MemoryStatus() const { return {}; }
   // The logits ([examples][labels]) of job.data's validation texts from the model job.model
