@@ -1,19 +1,5 @@
-// Training data for the train objective: JSONL / CSV / TSV tables, and the text and tabular
-// classification data sets read from them (plain C++, no LibTorch).
-//
-// Formats (by file extension unless `format` says otherwise):
-//  - JSONL (.jsonl, .json, .ndjson): one JSON object per line; blank lines are skipped.
-//  - CSV (.csv) / TSV (.tsv, .tab): RFC 4180, a header row naming the columns, quoted fields may
-//    hold the separator, "" and newlines.
-// A UTF-8 byte order mark at the start of a file is skipped.
-//
-// Errors are InvalidArgument (NotFound for a missing file) and name the file and line, and for
-// bytes the column: a missing file, an empty file, invalid UTF-8 ("train.csv:12:40: invalid UTF-8
-// (byte 0xff)"), a line that is not a JSON object, a CSV row with the wrong number of fields, an
-// unterminated quote, a missing column (with the closest column name), a text that is not a string
-// or is longer than max_text_bytes, a missing label, a label outside `labels`, a validation label
-// that never occurs in training, a multi-label list that is not a list of labels, a regression
-// target that is not a finite number.
+// Training data for the train objective [tune_train]: JSONL / CSV / TSV tables, and the text and
+// tabular classification data sets read from them (plain C++, no LibTorch).
 #pragma once
 
 #include <cstdint>
@@ -46,9 +32,16 @@ struct DataTable {
 // fields are strings); nullopt otherwise. Not necessarily finite ("inf").
 std::optional<double> FieldNumber(const Json& value);
 
-// "jsonl", "csv" or "tsv" for "auto" and a path's extension; InvalidArgument for an unknown one.
+// "jsonl", "csv" or "tsv": `format` itself, or for "auto" by the path's extension (.jsonl, .json,
+// .ndjson; .csv; .tsv, .tab). InvalidArgument for an unknown format or extension.
 Result<std::string> DataFormatFor(const std::string& path, const std::string& format);
-// Reads a whole table. `format`: "auto", "jsonl", "csv" or "tsv".
+// Reads a whole table. `format`: "auto", "jsonl", "csv" or "tsv" (DataFormatFor). JSONL: one JSON
+// object per line, blank lines skipped. CSV / TSV: RFC 4180, a header row naming the columns,
+// quoted fields may hold the separator, "" and newlines. A UTF-8 byte order mark at the start is
+// skipped. NotFound for a missing file; InvalidArgument, naming the file and line (and for bytes
+// the column), for an empty file or one without records, invalid UTF-8 ("train.csv:12:40:
+// invalid UTF-8 (byte 0xff)"), a line that is not a JSON object, a CSV row with the wrong number
+// of fields or an unterminated quote.
 Result<DataTable> ReadDataTable(const std::string& path, const std::string& format = "auto");
 // The table in `content`, the bytes of the file `path` (which names it in errors): what
 // ReadDataTable does once the file is read.
@@ -106,8 +99,12 @@ struct TextDataset {
   std::string validation_source;  // "validation.jsonl" or "20% of train.jsonl (split_seed 0)"
 };
 
-// Reads and checks a text classification data set (see the file comment for the errors). The
-// class weights are computed from the training split.
+// Reads and checks a text classification data set; the class weights are computed from the
+// training split. Errors: those of ReadDataTable, and InvalidArgument naming the file and line
+// for a missing column (with the closest column name), a text that is not a string or is longer
+// than max_text_bytes, a missing label, a label outside `labels`, a validation label that never
+// occurs in training, a multi-label list that is not a list of labels, a regression target that
+// is not a finite number.
 Result<TextDataset> LoadTextDataset(const TextDataOptions& options);
 
 // The label column of `row` read as options.problem_type says (label_column, label_separator),
