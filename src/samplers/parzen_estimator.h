@@ -1,19 +1,6 @@
-// ParzenEstimator (private to tune_core): the kernel mixture TPE builds for the "below" (l) and
-// "above" (g) trials, as Optuna's _ParzenEstimator / _MixtureOfProductDistribution
-// (docs/tpe.md#the-parzen-estimator).
-//
-// Works in TPE's transformed space: a log distribution's values are ln x, a categorical's are
-// choice indices. Each observation is one product kernel over the dimensions, plus one prior
-// kernel (mu = middle, sigma = width, uniform over choices) weighted by prior_weight:
-//   continuous  truncated normal on [L, H], correctly normalised (the -ln sigma of Optuna 3.5)
-//   discrete    the normal mass of the value's bin (step grids: width q; int log: [ln(x-1/2),
-//               ln(x+1/2)] as Optuna >= 4.7), divided by the mass of [L, H]
-//   categorical (prior_weight/(m+1) + [c == c_i]) / (1 + K prior_weight/(m+1)), or with
-//               categorical_prior_weight b: 1 - b on c_i, b/(K-1) on each other choice
-// Bandwidths: univariate neighbour gaps without the prior mean (Optuna 4.9; or Hyperopt's gaps,
-// or Scott's rule, ParzenOptions::rule), clipped to [(H-L)/min(100, m+2), H-L] (magic clip, its
-// 100 and exponent configurable); multivariate either the same rule per dimension (Optuna 5.0,
-// the default) or Optuna's 0.2 m^(-1/(D+4)) (H-L) (Optuna 3.1-4.9).
+// ParzenEstimator [tune_core, private]: the kernel mixture TPE builds for the "below" (l) and
+// "above" (g) trials, as Optuna's _ParzenEstimator / _MixtureOfProductDistribution. The kernels,
+// the prior and the bandwidth rules are docs/tpe.md#the-parzen-estimator's.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +28,8 @@ struct ParzenDimension {
 };
 
 ParzenDimension MakeParzenDimension(const Distribution& distribution);
-// Internal representation <-> transformed space.
+// Internal representation <-> TPE's transformed space, where the kernels live: a log
+// distribution's values are ln x, a categorical's are choice indices.
 double ToParzenSpace(const Distribution& distribution, double internal);
 // Snaps to the distribution (grid, bounds) and returns the internal representation.
 double FromParzenSpace(const Distribution& distribution, double t);
@@ -58,6 +46,10 @@ struct ParzenOptions {
   std::optional<double> categorical_prior_weight;  // see TpeOptions
 };
 
+// One product kernel per observation plus the prior (mu = middle, sigma = width, uniform over
+// choices) weighted by prior_weight: truncated normals on [L, H], correctly normalised
+// (continuous); the normal mass of the value's bin over that of [L, H] (discrete); a kernel
+// peaked on the observed choice (categorical).
 class ParzenEstimator {
  public:
   // observations[d][i]: observation i in dimension d (transformed space, inside the domain).
