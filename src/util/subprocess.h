@@ -1,18 +1,6 @@
 // Subprocess: a program started without a shell (fork + exec), in its own process group, whose
 // stdout and stderr are read line by line, and that dies with tune (PR_SET_PDEATHSIG). Stopping it
-// signals the whole group (SIGTERM, then SIGKILL after a grace period), so no child of the program
-// outlives it holding a GPU's memory.
-//
-// Example:
-//   TUNE_ASSIGN_OR_RETURN(auto p, Subprocess::Spawn({.argv = {"python3", "train.py"},
-//                                                     .env = env}));
-//   while (!p->finished()) {
-//     TUNE_RETURN_IF_ERROR(p->Poll(std::chrono::milliseconds(100), on_line));
-//     if (deadline_passed) p->Stop();
-//   }
-//   if (!p->exit_status().success()) ... p->exit_status().Describe(), p->stderr_tail() ...
-//
-// Thread safety: one thread drives a Subprocess.
+// signals the whole group, so no child of the program outlives it holding a GPU's memory.
 #pragma once
 
 #include <sys/types.h>
@@ -66,13 +54,24 @@ std::vector<std::string> CurrentEnvironment();
 // (getenv reads the first of two entries of one name).
 void OverrideEnvironment(std::vector<std::string>& env, const std::vector<std::string>& overrides);
 
+// Example:
+//   TUNE_ASSIGN_OR_RETURN(auto p, Subprocess::Spawn({.argv = {"python3", "train.py"},
+//                                                     .env = env}));
+//   while (!p->finished()) {
+//     TUNE_RETURN_IF_ERROR(p->Poll(std::chrono::milliseconds(100), on_line));
+//     if (deadline_passed) p->Stop();
+//   }
+//   if (!p->exit_status().success()) ... p->exit_status().Describe(), p->stderr_tail() ...
+//
+// Thread safety: one thread drives a Subprocess.
 class Subprocess {
  public:
   // A complete line (without its newline; a last line without one is passed at EOF). A non-OK
   // Status stops the program and is returned by Poll().
   using LineHandler = std::function<Status(Stream stream, const std::string& line)>;
 
-  // InvalidArgument "cannot start 'prog': No such file or directory" when it cannot start.
+  // InvalidArgument "cannot start 'prog': No such file or directory" when it cannot start (or
+  // argv is empty); Internal when a pipe or fork fails.
   static Result<std::unique_ptr<Subprocess>> Spawn(const SubprocessOptions& options);
 
   // Kills the process group and reaps the program if it still runs.
@@ -87,8 +86,8 @@ class Subprocess {
   // Status of `on_line` stops the program; Poll returns it once the program is gone.
   Status Poll(std::chrono::milliseconds wait, const LineHandler& on_line);
 
-  // Writes `line` and a newline to the program's stdin (REQUIRES: options.stdin_pipe).
-  // Unavailable once the program has closed it.
+  // Writes `line` and a newline to the program's stdin. FailedPrecondition without
+  // options.stdin_pipe; Unavailable once the program has closed it.
   Status WriteLine(const std::string& line);
 
   // True once the program has exited and its output is read (or given up after linger_seconds).
