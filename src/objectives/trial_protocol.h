@@ -1,18 +1,6 @@
-// Running an objective's trial in a child process (--jobs): the child is `tune run-trial`, which
-// runs the objective in process against a RemoteTrialHandle; the parent, which alone owns the
-// study, drives it through a ChildTrialProcess.
-//
-// The protocol is one JSON object per line. The child writes on its stdout:
-//   {"report": {"step": 3, "value": 0.81}}      an intermediate value (Trial::Report)
-//   {"should_prune": true}                      a question; the parent answers on the child's
-//                                               stdin with {"prune": false}
-//   {"user_attr": {"key": "memory", "value": {...}}}
-//   {"system_attr": {"key": "constraints", "value": [...]}}
-//   {"study_system_attr": {"key": "memory_fit:m/fp32", "value": {...}}}
-//   {"outcome": {"state": "COMPLETE", "values": [0.9], "reason": ""}}   the last line
-// and logs on its stderr as "[info] message", which the parent logs at the same level. A child
-// that ends without an outcome (a crash, a signal, the kernel's OOM killer) fails its trial with
-// the signal and the end of its stderr, or prunes it as out of memory when stderr says so.
+// Running an objective's trial in a child process (--jobs) [tune_core, private]: the child is
+// `tune run-trial`, which runs the objective in process against a RemoteTrialHandle; the parent,
+// which alone owns the study, drives it through a ChildTrialProcess. One JSON object per line.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +15,16 @@
 
 namespace tune {
 
-// The child's side: every call goes to the parent over stdout/stdin.
+// The child's side: every call goes to the parent as one line on stdout:
+//   {"report": {"step": 3, "value": 0.81}}      an intermediate value (Report)
+//   {"should_prune": true}                      a question (ShouldPrune); the parent answers on
+//                                               the child's stdin with {"prune": false}
+//   {"user_attr": {"key": "memory", "value": {...}}}
+//   {"system_attr": {"key": "constraints", "value": [...]}}
+//   {"study_system_attr": {"key": "memory_fit:m/fp32", "value": {...}}}
+//   {"outcome": {"state": "COMPLETE", "values": [0.9], "reason": ""}}   the last line
+// The child logs on its stderr as "[info] message". Unavailable once the parent is gone (stdout
+// or stdin closed); ShouldPrune returns Internal for an answer that is not {"prune": bool}.
 class RemoteTrialHandle : public TrialHandle {
  public:
   RemoteTrialHandle(int64_t number, std::string study_name, std::istream& in, std::ostream& out);
@@ -56,7 +53,12 @@ class RemoteTrialHandle : public TrialHandle {
 };
 
 // The parent's side: a trial running in a child process started from `options` (whose argv
-// names the child command). Starting it needs options.stdin_pipe; Start sets it.
+// names the child command). Starting it needs options.stdin_pipe; Start sets it. It applies each
+// message to `trial` and logs each stderr line at its "[level]" (info without one); other stdout
+// lines go to the debug log, and a protocol line of the wrong types is Internal. A child that ends
+// without an outcome (a crash, a signal, the kernel's OOM killer) fails its trial with its exit
+// status or signal and the end of its stderr, or prunes it as out of memory when stderr says so;
+// one tune stopped (Interrupt, Ctrl-C) is recorded as interrupted.
 class ChildTrialProcess : public TrialProcess {
  public:
   // `params`: the trial's params, for the oom_config of a child that ran out of memory.
