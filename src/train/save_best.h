@@ -1,17 +1,6 @@
-// Keeping the study's best model (objective key "save_best", `tune --save-best DIR`; docs/config.md
-// "save_best"), plain C++: the trainer writes a trial's best-epoch weights into a staging
-// directory beside DIR (SaveBestStagingDir); the objective adds the rest of a Hugging Face-style
-// directory (WriteSavedModelFiles) and, when the trial beats the study's best, swaps it into DIR
-// atomically (PromoteIfBest); BestModelSaver does the three steps for the train objective.
-// `tune predict` reads DIR back (ReadSavedModel).
-//
-// DIR holds: config.json (the checkpoint's, or one written from the catalog model for scratch
-// trials, with num_labels, id2label, label2id and a "tune" object: the trial's hyperparameters
-// and metric), model.safetensors (the encoder and head under the names of Hugging Face's
-// *ForSequenceClassification; a head with hidden layers under tune's classifier.hidden.N and
-// classifier.out, with tune_classifier.py, whose class config.json's auto_map names), the
-// tokenizer files (copied from the checkpoint, or the vocab.txt tune built, or the objective's
-// vocabulary file) and trial.json ({"study", "number", "params", "value", "metric"}).
+// Keeping the study's best model [tune_train] (objective key "save_best", `tune --save-best DIR`;
+// docs/config.md "save_best"), plain C++: staged while a trial trains, swapped into DIR when the
+// trial beats the study's best, read back by `tune predict` (ReadSavedModel).
 #pragma once
 
 #include <optional>
@@ -56,9 +45,16 @@ struct SavedTrial {
   SavedInputs inputs;
 };
 
-// Everything but model.safetensors into `staging` (created if needed). `built` is a scratch
-// trial's tokenizer (built from the training text, or read from the objective's vocabulary file
-// `vocab_file`, which is then copied), else null (the checkpoint's tokenizer files are copied).
+// Everything but model.safetensors (which the trainer writes: the encoder and head under the names
+// of Hugging Face's *ForSequenceClassification) into `staging` (created if needed): config.json
+// (the checkpoint's, or one written from the catalog model for scratch trials, with num_labels,
+// id2label, label2id and a "tune" object: hyperparams, metric, model, inputs); for a head with
+// hidden layers (classifier.hidden.N, classifier.out), tune_classifier.py, whose class
+// config.json's auto_map names; the tokenizer files; trial.json ({"study", "number", "params",
+// "value", "metric"}). `built` is a scratch trial's tokenizer (built from the training text, then
+// written as vocab.txt, or read from the objective's vocabulary file `vocab_file`, which is then
+// copied, with merges.txt beside a vocab.json), else null (the checkpoint's tokenizer files are
+// copied). Internal when a file cannot be written or copied.
 Status WriteSavedModelFiles(const std::string& staging, const ModelSpec& model,
                             const TrainHyperparams& hp, const std::vector<std::string>& labels,
                             const SavedTrial& trial, const Tokenizer* built,
