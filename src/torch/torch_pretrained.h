@@ -1,17 +1,6 @@
 // Pretrained weights from a checkpoint's weights file (model.safetensors, pytorch_model.bin, or
-// either sharded: checkpoint_weights.h) into a TransformerClassifier (private to tune_torch).
-//
-// Names map as Hugging Face's from_pretrained does for BertModel / RobertaModel / DebertaV2Model:
-// a parameter "encoder.layer.0.attention.self.query.weight" is read from
-// "<prefix>encoder.layer.0.attention.self.query.weight", where the prefix is "bert.", "roberta.",
-// "deberta." or none, whichever the file uses. The pooler is read from RoBERTa's
-// "classifier.dense.*" (RobertaClassificationHead's dense + tanh), "<prefix>pooler.dense.*" or
-// "pooler.dense.*" (DeBERTa's ContextPooler sits outside the base model); old "LayerNorm.gamma /
-// beta" names are accepted. The output layer is read from tune's "classifier.out.*" (older saved
-// models), "classifier.*" (BERT, DeBERTa) or "classifier.out_proj.*" (RoBERTa) when the
-// checkpoint has one of the same shape, else newly initialised (another num_labels: listed in
-// `resized`); so is the pooler when the checkpoint has none (RoBERTa/DeBERTa pretraining
-// checkpoints).
+// either sharded: checkpoint_weights.h) into a TransformerClassifier [tune_torch, private], and
+// the trained model back out under Hugging Face's names.
 #pragma once
 
 #include <string>
@@ -39,20 +28,32 @@ struct PretrainedLoadReport {
   std::vector<NonFinite> nonfinite;
 };
 
-// "tensor 'bert.embeddings.word_embeddings.weight' has 3 NaN/inf values of 1,024 (e.g. NaN)",
-// for the first `shown` entries, then "and N more tensors".
+// "tensor 'bert.embeddings.word_embeddings.weight' has 3 non-finite values of 1024 (e.g. NaN)",
+// for the first `shown` entries joined by "; ", then "; and N more tensors".
 std::string NonFiniteWeightsText(const std::vector<PretrainedLoadReport::NonFinite>& tensors,
                                  size_t shown = 4);
 
-// Copies the checkpoint's tensors into `model`'s parameters. InvalidArgument naming the file, each
-// missing tensor with its expected shape and each shape mismatch (expected vs found), or a tensor
-// that is not F32/F16/BF16; the model is left unchanged then. Tensors with non-finite values load
-// as they are and are listed in `nonfinite`.
+// Copies the checkpoint's tensors into `model`'s parameters, naming them as Hugging Face's
+// from_pretrained does for BertModel / RobertaModel / DebertaV2Model: a parameter
+// "encoder.layer.0.attention.self.query.weight" is read from "<prefix>encoder.layer.0...", where
+// the prefix is "bert.", "roberta.", "deberta." or none, whichever the file's word embeddings
+// use. The pooler is read from RoBERTa's "classifier.dense.*" (RobertaClassificationHead's dense
+// + tanh), "<prefix>pooler.dense.*" or "pooler.dense.*" (DeBERTa's ContextPooler sits outside the
+// base model); old "LayerNorm.gamma / beta" names are accepted. The output layer is read from
+// tune's "classifier.out.*" (older saved models), "classifier.*" (BERT, DeBERTa) or
+// "classifier.out_proj.*" (RoBERTa) when the checkpoint has one of the same shape, else newly
+// initialised (another num_labels: listed in `resized`); so is the pooler when the checkpoint
+// has none (RoBERTa/DeBERTa pretraining checkpoints).
+// Errors: CheckpointWeights::Open's; InvalidArgument naming the file for one without
+// "embeddings.word_embeddings.weight" under any of those prefixes, and naming each missing
+// tensor with its expected shape and each shape mismatch (expected vs found), or a tensor that
+// is not F32/F16/BF16; the model is left unchanged then. Tensors with non-finite values load as
+// they are and are listed in `nonfinite`.
 Result<PretrainedLoadReport> LoadPretrainedWeights(torch::nn::Module& model,
                                                    const std::string& weights_path);
 
 // The prefix a model_type's base model uses in Hugging Face checkpoints: "bert.", "roberta."
-// (also XLM-R, CamemBERT), "deberta.".
+// (also XLM-R, CamemBERT), "deberta."; "roberta." for a model_type of no known family.
 std::string PretrainedPrefix(const std::string& model_type);
 
 // The name of a TransformerClassifier parameter in the family's Hugging Face
