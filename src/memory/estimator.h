@@ -1,16 +1,6 @@
 // The memory estimator [tune_train]: predicts the peak memory of a training (or evaluation) run
 // before it starts, term by term, for the models tune's trainer builds: BERT/RoBERTa and
 // DeBERTa-v3 encoder classifiers with 0-3 head layers, MLPs on tabular data, and decoder LMs.
-//
-// How: the estimator replays one optimizer step of the run as a timeline of tensor allocations
-// and frees -- the parameters, the tensors each operation saves for backward (as LibTorch's
-// autograd saves them for the layers in src/torch/torch_models.cpp), the gradients as backward
-// produces them layer by layer, the optimizer state and the optimizer's temporaries -- and takes
-// the largest live total in each phase (forward, backward, optimizer step, evaluation). Steady
-// state: the optimizer state exists (it appears at the first step() and stays). On a CUDA device
-// every allocation is rounded as the caching allocator rounds it, and the context, workspaces
-// and a fragmentation allowance are added (docs/memory.md lists every formula and default).
-//
 // No LibTorch here; an estimate takes a few microseconds.
 #pragma once
 
@@ -114,6 +104,14 @@ struct MemoryEstimate {
   int64_t device_peak = 0;  // allocated_peak + rounding + fragmentation + context + workspace
 };
 
+// Replays one optimizer step of the run as a timeline of tensor allocations and frees -- the
+// parameters, the tensors each operation saves for backward (as LibTorch's autograd saves them
+// for the layers in src/torch/torch_models.cpp), the gradients as backward produces them layer
+// by layer, the optimizer state and the optimizer's temporaries -- and takes the largest live
+// total in each phase (forward, backward, optimizer step, evaluation). Steady state: the
+// optimizer state exists (it appears at the first step() and stays). With `device`'s caching
+// allocator every allocation is rounded as it rounds it, and the context, workspaces and a
+// fragmentation allowance are added (docs/memory.md lists every formula and default).
 // InvalidArgument for an impossible request (zero sizes, heads not dividing hidden, ...).
 Result<MemoryEstimate> EstimateMemory(const MemoryRequest& request,
                                       const DeviceMemoryModel& device);
