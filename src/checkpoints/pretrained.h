@@ -1,17 +1,6 @@
-// A local Hugging Face-style checkpoint directory to fine-tune from (plain C++, no LibTorch):
-//
-//   config.json        the architecture (model_type, hidden_size, num_hidden_layers, ...)
-//   the weights        model.safetensors, pytorch_model.bin (read without executing it), or
-//                      either sharded behind its *.index.json (checkpoint_weights.h); F32, F16
-//                      or BF16
-//   the tokenizer      vocab.txt (BERT's WordPiece), vocab.json + merges.txt (byte-level BPE),
-//                      spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or
-//                      tokenizer.json: the first present (Tokenizer::FromCheckpointDir)
-//
-// ReadPretrainedCheckpoint turns config.json into a ModelSpec the trainer can build (BERT, RoBERTa,
-// XLM-RoBERTa, CamemBERT, DeBERTa-v2/v3 with the settings of the published v3 checkpoints) and
-// checks that the weights file can be read; which tensors fill which parameter is decided
-// when the model is built (tune_torch, torch_pretrained.cpp).
+// A local Hugging Face-style checkpoint directory to fine-tune from [tune_train, private] (plain
+// C++, no LibTorch): reading one, resolving a model name to one, and listing a Hugging Face
+// cache's.
 #pragma once
 
 #include <filesystem>
@@ -41,6 +30,18 @@ struct PretrainedCheckpoint {
 // dir/vocab.txt, then reported missing, when none is).
 std::string PretrainedVocabPath(const std::string& dir);
 
+// Reads the checkpoint directory `dir`:
+//   config.json        the architecture (model_type, hidden_size, num_hidden_layers, ...)
+//   the weights        model.safetensors, pytorch_model.bin (read without executing it), or
+//                      either sharded behind its *.index.json (checkpoint_weights.h); F32, F16
+//                      or BF16
+//   the tokenizer      vocab.txt (BERT's WordPiece), vocab.json + merges.txt (byte-level BPE),
+//                      spm.model (DeBERTa), sentencepiece.bpe.model (XLM-RoBERTa) or
+//                      tokenizer.json: the first present (Tokenizer::FromCheckpointDir)
+// turning config.json into a ModelSpec the trainer can build (BERT, RoBERTa, XLM-RoBERTa,
+// CamemBERT, DeBERTa-v2/v3 with the settings of the published v3 checkpoints) and checking that
+// the weights file can be read; which tensors fill which parameter is decided when the model is
+// built (tune_torch, torch_pretrained.h).
 // NotFound for a missing file (naming it; no weights file: the names tune reads); InvalidArgument
 // for a config.json the trainer cannot build (naming the key and value, an unsupported model_type
 // with the closest supported one), a weights file that cannot be read (a PyTorch pickle naming
