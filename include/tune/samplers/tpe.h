@@ -1,17 +1,6 @@
-// TpeSampler: the Tree-structured Parzen Estimator, Optuna's TPESampler
-// (docs/tpe.md) with typed, incremental history so that a suggest costs arithmetic
-// over the observations, not a re-read of the study.
-//
-// Per suggest: trials COMPLETE or PRUNED (plus RUNNING ones with constant_liar) are ranked
-// COMPLETE by value, then PRUNED by (deepest last step, value at it), then PRUNED without
-// reports; RUNNING always last. The first gamma(n) are "below", the rest "above"; then trials
-// lacking the parameter are dropped. l and g are Parzen estimators (parzen_estimator.h) of the
-// two sets; n_ei_candidates points drawn from l are scored by ln l - ln g and the best wins.
-// Before n_startup_trials finished trials, sampling is uniform (RandomSampler).
-//
-// Each finished trial is ingested once (finished trials are immutable): its ranking key goes
-// into a sorted index and its params into per-parameter columns already in the transformed
-// space. Calls are serialised by the study (see sampler.h).
+// TpeSampler: the Tree-structured Parzen Estimator, Optuna's TPESampler (docs/tpe.md) with
+// typed, incremental history so that a suggest costs arithmetic over the observations, not a
+// re-read of the study.
 #pragma once
 
 #include <map>
@@ -116,6 +105,16 @@ struct TpeSplit {
 // against Optuna, tests/differential/).
 struct TpeModel;
 
+// Per suggest (docs/tpe.md#overview): before n_startup_trials finished trials, sampling is
+// uniform (RandomSampler). Then trials COMPLETE or PRUNED (plus RUNNING ones with constant_liar)
+// are ranked (docs/tpe.md#ranking): COMPLETE by value, then PRUNED by (deepest last step, value
+// at it), then PRUNED without reports, with `constraints` those violating theirs after the
+// feasible ones; RUNNING always last. The first gamma(n) are "below", the rest "above"; then
+// trials lacking the parameter are dropped. l and g are Parzen estimators (parzen_estimator.h) of
+// the two sets; n_ei_candidates points drawn from l are scored by ln l - ln g and the best wins.
+// Each finished trial is ingested once (finished trials are immutable): its ranking key goes
+// into a sorted index and its params into per-parameter columns already in the transformed
+// space. Calls are serialised by the study (see sampler.h).
 class TpeSampler : public Sampler {
  public:
   explicit TpeSampler(TpeOptions options = {});
