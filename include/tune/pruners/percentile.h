@@ -1,17 +1,6 @@
 // PercentilePruner and MedianPruner: prune a trial whose best intermediate value so far is worse
-// than a percentile of the values the COMPLETE trials reported at the same step.
-//
-// Mirrors Optuna's PercentilePruner.prune (optuna/pruners/_percentile.py, 3.1; unchanged in 4.9)
-// and MedianPruner (= PercentilePruner(50)). At the trial's latest step s:
-//   1. no pruning with no COMPLETE trial, or fewer than n_startup_trials of them;
-//   2. no pruning while s < n_warmup_steps, nor unless s is the first report at or after an
-//      interval boundary (warmup + k * interval_steps);
-//   3. best = nanmin (minimize) / nanmax (maximize) of all this trial's values; all NaN: prune;
-//   4. p = numpy.nanpercentile of the COMPLETE trials' values at exactly step s, at percentile
-//      (minimize) or 100 - percentile (maximize); fewer than n_min_trials values: no pruning;
-//   5. prune iff best is worse than p.
-//
-// Thread safety: no mutable state; the study serialises Prune calls anyway.
+// than a percentile of the values the COMPLETE trials reported at the same step, as Optuna's
+// (optuna/pruners/_percentile.py, 3.1; unchanged in 4.9).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +26,7 @@ struct PercentileOptions {
   int64_t n_min_trials = 1;
 };
 
+// Thread safety: no mutable state; the study serialises Prune calls anyway.
 class PercentilePruner : public Pruner {
  public:
   // REQUIRES: 0 <= percentile <= 100, n_startup_trials >= 0, n_warmup_steps >= 0,
@@ -44,6 +34,16 @@ class PercentilePruner : public Pruner {
   explicit PercentilePruner(const PercentileOptions& options);
 
   std::string name() const override { return "percentile"; }
+  // Optuna's PercentilePruner.prune. At the trial's latest step s:
+  //   1. no pruning for a trial without reports or a study without a single direction;
+  //   2. no pruning with no COMPLETE trial, or fewer than n_startup_trials of them;
+  //   3. no pruning while s < n_warmup_steps, nor unless s is the first report at or after an
+  //      interval boundary (warmup + k * interval_steps);
+  //   4. best = nanmin (minimize) / nanmax (maximize) of all this trial's values; all NaN: prune;
+  //   5. p = NanPercentile of the COMPLETE trials' values at exactly step s, at percentile
+  //      (minimize) or 100 - percentile (maximize); fewer than n_min_trials values, or p NaN:
+  //      no pruning;
+  //   6. prune iff best is worse than p.
   PruneDecision Prune(const TrialHistory& history, const FrozenTrial& trial) override;
   const PercentileOptions& options() const { return options_; }
 
