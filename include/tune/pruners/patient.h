@@ -1,17 +1,6 @@
 // PatientPruner: tolerates a trial whose intermediate values stopped improving for `patience`
-// reports, then prunes it (or lets a wrapped pruner decide).
-//
-// Mirrors Optuna's PatientPruner.prune (optuna/pruners/_patient.py, 3.1; unchanged in 4.9). With
-// more than patience + 1 reported steps, sorted: "before" = all but the last patience + 1 values,
-// "after" = the last patience + 1 (the window). Minimize: the trial stalled iff
-// nanmin(before) + min_delta < nanmin(after), i.e. the window's best is worse than the best
-// before it by more than min_delta (equal is not stalled); maximize: nanmax(before) - min_delta >
-// nanmax(after). Stalled: the wrapped pruner decides, or, without one, prune. Otherwise keep.
-//
-// The wrapped pruner does not filter the sampler's history: as in Optuna (_filter_study checks the
-// study's own pruner only), a wrapped Hyperband pruner's brackets do not reach the sampler.
-//
-// Thread safety: as the wrapped pruner; the study serialises Prune calls.
+// reports, then prunes it (or lets a wrapped pruner decide), as Optuna's PatientPruner
+// (optuna/pruners/_patient.py, 3.1; unchanged in 4.9).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +18,9 @@ struct PatientOptions {
   double min_delta = 0.0;
 };
 
+// The wrapped pruner does not filter the sampler's history: as in Optuna (_filter_study checks the
+// study's own pruner only), a wrapped Hyperband pruner's brackets do not reach the sampler.
+// Thread safety: as the wrapped pruner; the study serialises Prune calls.
 class PatientPruner : public Pruner {
  public:
   // `wrapped` may be null (prune whenever the trial stopped improving).
@@ -36,6 +28,13 @@ class PatientPruner : public Pruner {
   PatientPruner(std::unique_ptr<Pruner> wrapped, const PatientOptions& options);
 
   std::string name() const override { return "patient"; }
+  // Optuna's PatientPruner.prune. Keeps a trial with at most patience + 1 reported steps, or in
+  // a study without a single direction. Otherwise, steps sorted: "before" = all but the last
+  // patience + 1 values, "after" = the last patience + 1 (the window). Minimize: the trial
+  // stalled iff nanmin(before) + min_delta < nanmin(after), i.e. the window's best is worse than
+  // the best before it by more than min_delta (equal is not stalled); maximize: nanmax(before) -
+  // min_delta > nanmax(after); an all-NaN side is not stalled. Stalled: the wrapped pruner
+  // decides, or, without one, prune. Otherwise keep.
   PruneDecision Prune(const TrialHistory& history, const FrozenTrial& trial) override;
 
   // The wrapped pruner, or null.
