@@ -1,16 +1,5 @@
-// Model-aware, conditional search spaces (the "search_space" and "conditional" keys of a config).
-//
-// A space is a tree of blocks. Each block has a condition ("when"), parameters and child blocks.
-// Sampling walks the tree (define-by-run, like Optuna's suggest_* calls): within one block the
-// parameters in the order the config file writes them (SpaceKeyOrder in config.h; name order for
-// a space built from a Json object alone), then the child blocks in order;
-// a block's parameters are suggested only when its condition holds for the values sampled so far.
-// Conditions read sampled values ("optimizer": "sgd") or attributes of a catalog model chosen by a
-// parameter of type "model" ("model.heavy": true).
-//
-// The same parameter name may appear in mutually exclusive blocks with different distributions
-// (batch_size in {8,12,16} for heavy models, {8,...,64} for base models). Samplers model each
-// distribution separately.
+// Model-aware, conditional search spaces (the "search_space" and "conditional" keys of a config):
+// a tree of blocks, each with a condition ("when"), parameters and child blocks.
 #pragma once
 
 #include <string>
@@ -23,6 +12,8 @@
 
 namespace tune {
 
+// Conditions read sampled values ("optimizer": "sgd") or attributes of a catalog model chosen by a
+// parameter of type "model" ("model.heavy": true).
 struct Condition {
   enum class Op { kEq, kNe, kIn, kNotIn, kLt, kLe, kGt, kGe };
   std::string key;        // a parameter name, or "<model param>.<catalog attribute>"
@@ -44,6 +35,9 @@ struct SpaceBlock {
   std::vector<SpaceBlock> children;
 };
 
+// The same parameter name may appear in mutually exclusive blocks with different distributions
+// (batch_size in {8,12,16} for heavy models, {8,...,64} for base models). Samplers model each
+// distribution separately.
 class ConditionalSpace {
  public:
   ConditionalSpace() = default;
@@ -51,8 +45,15 @@ class ConditionalSpace {
       : root_(std::move(root)), catalog_(std::move(catalog)) {}
 
   // Suggests every active parameter of `trial`; returns the external values (a JSON object).
+  // Walks the tree define-by-run, like Optuna's suggest_* calls: within one block the parameters
+  // in the order the config file writes them (SpaceKeyOrder in config.h; name order for a space
+  // built from a Json object alone), then the child blocks in order; a block's parameters are
+  // suggested only when its condition holds for the values sampled so far. Errors:
+  // Trial::Suggest's.
   Result<Json> Sample(Trial& trial) const;
-  // True if `when` holds for `values` (external values sampled so far).
+  // True if `when` holds for `values` (external values sampled so far). A condition on a
+  // parameter not in `values`, on an attribute of a name not in the catalog or without that
+  // attribute, or comparing values that do not order, does not hold.
   bool Holds(const std::vector<Condition>& when, const Json& values) const;
 
   // Every parameter name that can appear, in declaration order, without repeats.
