@@ -1,15 +1,7 @@
-// The database seam of the RDB storages: a connection that prepares statements and runs
-// transactions. SQLite (src/storages/sqlite/) and PostgreSQL (src/storages/postgres/) implement
-// it; the storage logic over it (rdb_storage.cpp) and the SQL text are shared. No database
-// headers here.
-//
-// SQL text uses `?` placeholders (SQLite's). A driver whose database wants `$1, $2, ...` rewrites
-// them in Prepare; the shared SQL never has a `?` inside a literal.
-//
-// Error convention for drivers: a lock or serialisation conflict that may succeed when the whole
-// transaction is retried is reported as Unavailable; everything else keeps its own code.
-//
-// Not thread-safe: RdbStorage serialises all use of a connection with its mutex.
+// The database seam of the RDB storages [tune_rdb]: a connection that prepares statements and
+// runs transactions. SQLite (src/storages/sqlite/) and PostgreSQL (src/storages/postgres/)
+// implement it; the storage logic over it (rdb_storage.cpp) and the SQL text are shared. No
+// database headers here.
 #pragma once
 
 #include <cstdint>
@@ -47,10 +39,15 @@ enum class TxKind {
            // each statement sees what was committed before it (row locks order the writers)
 };
 
+// Error convention for drivers: a lock or serialisation conflict that may succeed when the whole
+// transaction is retried is reported as Unavailable; everything else keeps its own code.
+// Not thread-safe: RdbStorage serialises all use of a connection with its mutex.
 class Connection {
  public:
   virtual ~Connection() = default;
   // The statement for `sql`, prepared on first use and cached for the connection's lifetime.
+  // SQL text uses `?` placeholders (SQLite's); a driver whose database wants `$1, $2, ...`
+  // rewrites them here. REQUIRES: no `?` inside a literal of `sql`.
   virtual Result<Statement*> Prepare(const std::string& sql) = 0;
   virtual Status Begin(TxKind kind) = 0;
   virtual Status Commit() = 0;
