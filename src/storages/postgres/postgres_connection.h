@@ -1,15 +1,6 @@
-// The PostgreSQL driver of the RDB storage: one libpq connection with its prepared statements.
-// The only place besides postgres_connection.cpp and postgres_storage.cpp that knows libpq
-// (by a forward declaration; <libpq-fe.h> is included by the .cpp files only).
-//
-// The shared SQL's `?` placeholders become $1..$n; values travel as text and the server infers
-// their types from the statement (ENUM columns take the names, timestamps the
-// "YYYY-MM-DD HH:MM:SS.ffffff" text). Sessions use DateStyle ISO and exact float output.
-//
-// Errors (see connection.h): serialization failure, deadlock, lock not available and a lost
-// connection -> Unavailable (the storage retries the transaction; the next Begin reconnects);
-// unique violation -> AlreadyExists; a read-only session asked to write -> FailedPrecondition;
-// anything else -> Internal. Every message starts with the storage's display URL.
+// The PostgreSQL driver of the RDB storage [tune_postgres]: one libpq connection with its prepared
+// statements. The only place besides postgres_connection.cpp and postgres_storage.cpp that knows
+// libpq (by a forward declaration; <libpq-fe.h> is included by the .cpp files only).
 #pragma once
 
 #include <memory>
@@ -28,13 +19,23 @@ namespace tune::internal::postgres {
 
 class PgStatement;
 
+// The shared SQL's `?` placeholders become $1..$n; values travel as text and the server infers
+// their types from the statement (ENUM columns take the names, timestamps the
+// "YYYY-MM-DD HH:MM:SS.ffffff" text). Sessions use DateStyle ISO and exact float output.
+// Errors of statements and transactions (see connection.h), each message starting with the
+// storage's display URL: serialization failure, deadlock, lock not available, a shutting-down
+// server and a lost connection -> Unavailable (the storage retries the transaction; the next
+// Begin reconnects); unique violation -> AlreadyExists; a read-only session asked to write ->
+// FailedPrecondition; anything else -> Internal.
 class PgConnection : public rdb::Connection {
  public:
   struct OpenOptions {
     bool read_only = false;            // SET default_transaction_read_only
     int connect_timeout_seconds = 10;  // unless `params` has connect_timeout
   };
-  // Connects with libpq keywords `params`; `name` (the display URL) prefixes every message.
+  // Connects with libpq keywords `params`; `name` (the display URL) prefixes every message of the
+  // statements. InvalidArgument when the server cannot be reached or refuses the login;
+  // FailedPrecondition for a server older than 9.5.
   static Result<std::unique_ptr<PgConnection>> Open(
       const std::vector<std::pair<std::string, std::string>>& params, const std::string& name,
       const OpenOptions& options);
