@@ -1,15 +1,7 @@
 // Boundary probes [tune_config]: a command study's models outside the catalog are measured
 // (measured_fit.h), and each of their trials reserves the whole card until four shapes with two
 // lengths are fitted. With memory.boundary_probes (on by default) a run first enqueues, per such
-// model, trials at the shapes that decide the fit (probe_shapes.h): Optuna's enqueue_trial with
-// the model's batch_size and max_length parameters fixed (and the model, when a parameter of the
-// space names it), the sampler filling in the others.
-//
-// A model gets no probes when the study already stored its fit (any precision), when the
-// config's enqueue_trials fix the shape of trials of that model (the user's own probes), or when
-// its batch size and length are not each one parameter of the space ("{batch_size}"). A probe
-// shape that a trial of the model already has, in any state (WAITING: its fixed params), is not
-// enqueued again: a resumed study gets no second set.
+// model, trials at the shapes that decide the fit (probe_shapes.h).
 #pragma once
 
 #include <optional>
@@ -30,9 +22,11 @@ struct ProbeTarget {
   std::vector<ProbeShape> shapes;  // BoundaryProbeShapes of the model's distributions
 };
 
-// The models of `config` to probe (see above; from the config alone): none for a study that is
-// not a command study with a memory section and boundary_probes. Why a model is left out is
-// logged at debug.
+// The models of `config` to probe (from the config alone): none for a study that is not a command
+// study with a memory section and boundary_probes. A model is left out when the config's
+// enqueue_trials fix the shape of trials of that model (the user's own probes), when its batch
+// size and length are not each one parameter of the space ("{batch_size}"), or when
+// BoundaryProbeShapes refuses their distributions; why is logged at debug.
 std::vector<ProbeTarget> BoundaryProbeTargets(const StudyConfig& config);
 
 // What one model's probes enqueue.
@@ -42,14 +36,17 @@ struct BoundaryProbes {
   std::vector<Json> params;        // the fixed params of each shape
 };
 
-// The probes the study still needs: per target whose fit `study_system_attrs` lacks
-// (MeasuredFitKey), the shapes that no trial of `trials` has. Models with none are left out.
+// The probes the study still needs: per target whose fit `study_system_attrs` lacks at every
+// precision (MeasuredFitKey), the shapes that no trial of `trials` has, in any state (WAITING:
+// its fixed params), so a resumed study gets no second set. Each is Optuna's enqueue_trial with
+// the model's batch_size and max_length parameters fixed (and the model, when a parameter of
+// the space names it), the sampler filling in the others. Models with none are left out.
 std::vector<BoundaryProbes> PlanBoundaryProbes(const std::vector<ProbeTarget>& targets,
                                                const std::vector<FrozenTrial>& trials,
                                                const Json& study_system_attrs);
 
 // Enqueues the probes `config`'s study still needs in `study` (WAITING, after the trials already
-// waiting) and logs each model's at info.
+// waiting) and logs each model's at info. Errors: those of reading the study and of EnqueueTrial.
 Status EnqueueBoundaryProbes(const StudyConfig& config, Study& study);
 
 }  // namespace tune
