@@ -45,12 +45,13 @@ struct SqliteOptions {
 // Trial numbers and the claiming of WAITING trials are race-free across threads and processes
 // on one machine; REQUIRES: a local file system (SQLite's locking is unreliable on network ones).
 // The storage may be shared by many threads (one connection, one mutex).
-// Errors, each naming the file and leaving it unchanged: InvalidArgument for an empty path, a
+// Errors: InvalidArgument for an empty path or an options.schema_revision tune does not know
+// (the message lists the supported ones); FailedPrecondition when the linked SQLite is older
+// than 3.35 or lacks JSON1; and, naming the file and leaving it unchanged, InvalidArgument for a
 // directory, a file that is not a SQLite database, is corrupt, is not an Optuna storage, has a
-// schema revision tune does not know (the message lists the supported ones) or other than
-// options.schema_revision, or is empty when read_only; NotFound for a missing file with
-// create_if_missing = false or read_only; FailedPrecondition when the linked SQLite lacks a feature
-// tune needs (JSON1); Unavailable when the file stays locked.
+// schema revision tune does not know or other than options.schema_revision, or is empty when
+// read_only; NotFound for a missing file with create_if_missing = false or read_only;
+// Unavailable when the file stays locked.
 Result<std::unique_ptr<Storage>> OpenSqliteStorage(const std::string& path,
                                                    const SqliteOptions& options = {});
 
