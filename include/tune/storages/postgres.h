@@ -69,8 +69,8 @@ Result<PostgresUrl> ParsePostgresUrl(const std::string& url);
 // part of Optuna's tables (left unchanged), a schema revision tune does not know (listing the
 // supported ones) or other than options.schema_revision, and in a build without libpq
 // (PostgresAvailable); FailedPrecondition for a server older than 9.5; NotFound for a database
-// without the schema when create_if_missing is false or read_only is set. Each message names
-// the host, port and database.
+// without the schema when create_if_missing is false or read_only is set. Each message about
+// the database names its host, port and database.
 Result<std::unique_ptr<Storage>> OpenPostgresStorage(const PostgresUrl& url);
 // ParsePostgresUrl, then OpenPostgresStorage.
 Result<std::unique_ptr<Storage>> OpenPostgresStorage(const std::string& url);
