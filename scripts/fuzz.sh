@@ -20,7 +20,9 @@
 # ends the target's run. The line per target gives the CPU and wall seconds and the executions
 # summed over the rounds, the number of rounds, and the corpus size and edges covered (`cov:`) at
 # the end of the last round; FUZZ_SUMMARY holds each round's final lines. Round progress goes to
-# stderr. On a shared machine run it as `nice -n 19 scripts/fuzz.sh ...`: the fuzzers inherit it.
+# stderr. On a shared machine run it as `nice -n 19 scripts/fuzz.sh ...`: the fuzzers inherit it
+# (where the kernel groups processes by session, lower the session's weight too: `echo 19 >
+# /proc/$$/autogroup`; docs/overview.md, "Fuzzing and sanitizers").
 #   FUZZ_CPU_SECONDS=600 nice -n 19 scripts/fuzz.sh BUILD 600 [TARGET...]
 set -u
 build=${1:?usage: scripts/fuzz.sh BUILD SECONDS [TARGET...]}
