@@ -155,6 +155,16 @@ TEST(Config, WrongType) {
   ExpectError(d, {"/n_trials", "expected an integer"});
 }
 
+// Found by fuzzing (tests/fuzz/corpus/config/finding-objective-type-not-a-string.json): without a
+// search space, an objective "type" that is not a string threw nlohmann's type_error out of the
+// config loader (std::terminate).
+TEST(Config, AnObjectiveTypeOfAnotherKindIsAnError) {
+  auto r = ParseStudyConfig(Json::parse(R"({"objective": {"type": 0}})"), "study.json", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("study.json", 0), 0u) << r.status().message();
+}
+
 // Found by fuzzing (tests/fuzz/corpus/config/finding-int-past-int64.json): a whole number past
 // int64_t's range ("high": 1.2e65) was cast to int64_t, which is undefined behaviour (UBSan).
 TEST(Config, AnIntegerPastInt64IsAnErrorNamingThePath) {
