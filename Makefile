@@ -50,18 +50,23 @@ test-sanitize: deps
 	  $(SANITIZE_CTEST_ARGS)
 
 # The libFuzzer targets of tests/fuzz/ (ASan + UBSan, clang-14) built in $(FUZZ_BUILD_DIR) and run
-# FUZZ_SECONDS each (FUZZ_TARGETS: a subset, e.g. "pickle safetensors"); one line per target
-# (executions, corpus, edges covered, findings) and libFuzzer's final lines in
-# $(FUZZ_BUILD_DIR)/fuzz-summary.txt. Findings go to $(FUZZ_BUILD_DIR)/fuzz-findings/.
+# FUZZ_SECONDS (wall) each (FUZZ_TARGETS: a subset, e.g. "pickle safetensors"); one line per target
+# (CPU and wall seconds, rounds, executions, corpus, edges covered, findings) and libFuzzer's final
+# lines in $(FUZZ_BUILD_DIR)/fuzz-summary.txt. Findings go to $(FUZZ_BUILD_DIR)/fuzz-findings/.
+# FUZZ_CPU_SECONDS=N gives each target N seconds of CPU time (user + system) instead: rounds of at
+# most FUZZ_SECONDS wall seconds, each from the corpus the earlier ones grew, until the fuzzer's CPU
+# time reaches N (scripts/fuzz.sh). On a shared machine: `nice -n 19 make fuzz ...`.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_CPU_SECONDS ?= 0
 FUZZ_TARGETS ?=
 fuzz: deps
 	cmake -S . -B $(FUZZ_BUILD_DIR) -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 \
 	  -DTUNE_FUZZ=ON -DTUNE_WITH_TORCH=OFF -DTUNE_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target tune_fuzz_targets_all
-	scripts/fuzz.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_CPU_SECONDS=$(FUZZ_CPU_SECONDS) scripts/fuzz.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) \
+	  $(FUZZ_TARGETS)
 
 # tune, its libraries and plugins, the Python module, the man page and the bash completion under
 # PREFIX (docs/cli.md#installing); DESTDIR stages them elsewhere, as for a package.

@@ -270,8 +270,13 @@ Status ParseSpaceAndObjective(const JsonReader& r, const fs::path& base_dir, Mod
   const Json& doc = r.json();
   Json objective_json = doc.contains("objective") ? doc["objective"] : Json::object();
   Json space_json = doc.contains("search_space") ? doc["search_space"] : Json();
-  if (space_json.is_null() && objective_json.is_object() &&
-      objective_json.value("type", "function") == "function") {
+  // A "type" of another kind than a string is not "function" (value() would throw type_error):
+  // the config is refused, for want of a search space or by ParseObjective, which names it.
+  const auto type = objective_json.is_object() ? objective_json.find("type") : objective_json.end();
+  const bool function_objective =
+      objective_json.is_object() &&
+      (type == objective_json.end() || (type->is_string() && *type == "function"));
+  if (space_json.is_null() && function_objective) {
     TUNE_RETURN_IF_ERROR(internal::ParseObjective(
         JsonReader(objective_json, r.file(), "/objective"), {{}, base_dir}, config.objective));
     space_json = FunctionDefaultSpace(config.objective.function);

@@ -35,6 +35,26 @@ Result<std::optional<bool>> OptBool(const nlohmann::json& doc, const char* key,
   return std::optional<bool>(it->get<bool>());
 }
 
+// How many ids a tokenizer's files may leave without a token. Vocabularies number their tokens
+// from 0 and added tokens follow them, so the largest id is about the number of tokens; tokens are
+// kept in a table by id, and without a bound one id of 2^31 - 1 in a 20-byte file would make
+// that table 2^31 strings (64 GiB).
+constexpr size_t kMaxIdsWithoutToken = size_t{1} << 16;
+
+// Grows `tokens` (by id) to hold id `id` of `token`, unless the id is not below the number of
+// tokens the files define (`defined`) + kMaxIdsWithoutToken: then an error naming `where`.
+Status MakeRoomForId(std::vector<std::string>& tokens, size_t id, size_t defined,
+                     const std::string& where, const std::string& token) {
+  if (id >= defined + kMaxIdsWithoutToken) {
+    return InvalidArgumentError(
+        fmt::format("{}: token '{}' has id {}, but there are {} tokens; ids must be below {} (the "
+                    "number of tokens + {})",
+                    where, token, id, defined, defined + kMaxIdsWithoutToken, kMaxIdsWithoutToken));
+  }
+  if (id >= tokens.size()) tokens.resize(id + 1);
+  return Status::Ok();
+}
+
 // A JSON object of token -> id (vocab.json, a tokenizer.json's model.vocab) as a list by id;
 // ids no token has stay "".
 Status ReadVocabObject(const nlohmann::json& vocab, const std::string& where,
@@ -49,7 +69,7 @@ Status ReadVocabObject(const nlohmann::json& vocab, const std::string& where,
           fmt::format("{}: token '{}' has id {}; ids are integers >= 0", where, token, id.dump()));
     }
     const auto i = static_cast<size_t>(id.get<int64_t>());
-    if (i >= tokens.size()) tokens.resize(i + 1);
+    TUNE_RETURN_IF_ERROR(MakeRoomForId(tokens, i, vocab.size(), where, token));
     if (!tokens[i].empty()) {
       return InvalidArgumentError(
           fmt::format("{}: tokens '{}' and '{}' share id {}", where, tokens[i], token, i));
@@ -207,6 +227,7 @@ Status Tokenizer::ReadSentencePieceConfig(const std::string& dir) {
 // Hugging Face's AddedToken entries (added_tokens_decoder's values, tokenizer.json's
 // added_tokens) into added_: those matched in the raw text (normalized: false), by content.
 Status Tokenizer::AddTokensFromJson(const nlohmann::json& tokens, const std::string& where) {
+  const size_t defined = tokens_.size() + tokens.size();
   for (const auto& [key, entry] : tokens.items()) {
     if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string()) {
       return InvalidArgumentError(
@@ -239,7 +260,8 @@ Status Tokenizer::AddTokensFromJson(const nlohmann::json& tokens, const std::str
     // A normalized token is matched in the normalized text, which tune does not do: the family's
     // special tokens are never normalized.
     if (flag("normalized", !flag("special", false)) || t.content.empty()) continue;
-    if (static_cast<size_t>(t.id) >= tokens_.size()) tokens_.resize(static_cast<size_t>(t.id) + 1);
+    TUNE_RETURN_IF_ERROR(
+        MakeRoomForId(tokens_, static_cast<size_t>(t.id), defined, where, t.content));
     if (tokens_[static_cast<size_t>(t.id)].empty()) {
       tokens_[static_cast<size_t>(t.id)] = t.content;
       ids_[t.content] = t.id;
@@ -399,18 +421,20 @@ Result<Tokenizer> Tokenizer::FromTokenizerJson(const std::string& path,
   Tokenizer t;
   TUNE_RETURN_IF_ERROR(
       ReadVocabObject(model.value("vocab", nlohmann::json()), path + ": model.vocab", t.tokens_));
-  for (const auto& added : doc.value("added_tokens", nlohmann::json::array())) {
+  const nlohmann::json added_tokens = doc.value("added_tokens", nlohmann::json::array());
+  const size_t defined = t.tokens_.size() + added_tokens.size();
+  for (const auto& added : added_tokens) {
     const int64_t id = added.value("id", int64_t{-1});
     const std::string content = added.value("content", std::string());
     if (id < 0 || id > INT32_MAX || content.empty()) continue;
-    if (static_cast<size_t>(id) >= t.tokens_.size()) t.tokens_.resize(static_cast<size_t>(id) + 1);
+    TUNE_RETURN_IF_ERROR(MakeRoomForId(t.tokens_, static_cast<size_t>(id), defined,
+                                       path + ": added_tokens", content));
     if (t.tokens_[static_cast<size_t>(id)].empty()) t.tokens_[static_cast<size_t>(id)] = content;
   }
   t.Index();
   t.ids_.erase("");
   // tokenizers.Tokenizer matches only the file's added tokens in the text.
-  TUNE_RETURN_IF_ERROR(t.AddTokensFromJson(doc.value("added_tokens", nlohmann::json::array()),
-                                           path + ": added_tokens"));
+  TUNE_RETURN_IF_ERROR(t.AddTokensFromJson(added_tokens, path + ": added_tokens"));
   t.SortAddedTokens();
   const std::string unk = model.contains("unk_token") && model["unk_token"].is_string()
                               ? model["unk_token"].get<std::string>()

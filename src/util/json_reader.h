@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -83,16 +84,24 @@ class JsonReader {
     if (!v.is_number()) return ChildError(key, "expected a number, got " + Describe(v));
     return std::optional<double>(v.get<double>());
   }
+  // An integer; a float that is a whole number (1e3) counts. Either must fit int64_t: casting a
+  // double past its range is undefined, and an unsigned past it would wrap.
   Result<std::optional<int64_t>> OptInt(const std::string& key) const {
     if (!Has(key) || json_.at(key).is_null()) return std::optional<int64_t>();
     const Json& v = json_.at(key);
-    if (!v.is_number_integer() &&
-        !(v.is_number_float() &&
-          v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
+    const char* const kRange = "expected an integer from -2^63 to 2^63 - 1, got ";
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        return ChildError(key, kRange + Describe(v));
+      return std::optional<int64_t>(v.get<int64_t>());
+    }
+    if (v.is_number_integer()) return std::optional<int64_t>(v.get<int64_t>());
+    if (!v.is_number_float() || v.get<double>() != std::trunc(v.get<double>())) {
       return ChildError(key, "expected an integer, got " + Describe(v));
     }
-    return std::optional<int64_t>(v.is_number_integer() ? v.get<int64_t>()
-                                                        : static_cast<int64_t>(v.get<double>()));
+    const double d = v.get<double>();
+    if (!(d >= -0x1p63 && d < 0x1p63)) return ChildError(key, kRange + Describe(v));
+    return std::optional<int64_t>(static_cast<int64_t>(d));
   }
   // An array of strings; empty when the key is absent.
   Result<std::vector<std::string>> StringArray(const std::string& key) const {

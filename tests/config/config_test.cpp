@@ -155,6 +155,37 @@ TEST(Config, WrongType) {
   ExpectError(d, {"/n_trials", "expected an integer"});
 }
 
+// Found by fuzzing (tests/fuzz/corpus/config/finding-objective-type-not-a-string.json): without a
+// search space, an objective "type" that is not a string threw nlohmann's type_error out of the
+// config loader (std::terminate).
+TEST(Config, AnObjectiveTypeOfAnotherKindIsAnError) {
+  auto r = ParseStudyConfig(Json::parse(R"({"objective": {"type": 0}})"), "study.json", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().rfind("study.json", 0), 0u) << r.status().message();
+}
+
+// Found by fuzzing (tests/fuzz/corpus/config/finding-int-past-int64.json): a whole number past
+// int64_t's range ("high": 1.2e65) was cast to int64_t, which is undefined behaviour (UBSan).
+TEST(Config, AnIntegerPastInt64IsAnErrorNamingThePath) {
+  Json d = Base();
+  d["search_space"]["n"] = Json::parse(R"({"type": "int", "low": 1, "high": 1.2e65})");
+  ExpectError(d, {"study.json: /search_space/n/high",
+                  "expected an integer from -2^63 to 2^63 - 1, got ", "(1.2e+65)"});
+  d = Base();
+  d["n_trials"] = Json::parse("18446744073709551615");
+  ExpectError(d, {"/n_trials", "expected an integer from -2^63 to 2^63 - 1, got ",
+                  "(18446744073709551615)"});
+  d = Base();
+  d["n_trials"] = Json::parse("-9.3e18");
+  ExpectError(d, {"/n_trials", "expected an integer from -2^63 to 2^63 - 1"});
+  d = Base();
+  d["n_trials"] = Json::parse("1e3");  // a whole number in range still counts
+  auto c = ParseStudyConfig(d, "study.json", ".");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->n_trials, 1000);
+}
+
 TEST(Config, EmptyChoices) {
   Json d = Base();
   d["search_space"]["bs"] = {{"type", "categorical"}, {"choices", Json::array()}};

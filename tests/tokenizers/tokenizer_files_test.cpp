@@ -285,5 +285,60 @@ TEST(TokenizerFiles, ValuesOfTheWrongTypeAreErrorsNamingTheFile) {
                 "but is string");
 }
 
+// Found by fuzzing (tests/fuzz/corpus/bpe/finding-id-past-vocab): a vocab.json token with id
+// 2^31 - 1 made tune allocate a table of 2^31 strings. Ids must be below the number of tokens
+// the files define + 2^16, in vocab.json, tokenizer.json (model.vocab, added_tokens) and
+// tokenizer_config.json (added_tokens_decoder); a gap within that is read as before.
+TEST(TokenizerFiles, AnIdFarPastTheVocabularyIsAnErrorNamingTheFile) {
+  testing::TempDir dir;
+  const fs::path d = dir.path();
+  const std::string specials = R"("<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3)";
+  std::ofstream(d / "merges.txt") << "#version: 0.2\na b\n";
+  std::ofstream(d / "vocab.json") << "{" << specials << R"(, "a": 2147483647})";
+  auto huge = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(huge.status().message(),
+            (d / "vocab.json").string() +
+                ": token 'a' has id 2147483647, but there are 5 tokens; ids must be below 65541 "
+                "(the number of tokens + 65536)");
+  std::ofstream(d / "vocab.json", std::ios::trunc) << "{" << specials << R"(, "a": 65541})";
+  EXPECT_FALSE(Tokenizer::FromCheckpointDir(d.string(), {}).ok());
+  std::ofstream(d / "vocab.json", std::ios::trunc) << "{" << specials << R"(, "a": 65540})";
+  auto gap = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_TRUE(gap.ok()) << gap.status().message();
+  EXPECT_EQ(gap->TokenId("a"), 65540);
+
+  std::ofstream(d / "tokenizer_config.json")
+      << R"({"added_tokens_decoder": {"2000000000": {"content": "<x>", "special": true}}})";
+  auto decoder = Tokenizer::FromCheckpointDir(d.string(), {});
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_EQ(decoder.status().message().rfind(
+                (d / "tokenizer_config.json").string() +
+                    ": added_tokens_decoder: token '<x>' has id 2000000000, but there are ",
+                0),
+            0u)
+      << decoder.status().message();
+  fs::remove(d / "tokenizer_config.json");
+  fs::remove(d / "vocab.json");
+
+  const std::string json = (d / "tokenizer.json").string();
+  std::ofstream(json) << R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 123456789},
+                                       "merges": []}})";
+  auto model_vocab = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(model_vocab.status().message(),
+            json +
+                ": model.vocab: token 'b' has id 123456789, but there are 2 tokens; ids must be "
+                "below 65538 (the number of tokens + 65536)");
+  std::ofstream(json, std::ios::trunc)
+      << R"({"added_tokens": [{"id": 2147483647, "content": "<x>", "special": true}],
+             "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";
+  auto added = Tokenizer::FromCheckpointDir(d.string(), {});
+  EXPECT_EQ(added.status().message(),
+            json +
+                ": added_tokens: token '<x>' has id 2147483647, but there are 2 tokens; ids "
+                "must be below 65538 (the number of tokens + 65536)");
+}
+
 }  // namespace
 }  // namespace tune
