@@ -119,7 +119,7 @@ Status ResolveCheckpoints(const JsonReader& r, const fs::path& base_dir, ModelCa
   const Json& doc = r.json();
   if (!doc.contains("objective") || !doc["objective"].is_object() ||
       doc["objective"].value("type", Json()) != Json("train") ||
-      doc["objective"].value("task", std::string("text_classification")) != "text_classification" ||
+      doc["objective"].value("task", Json("text_classification")) != Json("text_classification") ||
       doc["objective"].contains("pretrained")) {
     return Status::Ok();
   }

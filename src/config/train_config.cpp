@@ -647,7 +647,8 @@ Status CheckObjectiveDirections(const JsonReader& r, const StudyConfig& config,
   if (!out.constraints.empty() && config.sampler.name != "random") {
     // TPE's optuna-5.0 preset and NSGA-II read them unless told not to (Optuna 5.0).
     const Json& o = config.sampler.options;
-    const std::string preset = o.value("preset", std::string());
+    const auto p = o.find("preset");  // its type is checked with the sampler's options
+    const std::string preset = p != o.end() && p->is_string() ? p->get<std::string>() : "";
     const bool reads_by_default =
         config.sampler.name == "nsgaii" || (preset != "optuna-4.9" && preset != "optuna");
     const auto c = o.find("constraints");

@@ -165,6 +165,15 @@ TEST(Config, AnObjectiveTypeOfAnotherKindIsAnError) {
   EXPECT_EQ(r.status().message().rfind("study.json", 0), 0u) << r.status().message();
 }
 
+// The same kind of key read before its own check, found by reading after the fuzzing: a train
+// objective's "task" of another kind is an error, not an exception.
+TEST(Config, ATrainTaskOfAnotherKindIsAnError) {
+  auto r = ParseStudyConfig(Json::parse(R"({"objective": {"type": "train", "task": 0}})"),
+                            "study.json", ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("study.json", 0), 0u) << r.status().message();
+}
+
 // Found by fuzzing (tests/fuzz/corpus/config/finding-int-past-int64.json): a whole number past
 // int64_t's range ("high": 1.2e65) was cast to int64_t, which is undefined behaviour (UBSan).
 TEST(Config, AnIntegerPastInt64IsAnErrorNamingThePath) {
