@@ -82,6 +82,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   }
   const double grad_scale = std::exchange(grad_scale_, 1.0);
   const torch::Tensor found_inf = std::exchange(found_inf_, torch::Tensor());
+  const torch::Tensor clip = std::exchange(clip_, torch::Tensor());
   // Read back only when a parameter takes a path that cannot read it on the device.
   std::optional<bool> skip_on_host;
   auto skip = [&] {
@@ -105,6 +106,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       const torch::Tensor& grad = p.grad();
       TORCH_CHECK(!grad.is_sparse(), "FusedAdamW does not support sparse gradients");
       if (skip()) continue;
+      if (clip.defined()) p.mutable_grad().mul_(clip);
       State& s = states_[p.unsafeGetTensorImpl()];
       if (s.step == 0) {
         s.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
@@ -142,7 +144,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       p.addcdiv_(s.exp_avg, denom, -step_size);
     }
     for (const auto& [dtype, params] : fused) {
-      FusedDeviceStep(params, lr, beta1, beta2, wd, eps, found_inf);
+      FusedDeviceStep(params, lr, beta1, beta2, wd, eps, found_inf, clip);
     }
   }
   return loss;
@@ -152,7 +154,7 @@ bool FusedDeviceAdamW() { return TUNE_TORCH_AT_LEAST(2, 0); }
 
 void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
                                  double beta2, double weight_decay, double eps,
-                                 const torch::Tensor& found_inf) {
+                                 const torch::Tensor& found_inf, const torch::Tensor& clip) {
 #if TUNE_TORCH_AT_LEAST(2, 0)
   std::vector<torch::Tensor> grads, exp_avgs, exp_avg_sqs, steps;
   for (const torch::Tensor& p : params) {
@@ -173,27 +175,35 @@ void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, doubl
   at::_foreach_add_(steps, 1);
   const c10::optional<at::Tensor> flag =
       found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::nullopt;
+  // The kernel divides each gradient by grad_scale as it reads it (and stores the quotient).
+  const c10::optional<at::Tensor> divisor =
+      clip.defined() ? c10::optional<at::Tensor>(clip.to(torch::kFloat).reciprocal())
+                     : c10::nullopt;
   at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false,
-                    /*grad_scale=*/c10::nullopt, flag);
+                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, divisor, flag);
   // A skipped step (found_inf 1) takes its count back, on the device, as
   // torch.optim.AdamW(fused=True) does; the host's count (steps()) counts calls.
   if (found_inf.defined()) {
     at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf.reshape({})));
   }
 #else
-  (void)params, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)found_inf;
+  (void)params, (void)lr, (void)beta1, (void)beta2, (void)weight_decay, (void)eps, (void)found_inf,
+      (void)clip;
   TORCH_CHECK(false, "the fused CUDA AdamW needs LibTorch >= 2.0");
 #endif
+}
+
+torch::Tensor ClipCoefficientOnDevice(const std::vector<torch::Tensor>& grads, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+  for (torch::Tensor& n : norms) n = n.to(torch::kFloat);
+  return (torch::stack(norms).norm() + 1e-6).reciprocal_().mul_(max_norm).clamp_max_(1.0);
 }
 
 void ClipGradientsOnDevice(const std::vector<torch::Tensor>& grads, double max_norm) {
   if (grads.empty()) return;
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
-  for (torch::Tensor& n : norms) n = n.to(torch::kFloat);
-  const torch::Tensor coefficient =
-      (torch::stack(norms).norm() + 1e-6).reciprocal_().mul_(max_norm).clamp_max_(1.0);
+  const torch::Tensor coefficient = ClipCoefficientOnDevice(grads, max_norm);
 #if TUNE_TORCH_AT_LEAST(2, 1)
   at::_foreach_mul_(grads, coefficient);
 #else

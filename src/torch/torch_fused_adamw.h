@@ -35,6 +35,12 @@ class FusedAdamW : public torch::optim::Optimizer {
   // other. Reset to 1 after the step.
   void set_grad_scale(double scale) { grad_scale_ = scale; }
 
+  // The same with the coefficient a one-element float tensor on the parameters' device
+  // (ClipCoefficientOnDevice's): the fused device kernel divides each gradient by its reciprocal
+  // as it reads it (its grad_scale), with no pass of its own and no host wait; the other paths
+  // multiply in place. Reset after the step.
+  void set_clip_coefficient(torch::Tensor coefficient) { clip_ = std::move(coefficient); }
+
   // The next step() leaves every parameter and its state as they are when `found_inf` (fp16
   // loss scaling's flag: a one-element float tensor on the parameters' device, non-zero when a
   // gradient was inf or NaN) is set, as GradScaler.step skips the optimizer. The fused device
@@ -60,9 +66,10 @@ class FusedAdamW : public torch::optim::Optimizer {
   // The fused CUDA kernel over `params` of one group (one device and dtype each call).
   void FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
                        double beta2, double weight_decay, double eps,
-                       const torch::Tensor& found_inf);
+                       const torch::Tensor& found_inf, const torch::Tensor& clip);
   std::unordered_map<const void*, State> states_;
   double grad_scale_ = 1.0;
+  torch::Tensor clip_;       // set_clip_coefficient's, for one step
   torch::Tensor found_inf_;  // set_found_inf's, for one step
   bool device_kernel_on_cpu_ = false;
 };
@@ -75,10 +82,13 @@ double GradientNorm(const std::vector<torch::Tensor>& params);
 // clip_grad_norm_'s coefficient: max_norm / (norm + 1e-6), at most 1.
 double ClipCoefficient(double norm, double max_norm);
 
-// torch.nn.utils.clip_grad_norm_(foreach=True) for gradients on a device, without reading
-// anything back to the host: the global norm from _foreach_norm, the coefficient min(1, max_norm
-// / (norm + 1e-6)) kept on the device, and every gradient multiplied by it (by 1 when the norm
-// is within bounds).
+// clip_grad_norm_'s coefficient for gradients on a device, without reading anything back to the
+// host: the global norm from _foreach_norm, then min(1, max_norm / (norm + 1e-6)), a float scalar
+// tensor on the device.
+torch::Tensor ClipCoefficientOnDevice(const std::vector<torch::Tensor>& grads, double max_norm);
+
+// torch.nn.utils.clip_grad_norm_(foreach=True) on a device: every gradient multiplied by
+// ClipCoefficientOnDevice (by 1 when the norm is within bounds).
 void ClipGradientsOnDevice(const std::vector<torch::Tensor>& grads, double max_norm);
 
 // Whether the CUDA parameters' step runs the fused kernel (LibTorch >= 2.0).

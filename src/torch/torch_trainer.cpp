@@ -137,22 +137,28 @@ torch::Tensor SummedLoss(ProblemType type, const torch::Tensor& logits,
   return {};
 }
 
-// clip_grad_norm_. On the CPU, AdamW folds the coefficient into its step (one pass fewer over
-// the gradients) and SGD's gradients are scaled in place. On a device, the coefficient stays
-// there (ClipGradientsOnDevice): no host wait in the step.
+// clip_grad_norm_. AdamW folds the coefficient into its step (one pass fewer over the
+// gradients); SGD's gradients are scaled in place. On a device the coefficient stays there: no
+// host wait in the step.
 void ClipGradients(const std::vector<torch::Tensor>& params, double max_norm,
                    torch::optim::Optimizer& optimizer) {
+  auto* adamw = dynamic_cast<internal::FusedAdamW*>(&optimizer);
   if (!params.empty() && !params.front().device().is_cpu()) {
     std::vector<torch::Tensor> grads;
     for (const auto& p : params) {
       if (p.grad().defined()) grads.push_back(p.grad());
     }
-    internal::ClipGradientsOnDevice(grads, max_norm);
+    if (grads.empty()) return;
+    if (adamw != nullptr) {
+      adamw->set_clip_coefficient(internal::ClipCoefficientOnDevice(grads, max_norm));
+    } else {
+      internal::ClipGradientsOnDevice(grads, max_norm);
+    }
     return;
   }
   const double coefficient = internal::ClipCoefficient(internal::GradientNorm(params), max_norm);
   if (coefficient >= 1.0) return;
-  if (auto* adamw = dynamic_cast<internal::FusedAdamW*>(&optimizer)) {
+  if (adamw != nullptr) {
     adamw->set_grad_scale(coefficient);
     return;
   }

@@ -242,6 +242,43 @@ TEST(ClipGradientsOnDevice, MatchesClipGradNormAndLeavesSmallGradientsAlone) {
   ClipGradientsOnDevice({}, 1.0);  // nothing to clip
 }
 
+// Clipping folded into the step as a coefficient tensor (the device path: no pass of its own,
+// no host wait): 4 steps, two clipped, equal clip_grad_norm_ and then torch::optim::AdamW, on the
+// fused device kernel (which divides by the coefficient's reciprocal as it reads a gradient) and
+// on the in-place path.
+TEST(FusedAdamW, AClipCoefficientTensorEqualsClipGradNormThenAdamW) {
+  for (bool device_kernel : {false, true}) {
+#if !TUNE_TORCH_AT_LEAST(2, 4)
+    if (device_kernel) continue;  // at::_fused_adamw_'s CPU kernel is 2.4's
+#endif
+    SCOPED_TRACE(device_kernel ? "device kernel" : "in place");
+    Params fused = MakeParams(torch::kFloat, 13), reference = MakeParams(torch::kFloat, 13);
+    auto ours = MakeAdamW<FusedAdamW>(fused);
+    ours->set_device_kernel_on_cpu(device_kernel);
+    auto theirs = MakeAdamW<torch::optim::AdamW>(reference);
+    for (int step = 0; step < 4; ++step) {
+      SetGradients(fused, reference, step, 1.0);
+      const double max_norm = step % 2 == 0 ? 2.0 : 1e6;  // steps 0 and 2 clipped
+      std::vector<torch::Tensor> grads;
+      for (const auto& p : fused.all()) grads.push_back(p.grad());
+      ours->set_clip_coefficient(ClipCoefficientOnDevice(grads, max_norm));
+      torch::nn::utils::clip_grad_norm_(reference.all(), max_norm);
+      ours->step();
+      theirs->step();
+    }
+    EXPECT_LT(MaxRelativeDifference(fused, reference), 1e-5);
+    // Unclipped, step 0's gradients (norm ~200) would have moved the weights differently.
+    Params unclipped = MakeParams(torch::kFloat, 13);
+    auto plain = MakeAdamW<FusedAdamW>(unclipped);
+    plain->set_device_kernel_on_cpu(device_kernel);
+    for (int step = 0; step < 4; ++step) {
+      SetGradients(unclipped, reference, step, 1.0);
+      plain->step();
+    }
+    EXPECT_GT(MaxRelativeDifference(unclipped, fused), 1e-4);
+  }
+}
+
 // The share of kept elements of n Bernoulli(1 - p) draws is within 5 standard deviations.
 void ExpectKeepRate(const torch::Tensor& noise, double p) {
   const auto n = static_cast<double>(noise.numel());
