@@ -11,9 +11,12 @@ import argparse
 import json
 from collections import OrderedDict
 
-SIDES = [("tune", "eager"), ("tune", "sdpa"), ("tune", "auto"), ("pytorch-eager", None),
+SIDES = [("tune", "eager"), ("tune", "sdpa"), ("tune", "sdpa+fused_qkv"), ("tune", "auto"),
+         ("pytorch-eager", None),
          ("pytorch-compile", None), ("pytorch", None), ("pytorch-transformers", None)]
 LABEL = {("tune", "eager"): "tune, eager attention", ("tune", "sdpa"): "tune, SDPA",
+         ("tune", "sdpa+fused_qkv"): "tune, SDPA, fused Q/K/V",
+         ("tune", "eager+fused_qkv"): "tune, eager attention, fused Q/K/V",
          ("tune", "auto"): "tune, auto", ("pytorch-eager", None): "(a) PyTorch eager, SDPA",
          ("pytorch-compile", None): "(b) torch.compile of (a)",
          ("pytorch", None): "(c) hand-written loop",
@@ -45,8 +48,10 @@ def main():
         non_emb = py[0]["non_embedding_parameters"] if py else None
         best = {}
         for r in runs:
-            side = (r["impl"], r.get("attention") if r["impl"] == "tune" else None,
-                    r.get("libtorch", ""))
+            attention = r.get("attention") if r["impl"] == "tune" else None
+            if attention and r.get("fused_qkv"):
+                attention += "+fused_qkv"
+            side = (r["impl"], attention, r.get("libtorch", ""))
             if side not in best or r["samples_per_second"] > best[side]["samples_per_second"]:
                 best[side] = r
         ref_a = best.get(("pytorch-eager", None, ""), {}).get("samples_per_second")

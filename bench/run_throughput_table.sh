@@ -11,7 +11,8 @@
 #   PYTHON: a Python whose torch is >= 2.0 (tune's environment, .venv/bin/python).
 # Environment: ROWS (default: the issue's rows, "MODEL BATCH LENGTH STEPS" separated by ";"),
 # THREADS (CPU threads, default: every core), PEAK_TFLOPS (for the MFU column), SIDES (default
-# "tune-eager tune-sdpa hand eager compile"), DEADLINE (seconds per run, default 900).
+# "tune-eager tune-sdpa tune-sdpa-fused hand eager compile"; a "-fused" side sets tune's
+# fused_qkv), DEADLINE (seconds per run, default 900).
 set -uo pipefail
 bench=${1:?usage: bench/run_throughput_table.sh TUNE_BENCH PYTHON OUT [DEVICE [PRECISION]]}
 python=${2:?usage}
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 threads=${THREADS:-$(nproc)}
 deadline=${DEADLINE:-900}
 rows=${ROWS:-"bert-base-uncased 8 128 20;bert-base-uncased 32 256 10;bert-base-uncased 16 512 10;bert-large-uncased 16 256 10;microsoft/deberta-v3-base 16 256 10"}
-sides=${SIDES:-tune-eager tune-sdpa hand eager compile}
+sides=${SIDES:-tune-eager tune-sdpa tune-sdpa-fused hand eager compile}
 mkdir -p "$(dirname "$out")"
 : >> "$out"
 
@@ -58,6 +59,10 @@ for row in "${row_list[@]}"; do
     esac
     for side in $sides; do
       case $side in
+        tune-*-fused)
+          attention=${side#tune-}
+          run "$label $side" "$bench" "${common[@]}" --attention "${attention%-fused}" \
+            --fused-qkv 1 ;;
         tune-*) run "$label $side" "$bench" "${common[@]}" --attention "${side#tune-}" ;;
         *) run "$label $side" "$python" "$here/train_throughput.py" "${common[@]}" \
              --loop "$side" --peak-tflops "${PEAK_TFLOPS:-0}" ;;

@@ -9,12 +9,13 @@
 // Usage: tune_bench_train_throughput --layers 4 --hidden 256 --heads 4 --intermediate 1024
 //          --vocab 16384 --batch 16 --length 64 --steps 8 --threads 1
 //          [--device cpu|cuda|cuda:N] [--precision fp32|bf16|fp16]
-//          [--model NAME] [--attention auto|sdpa|eager] [--padded 0|1]
+//          [--model NAME] [--attention auto|sdpa|eager] [--padded 0|1] [--fused-qkv 0|1]
 // --model takes the architecture of a catalog model (bert-base-uncased, bert-large-uncased,
 // microsoft/deberta-v3-base: configs/models.json) instead of the sizes, randomly initialised.
 // --padded 1 draws each example's length as real text's (a lognormal with median length/3,
 // sigma 0.6, clipped to [3, length]) and pads every batch to `length`, so that the attention
 // masks users hit are measured; 0: every example fills `length` (no padding, no mask).
+// --fused-qkv 1 sets the fused_qkv hyperparameter (Q/K/V in one GEMM; off by default).
 #include <fmt/format.h>
 #include <time.h>
 
@@ -36,6 +37,7 @@ struct Args {
   int64_t batch = 16, length = 64, steps = 8, threads = 1;
   int64_t count_memory = 1;  // tune's default on CPU: the counting allocator measures the peak
   int64_t padded = 0;
+  int64_t fused_qkv = 0;
   std::string name = "encoder";
   std::string model;  // a catalog model's architecture, instead of the sizes
   std::string attention = "auto";
@@ -67,6 +69,7 @@ bool Parse(int argc, char** argv, Args& a) {
                    : k == "--threads"      ? &a.threads
                    : k == "--count-memory" ? &a.count_memory
                    : k == "--padded"       ? &a.padded
+                   : k == "--fused-qkv"    ? &a.fused_qkv
                                            : nullptr;
     if (dst == nullptr) {
       std::cerr << "unknown option " << k << "\n";
@@ -166,6 +169,7 @@ int main(int argc, char** argv) {
     std::cerr << set.ToString() << "\n";
     return 2;
   }
+  job.hp.fused_qkv = a.fused_qkv != 0;
   job.data = &data;
 
   std::vector<double> seconds, cpu;  // cpu: the process's CPU time at the end of each epoch
@@ -186,14 +190,15 @@ int main(int argc, char** argv) {
                    "\"cpu_seconds\": {:.4f}, \"samples_per_cpu_second\": {:.3f}, "
                    "\"libtorch\": \"{}\", \"count_memory\": {}, \"peak_memory_bytes\": {}, "
                    "\"device\": \"{}\", \"precision\": \"{}\", \"model\": \"{}\", "
-                   "\"attention\": \"{}\", \"padded\": {}, \"hidden\": {}, \"layers\": {}, "
+                   "\"attention\": \"{}\", \"padded\": {}, \"fused_qkv\": {}, \"hidden\": {}, "
+                   "\"layers\": {}, "
                    "\"vocab\": {}, \"type_vocab\": {}, \"max_positions\": {}}}",
                    a.name, result->num_parameters, a.threads, a.batch, a.length, a.steps,
                    seconds[0], seconds[1], samples / seconds[1], cpu[1] - cpu[0],
                    samples / (cpu[1] - cpu[0]), tune::TorchVersion(), a.count_memory != 0,
                    result->peak_memory_bytes, a.device, a.precision, a.model, a.attention,
-                   a.padded != 0, job.model.hidden_size, job.model.num_hidden_layers,
-                   job.model.vocab_size, job.model.type_vocab_size,
+                   a.padded != 0, a.fused_qkv != 0, job.model.hidden_size,
+                   job.model.num_hidden_layers, job.model.vocab_size, job.model.type_vocab_size,
                    job.model.max_position_embeddings)
             << std::endl;
   return 0;

@@ -88,6 +88,83 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   }
 };
 
+// `a`, `b` and `c` (each [n, ...], one shape and dtype) as one [3n, ...] tensor: a view when they
+// lie one after another in one storage (PackRows's layout), else a copy.
+torch::Tensor Rows3(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c) {
+  const int64_t n = a.numel();
+  if (a.is_contiguous() && b.is_contiguous() && c.is_contiguous() && a.is_alias_of(b) &&
+      a.is_alias_of(c) && b.storage_offset() == a.storage_offset() + n &&
+      c.storage_offset() == b.storage_offset() + n && a.sizes() == b.sizes() &&
+      a.sizes() == c.sizes()) {
+    std::vector<int64_t> sizes = a.sizes().vec();
+    sizes[0] *= 3;
+    return a.as_strided(sizes, a.strides(), a.storage_offset());
+  }
+  return torch::cat({a, b, c});
+}
+
+// Moves the data of `a`, `b` and `c` into one new storage, one after another, so that Rows3
+// returns a view. The tensors stay the same parameters (set_data): an optimizer's state and a
+// checkpoint's names are untouched.
+void PackRows(torch::Tensor& a, torch::Tensor& b, torch::Tensor& c) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = a.size(0);
+  std::vector<int64_t> sizes = a.sizes().vec();
+  sizes[0] *= 3;
+  torch::Tensor packed = torch::empty(sizes, a.options());
+  packed.narrow(0, 0, n).copy_(a);
+  packed.narrow(0, n, n).copy_(b);
+  packed.narrow(0, 2 * n, n).copy_(c);
+  a.set_data(packed.narrow(0, 0, n));
+  b.set_data(packed.narrow(0, n, n));
+  c.set_data(packed.narrow(0, 2 * n, n));
+}
+
+// y = x [Wq; Wk; Wv]^T + [bq; bk; bv]: the three projections of one attention as one GEMM, and in
+// backward one GEMM each for the input's and the packed weights' gradients (returned to the three
+// parameters as row blocks of one buffer). Under autocast the input and the packed weights are
+// cast once, as the three Linears would each cast them; the input's gradient comes back in the
+// input's dtype and the parameters' in theirs.
+class QkvProjection : public torch::autograd::Function<QkvProjection> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& wq, const torch::Tensor& wk,
+                               const torch::Tensor& wv, const torch::Tensor& bq,
+                               const torch::Tensor& bk, const torch::Tensor& bv) {
+    torch::Tensor xc = x, w = Rows3(wq, wk, wv), b = Rows3(bq, bk, bv);
+    const c10::DeviceType device = x.device().type();
+    if (AutocastEnabled(device)) {
+      const at::ScalarType dtype = AutocastDtype(device);
+      xc = x.to(dtype);
+      w = w.to(dtype);
+      b = b.to(dtype);
+    }
+    ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(wq.scalar_type());
+    ctx->save_for_backward({xc, w});
+    return torch::linear(xc, w, b);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& xc = saved[0];
+    const torch::Tensor& w = saved[1];
+    const auto x_dtype = static_cast<at::ScalarType>(ctx->saved_data["x_dtype"].toInt());
+    const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    const int64_t rows = w.size(0), n = rows / 3, in = w.size(1);
+    const torch::Tensor gy = grad_outputs[0].to(w.scalar_type()).reshape({-1, rows});
+    torch::Tensor gx, gw, gb;
+    if (ctx->needs_input_grad(0)) gx = gy.mm(w).view(xc.sizes()).to(x_dtype);
+    if (ctx->needs_input_grad(1)) gw = gy.t().mm(xc.reshape({-1, in})).to(w_dtype);
+    if (ctx->needs_input_grad(4)) gb = gy.sum(0).to(w_dtype);
+    auto part = [&](const torch::Tensor& g, int64_t k) {
+      return g.defined() ? g.narrow(0, k * n, n) : torch::Tensor();
+    };
+    return {gx, part(gw, 0), part(gw, 1), part(gw, 2), part(gb, 0), part(gb, 1), part(gb, 2)};
+  }
+};
+
 }  // namespace
 
 bool SdpaAvailable() { return TUNE_TORCH_AT_LEAST(2, 0); }
@@ -109,6 +186,7 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
   c.layer_norm_eps = c.roberta_positions ? 1e-5 : 1e-12;
   c.gradient_checkpointing = hp.gradient_checkpointing;
   c.sdpa = hp.attention == Attention::kSdpa;
+  c.fused_qkv = hp.fused_qkv;
   if (UsesRelativePositions(model)) {
     c.deberta = true;
     c.position_buckets = model.position_buckets;
@@ -189,19 +267,41 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const EncoderConfig& c)
     : heads_(c.num_heads),
       head_dim_(c.hidden_size / c.num_heads),
       scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads))),
-      sdpa_(c.sdpa) {
+      sdpa_(c.sdpa),
+      fused_qkv_(c.fused_qkv) {
   query_ = register_module("query", torch::nn::Linear(c.hidden_size, c.hidden_size));
   key_ = register_module("key", torch::nn::Linear(c.hidden_size, c.hidden_size));
   value_ = register_module("value", torch::nn::Linear(c.hidden_size, c.hidden_size));
   dropout_ = register_module("dropout", FastDropout(c.attention_dropout));
 }
 
+std::array<torch::Tensor, 3> BertSelfAttentionImpl::Project(const torch::Tensor& x) {
+  const int64_t b = x.size(0), t = x.size(1);
+  if (!fused_qkv_) {
+    auto split = [&](const torch::Tensor& y) {
+      return y.view({b, t, heads_, head_dim_}).transpose(1, 2);  // [B, heads, T, d]
+    };
+    return {split(query_(x)), split(key_(x)), split(value_(x))};
+  }
+  // Packed once (and again after the parameters moved, as Module::to moves each on its own).
+  if (Rows3(query_->weight, key_->weight, value_->weight).data_ptr() != query_->weight.data_ptr() ||
+      Rows3(query_->bias, key_->bias, value_->bias).data_ptr() != query_->bias.data_ptr()) {
+    PackRows(query_->weight, key_->weight, value_->weight);
+    PackRows(query_->bias, key_->bias, value_->bias);
+  }
+  // [B, T, 3H] -> [3, B, heads, T, d]: one unbind, so backward assembles one gradient.
+  const std::vector<torch::Tensor> qkv =
+      QkvProjection::apply(x, query_->weight, key_->weight, value_->weight, query_->bias,
+                           key_->bias, value_->bias)
+          .view({b, t, 3, heads_, head_dim_})
+          .permute({2, 0, 3, 1, 4})
+          .unbind(0);
+  return {qkv[0], qkv[1], qkv[2]};
+}
+
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   const int64_t b = x.size(0), t = x.size(1), h = x.size(2);
-  auto split = [&](const torch::Tensor& y) {
-    return y.view({b, t, heads_, head_dim_}).transpose(1, 2);  // [B, heads, T, d]
-  };
-  torch::Tensor q = split(query_(x)), k = split(key_(x)), v = split(value_(x));
+  auto [q, k, v] = Project(x);
 #if TUNE_TORCH_AT_LEAST(2, 0)
   if (sdpa_) {  // the scale is SDPA's default, 1 / sqrt(head_dim)
     const c10::optional<at::Tensor> attend =
@@ -256,8 +356,9 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
   return output_(intermediate_(h), h);
 }
 
-torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position) {
-  torch::Tensor ids = torch::arange(length, torch::kLong);
+torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position,
+                                       torch::Device device) {
+  torch::Tensor ids = torch::arange(length, torch::TensorOptions(torch::kLong).device(device));
   torch::Tensor rel = ids.unsqueeze(1) - ids.unsqueeze(0);
   if (buckets <= 0 || max_position <= 0) return rel;
   // make_log_bucket_position, step by step in float32 as Hugging Face computes it.
@@ -267,7 +368,7 @@ torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t 
       torch::where((rel < mid) & (rel > -mid), torch::full_like(rel, mid - 1), torch::abs(rel));
   torch::Tensor log_base =
       torch::scalar_tensor(static_cast<double>(max_position - 1) / static_cast<double>(mid),
-                           torch::kFloat)
+                           torch::TensorOptions(torch::kFloat).device(device))
           .log();
   torch::Tensor log_pos =
       torch::ceil(torch::log(abs_pos.to(torch::kFloat) / static_cast<double>(mid)) / log_base *
@@ -454,12 +555,12 @@ torch::Tensor TransformerClassifierImpl::Encode(const torch::Tensor& input_ids,
   torch::Tensor rel, rel_pos;
   if (config_.deberta) {
     const int64_t t = input_ids.size(1);
-    if (!rel_pos_.defined() || rel_pos_.size(0) != t || rel_pos_.device() != input_ids.device()) {
-      rel_pos_ =
-          DebertaRelativePositions(t, config_.position_buckets, config_.max_relative_positions)
-              .to(input_ids.device());
+    // Built once per longer length, on the device: no host work or copy per batch.
+    if (!rel_pos_.defined() || rel_pos_.size(0) < t || rel_pos_.device() != input_ids.device()) {
+      rel_pos_ = DebertaRelativePositions(t, config_.position_buckets,
+                                          config_.max_relative_positions, input_ids.device());
     }
-    rel_pos = rel_pos_;
+    rel_pos = rel_pos_.size(0) == t ? rel_pos_ : rel_pos_.slice(0, 0, t).slice(1, 0, t);
     rel = rel_norm_(rel_embeddings_->weight);  // norm_rel_ebd "layer_norm", shared by all layers
   } else {
     // BERT's layers ignore them; empty, not undefined, for the checkpoint Function's inputs.

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct EncoderConfig {
   // BERT-family self-attention through at::scaled_dot_product_attention (hyperparams.h's
   // Attention::kSdpa; REQUIRES: SdpaAvailable()). DeBERTa's layers ignore it.
   bool sdpa = false;
+  // BERT-family Q/K/V projections as one GEMM (hyperparams.h's fused_qkv).
+  bool fused_qkv = false;
   // DeBERTa-v2/v3 (Hugging Face DebertaV2 with relative_attention, pos_att_type "p2c|c2p",
   // share_att_key, norm_rel_ebd "layer_norm", position_biased_input false): no absolute position
   // embeddings; every layer adds content-to-position and position-to-content terms computed from
@@ -68,8 +71,10 @@ class EncoderLayer {
 
 // Hugging Face's build_relative_position + make_log_bucket_position for a sequence of `length`:
 // [length, length] int64, entry (i, j) the bucket of query i - key j. Within +-buckets/2 a distance
-// is its own bucket; beyond, buckets grow logarithmically up to max_position.
-torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position);
+// is its own bucket; beyond, buckets grow logarithmically up to max_position. Computed on `device`
+// (as Hugging Face computes it on the query's device).
+torch::Tensor DebertaRelativePositions(int64_t length, int64_t buckets, int64_t max_position,
+                                       torch::Device device = torch::kCPU);
 
 // The parts BERT's and DeBERTa's embeddings share, under Hugging Face's names.
 class EmbeddingsBase : public torch::nn::Module {
@@ -105,9 +110,11 @@ class BertSelfAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
 
  private:
+  // q, k, v: [B, heads, T, d] each, from three projections or one fused.
+  std::array<torch::Tensor, 3> Project(const torch::Tensor& x);
   int64_t heads_, head_dim_;
   double scale_;
-  bool sdpa_;
+  bool sdpa_, fused_qkv_;
   torch::nn::Linear query_{nullptr}, key_{nullptr}, value_{nullptr};
   FastDropout dropout_{nullptr};
 };
@@ -256,7 +263,9 @@ class TransformerClassifierImpl : public torch::nn::Module {
   std::vector<EncoderLayer*> layer_impls_;
   torch::nn::Embedding rel_embeddings_{nullptr};  // DeBERTa: encoder.rel_embeddings
   torch::nn::LayerNorm rel_norm_{nullptr};        // DeBERTa: encoder.LayerNorm
-  torch::Tensor rel_pos_;                         // DeBERTa: cached for the last length
+  // DeBERTa: the relative positions of the longest batch so far, on its device; a shorter batch
+  // reads its top-left corner (entry (i, j) depends on i - j only).
+  torch::Tensor rel_pos_;
   torch::nn::Linear pooler_{nullptr};
   ClassifierHead classifier_{nullptr};
 };

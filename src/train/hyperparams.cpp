@@ -221,6 +221,7 @@ const std::vector<Entry>& Table() {
                  Choice<Attention>(&TrainHyperparams::attention, {{"auto", Attention::kAuto},
                                                                   {"sdpa", Attention::kSdpa},
                                                                   {"eager", Attention::kEager}})});
+    t.push_back({"fused_qkv", {}, Bool(&TrainHyperparams::fused_qkv)});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;

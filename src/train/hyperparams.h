@@ -83,6 +83,10 @@ struct TrainHyperparams {
   // allow_tf32 and cudnn.allow_tf32). No effect on the CPU.
   bool tf32 = true;
   Attention attention = Attention::kAuto;
+  // BERT, RoBERTa and XLM-R: the query, key and value projections as one GEMM over their packed
+  // weights (and one in backward for their gradients) instead of three. Off until a card shows
+  // it faster; DeBERTa's layers ignore it.
+  bool fused_qkv = false;
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order

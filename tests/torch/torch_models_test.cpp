@@ -55,6 +55,17 @@ TEST(DebertaRelativePositions, IdentityNearLogBucketsFar) {
   EXPECT_EQ(DebertaRelativePositions(20, 0, 32)[16][0].item<int64_t>(), 16);
 }
 
+// The model builds the table once for the longest batch so far and gives a shorter batch its
+// top-left corner: exact, since entry (i, j) depends on i - j only.
+TEST(DebertaRelativePositions, AShorterTableIsTheCornerOfALongerOne) {
+  const torch::Tensor longest = DebertaRelativePositions(300, 256, 512);
+  for (int64_t t : {1, 7, 130, 299}) {
+    EXPECT_TRUE(
+        torch::equal(DebertaRelativePositions(t, 256, 512), longest.slice(0, 0, t).slice(1, 0, t)))
+        << "length " << t;
+  }
+}
+
 // Without absolute positions, only the c2p/p2c terms see where tokens are. Reordering the tokens
 // therefore changes what a token attends to; with every distance in one bucket (the same
 // position term everywhere) the attention is permutation-equivariant again.
@@ -178,6 +189,26 @@ TEST(TransformerClassifier, DebertaCheckpointingGivesTheSameGradients) {
   EXPECT_GT(rel_plain.abs().max().item<double>(), 0.0);
   EXPECT_TRUE(torch::allclose(rel_plain, rel_ckpt, 1e-5, 1e-7));
   EXPECT_TRUE(torch::allclose(q_plain, q_ckpt, 1e-5, 1e-7));
+}
+
+// The relative positions are cached for the longest batch so far: a short batch after a long one
+// gets the same logits as in a model that never saw the long one.
+TEST(TransformerClassifier, DebertaGivesTheSameLogitsAfterALongerBatch) {
+  torch::manual_seed(4);
+  TransformerClassifier seen_long(TinyDebertaConfig(), HeadConfig{});
+  TransformerClassifier fresh(TinyDebertaConfig(), HeadConfig{});
+  torch::NoGradGuard no_grad;
+  for (const auto& item : seen_long->named_parameters()) {
+    fresh->named_parameters()[item.key()].copy_(item.value());
+  }
+  seen_long->eval();
+  fresh->eval();
+  torch::Tensor long_ids = torch::randint(1, 50, {2, 30}, torch::kLong);
+  torch::Tensor ids = torch::randint(1, 50, {2, 9}, torch::kLong);
+  torch::Tensor mask = torch::ones({2, 9}, torch::kLong);
+  mask[1].slice(0, 5).zero_();
+  seen_long(long_ids, torch::ones({2, 30}, torch::kLong));
+  EXPECT_TRUE(torch::equal(seen_long(ids, mask), fresh(ids, mask)));
 }
 
 // Under bf16 autocast the checkpointed layers are recomputed in backward under the same autocast
@@ -318,6 +349,60 @@ TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
               << name << ", padded " << padded;
         }
       }
+    }
+  }
+}
+
+// The fused Q/K/V projection (one GEMM over the packed weights, one custom backward) against the
+// three Linears, the same weights: logits and every gradient equal, fp32 and bf16 autocast,
+// padded or not, eager attention and (LibTorch 2.x) SDPA. The parameters keep their Hugging Face
+// names and become row blocks of one storage.
+TEST(FusedQkv, OutputsAndGradientsEqualThreeProjections) {
+  for (bool sdpa : {false, true}) {
+    if (sdpa && !SdpaAvailable()) continue;
+    for (auto autocast : {std::optional<torch::ScalarType>(), std::optional(torch::kBFloat16)}) {
+      SCOPED_TRACE(std::string(sdpa ? "sdpa" : "eager") + (autocast ? " bf16" : " fp32"));
+      torch::manual_seed(12);
+      HeadConfig head;
+      head.dropout = 0.0;
+      EncoderConfig c = TinyBertConfig(sdpa);
+      TransformerClassifier three(c, head);
+      c.fused_qkv = true;
+      TransformerClassifier fused(c, head);
+      {
+        torch::NoGradGuard no_grad;
+        auto from = three->named_parameters();
+        ASSERT_EQ(from.size(), fused->named_parameters().size());
+        for (auto& p : fused->named_parameters()) p.value().copy_(from[p.key()]);
+      }
+      three->train(true);
+      fused->train(true);
+      Batch batch;
+      // bf16: the fused GEMM rounds its sums in other places than three GEMMs.
+      const double tolerance = autocast ? 3e-2 : 1e-5;
+      for (bool padded : {true, false}) {
+        const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
+        auto [logits_3, grads_3] = Step(three, batch.ids, mask, autocast);
+        auto [logits_f, grads_f] = Step(fused, batch.ids, mask, autocast);
+        EXPECT_LT(MaxRelativeDifference(logits_f, logits_3), tolerance) << "padded " << padded;
+        ASSERT_EQ(grads_3.size(), grads_f.size());
+        double largest = 0;
+        for (const auto& [name, g] : grads_3)
+          largest = std::max(largest, g.abs().max().item<double>());
+        ASSERT_GT(largest, 0.0);
+        for (const auto& [name, g] : grads_3) {
+          ASSERT_EQ(grads_f.at(name).scalar_type(), g.scalar_type()) << name;
+          const double difference = (grads_f.at(name) - g).abs().max().item<double>();
+          EXPECT_LT(difference / std::max(g.abs().max().item<double>(), 1e-3 * largest),
+                    tolerance * 10)
+              << name << ", padded " << padded;
+        }
+      }
+      auto params = fused->named_parameters();
+      const torch::Tensor& q = params["encoder.layer.1.attention.self.query.weight"];
+      const torch::Tensor& v = params["encoder.layer.1.attention.self.value.weight"];
+      EXPECT_TRUE(q.is_alias_of(v));
+      EXPECT_EQ(v.storage_offset(), q.storage_offset() + 2 * q.numel());
     }
   }
 }
