@@ -1,23 +1,49 @@
 #include "fuzz/fuzz_scratch.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 namespace tune::fuzz {
 namespace fs = std::filesystem;
 
 namespace {
 
+constexpr std::string_view kPrefix = "tune-fuzz-";
+
+// Removes the scratch directories of fuzzing processes that are gone: libFuzzer leaves through
+// _Exit on a crash, a timeout or a signal, so their destructors never ran.
+void RemoveOrphans(const fs::path& tmp) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const std::string pid = name.substr(kPrefix.size());
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
+// One directory per process, named by its pid, so that the next run can tell whose is orphaned.
 struct Scratch {
   fs::path path;
   Scratch() {
-    std::string templ = (fs::temp_directory_path() / "tune-fuzz-XXXXXX").string();
-    if (mkdtemp(templ.data()) == nullptr) {
-      std::perror("tune fuzz: mkdtemp");
+    const fs::path tmp = fs::temp_directory_path();
+    RemoveOrphans(tmp);
+    path = tmp / (std::string(kPrefix) + std::to_string(getpid()));
+    std::error_code ec;
+    fs::remove_all(path, ec);  // a recycled pid's
+    if (!fs::create_directory(path, ec) || ec) {
+      std::fprintf(stderr, "tune fuzz: cannot create %s: %s\n", path.c_str(), ec.message().c_str());
       std::abort();
     }
-    path = templ;
+    fs::permissions(path, fs::perms::owner_all, ec);
   }
   ~Scratch() {
     std::error_code ec;
