@@ -332,6 +332,7 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["precision"] = PrecisionName(hp.precision);
   j["tf32"] = hp.tf32;
   j["attention"] = AttentionName(hp.attention);
+  j["fused_qkv"] = hp.fused_qkv;
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
