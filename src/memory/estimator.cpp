@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * kKiB;
-constexpr int64_t kGiB = 1024 * kMiB;
 
 // Sizes of the caching allocator (docs/memory.md#caching-allocator-sizes).
 constexpr int64_t kMinBlock = 512;
