@@ -4,7 +4,9 @@
 # pip torch.
 #
 # What it does (as root here: debootstrap, mount and chroot need it; the build runs as a user):
-#   1. A minimal root (debootstrap --variant=minbase, SUITE, default bookworm) kept in ROOT and
+#   1. A minimal root (debootstrap --variant=minbase, SUITE, default bookworm; an Ubuntu suite
+#      such as jammy or noble comes from archive.ubuntu.com with main and universe, checked
+#      against Ubuntu's archive key) kept in ROOT (default /var/cache/tune/clean-SUITE) and
 #      reused; in it only build-essential, cmake, git, python3-venv and ca-certificates are
 #      installed (plus CC's compiler package: g++-11 or clang-14). The packages present are listed
 #      in the log.
@@ -31,7 +33,7 @@ cc=gcc
 wheels=""
 sources=""
 jobs=$(nproc 2>/dev/null || echo 2)
-root=${TUNE_CLEAN_ROOT:-/var/cache/tune/clean-bookworm}
+root=${TUNE_CLEAN_ROOT:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --cc) cc=${2:?--cc needs a value}; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     *) echo "check-clean-root.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
+root=${root:-/var/cache/tune/clean-$SUITE}
 case "$cc" in
   gcc) cc_pkg=""; cc_env="" ;;
   gcc-11) cc_pkg=g++-11; cc_env="CC=gcc-11 CXX=g++-11" ;;

@@ -28,6 +28,39 @@ system_debian_mirror() {
   done | sort -u | head -n 1
 }
 
+UBUNTU_DEFAULT_MIRROR=https://archive.ubuntu.com/ubuntu
+# The Ubuntu Archive Automatic Signing Key (2018): the keyring must hold it.
+UBUNTU_ARCHIVE_KEY=F6ECB3762474EDA9D21B7022871920D1991BC93C
+
+root_is_ubuntu() {
+  case "$SUITE" in focal | jammy | mantic | noble | oracular | plucky) return 0 ;; esac
+  return 1
+}
+
+# Ubuntu's archive keyring for debootstrap: the system's (ubuntu-keyring), else the package
+# fetched from the Ubuntu archive and accepted only if it holds UBUNTU_ARCHIVE_KEY.
+ubuntu_keyring() {
+  local system=/usr/share/keyrings/ubuntu-archive-keyring.gpg
+  local cache=/var/cache/tune/ubuntu-keyring mirror=${TUNE_UBUNTU_MIRROR:-$UBUNTU_DEFAULT_MIRROR}
+  if [ -f "$system" ]; then
+    echo "$system"
+    return 0
+  fi
+  if [ ! -f "$cache/ubuntu-archive-keyring.gpg" ]; then
+    mkdir -p "$cache"
+    curl -sSfo "$cache/keyring.deb" \
+      "$mirror/pool/main/u/ubuntu-keyring/ubuntu-keyring_2021.03.26_all.deb" ||
+      die "cannot fetch Ubuntu's keyring from $mirror (apt-get install ubuntu-keyring instead)"
+    dpkg-deb --fsys-tarfile "$cache/keyring.deb" |
+      tar -xOf - ./usr/share/keyrings/ubuntu-archive-keyring.gpg > "$cache/candidate.gpg"
+    gpg --show-keys --with-colons "$cache/candidate.gpg" 2>/dev/null |
+      grep -q "^fpr:::::::::$UBUNTU_ARCHIVE_KEY:" ||
+      die "the fetched Ubuntu keyring lacks the archive key $UBUNTU_ARCHIVE_KEY"
+    mv "$cache/candidate.gpg" "$cache/ubuntu-archive-keyring.gpg"
+  fi
+  echo "$cache/ubuntu-archive-keyring.gpg"
+}
+
 # Runs $1 with bash inside the root, as root, in a clean environment.
 root_run() {
   chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
@@ -49,16 +82,27 @@ root_debootstrap() { # makes $root from nothing (or a copy of $seed_root)
     return 0
   fi
   command -v debootstrap >/dev/null 2>&1 || die "debootstrap not found (apt-get install debootstrap)"
-  mirror=$(system_debian_mirror)
-  mirror=${mirror:-$DEBIAN13_DEFAULT_MIRROR}
+  local components=main,contrib,non-free,non-free-firmware
+  local -a extra=()
+  if root_is_ubuntu; then
+    mirror=${TUNE_UBUNTU_MIRROR:-$UBUNTU_DEFAULT_MIRROR}
+    components=main,universe
+    extra=(--keyring="$(ubuntu_keyring)")
+  else
+    mirror=$(system_debian_mirror)
+    mirror=${mirror:-$DEBIAN13_DEFAULT_MIRROR}
+  fi
   log "debootstrap $SUITE from $mirror into $root (once; a few minutes)"
   mkdir -p "$(dirname "$root")"
-  debootstrap --variant=minbase --components=main,contrib,non-free,non-free-firmware \
-    "$SUITE" "$partial" "$mirror" > "$root.debootstrap.log" 2>&1 ||
+  # Debian 12's debootstrap knows Ubuntu up to jammy; later releases bootstrap alike (gutsy's script).
+  local script=()
+  [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=(/usr/share/debootstrap/scripts/gutsy)
+  debootstrap --variant=minbase --components="$components" "${extra[@]}" \
+    "$SUITE" "$partial" "$mirror" "${script[@]}" > "$root.debootstrap.log" 2>&1 ||
     die "debootstrap failed: $(tail -n 5 "$root.debootstrap.log") (log: $root.debootstrap.log)"
   cat > "$partial/etc/apt/sources.list" <<EOF
-deb $mirror $SUITE main contrib non-free non-free-firmware
-deb $mirror $SUITE-updates main contrib non-free non-free-firmware
+deb $mirror $SUITE ${components//,/ }
+deb $mirror $SUITE-updates ${components//,/ }
 EOF
   # Package scripts must not start services (postgresql) in the chroot.
   printf '#!/bin/sh\nexit 101\n' > "$partial/usr/sbin/policy-rc.d"
