@@ -407,6 +407,29 @@ TEST(FusedQkv, OutputsAndGradientsEqualThreeProjections) {
   }
 }
 
+// Gradient checkpointing recomputes the fused projection in backward (its custom function inside
+// the checkpoint's): every gradient equals the run without checkpointing.
+TEST(FusedQkv, CheckpointingGivesTheSameGradients) {
+  auto grads = [](bool checkpoint) {
+    torch::manual_seed(13);
+    EncoderConfig c = TinyBertConfig(false);
+    c.fused_qkv = true;
+    c.gradient_checkpointing = checkpoint;
+    c.hidden_dropout = 0.1;  // the recomputation must draw the same masks
+    HeadConfig head;
+    TransformerClassifier model(c, head);
+    model->train(true);
+    Batch batch;
+    return Step(model, batch.ids, batch.mask).second;
+  };
+  const auto plain = grads(false), checkpointed = grads(true);
+  ASSERT_EQ(plain.size(), checkpointed.size());
+  EXPECT_GT(plain.at("encoder.layer.0.attention.self.query.weight").abs().max().item<double>(), 0);
+  for (const auto& [name, g] : plain) {
+    EXPECT_TRUE(torch::allclose(g, checkpointed.at(name), 1e-5, 1e-7)) << name;
+  }
+}
+
 // A batch without padding may come without a mask: the logits equal those of an all-ones mask,
 // for both attention paths and RoBERTa's positions.
 TEST(Sdpa, NoMaskIsAnUnpaddedBatch) {
