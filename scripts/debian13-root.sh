@@ -28,7 +28,9 @@ system_debian_mirror() {
   done | sort -u | head -n 1
 }
 
-UBUNTU_DEFAULT_MIRROR=https://archive.ubuntu.com/ubuntu
+# http, as Ubuntu's own sources: apt checks the archive's signature, and a root trusts no
+# proxy's certificate authority before its packages are in.
+UBUNTU_DEFAULT_MIRROR=http://archive.ubuntu.com/ubuntu
 # The Ubuntu Archive Automatic Signing Key (2018): the keyring must hold it.
 UBUNTU_ARCHIVE_KEY=F6ECB3762474EDA9D21B7022871920D1991BC93C
 
