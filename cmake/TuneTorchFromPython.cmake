@@ -87,51 +87,64 @@ if(TUNE_TORCH_CUDA_VERSION)
       "and ${_tp_sys_prefix}): found headers '${_tp_cuda_include}', library '${_tp_cudart}'. "
       "pip: the nvidia-cuda-runtime wheel torch depends on; conda: the cuda-cudart-dev package.")
   endif()
-  # cuda_runtime_api.h includes crt/host_defines.h, which the runtime wheels leave to the CUDA
-  # compiler's packages (CUDA 13: nvidia-cuda-crt, 133 KB of headers; CUDA 12: nvidia-cuda-nvcc-cu12).
-  # Taken from beside torch when one is installed there; else that package of torch's CUDA
-  # version is installed into the build tree (pip --target, once; the headers only, no compiler
-  # runs), as FetchContent downloads sources.
-  macro(_tp_find_crt)  # _tp_crt_include: the first directory with crt/host_defines.h, or ""
+  # The runtime wheels' headers include two sets they do not ship: crt/host_defines.h (from
+  # cuda_runtime_api.h), left to the CUDA compiler's packages (CUDA 13: nvidia-cuda-crt, 133 KB of
+  # headers; CUDA 12: nvidia-cuda-nvcc-cu12), and CCCL's nv/target (from cuda_fp16.h, which
+  # ATen's CUDA headers include: nvidia-cuda-cccl, or nvidia-cuda-cccl-cu12; torch 2.15's wheels
+  # bring it, 2.14's do not). Each is taken from beside torch when installed there; else that
+  # package of torch's CUDA version is installed into the build tree (pip --target, once; headers
+  # only, no compiler runs), as FetchContent downloads sources.
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _tp_cuda_minor "${TUNE_TORCH_CUDA_VERSION}")
+  macro(_tp_find_header header out)  # out: the first include directory with `header`, or ""
     file(GLOB _tp_more LIST_DIRECTORIES true "${_tp_site}/nvidia/*/include"
          "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
-    set(_tp_crt_include "")
+    set(${out} "")
     foreach(_dir IN ITEMS ${_tp_cuda_include} ${_tp_more} "${_tp_sys_prefix}/include")
-      if(NOT _tp_crt_include AND EXISTS "${_dir}/crt/host_defines.h")
-        set(_tp_crt_include "${_dir}")
+      if(NOT ${out} AND EXISTS "${_dir}/${header}")
+        set(${out} "${_dir}")
       endif()
     endforeach()
   endmacro()
-  _tp_find_crt()
-  if(NOT _tp_crt_include)
-    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _tp_cuda_minor "${TUNE_TORCH_CUDA_VERSION}")
-    if(_tp_cuda_major VERSION_GREATER_EQUAL 13)
-      set(_tp_crt_package "nvidia-cuda-crt==${_tp_cuda_minor}.*")
-    else()
-      set(_tp_crt_package "nvidia-cuda-nvcc-cu${_tp_cuda_major}==${_tp_cuda_minor}.*")
+  set(_tp_extra_includes "")
+  foreach(_tp_header IN ITEMS crt/host_defines.h nv/target)
+    _tp_find_header("${_tp_header}" _tp_found)
+    if(NOT _tp_found)
+      if(_tp_header STREQUAL "nv/target")
+        set(_tp_package "nvidia-cuda-cccl")
+      elseif(_tp_cuda_major VERSION_GREATER_EQUAL 13)
+        set(_tp_package "nvidia-cuda-crt")
+      else()
+        set(_tp_package "nvidia-cuda-nvcc")
+      endif()
+      if(_tp_cuda_major VERSION_LESS 13)
+        string(APPEND _tp_package "-cu${_tp_cuda_major}")
+      endif()
+      string(APPEND _tp_package "==${_tp_cuda_minor}.*")
+      message(STATUS "The CUDA runtime's headers beside torch lack ${_tp_header}: installing "
+                     "${_tp_package} into ${CMAKE_BINARY_DIR}/cuda-crt (pip, headers only)")
+      execute_process(
+        COMMAND "${TUNE_TORCH_PYTHON}" -m pip install --quiet --no-deps --disable-pip-version-check
+                --target "${CMAKE_BINARY_DIR}/cuda-crt" "${_tp_package}"
+        RESULT_VARIABLE _tp_pip_rc ERROR_VARIABLE _tp_pip_err)
+      _tp_find_header("${_tp_header}" _tp_found)
+      if(NOT _tp_found)
+        string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" _tp_pip_last "\n${_tp_pip_err}")
+        message(FATAL_ERROR
+          "torch's CUDA runtime headers (${_tp_cuda_include}) need ${_tp_header}, which is in "
+          "${_tp_package}; installing it failed (${_tp_pip_last}). Install it into that Python "
+          "(${TUNE_TORCH_PYTHON} -m pip install '${_tp_package}') and configure again.")
+      endif()
     endif()
-    message(STATUS "The CUDA runtime's headers beside torch lack crt/host_defines.h: installing "
-                   "${_tp_crt_package} into ${CMAKE_BINARY_DIR}/cuda-crt (pip, headers only)")
-    execute_process(
-      COMMAND "${TUNE_TORCH_PYTHON}" -m pip install --quiet --no-deps --disable-pip-version-check
-              --target "${CMAKE_BINARY_DIR}/cuda-crt" "${_tp_crt_package}"
-      RESULT_VARIABLE _tp_pip_rc ERROR_VARIABLE _tp_pip_err)
-    _tp_find_crt()
-    if(NOT _tp_crt_include)
-      string(REGEX REPLACE ".*\n([^\n]+)\n?$" "\\1" _tp_pip_last "\n${_tp_pip_err}")
-      message(FATAL_ERROR
-        "torch's CUDA runtime headers (${_tp_cuda_include}) need crt/host_defines.h, which is in "
-        "${_tp_crt_package}; installing it failed (${_tp_pip_last}). Install it into that Python "
-        "(${TUNE_TORCH_PYTHON} -m pip install '${_tp_crt_package}') and configure again.")
-    endif()
-  endif()
+    list(APPEND _tp_extra_includes "${_tp_found}")
+  endforeach()
+  list(REMOVE_DUPLICATES _tp_extra_includes)
   _tune_torch_library(c10_cuda libc10_cuda.so)
   _tune_torch_library(torch_cuda libtorch_cuda.so)
   if(NOT TARGET CUDA::cudart)
     add_library(CUDA::cudart SHARED IMPORTED GLOBAL)
   endif()
   set_target_properties(CUDA::cudart PROPERTIES IMPORTED_LOCATION "${_tp_cudart}"
-                        INTERFACE_INCLUDE_DIRECTORIES "${_tp_cuda_include};${_tp_crt_include}")
+                        INTERFACE_INCLUDE_DIRECTORIES "${_tp_cuda_include};${_tp_extra_includes}")
   set_target_properties(c10_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "c10;CUDA::cudart")
   set_target_properties(torch_cuda PROPERTIES INTERFACE_LINK_LIBRARIES "c10_cuda;torch_cpu")
   list(PREPEND _tp_torch_links torch_cuda c10_cuda)
