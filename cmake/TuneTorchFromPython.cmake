@@ -92,12 +92,13 @@ if(TUNE_TORCH_CUDA_VERSION)
   # headers; CUDA 12: nvidia-cuda-nvcc-cu12), and CCCL's nv/target (from cuda_fp16.h, which
   # ATen's CUDA headers include: nvidia-cuda-cccl, or nvidia-cuda-cccl-cu12; torch 2.15's wheels
   # bring it, 2.14's do not). Each is taken from beside torch when installed there; else that
-  # package of torch's CUDA version is installed into the build tree (pip --target, once; headers
-  # only, no compiler runs), as FetchContent downloads sources.
+  # package of torch's CUDA version is installed into the build tree (cuda-headers/PACKAGE, pip
+  # --target, once; headers only, no compiler runs), as FetchContent downloads sources.
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" _tp_cuda_minor "${TUNE_TORCH_CUDA_VERSION}")
   macro(_tp_find_header header out)  # out: the first include directory with `header`, or ""
     file(GLOB _tp_more LIST_DIRECTORIES true "${_tp_site}/nvidia/*/include"
-         "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include")
+         "${CMAKE_BINARY_DIR}/cuda-crt/nvidia/*/include"
+         "${CMAKE_BINARY_DIR}/cuda-headers/*/nvidia/*/include")
     set(${out} "")
     foreach(_dir IN ITEMS ${_tp_cuda_include} ${_tp_more} "${_tp_sys_prefix}/include")
       if(NOT ${out} AND EXISTS "${_dir}/${header}")
@@ -119,12 +120,14 @@ if(TUNE_TORCH_CUDA_VERSION)
       if(_tp_cuda_major VERSION_LESS 13)
         string(APPEND _tp_package "-cu${_tp_cuda_major}")
       endif()
+      # One directory per package: pip --target does not merge into an existing nvidia/.
+      set(_tp_target "${CMAKE_BINARY_DIR}/cuda-headers/${_tp_package}")
       string(APPEND _tp_package "==${_tp_cuda_minor}.*")
       message(STATUS "The CUDA runtime's headers beside torch lack ${_tp_header}: installing "
-                     "${_tp_package} into ${CMAKE_BINARY_DIR}/cuda-crt (pip, headers only)")
+                     "${_tp_package} into ${_tp_target} (pip, headers only)")
       execute_process(
         COMMAND "${TUNE_TORCH_PYTHON}" -m pip install --quiet --no-deps --disable-pip-version-check
-                --target "${CMAKE_BINARY_DIR}/cuda-crt" "${_tp_package}"
+                --target "${_tp_target}" "${_tp_package}"
         RESULT_VARIABLE _tp_pip_rc ERROR_VARIABLE _tp_pip_err)
       _tp_find_header("${_tp_header}" _tp_found)
       if(NOT _tp_found)
