@@ -108,7 +108,8 @@ def main():
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--server-workers", type=int, default=4, help="mlflow server --workers")
-    ap.add_argument("--concurrency", default="1,4", help="tracking.mlflow.concurrency values")
+    ap.add_argument("--concurrency", default="1,4",
+                    help="tracking.mlflow.concurrency values; empty: no MLflow rows, no server")
     ap.add_argument("--trial-seconds", type=float, default=0,
                     help="> 0: command-objective trials that sleep this long, instead of the "
                          "function objective")
@@ -121,14 +122,16 @@ def main():
     tune = os.path.abspath(args.tune)
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="tune-tracking-bench-") as tmp:
-        server, uri = start_server(tmp, args.server_workers, args.pin)
+        concurrency = [c for c in args.concurrency.split(",") if c.strip()]
+        server, uri = (start_server(tmp, args.server_workers, args.pin) if concurrency
+                       else (None, ""))
         try:
             kinds = {"none": None,
                      "tensorboard": {"tensorboard": os.path.join(tmp, "tb")},
                      **{f"mlflow+tensorboard, concurrency {c}": {
                          "mlflow": {"uri": uri, "concurrency": int(c)},
                          "tensorboard": os.path.join(tmp, "tb")}
-                        for c in args.concurrency.split(",")}}
+                        for c in concurrency}}
             results = {k: [] for k in kinds}
             for i in range(args.rounds):
                 for kind, tracking in kinds.items():
@@ -138,8 +141,9 @@ def main():
                     results[kind].append(res)
                     print(kind, i, res, flush=True)
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait()
+            if server:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait()
     load1 = os.getloadavg()
     base = statistics.median(r["study_s"] for r in results["none"])
     lines = ["| Tracking | Study wall time (median) | vs none | tune's CPU time (median) | "
@@ -160,8 +164,8 @@ def main():
         pass
     machine = (f"{platform.node()}: {cpu}, {os.cpu_count()} cores, load average "
                f"{load0[0]:.1f} at the start and {load1[0]:.1f} at the end; "
-               f"{args.trials} trials per run, {args.rounds} runs of each, alternating; "
-               f"mlflow server --workers {args.server_workers}; " +
+               f"{args.trials} trials per run, {args.rounds} runs of each, alternating; " +
+               (f"mlflow server --workers {args.server_workers}; " if concurrency else "") +
                (f"command trials of {args.trial_seconds} s" if args.trial_seconds > 0
                 else "function trials") +
                ("; tune pinned to CPU 0, the server to CPU 1" if args.pin else ""))
