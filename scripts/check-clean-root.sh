@@ -21,8 +21,13 @@
 #   5. The LibTorch-free unit suites (ctest -L unit) built in the same build directory.
 #   6. One summary line: the compiler, the build and install time, the study, the tests.
 #
+# With --system-libs, the with-root path instead: after step 2, root runs the clone's
+# scripts/install-deps.sh --build (the release's own -dev packages: what the README's apt-get line
+# installs) and step 3 builds against them, without --fetch-deps (default ROOT
+# /var/cache/tune/clean-SUITE-system, so that the clean root stays clean).
+#
 # Usage: scripts/check-clean-root.sh [--cc gcc-11|gcc|clang-14] [--wheels DIR] [--sources DIR]
-#                                    [--jobs N] [--root DIR] [--suite SUITE]
+#                                    [--jobs N] [--root DIR] [--suite SUITE] [--system-libs]
 # Logs: build/clean-root/ in the source tree.
 # Exit status: 0 when every step passed; 1 when one failed (the message names it).
 set -euo pipefail
@@ -32,6 +37,7 @@ SUITE=bookworm
 cc=gcc
 wheels=""
 sources=""
+system_libs=""
 jobs=$(nproc 2>/dev/null || echo 2)
 root=${TUNE_CLEAN_ROOT:-}
 while [ $# -gt 0 ]; do
@@ -42,10 +48,11 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=${2:?--jobs needs a value}; shift 2 ;;
     --root) root=${2:?--root needs a value}; shift 2 ;;
     --suite) SUITE=${2:?--suite needs a value}; shift 2 ;;
+    --system-libs) system_libs=1; shift ;;
     *) echo "check-clean-root.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-root=${root:-/var/cache/tune/clean-$SUITE}
+root=${root:-/var/cache/tune/clean-$SUITE${system_libs:+-system}}
 case "$cc" in
   gcc) cc_pkg=""; cc_env="" ;;
   gcc-11) cc_pkg=g++-11; cc_env="CC=gcc-11 CXX=g++-11" ;;
@@ -97,15 +104,26 @@ rm -rf "$root/home/tuneuser/tune"
 git clone -q --no-checkout "$src_dir" "$root/home/tuneuser/tune"
 git -C "$root/home/tuneuser/tune" checkout -q --detach "$(git -C "$src_dir" rev-parse HEAD)"
 chroot "$root" chown -R tuneuser: /home/tuneuser/tune
+deps="--fetch-deps"
+if [ -n "$system_libs" ]; then
+  log "as root: the release's packages for building (scripts/install-deps.sh --build)"
+  root_run "cd /home/tuneuser/tune && scripts/install-deps.sh --build" > "$log_dir/install-deps.log" 2>&1 ||
+    die "install-deps.sh --build failed: $(tail -n 5 "$log_dir/install-deps.log")"
+  root_run "dpkg-query -W -f='\${Package} \${Version}\n'" > "$log_dir/packages-after.txt"
+  log "the root now has $(wc -l < "$log_dir/packages-after.txt") packages; of tune's libraries:" \
+      "$(grep -E '^(libfmt-dev|libspdlog-dev|libcli11-dev|nlohmann-json3-dev|libgtest-dev|libsqlite3-dev|libsentencepiece-dev|libminizip-dev|libcurl4-openssl-dev|libpq-dev|cmake|g\+\+) ' \
+         "$log_dir/packages-after.txt" | tr '\n' ' ' || true)"
+  deps=""
+fi
 fetch_args=""
-if [ -n "$sources" ]; then
+if [ -n "$sources" ] && [ -z "$system_libs" ]; then
   root_mount /sources --bind "$sources" -o ro
   for d in "$sources"/*/; do
     name=$(basename "$d")
     fetch_args+=" --cmake-arg -DFETCHCONTENT_SOURCE_DIR_$(echo "$name" | tr '[:lower:]-' '[:upper:]_')=/sources/$name"
   done
 fi
-build_cmd="cd ~/tune && $cc_env scripts/build-with-torch.sh --python ~/venv/bin/python --fetch-deps \
+build_cmd="cd ~/tune && $cc_env scripts/build-with-torch.sh --python ~/venv/bin/python $deps \
   --jobs $jobs --build-dir ~/tune/build$fetch_args"
 log "as tuneuser: $build_cmd"
 start=$SECONDS
@@ -129,6 +147,6 @@ user_run "cd ~/tune/build && cmake -DTUNE_BUILD_TESTS=ON . >/dev/null && \
 tests_s=$((SECONDS - start))
 tests=$(grep -E '^[0-9]+% tests passed' "$log_dir/unit-tests.log" | tail -n 1)
 cat "$log_dir/study.log"
-echo "clean-root: $SUITE, ${cc}, torch $torch_version, commit" \
+echo "clean-root: $SUITE${system_libs:+ (its own packages)}, ${cc}, torch $torch_version, commit" \
      "$(git -C "$src_dir" rev-parse --short HEAD): configure + build + install ${build_s}s;" \
      "study from ~/.local ok; unit tests ${tests_s}s ($tests)"
