@@ -28,7 +28,7 @@
 #
 # Usage: scripts/check-clean-root.sh [--cc gcc-11|gcc|clang-14] [--wheels DIR] [--sources DIR]
 #                                    [--jobs N] [--root DIR] [--suite SUITE] [--system-libs]
-# Logs: build/clean-root/ in the source tree.
+# Logs: build/clean-root/SUITE[-system]-CC/ in the source tree.
 # Exit status: 0 when every step passed; 1 when one failed (the message names it).
 set -euo pipefail
 
@@ -63,7 +63,7 @@ esac
 . "$src_dir/scripts/debian13-root.sh"
 log() { echo "clean-root: $*" >&2; }
 die() { echo "clean-root: ERROR: $*" >&2; exit 1; }
-log_dir=$src_dir/build/clean-root
+log_dir=$src_dir/build/clean-root/$SUITE${system_libs:+-system}-$cc
 mkdir -p "$log_dir"
 
 root_prepare
