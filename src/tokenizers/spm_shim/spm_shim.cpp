@@ -94,7 +94,9 @@ TUNE_SPM_EXPORT int tune_spm_unk_id(const tune_spm* model) { return model->sp.un
 
 TUNE_SPM_EXPORT int tune_spm_piece_to_id(const tune_spm* model, const char* piece, size_t len) {
   try {
-    return model->sp.PieceToId(std::string_view(piece, len));
+    // {data, size}: SentencePiece's absl::string_view, which is std::string_view from 0.1.97 and
+    // a class of its own before (Ubuntu 22.04's 0.1.96), is built from both.
+    return model->sp.PieceToId({piece, len});
   } catch (...) {
     return -1;
   }
