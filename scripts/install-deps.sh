@@ -30,11 +30,12 @@ set -euo pipefail
 # Building: CLI11, nlohmann-json, spdlog, fmt, SQLite, GoogleTest (the test binaries, built by
 # default); libpq-dev: the PostgreSQL storage; libsentencepiece-dev: the SentencePiece models of
 # DeBERTa-v3 and XLM-RoBERTa (the tokenizers' Unicode data is tune's own, no ICU);
-# libminizip-dev: the zip archive of pytorch_model.bin (torch.save); libcurl4-openssl-dev:
+# libminizip-dev (and zlib1g-dev, which its headers include but which Ubuntu 22.04's does not
+# pull in): the zip archive of pytorch_model.bin (torch.save); libcurl4-openssl-dev:
 # MLflow's REST API, where studies are tracked (src/tracking/); libjs-chart.js: the charting
 # library `tune report` inlines in its pages; ccache: faster rebuilds.
 build_pkgs=(cmake g++ make ccache libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-            libgtest-dev libsqlite3-dev libpq-dev libsentencepiece-dev libminizip-dev
+            libgtest-dev libsqlite3-dev libpq-dev libsentencepiece-dev libminizip-dev zlib1g-dev
             libcurl4-openssl-dev libjs-chart.js)
 # The test suite: postgresql: the throwaway server `make test` starts; python3-psycopg2: lets
 # the Optuna compatibility test open tune's PostgreSQL studies; python3-sentencepiece: the
