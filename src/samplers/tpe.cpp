@@ -24,6 +24,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kRelativeParamsKey = "tpe:relative_params";
 constexpr size_t kSystemAttrMaxLength = 2045;
 
+// "tpe:relative_params:<i>", appended piece by piece: GCC 13 warns (-Warray-bounds, wrongly) on
+// the same string built by concatenating temporaries.
+std::string RelativeParamsKey(size_t i) {
+  std::string key = kRelativeParamsKey;
+  key += ':';
+  key += std::to_string(i);
+  return key;
+}
+
 // Ranking key of a finished trial; smaller is better (docs/tpe.md#ranking). The first
 // element is 0 for feasible trials and 1 for infeasible ones (only with constraints).
 using RankKey = std::array<double, 3>;
@@ -410,7 +419,7 @@ class TpeSampler::Index {
   void ReadShared(const FrozenTrial& t) {
     std::string text;
     for (int i = 0;; ++i) {
-      auto it = t.system_attrs.find(std::string(kRelativeParamsKey) + ":" + std::to_string(i));
+      auto it = t.system_attrs.find(RelativeParamsKey(static_cast<size_t>(i)));
       if (it == t.system_attrs.end() || !it->is_string()) break;
       text += it->get<std::string>();
     }
@@ -493,8 +502,7 @@ SamplerRecords TpeSampler::AfterSampleRelative(const SearchSpace& space,
   for (const auto& [name, internal] : params) shared[name] = ToExternal(space.at(name), internal);
   const std::string text = shared.dump(-1, ' ', /*ensure_ascii=*/true);  // as json.dumps
   for (size_t i = 0; i < text.size(); i += kSystemAttrMaxLength) {
-    out.trial_system_attrs[std::string(kRelativeParamsKey) + ":" +
-                           std::to_string(i / kSystemAttrMaxLength)] =
+    out.trial_system_attrs[RelativeParamsKey(i / kSystemAttrMaxLength)] =
         text.substr(i, kSystemAttrMaxLength);
   }
   return out;
