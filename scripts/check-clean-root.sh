@@ -102,7 +102,8 @@ torch_version=$(user_run "~/venv/bin/python -c 'import torch; print(torch.__vers
 # 3. Clone, build with fetched libraries, unit tests, install.
 rm -rf "$root/home/tuneuser/tune"
 git clone -q --no-checkout "$src_dir" "$root/home/tuneuser/tune"
-git -C "$root/home/tuneuser/tune" checkout -q --detach "$(git -C "$src_dir" rev-parse HEAD)"
+built_commit=$(git -C "$src_dir" rev-parse --short HEAD)
+git -C "$root/home/tuneuser/tune" checkout -q --detach "$built_commit"
 chroot "$root" chown -R tuneuser: /home/tuneuser/tune
 deps="--fetch-deps"
 if [ -n "$system_libs" ]; then
@@ -139,7 +140,10 @@ user_run 'export PATH=$HOME/.local/bin:$PATH; command -v tune; tune --version;
   > "$log_dir/study.log" 2>&1 || die "the installed tune failed: $(tail -n 20 "$log_dir/study.log")"
 
 # 5. The LibTorch-free unit suites (ctest -L unit) in the same build, with the fetched GoogleTest.
+# With libpq found (--system-libs), the PostgreSQL suites' server fixture too (it skips, exit 77,
+# where no PostgreSQL server is installed).
 unit_targets="tune_core_tests tune_tracking_tests tune_storage_tests tune_fuzz_replay_tests"
+[ -n "$system_libs" ] && unit_targets+=" tune_test_postgres_server"
 start=$SECONDS
 user_run "cd ~/tune/build && cmake -DTUNE_BUILD_TESTS=ON . >/dev/null && \
   cmake --build . -j $jobs --target $unit_targets && ctest -L unit -j $jobs" \
@@ -148,5 +152,5 @@ tests_s=$((SECONDS - start))
 tests=$(grep -E '^[0-9]+% tests passed' "$log_dir/unit-tests.log" | tail -n 1)
 cat "$log_dir/study.log"
 echo "clean-root: $SUITE${system_libs:+ (its own packages)}, ${cc}, torch $torch_version, commit" \
-     "$(git -C "$src_dir" rev-parse --short HEAD): configure + build + install ${build_s}s;" \
+     "$built_commit: configure + build + install ${build_s}s;" \
      "study from ~/.local ok; unit tests ${tests_s}s ($tests)"
