@@ -308,6 +308,23 @@ double MaxRelativeDifference(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item<double>();
 }
 
+// Every gradient of `other` equals `reference`'s within 10 x `tolerance`, relative to the larger
+// of its own largest element and 1e-3 of the model's largest gradient: the key bias's gradient is
+// 0 in exact arithmetic (softmax ignores what adds the same to every key), rounding noise here.
+void ExpectSameGradients(const std::map<std::string, torch::Tensor>& reference,
+                         const std::map<std::string, torch::Tensor>& other, double tolerance,
+                         const std::string& where) {
+  ASSERT_EQ(reference.size(), other.size());
+  double largest = 0;
+  for (const auto& [name, g] : reference) largest = std::max(largest, g.abs().max().item<double>());
+  ASSERT_GT(largest, 0.0);
+  for (const auto& [name, g] : reference) {
+    const double difference = (other.at(name) - g).abs().max().item<double>();
+    EXPECT_LT(difference / std::max(g.abs().max().item<double>(), 1e-3 * largest), tolerance * 10)
+        << name << ", " << where;
+  }
+}
+
 // SDPA (LibTorch 2.x) against the eager attention, the same weights: logits and every gradient
 // equal within each dtype's tolerance, with and without padding, BERT and RoBERTa positions.
 TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
@@ -335,19 +352,7 @@ TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
         auto [logits_e, grads_e] = Step(eager, batch.ids, mask, autocast);
         auto [logits_s, grads_s] = Step(sdpa, batch.ids, mask, autocast);
         EXPECT_LT(MaxRelativeDifference(logits_s, logits_e), tolerance) << "padded " << padded;
-        ASSERT_EQ(grads_e.size(), grads_s.size());
-        // Relative to the largest gradient of the model: the key bias's gradient is 0 in exact
-        // arithmetic (softmax ignores what adds the same to every key), rounding noise here.
-        double largest = 0;
-        for (const auto& [name, g] : grads_e)
-          largest = std::max(largest, g.abs().max().item<double>());
-        ASSERT_GT(largest, 0.0);
-        for (const auto& [name, g] : grads_e) {
-          const double difference = (grads_s.at(name) - g).abs().max().item<double>();
-          EXPECT_LT(difference / std::max(g.abs().max().item<double>(), 1e-3 * largest),
-                    tolerance * 10)
-              << name << ", padded " << padded;
-        }
+        ExpectSameGradients(grads_e, grads_s, tolerance, padded ? "padded" : "unpadded");
       }
     }
   }
@@ -385,17 +390,9 @@ TEST(FusedQkv, OutputsAndGradientsEqualThreeProjections) {
         auto [logits_3, grads_3] = Step(three, batch.ids, mask, autocast);
         auto [logits_f, grads_f] = Step(fused, batch.ids, mask, autocast);
         EXPECT_LT(MaxRelativeDifference(logits_f, logits_3), tolerance) << "padded " << padded;
-        ASSERT_EQ(grads_3.size(), grads_f.size());
-        double largest = 0;
-        for (const auto& [name, g] : grads_3)
-          largest = std::max(largest, g.abs().max().item<double>());
-        ASSERT_GT(largest, 0.0);
+        ExpectSameGradients(grads_3, grads_f, tolerance, padded ? "padded" : "unpadded");
         for (const auto& [name, g] : grads_3) {
-          ASSERT_EQ(grads_f.at(name).scalar_type(), g.scalar_type()) << name;
-          const double difference = (grads_f.at(name) - g).abs().max().item<double>();
-          EXPECT_LT(difference / std::max(g.abs().max().item<double>(), 1e-3 * largest),
-                    tolerance * 10)
-              << name << ", padded " << padded;
+          EXPECT_EQ(grads_f.at(name).scalar_type(), g.scalar_type()) << name;
         }
       }
       auto params = fused->named_parameters();
