@@ -28,6 +28,10 @@
 #
 # Usage: scripts/check-clean-root.sh [--cc gcc-11|gcc|clang-14] [--wheels DIR] [--sources DIR]
 #                                    [--jobs N] [--root DIR] [--suite SUITE] [--system-libs]
+#                                    [--remove]
+# A root takes 8-10 GB once built (the torch wheel and the build directory): the run refuses to
+# make a new one with under 15 GB free beside it, prints the root's size at the end, and with
+# --remove deletes it afterwards (the next run builds it again: debootstrap and pip, minutes).
 # Logs: build/clean-root/SUITE[-system]-CC/ in the source tree.
 # Exit status: 0 when every step passed; 1 when one failed (the message names it).
 set -euo pipefail
@@ -38,6 +42,7 @@ cc=gcc
 wheels=""
 sources=""
 system_libs=""
+remove=""
 jobs=$(nproc 2>/dev/null || echo 2)
 root=${TUNE_CLEAN_ROOT:-}
 while [ $# -gt 0 ]; do
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
     --root) root=${2:?--root needs a value}; shift 2 ;;
     --suite) SUITE=${2:?--suite needs a value}; shift 2 ;;
     --system-libs) system_libs=1; shift ;;
+    --remove) remove=1; shift ;;
     *) echo "check-clean-root.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +72,13 @@ die() { echo "clean-root: ERROR: $*" >&2; exit 1; }
 log_dir=$src_dir/build/clean-root/$SUITE${system_libs:+-system}-$cc
 mkdir -p "$log_dir"
 
+if ! [ -f "$root/.tune-root-ready" ]; then
+  mkdir -p "$(dirname "$root")"
+  free_kb=$(df -Pk "$(dirname "$root")" | awk 'NR==2 {print $4}')
+  [ "$free_kb" -ge $((15 * 1024 * 1024)) ] ||
+    die "only $((free_kb / 1024 / 1024)) GB free in $(dirname "$root"); a new root needs about" \
+        "10 GB and the run refuses under 15 GB (remove old roots: rm -rf /var/cache/tune/clean-*)"
+fi
 root_prepare
 root_run "apt-get update -qq && apt-get install -y -qq --no-install-recommends build-essential \
   cmake git python3-venv ca-certificates $cc_pkg >/dev/null" > "$log_dir/apt.log" 2>&1 ||
@@ -154,3 +167,12 @@ cat "$log_dir/study.log"
 echo "clean-root: $SUITE${system_libs:+ (its own packages)}, ${cc}, torch $torch_version, commit" \
      "$built_commit: configure + build + install ${build_s}s;" \
      "study from ~/.local ok; unit tests ${tests_s}s ($tests)"
+if [ -n "$remove" ]; then
+  root_unmount
+  trap - EXIT
+  ! grep -q " $root/" /proc/mounts || die "something is still mounted under $root; not removing it"
+  rm -rf "$root"
+  log "removed $root (--remove)"
+else
+  log "the root $root holds $(du -sh "$root" 2>/dev/null | cut -f1); --remove deletes it after a run"
+fi
