@@ -12,6 +12,13 @@ is trials over the process's whole wall time. Prints a Markdown table and, with 
 replaces the `tracking` section of docs/benchmarks.md.
 
     .venv/bin/python bench/tracking_overhead.py --tune build/tune [--trials 1000] [--rounds 3]
+
+Two control rows tell tune's cost from the machine's: --tmpfs adds TensorBoard writing to
+/dev/shm (the same work without the disk's file system: a directory and a file made per trial),
+and --background-duty PCT adds the untracked study beside a process that is busy PCT % of every
+millisecond (work of the tracker's size on the other core, none of it tune's). The "paired"
+column is the median over rounds of each run's study time against the untracked run of the same
+round, with its quartiles: the rounds alternate, so this cancels the machine's drift.
 """
 
 from __future__ import annotations
@@ -57,6 +64,17 @@ def start_server(tmp: str, workers: int, pin: bool):
         except OSError:
             time.sleep(0.1)
     raise SystemExit("mlflow server did not start")
+
+
+def start_busy_work(duty_percent: float) -> subprocess.Popen:
+    """A process busy `duty_percent` of every millisecond, asleep for the rest."""
+    code = ("import time\n"
+            f"busy = {duty_percent / 100 * 1e-3!r}\n"
+            "while True:\n"
+            "    t = time.perf_counter()\n"
+            "    while time.perf_counter() - t < busy: pass\n"
+            "    time.sleep(max(0.0, 1e-3 - busy))\n")
+    return subprocess.Popen([sys.executable, "-c", code])
 
 
 def study_seconds(db: str) -> float:
@@ -117,17 +135,28 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="tune (and its trials) on CPU 0, the MLflow server on CPU 1: the study's "
                          "time then shows tune's own cost, not the server's share of the cores")
+    ap.add_argument("--tmpfs", action="store_true",
+                    help="a row with TensorBoard's directory on /dev/shm")
+    ap.add_argument("--background-duty", type=float, default=0,
+                    help="> 0: a row without tracking beside a process busy this percentage of "
+                         "every millisecond")
     ap.add_argument("--write", action="store_true", help="replace docs/benchmarks.md's section")
     args = ap.parse_args()
     tune = os.path.abspath(args.tune)
     load0 = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="tune-tracking-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tune-tracking-bench-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="tune-tracking-bench-",
+                                        dir="/dev/shm" if args.tmpfs else None) as shm:
         concurrency = [c for c in args.concurrency.split(",") if c.strip()]
         server, uri = (start_server(tmp, args.server_workers, args.pin) if concurrency
                        else (None, ""))
         try:
             kinds = {"none": None,
                      "tensorboard": {"tensorboard": os.path.join(tmp, "tb")},
+                     **({"tensorboard on tmpfs": {"tensorboard": os.path.join(shm, "tb")}}
+                        if args.tmpfs else {}),
+                     **({f"none, beside {args.background_duty:g} % busy work": None}
+                        if args.background_duty > 0 else {}),
                      **{f"mlflow+tensorboard, concurrency {c}": {
                          "mlflow": {"uri": uri, "concurrency": int(c)},
                          "tensorboard": os.path.join(tmp, "tb")}
@@ -136,8 +165,15 @@ def main():
             for i in range(args.rounds):
                 for kind, tracking in kinds.items():
                     name = re.sub(r"[^a-z0-9]+", "_", kind)
-                    res = run(tune, tmp, f"{name}_{i}", args.trials, tracking,
-                              args.trial_seconds, args.pin)
+                    busy = (start_busy_work(args.background_duty)
+                            if kind.startswith("none, beside") else None)
+                    try:
+                        res = run(tune, tmp, f"{name}_{i}", args.trials, tracking,
+                                  args.trial_seconds, args.pin)
+                    finally:
+                        if busy:
+                            busy.kill()
+                            busy.wait()
                     results[kind].append(res)
                     print(kind, i, res, flush=True)
         finally:
@@ -146,15 +182,23 @@ def main():
                 server.wait()
     load1 = os.getloadavg()
     base = statistics.median(r["study_s"] for r in results["none"])
-    lines = ["| Tracking | Study wall time (median) | vs none | tune's CPU time (median) | "
+    lines = ["| Tracking | Study wall time (median) | vs none | Paired: median (quartiles) | "
+             "tune's CPU time (median) | "
              "Process wall time, with the queue's end (median) | Trials recorded per second | "
-             "Trials not recorded |", "|---|---|---|---|---|---|---|"]
+             "Trials not recorded |", "|---|---|---|---|---|---|---|---|"]
+    base_runs = [r["study_s"] for r in results["none"]]
     for kind, rs in results.items():
         study = statistics.median(r["study_s"] for r in rs)
         wall = statistics.median(r["wall_s"] for r in rs)
         rate = f"{args.trials / wall:.0f}" if kind.startswith("mlflow") else "–"
         cpu = statistics.median(r["cpu_s"] for r in rs)
+        paired = sorted(100 * (r["study_s"] / b - 1) for r, b in zip(rs, base_runs))
+        n = len(paired)
+        paired_cell = ("–" if kind == "none" else
+                       f"{paired[n // 2]:+.1f} % ({paired[n // 4]:+.1f} to "
+                       f"{paired[(3 * n) // 4]:+.1f} %)")
         lines.append(f"| {kind} | {study:.3f} s | {100 * (study - base) / base:+.1f} % | "
+                     f"{paired_cell} | "
                      f"{cpu:.2f} s | {wall:.2f} s | {rate} | {sum(r['missed'] for r in rs)} |")
     cpu = "unknown"
     try:

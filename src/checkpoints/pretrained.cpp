@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "checkpoints/checkpoint_weights.h"
 #include "checkpoints/encoder_family.h"
@@ -241,9 +242,17 @@ namespace {
 
 // "models--ORG--NAME" -> "ORG/NAME" (Hugging Face's folder name for a repo id).
 std::string RepoIdOfFolder(const std::string& folder) {
-  std::string id = folder.substr(std::string("models--").size());
-  for (size_t at = id.find("--"); at != std::string::npos; at = id.find("--", at + 1)) {
-    id.replace(at, 2, "/");
+  const std::string_view rest =
+      std::string_view(folder).substr(std::string_view("models--").size());
+  std::string id;
+  id.reserve(rest.size());
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest.compare(i, 2, "--") == 0) {
+      id += '/';
+      ++i;
+    } else {
+      id += rest[i];
+    }
   }
   return id;
 }

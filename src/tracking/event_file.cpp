@@ -1,6 +1,7 @@
 #include "tracking/event_file.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -102,19 +103,31 @@ std::string FileVersionEvent(double wall_time) {
   return event;
 }
 
+// The host's name, read once (a process's host does not change; its pid may, after a fork).
+const std::string& HostName() {
+  static const std::string name = [] {
+    char host[256] = "localhost";
+    gethostname(host, sizeof host - 1);
+    return std::string(host);
+  }();
+  return name;
+}
+
 Result<EventFileWriter> EventFileWriter::Open(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return InvalidArgumentError(
-        fmt::format("TensorBoard: cannot make the directory '{}': {}", dir, ec.message()));
+  // One mkdir where the parent exists (a trial's directory in the study's): the walk up the
+  // path only when it does not.
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return InvalidArgumentError(
+          fmt::format("TensorBoard: cannot make the directory '{}': {}", dir, ec.message()));
+    }
   }
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  char host[256] = "localhost";
-  gethostname(host, sizeof host - 1);
   const std::string path =
-      fmt::format("{}/events.out.tfevents.{}.{}.{}.{}", dir, static_cast<int64_t>(now), host,
+      fmt::format("{}/events.out.tfevents.{}.{}.{}.{}", dir, static_cast<int64_t>(now), HostName(),
                   getpid(), g_file_counter.fetch_add(1));
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {

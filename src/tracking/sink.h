@@ -44,6 +44,10 @@ class TrackingSink {
   virtual Status Record(const FrozenTrial& trial, const StudyTally& tally) = 0;
   // Records the study's counts by outcome and best value (end of a run, `tune export`).
   virtual Status RecordTally(const StudyTally& tally) = 0;
+  // Writes out what Record buffered. The tracker calls it whenever it has recorded every trial
+  // queued so far (so at least once per batch), never during another Flush, and during a Record
+  // only in a sink of concurrency() > 1 (a trial that arrived meanwhile).
+  virtual Status Flush() { return Status::Ok(); }
   // How to record the trials it missed later ("`tune export --mlflow` records them"), or "".
   virtual std::string MissedHint() const { return ""; }
   // How many Record calls may run at once, each on its own thread (> 1 only where Record is

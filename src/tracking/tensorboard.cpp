@@ -38,8 +38,11 @@ class TensorBoardSink : public TrackingSink {
 
   Status RecordTally(const StudyTally& tally) override {
     (void)tally;  // the study's run holds the best value after every trial already
-    return study_writer_ ? study_writer_->Flush() : Status::Ok();
+    return Flush();
   }
+
+  // The study's run is written out once per batch of trials (each trial's own file at once).
+  Status Flush() override { return study_writer_ ? study_writer_->Flush() : Status::Ok(); }
 
  private:
   // The study's run: the trial's value(s) and the best value so far at step = trial number.
@@ -58,7 +61,7 @@ class TensorBoardSink : public TrackingSink {
       TUNE_RETURN_IF_ERROR(study_writer_->AddScalar(
           "best_value", trial.number, static_cast<float>(*tally.best_value), wall_time));
     }
-    return study_writer_->Flush();
+    return Status::Ok();
   }
 
   std::string dir_;

@@ -5,6 +5,7 @@
 // Thread-safe: Add from any thread; Finish once (the destructor calls it otherwise).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -27,6 +28,13 @@ std::vector<std::unique_ptr<TrackingSink>> NewSinks(const TrackingOptions& optio
 
 // Trials waiting for one sink beyond this are dropped (the oldest first) and counted as missed.
 inline constexpr size_t kMaxQueuedTrials = 100000;
+// Trials are handed to a sink's threads in batches: the threads are woken when a trial arrives
+// at an empty queue, then wait until kTrackingBatch trials are queued or kTrackingBatchDelay has
+// passed, whichever is first. A study of fast trials wakes them once per batch rather than once
+// per trial (a wake-up is a system call on the study's thread); a trial is recorded at most
+// kTrackingBatchDelay later than without batching.
+inline constexpr size_t kTrackingBatch = 32;
+inline constexpr std::chrono::milliseconds kTrackingBatchDelay{100};
 
 struct SinkCounts {
   std::string sink;      // the sink's name()
@@ -74,6 +82,7 @@ class Tracker {
     bool failing = false;  // its last call failed (warned once per outage)
     std::deque<Item> queue;
     int busy = 0;         // Record calls running
+    bool dirty = false;   // recorded since the sink's last Flush
     int64_t dropped = 0;  // by a full queue
     std::vector<std::thread> threads;
   };
@@ -81,6 +90,9 @@ class Tracker {
   void Work(Lane& lane);
   // Counts one Record's outcome; REQUIRES: mu_ held.
   void Settle(Lane& lane, const FrozenTrial& trial, const Status& st);
+  // The sink's Flush, when the lane is drained and nothing is in flight; REQUIRES: `lock` holds
+  // mu_ (released during the call).
+  void FlushIfDrained(Lane& lane, std::unique_lock<std::mutex>& lock);
   bool Idle() const;  // REQUIRES: mu_ held
 
   TrackedStudy study_;

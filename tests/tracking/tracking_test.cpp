@@ -312,6 +312,70 @@ TEST(TrackerTest, FinishGivesUpWhenNothingReturnsForTheStallTime) {
   EXPECT_EQ(tracker->Finish(10)[0].missed, counts[0].missed);  // idempotent
 }
 
+// A sink that notes its Record and Flush calls (thread-safe: the test reads while it records).
+class FlushCountingSink : public TrackingSink {
+ public:
+  std::string name() const override { return "flush-counting"; }
+  Status Record(const FrozenTrial& trial, const StudyTally& tally) override {
+    (void)tally;
+    std::lock_guard<std::mutex> lock(mu);
+    recorded.push_back(trial.number);
+    return Status::Ok();
+  }
+  Status RecordTally(const StudyTally& tally) override {
+    (void)tally;
+    return Status::Ok();
+  }
+  Status Flush() override {
+    std::lock_guard<std::mutex> lock(mu);
+    ++flushes;
+    flushed = recorded.size();
+    return Status::Ok();
+  }
+  std::mutex mu;
+  std::vector<int64_t> recorded;
+  int flushes = 0;
+  size_t flushed = 0;  // Records written out by the last Flush
+};
+
+TEST(TrackerTest, RecordsInBatchesFlushedOncePerBatch) {
+  auto sink = std::make_unique<FlushCountingSink>();
+  FlushCountingSink* raw = sink.get();
+  std::vector<std::unique_ptr<TrackingSink>> sinks;
+  sinks.push_back(std::move(sink));
+  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  const int n = 10 * static_cast<int>(kTrackingBatch);
+  for (int i = 0; i < n; ++i) tracker.Add(CompleteTrial(i, 1.0));
+  const std::vector<SinkCounts> counts = tracker.Finish(10);
+  EXPECT_EQ(counts[0].recorded, n);
+  std::lock_guard<std::mutex> lock(raw->mu);
+  ASSERT_EQ(raw->recorded.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) EXPECT_EQ(raw->recorded[i], i);  // in order (concurrency 1)
+  EXPECT_EQ(raw->flushed, raw->recorded.size());               // written out before Finish returned
+  EXPECT_GE(raw->flushes, 1);
+  EXPECT_LE(raw->flushes, n / static_cast<int>(kTrackingBatch) + 1);  // not once per trial
+}
+
+TEST(TrackerTest, ALoneTrialIsRecordedAndFlushedWithinTheBatchDelay) {
+  auto sink = std::make_unique<FlushCountingSink>();
+  FlushCountingSink* raw = sink.get();
+  std::vector<std::unique_ptr<TrackingSink>> sinks;
+  sinks.push_back(std::move(sink));
+  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  for (int i = 0; i < 3; ++i) {  // trials slower than the delay: each written out on its own
+    tracker.Add(CompleteTrial(i, 1.0));
+    const auto deadline = std::chrono::steady_clock::now() + 20 * kTrackingBatchDelay;
+    bool seen = false;
+    while (!seen && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard<std::mutex> lock(raw->mu);
+      seen = raw->flushed == static_cast<size_t>(i + 1);
+    }
+    EXPECT_TRUE(seen) << "trial " << i << " not written out without Finish";
+  }
+  EXPECT_EQ(tracker.Finish(10)[0].recorded, 3);
+}
+
 Result<StudyConfig> ParseTracking(const Json& tracking) {
   Json doc = {{"search_space", {{"x", {{"type", "float"}, {"low", 0}, {"high", 1}}}}},
               {"objective", {{"type", "function"}, {"name", "sphere"}, {"dims", 1}}},

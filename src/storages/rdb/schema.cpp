@@ -160,7 +160,7 @@ std::vector<std::string> CreateSchemaStatements(Dialect dialect, const std::stri
   std::vector<std::string> out = Tables(dialect);
   if (revision == kRevisionV320a) {
     // What Optuna >= 3.2 creates for a new file (models.py: index=True on TrialModel.study_id).
-    out.push_back("CREATE INDEX ix_trials_study_id ON trials (study_id)");
+    out.emplace_back("CREATE INDEX ix_trials_study_id ON trials (study_id)");
   }
   out.push_back(
       fmt::format("INSERT INTO version_info (version_info_id, schema_version, library_version) "
