@@ -189,11 +189,24 @@ Status ParseRunSettings(const JsonReader& r, StudyConfig& config) {
   return ParseJobs(r, config);
 }
 
+// {"type": "tpe"} where {"name": "tpe"} is meant (the search space's parameters, and the
+// objective, are chosen by "type"): an error that says so, rather than the chosen sampler's or
+// pruner's list of options.
+Status RefuseTypeForName(const JsonReader& r, const char* what) {
+  if (!r.Has("type") || r.Has("name")) return Status::Ok();
+  const Json& type = r.json()["type"];
+  return r.ChildError("type",
+                      fmt::format("unknown key 'type'; a {} is chosen by \"name\" (did you mean "
+                                  "\"name\": {}?)",
+                                  what, type.is_string() ? type.dump() : std::string("\"...\"")));
+}
+
 // "sampler" and "pruner": the name (and the sampler's seed), the rest is the row's options.
 Status ParseSamplerAndPruner(const JsonReader& r, StudyConfig& config) {
   if (r.Has("sampler")) {
     JsonReader s = r.Child("sampler");
     TUNE_RETURN_IF_ERROR(s.ExpectObject());
+    TUNE_RETURN_IF_ERROR(RefuseTypeForName(s, "sampler"));
     TUNE_ASSIGN_OR_RETURN(config.sampler.name, s.String("name", config.sampler.name));
     config.sampler.named = s.Has("name");
     TUNE_ASSIGN_OR_RETURN(auto seed, s.OptInt("seed"));
@@ -210,6 +223,7 @@ Status ParseSamplerAndPruner(const JsonReader& r, StudyConfig& config) {
   if (r.Has("pruner")) {
     JsonReader p = r.Child("pruner");
     TUNE_RETURN_IF_ERROR(p.ExpectObject());
+    TUNE_RETURN_IF_ERROR(RefuseTypeForName(p, "pruner"));
     TUNE_ASSIGN_OR_RETURN(config.pruner.name, p.String("name", config.pruner.name));
     config.pruner.options = p.json();
     config.pruner.options.erase("name");

@@ -107,6 +107,12 @@ TEST(Config, UnknownKeyNamesPathAndClosestKey) {
   d["sampler"] = {{"name", "randm"}};
   ExpectError(d, {"/sampler/name", "did you mean 'random'"});
   d = Base();
+  d["sampler"] = {{"type", "random"}};  // "type" chooses a parameter's kind, not a sampler
+  ExpectError(d, {"/sampler/type", "chosen by \"name\"", "did you mean \"name\": \"random\""});
+  d = Base();
+  d["pruner"] = {{"type", "median"}};
+  ExpectError(d, {"/pruner/type", "a pruner is chosen by \"name\""});
+  d = Base();
   d["search_space"]["lr"]["type"] = "flaot";
   ExpectError(d, {"/search_space/lr/type", "did you mean 'float'"});
 }

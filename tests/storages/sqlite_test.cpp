@@ -336,6 +336,23 @@ TEST(SqliteFiles, NotADatabaseIsRefusedAndTheFileUntouched) {
   ExpectRefused(file, ro, StatusCode::kInvalidArgument, {"not a readable SQLite database"});
 }
 
+TEST(SqliteFiles, AnUnreadableFileWithAWalBesideItNamesTheStaleFiles) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "notes.db";
+  std::ofstream(file) << "these are my notes, not a database\n" << std::string(5000, 'x');
+  {
+    auto alone = OpenSqliteStorage(file.string(), {});
+    ASSERT_FALSE(alone.ok());
+    EXPECT_EQ(alone.status().message().find("-shm"), std::string::npos)
+        << alone.status().message();  // no hint without the files
+  }
+  std::ofstream(file.string() + "-shm") << std::string(100, 'y');
+  ExpectRefused(file, {}, StatusCode::kInvalidArgument,
+                {"not a readable SQLite database", file.string() + "-shm' is beside it",
+                 "belong to the old one"});
+  EXPECT_TRUE(fs::exists(file.string() + "-shm"));  // named, never deleted
+}
+
 TEST(SqliteFiles, CorruptDatabaseIsRefusedAndTheFileUntouched) {
   testing::TempDir dir;
   const fs::path file = dir.path() / "corrupt.db";

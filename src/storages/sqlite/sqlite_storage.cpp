@@ -32,10 +32,18 @@ using internal::rdb::Inspection;
 Result<Inspection> Inspect(SqliteConnection& conn, const std::string& path) {
   auto unreadable = [&](const Status& s) {
     if (s.code() == StatusCode::kUnavailable) return s;  // locked by another process
+    // A database deleted without its write-ahead log: SQLite's "disk I/O error" on the new file
+    // comes from the old file's -wal and -shm beside it.
+    std::error_code ec;
+    const bool stale_wal = fs::exists(path + "-wal", ec) || fs::exists(path + "-shm", ec);
     return InvalidArgumentError(fmt::format(
-        "'{}' is not a readable SQLite database ({}); nothing was changed", path,
+        "'{}' is not a readable SQLite database ({}); nothing was changed{}", path,
         s.message().substr(
-            s.message().rfind(": ") == std::string::npos ? 0 : s.message().rfind(": ") + 2)));
+            s.message().rfind(": ") == std::string::npos ? 0 : s.message().rfind(": ") + 2),
+        stale_wal ? fmt::format(". '{0}-wal' or '{0}-shm' is beside it: if '{0}' was deleted or "
+                                "replaced, those two files belong to the old one; delete them too",
+                                path)
+                  : std::string()));
   };
   auto tables =
       internal::rdb::QueryTexts(conn, "SELECT name FROM sqlite_master WHERE type = 'table'");
