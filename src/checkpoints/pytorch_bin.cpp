@@ -601,7 +601,8 @@ Result<PytorchCheckpoint> ReadPytorchCheckpoint(const std::string& path) {
   }
   if (got >= 262 && std::memcmp(head + 257, "ustar", 5) == 0) {
     return InvalidArgumentError(fmt::format(
-        "{}: the tar format of PyTorch before 0.4, which tune does not read; re-save it with a "
+        "{}: the tar format of torch.save before PyTorch 0.1.10 (2017), which tune does not read; "
+        "re-save it with a "
         "current PyTorch: torch.save(torch.load(path), path)",
         path));
   }

@@ -211,6 +211,20 @@ TEST(PytorchBin, RefusesWhatIsNotACheckpoint) {
       << r.status().message();
   EXPECT_EQ(ReadPytorchCheckpoint((dir.path() / "none.bin").string()).status().code(),
             StatusCode::kNotFound);
+  // torch.save's first format (PyTorch 0.1.1 to 0.1.9): a tar archive whose first member is
+  // `sys_info`; a POSIX tar header has "ustar" at byte 257.
+  std::string tar(1024, '\0');
+  std::memcpy(tar.data(), "sys_info", 8);
+  std::memcpy(tar.data() + 257,
+              "ustar\x00"
+              "00",
+              8);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << tar;
+  r = ReadPytorchCheckpoint(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("the tar format of torch.save before PyTorch 0.1.10"),
+            std::string::npos)
+      << r.status().message();
 }
 
 // --- Files written by python3-torch ------------------------------------------------------------
