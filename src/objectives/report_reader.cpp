@@ -59,6 +59,10 @@ Result<std::vector<double>> ReportValues(const Json& j) {
     }
     return vals;
   }
+  if (!j.contains("value")) {  // {"values": 1}: the fuzzer's, once an uncaught exception
+    return InvalidArgumentError(
+        "\"values\" must be an array of numbers, one per objective, e.g. {\"values\": [0.5, 12]}");
+  }
   TUNE_ASSIGN_OR_RETURN(double n, ToNumber(j.at("value")));
   vals.push_back(n);
   return vals;

@@ -50,6 +50,23 @@ TEST_F(ReportReaderTest, AResultFileOfInvalidUtf8HoldsNoValue) {
   EXPECT_EQ(reader.final_values, (std::vector<double>{0.25}));
 }
 
+// Fuzzing (tests/fuzz/corpus/command_lines/finding-values-not-an-array.txt): {"values": 1}, a
+// report whose "values" is not an array and which has no "value", threw nlohmann's out_of_range
+// from the reader and ended tune. Now it is a report ignored with a warning.
+TEST_F(ReportReaderTest, ValuesThatAreNotAnArrayAreIgnored) {
+  ReportReader reader(*memory_.trial, dir_.path() / "pruner.jsonl", earlier_);
+  for (const char* line : {R"({"values": 1})", R"({"step": 2, "values": "x"})",
+                           R"({"values": {"a": 1}})", R"({"values": null})"}) {
+    EXPECT_TRUE(reader.OnStdoutLine(line).ok()) << line;
+  }
+  EXPECT_FALSE(reader.final_values.has_value());
+  EXPECT_TRUE(earlier_.empty());
+  ASSERT_TRUE(reader.OnStdoutLine(R"({"values": 3, "value": 0.5})").ok());  // "value" is read
+  EXPECT_EQ(reader.final_values, (std::vector<double>{0.5}));
+  ASSERT_TRUE(reader.OnStdoutLine(R"({"values": [1, 2]})").ok());
+  EXPECT_EQ(reader.final_values, (std::vector<double>{1, 2}));
+}
+
 // An out-of-memory message is cut at 500 bytes and stays valid UTF-8 (it is stored in the
 // trial's attributes, as JSON), even where the cut splits a character.
 TEST_F(ReportReaderTest, AnOutOfMemoryMessageIsCutAsValidUtf8) {
