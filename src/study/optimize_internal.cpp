@@ -48,7 +48,10 @@ void HeartbeatThread::Loop() {
     auto next = std::min_element(due_.begin(), due_.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     if (SteadyClock::now() < next->second) {
-      cv_.wait_until(lock, next->second);
+      // A copy: wait_until reads its deadline by reference after waking, and Unwatch may erase
+      // the entry while the lock is released (AddressSanitizer's heap-use-after-free).
+      const SteadyClock::time_point deadline = next->second;
+      cv_.wait_until(lock, deadline);
       continue;
     }
     const int64_t id = next->first;
