@@ -338,12 +338,18 @@ class FlushCountingSink : public TrackingSink {
   size_t flushed = 0;  // Records written out by the last Flush
 };
 
-TEST(TrackerTest, RecordsInBatchesFlushedOncePerBatch) {
+// A tracker over one FlushCountingSink; `raw` is set to the sink (the tracker owns it).
+Tracker FlushCountingTracker(FlushCountingSink*& raw) {
   auto sink = std::make_unique<FlushCountingSink>();
-  FlushCountingSink* raw = sink.get();
+  raw = sink.get();
   std::vector<std::unique_ptr<TrackingSink>> sinks;
   sinks.push_back(std::move(sink));
-  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  return Tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+}
+
+TEST(TrackerTest, RecordsInBatchesFlushedOncePerBatch) {
+  FlushCountingSink* raw = nullptr;
+  Tracker tracker = FlushCountingTracker(raw);
   const int n = 10 * static_cast<int>(kTrackingBatch);
   for (int i = 0; i < n; ++i) tracker.Add(CompleteTrial(i, 1.0));
   const std::vector<SinkCounts> counts = tracker.Finish(10);
@@ -357,11 +363,8 @@ TEST(TrackerTest, RecordsInBatchesFlushedOncePerBatch) {
 }
 
 TEST(TrackerTest, ALoneTrialIsRecordedAndFlushedWithinTheBatchDelay) {
-  auto sink = std::make_unique<FlushCountingSink>();
-  FlushCountingSink* raw = sink.get();
-  std::vector<std::unique_ptr<TrackingSink>> sinks;
-  sinks.push_back(std::move(sink));
-  Tracker tracker(std::move(sinks), {"s", {StudyDirection::kMinimize}, "median"}, {});
+  FlushCountingSink* raw = nullptr;
+  Tracker tracker = FlushCountingTracker(raw);
   for (int i = 0; i < 3; ++i) {  // trials slower than the delay: each written out on its own
     tracker.Add(CompleteTrial(i, 1.0));
     const auto deadline = std::chrono::steady_clock::now() + 20 * kTrackingBatchDelay;
