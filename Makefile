@@ -120,7 +120,7 @@ tune-criteria: build
 	  $(if $(N_TRIALS),--n-trials $(N_TRIALS)) $(if $(DEVICE_MEMORY),--device-memory $(DEVICE_MEMORY))
 
 format:
-	clang-format -i $$(git ls-files '*.h' '*.cpp')
+	clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu')
 
 clean:
 	rm -rf $(BUILD_DIR)

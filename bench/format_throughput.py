@@ -51,6 +51,10 @@ def main():
             attention = r.get("attention") if r["impl"] == "tune" else None
             if attention and r.get("fused_qkv"):
                 attention += "+fused_qkv"
+            if attention and r.get("fused_elementwise"):
+                attention += "+fused_elementwise"
+            if attention and r.get("cuda_graphs") == "on":
+                attention += "+cuda_graphs"
             side = (r["impl"], attention, r.get("libtorch", ""))
             if side not in best or r["samples_per_second"] > best[side]["samples_per_second"]:
                 best[side] = r

@@ -11,8 +11,10 @@
 #   PYTHON: a Python whose torch is >= 2.0 (tune's environment, .venv/bin/python).
 # Environment: ROWS (default: the issue's rows, "MODEL BATCH LENGTH STEPS" separated by ";"),
 # THREADS (CPU threads, default: every core), PEAK_TFLOPS (for the MFU column), SIDES (default
-# "tune-eager tune-sdpa tune-sdpa-fused hand eager compile"; a "-fused" side sets tune's
-# fused_qkv), DEADLINE (seconds per run, default 900).
+# "tune-eager tune-sdpa tune-sdpa-fused tune-sdpa-fused-kernels-graphs hand eager compile"; a
+# tune side is tune-ATTENTION[-fused][-kernels][-graphs]: "-fused" sets tune's fused_qkv,
+# "-kernels" fused_elementwise, "-graphs" cuda_graphs "on"), DEADLINE (seconds per run, default
+# 900).
 set -uo pipefail
 bench=${1:?usage: bench/run_throughput_table.sh TUNE_BENCH PYTHON OUT [DEVICE [PRECISION]]}
 python=${2:?usage}
@@ -23,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 threads=${THREADS:-$(nproc)}
 deadline=${DEADLINE:-900}
 rows=${ROWS:-"bert-base-uncased 8 128 20;bert-base-uncased 32 256 10;bert-base-uncased 16 512 10;bert-large-uncased 16 256 10;microsoft/deberta-v3-base 16 256 10"}
-sides=${SIDES:-tune-eager tune-sdpa tune-sdpa-fused hand eager compile}
+sides=${SIDES:-tune-eager tune-sdpa tune-sdpa-fused tune-sdpa-fused-kernels-graphs hand eager compile}
 mkdir -p "$(dirname "$out")"
 : >> "$out"
 
@@ -59,11 +61,13 @@ for row in "${row_list[@]}"; do
     esac
     for side in $sides; do
       case $side in
-        tune-*-fused)
-          attention=${side#tune-}
-          run "$label $side" "$bench" "${common[@]}" --attention "${attention%-fused}" \
-            --fused-qkv 1 ;;
-        tune-*) run "$label $side" "$bench" "${common[@]}" --attention "${side#tune-}" ;;
+        tune-*)  # tune-ATTENTION[-fused][-kernels][-graphs]
+          rest=${side#tune-}
+          extra=()
+          if [[ $rest == *-graphs ]]; then extra+=(--cuda-graphs on); rest=${rest%-graphs}; fi
+          if [[ $rest == *-kernels ]]; then extra+=(--fused-elementwise 1); rest=${rest%-kernels}; fi
+          if [[ $rest == *-fused ]]; then extra+=(--fused-qkv 1); rest=${rest%-fused}; fi
+          run "$label $side" "$bench" "${common[@]}" --attention "$rest" "${extra[@]}" ;;
         *) run "$label $side" "$python" "$here/train_throughput.py" "${common[@]}" \
              --loop "$side" --peak-tflops "${PEAK_TFLOPS:-0}" ;;
       esac

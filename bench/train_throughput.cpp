@@ -10,12 +10,15 @@
 //          --vocab 16384 --batch 16 --length 64 --steps 8 --threads 1
 //          [--device cpu|cuda|cuda:N] [--precision fp32|bf16|fp16]
 //          [--model NAME] [--attention auto|sdpa|eager] [--padded 0|1] [--fused-qkv 0|1]
+//          [--fused-elementwise 0|1] [--cuda-graphs auto|on|off]
 // --model takes the architecture of a catalog model (bert-base-uncased, bert-large-uncased,
 // microsoft/deberta-v3-base: configs/models.json) instead of the sizes, randomly initialised.
 // --padded 1 draws each example's length as real text's (a lognormal with median length/3,
 // sigma 0.6, clipped to [3, length]) and pads every batch to `length`, so that the attention
 // masks users hit are measured; 0: every example fills `length` (no padding, no mask).
-// --fused-qkv 1 sets the fused_qkv hyperparameter (Q/K/V in one GEMM; off by default).
+// --fused-qkv 1 sets the fused_qkv hyperparameter (Q/K/V in one GEMM; off by default);
+// --fused-elementwise 1 the fused_elementwise one (tune's fused kernels); --cuda-graphs the
+// cuda_graphs one (the step captured in CUDA graphs on a card).
 #include <fmt/format.h>
 #include <time.h>
 
@@ -38,6 +41,8 @@ struct Args {
   int64_t count_memory = 1;  // tune's default on CPU: the counting allocator measures the peak
   int64_t padded = 0;
   int64_t fused_qkv = 0;
+  int64_t fused_elementwise = 0;
+  std::string cuda_graphs = "auto";
   std::string name = "encoder";
   std::string model;  // a catalog model's architecture, instead of the sizes
   std::string attention = "auto";
@@ -50,27 +55,29 @@ bool Parse(int argc, char** argv, Args& a) {
     const std::string k = argv[i];
     const char* v = argv[i + 1];
     if (k == "--name" || k == "--device" || k == "--precision" || k == "--model" ||
-        k == "--attention") {
+        k == "--attention" || k == "--cuda-graphs") {
       (k == "--name"        ? a.name
        : k == "--device"    ? a.device
        : k == "--precision" ? a.precision
        : k == "--model"     ? a.model
-                            : a.attention) = v;
+       : k == "--attention" ? a.attention
+                            : a.cuda_graphs) = v;
       continue;
     }
-    int64_t* dst = k == "--layers"         ? &a.layers
-                   : k == "--hidden"       ? &a.hidden
-                   : k == "--heads"        ? &a.heads
-                   : k == "--intermediate" ? &a.intermediate
-                   : k == "--vocab"        ? &a.vocab
-                   : k == "--batch"        ? &a.batch
-                   : k == "--length"       ? &a.length
-                   : k == "--steps"        ? &a.steps
-                   : k == "--threads"      ? &a.threads
-                   : k == "--count-memory" ? &a.count_memory
-                   : k == "--padded"       ? &a.padded
-                   : k == "--fused-qkv"    ? &a.fused_qkv
-                                           : nullptr;
+    int64_t* dst = k == "--layers"              ? &a.layers
+                   : k == "--hidden"            ? &a.hidden
+                   : k == "--heads"             ? &a.heads
+                   : k == "--intermediate"      ? &a.intermediate
+                   : k == "--vocab"             ? &a.vocab
+                   : k == "--batch"             ? &a.batch
+                   : k == "--length"            ? &a.length
+                   : k == "--steps"             ? &a.steps
+                   : k == "--threads"           ? &a.threads
+                   : k == "--count-memory"      ? &a.count_memory
+                   : k == "--padded"            ? &a.padded
+                   : k == "--fused-qkv"         ? &a.fused_qkv
+                   : k == "--fused-elementwise" ? &a.fused_elementwise
+                                                : nullptr;
     if (dst == nullptr) {
       std::cerr << "unknown option " << k << "\n";
       return false;
@@ -170,6 +177,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   job.hp.fused_qkv = a.fused_qkv != 0;
+  job.hp.fused_elementwise = a.fused_elementwise != 0;
+  if (const tune::Status set = tune::SetHyperparam(job.hp, "cuda_graphs", a.cuda_graphs);
+      !set.ok()) {
+    std::cerr << set.ToString() << "\n";
+    return 2;
+  }
   job.data = &data;
 
   std::vector<double> seconds, cpu;  // cpu: the process's CPU time at the end of each epoch
@@ -190,16 +203,17 @@ int main(int argc, char** argv) {
                    "\"cpu_seconds\": {:.4f}, \"samples_per_cpu_second\": {:.3f}, "
                    "\"libtorch\": \"{}\", \"count_memory\": {}, \"peak_memory_bytes\": {}, "
                    "\"device\": \"{}\", \"precision\": \"{}\", \"model\": \"{}\", "
-                   "\"attention\": \"{}\", \"padded\": {}, \"fused_qkv\": {}, \"hidden\": {}, "
+                   "\"attention\": \"{}\", \"padded\": {}, \"fused_qkv\": {}, "
+                   "\"fused_elementwise\": {}, \"cuda_graphs\": \"{}\", \"hidden\": {}, "
                    "\"layers\": {}, "
                    "\"vocab\": {}, \"type_vocab\": {}, \"max_positions\": {}}}",
                    a.name, result->num_parameters, a.threads, a.batch, a.length, a.steps,
                    seconds[0], seconds[1], samples / seconds[1], cpu[1] - cpu[0],
                    samples / (cpu[1] - cpu[0]), tune::TorchVersion(), a.count_memory != 0,
                    result->peak_memory_bytes, a.device, a.precision, a.model, a.attention,
-                   a.padded != 0, a.fused_qkv != 0, job.model.hidden_size,
-                   job.model.num_hidden_layers, job.model.vocab_size, job.model.type_vocab_size,
-                   job.model.max_position_embeddings)
+                   a.padded != 0, a.fused_qkv != 0, a.fused_elementwise != 0, a.cuda_graphs,
+                   job.model.hidden_size, job.model.num_hidden_layers, job.model.vocab_size,
+                   job.model.type_vocab_size, job.model.max_position_embeddings)
             << std::endl;
   return 0;
 }

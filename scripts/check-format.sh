@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks that every tracked C++ file (*.h, *.cpp) is formatted as `make format` leaves it
-# (.clang-format: Google style, 100 columns), with Debian 12's clang-format 14. Lists each file
-# that is not and exits 1; `make format` fixes them.
+# Checks that every tracked C++ and CUDA file (*.h, *.cpp, *.cu) is formatted as `make format`
+# leaves it (.clang-format: Google style, 100 columns), with Debian 12's clang-format 14. Lists
+# each file that is not and exits 1; `make format` fixes them.
 #
 # Another major version of clang-format lays some constructs out differently, so where the
 # installed one is not version 14 (Debian 13 has 19) or there is none, the check is skipped:
@@ -20,7 +20,7 @@ if [ "$version" != "$want" ]; then
        "Debian 12's clang-format $want (other versions differ in places)"
   exit 0
 fi
-mapfile -t files < <(git ls-files '*.h' '*.cpp')
+mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.cu')
 bad=()
 for f in "${files[@]}"; do
   "$bin" --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")

@@ -135,6 +135,9 @@ grep -q 'building tune_torch' "$results/configure.log" ||
 if [ -n "$torch_cuda" ] && ! grep -q 'CUDA memory backend on' "$results/configure.log"; then
   die "torch has CUDA $torch_cuda, but tune_torch's CUDA backend is off (configure.log)"
 fi
+# tune's own CUDA kernels (fused_elementwise) need nvcc: say whether they are in.
+summary "gpu-kit: $(grep -m1 -o 'tune_torch: CUDA kernels.*' "$results/configure.log" ||
+  echo 'tune_torch: no line about CUDA kernels')"
 
 # Every dependency from the prefix, not from the system.
 outside=()

@@ -822,18 +822,21 @@ void ReplayMicroBatch(Timeline& tl, const Plan& plan, const Widths& w, bool grad
 }
 
 // One optimizer step: the state, the micro-batches, step() and zero_grad().
+// With CUDA graphs (`graphs`) the gradients exist from the step before (zeroed in place), so
+// every micro-batch adds into them and they stay.
 void ReplayTrainingStep(Timeline& tl, const MemoryRequest& r, const Widths& w, const Plan& plan,
-                        int64_t optimizer_transient) {
+                        int64_t optimizer_transient, bool graphs) {
   const int64_t state_copies = r.optimizer == OptimizerKind::kAdamW ? 2 : r.momentum > 0 ? 1 : 0;
   AllocParams(tl, plan, w.state, state_copies);
+  if (graphs) AllocParams(tl, plan, w.param);
   // Micro-batches after the second repeat the second's timeline exactly (same live set, same
   // peaks), so two passes give the step's peaks for any accumulation.
   for (int64_t micro = 0; micro < std::min<int64_t>(r.grad_accum, 2); ++micro) {
-    ReplayMicroBatch(tl, plan, w, micro > 0);
+    ReplayMicroBatch(tl, plan, w, graphs || micro > 0);
   }
   tl.Phase(MemoryPhase::kOptimizerStep);
   tl.Transient(optimizer_transient);
-  FreeParams(tl, plan, w.param);  // zero_grad(set_to_none): the gradients go
+  if (!graphs) FreeParams(tl, plan, w.param);  // zero_grad(set_to_none): the gradients go
 }
 
 // What a caching allocator reserves beyond the allocated peak: the device's share of it, and at
@@ -859,7 +862,7 @@ int64_t Fragmentation(const MemoryRequest& r, const DeviceMemoryModel& device,
 // The phases' peaks (scaled by the device's correction) and the device's terms on top of the
 // allocated peak.
 void SetPeaks(const MemoryRequest& r, const Timeline& tl, const DeviceMemoryModel& device,
-              MemoryEstimate& e) {
+              bool graphs, MemoryEstimate& e) {
   const double c = device.correction;
   auto scaled = [c](int64_t v) {
     return static_cast<int64_t>(std::llround(static_cast<double>(v) * c));
@@ -883,6 +886,10 @@ void SetPeaks(const MemoryRequest& r, const Timeline& tl, const DeviceMemoryMode
   }
   e.fragmentation = Fragmentation(r, device, e);
   e.context = device.context_bytes;
+  if (graphs) {  // the pool's blocks: the training step's working set, a second time
+    e.graph_pool = std::max<int64_t>(0, std::max(e.forward_peak, e.backward_peak) -
+                                            scaled(e.weights + e.gradients + e.optimizer_state));
+  }
   e.device_peak = 0;
   for (const MemoryTerm& term : DeviceTerms(e)) e.device_peak += term.bytes;
 }
@@ -944,6 +951,7 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
   r.attention_dropout = hp.attention_dropout;
   r.classifier_dropout = hp.classifier_dropout.value_or(hp.dropout);
   r.precision = hp.precision;
+  r.cuda_graphs = hp.cuda_graphs == CudaGraphs::kOn;
   return r;
 }
 
@@ -958,13 +966,14 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemory
   Timeline tl(device.caching_allocator);
   tl.Phase(MemoryPhase::kForward);
   AllocParams(tl, plan, w.param);  // the weights
-  if (r.train) ReplayTrainingStep(tl, r, w, plan, e.optimizer_transient);
+  const bool graphs = r.train && r.cuda_graphs && device.caching_allocator;
+  if (r.train) ReplayTrainingStep(tl, r, w, plan, e.optimizer_transient, graphs);
   tl.Phase(MemoryPhase::kEval);
   tl.Alloc(plan.eval_inputs);
   // Under autocast the low-precision weight copies are cached for the whole evaluation forward.
   tl.Transient(plan.eval_transient + e.autocast_cache);
   tl.Free(plan.eval_inputs);
-  SetPeaks(r, tl, device, e);
+  SetPeaks(r, tl, device, graphs, e);
   return e;
 }
 
@@ -989,11 +998,13 @@ std::vector<MemoryTerm> PhaseTerms(const MemoryEstimate& e) {
 }
 
 std::vector<MemoryTerm> DeviceTerms(const MemoryEstimate& e) {
-  return {{"allocated_peak", "allocated peak", e.allocated_peak},
-          {"rounding", "allocator rounding", e.rounding},
-          {"fragmentation", "fragmentation", e.fragmentation},
-          {"context", "context", e.context},
-          {"workspace", "workspaces", e.workspace}};
+  std::vector<MemoryTerm> terms = {{"allocated_peak", "allocated peak", e.allocated_peak},
+                                   {"rounding", "allocator rounding", e.rounding},
+                                   {"fragmentation", "fragmentation", e.fragmentation},
+                                   {"context", "context", e.context},
+                                   {"workspace", "workspaces", e.workspace}};
+  if (e.graph_pool > 0) terms.push_back({"graph_pool", "CUDA graphs' pool", e.graph_pool});
+  return terms;
 }
 
 Json MemoryEstimateToJson(const MemoryEstimate& e) {

@@ -41,6 +41,11 @@ struct MemoryRequest {
   double attention_dropout = 0.1;
   double classifier_dropout = 0.1;
   bool train = true;  // false: evaluation only (weights and one forward pass)
+  // The training step in CUDA graphs (cuda_graphs "on"; with a caching allocator only): the
+  // gradients stay allocated from step to step (zeroed in place), and the graphs' private
+  // memory pool holds a micro-batch's working set beside the blocks the eager warm-up steps
+  // left in the cache.
+  bool cuda_graphs = false;
 };
 
 // The request for a train-objective trial: its model (model_type "mlp": the tabular MLP, whose
@@ -101,7 +106,11 @@ struct MemoryEstimate {
   int64_t rounding = 0;       // caching-allocator rounding at the peak
   int64_t fragmentation = 0;  // fragmentation allowance
   int64_t context = 0;
-  int64_t device_peak = 0;  // allocated_peak + rounding + fragmentation + context + workspace
+  // CUDA graphs' private pool: the micro-batch's working set above weights, gradients and
+  // optimizer state (0 without graphs).
+  int64_t graph_pool = 0;
+  // allocated_peak + rounding + fragmentation + context + workspace + graph_pool
+  int64_t device_peak = 0;
 };
 
 // Replays one optimizer step of the run as a timeline of tensor allocations and frees -- the

@@ -59,10 +59,12 @@ inline void SetAutocastDtype(c10::DeviceType device, at::ScalarType dtype) {
 // Runs the enclosed forward pass under autocast to `dtype` on `device` (CPU or CUDA). Run
 // backward outside it. Not copyable; one thread (autocast state is thread-local). As
 // torch.autocast's __enter__/__exit__: it saves and restores the enabled flag, the dtype and the
-// cache flag, and nests; the outermost exit clears the cast cache.
+// cache flag, and nests; the outermost exit clears the cast cache. `cache` false: no cache of
+// the weights' low-precision copies (what a CUDA graph capture needs: torch.autocast's
+// cache_enabled=False).
 class AutocastGuard {
  public:
-  AutocastGuard(c10::DeviceType device, at::ScalarType dtype)
+  AutocastGuard(c10::DeviceType device, at::ScalarType dtype, bool cache = true)
       : device_(device),
         prev_enabled_(AutocastEnabled(device)),
         prev_dtype_(AutocastDtype(device)),
@@ -70,7 +72,7 @@ class AutocastGuard {
     SetAutocastEnabled(device, true);
     SetAutocastDtype(device, dtype);
     at::autocast::increment_nesting();
-    at::autocast::set_autocast_cache_enabled(true);
+    at::autocast::set_autocast_cache_enabled(cache);
   }
   ~AutocastGuard() {
     // The outermost exit drops the cached low-precision copies of the weights.

@@ -13,21 +13,13 @@ namespace {
 // Pairs of elements per chunk of at::parallel_for.
 constexpr int64_t kGrain = 1 << 14;
 
-// SplitMix64's output function of the state seed + (i + 1) * golden gamma.
-inline uint64_t Mix(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 template <typename T>
 void FillNoise(T* __restrict out, int64_t n, uint64_t seed, uint64_t threshold, T keep) {
   const T zero = static_cast<T>(0.0f);
   const int64_t pairs = (n + 1) / 2;
   at::parallel_for(0, pairs, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
-      const uint64_t r = Mix(seed, static_cast<uint64_t>(j));
+      const uint64_t r = DropoutBits(seed, static_cast<uint64_t>(j));
       const int64_t i = 2 * j;
       out[i] = (r & 0xFFFFFFFFULL) < threshold ? keep : zero;
       if (i + 1 < n) out[i + 1] = (r >> 32) < threshold ? keep : zero;
@@ -35,13 +27,18 @@ void FillNoise(T* __restrict out, int64_t n, uint64_t seed, uint64_t threshold, 
   });
 }
 
-uint64_t DrawSeed() {
+}  // namespace
+
+uint64_t DrawDropoutSeed() {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   return gen.get<at::CPUGeneratorImpl>()->random64();
 }
 
-}  // namespace
+uint64_t DropoutKeepThreshold(double p) {
+  // keep iff u < threshold, u uniform on [0, 2^32): P(keep) = threshold / 2^32.
+  return static_cast<uint64_t>(std::llround((1.0 - p) * 4294967296.0));
+}
 
 torch::Tensor Dropout(const torch::Tensor& x, double p, bool train) {
   const bool fast = x.device().is_cpu() && !x.is_sparse() &&
@@ -52,10 +49,9 @@ torch::Tensor Dropout(const torch::Tensor& x, double p, bool train) {
   const int64_t n = noise.numel();
   if (n > 0) {
     const double keep_probability = 1.0 - p;
-    // keep iff u < threshold, u uniform on [0, 2^32): P(keep) = threshold / 2^32.
-    const auto threshold = static_cast<uint64_t>(std::llround(keep_probability * 4294967296.0));
+    const uint64_t threshold = DropoutKeepThreshold(p);
     const double keep = keep_probability > 0 ? 1.0 / keep_probability : 0.0;
-    const uint64_t seed = DrawSeed();
+    const uint64_t seed = DrawDropoutSeed();
     if (x.scalar_type() == torch::kFloat) {
       FillNoise(noise.data_ptr<float>(), n, seed, threshold, static_cast<float>(keep));
     } else {

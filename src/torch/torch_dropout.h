@@ -3,7 +3,25 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
 namespace tune::internal {
+
+// The counter-based generator of the CPU dropout masks: SplitMix64's output function of the
+// state seed + (i + 1) * golden gamma (64 random bits per counter `i`).
+inline uint64_t DropoutBits(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// An element is kept when a 32-bit uniform draw is below this (P(keep) = 1 - p).
+uint64_t DropoutKeepThreshold(double p);
+
+// A mask's seed: one 64-bit draw from LibTorch's default CPU generator (so torch::manual_seed
+// and restoring the generator's state reproduce the mask).
+uint64_t DrawDropoutSeed();
 
 // torch::dropout(x, p, train), with the same result distribution, the same autograd graph and
 // the same memory: like LibTorch's CPU dropout it builds a noise tensor of x's dtype holding 0 or

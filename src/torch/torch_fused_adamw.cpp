@@ -152,6 +152,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
 
 bool FusedDeviceAdamW() { return TUNE_TORCH_AT_LEAST(2, 0); }
 
+bool FusedDeviceLrTensor() { return TUNE_TORCH_AT_LEAST(2, 4); }
+
 void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, double lr, double beta1,
                                  double beta2, double weight_decay, double eps,
                                  const torch::Tensor& found_inf, const torch::Tensor& clip) {
@@ -179,8 +181,18 @@ void FusedAdamW::FusedDeviceStep(const std::vector<torch::Tensor>& params, doubl
   const c10::optional<at::Tensor> divisor =
       clip.defined() ? c10::optional<at::Tensor>(clip.to(torch::kFloat).reciprocal())
                      : c10::nullopt;
-  at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr, beta1,
-                    beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, divisor, flag);
+#if TUNE_TORCH_AT_LEAST(2, 4)
+  if (lr_tensor_.defined()) {
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps,
+                      lr_tensor_, beta1, beta2, weight_decay, eps, /*amsgrad=*/false,
+                      /*maximize=*/false, divisor, flag);
+  } else
+#endif
+  {
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps, lr,
+                      beta1, beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false,
+                      divisor, flag);
+  }
   // A skipped step (found_inf 1) takes its count back, on the device, as
   // torch.optim.AdamW(fused=True) does; the host's count (steps()) counts calls.
   if (found_inf.defined()) {

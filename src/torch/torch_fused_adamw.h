@@ -48,6 +48,12 @@ class FusedAdamW : public torch::optim::Optimizer {
   // other paths read it once. Reset after the step.
   void set_found_inf(torch::Tensor found_inf) { found_inf_ = std::move(found_inf); }
 
+  // From now on, every group's learning rate is this one-element float tensor on the
+  // parameters' device, which the fused device kernel reads there (a step captured in a CUDA
+  // graph then takes each replay's rate; the groups' lr options are ignored on that path).
+  // LibTorch >= 2.4 (the kernel's tensor_lr form): FusedDeviceLrTensor().
+  void set_lr_tensor(torch::Tensor lr) { lr_tensor_ = std::move(lr); }
+
   torch::Tensor step(LossClosure closure = nullptr) override;
 
   // Tests: CPU parameters take the fused device kernel too (at::_fused_adamw_ has a CPU kernel
@@ -71,6 +77,7 @@ class FusedAdamW : public torch::optim::Optimizer {
   double grad_scale_ = 1.0;
   torch::Tensor clip_;       // set_clip_coefficient's, for one step
   torch::Tensor found_inf_;  // set_found_inf's, for one step
+  torch::Tensor lr_tensor_;  // set_lr_tensor's
   bool device_kernel_on_cpu_ = false;
 };
 
@@ -93,5 +100,7 @@ void ClipGradientsOnDevice(const std::vector<torch::Tensor>& grads, double max_n
 
 // Whether the CUDA parameters' step runs the fused kernel (LibTorch >= 2.0).
 bool FusedDeviceAdamW();
+// Whether that kernel takes the learning rate as a tensor (set_lr_tensor; LibTorch >= 2.4).
+bool FusedDeviceLrTensor();
 
 }  // namespace tune::internal

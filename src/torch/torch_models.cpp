@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "torch/torch_compat.h"
+#include "torch/torch_fused_elementwise.h"
 
 namespace tune::internal {
 namespace {
@@ -167,6 +168,8 @@ class QkvProjection : public torch::autograd::Function<QkvProjection> {
 
 }  // namespace
 
+bool DebertaSdpaAvailable() { return TUNE_TORCH_AT_LEAST(2, 1); }
+
 bool SdpaAvailable() { return TUNE_TORCH_AT_LEAST(2, 0); }
 
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp,
@@ -187,6 +190,7 @@ EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& 
   c.gradient_checkpointing = hp.gradient_checkpointing;
   c.sdpa = hp.attention == Attention::kSdpa;
   c.fused_qkv = hp.fused_qkv;
+  c.fused_elementwise = hp.fused_elementwise;
   if (UsesRelativePositions(model)) {
     c.deberta = true;
     c.position_buckets = model.position_buckets;
@@ -318,7 +322,8 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
 }
 
-BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const EncoderConfig& c) {
+BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const EncoderConfig& c)
+    : fused_(c.fused_elementwise) {
   dense_ = register_module("dense", torch::nn::Linear(in, out));
   layer_norm_ = register_module(
       "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({out}).eps(c.layer_norm_eps)));
@@ -327,7 +332,10 @@ BertResidualOutputImpl::BertResidualOutputImpl(int64_t in, int64_t out, const En
 
 torch::Tensor BertResidualOutputImpl::forward(const torch::Tensor& x,
                                               const torch::Tensor& residual) {
-  return layer_norm_(dropout_(dense_(x)) + residual);
+  if (!fused_) return layer_norm_(dropout_(dense_(x)) + residual);
+  return BiasDropoutAddLayerNorm(torch::linear(x, dense_->weight), dense_->bias, residual,
+                                 layer_norm_->weight, layer_norm_->bias, dropout_->p(),
+                                 layer_norm_->options.eps(), is_training());
 }
 
 BertAttentionImpl::BertAttentionImpl(const EncoderConfig& c) {
@@ -339,15 +347,19 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Te
   return output_(self_(x, mask), x);
 }
 
-BertLinearImpl::BertLinearImpl(int64_t in, int64_t out) {
+BertLinearImpl::BertLinearImpl(int64_t in, int64_t out, bool fused) : fused_(fused) {
   dense_ = register_module("dense", torch::nn::Linear(in, out));
 }
 
-torch::Tensor BertLinearImpl::forward(const torch::Tensor& x) { return torch::gelu(dense_(x)); }
+torch::Tensor BertLinearImpl::forward(const torch::Tensor& x) {
+  if (!fused_) return torch::gelu(dense_(x));
+  return BiasGelu(torch::linear(x, dense_->weight), dense_->bias);
+}
 
 BertLayerImpl::BertLayerImpl(const EncoderConfig& c) {
   attention_ = register_module("attention", BertAttention(c));
-  intermediate_ = register_module("intermediate", BertLinear(c.hidden_size, c.intermediate_size));
+  intermediate_ = register_module(
+      "intermediate", BertLinear(c.hidden_size, c.intermediate_size, c.fused_elementwise));
   output_ = register_module("output", BertResidualOutput(c.intermediate_size, c.hidden_size, c));
 }
 
@@ -397,7 +409,8 @@ DisentangledSelfAttentionImpl::DisentangledSelfAttentionImpl(const EncoderConfig
       head_dim_(c.hidden_size / c.num_heads),
       span_(c.position_buckets > 0 ? c.position_buckets : c.max_relative_positions),
       // 1 + c2p + p2c terms.
-      scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads) * 3.0)) {
+      scale_(1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_heads) * 3.0)),
+      sdpa_(c.sdpa && DebertaSdpaAvailable()) {
   query_proj_ = register_module("query_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
   key_proj_ = register_module("key_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
   value_proj_ = register_module("value_proj", torch::nn::Linear(c.hidden_size, c.hidden_size));
@@ -414,7 +427,6 @@ torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
     return y.view({y.size(0), y.size(1), heads_, head_dim_}).transpose(1, 2);
   };
   torch::Tensor q = split(query_proj_(x)), k = split(key_proj_(x)), v = split(value_proj_(x));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
 
   // share_att_key: the relative embeddings go through the content projections.
   torch::Tensor r = pos_dropout_(rel.slice(0, 0, 2 * span_)).unsqueeze(0);  // [1, 2S, H]
@@ -428,7 +440,18 @@ torch::Tensor DisentangledSelfAttentionImpl::forward(const torch::Tensor& x,
   torch::Tensor p2c_pos = torch::clamp(-rel_pos + span_, 0, 2 * span_ - 1).expand(shape);
   torch::Tensor p2c =
       torch::gather(torch::matmul(k, pos_query.transpose(-1, -2)), -1, p2c_pos).transpose(-1, -2);
-  scores = (scores + c2p + p2c).mul_(scale_);
+#if TUNE_TORCH_AT_LEAST(2, 1)
+  if (sdpa_) {  // the relative terms and the padding as SDPA's additive bias, in Q's dtype
+    torch::Tensor bias = (c2p + p2c).mul_(scale_);
+    if (mask.numel() > 0) bias = bias + mask;
+    return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()),
+                                            is_training() ? dropout_->p() : 0.0,
+                                            /*is_causal=*/false, scale_)
+        .transpose(1, 2)
+        .reshape({b, t, h});
+  }
+#endif
+  torch::Tensor scores = (torch::matmul(q, k.transpose(-1, -2)) + c2p + p2c).mul_(scale_);
   if (mask.numel() > 0) scores.add_(mask);
   torch::Tensor probs = dropout_(torch::softmax(scores, -1));
   return torch::matmul(probs, v).transpose(1, 2).reshape({b, t, h});
@@ -447,7 +470,8 @@ torch::Tensor DebertaAttentionImpl::forward(const torch::Tensor& x, const torch:
 
 DebertaLayerImpl::DebertaLayerImpl(const EncoderConfig& c) {
   attention_ = register_module("attention", DebertaAttention(c));
-  intermediate_ = register_module("intermediate", BertLinear(c.hidden_size, c.intermediate_size));
+  intermediate_ = register_module(
+      "intermediate", BertLinear(c.hidden_size, c.intermediate_size, c.fused_elementwise));
   output_ = register_module("output", BertResidualOutput(c.intermediate_size, c.hidden_size, c));
 }
 

@@ -33,11 +33,16 @@ struct EncoderConfig {
   double attention_dropout = 0.1;
   double layer_norm_eps = 1e-12;        // BERT 1e-12, RoBERTa 1e-5, DeBERTa-v3 1e-7
   bool gradient_checkpointing = false;  // recompute each layer in backward (training only)
-  // BERT-family self-attention through at::scaled_dot_product_attention (hyperparams.h's
-  // Attention::kSdpa; REQUIRES: SdpaAvailable()). DeBERTa's layers ignore it.
+  // Self-attention through at::scaled_dot_product_attention (hyperparams.h's Attention::kSdpa;
+  // REQUIRES: SdpaAvailable()). DeBERTa's layers pass their relative (c2p + p2c) terms and the
+  // padding as SDPA's additive bias (with DebertaSdpaAvailable(); eager otherwise).
   bool sdpa = false;
   // BERT-family Q/K/V projections as one GEMM (hyperparams.h's fused_qkv).
   bool fused_qkv = false;
+  // Every layer's bias + dropout + residual + LayerNorm and bias + GELU as one fused function
+  // each (torch_fused_elementwise.h; hyperparams.h's fused_elementwise). REQUIRES:
+  // FusedElementwiseRunsOn(the model's device).
+  bool fused_elementwise = false;
   // DeBERTa-v2/v3 (Hugging Face DebertaV2 with relative_attention, pos_att_type "p2c|c2p",
   // share_att_key, norm_rel_ebd "layer_norm", position_biased_input false): no absolute position
   // embeddings; every layer adds content-to-position and position-to-content terms computed from
@@ -57,6 +62,9 @@ struct HeadConfig {
 EncoderConfig MakeEncoderConfig(const ModelSpec& model, const TrainHyperparams& hp, int32_t pad_id);
 // Whether this LibTorch has at::scaled_dot_product_attention (2.0 and newer).
 bool SdpaAvailable();
+// Whether DeBERTa's layers take SDPA too (its `scale` argument: 2.1 and newer); before, they
+// stay eager.
+bool DebertaSdpaAvailable();
 HeadConfig MakeHeadConfig(const ModelSpec& model, const TrainHyperparams& hp, int64_t num_labels);
 
 // An encoder layer of either family, in the form gradient checkpointing recomputes. `rel` (the
@@ -120,13 +128,15 @@ class BertSelfAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertSelfAttention);
 
-// dense -> dropout -> LayerNorm(. + residual): attention.output and output of a layer.
+// dense -> dropout -> LayerNorm(. + residual): attention.output and output of a layer. Fused:
+// the GEMM without its bias, then BiasDropoutAddLayerNorm.
 class BertResidualOutputImpl : public torch::nn::Module {
  public:
   BertResidualOutputImpl(int64_t in, int64_t out, const EncoderConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
 
  private:
+  bool fused_;
   torch::nn::Linear dense_{nullptr};
   torch::nn::LayerNorm layer_norm_{nullptr};
   FastDropout dropout_{nullptr};
@@ -144,12 +154,14 @@ class BertAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertAttention);
 
-class BertLinearImpl : public torch::nn::Module {  // "intermediate": dense then GELU
+// "intermediate": dense then GELU (fused: the GEMM without its bias, then BiasGelu).
+class BertLinearImpl : public torch::nn::Module {
  public:
-  BertLinearImpl(int64_t in, int64_t out);
+  BertLinearImpl(int64_t in, int64_t out, bool fused);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
+  bool fused_;
   torch::nn::Linear dense_{nullptr};
 };
 TORCH_MODULE(BertLinear);
@@ -194,6 +206,7 @@ class DisentangledSelfAttentionImpl : public torch::nn::Module {
  private:
   int64_t heads_, head_dim_, span_;
   double scale_;
+  bool sdpa_;
   torch::nn::Linear query_proj_{nullptr}, key_proj_{nullptr}, value_proj_{nullptr};
   FastDropout pos_dropout_{nullptr}, dropout_{nullptr};
 };

@@ -10,12 +10,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <new>
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 
@@ -23,8 +26,10 @@
 #include "torch/torch_counting_allocator.h"
 #include "torch/torch_cpu_malloc.h"
 #include "torch/torch_cuda_errors.h"
+#include "torch/torch_cuda_graphs.h"
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_fused_adamw.h"
+#include "torch/torch_fused_elementwise.h"
 #include "torch/torch_models.h"
 #include "torch/torch_plugin.h"
 #include "torch/torch_pretrained.h"
@@ -43,6 +48,12 @@ namespace {
 // optimizer steps and at each epoch's end: a diverged run goes on for at most this many steps
 // before it fails, and at the other steps the device never waits for the host.
 constexpr int64_t kFiniteCheckSteps = 50;
+
+// CUDA graphs: a training batch is padded up to a multiple of this many tokens, so that the
+// lengths of one bucket share a graph; each shape runs eagerly this many times (lazy
+// initialisation, AdamW's state) before it is captured.
+constexpr int64_t kGraphLengthMultiple = 64;
+constexpr int64_t kGraphWarmupRuns = 2;
 
 using internal::TransformerClassifier;
 
@@ -239,6 +250,23 @@ class Task {
   }
   // The pretrained weights' file ("" for none).
   virtual std::string weights_path() const { return ""; }
+
+  // A training batch's tensors, for CUDA graphs: built on the host, copied into a graph's inputs.
+  struct Batch {
+    torch::Tensor input_ids, attention_mask, token_type_ids, targets;
+  };
+  // Whether the trainer may capture this task's training step in CUDA graphs.
+  virtual bool Capturable() const { return false; }
+  // A training batch on the host, its rows padded up to a multiple of `length_multiple` tokens
+  // (at most max_length), always with its attention mask (so that one graph serves a bucket).
+  virtual Batch HostBatch(const std::vector<int64_t>& /*batch*/, int64_t /*length_multiple*/,
+                          Progress& /*p*/) {
+    TORCH_CHECK(false, "this model's training step is not captured in CUDA graphs");
+  }
+  // The logits of a batch already on the device.
+  virtual torch::Tensor LogitsOf(const Batch& /*b*/) {
+    TORCH_CHECK(false, "this model's training step is not captured in CUDA graphs");
+  }
 };
 
 // A model on tokenized text: batches of token ids and attention masks in, logits out.
@@ -260,14 +288,7 @@ class TokenTask : public Task {
   }
   std::pair<torch::Tensor, torch::Tensor> Forward(const std::vector<int64_t>& batch, bool train,
                                                   Progress& p) override {
-    const std::optional<PairSplit> pairs = PairSplitOf(data_, train, token_types());
-    TokenBatch tb = BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
-                                    train ? data_.train_labels : data_.validation_labels, batch,
-                                    hp_.max_length, hp_.padding, data_.pad_id, data_.cls_id,
-                                    data_.sep_id, pairs ? &*pairs : nullptr);
-    p.batch_rows = tb.rows;
-    p.batch_cols = tb.cols;
-    p.phase = train ? "forward" : "evaluation";
+    TokenBatch tb = Build(batch, train, p);
     // A batch without padding sends no mask (known here, on the host, without a device sync):
     // SDPA may then use FlashAttention, which refuses masks.
     const bool padded =
@@ -277,7 +298,23 @@ class TokenTask : public Task {
                padded ? ToTensor(tb.attention_mask, tb.rows, tb.cols, device_) : torch::Tensor(),
                tb.token_type_ids.empty() ? torch::Tensor()
                                          : ToTensor(tb.token_type_ids, tb.rows, tb.cols, device_));
-    return {logits, Targets(tb, batch, train)};
+    return {logits, Targets(tb, batch, train, device_)};
+  }
+  Batch HostBatch(const std::vector<int64_t>& batch, int64_t length_multiple,
+                  Progress& p) override {
+    TokenBatch tb = Build(batch, /*train=*/true, p);
+    const int64_t bucket = (tb.cols + length_multiple - 1) / length_multiple * length_multiple;
+    PadTokenBatchTo(tb, std::min(bucket, std::max(tb.cols, hp_.max_length)), data_.pad_id);
+    p.batch_cols = tb.cols;
+    const torch::Device cpu(torch::kCPU);
+    return {ToTensor(tb.input_ids, tb.rows, tb.cols, cpu),
+            ToTensor(tb.attention_mask, tb.rows, tb.cols, cpu),
+            tb.token_type_ids.empty() ? torch::Tensor()
+                                      : ToTensor(tb.token_type_ids, tb.rows, tb.cols, cpu),
+            Targets(tb, batch, /*train=*/true, cpu)};
+  }
+  torch::Tensor LogitsOf(const Batch& b) override {
+    return Logits(b.input_ids, b.attention_mask, b.token_type_ids);
   }
 
  protected:
@@ -293,10 +330,24 @@ class TokenTask : public Task {
   torch::Device device_;
 
  private:
-  // The batch's targets (Task::Forward).
-  torch::Tensor Targets(const TokenBatch& tb, const std::vector<int64_t>& batch, bool train) const {
+  // The batch's token ids, mask and labels (Task::Forward).
+  TokenBatch Build(const std::vector<int64_t>& batch, bool train, Progress& p) const {
+    const std::optional<PairSplit> pairs = PairSplitOf(data_, train, token_types());
+    TokenBatch tb = BuildTokenBatch(train ? data_.train_ids : data_.validation_ids,
+                                    train ? data_.train_labels : data_.validation_labels, batch,
+                                    hp_.max_length, hp_.padding, data_.pad_id, data_.cls_id,
+                                    data_.sep_id, pairs ? &*pairs : nullptr);
+    p.batch_rows = tb.rows;
+    p.batch_cols = tb.cols;
+    p.phase = train ? "forward" : "evaluation";
+    return tb;
+  }
+
+  // The batch's targets (Task::Forward), on `device`.
+  torch::Tensor Targets(const TokenBatch& tb, const std::vector<int64_t>& batch, bool train,
+                        const torch::Device& device) const {
     if (data_.problem_type == ProblemType::kSingleLabel) {
-      return ToTensor(tb.labels, tb.rows, 0, device_);
+      return ToTensor(tb.labels, tb.rows, 0, device);
     }
     const std::vector<float>& all = train ? data_.train_targets : data_.validation_targets;
     const auto width =
@@ -308,21 +359,32 @@ class TokenTask : public Task {
       values.insert(values.end(), row, row + static_cast<std::ptrdiff_t>(width));
     }
     return ToTensor(values, tb.rows,
-                    data_.problem_type == ProblemType::kMultiLabel ? data_.num_labels : 0, device_);
+                    data_.problem_type == ProblemType::kMultiLabel ? data_.num_labels : 0, device);
   }
 
   std::vector<int64_t> train_lengths_, eval_lengths_;
 };
 
 class TextTask final : public TokenTask {
+  // fused_elementwise takes effect on CUDA only: on the CPU tune's loops of the kernels'
+  // arithmetic are slower than ATen's vectorised kernels (docs/benchmarks.md), so the layers
+  // keep those there.
+  static internal::EncoderConfig EncoderConfigOn(const torch::Device& device,
+                                                 internal::EncoderConfig c) {
+    c.fused_elementwise = c.fused_elementwise && device.is_cuda();
+    return c;
+  }
+
  public:
   TextTask(const TrainJob& job, const torch::Device& device)
       : TokenTask(job, device),
         model_type_(job.model.model_type),
-        model_(internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id),
+        model_(EncoderConfigOn(device,
+                               internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id)),
                internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
     model_->to(device);
   }
+  bool Capturable() const override { return true; }
   // Copies the checkpoint's weights into the model (a non-OK Status when they do not fit). What
   // is newly initialised and what the checkpoint has that the model does not use are logged
   // once per checkpoint and process, as Hugging Face's from_pretrained does.
@@ -477,6 +539,13 @@ Result<std::unique_ptr<Task>> MakeTextTask(const TrainJob& job, const torch::Dev
     TUNE_ASSIGN_OR_RETURN(std::unique_ptr<ScriptTask> task, ScriptTask::Load(job, device));
     return std::unique_ptr<Task>(std::move(task));
   }
+  if (job.hp.fused_elementwise && device.is_cuda() && !internal::FusedElementwiseRunsOn(device)) {
+    return InvalidArgumentError(fmt::format(
+        "fused_elementwise on {} needs tune's CUDA kernels, and this trainer (LibTorch {}) was "
+        "built without them (they need nvcc and a LibTorch with CUDA, 2.4 or newer, at build "
+        "time); use \"fused_elementwise\": false",
+        device.str(), TORCH_VERSION));
+  }
   if (job.hp.attention == Attention::kSdpa && !internal::SdpaAvailable()) {
     return InvalidArgumentError(fmt::format(
         "attention 'sdpa' needs LibTorch 2.0 or newer (at::scaled_dot_product_attention), and "
@@ -493,19 +562,28 @@ Result<std::unique_ptr<Task>> MakeTextTask(const TrainJob& job, const torch::Dev
 
 // The forward pass of a batch under autocast for bf16/fp16 (docs/memory.md#the-autocast-guard);
 // logits come back as float32 so that the loss is computed in full precision, outside autocast.
-std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& task,
-                                                  const std::vector<int64_t>& batch, bool train,
-                                                  Progress& p) {
-  if (precision == Precision::kFp32) return task.Forward(batch, train, p);
+// `forward` (logits and targets) under autocast on `device` for bf16/fp16; `cache` false
+// during a CUDA graph capture.
+template <typename F>
+std::pair<torch::Tensor, torch::Tensor> UnderAutocast(Precision precision,
+                                                      const torch::Device& device, bool cache,
+                                                      F&& forward) {
+  if (precision == Precision::kFp32) return forward();
   std::pair<torch::Tensor, torch::Tensor> out;
   {
-    const torch::Device device = task.device();
     internal::AutocastGuard autocast(
-        device.type(), precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf);
-    out = task.Forward(batch, train, p);
+        device.type(), precision == Precision::kBf16 ? torch::kBFloat16 : torch::kHalf, cache);
+    out = forward();
   }
   out.first = out.first.to(torch::kFloat);
   return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> ForwardIn(Precision precision, Task& task,
+                                                  const std::vector<int64_t>& batch, bool train,
+                                                  Progress& p) {
+  return UnderAutocast(precision, task.device(), /*cache=*/true,
+                       [&] { return task.Forward(batch, train, p); });
 }
 
 // Dynamic loss scaling for fp16 (torch.cuda.amp.GradScaler's defaults: initial scale 2^16, x2
@@ -698,6 +776,35 @@ class TorchTrainer final : public Trainer {
   }
 
  private:
+  // A run's CUDA graphs (hyperparams.h's cuda_graphs; docs/config.md#cuda-graphs): one graph
+  // per micro-batch shape (rows x length bucket) of forward and backward, captured after
+  // kGraphWarmupRuns eager runs of that shape, and one of the optimizer step (AdamW with its
+  // learning rate as a tensor). Their inputs are tensors each batch and step is copied into.
+  // On the CPU (the test hook TUNE_TEST_GRAPH_PATH_ON_CPU=1) there is no CudaGraphRun and
+  // nothing is captured: every batch takes the graphs' eager path (length buckets, the loss
+  // divided by a tensor, gradients zeroed in place), which tests compare with the plain path.
+  struct StepGraphs {
+    explicit StepGraphs(const torch::Device& device)
+        : run(device.is_cuda() ? std::make_unique<internal::CudaGraphRun>(device) : nullptr),
+          inv_examples(torch::ones({}, torch::TensorOptions(torch::kFloat).device(device))),
+          lr(torch::zeros({}, torch::TensorOptions(torch::kFloat).device(device))),
+          failed(run == nullptr) {}
+    struct MicroBatchGraph {
+      int64_t eager_runs = 0;
+      Task::Batch inputs;    // the graph's inputs: each batch of this shape is copied into them
+      torch::Tensor summed;  // its output: the batch's summed loss
+      std::unique_ptr<internal::CapturedGraph> graph;
+    };
+    std::unique_ptr<internal::CudaGraphRun> run;  // null: no captures (the CPU test hook)
+    torch::Tensor inv_examples;                   // 1 / the examples of the step's micro-batches
+    torch::Tensor lr;  // the scheduled learning rate (AdamW's tensor learning rate)
+    std::map<std::pair<int64_t, int64_t>, MicroBatchGraph> micro_batches;
+    bool optimizer_capturable = false;
+    int64_t optimizer_eager_runs = 0;
+    std::unique_ptr<internal::CapturedGraph> optimizer;
+    bool failed;  // a capture failed (or none can be made): the rest of the run is eager
+  };
+
   // What one run holds while it trains: its task and model, the optimizer, the fp16 loss
   // scaler, and the step counter and learning rate across epochs.
   struct RunState {
@@ -710,6 +817,7 @@ class TorchTrainer final : public Trainer {
     int64_t total_steps = 0, warmup_steps = 0, eval_batch_size = 0;
     int64_t step = 0;
     double lr = 0;
+    std::unique_ptr<StepGraphs> graphs;  // cuda_graphs on; destroyed first (last member)
   };
 
   // The run's task (text or tabular, pretrained weights loaded), optimizer, precision and
@@ -768,6 +876,10 @@ class TorchTrainer final : public Trainer {
   // device (nothing is read back: the GPU never waits for the host here).
   void MicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
                   torch::Tensor& loss_sum, Progress& p) {
+    if (rs.graphs) {
+      GraphedMicroBatch(rs, batch, group_examples, loss_sum, p);
+      return;
+    }
     auto [logits, targets] = ForwardIn(rs.precision, *rs.task, batch, /*train=*/true, p);
     torch::Tensor summed = SummedLoss(rs.task->problem_type(), logits, targets, rs.class_weights);
     p.phase = "backward";
@@ -777,6 +889,151 @@ class TorchTrainer final : public Trainer {
     torch::Tensor loss = summed / static_cast<double>(group_examples);
     (rs.scaler ? rs.scaler->Scale(loss) : loss).backward();
     loss_sum.add_(summed.detach());
+  }
+
+  // Whether this run captures CUDA graphs: cuda_graphs "on" (a request; "auto" is off until a
+  // card has measured them), a CUDA device, a build that can, a transformer on text.
+  bool UsesCudaGraphs(const RunState& rs) const {
+    if (rs.job.hp.cuda_graphs != CudaGraphs::kOn) return false;
+    if (device_.is_cpu()) {
+      const char* hook = std::getenv("TUNE_TEST_GRAPH_PATH_ON_CPU");
+      return hook != nullptr && std::string_view(hook) == "1" && rs.task->Capturable();
+    }
+    if (!device_.is_cuda()) return false;
+    if (!internal::CudaGraphsBuilt()) {
+      spdlog::warn(
+          "cuda_graphs 'on': this trainer (LibTorch {}) cannot capture CUDA graphs (they "
+          "need a LibTorch with CUDA, 2.4 or newer); the run is eager",
+          TORCH_VERSION);
+      return false;
+    }
+    if (!rs.task->Capturable()) {
+      spdlog::info("cuda_graphs 'on': TorchScript and tabular models train without CUDA graphs");
+      return false;
+    }
+    return true;
+  }
+
+  void CaptureFailed(RunState& rs, const char* what, const std::string& error) {
+    rs.graphs->failed = true;
+    spdlog::warn("CUDA graphs: capturing {} failed, the rest of the run is eager: {}", what, error);
+  }
+
+  static Task::Batch ToDevice(const Task::Batch& b, const torch::Device& device) {
+    auto to = [&](const torch::Tensor& t) {
+      if (!t.defined() || device.is_cpu()) return t;
+      return t.pin_memory().to(device, /*non_blocking=*/true);
+    };
+    return {to(b.input_ids), to(b.attention_mask), to(b.token_type_ids), to(b.targets)};
+  }
+
+  static void CopyInto(Task::Batch& to, const Task::Batch& from) {
+    auto copy = [](torch::Tensor& dst, const torch::Tensor& src) {
+      if (src.defined()) dst.copy_(src.pin_memory(), /*non_blocking=*/true);
+    };
+    copy(to.input_ids, from.input_ids);
+    copy(to.attention_mask, from.attention_mask);
+    copy(to.token_type_ids, from.token_type_ids);
+    copy(to.targets, from.targets);
+  }
+
+  // A micro-batch's forward and backward from tensors on the device, the loss divided by the
+  // group's examples as a tensor: what a graph captures (autocast's cache off then). Returns
+  // the summed loss.
+  torch::Tensor MicroBatchOn(RunState& rs, const Task::Batch& b, bool capturing, Progress& p) {
+    p.phase = "forward";
+    auto [logits, targets] = UnderAutocast(rs.precision, rs.task->device(), !capturing, [&] {
+      return std::make_pair(rs.task->LogitsOf(b), b.targets);
+    });
+    torch::Tensor summed = SummedLoss(rs.task->problem_type(), logits, targets, rs.class_weights);
+    p.phase = "backward";
+    torch::Tensor loss = summed * rs.graphs->inv_examples;
+    (rs.scaler ? rs.scaler->Scale(loss) : loss).backward();
+    return summed.detach();
+  }
+
+  // MicroBatch with CUDA graphs: the batch padded to its length bucket; the first
+  // kGraphWarmupRuns batches of a shape eager, the next one captured, the rest replayed.
+  void GraphedMicroBatch(RunState& rs, const std::vector<int64_t>& batch, int64_t group_examples,
+                         torch::Tensor& loss_sum, Progress& p) {
+    StepGraphs& g = *rs.graphs;
+    const Task::Batch host = rs.task->HostBatch(batch, kGraphLengthMultiple, p);
+    g.inv_examples.fill_(1.0 / static_cast<double>(group_examples));
+    StepGraphs::MicroBatchGraph& m =
+        g.micro_batches[{host.input_ids.size(0), host.input_ids.size(1)}];
+    if (m.graph) {
+      CopyInto(m.inputs, host);
+      p.phase = "forward";
+      m.graph->Replay();
+      loss_sum.add_(m.summed);
+      return;
+    }
+    if (g.failed || m.eager_runs < kGraphWarmupRuns) {
+      ++m.eager_runs;
+      loss_sum.add_(MicroBatchOn(rs, ToDevice(host, device_), /*capturing=*/false, p));
+      return;
+    }
+    m.inputs = ToDevice(host, device_);
+    std::string error;
+    m.graph = g.run->Capture([&] { m.summed = MicroBatchOn(rs, m.inputs, /*capturing=*/true, p); },
+                             error);
+    if (!m.graph) {
+      DrainAutogradQueue();
+      CaptureFailed(rs, "a micro-batch's forward and backward", error);
+      loss_sum.add_(MicroBatchOn(rs, m.inputs, /*capturing=*/false, p));
+      return;
+    }
+    spdlog::debug("CUDA graphs: captured the micro-batch of {} x {}", host.input_ids.size(0),
+                  host.input_ids.size(1));
+    m.graph->Replay();
+    loss_sum.add_(m.summed);
+  }
+
+  // The optimizer step's work on the device: fp16 unscaling, clipping, the step, the scale's
+  // update and zero_grad, which sets the gradients to None, or with CUDA graphs zeroes them in
+  // place (their storage is what the graphs accumulate into).
+  void OptimizerWork(RunState& rs) {
+    const TrainHyperparams& hp = rs.job.hp;
+    const std::vector<torch::Tensor> params = rs.task->parameters();
+    auto* adamw = dynamic_cast<internal::FusedAdamW*>(rs.optimizer.get());
+    if (rs.scaler) rs.scaler->Unscale(params);
+    const bool finite = !rs.scaler || adamw != nullptr || rs.scaler->Finite();
+    if (finite && hp.max_grad_norm > 0) ClipGradients(params, hp.max_grad_norm, *rs.optimizer);
+    if (rs.scaler && adamw != nullptr) adamw->set_found_inf(rs.scaler->found_inf());
+    if (finite) rs.optimizer->step();
+    if (rs.scaler) rs.scaler->Update();
+    for (const torch::Tensor& t : params) {
+      if (!rs.graphs) {
+        t.mutable_grad().reset();  // zero_grad(set_to_none)
+      } else if (t.grad().defined()) {
+        t.mutable_grad().zero_();
+      }
+    }
+  }
+
+  // OptimizerWork with CUDA graphs: eager for kGraphWarmupRuns steps (AdamW's state appears at
+  // the first), then captured once and replayed, the learning rate read from StepGraphs::lr.
+  void GraphedOptimizerWork(RunState& rs) {
+    StepGraphs& g = *rs.graphs;
+    g.lr.fill_(rs.lr);
+    if (g.optimizer) {
+      g.optimizer->Replay();
+      return;
+    }
+    if (g.failed || !g.optimizer_capturable || g.optimizer_eager_runs < kGraphWarmupRuns) {
+      ++g.optimizer_eager_runs;
+      OptimizerWork(rs);
+      return;
+    }
+    std::string error;
+    g.optimizer = g.run->Capture([&] { OptimizerWork(rs); }, error);
+    if (!g.optimizer) {
+      CaptureFailed(rs, "the optimizer step", error);
+      OptimizerWork(rs);
+      return;
+    }
+    spdlog::debug("CUDA graphs: captured the optimizer step");
+    g.optimizer->Replay();
   }
 
   // The epoch's summed training loss so far, read back (a host wait): false, with result.end
@@ -826,19 +1083,15 @@ class TorchTrainer final : public Trainer {
   // host nowhere; SGD reads the flag back.
   void OptimizerStep(RunState& rs, Progress& p) {
     const TrainHyperparams& hp = rs.job.hp;
-    const std::vector<torch::Tensor> params = rs.task->parameters();
     p.phase = "optimizer_step";
-    auto* adamw = dynamic_cast<internal::FusedAdamW*>(rs.optimizer.get());
-    if (rs.scaler) rs.scaler->Unscale(params);
-    const bool finite = !rs.scaler || adamw != nullptr || rs.scaler->Finite();
-    if (finite && hp.max_grad_norm > 0) ClipGradients(params, hp.max_grad_norm, *rs.optimizer);
     rs.lr =
         LearningRateAt(hp.scheduler, hp.learning_rate, rs.step, rs.total_steps, rs.warmup_steps);
     SetLearningRate(*rs.optimizer, rs.lr);
-    if (rs.scaler && adamw != nullptr) adamw->set_found_inf(rs.scaler->found_inf());
-    if (finite) rs.optimizer->step();
-    if (rs.scaler) rs.scaler->Update();
-    for (const torch::Tensor& t : params) t.mutable_grad().reset();  // zero_grad(set_to_none)
+    if (rs.graphs) {
+      GraphedOptimizerWork(rs);
+    } else {
+      OptimizerWork(rs);
+    }
     ++rs.step;
     p.step = rs.step;
   }
@@ -926,6 +1179,14 @@ class TorchTrainer final : public Trainer {
     TUNE_ASSIGN_OR_RETURN(std::optional<RunState> prepared, Prepare(job, result));
     if (!prepared) return Status::Ok();
     RunState& rs = *prepared;
+    if (UsesCudaGraphs(rs)) {
+      rs.graphs = std::make_unique<StepGraphs>(device_);
+      auto* adamw = dynamic_cast<internal::FusedAdamW*>(rs.optimizer.get());
+      if (adamw != nullptr && internal::FusedDeviceLrTensor() && rs.graphs->run != nullptr) {
+        adamw->set_lr_tensor(rs.graphs->lr);
+        rs.graphs->optimizer_capturable = true;
+      }
+    }
     auto since = std::chrono::steady_clock::now();  // the previous evaluation's end
     // Evaluates, asks on_epoch, keeps the weights of the best evaluation: Ok(false) when the
     // run ends here (stopped, interrupted).

@@ -134,4 +134,20 @@ TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
   return batch;
 }
 
+void PadTokenBatchTo(TokenBatch& batch, int64_t cols, int32_t pad_id) {
+  if (cols <= batch.cols) return;
+  auto widen = [&](std::vector<int64_t>& v, int64_t fill) {
+    if (v.empty()) return;
+    std::vector<int64_t> wide(static_cast<size_t>(batch.rows * cols), fill);
+    for (int64_t r = 0; r < batch.rows; ++r) {
+      std::copy_n(v.begin() + r * batch.cols, batch.cols, wide.begin() + r * cols);
+    }
+    v = std::move(wide);
+  };
+  widen(batch.input_ids, pad_id);
+  widen(batch.attention_mask, 0);
+  widen(batch.token_type_ids, 0);
+  batch.cols = cols;
+}
+
 }  // namespace tune

@@ -65,6 +65,11 @@ TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
                            int64_t max_length, Padding padding, int32_t pad_id, int32_t cls_id,
                            int32_t sep_id, const PairSplit* pairs = nullptr);
 
+// Widens every row of `batch` to `cols` columns (no change when it has as many or more): pad_id
+// tokens, attention mask 0, token type 0. The trainer's CUDA graphs pad a batch to its length
+// bucket this way, so that batches of nearby lengths share one graph.
+void PadTokenBatchTo(TokenBatch& batch, int64_t cols, int32_t pad_id);
+
 // The length of an example in a batch: min(ids + 2, max_length).
 inline int64_t SequenceLength(size_t num_ids, int64_t max_length) {
   return std::min<int64_t>(static_cast<int64_t>(num_ids) + 2, max_length);

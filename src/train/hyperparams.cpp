@@ -222,6 +222,12 @@ const std::vector<Entry>& Table() {
                                                                   {"sdpa", Attention::kSdpa},
                                                                   {"eager", Attention::kEager}})});
     t.push_back({"fused_qkv", {}, Bool(&TrainHyperparams::fused_qkv)});
+    t.push_back({"fused_elementwise", {}, Bool(&TrainHyperparams::fused_elementwise)});
+    t.push_back({"cuda_graphs",
+                 {},
+                 Choice<CudaGraphs>(&TrainHyperparams::cuda_graphs, {{"auto", CudaGraphs::kAuto},
+                                                                     {"on", CudaGraphs::kOn},
+                                                                     {"off", CudaGraphs::kOff}})});
     t.push_back({"mlp_layers", {}, Int(&TrainHyperparams::mlp_layers, 0, 16)});
     t.push_back({"mlp_hidden", {}, Int(&TrainHyperparams::mlp_hidden, 1, 1 << 20)});
     return t;
@@ -333,6 +339,8 @@ Json HyperparamsToJson(const TrainHyperparams& hp) {
   j["tf32"] = hp.tf32;
   j["attention"] = AttentionName(hp.attention);
   j["fused_qkv"] = hp.fused_qkv;
+  j["fused_elementwise"] = hp.fused_elementwise;
+  j["cuda_graphs"] = CudaGraphsName(hp.cuda_graphs);
   j["mlp_layers"] = hp.mlp_layers;
   j["mlp_hidden"] = hp.mlp_hidden;
   return j;
@@ -346,6 +354,18 @@ const char* AttentionName(Attention attention) {
       return "sdpa";
     case Attention::kEager:
       return "eager";
+  }
+  return "auto";
+}
+
+const char* CudaGraphsName(CudaGraphs graphs) {
+  switch (graphs) {
+    case CudaGraphs::kAuto:
+      return "auto";
+    case CudaGraphs::kOn:
+      return "on";
+    case CudaGraphs::kOff:
+      return "off";
   }
   return "auto";
 }

@@ -34,9 +34,13 @@ enum class EvalStrategy { kEpoch, kSteps };
 // eager: softmax(Q K^T / sqrt(d) + mask) V in separate kernels, the probabilities kept for
 // backward; sdpa: one at::scaled_dot_product_attention call (LibTorch 2.0 or newer), which picks
 // a fused kernel (FlashAttention or memory-efficient on CUDA, a flash kernel on the CPU) where the
-// inputs allow, dropout inside it; auto: eager until a card has confirmed the memory estimator's
-// SDPA terms. DeBERTa's disentangled attention and TorchScript models are always their own.
+// inputs allow, dropout inside it (DeBERTa: its relative terms as SDPA's additive bias, LibTorch
+// 2.1 or newer); auto: eager until a card has confirmed the memory estimator's SDPA terms.
+// TorchScript models are always their own.
 enum class Attention { kAuto, kSdpa, kEager };
+
+// Whether the trainer captures its CUDA training step in CUDA graphs (docs/config.md).
+enum class CudaGraphs { kAuto, kOn, kOff };
 
 struct TrainHyperparams {
   std::string model;            // catalog name of the encoder
@@ -87,6 +91,13 @@ struct TrainHyperparams {
   // weights (and one in backward for their gradients) instead of three. Off until a card shows
   // it faster; DeBERTa's layers ignore it.
   bool fused_qkv = false;
+  // CUDA: each layer's bias + dropout + residual + LayerNorm, and its feed-forward bias + GELU,
+  // as one fused kernel each way (tune's own CUDA kernels). No effect on the CPU (ATen's
+  // vectorised kernels are faster there than tune's loops). Off until a card shows it faster.
+  bool fused_elementwise = false;
+  // CUDA graphs: the training step captured once per batch shape and replayed (kAuto: off until
+  // a card has measured it; kOn: on CUDA; kOff). No effect on the CPU.
+  CudaGraphs cuda_graphs = CudaGraphs::kAuto;
   Padding padding = Padding::kLongest;
   int64_t bucket_batches = 50;  // length bucketing chunk, in batches; 0 or 1: off
   uint64_t seed = 0;            // weights, dropout and data order
@@ -101,6 +112,8 @@ struct TrainHyperparams {
 const char* PrecisionName(Precision precision);
 // "auto", "sdpa", "eager".
 const char* AttentionName(Attention attention);
+// "auto", "on", "off".
+const char* CudaGraphsName(CudaGraphs graphs);
 // The inverse of PrecisionName; InvalidArgument naming the closest valid choice.
 Result<Precision> ParsePrecision(std::string_view name);
 // InvalidArgument for fp16 on a device that is not CUDA.

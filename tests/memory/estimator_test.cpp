@@ -88,6 +88,34 @@ TEST(MemoryEstimator, PersistentStateFollowsPrecisionAndOptimizer) {
   EXPECT_EQ(e.allocated_peak, e.eval_peak);
 }
 
+// CUDA graphs keep the gradients from step to step (zeroed in place, not freed), so they are
+// live through the forward pass, and the graphs' pool holds the step's working set once more;
+// nothing changes on the CPU, where the trainer captures nothing.
+TEST(MemoryEstimator, CudaGraphsKeepGradientsAndAddTheirPool) {
+  MemoryRequest r = TinyRequest();
+  r.batch_size = 16;
+  r.max_length = 16;
+  const DeviceMemoryModel cuda = DeviceMemoryModel::Cuda();
+  const MemoryEstimate eager = Estimate(r, cuda);
+  r.cuda_graphs = true;
+  const MemoryEstimate graphs = Estimate(r, cuda);
+  EXPECT_EQ(eager.graph_pool, 0);
+  // The forward pass holds the gradients too (each rounded up to the allocator's 512 B blocks).
+  EXPECT_GE(graphs.forward_peak, eager.forward_peak + eager.gradients);
+  EXPECT_LT(graphs.forward_peak, eager.forward_peak + eager.gradients + 64 * 1024);
+  EXPECT_GE(graphs.backward_peak, eager.backward_peak);
+  EXPECT_GT(graphs.graph_pool, graphs.activations);
+  EXPECT_LT(graphs.graph_pool, std::max(graphs.forward_peak, graphs.backward_peak));
+  EXPECT_GT(graphs.device_peak, eager.device_peak + graphs.graph_pool / 2);
+  const auto terms = DeviceTerms(graphs);
+  EXPECT_EQ(std::string(terms.back().key), "graph_pool");
+  EXPECT_EQ(DeviceTerms(eager).size() + 1, terms.size());
+  const MemoryEstimate cpu = Estimate(r);
+  r.cuda_graphs = false;
+  EXPECT_EQ(cpu.device_peak, Estimate(r).device_peak);
+  EXPECT_EQ(cpu.graph_pool, 0);
+}
+
 TEST(MemoryEstimator, SavedActivationsCountEachSavedTensor) {
   MemoryRequest r = TinyRequest();
   // Layer (elements): q, k, v, context 4*64; softmax out, dropout noise, dropped probs 3*64;

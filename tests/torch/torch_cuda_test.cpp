@@ -1,12 +1,18 @@
 // The LibTorch trainer and tune's CUDA memory backend on a real CUDA device (ctest label `cuda`):
 // the caching allocator's statistics and emptyCache, a trial that runs out of memory on the
 // device (pruned with its oom_config, the memory returned), the estimator against the measured
-// max_memory_allocated, the trainer learning the separable task on the card, and the fused
-// AdamW step and device-side clipping against LibTorch's AdamW. Each test skips,
+// max_memory_allocated, the trainer learning the separable task on the card (fp32, bf16, fp16;
+// eagerly, with tune's fused kernels, with CUDA graphs), CUDA graphs against the eager trainer,
+// tune's CUDA kernels against their references, and the fused AdamW step and device-side
+// clipping against LibTorch's AdamW. Each test skips,
 // saying why, where this LibTorch cannot use CUDA (a CPU-only LibTorch, or no GPU or driver); on
 // a GPU machine they all run: `ctest -L cuda`.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -15,8 +21,10 @@
 #include "testing/separable_text.h"
 #include "testing/temp_dir.h"
 #include "testing/tune_process.h"
+#include "torch/torch_cuda_graphs.h"
 #include "torch/torch_cuda_memory.h"
 #include "torch/torch_fused_adamw.h"
+#include "torch/torch_fused_elementwise.h"
 #include "torch/torch_trainer.h"
 #include "tune/pruners/pruner.h"
 #include "tune/samplers/random.h"
@@ -86,17 +94,39 @@ TEST_F(CudaTest, EmptyCacheReturnsReservedMemory) {
   EXPECT_GT(emptied.free, cached.free + 192 * kMiB) << "the driver got the memory back";
 }
 
-// In fp32 and in bf16 autocast (what precision "auto" picks on cards of compute capability >= 8).
-class CudaPrecisionTest : public CudaTest, public ::testing::WithParamInterface<Precision> {};
+// How a learning test trains: its precision, and tune's fused kernels and CUDA graphs on or off.
+struct TrainingPath {
+  Precision precision = Precision::kFp32;
+  bool fused_elementwise = false;
+  bool cuda_graphs = false;
+};
+
+std::string TrainingPathName(const TrainingPath& path) {
+  return std::string(PrecisionName(path.precision)) + (path.fused_elementwise ? "_fused" : "") +
+         (path.cuda_graphs ? "_graphs" : "");
+}
+
+// In fp32, bf16 autocast (what precision "auto" picks on cards of compute capability >= 8) and
+// fp16 autocast with dynamic loss scaling (what it picks on older cards), each eagerly, and with
+// tune's fused elementwise kernels and CUDA graphs.
+class CudaPrecisionTest : public CudaTest, public ::testing::WithParamInterface<TrainingPath> {};
 
 TEST_P(CudaPrecisionTest, TrainerLearnsTheSeparableTaskOnTheCard) {
+  if (GetParam().fused_elementwise && !internal::FusedElementwiseKernelsBuilt()) {
+    GTEST_SKIP() << "tune_torch was built without its CUDA kernels (no nvcc at build time)";
+  }
+  if (GetParam().cuda_graphs && !internal::CudaGraphsBuilt()) {
+    GTEST_SKIP() << "CUDA graphs need LibTorch 2.4 or newer";
+  }
   TextTrainData d =
       testing::Tokenize(testing::MakeSynthetic(480, 4, 1), testing::MakeSynthetic(160, 4, 2), 4);
   auto trainer = CudaTrainer();
   ASSERT_NE(trainer, nullptr);
   EXPECT_NE(trainer->name().find("cuda:0"), std::string::npos) << trainer->name();
   TrainHyperparams hp = testing::FastHyperparams();
-  hp.precision = GetParam();
+  hp.precision = GetParam().precision;
+  hp.fused_elementwise = GetParam().fused_elementwise;
+  hp.cuda_graphs = GetParam().cuda_graphs ? CudaGraphs::kOn : CudaGraphs::kOff;
   auto r = trainer->Train(TrainJob{testing::TinyModel(), hp, &d}, [](const EpochMetrics&) {
     return Result<EpochDecision>(EpochDecision::kContinue);
   });
@@ -107,8 +137,132 @@ TEST_P(CudaPrecisionTest, TrainerLearnsTheSeparableTaskOnTheCard) {
   EXPECT_GT(r->peak_memory_bytes, 0);  // the caching allocator's peak above the start
 }
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaPrecisionTest,
-                         ::testing::Values(Precision::kFp32, Precision::kBf16),
-                         [](const auto& p) { return std::string(PrecisionName(p.param)); });
+                         ::testing::Values(TrainingPath{Precision::kFp32},
+                                           TrainingPath{Precision::kBf16},
+                                           TrainingPath{Precision::kFp16},
+                                           TrainingPath{Precision::kFp32, true, false},
+                                           TrainingPath{Precision::kBf16, true, false},
+                                           TrainingPath{Precision::kFp16, true, false},
+                                           TrainingPath{Precision::kFp32, false, true},
+                                           TrainingPath{Precision::kBf16, false, true},
+                                           TrainingPath{Precision::kFp16, true, true},
+                                           TrainingPath{Precision::kBf16, true, true}),
+                         [](const auto& p) { return TrainingPathName(p.param); });
+
+// Each optimizer step's loss of a run, and what the trainer logged.
+struct StepLosses {
+  std::vector<double> losses;
+  std::string log;
+};
+
+StepLosses TrainRecordingSteps(Trainer& trainer, const TextTrainData& d, TrainHyperparams hp) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(200);
+  sink->set_level(spdlog::level::debug);
+  auto logger = spdlog::default_logger();
+  const auto level = logger->level();
+  logger->sinks().push_back(sink);
+  logger->set_level(spdlog::level::debug);
+  StepLosses out;
+  TrainJob job{testing::TinyModel(), hp, &d};
+  job.on_step = [&](const StepRecord& r) { out.losses.push_back(r.loss); };
+  auto r = trainer.Train(
+      job, [](const EpochMetrics&) { return Result<EpochDecision>(EpochDecision::kContinue); });
+  logger->sinks().pop_back();
+  logger->set_level(level);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (r.ok()) {
+    EXPECT_EQ(r->end, TrainResult::End::kCompleted) << r->message;
+  }
+  for (const std::string& line : sink->last_formatted()) out.log += line;
+  return out;
+}
+
+// CUDA graphs replay what the eager trainer does: without dropout, in fp32 without TF32, every
+// step's loss equals the eager run's (the batches padded to their 64-token bucket change only
+// the masked positions), and the log shows the micro-batches and the optimizer step captured.
+TEST_F(CudaTest, CudaGraphsTrainAsTheEagerTrainerDoes) {
+  if (!internal::CudaGraphsBuilt()) GTEST_SKIP() << "CUDA graphs need LibTorch 2.4 or newer";
+  TextTrainData d =
+      testing::Tokenize(testing::MakeSynthetic(320, 4, 5), testing::MakeSynthetic(64, 4, 6), 4);
+  TrainHyperparams hp = testing::FastHyperparams();
+  hp.dropout = 0.0;
+  hp.attention_dropout = 0.0;
+  hp.classifier_dropout = 0.0;
+  hp.tf32 = false;
+  hp.epochs = 2;
+  auto trainer = CudaTrainer();
+  ASSERT_NE(trainer, nullptr);
+  hp.cuda_graphs = CudaGraphs::kOff;
+  const StepLosses eager = TrainRecordingSteps(*trainer, d, hp);
+  hp.cuda_graphs = CudaGraphs::kOn;
+  const StepLosses graphed = TrainRecordingSteps(*trainer, d, hp);
+  ASSERT_EQ(eager.losses.size(), graphed.losses.size());
+  ASSERT_GT(eager.losses.size(), 10u);
+  for (size_t i = 0; i < eager.losses.size(); ++i) {
+    EXPECT_NEAR(graphed.losses[i], eager.losses[i], 1e-4 * std::max(1.0, eager.losses[i]))
+        << "step " << i + 1;
+  }
+  EXPECT_NE(graphed.log.find("captured the micro-batch"), std::string::npos) << graphed.log;
+  EXPECT_NE(graphed.log.find("captured the optimizer step"), std::string::npos) << graphed.log;
+  EXPECT_EQ(graphed.log.find("failed"), std::string::npos) << graphed.log;
+  EXPECT_EQ(eager.log.find("CUDA graphs"), std::string::npos) << eager.log;
+}
+
+// tune's CUDA kernels against the unfused references on the card, given the mask the kernel
+// drew: the output and every gradient, fp32, bf16 and fp16 inputs; the keep rate of the mask.
+TEST_F(CudaTest, FusedKernelsEqualTheirReferencesOnTheCard) {
+  if (!internal::FusedElementwiseKernelsBuilt()) {
+    GTEST_SKIP() << "tune_torch was built without its CUDA kernels (no nvcc at build time)";
+  }
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA, 0);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (double p : {0.0, 0.1}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + " p " + std::to_string(p));
+      torch::manual_seed(41);
+      const torch::Tensor x0 = torch::randn({4, 130, 768}, cuda).to(dtype);
+      const torch::Tensor r0 = torch::randn({4, 130, 768}, cuda);
+      const torch::Tensor b0 = 0.1 * torch::randn({768}, cuda);
+      const torch::Tensor g0 = 1 + 0.2 * torch::randn({768}, cuda);
+      const torch::Tensor be0 = 0.1 * torch::randn({768}, cuda);
+      auto leaf = [](const torch::Tensor& t) { return t.clone().requires_grad_(); };
+      std::vector<torch::Tensor> f = {leaf(x0), leaf(b0), leaf(r0), leaf(g0), leaf(be0)};
+      std::vector<torch::Tensor> e = {leaf(x0), leaf(b0), leaf(r0), leaf(g0), leaf(be0)};
+      auto [out, mask] =
+          internal::BiasDropoutAddLayerNormWithMask(f[0], f[1], f[2], f[3], f[4], p, 1e-12, true);
+      if (p > 0) {
+        const double kept = mask.to(torch::kFloat).mean().item<double>();
+        EXPECT_NEAR(kept, 1 - p, 5 * std::sqrt(p * (1 - p) / static_cast<double>(mask.numel())));
+      }
+      const torch::Tensor expected =
+          internal::BiasDropoutAddLayerNormReference(e[0], e[1], e[2], mask, e[3], e[4], p, 1e-12);
+      EXPECT_TRUE(torch::allclose(out, expected, 1e-4, 1e-4))
+          << (out - expected).abs().max().item<double>();
+      const torch::Tensor upstream = torch::randn(out.sizes(), cuda);
+      out.backward(upstream);
+      expected.backward(upstream);
+      for (size_t i = 0; i < f.size(); ++i) {
+        const torch::Tensor a = f[i].grad().to(torch::kFloat), b = e[i].grad().to(torch::kFloat);
+        const double tolerance = i == 0 && dtype != torch::kFloat ? 1e-2 : 1e-3;
+        EXPECT_LT((a - b).abs().max().item<double>(),
+                  tolerance * std::max(1.0, b.abs().max().item<double>()))
+            << "gradient " << i;
+      }
+      torch::Tensor xg = leaf(x0), bg = leaf(b0), xr = leaf(x0), br = leaf(b0);
+      const torch::Tensor gelu = internal::BiasGelu(xg, bg);
+      const torch::Tensor gelu_ref = internal::BiasGeluReference(xr, br);
+      const double tolerance = dtype == torch::kFloat ? 1e-5 : 1e-2;
+      EXPECT_TRUE(torch::allclose(gelu.to(torch::kFloat), gelu_ref.to(torch::kFloat), tolerance,
+                                  tolerance));
+      const torch::Tensor up = torch::randn(gelu.sizes(), cuda).to(dtype);
+      gelu.backward(up);
+      gelu_ref.backward(up);
+      EXPECT_TRUE(torch::allclose(xg.grad().to(torch::kFloat), xr.grad().to(torch::kFloat),
+                                  tolerance, tolerance));
+      EXPECT_LT((bg.grad() - br.grad()).abs().max().item<double>(),
+                tolerance * br.grad().abs().max().item<double>() + 1e-4);
+    }
+  }
+}
 
 // The train objective on cuda:0 in a study, as `tune` runs it.
 class CudaObjectiveTest : public CudaTest {

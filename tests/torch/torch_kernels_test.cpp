@@ -1,6 +1,8 @@
 // The trainer's own CPU kernels: AdamW (src/torch/torch_fused_adamw.h), its fused step against
-// LibTorch's torch::optim::AdamW, gradient clipping folded into the step and the fallback path;
-// dropout (src/torch/torch_dropout.h), its keep rate, scaling, gradient and reproducibility.
+// LibTorch's torch::optim::AdamW, gradient clipping folded into the step and the fallback path,
+// the learning rate as a tensor; dropout (src/torch/torch_dropout.h), its keep rate, scaling,
+// gradient and reproducibility; the fused elementwise functions (torch_fused_elementwise.h) on
+// the CPU against their unfused references, forward and every gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +10,7 @@
 
 #include "torch/torch_dropout.h"
 #include "torch/torch_fused_adamw.h"
+#include "torch/torch_fused_elementwise.h"
 #include "torch/torch_version.h"
 
 namespace tune::internal {
@@ -353,6 +356,159 @@ TEST(Dropout, GradientIsTheNoiseAndBf16IsSupported) {
   const torch::Tensor yd = Dropout(torch::ones({400, 400}, torch::kDouble), 0.1, true);
   EXPECT_EQ(yd.scalar_type(), torch::kDouble);
   ExpectKeepRate(yd, 0.1);
+}
+
+// The learning rate as a device tensor (what a captured CUDA graph reads each replay) gives the
+// steps the double gives, through the fused kernel (its CPU form, LibTorch >= 2.4).
+TEST(FusedAdamW, ATensorLearningRateEqualsTheDouble) {
+  if (!FusedDeviceLrTensor()) GTEST_SKIP() << "the kernel's tensor learning rate needs 2.4+";
+  const Params a = MakeParams(torch::kFloat, 21), b = MakeParams(torch::kFloat, 21);
+  auto by_double = MakeAdamW<FusedAdamW>(a), by_tensor = MakeAdamW<FusedAdamW>(b);
+  by_double->set_device_kernel_on_cpu(true);
+  by_tensor->set_device_kernel_on_cpu(true);
+  const torch::Tensor lr = torch::zeros({}, torch::kFloat);
+  by_tensor->set_lr_tensor(lr);
+  for (int step = 0; step < 4; ++step) {
+    const double rate = 1e-2 / (step + 1);  // a schedule: each step its own rate
+    for (auto& group : by_double->param_groups()) group.options().set_lr(rate);
+    lr.fill_(rate);
+    SetGradients(a, b, step, 1.0);
+    by_double->step();
+    by_tensor->step();
+  }
+  const auto pa = a.all(), pb = b.all();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(pa[i], pb[i], 1e-6, 1e-7)) << "parameter " << i;
+  }
+}
+
+// Inputs of the fused LayerNorm: x [2, 70, 48] (140 rows: three chunks of the column sums) in
+// `dtype`, fp32 residual and parameters, all leaves that require gradients.
+struct LayerNormInputs {
+  explicit LayerNormInputs(torch::ScalarType dtype) {
+    torch::manual_seed(31);
+    x = torch::randn({2, 70, 48}).to(dtype).requires_grad_();
+    residual = torch::randn({2, 70, 48}).requires_grad_();
+    bias = (0.1 * torch::randn({48})).requires_grad_();
+    gamma = (1 + 0.2 * torch::randn({48})).requires_grad_();
+    beta = (0.1 * torch::randn({48})).requires_grad_();
+  }
+  LayerNormInputs Leaves() const {  // the same values, fresh leaves
+    LayerNormInputs c = *this;
+    for (torch::Tensor* t : {&c.x, &c.residual, &c.bias, &c.gamma, &c.beta}) {
+      *t = t->detach().clone().requires_grad_();
+    }
+    return c;
+  }
+  std::vector<torch::Tensor> grads() const {
+    return {x.grad(), residual.grad(), bias.grad(), gamma.grad(), beta.grad()};
+  }
+  torch::Tensor x, residual, bias, gamma, beta;
+};
+
+// bias + dropout + residual + LayerNorm, fused, against layer_norm((x + bias) * mask / (1 - p)
+// + residual) with the mask it drew: the output and all five gradients, for fp32, bf16 and fp16
+// inputs, with and without dropout.
+TEST(FusedElementwise, LayerNormEqualsItsReferenceForwardAndBackward) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (double p : {0.0, 0.1}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + " p " + std::to_string(p));
+      const LayerNormInputs fused(dtype);
+      const LayerNormInputs ref = fused.Leaves();
+      auto [out, mask] = BiasDropoutAddLayerNormWithMask(fused.x, fused.bias, fused.residual,
+                                                         fused.gamma, fused.beta, p, 1e-12, true);
+      ASSERT_EQ(mask.defined(), p > 0);
+      EXPECT_EQ(out.scalar_type(), torch::kFloat);
+      EXPECT_EQ(out.sizes(), fused.x.sizes());
+      const torch::Tensor expected = BiasDropoutAddLayerNormReference(
+          ref.x, ref.bias, ref.residual, mask, ref.gamma, ref.beta, p, 1e-12);
+      EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-5))
+          << (out - expected).abs().max().item<double>();
+      const torch::Tensor upstream = torch::randn(out.sizes());
+      out.backward(upstream);
+      expected.backward(upstream);
+      const auto got = fused.grads(), want = ref.grads();
+      const char* names[] = {"x", "residual", "bias", "gamma", "beta"};
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(got[i].defined()) << names[i];
+        EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << names[i];
+        // The x gradient of a low-precision x is rounded to it: compare at its precision.
+        const double tolerance = i == 0 && dtype != torch::kFloat ? 1e-2 : 1e-4;
+        EXPECT_TRUE(torch::allclose(got[i].to(torch::kFloat), want[i].to(torch::kFloat), tolerance,
+                                    tolerance))
+            << names[i] << ": "
+            << (got[i].to(torch::kFloat) - want[i].to(torch::kFloat)).abs().max().item<double>();
+      }
+    }
+  }
+}
+
+// The fused dropout keeps 1 - p of the elements, is reproducible from torch::manual_seed, and is
+// off outside training.
+TEST(FusedElementwise, DropoutKeepsOneMinusPSeededAndOffInEvaluation) {
+  const torch::Tensor x = torch::randn({400, 256}), residual = torch::zeros({400, 256});
+  const torch::Tensor bias = torch::zeros({256}), gamma = torch::ones({256}),
+                      beta = torch::zeros({256});
+  for (double p : {0.1, 0.5}) {
+    torch::manual_seed(5);
+    const torch::Tensor m1 =
+        BiasDropoutAddLayerNormWithMask(x, bias, residual, gamma, beta, p, 1e-12, true).second;
+    ExpectKeepRate(m1, p);
+    torch::manual_seed(5);
+    const torch::Tensor m2 =
+        BiasDropoutAddLayerNormWithMask(x, bias, residual, gamma, beta, p, 1e-12, true).second;
+    EXPECT_TRUE(torch::equal(m1, m2));
+    const torch::Tensor m3 =
+        BiasDropoutAddLayerNormWithMask(x, bias, residual, gamma, beta, p, 1e-12, true).second;
+    EXPECT_FALSE(torch::equal(m1, m3)) << "the next call draws a new mask";
+  }
+  const auto eval = BiasDropoutAddLayerNormWithMask(x, bias, residual, gamma, beta, 0.5, 1e-12,
+                                                    /*train=*/false);
+  EXPECT_FALSE(eval.second.defined());
+  EXPECT_TRUE(
+      torch::allclose(eval.first, torch::layer_norm(x, {256}, gamma, beta, 1e-12), 1e-5, 1e-5));
+}
+
+// bias + GELU, fused, against gelu(x + bias): output (x's dtype) and both gradients.
+TEST(FusedElementwise, BiasGeluEqualsItsReferenceForwardAndBackward) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    torch::manual_seed(32);
+    const torch::Tensor x0 = (2 * torch::randn({3, 50, 96})).to(dtype);
+    const torch::Tensor b0 = torch::randn({96});
+    torch::Tensor x = x0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    torch::Tensor xr = x0.clone().requires_grad_(), br = b0.clone().requires_grad_();
+    const torch::Tensor out = BiasGelu(x, b), expected = BiasGeluReference(xr, br);
+    EXPECT_EQ(out.scalar_type(), dtype);
+    const double tolerance = dtype == torch::kFloat ? 1e-5 : 1e-2;
+    EXPECT_TRUE(
+        torch::allclose(out.to(torch::kFloat), expected.to(torch::kFloat), tolerance, tolerance));
+    const torch::Tensor upstream = torch::randn(out.sizes()).to(dtype);
+    out.backward(upstream);
+    expected.backward(upstream);
+    EXPECT_EQ(x.grad().scalar_type(), dtype);
+    EXPECT_TRUE(torch::allclose(x.grad().to(torch::kFloat), xr.grad().to(torch::kFloat), tolerance,
+                                tolerance));
+    // The bias gradient sums 150 rows: relative to its size.
+    const double scale = br.grad().abs().max().item<double>();
+    EXPECT_LT((b.grad() - br.grad()).abs().max().item<double>(), tolerance * scale + 1e-5);
+  }
+}
+
+// The parameters must be fp32 vectors of the last dimension's size on x's device.
+TEST(FusedElementwise, RefusesParametersOfAnotherShapeOrDtype) {
+  const torch::Tensor x = torch::randn({4, 8});
+  try {
+    BiasGelu(x, torch::zeros({7}));
+    ADD_FAILURE() << "a bias of 7 for 8 columns was taken";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("of shape [8]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(BiasDropoutAddLayerNorm(x, torch::zeros({8}, torch::kDouble), x, torch::ones({8}),
+                                       torch::zeros({8}), 0.1, 1e-5, true),
+               c10::Error);
+  EXPECT_TRUE(FusedElementwiseRunsOn(torch::Device(torch::kCPU)));
+  EXPECT_EQ(FusedElementwiseRunsOn(torch::Device(torch::kCUDA, 0)), FusedElementwiseKernelsBuilt());
 }
 
 }  // namespace

@@ -358,6 +358,40 @@ TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
   }
 }
 
+// DeBERTa under SDPA (LibTorch >= 2.1: the c2p and p2c terms and the padding as SDPA's additive
+// bias) against its eager disentangled attention, the same weights: logits and every gradient
+// (the relative embeddings' included), fp32 and bf16 autocast, padded or not.
+TEST(Sdpa, DebertaOutputsAndGradientsEqualTheEagerPath) {
+  if (!DebertaSdpaAvailable()) GTEST_SKIP() << "DeBERTa's SDPA path needs LibTorch 2.1+";
+  for (auto autocast : {std::optional<torch::ScalarType>(), std::optional(torch::kBFloat16)}) {
+    SCOPED_TRACE(autocast ? "bf16" : "fp32");
+    torch::manual_seed(16);
+    HeadConfig head;
+    head.dropout = 0.0;
+    EncoderConfig c = TinyDebertaConfig();
+    TransformerClassifier eager(c, head);
+    c.sdpa = true;
+    TransformerClassifier sdpa(c, head);
+    {
+      torch::NoGradGuard no_grad;
+      auto from = eager->named_parameters();
+      for (auto& p : sdpa->named_parameters()) p.value().copy_(from[p.key()]);
+    }
+    eager->train(true);  // dropout 0: training mode without randomness
+    sdpa->train(true);
+    Batch batch;
+    const double tolerance = autocast ? 3e-2 : 1e-5;
+    for (bool padded : {true, false}) {
+      const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
+      auto [logits_e, grads_e] = Step(eager, batch.ids, mask, autocast);
+      auto [logits_s, grads_s] = Step(sdpa, batch.ids, mask, autocast);
+      EXPECT_LT(MaxRelativeDifference(logits_s, logits_e), tolerance) << "padded " << padded;
+      ExpectSameGradients(grads_e, grads_s, tolerance, padded ? "padded" : "unpadded");
+      EXPECT_GT(grads_s.at("encoder.rel_embeddings.weight").abs().max().item<double>(), 0);
+    }
+  }
+}
+
 // The fused Q/K/V projection (one GEMM over the packed weights, one custom backward) against the
 // three Linears, the same weights: logits and every gradient equal, fp32 and bf16 autocast,
 // padded or not, eager attention and (LibTorch 2.x) SDPA. The parameters keep their Hugging Face
@@ -422,6 +456,63 @@ TEST(FusedQkv, CheckpointingGivesTheSameGradients) {
   const auto plain = grads(false), checkpointed = grads(true);
   ASSERT_EQ(plain.size(), checkpointed.size());
   EXPECT_GT(plain.at("encoder.layer.0.attention.self.query.weight").abs().max().item<double>(), 0);
+  for (const auto& [name, g] : plain) {
+    EXPECT_TRUE(torch::allclose(g, checkpointed.at(name), 1e-5, 1e-7)) << name;
+  }
+}
+
+// The fused elementwise functions in every layer (bias + dropout + residual + LayerNorm after
+// both output projections, bias + GELU in the feed-forward block) against the unfused modules,
+// the same weights: logits and every gradient, BERT and DeBERTa, fp32 and bf16 autocast. On the
+// CPU the fused functions run tune's loops, the arithmetic of its CUDA kernels.
+TEST(FusedElementwise, OutputsAndGradientsEqualTheUnfusedLayers) {
+  for (bool deberta : {false, true}) {
+    for (auto autocast : {std::optional<torch::ScalarType>(), std::optional(torch::kBFloat16)}) {
+      SCOPED_TRACE(std::string(deberta ? "deberta" : "bert") + (autocast ? " bf16" : " fp32"));
+      torch::manual_seed(14);
+      HeadConfig head;
+      head.dropout = 0.0;
+      EncoderConfig c = deberta ? TinyDebertaConfig() : TinyBertConfig(false);
+      TransformerClassifier plain(c, head);
+      c.fused_elementwise = true;
+      TransformerClassifier fused(c, head);
+      {
+        torch::NoGradGuard no_grad;
+        auto from = plain->named_parameters();
+        ASSERT_EQ(from.size(), fused->named_parameters().size());
+        for (auto& p : fused->named_parameters()) p.value().copy_(from[p.key()]);
+      }
+      plain->train(true);
+      fused->train(true);
+      Batch batch;
+      // bf16: the fused functions add the bias in fp32, the unfused GEMM in bf16.
+      const double tolerance = autocast ? 3e-2 : 1e-5;
+      auto [logits_p, grads_p] = Step(plain, batch.ids, batch.mask, autocast);
+      auto [logits_f, grads_f] = Step(fused, batch.ids, batch.mask, autocast);
+      EXPECT_LT(MaxRelativeDifference(logits_f, logits_p), tolerance);
+      ExpectSameGradients(grads_p, grads_f, tolerance, "fused");
+      EXPECT_GT(grads_f.at("encoder.layer.0.intermediate.dense.bias").abs().max().item<double>(),
+                0);
+    }
+  }
+}
+
+// With dropout, the fused layers' masks come from the seeded generator: gradient checkpointing's
+// recomputation draws the same ones, so every gradient equals the run without checkpointing.
+TEST(FusedElementwise, CheckpointingGivesTheSameGradients) {
+  auto grads = [](bool checkpoint) {
+    torch::manual_seed(15);
+    EncoderConfig c = TinyBertConfig(false);
+    c.fused_elementwise = true;
+    c.gradient_checkpointing = checkpoint;
+    c.hidden_dropout = 0.1;
+    TransformerClassifier model(c, HeadConfig{});
+    model->train(true);
+    Batch batch;
+    return Step(model, batch.ids, batch.mask).second;
+  };
+  const auto plain = grads(false), checkpointed = grads(true);
+  ASSERT_EQ(plain.size(), checkpointed.size());
   for (const auto& [name, g] : plain) {
     EXPECT_TRUE(torch::allclose(g, checkpointed.at(name), 1e-5, 1e-7)) << name;
   }

@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -74,6 +78,66 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   // The encoder as the catalog formula counts it, plus the output layer.
   EXPECT_EQ(r->num_parameters, EncoderParameterCount(job.model) + 32 * 4 + 4);
   EXPECT_GT(r->peak_memory_bytes, 0);
+}
+
+// fused_elementwise takes effect on CUDA only (tune's CPU loops are slower than ATen's
+// vectorised kernels): on the CPU every step's loss is the unfused run's, exactly. The fused
+// functions themselves are compared with the unfused layers in FusedElementwise.* (the modules,
+// on the CPU) and on a card in CudaPrecisionTest's *_fused runs.
+TEST_F(TorchTrainerTest, FusedElementwiseLeavesCpuTrainingAsItIs) {
+  auto trainer = NewCpuTrainer();
+  auto losses = [&](bool fused) {
+    TrainHyperparams hp = FastHyperparams();
+    hp.epochs = 1;
+    hp.dropout = 0.1;  // the unfused layers' masks, drawn the same way both times
+    hp.fused_elementwise = fused;
+    std::vector<double> out;
+    TrainJob job{TinyModel(), hp, data_};
+    job.on_step = [&](const StepRecord& r) { out.push_back(r.loss); };
+    auto r = Train(*trainer, job);
+    EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
+    return out;
+  };
+  const std::vector<double> plain = losses(false);
+  ASSERT_GT(plain.size(), 10u);
+  EXPECT_EQ(losses(true), plain);
+}
+
+// CUDA graphs' eager path (the test hook runs it on the CPU, where nothing is captured): batches
+// padded to their 64-token bucket with their masks, the loss divided by a tensor, gradients
+// zeroed in place instead of freed. Each step's loss equals the plain path's; off the hook,
+// cuda_graphs "on" changes nothing on the CPU.
+TEST_F(TorchTrainerTest, CudaGraphsEagerPathTrainsAsThePlainPathDoes) {
+  auto trainer = NewCpuTrainer();
+  auto losses = [&](CudaGraphs graphs) {
+    TrainHyperparams hp = FastHyperparams();
+    hp.epochs = 2;
+    hp.grad_accum = 2;  // the tensor 1 / examples of a group of micro-batches
+    hp.cuda_graphs = graphs;
+    std::vector<double> out;
+    TrainJob job{TinyModel(), hp, data_};
+    job.on_step = [&](const StepRecord& r) { out.push_back(r.loss); };
+    auto r = Train(*trainer, job);
+    EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
+    return out;
+  };
+  const std::vector<double> plain = losses(CudaGraphs::kOff);
+  ASSERT_EQ(setenv("TUNE_TEST_GRAPH_PATH_ON_CPU", "1", 1), 0);
+  const std::vector<double> graph_path = losses(CudaGraphs::kOn);
+  const std::vector<double> auto_path = losses(CudaGraphs::kAuto);
+  ASSERT_EQ(unsetenv("TUNE_TEST_GRAPH_PATH_ON_CPU"), 0);
+  const std::vector<double> on_without_hook = losses(CudaGraphs::kOn);
+  ASSERT_EQ(plain.size(), graph_path.size());
+  ASSERT_GT(plain.size(), 20u);
+  double largest_difference = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_NEAR(graph_path[i], plain[i], 1e-4 * std::max(1.0, plain[i])) << "step " << i + 1;
+    largest_difference = std::max(largest_difference, std::abs(graph_path[i] - plain[i]));
+  }
+  EXPECT_EQ(auto_path, plain);  // "auto" is off for now
+  EXPECT_EQ(on_without_hook, plain);
+  // The padded batches do differ from the plain ones (the hook did take the other path).
+  EXPECT_GT(largest_difference, 0.0);
 }
 
 TEST_F(TorchTrainerTest, TinyDebertaLearnsASeparableTask) {

@@ -81,6 +81,30 @@ TEST(Batching, BuildTokenBatchAddsSpecialsTruncatesAndPads) {
   EXPECT_EQ(fixed.input_ids.size(), 128u);
 }
 
+// CUDA graphs' length buckets: rows widened with padding tokens, mask 0 and type 0; a narrower
+// width leaves the batch as it is.
+TEST(Batching, PadTokenBatchToWidensEveryRow) {
+  TokenBatch b;
+  b.rows = 2;
+  b.cols = 3;
+  b.input_ids = {101, 7, 102, 101, 102, 0};
+  b.attention_mask = {1, 1, 1, 1, 1, 0};
+  b.token_type_ids = {0, 1, 1, 0, 0, 0};
+  b.labels = {1, 0};
+  PadTokenBatchTo(b, 5, 9);
+  EXPECT_EQ(b.cols, 5);
+  EXPECT_EQ(b.input_ids, (std::vector<int64_t>{101, 7, 102, 9, 9, 101, 102, 0, 9, 9}));
+  EXPECT_EQ(b.attention_mask, (std::vector<int64_t>{1, 1, 1, 0, 0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(b.token_type_ids, (std::vector<int64_t>{0, 1, 1, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(b.labels, (std::vector<int64_t>{1, 0}));
+  PadTokenBatchTo(b, 4, 9);
+  EXPECT_EQ(b.cols, 5);
+  TokenBatch no_types = BuildTokenBatch({{5}}, {0}, {0}, 8, Padding::kLongest, 0, 101, 102);
+  PadTokenBatchTo(no_types, 4, 0);
+  EXPECT_TRUE(no_types.token_type_ids.empty());
+  EXPECT_EQ(no_types.input_ids, (std::vector<int64_t>{101, 5, 102, 0}));
+}
+
 // Hugging Face tokenizers' pair truncation with a room of 7: its own unit test's table (lengths
 // 0, 2, 4, 8 on each side), and the strategies that cut one side.
 TEST(Batching, PairKeepFollowsHuggingFaceTokenizers) {
