@@ -11,16 +11,23 @@ import argparse
 import json
 from collections import OrderedDict
 
-SIDES = [("tune", "eager"), ("tune", "sdpa"), ("tune", "sdpa+fused_qkv"), ("tune", "auto"),
+SIDES = [("tune", "eager"), ("tune", "sdpa"), ("tune", "sdpa+fused_qkv"),
+         ("tune", "sdpa+fused_qkv+fused_elementwise+cuda_graphs"), ("tune", "auto"),
          ("pytorch-eager", None),
          ("pytorch-compile", None), ("pytorch", None), ("pytorch-transformers", None)]
-LABEL = {("tune", "eager"): "tune, eager attention", ("tune", "sdpa"): "tune, SDPA",
-         ("tune", "sdpa+fused_qkv"): "tune, SDPA, fused Q/K/V",
-         ("tune", "eager+fused_qkv"): "tune, eager attention, fused Q/K/V",
-         ("tune", "auto"): "tune, auto", ("pytorch-eager", None): "(a) PyTorch eager, SDPA",
+LABEL = {("pytorch-eager", None): "(a) PyTorch eager, SDPA",
          ("pytorch-compile", None): "(b) torch.compile of (a)",
          ("pytorch", None): "(c) hand-written loop",
          ("pytorch-transformers", None): "transformers (eager)"}
+# A tune side's attention mode and switches ("sdpa+fused_qkv+cuda_graphs") in words.
+PART = {"eager": "eager attention", "sdpa": "SDPA", "auto": "auto", "fused_qkv": "fused Q/K/V",
+        "fused_elementwise": "fused kernels", "cuda_graphs": "CUDA graphs"}
+
+
+def side_label(side):
+    if side[0] == "tune" and side[1]:
+        return "tune, " + ", ".join(PART.get(p, p) for p in side[1].split("+"))
+    return LABEL.get(side, side[0])
 
 
 def flops_per_sample(non_embedding, layers, hidden, t):
@@ -75,7 +82,7 @@ def main():
             sps = r["samples_per_second"]
             tflops = (flops_per_sample(n, layers, hidden, t) * sps / 1e12
                       if n and layers and hidden else None)
-            label = LABEL.get(side[:2], side[0])
+            label = side_label(side[:2])
             if side[2]:
                 label = label.replace("tune,", f"tune (LibTorch {side[2]}),")
             cells = [label, f"{sps:,.2f}", f"{tflops:.3f}" if tflops else "?"]
