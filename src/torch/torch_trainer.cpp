@@ -776,7 +776,7 @@ class TorchTrainer final : public Trainer {
   }
 
  private:
-  // A run's CUDA graphs (hyperparams.h's cuda_graphs; docs/config.md#cuda-graphs): one graph
+  // A run's CUDA graphs (hyperparams.h's cuda_graphs; docs/config.md, `cuda_graphs`): one graph
   // per micro-batch shape (rows x length bucket) of forward and backward, captured after
   // kGraphWarmupRuns eager runs of that shape, and one of the optimizer step (AdamW with its
   // learning rate as a tensor). Their inputs are tensors each batch and step is copied into.

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
 
 #include "config/config.h"
 #include "memory/estimator.h"
@@ -105,6 +106,9 @@ std::string TrainingPathName(const TrainingPath& path) {
   return std::string(PrecisionName(path.precision)) + (path.fused_elementwise ? "_fused" : "") +
          (path.cuda_graphs ? "_graphs" : "");
 }
+
+// gtest prints a parameter in the test's name (and so in ctest's): by name, not by its bytes.
+void PrintTo(const TrainingPath& path, std::ostream* os) { *os << TrainingPathName(path); }
 
 // In fp32, bf16 autocast (what precision "auto" picks on cards of compute capability >= 8) and
 // fp16 autocast with dynamic loss scaling (what it picks on older cards), each eagerly, and with
