@@ -116,7 +116,7 @@ float GeluDerivative(float a) {
   return cdf + a * pdf;
 }
 
-template <typename T, typename F>
+template <typename F>
 void CpuRowsElementwise(int64_t rows, int64_t cols, F&& f) {
   at::parallel_for(0, rows * cols, 32768, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) f(i, i % cols);
@@ -284,7 +284,7 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
         const scalar_t* in = x.data_ptr<scalar_t>();
         const float* b = bias.data_ptr<float>();
         scalar_t* o = out.data_ptr<scalar_t>();
-        CpuRowsElementwise<scalar_t>(rows, cols, [&](int64_t i, int64_t j) {
+        CpuRowsElementwise(rows, cols, [&](int64_t i, int64_t j) {
           o[i] = static_cast<scalar_t>(Gelu(static_cast<float>(in[i]) + b[j]));
         });
       });
@@ -315,7 +315,7 @@ class BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
             const scalar_t* g = d_out.data_ptr<scalar_t>();
             const float* b = bias.data_ptr<float>();
             scalar_t* dx = d_x.data_ptr<scalar_t>();
-            CpuRowsElementwise<scalar_t>(rows, cols, [&](int64_t i, int64_t j) {
+            CpuRowsElementwise(rows, cols, [&](int64_t i, int64_t j) {
               dx[i] = static_cast<scalar_t>(static_cast<float>(g[i]) *
                                             GeluDerivative(static_cast<float>(in[i]) + b[j]));
             });

@@ -325,6 +325,34 @@ void ExpectSameGradients(const std::map<std::string, torch::Tensor>& reference,
   }
 }
 
+// Gives `to` the parameters of `from` (by name) and puts both in training mode (the tests'
+// models have no dropout: training mode without randomness).
+void CopyParametersAndTrain(TransformerClassifier& from, TransformerClassifier& to) {
+  {
+    torch::NoGradGuard no_grad;
+    auto source = from->named_parameters();
+    for (auto& p : to->named_parameters()) p.value().copy_(source[p.key()]);
+  }
+  from->train(true);
+  to->train(true);
+}
+
+using Gradients = std::map<std::string, torch::Tensor>;
+
+// One step of `reference` and of `other` on `ids` (with `mask`, or none): their logits and every
+// gradient equal within `tolerance`. Returns both models' gradients.
+std::pair<Gradients, Gradients> ExpectSameStep(TransformerClassifier& reference,
+                                               TransformerClassifier& other,
+                                               const torch::Tensor& ids, const torch::Tensor& mask,
+                                               std::optional<torch::ScalarType> autocast,
+                                               double tolerance, const std::string& where) {
+  auto [logits_r, grads_r] = Step(reference, ids, mask, autocast);
+  auto [logits_o, grads_o] = Step(other, ids, mask, autocast);
+  EXPECT_LT(MaxRelativeDifference(logits_o, logits_r), tolerance) << where;
+  ExpectSameGradients(grads_r, grads_o, tolerance, where);
+  return {grads_r, grads_o};
+}
+
 // SDPA (LibTorch 2.x) against the eager attention, the same weights: logits and every gradient
 // equal within each dtype's tolerance, with and without padding, BERT and RoBERTa positions.
 TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
@@ -337,22 +365,13 @@ TEST(Sdpa, OutputsAndGradientsEqualTheEagerPath) {
       head.dropout = 0.0;  // training mode without randomness anywhere
       TransformerClassifier eager(TinyBertConfig(false, roberta), head);
       TransformerClassifier sdpa(TinyBertConfig(true, roberta), head);
-      {
-        torch::NoGradGuard no_grad;
-        auto from = eager->named_parameters();
-        for (auto& p : sdpa->named_parameters()) p.value().copy_(from[p.key()]);
-      }
-      eager->train(true);  // dropout 0: training mode without randomness
-      sdpa->train(true);
+      CopyParametersAndTrain(eager, sdpa);
       Batch batch;
       // bf16's 8 bits of mantissa: the two paths round at different places.
       const double tolerance = autocast ? 3e-2 : 1e-5;
       for (bool padded : {true, false}) {
-        const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
-        auto [logits_e, grads_e] = Step(eager, batch.ids, mask, autocast);
-        auto [logits_s, grads_s] = Step(sdpa, batch.ids, mask, autocast);
-        EXPECT_LT(MaxRelativeDifference(logits_s, logits_e), tolerance) << "padded " << padded;
-        ExpectSameGradients(grads_e, grads_s, tolerance, padded ? "padded" : "unpadded");
+        ExpectSameStep(eager, sdpa, batch.ids, padded ? batch.mask : torch::Tensor(), autocast,
+                       tolerance, padded ? "padded" : "unpadded");
       }
     }
   }
@@ -372,21 +391,14 @@ TEST(Sdpa, DebertaOutputsAndGradientsEqualTheEagerPath) {
     TransformerClassifier eager(c, head);
     c.sdpa = true;
     TransformerClassifier sdpa(c, head);
-    {
-      torch::NoGradGuard no_grad;
-      auto from = eager->named_parameters();
-      for (auto& p : sdpa->named_parameters()) p.value().copy_(from[p.key()]);
-    }
-    eager->train(true);  // dropout 0: training mode without randomness
-    sdpa->train(true);
+    CopyParametersAndTrain(eager, sdpa);
     Batch batch;
     const double tolerance = autocast ? 3e-2 : 1e-5;
     for (bool padded : {true, false}) {
-      const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
-      auto [logits_e, grads_e] = Step(eager, batch.ids, mask, autocast);
-      auto [logits_s, grads_s] = Step(sdpa, batch.ids, mask, autocast);
-      EXPECT_LT(MaxRelativeDifference(logits_s, logits_e), tolerance) << "padded " << padded;
-      ExpectSameGradients(grads_e, grads_s, tolerance, padded ? "padded" : "unpadded");
+      const Gradients grads_s =
+          ExpectSameStep(eager, sdpa, batch.ids, padded ? batch.mask : torch::Tensor(), autocast,
+                         tolerance, padded ? "padded" : "unpadded")
+              .second;
       EXPECT_GT(grads_s.at("encoder.rel_embeddings.weight").abs().max().item<double>(), 0);
     }
   }
@@ -408,23 +420,15 @@ TEST(FusedQkv, OutputsAndGradientsEqualThreeProjections) {
       TransformerClassifier three(c, head);
       c.fused_qkv = true;
       TransformerClassifier fused(c, head);
-      {
-        torch::NoGradGuard no_grad;
-        auto from = three->named_parameters();
-        ASSERT_EQ(from.size(), fused->named_parameters().size());
-        for (auto& p : fused->named_parameters()) p.value().copy_(from[p.key()]);
-      }
-      three->train(true);
-      fused->train(true);
+      ASSERT_EQ(three->named_parameters().size(), fused->named_parameters().size());
+      CopyParametersAndTrain(three, fused);
       Batch batch;
       // bf16: the fused GEMM rounds its sums in other places than three GEMMs.
       const double tolerance = autocast ? 3e-2 : 1e-5;
       for (bool padded : {true, false}) {
-        const torch::Tensor mask = padded ? batch.mask : torch::Tensor();
-        auto [logits_3, grads_3] = Step(three, batch.ids, mask, autocast);
-        auto [logits_f, grads_f] = Step(fused, batch.ids, mask, autocast);
-        EXPECT_LT(MaxRelativeDifference(logits_f, logits_3), tolerance) << "padded " << padded;
-        ExpectSameGradients(grads_3, grads_f, tolerance, padded ? "padded" : "unpadded");
+        const auto [grads_3, grads_f] =
+            ExpectSameStep(three, fused, batch.ids, padded ? batch.mask : torch::Tensor(), autocast,
+                           tolerance, padded ? "padded" : "unpadded");
         for (const auto& [name, g] : grads_3) {
           EXPECT_EQ(grads_f.at(name).scalar_type(), g.scalar_type()) << name;
         }
@@ -476,21 +480,13 @@ TEST(FusedElementwise, OutputsAndGradientsEqualTheUnfusedLayers) {
       TransformerClassifier plain(c, head);
       c.fused_elementwise = true;
       TransformerClassifier fused(c, head);
-      {
-        torch::NoGradGuard no_grad;
-        auto from = plain->named_parameters();
-        ASSERT_EQ(from.size(), fused->named_parameters().size());
-        for (auto& p : fused->named_parameters()) p.value().copy_(from[p.key()]);
-      }
-      plain->train(true);
-      fused->train(true);
+      ASSERT_EQ(plain->named_parameters().size(), fused->named_parameters().size());
+      CopyParametersAndTrain(plain, fused);
       Batch batch;
       // bf16: the fused functions add the bias in fp32, the unfused GEMM in bf16.
       const double tolerance = autocast ? 3e-2 : 1e-5;
-      auto [logits_p, grads_p] = Step(plain, batch.ids, batch.mask, autocast);
-      auto [logits_f, grads_f] = Step(fused, batch.ids, batch.mask, autocast);
-      EXPECT_LT(MaxRelativeDifference(logits_f, logits_p), tolerance);
-      ExpectSameGradients(grads_p, grads_f, tolerance, "fused");
+      const Gradients grads_f =
+          ExpectSameStep(plain, fused, batch.ids, batch.mask, autocast, tolerance, "fused").second;
       EXPECT_GT(grads_f.at("encoder.layer.0.intermediate.dense.bias").abs().max().item<double>(),
                 0);
     }

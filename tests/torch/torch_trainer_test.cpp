@@ -80,6 +80,17 @@ TEST_F(TorchTrainerTest, TinyTransformerLearnsASeparableTask) {
   EXPECT_GT(r->peak_memory_bytes, 0);
 }
 
+// Each optimizer step's loss of a run of the tiny model with `hp`, which completes.
+std::vector<double> StepLosses(Trainer& trainer, const TextTrainData* data,
+                               const TrainHyperparams& hp) {
+  std::vector<double> out;
+  TrainJob job{TinyModel(), hp, data};
+  job.on_step = [&](const StepRecord& r) { out.push_back(r.loss); };
+  auto r = Train(trainer, job);
+  EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
+  return out;
+}
+
 // fused_elementwise takes effect on CUDA only (tune's CPU loops are slower than ATen's
 // vectorised kernels): on the CPU every step's loss is the unfused run's, exactly. The fused
 // functions themselves are compared with the unfused layers in FusedElementwise.* (the modules,
@@ -91,12 +102,7 @@ TEST_F(TorchTrainerTest, FusedElementwiseLeavesCpuTrainingAsItIs) {
     hp.epochs = 1;
     hp.dropout = 0.1;  // the unfused layers' masks, drawn the same way both times
     hp.fused_elementwise = fused;
-    std::vector<double> out;
-    TrainJob job{TinyModel(), hp, data_};
-    job.on_step = [&](const StepRecord& r) { out.push_back(r.loss); };
-    auto r = Train(*trainer, job);
-    EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
-    return out;
+    return StepLosses(*trainer, data_, hp);
   };
   const std::vector<double> plain = losses(false);
   ASSERT_GT(plain.size(), 10u);
@@ -114,12 +120,7 @@ TEST_F(TorchTrainerTest, CudaGraphsEagerPathTrainsAsThePlainPathDoes) {
     hp.epochs = 2;
     hp.grad_accum = 2;  // the tensor 1 / examples of a group of micro-batches
     hp.cuda_graphs = graphs;
-    std::vector<double> out;
-    TrainJob job{TinyModel(), hp, data_};
-    job.on_step = [&](const StepRecord& r) { out.push_back(r.loss); };
-    auto r = Train(*trainer, job);
-    EXPECT_TRUE(r.ok() && r->end == TrainResult::End::kCompleted);
-    return out;
+    return StepLosses(*trainer, data_, hp);
   };
   const std::vector<double> plain = losses(CudaGraphs::kOff);
   ASSERT_EQ(setenv("TUNE_TEST_GRAPH_PATH_ON_CPU", "1", 1), 0);
