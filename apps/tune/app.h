@@ -175,6 +175,9 @@ struct EstimateArgs {
   double momentum = 0.9;
   double weight_decay = 0.01;
   double dropout = 0.1;
+  std::optional<double> attention_dropout;  // unset: --dropout
+  std::string attention = "auto";           // the attention hyperparameter: auto, sdpa, eager
+  bool fused_qkv = false;
   // --num-labels; unset: a TorchScript model's own number of outputs, else 2.
   std::optional<int64_t> num_labels;
   int64_t classifier_layers = 0;
@@ -190,6 +193,7 @@ struct EstimateArgs {
   int64_t batch_limit = 4096;
   bool measure = false;
   int64_t measure_steps = 2;
+  bool measure_padded = false;  // half the measuring examples one token short: masks run
   int64_t threads = 0;
   std::string format = "table";
 };

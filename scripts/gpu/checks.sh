@@ -32,7 +32,7 @@
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed table estimates torchscript
-# corun study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 42);
+# corun study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 52);
 # TUNE_GPU_SPEED_PRECISIONS, the speed step's precisions (default: "bf16 fp32").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
 #   speed.jsonl, speed.err, allocator.txt, torchscript.jsonl, study.log, study-trials.json,
@@ -151,6 +151,19 @@ configs=(
   "37 bert-large-uncased 8 384 fp32" "38 microsoft/deberta-v3-large 4 256 fp32"
   "39 roberta-base 48 192 bf16" "40 microsoft/deberta-v3-base 12 448 bf16 --gradient-checkpointing"
   "41 bert-large-uncased 24 320 bf16" "42 xlm-roberta-base 40 160 fp32"
+  # Issue 63: SDPA's CUDA terms (memory.md#sdpa), per kernel: unpadded bf16 batches take
+  # FlashAttention, padded ones (--measure-padded: a mask) the memory-efficient kernel, fp32 the
+  # memory-efficient kernel either way; 120 and 200 tokens are widened to 128 and 208 when padded.
+  "43 bert-base-uncased 32 128 bf16 --attention sdpa"
+  "44 bert-base-uncased 32 128 bf16 --attention sdpa --measure-padded"
+  "45 bert-base-uncased 16 512 bf16 --attention sdpa"
+  "46 bert-base-uncased 16 512 bf16 --attention sdpa --measure-padded"
+  "47 bert-base-uncased 32 256 fp32 --attention sdpa --measure-padded"
+  "48 roberta-large 16 384 bf16 --attention sdpa --measure-padded"
+  "49 bert-base-uncased 16 512 bf16 --attention sdpa --measure-padded --gradient-checkpointing"
+  "50 xlm-roberta-base 24 120 bf16 --attention sdpa --measure-padded"
+  "51 bert-large-uncased 16 200 bf16 --attention sdpa --measure-padded --fused-qkv"
+  "52 bert-base-uncased 32 256 bf16 --measure-padded"
 )
 # Six at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
 pids=()

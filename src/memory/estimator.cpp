@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "train/batching.h"
 #include "util/text.h"
 
 namespace tune {
@@ -190,6 +191,8 @@ class LayerTrace {
     Touch();
   }
   void Drop(int64_t bytes) { live_ -= bytes; }
+  // A temporary that an op then saves for backward (it stays alive until the layer's backward).
+  void Keep(int64_t bytes) { saved_ += bytes; }
   void During(int64_t bytes) { peak_ = std::max(peak_, live_ + bytes); }
   // Remembers how much is saved at this point of the forward.
   void Mark() { marked_ = saved_; }
@@ -219,13 +222,43 @@ void TraceProbabilities(LayerTrace& tr, const Widths& w, int64_t batt, double pa
   if (pa > 0) tr.Drop(batt * sm);
 }
 
+// How an encoder layer attends (src/torch/torch_models.cpp).
+enum class AttentionKernel {
+  kEager,  // softmax(Q K^T / sqrt(d) + mask) V op by op
+  // at::scaled_dot_product_attention's composite math path: LibTorch takes it on the CPU when
+  // the attention dropout is on (its CPU flash kernel has no dropout), and computes it in fp32
+  // whatever the dtype of q, k and v.
+  kSdpaMath,
+  // A fused SDPA kernel: the CPU's flash kernel (no dropout), CUDA's FlashAttention (bf16, fp16;
+  // no mask) or memory-efficient kernel (a mask, or fp32). Each saves q, k, v, its output and the
+  // log-sum-exp of every query row; none keeps a [B, heads, T, T] tensor.
+  kSdpaFused,
+};
+
 // Shapes of an encoder layer's forward.
 struct EncoderShape {
   int64_t b, t, h, i, a;
   int64_t rows;  // DeBERTa: relative rows the c2p/p2c scores are computed against (2 x buckets)
   bool deberta;
   double pd, pa;  // hidden and attention dropout (0 outside training)
+  AttentionKernel kernel = AttentionKernel::kEager;
+  bool fused_qkv = false;  // q, k, v as one projection (BERT-type layers)
 };
+
+// The kernel SDPA runs for a layer with attention dropout `pa` (0 outside training): on CUDA a
+// fused one always (FlashAttention and the memory-efficient kernel both take dropout); on the
+// CPU the flash kernel without dropout, the math path with it.
+AttentionKernel SdpaKernel(bool sdpa, bool deberta, const Widths& w, double pa) {
+  if (!sdpa || deberta) return AttentionKernel::kEager;
+  return w.cuda_kernels || pa == 0 ? AttentionKernel::kSdpaFused : AttentionKernel::kSdpaMath;
+}
+
+// The log-sum-exp a fused SDPA kernel saves per query row and head, fp32: the memory-efficient
+// kernel pads the rows to a multiple of 32 (the larger of CUDA's two).
+int64_t SdpaLogSumExp(const EncoderShape& s, const Widths& w) {
+  const int64_t rows = w.cuda_kernels ? (s.t + 31) / 32 * 32 : s.t;
+  return s.b * s.a * rows * 4;
+}
 
 // A Linear from `in_elems` to `out_elems` elements: under autocast an fp32 input is cast and the
 // copy saved (`cast_input`); the output is a temporary. Returns the output's bytes.
@@ -236,6 +269,18 @@ int64_t TraceLinear(LayerTrace& tr, const Widths& w, int64_t in_elems, int64_t o
   // LibTorch 1.13's CPU addmm in bf16 holds, beside its output, an fp32 temporary of twice it.
   if (w.cpu_autocast) tr.During(out_elems * 8);
   return out_elems * w.mm;
+}
+
+// The q, k, v projections of a layer's input: three Linears, or with `s.fused_qkv` one GEMM
+// (QkvProjection) that casts the input once under autocast. Returns the outputs' bytes.
+int64_t TraceProjections(LayerTrace& tr, const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h;
+  if (!s.fused_qkv || s.deberta) {
+    int64_t out = 0;
+    for (int k = 0; k < 3; ++k) out += TraceLinear(tr, w, bth, bth, true);
+    return out;
+  }
+  return TraceLinear(tr, w, bth, 3 * bth, true);
 }
 
 // DeBERTa's relative scores in one layer's forward (c2p and p2c against all `rows` relative
@@ -279,8 +324,7 @@ int64_t TraceRelativeScores(LayerTrace& tr, const EncoderShape& s, const Widths&
 int64_t TraceScores(LayerTrace& tr, const EncoderShape& s, const Widths& w) {
   const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t;
   // q, k, v projections (temporaries until the attention returns).
-  int64_t temps = 0;
-  for (int k = 0; k < 3; ++k) temps += TraceLinear(tr, w, bth, bth, true);
+  int64_t temps = TraceProjections(tr, s, w);
   // matmul(q, k^T) copies q and k per head (saved by bmm); the scores stay a named local.
   tr.Save(2 * bth * w.mm);
   tr.Temp(batt * w.mm);
@@ -311,6 +355,56 @@ void TraceContext(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_
   tr.Temp(bth * w.mm);
   tr.Save(bth * w.mm);
   tr.Drop(bth * w.mm + temps);
+}
+
+// SDPA's math path (at::_scaled_dot_product_attention_math, LibTorch 2.x) after the q, k, v
+// projections (`temps`, their bytes): the key-padding mask made additive in q's dtype; bf16 q, k
+// and v copied to fp32; q and k^T scaled by sqrt(scale) and copied per head by the matmul (both
+// saved); the scores; _safe_softmax (softmax, the -inf test, the all-masked rows, its result,
+// saved); dropout's noise (saved) and output (saved by the matmul with v); v copied per head
+// (saved); the fp32 output cast back with the probabilities' copy. Then the context, reshaped
+// (saved by the output projection). Frees the attention's temporaries.
+void TraceSdpaMath(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t temps) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t, bat = s.b * s.a * s.t;
+  const bool cast = w.mm != 4;
+  const int64_t local =
+      s.b * s.t * w.mm + (cast ? 3 * bth * 4 : 0) + bth * 4;  // mask, fp32 copies, q
+  tr.Temp(local);
+  tr.Temp(bth * 4);  // k^T * sqrt(scale)
+  tr.Save(2 * bth * 4);
+  tr.Temp(batt * 4);
+  tr.Drop(bth * 4);
+  tr.During(2 * batt * 4 + batt + bat);
+  tr.Save(batt * 4);
+  tr.Drop(batt * 4);
+  if (s.pa > 0) {
+    // at::dropout's noise: bernoulli_ on the CPU (MKL) draws into an int32 tensor of its size.
+    tr.Save(batt * 4);
+    tr.During(batt * 4);
+  }
+  tr.Mark();  // the backward's peak comes when what follows is freed
+  if (s.pa > 0) tr.Save(batt * 4);
+  tr.Save(bth * 4);
+  // make_tuple's arguments, right to left: the probabilities' copy, then the output and its cast.
+  const int64_t probs_copy = cast ? batt * w.mm : 0;
+  tr.Temp(probs_copy + bth * 4);
+  if (cast) {
+    tr.Temp(bth * w.mm);
+    tr.Drop(bth * 4);
+  }
+  tr.Drop(local + probs_copy);
+  tr.Save(bth * w.mm);
+  tr.Drop(bth * w.mm + temps);
+}
+
+// A fused SDPA kernel after the q, k, v projections (`temps`, which it saves): the additive mask
+// and the kernel's output and log-sum-exp (saved). The output is laid out as [B, T, heads, d], as
+// q is, so the context ([B, T, H], the output projection's input) is a view of it.
+void TraceSdpaFused(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t temps) {
+  const int64_t bth = s.b * s.t * s.h;
+  tr.Keep(temps);
+  tr.Save(s.b * s.t * w.mm + bth * w.mm + SdpaLogSumExp(s, w));
+  tr.Mark();
 }
 
 // A residual block (the attention output, or the feed-forward output): dense (its output freed
@@ -346,8 +440,16 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
   // Under autocast nothing saves the fp32 input (the Linears save their bf16 casts); it stays
   // alive as the residual until the layer returns.
   if (w.autocast) tr.Temp(bth * w.fp);
-  const int64_t temps = TraceScores(tr, s, w);
-  TraceContext(tr, s, w, temps);
+  if (s.kernel == AttentionKernel::kEager) {
+    TraceContext(tr, s, w, TraceScores(tr, s, w));
+  } else {
+    const int64_t projections = TraceProjections(tr, s, w);
+    if (s.kernel == AttentionKernel::kSdpaMath) {
+      TraceSdpaMath(tr, s, w, projections);
+    } else {
+      TraceSdpaFused(tr, s, w, projections);
+    }
+  }
   TraceResidualBlock(tr, s, w, bth, !w.autocast);  // the attention output
   // Feed-forward: the dense input (h, cast under autocast), its output (saved by GELU) and the
   // GELU output (saved by the output projection).
@@ -359,6 +461,24 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
   return tr;
 }
 
+// SDPA's largest live total in a forward without a graph, above the layer's input: q, k, v and
+// the mask, then the math path's steps one at a time (as TraceSdpaMath, nothing saved), or a
+// fused kernel's output and log-sum-exp; last the context copied from the output.
+int64_t NoGradSdpaPeak(const EncoderShape& s, const Widths& w) {
+  const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t, bat = s.b * s.a * s.t;
+  const int64_t qkv = 3 * bth * w.mm + s.b * s.t * w.mm;
+  const int64_t context = 3 * bth * w.mm + 2 * bth * w.mm;
+  if (s.kernel == AttentionKernel::kSdpaFused) return qkv + bth * w.mm + SdpaLogSumExp(s, w);
+  const bool cast = w.mm != 4;
+  const int64_t base = qkv + (cast ? 3 * bth * 4 : 0) + bth * 4;  // the fp32 copies, scaled q
+  return std::max({base + 3 * bth * 4 + batt * 4,                 // k^T, the two copies, scores
+                   base + 3 * batt * 4 + batt + bat,              // _safe_softmax
+                   base + (s.pa > 0 ? 3 * batt * 4 : 0),          // dropout
+                   base + batt * 4 + 2 * bth * 4 +                // the matmul with v, the casts
+                       (cast ? batt * w.mm + bth * w.mm : 0),
+                   context});
+}
+
 // The largest live total of one encoder layer's forward without a graph (evaluation, and the
 // forward of a checkpointed layer), above its input: one op's inputs and outputs at a time.
 int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
@@ -367,6 +487,7 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
   const int64_t cast = w.autocast ? bth * w.mm : 0;
   // Feed-forward: h, the cast, the dense output and GELU output.
   const int64_t ffn = bth * w.fp + cast + bti * w.mm + std::max(bti * linear, bti * w.mm);
+  if (s.kernel != AttentionKernel::kEager) return std::max(NoGradSdpaPeak(s, w), ffn);
   if (!s.deberta) {
     return std::max({6 * bth * w.mm + batt * w.mm + NoGradProbabilities(w, batt, s.pa),
                      2 * bth * w.fp + 2 * bti * w.mm, ffn});
@@ -459,7 +580,8 @@ void CheckpointEncoderLayer(const EncoderShape& s, const Widths& w, Layer& layer
   const int64_t bth = s.b * s.t * s.h;
   int64_t recompute_saved = layer.saved, recompute_extra = layer.fwd_extra;
   if (w.autocast) {
-    recompute_saved += layer.autocast_weights - 2 * bth * w.mm;
+    // (QkvProjection casts its input itself, once, as the trace counts.)
+    recompute_saved += layer.autocast_weights - (s.fused_qkv && !s.deberta ? 0 : 2 * bth * w.mm);
     recompute_extra = std::max<int64_t>(0, recompute_extra - bth * w.fp);
     // The forward (without a graph) only caches the weight copies until it ends.
     layer.forward_cache = layer.autocast_weights;
@@ -503,6 +625,23 @@ Layer EncoderLayer(const MemoryRequest& r, const EncoderShape& s, const Widths& 
   // gather backward scatters into a zero [B, A, T, R] tensor while the c2p/p2c scores are
   // still saved, but by then the softmax chain and the output blocks have been freed.
   layer.bwd_transient = 2 * bth * w.fp;
+  if (s.kernel == AttentionKernel::kSdpaMath) {
+    // The matmul with v's backward, once the output blocks and the context have freed what they
+    // saved: the dropped probabilities and the v copy it saved, the incoming gradient (cast to
+    // fp32 under autocast) and its per-head copy, the probabilities' gradient and v's.
+    const int64_t freed = trace.saved() - trace.marked();
+    layer.bwd_transient = std::max(layer.bwd_transient, 2 * batt * 4 + 3 * bth * 4 + bth * w.mm +
+                                                            (w.mm != 4 ? bth * 4 : 0) - freed);
+  }
+  if (s.kernel == AttentionKernel::kSdpaFused) {
+    // The kernel's backward: the incoming gradient and dq, dk, dv; on CUDA also fp32 dq
+    // accumulators and the per-row delta (FlashAttention's and the memory-efficient kernel's).
+    // By then the layer's output blocks have freed what they saved.
+    const int64_t freed = trace.saved() - trace.marked();
+    layer.bwd_transient =
+        std::max(layer.bwd_transient,
+                 4 * bth * w.mm + (w.cuda_kernels ? bth * 4 + SdpaLogSumExp(s, w) : 0) - freed);
+  }
   if (s.deberta) {
     const int64_t freed = trace.saved() - trace.marked();  // softmax onwards
     layer.bwd_transient =
@@ -545,9 +684,11 @@ void EncoderEval(const MemoryRequest& r, const Widths& w, int64_t rows, Plan& pl
   const int64_t eb = r.eval_batch_size > 0 ? r.eval_batch_size : r.batch_size;
   const int64_t ebth = eb * t * h, ebti = eb * t * i, ebatt = eb * a * t * t;
   plan.eval_inputs = 2 * eb * t * 8 + eb * t * w.fp + eb * 8 + (deberta ? t * t * 8 : 0);
-  const EncoderShape eval_shape{eb, t, h, i, a, rows, deberta, 0, 0};
-  if (deberta) {
-    // The layer input and the normalised relative table, then the layer's own temporaries.
+  const EncoderShape eval_shape{eb,   t,       h, i, a,
+                                rows, deberta, 0, 0, SdpaKernel(r.sdpa, deberta, w, 0)};
+  if (deberta || eval_shape.kernel != AttentionKernel::kEager) {
+    // The layer input (and DeBERTa's normalised relative table), then the layer's own
+    // temporaries.
     plan.eval_transient = ebth * w.fp + rows * h * w.fp + NoGradEncoderLayerPeak(eval_shape, w);
   } else {
     plan.eval_transient =
@@ -577,7 +718,9 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
                            rows,
                            deberta,
                            r.train ? r.dropout : 0,
-                           r.train ? r.attention_dropout : 0};
+                           r.train ? r.attention_dropout : 0,
+                           SdpaKernel(r.sdpa, deberta, w, r.train ? r.attention_dropout : 0),
+                           r.fused_qkv};
   const Layer layer = EncoderLayer(r, shape, w);
   plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) plan.layers.push_back(layer);
@@ -952,11 +1095,21 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
   r.classifier_dropout = hp.classifier_dropout.value_or(hp.dropout);
   r.precision = hp.precision;
   r.cuda_graphs = hp.cuda_graphs == CudaGraphs::kOn;
+  r.sdpa = hp.attention == Attention::kSdpa;
+  r.fused_qkv = hp.fused_qkv;
   return r;
 }
 
-Result<MemoryEstimate> EstimateMemory(const MemoryRequest& r, const DeviceMemoryModel& device) {
-  TUNE_RETURN_IF_ERROR(CheckRequest(r));
+Result<MemoryEstimate> EstimateMemory(const MemoryRequest& request,
+                                      const DeviceMemoryModel& device) {
+  TUNE_RETURN_IF_ERROR(CheckRequest(request));
+  MemoryRequest r = request;
+  // With SDPA on CUDA the trainer widens a padded batch to the width the memory-efficient kernel
+  // takes its mask at (SdpaMaskWidth): the widest batch is max_length widened so.
+  if (r.sdpa && device.caching_allocator && r.architecture == Architecture::kEncoder &&
+      r.model.position_buckets == 0) {
+    r.max_length = SdpaMaskWidth(r.max_length, r.model.max_position_embeddings);
+  }
   Widths w = WidthsFor(r.precision);
   w.cpu_autocast = w.autocast && device.cpu_kernels;
   w.cuda_kernels = device.caching_allocator;

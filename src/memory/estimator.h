@@ -41,6 +41,12 @@ struct MemoryRequest {
   double attention_dropout = 0.1;
   double classifier_dropout = 0.1;
   bool train = true;  // false: evaluation only (weights and one forward pass)
+  // BERT, RoBERTa and XLM-R layers attend through at::scaled_dot_product_attention (the attention
+  // hyperparameter "sdpa"; "auto" is eager today). DeBERTa's layers keep their eager terms.
+  bool sdpa = false;
+  // BERT-type layers project q, k and v as one GEMM (fused_qkv): under autocast the layer input
+  // is cast, and the copy saved, once instead of once per projection.
+  bool fused_qkv = false;
   // The training step in CUDA graphs (cuda_graphs "on"; with a caching allocator only): the
   // gradients stay allocated from step to step (zeroed in place), and the graphs' private
   // memory pool holds a micro-batch's working set beside the blocks the eager warm-up steps

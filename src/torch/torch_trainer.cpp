@@ -290,9 +290,15 @@ class TokenTask : public Task {
                                                   Progress& p) override {
     TokenBatch tb = Build(batch, train, p);
     // A batch without padding sends no mask (known here, on the host, without a device sync):
-    // SDPA may then use FlashAttention, which refuses masks.
+    // SDPA may then use FlashAttention, which refuses masks. One with padding is widened, where
+    // the model attends through SDPA on CUDA, to the width the memory-efficient kernel takes
+    // its mask at without copying it into a [B, heads, T, T] bias.
     const bool padded =
         std::find(tb.attention_mask.begin(), tb.attention_mask.end(), 0) != tb.attention_mask.end();
+    if (padded && sdpa_mask_limit_ > 0) {
+      PadTokenBatchTo(tb, SdpaMaskWidth(tb.cols, sdpa_mask_limit_), data_.pad_id);
+      p.batch_cols = tb.cols;
+    }
     torch::Tensor logits =
         Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
                padded ? ToTensor(tb.attention_mask, tb.rows, tb.cols, device_) : torch::Tensor(),
@@ -328,6 +334,8 @@ class TokenTask : public Task {
   const TextTrainData& data_;
   const TrainHyperparams& hp_;
   torch::Device device_;
+  // > 0: padded batches are widened with SdpaMaskWidth up to this many columns (TextTask).
+  int64_t sdpa_mask_limit_ = 0;
 
  private:
   // The batch's token ids, mask and labels (Task::Forward).
@@ -383,6 +391,10 @@ class TextTask final : public TokenTask {
                                internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id)),
                internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
     model_->to(device);
+    if (device.is_cuda() && job.hp.attention == Attention::kSdpa &&
+        !UsesRelativePositions(job.model)) {
+      sdpa_mask_limit_ = job.model.max_position_embeddings;
+    }
   }
   bool Capturable() const override { return true; }
   // Copies the checkpoint's weights into the model (a non-OK Status when they do not fit). What

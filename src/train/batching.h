@@ -70,6 +70,18 @@ TokenBatch BuildTokenBatch(const std::vector<std::vector<int32_t>>& ids,
 // bucket this way, so that batches of nearby lengths share one graph.
 void PadTokenBatchTo(TokenBatch& batch, int64_t cols, int32_t pad_id);
 
+// SDPA's memory-efficient CUDA kernel takes a key-padding mask as a bias whose last dimension
+// must be a multiple of this; LibTorch copies any other into a full [B, heads, T, T'] bias
+// (preprocess_mask's pad_bias), which the kernel then saves for backward.
+inline constexpr int64_t kSdpaMaskAlignment = 16;
+
+// The width a padded batch of `cols` columns is widened to for that kernel: the next multiple of
+// kSdpaMaskAlignment when it is at most `limit` (the model's position table), else `cols`.
+inline int64_t SdpaMaskWidth(int64_t cols, int64_t limit) {
+  const int64_t aligned = (cols + kSdpaMaskAlignment - 1) / kSdpaMaskAlignment * kSdpaMaskAlignment;
+  return aligned <= limit ? aligned : cols;
+}
+
 // The length of an example in a batch: min(ids + 2, max_length).
 inline int64_t SequenceLength(size_t num_ids, int64_t max_length) {
   return std::min<int64_t>(static_cast<int64_t>(num_ids) + 2, max_length);

@@ -136,6 +136,87 @@ TEST(MemoryEstimator, SavedActivationsCountEachSavedTensor) {
   EXPECT_EQ(Estimate(r).activations, (64 + 208 + 48) * 4);
 }
 
+// SDPA (attention "sdpa") saves per layer what the kernel LibTorch picks saves. Tiny elements:
+// B*T*H = 64, B*heads*T*T = 64, B*T = 8, B*heads*T = 16.
+TEST(MemoryEstimator, SdpaSavesWhatItsKernelSaves) {
+  MemoryRequest r = TinyRequest();
+  const int64_t eager = Estimate(r).activations;
+  r.sdpa = true;
+  // On the CPU with attention dropout: the math path, in fp32 -- q and k^T scaled and copied,
+  // softmax, noise and dropped probabilities, v copied, the context: what eager attention saves.
+  EXPECT_EQ(Estimate(r).activations, eager);
+  // Without attention dropout the CPU's flash kernel: q, k, v, the mask, its output and
+  // log-sum-exp, the output being the context (3*64 + 8 + 64 + 16 = 280), where eager saves the
+  // q and k copies, softmax output, v copy and context (4*64 + 64 = 320).
+  r.attention_dropout = 0;
+  MemoryRequest e = r;
+  e.sdpa = false;
+  EXPECT_EQ(Estimate(r).activations - Estimate(e).activations, (280 - 320) * 4);
+  // Under bf16 autocast the math path still computes in fp32: its saved scores, noise and
+  // dropped probabilities are fp32 (eager's are bf16).
+  r = TinyRequest();
+  r.precision = Precision::kBf16;
+  e = r;
+  r.sdpa = true;
+  EXPECT_GT(Estimate(r).activations, Estimate(e).activations);
+}
+
+// fused_qkv: one GEMM for q, k and v casts the layer input once under autocast (saved once, 64
+// bf16 elements) where three Linears save three casts; in fp32 nothing is cast.
+TEST(MemoryEstimator, FusedQkvSavesOneCastOfTheInput) {
+  for (bool sdpa : {false, true}) {
+    MemoryRequest r = TinyRequest();
+    r.sdpa = sdpa;
+    MemoryRequest fused = r;
+    fused.fused_qkv = true;
+    EXPECT_EQ(Estimate(fused).activations, Estimate(r).activations);
+    r.precision = fused.precision = Precision::kBf16;
+    EXPECT_EQ(Estimate(r).activations - Estimate(fused).activations, 2 * 64 * 2);
+  }
+}
+
+// With a fused kernel nothing of [B, heads, T, T] is kept: the saved activations grow linearly
+// in T, where eager attention's grow with T^2.
+TEST(MemoryEstimator, SdpaFusedKernelsSaveNoScores) {
+  MemoryRequest r;
+  r.model = Tiny();
+  r.model.max_position_embeddings = 1024;
+  r.precision = Precision::kBf16;
+  r.batch_size = 4;
+  for (bool sdpa : {false, true}) {
+    r.sdpa = sdpa;
+    r.max_length = 256;
+    const double short_ = static_cast<double>(Estimate(r, DeviceMemoryModel::Cuda()).activations);
+    r.max_length = 512;
+    const double long_ = static_cast<double>(Estimate(r, DeviceMemoryModel::Cuda()).activations);
+    if (sdpa) {
+      EXPECT_NEAR(long_ / short_, 2.0, 0.02);
+    } else {
+      EXPECT_GT(long_ / short_, 3.0);
+    }
+  }
+}
+
+// On CUDA a padded batch is widened to a multiple of 16 tokens for the memory-efficient kernel's
+// mask (SdpaMaskWidth), so max_length 120 is estimated as 128 -- within the position table.
+TEST(MemoryEstimator, SdpaOnCudaEstimatesTheWidenedBatch) {
+  MemoryRequest r;
+  r.model = Tiny();
+  r.model.max_position_embeddings = 128;
+  r.sdpa = true;
+  r.precision = Precision::kBf16;
+  r.max_length = 120;
+  const MemoryEstimate widened = Estimate(r, DeviceMemoryModel::Cuda());
+  r.max_length = 128;
+  EXPECT_EQ(widened.allocated_peak, Estimate(r, DeviceMemoryModel::Cuda()).allocated_peak);
+  r.max_length = 120;  // the CPU's kernels take any width
+  MemoryRequest full = r;
+  full.max_length = 128;
+  EXPECT_LT(Estimate(r).allocated_peak, Estimate(full).allocated_peak);
+  r.model.max_position_embeddings = 120;  // no room to widen
+  EXPECT_LT(Estimate(r, DeviceMemoryModel::Cuda()).allocated_peak, widened.allocated_peak);
+}
+
 // Tiny() as a DeBERTa-v3 (no absolute positions or token types; 4 position buckets, so the
 // relative table has R = 8 rows: RH = 64, B*R*H = 128, B*heads*T*R = 128 elements).
 ModelSpec TinyDeberta() {
@@ -443,7 +524,10 @@ TEST(MemoryEstimator, RequestForATrialUsesItsHyperparameters) {
   hp.classifier_hidden = 32;
   hp.gradient_checkpointing = true;
   hp.optimizer = OptimizerKind::kSgd;
+  EXPECT_FALSE(MemoryRequestFor(Tiny(), hp, 7).sdpa);  // attention "auto" is eager today
+  hp.attention = Attention::kSdpa;
   MemoryRequest r = MemoryRequestFor(Tiny(), hp, 7);
+  EXPECT_TRUE(r.sdpa);
   EXPECT_EQ(r.batch_size, 12);
   EXPECT_EQ(r.max_length, 64);
   EXPECT_EQ(r.grad_accum, 3);

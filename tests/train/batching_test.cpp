@@ -81,6 +81,17 @@ TEST(Batching, BuildTokenBatchAddsSpecialsTruncatesAndPads) {
   EXPECT_EQ(fixed.input_ids.size(), 128u);
 }
 
+// SDPA's memory-efficient CUDA kernel takes a mask whose width is a multiple of 16 without a copy:
+// a padded batch is widened to the next one, unless that passes the position table.
+TEST(Batching, SdpaMaskWidthIsTheNextMultipleOf16WithinTheLimit) {
+  EXPECT_EQ(SdpaMaskWidth(1, 512), 16);
+  EXPECT_EQ(SdpaMaskWidth(16, 512), 16);
+  EXPECT_EQ(SdpaMaskWidth(17, 512), 32);
+  EXPECT_EQ(SdpaMaskWidth(500, 512), 512);
+  EXPECT_EQ(SdpaMaskWidth(500, 510), 500);  // 512 would pass the limit: left as it is
+  EXPECT_EQ(SdpaMaskWidth(512, 512), 512);
+}
+
 // CUDA graphs' length buckets: rows widened with padding tokens, mask 0 and type 0; a narrower
 // width leaves the batch as it is.
 TEST(Batching, PadTokenBatchToWidensEveryRow) {

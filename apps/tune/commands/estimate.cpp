@@ -89,17 +89,20 @@ Result<Configuration> BuildConfiguration(const EstimateArgs& args, const ModelCa
   Configuration c;
   TrainHyperparams& hp = c.hp;
   TUNE_RETURN_IF_ERROR(SetFromFlags(
-      hp, {{"--optimizer", "optimizer", args.optimizer},
-           {"--batch-size", "batch_size", args.batch_size},
-           {"--eval-batch-size", "eval_batch_size", args.eval_batch_size},
-           {"--grad-accum", "grad_accum", args.grad_accum},
-           {"--momentum", "momentum", args.momentum},
-           {"--weight-decay", "weight_decay", args.weight_decay},
-           {"--dropout", "dropout", args.dropout},
-           {"--dropout", "attention_dropout", args.dropout},
-           {"--gradient-checkpointing", "gradient_checkpointing", args.gradient_checkpointing},
-           {"--mlp-layers", "mlp_layers", args.mlp_layers},
-           {"--mlp-hidden", "mlp_hidden", args.mlp_hidden}}));
+      hp,
+      {{"--optimizer", "optimizer", args.optimizer},
+       {"--batch-size", "batch_size", args.batch_size},
+       {"--eval-batch-size", "eval_batch_size", args.eval_batch_size},
+       {"--grad-accum", "grad_accum", args.grad_accum},
+       {"--momentum", "momentum", args.momentum},
+       {"--weight-decay", "weight_decay", args.weight_decay},
+       {"--dropout", "dropout", args.dropout},
+       {"--attention-dropout", "attention_dropout", args.attention_dropout.value_or(args.dropout)},
+       {"--attention", "attention", args.attention},
+       {"--fused-qkv", "fused_qkv", args.fused_qkv},
+       {"--gradient-checkpointing", "gradient_checkpointing", args.gradient_checkpointing},
+       {"--mlp-layers", "mlp_layers", args.mlp_layers},
+       {"--mlp-hidden", "mlp_hidden", args.mlp_hidden}}));
   if (args.model == "mlp") {
     hp.max_length = args.max_length;  // an MLP reads rows, not sequences: shown as given
   } else {
@@ -325,17 +328,20 @@ Result<Measured> Measure(const EstimateArgs& args, const Configuration& c, Train
     text.num_labels = r.num_labels;
     text.vocab_size = r.model.vocab_size;
     std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(r.model.vocab_size - 1));
-    auto example = [&] {
-      std::vector<int32_t> ids(static_cast<size_t>(r.max_length));
+    // Each example fills max_length; with --measure-padded every other one is a token short, so
+    // that batches carry padding and the model's mask paths run (the estimate's worst case).
+    auto example = [&](int64_t k) {
+      const int64_t n = args.measure_padded && k % 2 == 1 ? r.max_length - 3 : r.max_length;
+      std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(n, 1)));
       for (auto& id : ids) id = token(rng);
       return ids;
     };
     for (int64_t k = 0; k < n_train; ++k) {
-      text.train_ids.push_back(example());
+      text.train_ids.push_back(example(k));
       text.train_labels.push_back(k % r.num_labels);
     }
     for (int64_t k = 0; k < n_eval; ++k) {
-      text.validation_ids.push_back(example());
+      text.validation_ids.push_back(example(k));
       text.validation_labels.push_back(k % r.num_labels);
     }
     job.data = &text;
@@ -449,6 +455,10 @@ Json EstimateJson(const EstimateArgs& args, const MemoryModel& model, const Memo
   out["max_length"] = request.max_length;
   out["grad_accum"] = request.grad_accum;
   out["gradient_checkpointing"] = request.gradient_checkpointing;
+  if (request.architecture == Architecture::kEncoder) {
+    out["attention"] = request.sdpa ? "sdpa" : "eager";  // "auto" is eager today
+    out["fused_qkv"] = request.fused_qkv;
+  }
   out["device"] = args.device;
   if (limit.usable) {
     out["device_memory"] = *limit.device_memory;
@@ -580,6 +590,13 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--momentum", args->momentum, "SGD momentum (0: no buffer)");
   command.add_option("--weight-decay", args->weight_decay, "Weight decay");
   command.add_option("--dropout", args->dropout, "Dropout probability (0: no dropout masks)");
+  command.add_option("--attention-dropout", args->attention_dropout,
+                     "Dropout of the attention probabilities (default: --dropout)");
+  command.add_option("--attention", args->attention,
+                     "auto, sdpa or eager: how BERT-type layers compute attention (the "
+                     "attention hyperparameter; auto is eager today)");
+  command.add_flag("--fused-qkv", args->fused_qkv,
+                   "q, k and v projected as one GEMM (the fused_qkv hyperparameter)");
   command
       .add_option("--num-labels", args->num_labels,
                   "Classifier outputs (default: a TorchScript model's own, else 2)")
@@ -606,6 +623,9 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
                    "Also train the configuration on --device (cpu: the counting allocator; "
                    "cuda: the caching allocator) and print the measured peak");
   command.add_option("--measure-steps", args->measure_steps, "--measure: optimizer steps (>= 2)");
+  command.add_flag("--measure-padded", args->measure_padded,
+                   "--measure: every other example a token short, so batches carry padding (a "
+                   "mask) as the estimate assumes");
   command.add_option("--threads", args->threads, "--measure: CPU threads (0: all)");
   command.add_option("--format", args->format, "table, json or csv");
 
