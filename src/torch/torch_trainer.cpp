@@ -311,6 +311,11 @@ class TokenTask : public Task {
     TokenBatch tb = Build(batch, /*train=*/true, p);
     const int64_t bucket = (tb.cols + length_multiple - 1) / length_multiple * length_multiple;
     PadTokenBatchTo(tb, std::min(bucket, std::max(tb.cols, hp_.max_length)), data_.pad_id);
+    // A bucket cut at max_length may not be a width SDPA's memory-efficient kernel takes its
+    // mask at (every graph's batch has a mask): widened as Forward widens a padded batch.
+    if (sdpa_mask_limit_ > 0) {
+      PadTokenBatchTo(tb, SdpaMaskWidth(tb.cols, sdpa_mask_limit_), data_.pad_id);
+    }
     p.batch_cols = tb.cols;
     const torch::Device cpu(torch::kCPU);
     return {ToTensor(tb.input_ids, tb.rows, tb.cols, cpu),
