@@ -32,7 +32,7 @@
 #
 # Usage: scripts/gpu/checks.sh RESULTS_DIR [SECONDS]   (SECONDS: the deadline, default 540)
 # Environment: TUNE_GPU_CHECKS, the steps to run (default: "kit speed table estimates torchscript
-# corun study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 52);
+# corun study others"); TUNE_GPU_EST_IDS, the estimates' configurations to run (default: all 54);
 # TUNE_GPU_SPEED_PRECISIONS, the speed step's precisions (default: "bf16 fp32").
 # RESULTS_DIR: checks.log, corun.json, kit/ (build.sh's results), estimates.jsonl,
 #   speed.jsonl, speed.err, allocator.txt, torchscript.jsonl, study.log, study-trials.json,
@@ -164,6 +164,8 @@ configs=(
   "50 xlm-roberta-base 24 120 bf16 --attention sdpa --measure-padded"
   "51 bert-large-uncased 16 200 bf16 --attention sdpa --measure-padded --fused-qkv"
   "52 bert-base-uncased 32 256 bf16 --measure-padded"
+  "53 microsoft/deberta-v3-base 16 256 bf16 --attention sdpa --measure-padded"
+  "54 microsoft/deberta-v3-base 8 200 bf16 --attention sdpa"
 )
 # Six at a time; `wait` on their ids alone (a bare `wait` would also wait for the log's tee).
 pids=()

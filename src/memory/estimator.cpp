@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "train/batching.h"
 #include "util/text.h"
@@ -194,16 +196,17 @@ class LayerTrace {
   // A temporary that an op then saves for backward (it stays alive until the layer's backward).
   void Keep(int64_t bytes) { saved_ += bytes; }
   void During(int64_t bytes) { peak_ = std::max(peak_, live_ + bytes); }
-  // Remembers how much is saved at this point of the forward.
-  void Mark() { marked_ = saved_; }
+  // Remembers how much is saved at this point of the forward (two marks: `slot` 0 or 1).
+  void Mark(int slot = 0) { marked_[slot] = saved_; }
   int64_t saved() const { return saved_; }
-  int64_t marked() const { return marked_; }
+  int64_t marked(int slot = 0) const { return marked_[slot]; }
   // What the peak exceeds the saved set by.
   int64_t extra() const { return std::max<int64_t>(0, peak_ - saved_); }
 
  private:
   void Touch() { peak_ = std::max(peak_, live_); }
-  int64_t saved_ = 0, live_ = 0, peak_ = 0, marked_ = 0;
+  int64_t saved_ = 0, live_ = 0, peak_ = 0;
+  std::array<int64_t, 2> marked_{};
 };
 
 // The attention probabilities one layer's forward saves: the softmax output, and with
@@ -245,12 +248,15 @@ struct EncoderShape {
   bool fused_qkv = false;  // q, k, v as one projection (BERT-type layers)
 };
 
-// The kernel SDPA runs for a layer with attention dropout `pa` (0 outside training): on CUDA a
-// fused one always (FlashAttention and the memory-efficient kernel both take dropout); on the
-// CPU the flash kernel without dropout, the math path with it.
-AttentionKernel SdpaKernel(bool sdpa, bool deberta, const Widths& w, double pa) {
-  if (!sdpa || deberta) return AttentionKernel::kEager;
-  return w.cuda_kernels || pa == 0 ? AttentionKernel::kSdpaFused : AttentionKernel::kSdpaMath;
+// The kernel SDPA runs for a layer with attention dropout `pa` (0 outside training), in
+// training (`grad`) or not: on CUDA a fused one always (FlashAttention and the memory-efficient
+// kernel both take dropout, the latter DeBERTa's bias and its gradient); on the CPU the flash
+// kernel without dropout, the math path with it, and for DeBERTa's bias, which needs a gradient
+// the CPU's flash kernel does not give, the math path whenever there is a graph.
+AttentionKernel SdpaKernel(bool sdpa, bool deberta, const Widths& w, double pa, bool grad) {
+  if (!sdpa) return AttentionKernel::kEager;
+  if (w.cuda_kernels) return AttentionKernel::kSdpaFused;
+  return pa == 0 && !(deberta && grad) ? AttentionKernel::kSdpaFused : AttentionKernel::kSdpaMath;
 }
 
 // The log-sum-exp a fused SDPA kernel saves per query row and head, fp32: the memory-efficient
@@ -367,13 +373,15 @@ void TraceContext(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_
 void TraceSdpaMath(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t temps) {
   const int64_t bth = s.b * s.t * s.h, batt = s.b * s.a * s.t * s.t, bat = s.b * s.a * s.t;
   const bool cast = w.mm != 4;
-  const int64_t local =
-      s.b * s.t * w.mm + (cast ? 3 * bth * 4 : 0) + bth * 4;  // mask, fp32 copies, q
+  // The boolean mask made additive (DeBERTa's bias comes additive), the fp32 copies, scaled q.
+  const int64_t local = (s.deberta ? 0 : s.b * s.t * w.mm) + (cast ? 3 * bth * 4 : 0) + bth * 4;
   tr.Temp(local);
   tr.Temp(bth * 4);  // k^T * sqrt(scale)
   tr.Save(2 * bth * 4);
   tr.Temp(batt * 4);
   tr.Drop(bth * 4);
+  // DeBERTa's low-precision bias added into the fp32 scores: the CPU copies it to fp32 first.
+  if (s.deberta && cast && w.cpu_autocast) tr.During(batt * 4);
   tr.During(2 * batt * 4 + batt + bat);
   tr.Save(batt * 4);
   tr.Drop(batt * 4);
@@ -403,8 +411,25 @@ void TraceSdpaMath(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64
 void TraceSdpaFused(LayerTrace& tr, const EncoderShape& s, const Widths& w, int64_t temps) {
   const int64_t bth = s.b * s.t * s.h;
   tr.Keep(temps);
-  tr.Save(s.b * s.t * w.mm + bth * w.mm + SdpaLogSumExp(s, w));
+  // DeBERTa's bias (DebertaBias, kept by the kernel) stands for the mask.
+  tr.Save((s.deberta ? 0 : s.b * s.t * w.mm) + bth * w.mm + SdpaLogSumExp(s, w));
   tr.Mark();
+}
+
+// DeBERTa's SDPA path after its relative scores: the bias (c2p + p2c) * scale, plus the additive
+// mask (fp32: under autocast the sum is promoted, the CPU copying the low-precision operand),
+// cast to q's dtype for SDPA. Returns the bytes of {the bias, its cast}, locals until the
+// attention returns; the kernel that saves the bias saves the last of them.
+std::pair<int64_t, int64_t> TraceDebertaBias(LayerTrace& tr, const EncoderShape& s,
+                                             const Widths& w) {
+  const int64_t batt = s.b * s.a * s.t * s.t;
+  tr.Temp(batt * w.mm);  // c2p + p2c, scaled in place
+  if (w.cpu_autocast) tr.During(batt * 4);
+  tr.Temp(batt * w.fp);
+  tr.Drop(batt * w.mm);
+  const int64_t cast = w.fp != w.mm ? batt * w.mm : 0;
+  tr.Temp(cast);
+  return {batt * w.fp, cast};
 }
 
 // A residual block (the attention output, or the feed-forward output): dense (its output freed
@@ -444,10 +469,18 @@ LayerTrace TraceEncoderLayer(const EncoderShape& s, const Widths& w) {
     TraceContext(tr, s, w, TraceScores(tr, s, w));
   } else {
     const int64_t projections = TraceProjections(tr, s, w);
+    int64_t relative = 0, bias = 0, bias_cast = 0;
+    if (s.deberta) {
+      relative = TraceRelativeScores(tr, s, w);
+      tr.Mark(1);  // the gather's backward comes when what follows is freed
+      std::tie(bias, bias_cast) = TraceDebertaBias(tr, s, w);
+    }
     if (s.kernel == AttentionKernel::kSdpaMath) {
-      TraceSdpaMath(tr, s, w, projections);
+      TraceSdpaMath(tr, s, w, projections + relative + bias + bias_cast);
     } else {
-      TraceSdpaFused(tr, s, w, projections);
+      const int64_t kept = bias_cast > 0 ? bias_cast : bias;
+      TraceSdpaFused(tr, s, w, projections + kept);
+      tr.Drop(relative + bias + bias_cast - kept);
     }
   }
   TraceResidualBlock(tr, s, w, bth, !w.autocast);  // the attention output
@@ -487,7 +520,24 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
   const int64_t cast = w.autocast ? bth * w.mm : 0;
   // Feed-forward: h, the cast, the dense output and GELU output.
   const int64_t ffn = bth * w.fp + cast + bti * w.mm + std::max(bti * linear, bti * w.mm);
-  if (s.kernel != AttentionKernel::kEager) return std::max(NoGradSdpaPeak(s, w), ffn);
+  if (s.kernel != AttentionKernel::kEager) {
+    int64_t attention = NoGradSdpaPeak(s, w);  // q, k, v onwards
+    if (s.deberta) {
+      // r, pos_key, pos_query and the two indices stay alive through the attention; then the
+      // relative steps (as eager's, without the content scores), the bias and its cast beside
+      // c2p and p2c, and SDPA.
+      const int64_t rh = s.rows * s.h, brh = s.b * rh, batr = s.b * s.a * s.t * s.rows,
+                    index = s.t * s.t * 8, qkv = 3 * bth * w.mm;
+      const int64_t held = (s.pd > 0 ? rh * w.fp : 0) + 2 * rh * w.mm + 2 * index;
+      const int64_t bias = 2 * batt * w.mm + batt * w.fp + (w.fp != w.mm ? batt * w.mm : 0);
+      attention = held + std::max({qkv + bth * w.mm + brh * w.mm + batr * w.mm,  // c2p's matmul
+                                   qkv + batt * w.mm + batr * w.mm,              // c2p's gather
+                                   qkv + batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,
+                                   qkv + 2 * batt * w.mm + batr * w.mm,  // p2c's gather
+                                   qkv + bias + (w.cpu_autocast ? batt * 4 : 0), bias + attention});
+    }
+    return std::max(attention, ffn);
+  }
   if (!s.deberta) {
     return std::max({6 * bth * w.mm + batt * w.mm + NoGradProbabilities(w, batt, s.pa),
                      2 * bth * w.fp + 2 * bti * w.mm, ffn});
@@ -637,13 +687,15 @@ Layer EncoderLayer(const MemoryRequest& r, const EncoderShape& s, const Widths& 
     // The kernel's backward: the incoming gradient and dq, dk, dv; on CUDA also fp32 dq
     // accumulators and the per-row delta (FlashAttention's and the memory-efficient kernel's).
     // By then the layer's output blocks have freed what they saved.
+    // DeBERTa's bias gets its gradient from the memory-efficient kernel ([B, heads, T, T]).
     const int64_t freed = trace.saved() - trace.marked();
-    layer.bwd_transient =
-        std::max(layer.bwd_transient,
-                 4 * bth * w.mm + (w.cuda_kernels ? bth * 4 + SdpaLogSumExp(s, w) : 0) - freed);
+    layer.bwd_transient = std::max(
+        layer.bwd_transient, 4 * bth * w.mm + (w.cuda_kernels ? bth * 4 + SdpaLogSumExp(s, w) : 0) +
+                                 (s.deberta ? batt * w.mm : 0) - freed);
   }
   if (s.deberta) {
-    const int64_t freed = trace.saved() - trace.marked();  // softmax onwards
+    // Eager: the softmax onwards; SDPA: the bias onwards.
+    const int64_t freed = trace.saved() - trace.marked(s.kernel == AttentionKernel::kEager ? 0 : 1);
     layer.bwd_transient =
         std::max(layer.bwd_transient,
                  batt * w.mm + s.b * s.a * s.t * s.rows * w.mm + 2 * bth * w.fp - freed);
@@ -685,7 +737,7 @@ void EncoderEval(const MemoryRequest& r, const Widths& w, int64_t rows, Plan& pl
   const int64_t ebth = eb * t * h, ebti = eb * t * i, ebatt = eb * a * t * t;
   plan.eval_inputs = 2 * eb * t * 8 + eb * t * w.fp + eb * 8 + (deberta ? t * t * 8 : 0);
   const EncoderShape eval_shape{eb,   t,       h, i, a,
-                                rows, deberta, 0, 0, SdpaKernel(r.sdpa, deberta, w, 0)};
+                                rows, deberta, 0, 0, SdpaKernel(r.sdpa, deberta, w, 0, false)};
   if (deberta || eval_shape.kernel != AttentionKernel::kEager) {
     // The layer input (and DeBERTa's normalised relative table), then the layer's own
     // temporaries.
@@ -710,17 +762,18 @@ Status PlanEncoder(const MemoryRequest& r, const Widths& w, Plan& plan) {
   // the relative table (as Hugging Face's DebertaV2 does), then gathers the T columns it needs.
   const int64_t rows = deberta ? 2 * m.position_buckets : 0;
   if (deberta) plan.layers.push_back(RelativeEmbeddings(rows, m.hidden_size, w));
-  const EncoderShape shape{r.batch_size,
-                           r.max_length,
-                           m.hidden_size,
-                           m.intermediate_size,
-                           m.num_attention_heads,
-                           rows,
-                           deberta,
-                           r.train ? r.dropout : 0,
-                           r.train ? r.attention_dropout : 0,
-                           SdpaKernel(r.sdpa, deberta, w, r.train ? r.attention_dropout : 0),
-                           r.fused_qkv};
+  const EncoderShape shape{
+      r.batch_size,
+      r.max_length,
+      m.hidden_size,
+      m.intermediate_size,
+      m.num_attention_heads,
+      rows,
+      deberta,
+      r.train ? r.dropout : 0,
+      r.train ? r.attention_dropout : 0,
+      SdpaKernel(r.sdpa, deberta, w, r.train ? r.attention_dropout : 0, r.train),
+      r.fused_qkv};
   const Layer layer = EncoderLayer(r, shape, w);
   plan.layers.reserve(plan.layers.size() + static_cast<size_t>(m.num_hidden_layers) + 1);
   for (int64_t l = 0; l < m.num_hidden_layers; ++l) plan.layers.push_back(layer);
@@ -1104,10 +1157,10 @@ Result<MemoryEstimate> EstimateMemory(const MemoryRequest& request,
                                       const DeviceMemoryModel& device) {
   TUNE_RETURN_IF_ERROR(CheckRequest(request));
   MemoryRequest r = request;
-  // With SDPA on CUDA the trainer widens a padded batch to the width the memory-efficient kernel
-  // takes its mask at (SdpaMaskWidth): the widest batch is max_length widened so.
-  if (r.sdpa && device.caching_allocator && r.architecture == Architecture::kEncoder &&
-      r.model.position_buckets == 0) {
+  // With SDPA on CUDA the trainer widens a padded batch (DeBERTa's: every batch, whose bias is
+  // SDPA's mask) to the width the memory-efficient kernel takes its mask at (SdpaMaskWidth): the
+  // widest batch is max_length widened so.
+  if (r.sdpa && device.caching_allocator && r.architecture == Architecture::kEncoder) {
     r.max_length = SdpaMaskWidth(r.max_length, r.model.max_position_embeddings);
   }
   Widths w = WidthsFor(r.precision);

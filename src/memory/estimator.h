@@ -41,8 +41,8 @@ struct MemoryRequest {
   double attention_dropout = 0.1;
   double classifier_dropout = 0.1;
   bool train = true;  // false: evaluation only (weights and one forward pass)
-  // BERT, RoBERTa and XLM-R layers attend through at::scaled_dot_product_attention (the attention
-  // hyperparameter "sdpa"; "auto" is eager today). DeBERTa's layers keep their eager terms.
+  // The layers attend through at::scaled_dot_product_attention (the attention hyperparameter
+  // "sdpa"; "auto" is eager today): the terms of the kernel LibTorch picks (docs/memory.md#sdpa).
   bool sdpa = false;
   // BERT-type layers project q, k and v as one GEMM (fused_qkv): under autocast the layer input
   // is cast, and the copy saved, once instead of once per projection.

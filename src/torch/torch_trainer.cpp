@@ -290,14 +290,19 @@ class TokenTask : public Task {
                                                   Progress& p) override {
     TokenBatch tb = Build(batch, train, p);
     // A batch without padding sends no mask (known here, on the host, without a device sync):
-    // SDPA may then use FlashAttention, which refuses masks. One with padding is widened, where
-    // the model attends through SDPA on CUDA, to the width the memory-efficient kernel takes
-    // its mask at without copying it into a [B, heads, T, T] bias.
-    const bool padded =
-        std::find(tb.attention_mask.begin(), tb.attention_mask.end(), 0) != tb.attention_mask.end();
-    if (padded && sdpa_mask_limit_ > 0) {
+    // SDPA may then use FlashAttention, which refuses masks. One with padding (DeBERTa's: any,
+    // its relative terms being SDPA's bias) is widened, where the model attends through SDPA on
+    // CUDA, to the width the memory-efficient kernel takes its mask at without copying it into
+    // a [B, heads, T, T] bias; the widening pads it.
+    auto has_padding = [&tb] {
+      return std::find(tb.attention_mask.begin(), tb.attention_mask.end(), 0) !=
+             tb.attention_mask.end();
+    };
+    bool padded = has_padding();
+    if ((padded || sdpa_bias_) && sdpa_mask_limit_ > 0) {
       PadTokenBatchTo(tb, SdpaMaskWidth(tb.cols, sdpa_mask_limit_), data_.pad_id);
       p.batch_cols = tb.cols;
+      padded = has_padding();
     }
     torch::Tensor logits =
         Logits(ToTensor(tb.input_ids, tb.rows, tb.cols, device_),
@@ -339,8 +344,10 @@ class TokenTask : public Task {
   const TextTrainData& data_;
   const TrainHyperparams& hp_;
   torch::Device device_;
-  // > 0: padded batches are widened with SdpaMaskWidth up to this many columns (TextTask).
+  // > 0: padded batches are widened with SdpaMaskWidth up to this many columns (TextTask); with
+  // sdpa_bias_ (DeBERTa, whose relative terms are SDPA's bias) every batch.
   int64_t sdpa_mask_limit_ = 0;
+  bool sdpa_bias_ = false;
 
  private:
   // The batch's token ids, mask and labels (Task::Forward).
@@ -396,9 +403,9 @@ class TextTask final : public TokenTask {
                                internal::MakeEncoderConfig(job.model, job.hp, job.data->pad_id)),
                internal::MakeHeadConfig(job.model, job.hp, job.data->num_labels)) {
     model_->to(device);
-    if (device.is_cuda() && job.hp.attention == Attention::kSdpa &&
-        !UsesRelativePositions(job.model)) {
+    if (device.is_cuda() && job.hp.attention == Attention::kSdpa) {
       sdpa_mask_limit_ = job.model.max_position_embeddings;
+      sdpa_bias_ = UsesRelativePositions(job.model) && internal::DebertaSdpaAvailable();
     }
   }
   bool Capturable() const override { return true; }

@@ -106,7 +106,8 @@ TEST(EstimateCli, MeasureAgreesWithTheSdpaEstimateOnCpu) {
            {"--model", "tiny-bert", "--batch-size", "8", "--max-length", "128", "--precision",
             "bf16", "--attention-dropout", "0"},
            {"--model", "tiny-roberta", "--batch-size", "4", "--max-length", "256", "--precision",
-            "bf16", "--gradient-checkpointing"}}) {
+            "bf16", "--gradient-checkpointing"},
+           {"--model", "tiny-deberta-v3", "--batch-size", "4", "--max-length", "64"}}) {
     std::vector<std::string> args = {
         "estimate", "--device", "cpu",         "--measure", "--measure-padded", "--threads", "1",
         "--format", "json",     "--attention", "sdpa"};

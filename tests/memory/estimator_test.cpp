@@ -257,6 +257,37 @@ TEST(MemoryEstimator, DebertaScoresEveryQueryAgainstAllRelativeRows) {
   EXPECT_EQ(Estimate(r).activations, (864 + 640 + 152 + 80 + 32) * 4 + 2 * 16 * 8);
 }
 
+// DeBERTa under SDPA: its bias needs a gradient, which the CPU's flash kernel does not give, so
+// on the CPU training takes the math path with or without attention dropout (whose noise and
+// dropped probabilities are then all that differs: 2 x 64 fp32 elements); on CUDA the
+// memory-efficient kernel keeps the bias but no probabilities, and every batch is widened.
+TEST(MemoryEstimator, DebertaSdpaFollowsItsBias) {
+  MemoryRequest r = TinyRequest();
+  r.model = TinyDeberta();
+  r.sdpa = true;
+  MemoryRequest no_dropout = r;
+  no_dropout.attention_dropout = 0;
+  EXPECT_EQ(Estimate(r).activations - Estimate(no_dropout).activations, 2 * 64 * 4);
+  MemoryRequest bert = TinyRequest();
+  bert.sdpa = true;
+  MemoryRequest bert_no_dropout = bert;
+  bert_no_dropout.attention_dropout = 0;  // BERT's flash kernel saves less than that again
+  EXPECT_GT(Estimate(bert).activations - Estimate(bert_no_dropout).activations, 2 * 64 * 4);
+
+  r.model.max_position_embeddings = 1024;
+  r.precision = Precision::kBf16;
+  r.batch_size = 4;
+  r.max_length = 512;
+  MemoryRequest eager = r;
+  eager.sdpa = false;
+  EXPECT_LT(Estimate(r, DeviceMemoryModel::Cuda()).activations,
+            Estimate(eager, DeviceMemoryModel::Cuda()).activations);
+  MemoryRequest odd = r;
+  odd.max_length = 500;  // widened to 512 on CUDA
+  EXPECT_EQ(Estimate(odd, DeviceMemoryModel::Cuda()).allocated_peak,
+            Estimate(r, DeviceMemoryModel::Cuda()).allocated_peak);
+}
+
 TEST(MemoryEstimator, Bf16AutocastSavesCastsAndKeepsResidualsInFp32) {
   MemoryRequest r = TinyRequest();
   r.precision = Precision::kBf16;
