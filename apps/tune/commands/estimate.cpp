@@ -593,7 +593,7 @@ std::function<int()> DeclareEstimate(CLI::App& command) {
   command.add_option("--attention-dropout", args->attention_dropout,
                      "Dropout of the attention probabilities (default: --dropout)");
   command.add_option("--attention", args->attention,
-                     "auto, sdpa or eager: how BERT-type layers compute attention (the "
+                     "auto, sdpa or eager: how the encoder's layers compute attention (the "
                      "attention hyperparameter; auto is eager today)");
   command.add_flag("--fused-qkv", args->fused_qkv,
                    "q, k and v projected as one GEMM (the fused_qkv hyperparameter)");
