@@ -136,6 +136,19 @@ TEST(MemoryEstimator, SavedActivationsCountEachSavedTensor) {
   EXPECT_EQ(Estimate(r).activations, (64 + 208 + 48) * 4);
 }
 
+// A layer's backward holds two [B, T, H] temporaries, or the output projection's [B, T, I]
+// gradient less the output block's freed LayerNorm input and noise (1.5 [B, T, H] in fp32),
+// whichever is larger: with I = 8H (BTI = 512 elements) the latter, 512*4 - 96*4 bytes in fp32
+// and 512*2 - 96*4 under bf16 autocast; with Tiny()'s I = 2H the former (2*64*4).
+TEST(MemoryEstimator, BackwardHoldsTheFeedForwardGradientWhenItIsWider) {
+  MemoryRequest r = TinyRequest();
+  EXPECT_EQ(Estimate(r).backward_transient, 2 * 64 * 4);
+  r.model.intermediate_size = 64;
+  EXPECT_EQ(Estimate(r).backward_transient, 512 * 4 - 96 * 4);
+  r.precision = Precision::kBf16;
+  EXPECT_EQ(Estimate(r).backward_transient, 512 * 2 - 96 * 4);
+}
+
 // SDPA (attention "sdpa") saves per layer what the kernel LibTorch picks saves. Tiny elements:
 // B*T*H = 64, B*heads*T*T = 64, B*T = 8, B*heads*T = 16.
 TEST(MemoryEstimator, SdpaSavesWhatItsKernelSaves) {
