@@ -2,7 +2,7 @@
 """Issue 6: the memory estimator's accuracy. For a grid of configurations (architectures, batch
 sizes, sequence lengths, precisions, checkpointing, optimizers) it runs
 
-    tune estimate --device cpu --measure --format json ...
+    tune estimate --device cpu --measure --measure-padded --format json ...
 
 which estimates the peak and then trains the same configuration for two optimizer steps and one
 evaluation on CPU under the counting allocator, and compares the two. Writes a table, the median
@@ -88,8 +88,8 @@ def loadavg():
 
 def run(tune, model, batch, length, extra, threads):
     cmd = [tune, "estimate", "--model", model, "--batch-size", str(batch), "--max-length",
-           str(length), "--device", "cpu", "--measure", "--threads", str(threads), "--format",
-           "json", "--log-level", "warn"] + extra
+           str(length), "--device", "cpu", "--measure", "--measure-padded", "--threads",
+           str(threads), "--format", "json", "--log-level", "warn"] + extra
     t0 = time.time()
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
@@ -149,9 +149,11 @@ def main():
         "configuration: the estimator's allocated peak (no LibTorch involved), then the same "
         "configuration trained for two optimizer steps and one evaluation on CPU under the "
         "byte-counting allocator, whose peak above the level before the run is the measurement. "
-        "Random token ids, every example at max_length, dropout 0.1, fp32 and AdamW unless "
-        "stated (bf16 is autocast on CPU, LibTorch's CPU kernels). All rows come from this one "
-        "run.",
+        "Random token ids, every other example one token short of max_length "
+        "(`--measure-padded`: the batches carry padding and a mask, the case the estimate "
+        "counts; since issue 63 a batch without padding sends no mask), dropout 0.1, fp32 and "
+        "AdamW unless stated (bf16 is autocast on CPU, LibTorch's CPU kernels). All rows come "
+        "from this one run.",
         "",
         f"Machine: {machine()}. {time.strftime('%Y-%m-%d')}; load average {load_before} at the "
         f"start, {load_after} at the end (memory figures do not depend on load). Run took "
