@@ -338,14 +338,15 @@ int64_t TraceScores(LayerTrace& tr, const EncoderShape& s, const Widths& w) {
   int64_t pre_softmax_extra = 0;  // what the score sum allocates beyond the three score locals
   if (s.deberta) {
     temps += TraceRelativeScores(tr, s, w);
-    // scores = (scores + c2p + p2c).mul_(scale).add_(mask): two sums alive at once.
+    // scores = (scores + c2p + p2c).mul_(scale): two sums alive at once; the first sum and the
+    // first scores go at the end of that statement (the second sum replaces them as `scores`).
     pre_softmax_extra = 2 * batt * w.mm;
   }
   tr.Temp(pre_softmax_extra);
+  tr.Drop(pre_softmax_extra);
   // add_(mask) of the fp32 mask into bf16 scores: CPU makes fp32 copies of the scores and of the
   // result.
   if (w.cpu_autocast) tr.During(2 * batt * 4);
-  tr.Drop(pre_softmax_extra);  // the first sum and the first scores (replaced by the second sum)
   return temps;
 }
 
@@ -552,7 +553,8 @@ int64_t NoGradEncoderLayerPeak(const EncoderShape& s, const Widths& w) {
                 2 * batt * w.mm + batr * w.mm,                            // c2p's gather
                 2 * batt * w.mm + bth * w.mm + brh * w.mm + batr * w.mm,  // p2c's matmul
                 3 * batt * w.mm + batr * w.mm,                            // p2c's gather
-                5 * batt * w.mm + (w.cpu_autocast ? 2 * batt * 4 : 0),    // the score sum and mask
+                5 * batt * w.mm,                                          // the score sum
+                3 * batt * w.mm + (w.cpu_autocast ? 2 * batt * 4 : 0),    // the mask's add
                 3 * batt * w.mm + probs,                                  // softmax and dropout
                 3 * batt * w.mm + batt * w.mm + 2 * bth * w.mm});         // matmul with v
   return std::max(held + attention, ffn);
