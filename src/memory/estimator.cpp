@@ -1162,13 +1162,19 @@ MemoryRequest MemoryRequestFor(const ModelSpec& model, const TrainHyperparams& h
 Result<MemoryEstimate> EstimateMemory(const MemoryRequest& request,
                                       const DeviceMemoryModel& device) {
   TUNE_RETURN_IF_ERROR(CheckRequest(request));
-  MemoryRequest r = request;
   // With SDPA on CUDA the trainer widens a padded batch (DeBERTa's: every batch, whose bias is
   // SDPA's mask) to the width the memory-efficient kernel takes its mask at (SdpaMaskWidth): the
-  // widest batch is max_length widened so.
-  if (r.sdpa && device.caching_allocator && r.architecture == Architecture::kEncoder) {
-    r.max_length = SdpaMaskWidth(r.max_length, r.model.max_position_embeddings);
+  // widest batch is max_length widened so. (A copy only then: estimates run in search loops.)
+  const bool widen = request.sdpa && device.caching_allocator &&
+                     request.architecture == Architecture::kEncoder &&
+                     SdpaMaskWidth(request.max_length, request.model.max_position_embeddings) !=
+                         request.max_length;
+  MemoryRequest widened;
+  if (widen) {
+    widened = request;
+    widened.max_length = SdpaMaskWidth(request.max_length, request.model.max_position_embeddings);
   }
+  const MemoryRequest& r = widen ? widened : request;
   Widths w = WidthsFor(r.precision);
   w.cpu_autocast = w.autocast && device.cpu_kernels;
   w.cuda_kernels = device.caching_allocator;
